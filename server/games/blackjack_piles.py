@@ -95,9 +95,13 @@ def card_points(card: str) -> int:
 
 def makes_21(cards: Sequence[str]) -> bool:
     """Whether ``cards`` can total exactly 21, each Ace counting 1 or 11."""
-    low = sum(card_points(card) for card in cards)
-    aces = sum(card[0] == "A" for card in cards)
-    return low <= TARGET and (TARGET - low) % 10 == 0 and (TARGET - low) // 10 <= aces
+    return points_make_21([card_points(card) for card in cards])
+
+
+def points_make_21(points: Sequence[int]) -> bool:
+    """Whether cards worth ``points`` (Aces as 1) can total exactly 21, an Ace adding 10 or not."""
+    missing = TARGET - sum(points)
+    return missing >= 0 and missing % 10 == 0 and missing // 10 <= points.count(1)
 
 
 def round_bonus(left: int) -> int:
@@ -392,16 +396,16 @@ class BlackjackPiles:
         return [Place(index) for index, pile in enumerate(self._s.piles) if self._takes(pile)]
 
     def _cashes(self) -> list[Cash]:
-        sources: list[tuple[int | None, str]] = [
-            (index, pile[-1]) for index, pile in enumerate(self._s.piles) if pile
+        sources: list[tuple[int | None, int]] = [
+            (index, card_points(pile[-1])) for index, pile in enumerate(self._s.piles) if pile
         ]
         top = self._stock_top()
         if top is not None and self.rules.stock_in_hand:
-            sources.append((None, top))
+            sources.append((None, card_points(top)))
         cashes = []
         for size in range(MIN_HAND, min(MAX_HAND, len(sources)) + 1):
             for combo in itertools.combinations(sources, size):
-                if makes_21([card for _, card in combo]):
+                if points_make_21([points for _, points in combo]):
                     piles = tuple(index for index, _ in combo if index is not None)
                     cashes.append(Cash(piles, stock=combo[-1][0] is None))
         return cashes

@@ -29,7 +29,7 @@ from server.games.blackjack_piles import (
     Place,
     View,
     card_points,
-    makes_21,
+    points_make_21,
 )
 
 Strategy = Callable[[View, list[Action]], Action]
@@ -77,10 +77,15 @@ def _potential(tops: tuple[tuple[int, bool], ...], stock_in_hand: bool) -> float
 
 def _cashable(cards: list[str]) -> bool:
     """Whether some 2-6 of ``cards`` total exactly 21."""
+    return _points_cashable(tuple(sorted(card_points(card) for card in cards)))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _points_cashable(points: tuple[int, ...]) -> bool:
     return any(
-        makes_21(group)
-        for size in range(2, min(MAX_HAND, len(cards)) + 1)
-        for group in itertools.combinations(cards, size)
+        points_make_21(group)
+        for size in range(2, min(MAX_HAND, len(points)) + 1)
+        for group in itertools.combinations(points, size)
     )
 
 
@@ -106,8 +111,7 @@ def _position(view: View, piles: list[list[str]]) -> float:
     cap = view.rules.cap
     tops = tuple(
         sorted(
-            (card_points(pile[-1]) if pile else 0, cap is None or len(pile) < cap)
-            for pile in piles
+            (card_points(pile[-1]) if pile else 0, cap is None or len(pile) < cap) for pile in piles
         )
     )
     return _potential(tops, view.rules.stock_in_hand)
