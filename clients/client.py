@@ -1,0 +1,218 @@
+"""An asyncio client for the BlackDrez protocol: handshake, request/reply by id, table state.
+
+Use::
+
+    client = await Client.connect("ws://127.0.0.1:8765/", name="Ann")
+    joined = await client.request(v1.QuickJoin())
+    table = client.tables[joined.table.id]
+    await client.wait_until(lambda: table.legal)   # my turn
+    await client.act(table.id, {"type": "hit"})
+
+The client keeps, per table, the last snapshot or update applied (``TableState``): its event
+number, view, legal actions and info. Updates are applied only in order: an update whose events do
+not follow the last number held triggers a ``resync`` (no gap, no duplicate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from protocol import v1
+from protocol.codec import SERVER_DECODERS, encode
+from protocol.handshake import Hello
+
+
+class ServerError(Exception):
+    """The server answered a request with ``error``."""
+
+    def __init__(self, error: v1.Error) -> None:
+        super().__init__(f"{error.code}: {error.message}")
+        self.code = error.code
+        self.error = error
+
+
+@dataclass
+class TableState:
+    """What the client knows of one table."""
+
+    id: str
+    seq: int = 0
+    seat: int | None = None
+    info: v1.TableInfo | None = None
+    view: Any = None
+    legal: list[Any] = field(default_factory=list)
+    deadline: float | None = None
+    events: list[v1.Numbered] = field(default_factory=list)
+    """Every event received, in order (the table's history as this client saw it)."""
+
+
+class Client:
+    """A connected, greeted client (see the module docstring)."""
+
+    def __init__(self, ws: ClientConnection, welcome: v1.Welcome, binary: bool) -> None:
+        self.ws = ws
+        self.welcome = welcome
+        self.binary = binary
+        self.token = welcome.token
+        self.player = welcome.player
+        self.tables: dict[str, TableState] = {}
+        self.lobby: dict[str, v1.TableInfo] = {}
+        self.pushed: list[Any] = []
+        """Messages the server pushed that are neither updates nor replies (lobby, shutdown)."""
+        self.closed: asyncio.Future[tuple[int | None, str]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._changed = asyncio.Condition()
+        self._decoder = SERVER_DECODERS[welcome.version]
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        *,
+        name: str | None = None,
+        token: str | None = None,
+        binary: bool = False,
+        versions: tuple[int, ...] = (1,),
+        **options: Any,
+    ) -> Client:
+        """Open a connection, say hello and return the greeted client."""
+        ws = await connect(url, compression=None, max_size=2**22, **options)
+        hello = Hello(versions=list(versions), name=name, token=token, client="blackdrez-py/0.1")
+        await ws.send(encode(hello, binary))
+        frame = await ws.recv()
+        reply = SERVER_DECODERS[1].decode(frame)
+        if isinstance(reply, v1.Error):
+            await ws.close()
+            raise ServerError(reply)
+        assert isinstance(reply, v1.Welcome), reply
+        return cls(ws, reply, binary)
+
+    async def close(self) -> None:
+        """Close the connection."""
+        await self.ws.close()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+
+    # ------------------------------------------------------------------ requests
+    async def send(self, message: Any) -> None:
+        """Send a message without waiting for its reply."""
+        await self.ws.send(encode(message, self.binary))
+
+    async def request(self, message: Any, timeout: float = 10.0) -> Any:
+        """Send a request with a fresh id and return its reply; raise ServerError on error."""
+        message.id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[message.id] = future
+        try:
+            await self.send(message)
+            reply = await asyncio.wait_for(future, timeout)
+        finally:
+            self._pending.pop(message.id, None)
+        if isinstance(reply, v1.Error):
+            raise ServerError(reply)
+        return reply
+
+    async def act(self, table: str, action: Any) -> v1.Ok:
+        """Play an action (a game Struct or its dict form) at a table."""
+        if not isinstance(action, dict):
+            action = msgspec.to_builtins(action)
+        return await self.request(v1.Act(table=table, action=action))
+
+    async def resync(self, table: str) -> Any:
+        """Ask for what was missed at ``table`` since the last event held."""
+        state = self.tables.setdefault(table, TableState(table))
+        return await self.request(v1.Resync(table=table, since=state.seq))
+
+    async def wait_until(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """Wait until ``predicate()`` is true (checked after every message); return its value."""
+        async with asyncio.timeout(timeout):
+            async with self._changed:
+                while True:
+                    value = predicate()
+                    if value:
+                        return value
+                    if self.closed.done():
+                        raise ConnectionError(f"connection closed: {self.closed.result()}")
+                    await self._changed.wait()
+
+    # ------------------------------------------------------------------ reading
+    async def _read(self) -> None:
+        try:
+            async for frame in self.ws:
+                message = self._decoder.decode(frame)
+                self._receive(message)
+                async with self._changed:
+                    self._changed.notify_all()
+        except ConnectionClosed:
+            pass
+        finally:
+            if not self.closed.done():
+                self.closed.set_result((self.ws.close_code, self.ws.close_reason or ""))
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("connection closed"))
+            async with self._changed:
+                self._changed.notify_all()
+
+    def _receive(self, message: Any) -> None:
+        if isinstance(message, v1.Joined):
+            state = self.tables.setdefault(message.table.id, TableState(message.table.id))
+            state.seat = message.seat
+            state.info = message.table
+        elif isinstance(message, v1.Snapshot):
+            state = self.tables.setdefault(message.table, TableState(message.table))
+            state.seq = message.seq
+            state.seat = message.seat
+            state.info = message.info
+            state.view = message.view
+            state.legal = message.legal
+            state.deadline = message.deadline
+        elif isinstance(message, v1.Update):
+            self._apply_update(message)
+        elif isinstance(message, v1.Tables):
+            self.lobby = {t.id: t for t in message.tables}
+        elif isinstance(message, v1.LobbyUpdate):
+            for info in message.tables:
+                self.lobby[info.id] = info
+            for gone in message.removed:
+                self.lobby.pop(gone, None)
+            self.pushed.append(message)
+        elif getattr(message, "id", None) is None:
+            self.pushed.append(message)
+        request_id = getattr(message, "id", None)
+        if request_id is not None:
+            future = self._pending.get(request_id)
+            if future is not None and not future.done():
+                future.set_result(message)
+
+    def _apply_update(self, update: v1.Update) -> None:
+        state = self.tables.get(update.table)
+        if state is None:
+            return  # a snapshot will follow
+        events = [e for e in update.events if e.seq > state.seq]
+        if update.events and not events:
+            return  # already held
+        if events and events[0].seq != state.seq + 1:
+            asyncio.get_running_loop().create_task(self.resync(update.table))
+            return
+        state.events.extend(events)
+        state.seq = max(state.seq, update.seq)
+        state.view = update.view
+        state.legal = update.legal
+        state.deadline = update.deadline
+        if update.info is not None:
+            state.info = update.info

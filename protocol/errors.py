@@ -1,0 +1,77 @@
+"""Error codes and WebSocket close codes: the stable vocabulary of failure on the wire."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ErrorCode(enum.StrEnum):
+    """Every reason a request can fail. Sent as ``{"type": "error", "code": ...}``."""
+
+    # The frame itself
+    BAD_FRAME = "bad_frame"
+    """The frame is not valid JSON / MessagePack, or not an object."""
+    UNKNOWN_TYPE = "unknown_type"
+    """The ``type`` tag names no message of this protocol version."""
+    BAD_MESSAGE = "bad_message"
+    """A field is missing, of the wrong type, or out of range."""
+    # Handshake and identity
+    UNSUPPORTED_VERSION = "unsupported_version"
+    """None of the client's versions is spoken here; the reply lists the supported ones."""
+    HELLO_REQUIRED = "hello_required"
+    """The first message of a connection must be ``hello``."""
+    ALREADY_GREETED = "already_greeted"
+    """``hello`` was sent twice on one connection."""
+    BAD_TOKEN = "bad_token"
+    """The session token is forged, malformed or expired."""
+    # Lobby and tables
+    NOT_FOUND = "not_found"
+    """No such table, session or game."""
+    TABLE_FULL = "table_full"
+    SEAT_TAKEN = "seat_taken"
+    ALREADY_SEATED = "already_seated"
+    NOT_SEATED = "not_seated"
+    """The request needs a seat at that table and the player has none."""
+    NOT_HOST = "not_host"
+    """Only the table's host may do that."""
+    INVITE_REQUIRED = "invite_required"
+    """A private table needs its invite code."""
+    GAME_RUNNING = "game_running"
+    """Not possible while a round is being played."""
+    NOT_ENOUGH_PLAYERS = "not_enough_players"
+    # Game actions (the engines' rejection reasons)
+    NOT_YOUR_TURN = "not_your_turn"
+    ILLEGAL_ACTION = "illegal_action"
+    GAME_OVER = "game_over"
+    NOT_IN_ROUND = "not_in_round"
+    BAD_ACTION = "bad_action"
+    # Limits and the server
+    RATE_LIMITED = "rate_limited"
+    UNAVAILABLE = "unavailable"
+    """A service the request needs (the store) cannot be reached; nothing was changed."""
+    SHUTTING_DOWN = "shutting_down"
+    INTERNAL = "internal"
+
+
+class CloseCode(enum.IntEnum):
+    """WebSocket close codes the server uses. 1xxx are RFC 6455's; 4xxx are ours."""
+
+    NORMAL = 1000
+    GOING_AWAY = 1001
+    """The server is shutting down; reconnect (to any node) with the same token."""
+    POLICY_VIOLATION = 1008
+    """Flooding: the client exceeded the message rate limit."""
+    MESSAGE_TOO_BIG = 1009
+    """A frame exceeded ``limits.max_frame_bytes``."""
+    HANDSHAKE_FAILED = 4000
+    """The first message was not a valid ``hello``."""
+    UNSUPPORTED_VERSION = 4001
+    """No common protocol version; the error before the close lists the supported ones."""
+    BAD_TOKEN = 4002
+    """The session token in ``hello`` was rejected."""
+    SLOW_CONSUMER = 4003
+    """The client fell too far behind reading; reconnect and resync."""
+    REPLACED = 4004
+    """The same player connected again elsewhere; this older connection is closed."""
+    IDLE_TIMEOUT = 4005
+    """Nothing was received for too long."""

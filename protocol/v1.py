@@ -1,0 +1,432 @@
+"""Protocol version 1: every message after the handshake.
+
+Theory of operation
+-------------------
+Messages are msgspec Structs in tagged unions; the tag field is ``type``. A client sends requests
+(:data:`ClientMessage`); each may carry an ``id`` that the server's reply (``ok``, ``error`` or a
+typed reply) echoes. The server also pushes messages nobody asked for: ``update`` for a table the
+client sits at or watches, ``lobby`` for the live table list, ``shutdown``.
+
+Every table (a BlackDrez table, or a solitaire session: a private table with one seat) numbers its
+events 1, 2, 3...; ``update`` carries the new events with their numbers and the viewer's
+complete view after them, so a client never has to re-derive state.
+After a reconnect the client sends
+``resync`` with the last number it has and gets exactly the missing events, or a ``snapshot`` when
+too many were missed. Game payloads (``action``, ``event``, ``view``) are the engines' own Structs;
+their schemas are exported beside this module's (``docs/schema/``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from protocol.handshake import Hello
+
+VERSION = 1
+
+GameName = Literal["blackdrez", "blackjack_piles", "blue_jacket"]
+SOLITAIRES: tuple[str, ...] = ("blackjack_piles", "blue_jacket")
+
+
+class Message(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=False):
+    """Base of every v1 message."""
+
+
+# --------------------------------------------------------------------------- shared data
+
+
+class TableOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What a host chooses when creating a BlackDrez table."""
+
+    name: str = ""
+    seats: int = 4
+    """2 to 8."""
+    decks: int | None = None
+    """1 or 2; ``None`` picks the default (one deck up to 4 seats, two decks for 5-8)."""
+    turn_seconds: float = 30.0
+    """A player who has not acted by then gets the default action (BlackDrez: withdraw)."""
+    grace_seconds: float = 60.0
+    """How long a disconnected player keeps the seat before it is freed (between games)."""
+    max_rounds: int | None = None
+    round_pause_seconds: float = 3.0
+    """Pause between a round's result and the next deal, so people can read the result."""
+    private: bool = False
+    """A private table is not listed; joining it needs the invite code."""
+
+    def problems(self) -> list[str]:
+        """Return what is wrong with these options (empty when they are valid)."""
+        found = []
+        if not 2 <= self.seats <= 8:
+            found.append("seats must be 2 to 8")
+        if self.decks not in (None, 1, 2):
+            found.append("decks must be 1 or 2")
+        if not 1.0 <= self.turn_seconds <= 3600.0:
+            found.append("turn_seconds must be 1 to 3600")
+        if not 0.0 <= self.grace_seconds <= 3600.0:
+            found.append("grace_seconds must be 0 to 3600")
+        if not 0.0 <= self.round_pause_seconds <= 60.0:
+            found.append("round_pause_seconds must be 0 to 60")
+        if self.max_rounds is not None and not 1 <= self.max_rounds <= 1000:
+            found.append("max_rounds must be 1 to 1000")
+        if len(self.name) > 64:
+            found.append("name must be at most 64 characters")
+        return found
+
+
+class SeatInfo(msgspec.Struct, kw_only=True):
+    """Who sits in a seat."""
+
+    player: str
+    name: str
+    ready: bool = False
+    connected: bool = True
+    bot: bool = False
+
+
+class TableInfo(msgspec.Struct, kw_only=True):
+    """A table as the lobby and its players see it."""
+
+    id: str
+    game: GameName
+    name: str
+    status: Literal["open", "playing", "finished", "closed"]
+    """``open``: seats being filled; ``playing``: a game is on (between rounds too);
+    ``finished``: the game ended (the host may start another); ``closed``: gone."""
+    seats: list[SeatInfo | None]
+    host: str
+    """The player id of the table's host."""
+    spectators: int = 0
+    private: bool = False
+    round: int = 0
+    options: TableOptions | None = None
+    commitment: str | None = None
+    """SHA-256 of the running game's seed, published when the game starts."""
+
+
+class Numbered(msgspec.Struct, kw_only=True):
+    """One table event with its sequence number."""
+
+    seq: int
+    event: Any
+
+
+class Limits(msgspec.Struct, kw_only=True):
+    """The server's limits, sent in ``welcome``."""
+
+    max_frame_bytes: int
+    messages_per_second: float
+    burst: int
+    idle_timeout_seconds: float
+    replay_events: int
+    """How many missed events ``resync`` can replay before it sends a snapshot instead."""
+
+
+class LeaderboardEntry(msgspec.Struct, kw_only=True):
+    rank: int
+    player: str
+    name: str
+    score: int
+
+
+# --------------------------------------------------------------------------- client -> server
+
+
+class WatchLobby(Message, tag="watch_lobby", kw_only=True):
+    """Subscribe to the live table list: a ``tables`` reply now, then ``lobby`` pushes."""
+
+    id: int | None = None
+
+
+class UnwatchLobby(Message, tag="unwatch_lobby", kw_only=True):
+    id: int | None = None
+
+
+class ListTables(Message, tag="list_tables", kw_only=True):
+    """The public tables, once."""
+
+    id: int | None = None
+
+
+class CreateTable(Message, tag="create_table", kw_only=True):
+    """Create a BlackDrez table and take its first seat as its host."""
+
+    id: int | None = None
+    options: TableOptions = msgspec.field(default_factory=TableOptions)
+
+
+class JoinTable(Message, tag="join", kw_only=True):
+    """Take a seat (a given one, or the first free one)."""
+
+    id: int | None = None
+    table: str
+    seat: int | None = None
+    invite: str | None = None
+
+
+class QuickJoin(Message, tag="quick_join", kw_only=True):
+    """Join an open public table with a free seat, or create one."""
+
+    id: int | None = None
+
+
+class Spectate(Message, tag="spectate", kw_only=True):
+    id: int | None = None
+    table: str
+    invite: str | None = None
+
+
+class LeaveTable(Message, tag="leave", kw_only=True):
+    """Give up the seat (or stop spectating). During a round the player withdraws first."""
+
+    id: int | None = None
+    table: str
+
+
+class SetReady(Message, tag="ready", kw_only=True):
+    id: int | None = None
+    table: str
+    ready: bool = True
+
+
+class StartGame(Message, tag="start", kw_only=True):
+    """Host only: start a game with the ready players (at least two)."""
+
+    id: int | None = None
+    table: str
+
+
+class AddBots(Message, tag="add_bots", kw_only=True):
+    """Host only: fill empty seats with server-run bots."""
+
+    id: int | None = None
+    table: str
+    count: int = 1
+    strategy: str = "threshold"
+
+
+class Act(Message, tag="act", kw_only=True):
+    """Play an action: one of the table's game's actions, e.g. ``{"type": "hit"}``."""
+
+    id: int | None = None
+    table: str
+    action: dict[str, Any]
+
+
+class Resync(Message, tag="resync", kw_only=True):
+    """I have every event up to ``since``: send the rest, or a snapshot."""
+
+    id: int | None = None
+    table: str
+    since: int = 0
+
+
+class StartSolitaire(Message, tag="start_solitaire", kw_only=True):
+    """Start a solitaire session: a random deal, or a numbered one anyone can replay."""
+
+    id: int | None = None
+    game: Literal["blackjack_piles", "blue_jacket"]
+    deal: int | None = None
+
+
+class GetLeaderboard(Message, tag="leaderboard", kw_only=True):
+    id: int | None = None
+    game: Literal["blackjack_piles", "blue_jacket"]
+    limit: int = 10
+
+
+class Ping(Message, tag="ping", kw_only=True):
+    """Application-level ping; the reply ``pong`` echoes ``id`` and gives the server's time."""
+
+    id: int | None = None
+
+
+ClientMessage = (
+    Hello
+    | WatchLobby
+    | UnwatchLobby
+    | ListTables
+    | CreateTable
+    | JoinTable
+    | QuickJoin
+    | Spectate
+    | LeaveTable
+    | SetReady
+    | StartGame
+    | AddBots
+    | Act
+    | Resync
+    | StartSolitaire
+    | GetLeaderboard
+    | Ping
+)
+
+
+# --------------------------------------------------------------------------- server -> client
+
+
+class Welcome(Message, tag="welcome", kw_only=True):
+    """The handshake's answer: the version spoken from now on, and who you are."""
+
+    version: int
+    token: str
+    """Keep it: ``hello`` with it brings back the same player, seats and sessions."""
+    player: str
+    name: str
+    limits: Limits
+    server: str
+    tables: list[str] = []
+    """Tables and sessions where this player holds a seat: resync them after a reconnect."""
+
+
+class Error(Message, tag="error", kw_only=True):
+    id: int | None = None
+    code: str
+    """One of :class:`protocol.errors.ErrorCode`."""
+    message: str
+    supported: list[int] | None = None
+    """With ``unsupported_version``: the versions this server speaks."""
+
+
+class Ok(Message, tag="ok", kw_only=True):
+    """A request succeeded; ``seq`` is the table's last event number after it, where relevant."""
+
+    id: int | None = None
+    seq: int | None = None
+
+
+class Joined(Message, tag="joined", kw_only=True):
+    """You sit at (or watch) a table; a ``snapshot`` of it follows."""
+
+    id: int | None = None
+    table: TableInfo
+    seat: int | None
+    invite: str | None = None
+    """The invite code, for the host of a private table."""
+
+
+class Snapshot(Message, tag="snapshot", kw_only=True):
+    """A table's complete state for this viewer, up to and including event ``seq``."""
+
+    id: int | None = None
+    table: str
+    seq: int
+    info: TableInfo
+    seat: int | None
+    view: Any | None
+    """The game's view for this viewer (``None`` before the first game starts)."""
+    legal: list[Any] = []
+    """This viewer's legal actions now."""
+    deadline: float | None = None
+    """When the player on turn gets the default action (Unix time, seconds)."""
+
+
+class Update(Message, tag="update", kw_only=True):
+    """New events at a table, and this viewer's view after them."""
+
+    id: int | None = None
+    table: str
+    seq: int
+    """The number of the last event in ``events``."""
+    events: list[Numbered]
+    view: Any | None
+    legal: list[Any] = []
+    deadline: float | None = None
+    info: TableInfo | None = None
+    """Present when the table's seats, status or options changed."""
+
+
+class Tables(Message, tag="tables", kw_only=True):
+    id: int | None = None
+    tables: list[TableInfo]
+
+
+class LobbyUpdate(Message, tag="lobby", kw_only=True):
+    """Pushed to lobby watchers: tables added or changed, and tables gone."""
+
+    tables: list[TableInfo] = []
+    removed: list[str] = []
+
+
+class Leaderboard(Message, tag="leaderboard", kw_only=True):
+    id: int | None = None
+    game: str
+    entries: list[LeaderboardEntry]
+
+
+class Pong(Message, tag="pong", kw_only=True):
+    id: int | None = None
+    time: float
+
+
+class Shutdown(Message, tag="shutdown", kw_only=True):
+    """The server is going away; reconnect after ``reconnect_after`` seconds with your token."""
+
+    reason: str
+    reconnect_after: float = 1.0
+
+
+ServerMessage = (
+    Welcome
+    | Error
+    | Ok
+    | Joined
+    | Snapshot
+    | Update
+    | Tables
+    | LobbyUpdate
+    | Leaderboard
+    | Pong
+    | Shutdown
+)
+
+
+# --------------------------------------------------------------------------- table events
+# Events about the table itself; the game's own events (hit, round_won...) come from its engine.
+
+
+class SeatTaken(Message, tag="seat_taken", kw_only=True):
+    seat: int
+    player: str
+    name: str
+    bot: bool = False
+
+
+class SeatFreed(Message, tag="seat_freed", kw_only=True):
+    seat: int
+    reason: Literal["left", "timeout", "kicked"] = "left"
+
+
+class ReadyChanged(Message, tag="ready_changed", kw_only=True):
+    seat: int
+    ready: bool
+
+
+class PresenceChanged(Message, tag="presence", kw_only=True):
+    seat: int
+    connected: bool
+
+
+class GameStarted(Message, tag="game_started", kw_only=True):
+    """A game began; ``commitment`` is SHA-256 of its seed, revealed when it ends."""
+
+    game: GameName
+    commitment: str | None
+    deal: int | None = None
+
+
+class TimedOut(Message, tag="timed_out", kw_only=True):
+    """The player on turn ran out of time; ``action`` was played for them."""
+
+    seat: int
+    action: Any
+
+
+class TableClosed(Message, tag="table_closed", kw_only=True):
+    reason: str
+
+
+TableEvent = (
+    SeatTaken | SeatFreed | ReadyChanged | PresenceChanged | GameStarted | TimedOut | TableClosed
+)

@@ -1,0 +1,33 @@
+"""Prometheus metrics, one registry per server so tests can run several servers in a process."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+
+class Metrics:
+    """The server's counters, gauges and histograms."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.connections = Gauge("blackdrez_connections", "Open WebSocket connections", registry=r)
+        self.tables = Gauge("blackdrez_tables", "Tables hosted by this node", ["game"], registry=r)
+        self.messages_in = Counter(
+            "blackdrez_messages_in", "Messages received", ["type"], registry=r
+        )
+        self.messages_out = Counter("blackdrez_messages_out", "Frames sent", registry=r)
+        self.errors = Counter("blackdrez_errors", "Error replies by code", ["code"], registry=r)
+        self.closes = Counter(
+            "blackdrez_closes", "Connections closed by the server", ["code"], registry=r
+        )
+        self.action_latency = Histogram(
+            "blackdrez_action_seconds",
+            "Time from receiving an action to handing its update to the connections",
+            buckets=(0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5),
+            registry=r,
+        )
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)

@@ -1,0 +1,579 @@
+"""A server node: hosts rooms, routes requests to the node hosting a table, fans updates out.
+
+Theory of operation
+-------------------
+Every table (and solitaire session) is hosted by exactly one node: the one that created it. Its
+:class:`~server.room.Room` lives there, and only there are its commands executed (synchronously, so
+one table's commands never interleave). A node that receives a request for a table hosted
+elsewhere forwards it over the store's bus to the host's channel and relays the answer; the host
+publishes every table update on the table's channel, and each node with viewers of that table
+fans the update out to them. With the in-memory store there is one node and everything is local.
+
+A request's answer is an :class:`Answer`: the messages for the requester, and whether the requester
+now watches the table (with which seat) or stops watching it. Updates go to every watcher in
+the watcher's viewer class (the spectator's copy unless the seat's differs), encoded once per class
+and encoding; each watcher remembers the last event number it was sent, so no update is sent twice
+and a watcher that joins late starts right after its snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from protocol import v1
+from protocol.codec import encode
+from protocol.errors import ErrorCode
+from server.adapters import ADAPTERS
+from server.connection import Client, Watch
+from server.games.shuffle import new_seed
+from server.metrics import Metrics
+from server.room import Broadcast, Room, RoomError
+from server.stores import Store, StoreUnavailable
+from server.stores.base import LOBBY_CHANNEL, node_channel, table_channel
+
+log = logging.getLogger("blackdrez.node")
+
+REMOTE_TIMEOUT = 5.0
+SOLITAIRE_GRACE = 3600.0
+RECENT_UPDATES = 64
+
+
+class Presence(msgspec.Struct, tag="presence", tag_field="type"):
+    """Internal: a player's connection to a table dropped or came back."""
+
+    table: str
+    connected: bool
+
+
+class Answer(msgspec.Struct):
+    """What a request produced for its requester."""
+
+    replies: list[Any] = []
+    watch: tuple[str, int | None, int] | None = None
+    """``(table, seat, seq)``: the requester now watches ``table`` up to event ``seq``."""
+    unwatch: str | None = None
+
+
+class _Forward(msgspec.Struct, tag="req", tag_field="k"):
+    origin: str
+    rid: int
+    player: str
+    name: str
+    table: str
+    message: Any
+
+
+class _Reply(msgspec.Struct, tag="rep", tag_field="k"):
+    rid: int
+    answer: Answer
+
+
+_bus_encoder = msgspec.msgpack.Encoder()
+_bus_decoder = msgspec.msgpack.Decoder(_Forward | _Reply)
+_broadcast_decoder = msgspec.msgpack.Decoder(Broadcast)
+_message_decoder = msgspec.msgpack.Decoder(v1.ClientMessage | Presence)
+_answer_decoder = msgspec.msgpack.Decoder(Answer)
+
+
+def _error(request: Any, code: ErrorCode, message: str) -> Answer:
+    return Answer(replies=[v1.Error(id=getattr(request, "id", None), code=code, message=message)])
+
+
+class Node:
+    """One server process's share of the game world (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        *,
+        seed_source: Callable[[], str] = new_seed,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.id = store.node_id
+        self.metrics = metrics
+        self.seed_source = seed_source
+        self.clock = clock
+        self.rooms: dict[str, Room] = {}
+        self.watchers: dict[str, dict[Client, Watch]] = {}
+        self.lobby_watchers: set[Client] = set()
+        self.clients: dict[str, Client] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._outbox: asyncio.Queue[tuple[Room, Broadcast | None]] = asyncio.Queue()
+        self._pending: dict[int, asyncio.Future[Answer]] = {}
+        self._rids = itertools.count(1)
+        self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
+        """Tables hosted elsewhere that this node follows, with their last few updates."""
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Subscribe to this node's channels and start the background work."""
+        await self.store.subscribe(node_channel(self.id), self._on_node_message)
+        await self.store.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._drain_outbox()), loop.create_task(self._heartbeat())]
+
+    async def stop(self, reason: str = "server shutting down") -> None:
+        """Close every hosted room and stop the background work."""
+        for room in list(self.rooms.values()):
+            room.close(reason)
+            self._after(room)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._outbox.join(), 2.0)
+        for task in self._tasks:
+            task.cancel()
+        for handle in self._timers.values():
+            handle.cancel()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.heartbeat(15.0)
+            await asyncio.sleep(5.0)
+
+    # ------------------------------------------------------------------ clients
+    def attach(self, client: Client) -> Client | None:
+        """Register a greeted client; return the older connection of the same player, if any."""
+        older = self.clients.get(client.player)
+        self.clients[client.player] = client
+        self.metrics.connections.set(len(self.clients))
+        return older
+
+    async def detach(self, client: Client) -> None:
+        """Forget a closed client: its tables learn that the player is away."""
+        if self.clients.get(client.player) is client:
+            del self.clients[client.player]
+        self.metrics.connections.set(len(self.clients))
+        self.lobby_watchers.discard(client)
+        for table, watch in list(client.tables.items()):
+            await self._unwatch(client, table)
+            if self.clients.get(client.player) is not None:
+                continue  # the player is back on a newer connection
+            message: Any = (
+                Presence(table=table, connected=False)
+                if watch.seat is not None
+                else v1.LeaveTable(table=table)
+            )
+            with contextlib.suppress(StoreUnavailable, RoomError, TimeoutError):
+                await self.route(client.player, client.name, table, message)
+
+    async def handle(self, client: Client, message: Any) -> None:
+        """Serve one decoded request from ``client``."""
+        try:
+            answer = await self._dispatch(client, message)
+        except StoreUnavailable:
+            answer = _error(message, ErrorCode.UNAVAILABLE, "the lobby store cannot be reached")
+        except TimeoutError:
+            answer = _error(message, ErrorCode.UNAVAILABLE, "the table's node did not answer")
+        except Exception:
+            log.exception("request %r failed", message)
+            answer = _error(message, ErrorCode.INTERNAL, "the server failed on this request")
+        await self._deliver_answer(client, answer)
+
+    async def _deliver_answer(self, client: Client, answer: Answer) -> None:
+        if answer.watch is not None:
+            table, seat, seq = answer.watch
+            await self._watch(client, table, seat, seq)
+        for reply in answer.replies:
+            if isinstance(reply, v1.Error):
+                self.metrics.errors.labels(reply.code).inc()
+            client.send(reply)
+        if answer.unwatch is not None:
+            await self._unwatch(client, answer.unwatch)
+
+    async def _dispatch(self, client: Client, message: Any) -> Answer:
+        now = self.clock()
+        match message:
+            case v1.Ping():
+                return Answer(replies=[v1.Pong(id=message.id, time=now)])
+            case v1.ListTables() | v1.WatchLobby():
+                tables = await self.list_tables()
+                if isinstance(message, v1.WatchLobby):
+                    client.lobby = True
+                    self.lobby_watchers.add(client)
+                return Answer(replies=[v1.Tables(id=message.id, tables=tables)])
+            case v1.UnwatchLobby():
+                client.lobby = False
+                self.lobby_watchers.discard(client)
+                return Answer(replies=[v1.Ok(id=message.id)])
+            case v1.CreateTable():
+                problems = message.options.problems()
+                if problems:
+                    return _error(message, ErrorCode.BAD_MESSAGE, "; ".join(problems))
+                room = self._new_room("blackdrez", client.player, message.options, None)
+                return self._execute(
+                    room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
+                )
+            case v1.QuickJoin():
+                return await self._quick_join(client, message)
+            case v1.StartSolitaire():
+                options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
+                room = self._new_room(message.game, client.player, options, message.deal)
+                answer = self._execute(
+                    room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
+                )
+                room.begin(now)
+                self._after(room)
+                snapshot = room.snapshot(0)
+                snapshot.id = message.id
+                assert answer.watch is not None
+                answer.watch = (room.id, 0, room.seq)
+                answer.replies = [answer.replies[0], snapshot]
+                return answer
+            case v1.GetLeaderboard():
+                limit = max(1, min(message.limit, 100))
+                rows = await self.store.top_scores(message.game, limit)
+                entries = [
+                    v1.LeaderboardEntry(rank=i + 1, player=p, name=n, score=s)
+                    for i, (p, n, s) in enumerate(rows)
+                ]
+                return Answer(
+                    replies=[v1.Leaderboard(id=message.id, game=message.game, entries=entries)]
+                )
+            case v1.Hello():
+                return _error(message, ErrorCode.ALREADY_GREETED, "hello was already answered")
+            case _:
+                table = getattr(message, "table", None)
+                if not isinstance(table, str):
+                    return _error(message, ErrorCode.UNKNOWN_TYPE, "unknown request")
+                return await self.route(client.player, client.name, table, message)
+
+    async def _quick_join(self, client: Client, message: v1.QuickJoin) -> Answer:
+        for info in await self.list_tables():
+            if (
+                info.game == "blackdrez"
+                and info.status == "open"
+                and not info.private
+                and any(seat is None for seat in info.seats)
+                and all(seat is None or seat.player != client.player for seat in info.seats)
+            ):
+                answer = await self.route(
+                    client.player,
+                    client.name,
+                    info.id,
+                    v1.JoinTable(id=message.id, table=info.id),
+                )
+                if not any(isinstance(reply, v1.Error) for reply in answer.replies):
+                    return answer
+        room = self._new_room("blackdrez", client.player, v1.TableOptions(), None)
+        return self._execute(
+            room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
+        )
+
+    async def list_tables(self) -> list[v1.TableInfo]:
+        """The public tables of every node."""
+        records = await self.store.list_tables()
+        return [msgspec.msgpack.decode(record, type=v1.TableInfo) for record in records]
+
+    # ------------------------------------------------------------------ routing
+    async def route(self, player: str, name: str, table: str, message: Any) -> Answer:
+        """Execute a table request here if this node hosts the table, else forward it."""
+        room = self.rooms.get(table)
+        if room is not None:
+            return self._execute(room, player, name, message)
+        found = await self.store.get_table(table)
+        if found is None or found[0] == self.id:
+            return _error(message, ErrorCode.NOT_FOUND, f"no table {table!r}")
+        if isinstance(message, v1.JoinTable | v1.Spectate | v1.Resync):
+            await self._follow(table)  # before the request, so no update can slip between
+        try:
+            return await self._forward(found[0], player, name, table, message)
+        finally:
+            await self._unfollow_if_unwatched(table)
+
+    async def _forward(self, host: str, player: str, name: str, table: str, message: Any) -> Answer:
+        rid = next(self._rids)
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = future
+        try:
+            request = _Forward(
+                origin=self.id, rid=rid, player=player, name=name, table=table, message=message
+            )
+            await self.store.publish(node_channel(host), _bus_encoder.encode(request))
+            return await asyncio.wait_for(future, REMOTE_TIMEOUT)
+        finally:
+            self._pending.pop(rid, None)
+
+    def _on_node_message(self, data: bytes) -> None:
+        try:
+            envelope = _bus_decoder.decode(data)
+        except msgspec.DecodeError:
+            log.warning("undecodable bus message dropped")
+            return
+        if isinstance(envelope, _Reply):
+            future = self._pending.get(envelope.rid)
+            if future is not None and not future.done():
+                future.set_result(envelope.answer)
+            return
+        asyncio.get_running_loop().create_task(self._serve_forward(envelope))
+
+    async def _serve_forward(self, request: _Forward) -> None:
+        message = msgspec.convert(request.message, v1.ClientMessage | Presence)
+        room = self.rooms.get(request.table)
+        if room is None:
+            answer = _error(message, ErrorCode.NOT_FOUND, f"no table {request.table!r}")
+        else:
+            answer = self._execute(room, request.player, request.name, message)
+        reply = _Reply(rid=request.rid, answer=answer)
+        with contextlib.suppress(StoreUnavailable):
+            await self.store.publish(node_channel(request.origin), _bus_encoder.encode(reply))
+
+    # ------------------------------------------------------------------ hosting
+    def _new_room(self, game: str, host: str, options: v1.TableOptions, deal: int | None) -> Room:
+        table_id = ("t" if game == "blackdrez" else "s") + secrets.token_hex(5)
+        room = Room(
+            table_id,
+            ADAPTERS[game],
+            host,
+            options,
+            listed=game == "blackdrez" and not options.private,
+            seed_source=self.seed_source,
+            deal=deal,
+        )
+        self.rooms[table_id] = room
+        self.metrics.tables.labels(game).inc()
+        return room
+
+    def _execute(self, room: Room, player: str, name: str, message: Any) -> Answer:
+        """Run one request against a hosted room (synchronously) and publish what changed."""
+        now = self.clock()
+        started = time.perf_counter()
+        try:
+            answer = self._command(room, player, name, message, now)
+        except RoomError as error:
+            answer = _error(message, error.code, error.message)
+        self._after(room)
+        if isinstance(message, v1.Act):
+            self.metrics.action_latency.observe(time.perf_counter() - started)
+        return answer
+
+    def _command(self, room: Room, player: str, name: str, message: Any, now: float) -> Answer:
+        request_id = getattr(message, "id", None)
+        match message:
+            case v1.JoinTable():
+                seat = room.join(player, name, now, seat=message.seat, invite=message.invite)
+                return self._joined(room, player, request_id, seat)
+            case v1.Spectate():
+                room.spectate(player, message.invite)
+                return self._joined(room, player, request_id, room.seat_of(player))
+            case v1.LeaveTable():
+                room.leave(player, now)
+                return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)], unwatch=room.id)
+            case v1.SetReady():
+                room.set_ready(player, message.ready)
+            case v1.StartGame():
+                room.start(player, now)
+            case v1.Act():
+                room.act(player, message.action, now)
+            case v1.Resync():
+                seat = room.seat_of(player)
+                if seat is None and player not in room.spectators:
+                    raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
+                room.presence(player, True, now)
+                return self._resync(room, request_id, seat, message.since)
+            case Presence():
+                if message.connected:
+                    room.presence(player, True, now)
+                elif room.seat_of(player) is not None:
+                    room.presence(player, False, now)
+                return Answer()
+            case _:
+                raise RoomError(ErrorCode.UNKNOWN_TYPE, "not a table request")
+        return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)])
+
+    def _joined(self, room: Room, player: str, request_id: int | None, seat: int | None) -> Answer:
+        invite = room.invite if player == room.host else None
+        snapshot = room.snapshot(seat)
+        return Answer(
+            replies=[
+                v1.Joined(id=request_id, table=snapshot.info, seat=seat, invite=invite),
+                snapshot,
+            ],
+            watch=(room.id, seat, room.seq),
+        )
+
+    def _resync(self, room: Room, request_id: int | None, seat: int | None, since: int) -> Answer:
+        events = room.events_since(since, seat)
+        if events is None:
+            snapshot = room.snapshot(seat)
+            snapshot.id = request_id
+            return Answer(replies=[snapshot], watch=(room.id, seat, room.seq))
+        update = v1.Update(
+            id=request_id,
+            table=room.id,
+            seq=room.seq,
+            events=events,
+            view=room.engine.view(seat) if room.engine is not None else None,
+            legal=room.legal(seat),
+            deadline=room.turn_deadline,
+            info=room.info(),
+        )
+        return Answer(replies=[update], watch=(room.id, seat, room.seq))
+
+    def _after(self, room: Room) -> None:
+        """After a room changed: fan its update out here, queue the rest, re-arm its timer."""
+        broadcast = room.flush()
+        if broadcast is not None:
+            self._fan_out(broadcast)
+        self._outbox.put_nowait((room, broadcast))
+        self._arm(room)
+
+    def _arm(self, room: Room) -> None:
+        handle = self._timers.pop(room.id, None)
+        if handle is not None:
+            handle.cancel()
+        deadline = room.next_deadline()
+        if deadline is None or room.status == "closed":
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, deadline - self.clock())
+        self._timers[room.id] = loop.call_later(delay, self._on_timer, room)
+
+    def _on_timer(self, room: Room) -> None:
+        self._timers.pop(room.id, None)
+        if self.rooms.get(room.id) is not room:
+            return
+        room.tick(self.clock())
+        self._after(room)
+
+    async def _drain_outbox(self) -> None:
+        """Do, in order, what a room change needs outside this process: store and bus."""
+        while True:
+            room, broadcast = await self._outbox.get()
+            try:
+                await self._publish(room, broadcast)
+            except StoreUnavailable:
+                log.warning("store unavailable: update of %s not shared", room.id)
+            except Exception:
+                log.exception("publishing an update of %s failed", room.id)
+            finally:
+                self._outbox.task_done()
+
+    async def _publish(self, room: Room, broadcast: Broadcast | None) -> None:
+        outcome = room.take_outcome()
+        store = self.store
+        for player in outcome.seated:
+            await store.add_player_table(player, room.id)
+        for player in outcome.unseated:
+            await store.remove_player_table(player, room.id)
+        for player, name, score in outcome.scores:
+            await store.submit_score(room.adapter.name, player, name, score)
+        if broadcast is not None and store.shared:
+            await store.publish(table_channel(room.id), _bus_encoder.encode(broadcast))
+        if outcome.closed or room.status == "closed":
+            if self.rooms.pop(room.id, None) is not None:
+                self.metrics.tables.labels(room.adapter.name).dec()
+            await store.remove_table(room.id)
+            if room.listed:
+                await store.publish(
+                    LOBBY_CHANNEL, _bus_encoder.encode(v1.LobbyUpdate(removed=[room.id]))
+                )
+        elif broadcast is not None and broadcast.info is not None:
+            record = msgspec.msgpack.encode(broadcast.info)
+            await store.put_table(room.id, self.id, record, room.listed)
+            if room.listed:
+                await store.publish(
+                    LOBBY_CHANNEL, _bus_encoder.encode(v1.LobbyUpdate(tables=[broadcast.info]))
+                )
+
+    # ------------------------------------------------------------------ fan-out
+    async def _watch(self, client: Client, table: str, seat: int | None, seq: int) -> None:
+        watch = Watch(seat, seq)
+        self.watchers.setdefault(table, {})[client] = client.tables[table] = watch
+        if table not in self.rooms:
+            await self._follow(table)
+            for broadcast in self._remote_tables[table]:
+                self._send_update(client, watch, broadcast, {})
+
+    async def _unwatch(self, client: Client, table: str) -> None:
+        client.tables.pop(table, None)
+        watchers = self.watchers.get(table)
+        if watchers is not None:
+            watchers.pop(client, None)
+            if not watchers:
+                del self.watchers[table]
+        await self._unfollow_if_unwatched(table)
+
+    async def _follow(self, table: str) -> None:
+        """Subscribe to a remote table's updates (keeping the last few for late watchers)."""
+        if table not in self._remote_tables:
+            self._remote_tables[table] = collections.deque(maxlen=RECENT_UPDATES)
+            await self.store.subscribe(table_channel(table), self._on_table_message)
+
+    async def _unfollow_if_unwatched(self, table: str) -> None:
+        if table in self._remote_tables and not self.watchers.get(table):
+            del self._remote_tables[table]
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.unsubscribe(table_channel(table), self._on_table_message)
+
+    def _on_table_message(self, data: bytes) -> None:
+        try:
+            broadcast = _broadcast_decoder.decode(data)
+        except msgspec.DecodeError:
+            log.warning("undecodable table update dropped")
+            return
+        recent = self._remote_tables.get(broadcast.table)
+        if recent is not None:
+            recent.append(broadcast)
+            self._fan_out(broadcast)
+
+    def _fan_out(self, broadcast: Broadcast) -> None:
+        """Send one update to every local watcher of its table, encoded once per class."""
+        watchers = self.watchers.get(broadcast.table)
+        if not watchers:
+            return
+        frames: dict[tuple[int | None, bool], str | bytes] = {}
+        sent = 0
+        for client, watch in list(watchers.items()):
+            sent += self._send_update(client, watch, broadcast, frames)
+        self.metrics.messages_out.inc(sent)
+
+    @staticmethod
+    def _send_update(
+        client: Client,
+        watch: Watch,
+        broadcast: Broadcast,
+        frames: dict[tuple[int | None, bool], str | bytes],
+    ) -> int:
+        """Send ``broadcast`` to one watcher unless its snapshot already covers it."""
+        if broadcast.seq < watch.seq or (broadcast.events and broadcast.seq == watch.seq):
+            return 0
+        first = broadcast.events[0].seq if broadcast.events else broadcast.seq + 1
+        if watch.seq >= first:
+            update = broadcast.for_seat(watch.seat)
+            update.events = [e for e in update.events if e.seq > watch.seq]
+            client.send(update)
+        else:
+            key = (broadcast.variant(watch.seat), client.binary)
+            frame = frames.get(key)
+            if frame is None:
+                frame = frames[key] = encode(broadcast.for_seat(watch.seat), client.binary)
+            client.send_frame(frame)
+        watch.seq = broadcast.seq
+        return 1
+
+    def _on_lobby_message(self, data: bytes) -> None:
+        if not self.lobby_watchers:
+            return
+        try:
+            update = msgspec.msgpack.decode(data, type=v1.LobbyUpdate)
+        except msgspec.DecodeError:
+            return
+        frames: dict[bool, str | bytes] = {}
+        for client in list(self.lobby_watchers):
+            frame = frames.get(client.binary)
+            if frame is None:
+                frame = frames[client.binary] = encode(update, client.binary)
+            client.send_frame(frame)

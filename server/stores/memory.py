@@ -1,0 +1,86 @@
+"""The in-memory store: the default, for one server process with nothing to install."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import defaultdict
+
+from server.stores.base import Handler, Store
+
+
+class MemoryStore(Store):
+    """Everything in this process's memory; the bus delivers within the process."""
+
+    shared = False
+
+    def __init__(self, node_id: str) -> None:
+        super().__init__(node_id)
+        self._secret: bytes | None = None
+        self._tables: dict[str, tuple[str, bytes, bool]] = {}
+        self._player_tables: dict[str, set[str]] = defaultdict(set)
+        self._heartbeats: dict[str, float] = {}
+        self._scores: dict[str, dict[str, tuple[int, int, str]]] = defaultdict(dict)
+        self._order = itertools.count()
+        self._handlers: dict[str, list[Handler]] = defaultdict(list)
+
+    async def shared_secret(self, proposed: bytes) -> bytes:
+        if self._secret is None:
+            self._secret = proposed
+        return self._secret
+
+    async def put_table(self, table_id: str, node_id: str, record: bytes, listed: bool) -> None:
+        self._tables[table_id] = (node_id, record, listed)
+
+    async def get_table(self, table_id: str) -> tuple[str, bytes] | None:
+        entry = self._tables.get(table_id)
+        return None if entry is None else (entry[0], entry[1])
+
+    async def remove_table(self, table_id: str) -> None:
+        self._tables.pop(table_id, None)
+
+    async def list_tables(self) -> list[bytes]:
+        return [record for _, record, listed in self._tables.values() if listed]
+
+    async def add_player_table(self, player: str, table_id: str) -> None:
+        self._player_tables[player].add(table_id)
+
+    async def remove_player_table(self, player: str, table_id: str) -> None:
+        self._player_tables[player].discard(table_id)
+
+    async def player_tables(self, player: str) -> list[str]:
+        return sorted(self._player_tables.get(player, ()))
+
+    async def heartbeat(self, ttl: float) -> None:
+        self._heartbeats[self.node_id] = time.monotonic() + ttl
+
+    async def live_nodes(self) -> set[str]:
+        now = time.monotonic()
+        return {node for node, expiry in self._heartbeats.items() if expiry > now}
+
+    async def submit_score(self, game: str, player: str, name: str, score: int) -> None:
+        board = self._scores[game]
+        best = board.get(player)
+        if best is None or score > best[0]:
+            board[player] = (score, next(self._order), name)
+
+    async def top_scores(self, game: str, limit: int) -> list[tuple[str, str, int]]:
+        board = self._scores.get(game, {})
+        ranked = sorted(board.items(), key=lambda item: (-item[1][0], item[1][1]))
+        return [(player, name, score) for player, (score, _, name) in ranked[:limit]]
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        for handler in list(self._handlers.get(channel, ())):
+            loop.call_soon(handler, data)
+
+    async def subscribe(self, channel: str, handler: Handler) -> None:
+        self._handlers[channel].append(handler)
+
+    async def unsubscribe(self, channel: str, handler: Handler) -> None:
+        handlers = self._handlers.get(channel)
+        if handlers and handler in handlers:
+            handlers.remove(handler)
+            if not handlers:
+                del self._handlers[channel]
