@@ -453,7 +453,7 @@ class BlueJacket:
     @property
     def stock_count(self) -> int:
         """Cards left in the stock."""
-        return DECK_SIZE - self._s.revealed
+        return len(self._s.order) - self._s.revealed
 
     def dealt(self) -> list[list[str]]:
         """The cards revealed so far, in :meth:`deal_order`'s order."""
