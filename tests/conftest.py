@@ -1,0 +1,31 @@
+"""Shared pytest fixtures. Add new fixtures below the existing ones, one concern each."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One real Redis server for the whole session; tests must not stop it (start their own)."""
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: RedisServer) -> str:
+    """The session Redis server's URL; its data is shared between tests (see redis_url_clean)."""
+    return redis_server.url
+
+
+@pytest.fixture
+def redis_url_clean(redis_url: str) -> str:
+    """The session Redis server's URL, emptied (FLUSHALL) before the test."""
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushall()
+    return redis_url
