@@ -1,0 +1,422 @@
+"""The store contract, run against the in-memory store and a real Redis server.
+
+The Redis-only tests at the end cover what memory cannot show: several nodes on one Redis, the
+key layout, and Redis going away and coming back under a live store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from server.stores.base import Store, StoreUnavailable, node_channel, table_channel
+from server.stores.memory import MemoryStore
+from server.stores.redis import RedisStore
+from tests.redis_server import RedisServer
+
+OpenRedisStore = Callable[..., Awaitable[RedisStore]]
+
+
+class Inbox:
+    """A bus handler that keeps what it receives."""
+
+    def __init__(self) -> None:
+        self.messages: list[bytes] = []
+
+    def __call__(self, data: bytes) -> None:
+        self.messages.append(data)
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 3.0) -> None:
+    """Wait until ``condition()`` holds, failing the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)
+
+
+async def subscribe_barrier(store: Store, channel: str) -> Inbox:
+    """Subscribe a barrier inbox to ``channel``; see :func:`flush_bus`."""
+    barrier = Inbox()
+    await store.subscribe(channel, barrier)
+    return barrier
+
+
+async def flush_bus(store: Store, barrier: Inbox, channel: str) -> None:
+    """Publish on the barrier channel and wait for it: earlier messages have arrived by then."""
+    marker = f"barrier-{len(barrier.messages)}".encode()
+    await store.publish(channel, marker)
+    await eventually(lambda: marker in barrier.messages)
+
+
+@pytest.fixture
+async def open_redis_store(redis_url_clean: str) -> AsyncIterator[OpenRedisStore]:
+    """Open started RedisStores on the clean session server (or ``url``); close them after."""
+    stores: list[RedisStore] = []
+
+    async def open_store(node_id: str = "node-a", url: str = redis_url_clean) -> RedisStore:
+        store = RedisStore(url, node_id)
+        await store.start()
+        stores.append(store)
+        return store
+
+    yield open_store
+    for store in stores:
+        await store.close()
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    """A started store of each kind, empty, for node ``node-a``."""
+    if request.param == "memory":
+        started: Store = MemoryStore("node-a")
+    else:
+        started = RedisStore(request.getfixturevalue("redis_url_clean"), "node-a")
+    await started.start()
+    yield started
+    await started.close()
+
+
+@pytest.fixture
+def private_redis() -> Iterator[RedisServer]:
+    """A Redis server of this test's own, which the test may stop and restart."""
+    with RedisServer() as server:
+        yield server
+
+
+# ---------------------------------------------------------------------- table records
+async def test_table_record_put_get_replace_remove(store: Store) -> None:
+    assert await store.get_table("t1") is None
+    await store.put_table("t1", "node-a", b"record-1", listed=True)
+    assert await store.get_table("t1") == ("node-a", b"record-1")
+    await store.put_table("t1", "node-b", b"record-2", listed=True)
+    assert await store.get_table("t1") == ("node-b", b"record-2")
+    await store.remove_table("t1")
+    assert await store.get_table("t1") is None
+    assert await store.list_tables() == []
+    await store.remove_table("t1")  # forgetting twice is harmless
+
+
+async def test_list_tables_shows_listed_tables_only(store: Store) -> None:
+    assert await store.list_tables() == []
+    await store.put_table("t1", "node-a", b"one", listed=True)
+    await store.put_table("t2", "node-a", b"two", listed=False)
+    await store.put_table("t3", "node-b", b"three", listed=True)
+    assert sorted(await store.list_tables()) == [b"one", b"three"]
+    assert await store.get_table("t2") == ("node-a", b"two")
+
+    await store.put_table("t1", "node-a", b"one, private now", listed=False)
+    await store.put_table("t2", "node-a", b"two, public now", listed=True)
+    assert sorted(await store.list_tables()) == [b"three", b"two, public now"]
+
+    await store.remove_table("t3")
+    assert await store.list_tables() == [b"two, public now"]
+
+
+async def test_records_are_opaque_bytes(store: Store) -> None:
+    record = bytes(range(256))
+    await store.put_table("t-bin", "node-a", record, listed=True)
+    assert await store.get_table("t-bin") == ("node-a", record)
+    assert await store.list_tables() == [record]
+
+
+# ---------------------------------------------------------------------- players
+async def test_player_tables(store: Store) -> None:
+    assert await store.player_tables("alice") == []
+    await store.add_player_table("alice", "t2")
+    await store.add_player_table("alice", "t1")
+    await store.add_player_table("alice", "t1")
+    await store.add_player_table("bob", "t3")
+    assert await store.player_tables("alice") == ["t1", "t2"]
+    assert await store.player_tables("bob") == ["t3"]
+
+    await store.remove_player_table("alice", "t1")
+    await store.remove_player_table("alice", "t-never")
+    await store.remove_player_table("carol", "t1")
+    assert await store.player_tables("alice") == ["t2"]
+    await store.remove_player_table("alice", "t2")
+    assert await store.player_tables("alice") == []
+
+
+# ---------------------------------------------------------------------- presence
+async def test_heartbeat_marks_node_alive_until_ttl(store: Store) -> None:
+    assert store.node_id not in await store.live_nodes()
+    await store.heartbeat(0.3)
+    assert await store.live_nodes() == {"node-a"}
+    await asyncio.sleep(0.2)
+    await store.heartbeat(0.3)  # renewed: alive 0.3 s from now, not from the first beat
+    await asyncio.sleep(0.2)
+    assert await store.live_nodes() == {"node-a"}
+    await asyncio.sleep(0.25)
+    assert await store.live_nodes() == set()
+
+
+# ---------------------------------------------------------------------- leaderboards
+async def test_leaderboard_keeps_each_players_best(store: Store) -> None:
+    assert await store.top_scores("piles", 10) == []
+    await store.submit_score("piles", "p1", "Ann", 50)
+    await store.submit_score("piles", "p2", "Bob", 70)
+    await store.submit_score("piles", "p1", "Ann", 40)  # worse: ignored
+    await store.submit_score("piles", "p3", "Cy", 60)
+    assert await store.top_scores("piles", 10) == [
+        ("p2", "Bob", 70),
+        ("p3", "Cy", 60),
+        ("p1", "Ann", 50),
+    ]
+    await store.submit_score("piles", "p1", "Annie", 90)  # better: replaces, with the new name
+    assert await store.top_scores("piles", 10) == [
+        ("p1", "Annie", 90),
+        ("p2", "Bob", 70),
+        ("p3", "Cy", 60),
+    ]
+
+
+async def test_leaderboard_ties_rank_who_scored_first(store: Store) -> None:
+    await store.submit_score("piles", "late", "Late", 10)
+    await store.submit_score("piles", "early", "Early", 30)
+    await store.submit_score("piles", "second", "Second", 30)
+    await store.submit_score("piles", "early", "Renamed", 30)  # equal, not better: no change
+    await store.submit_score("piles", "late", "Late", 30)  # reaches the tie last
+    assert await store.top_scores("piles", 10) == [
+        ("early", "Early", 30),
+        ("second", "Second", 30),
+        ("late", "Late", 30),
+    ]
+
+
+async def test_leaderboard_limit_and_games_apart(store: Store) -> None:
+    for rank in range(5):
+        await store.submit_score("piles", f"p{rank}", f"P{rank}", 100 - rank)
+    await store.submit_score("blue-jacket", "p9", "Nine", 1)
+    await store.submit_score("piles", "neg", "Negative", -5)
+    assert [player for player, _, _ in await store.top_scores("piles", 3)] == ["p0", "p1", "p2"]
+    assert len(await store.top_scores("piles", 100)) == 6
+    assert (await store.top_scores("piles", 100))[-1] == ("neg", "Negative", -5)
+    assert await store.top_scores("piles", 0) == []
+    assert await store.top_scores("blue-jacket", 10) == [("p9", "Nine", 1)]
+    assert await store.top_scores("no-such-game", 10) == []
+
+
+async def test_leaderboard_names_and_players_with_odd_characters(store: Store) -> None:
+    await store.submit_score("g:{x}", "id:with:colons", "Zoë {ü}", 2**40)
+    assert await store.top_scores("g:{x}", 1) == [("id:with:colons", "Zoë {ü}", 2**40)]
+
+
+# ---------------------------------------------------------------------- secret
+async def test_shared_secret_first_proposal_wins(store: Store) -> None:
+    assert await store.shared_secret(b"first") == b"first"
+    assert await store.shared_secret(b"second") == b"first"
+
+
+# ---------------------------------------------------------------------- bus
+async def test_publish_reaches_every_handler_of_the_channel(store: Store) -> None:
+    one, two, elsewhere = Inbox(), Inbox(), Inbox()
+    await store.subscribe("bd:lobby", one)
+    await store.subscribe("bd:lobby", two)
+    await store.subscribe(table_channel("t1"), elsewhere)
+    await store.publish("bd:lobby", b"hello")
+    await store.publish("bd:lobby", b"again")
+    await eventually(lambda: len(one.messages) == 2 and len(two.messages) == 2)
+    assert one.messages == two.messages == [b"hello", b"again"]
+    assert elsewhere.messages == []
+
+
+async def test_publish_without_subscribers_is_fine(store: Store) -> None:
+    await store.publish(node_channel("nobody"), b"lost")
+
+
+async def test_unsubscribe_stops_one_handler_then_the_channel(store: Store) -> None:
+    barrier = await subscribe_barrier(store, "barrier")
+    kept, dropped = Inbox(), Inbox()
+    await store.subscribe("news", kept)
+    await store.subscribe("news", dropped)
+    await store.unsubscribe("news", dropped)
+    await store.unsubscribe("news", Inbox())  # never subscribed: ignored
+    await store.publish("news", b"one")
+    await flush_bus(store, barrier, "barrier")
+    assert kept.messages == [b"one"]
+    assert dropped.messages == []
+
+    await store.unsubscribe("news", kept)
+    await store.publish("news", b"two")
+    await flush_bus(store, barrier, "barrier")
+    assert kept.messages == [b"one"]
+
+    await store.subscribe("news", dropped)  # a channel can be subscribed again
+    await store.publish("news", b"three")
+    await eventually(lambda: dropped.messages == [b"three"])
+
+
+# ---------------------------------------------------------------------- Redis: several nodes
+async def test_nodes_share_one_redis(open_redis_store: OpenRedisStore) -> None:
+    node_a = await open_redis_store("node-a")
+    node_b = await open_redis_store("node-b")
+
+    assert await node_a.shared_secret(b"from-a") == b"from-a"
+    assert await node_b.shared_secret(b"from-b") == b"from-a"
+
+    await node_a.put_table("t1", "node-a", b"on a", listed=True)
+    await node_b.put_table("t2", "node-b", b"on b", listed=True)
+    assert await node_b.get_table("t1") == ("node-a", b"on a")
+    assert sorted(await node_a.list_tables()) == [b"on a", b"on b"]
+
+    await node_a.add_player_table("alice", "t1")
+    await node_b.add_player_table("alice", "t2")
+    assert await node_a.player_tables("alice") == ["t1", "t2"]
+
+    await node_a.submit_score("piles", "p1", "Ann", 5)
+    await node_b.submit_score("piles", "p2", "Bob", 5)
+    assert await node_b.top_scores("piles", 5) == [("p1", "Ann", 5), ("p2", "Bob", 5)]
+
+    await node_a.heartbeat(10)
+    await node_b.heartbeat(0.2)
+    assert await node_a.live_nodes() == {"node-a", "node-b"}
+    await asyncio.sleep(0.3)
+    assert await node_b.live_nodes() == {"node-a"}
+
+
+async def test_nodes_see_each_others_messages(open_redis_store: OpenRedisStore) -> None:
+    node_a = await open_redis_store("node-a")
+    node_b = await open_redis_store("node-b")
+    at_a, at_b, own = Inbox(), Inbox(), Inbox()
+    await node_a.subscribe(node_channel("node-a"), at_a)
+    await node_b.subscribe(node_channel("node-b"), at_b)
+    await node_a.subscribe("bd:lobby", own)
+
+    await node_b.publish(node_channel("node-a"), b"b to a")
+    await node_a.publish(node_channel("node-b"), b"a to b")
+    await node_a.publish("bd:lobby", b"a to all")
+    await eventually(lambda: at_a.messages and at_b.messages and own.messages)
+    assert at_a.messages == [b"b to a"]
+    assert at_b.messages == [b"a to b"]
+    assert own.messages == [b"a to all"]  # Redis delivers a node's own messages back to it
+
+
+async def test_key_layout_is_cluster_friendly(
+    open_redis_store: OpenRedisStore, redis_url_clean: str
+) -> None:
+    store = await open_redis_store()
+    await store.shared_secret(b"s")
+    await store.put_table("t1", "node-a", b"rec", listed=True)
+    await store.add_player_table("alice", "t1")
+    await store.heartbeat(5)
+    await store.submit_score("piles", "p1", "Ann", 3)
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        assert await raw.hgetall("bd:t:{t1}:record") == {
+            b"node": b"node-a",
+            b"record": b"rec",
+            b"listed": b"1",
+        }
+        assert await raw.smembers("bd:lobby:tables") == {b"t1"}
+        assert await raw.smembers("bd:p:{alice}:tables") == {b"t1"}
+        assert await raw.zrange("bd:nodes", 0, -1) == [b"node-a"]
+        assert await raw.get("bd:secret") == b"s"
+        keys = {key.decode() for key in await raw.keys("*")}
+    board_keys = {key for key in keys if key.startswith("bd:lb:")}
+    assert board_keys and all(key.startswith("bd:lb:{piles}") for key in board_keys)
+
+
+async def test_list_tables_drops_ids_whose_record_vanished(
+    open_redis_store: OpenRedisStore, redis_url_clean: str
+) -> None:
+    store = await open_redis_store()
+    await store.put_table("t1", "node-a", b"one", listed=True)
+    await store.put_table("t2", "node-a", b"two", listed=True)
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        await raw.delete("bd:t:{t1}:record")
+        assert await store.list_tables() == [b"two"]
+        assert await raw.smembers("bd:lobby:tables") == {b"t2"}
+
+
+async def test_close_stops_the_reader(open_redis_store: OpenRedisStore) -> None:
+    store = await open_redis_store()
+    await store.subscribe("news", Inbox())
+    await store.close()
+    names = {task.get_name() for task in asyncio.all_tasks()}
+    assert "redis-store-pubsub" not in names
+
+
+# ---------------------------------------------------------------------- Redis: outages
+async def test_unavailable_promptly_then_recovers(
+    open_redis_store: OpenRedisStore, private_redis: RedisServer
+) -> None:
+    store = await open_redis_store(url=private_redis.url)
+    inbox, dropped = Inbox(), Inbox()
+    await store.subscribe("news", inbox)
+    await store.subscribe("news", dropped)
+    await store.put_table("t1", "node-a", b"before", listed=True)
+
+    private_redis.stop()
+    calls: list[Callable[[], Awaitable[object]]] = [
+        lambda: store.shared_secret(b"s"),
+        lambda: store.put_table("t1", "node-a", b"during", listed=False),
+        lambda: store.get_table("t1"),
+        lambda: store.remove_table("t1"),
+        store.list_tables,
+        lambda: store.add_player_table("alice", "t1"),
+        lambda: store.remove_player_table("alice", "t1"),
+        lambda: store.player_tables("alice"),
+        lambda: store.heartbeat(5),
+        store.live_nodes,
+        lambda: store.submit_score("piles", "p1", "Ann", 1),
+        lambda: store.top_scores("piles", 5),
+        lambda: store.publish("news", b"lost"),
+        lambda: store.subscribe("other", Inbox()),
+    ]
+    for call in calls:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            await call()
+        assert time.monotonic() - started < 3.0
+    await store.unsubscribe("news", dropped)  # local bookkeeping: works while Redis is away
+
+    private_redis.restart()  # no persistence: Redis comes back empty
+    assert await store.get_table("t1") is None
+    await store.put_table("t1", "node-a", b"after", listed=True)
+    assert await store.list_tables() == [b"after"]
+
+    # The reader reconnects with backoff and subscribes "news" again: publish until it arrives.
+    deadline = time.monotonic() + 5.0
+    while not inbox.messages and time.monotonic() < deadline:
+        await store.publish("news", b"back")
+        await asyncio.sleep(0.05)
+    assert inbox.messages and set(inbox.messages) == {b"back"}
+    assert dropped.messages == []
+
+
+async def test_store_started_while_redis_is_down(
+    open_redis_store: OpenRedisStore, private_redis: RedisServer
+) -> None:
+    private_redis.stop()
+    store = await open_redis_store(url=private_redis.url)
+    with pytest.raises(StoreUnavailable):
+        await store.list_tables()
+    with pytest.raises(StoreUnavailable):
+        await store.subscribe("news", Inbox())
+
+    private_redis.start()
+    inbox = Inbox()
+    await store.subscribe("news", inbox)  # wakes the reader out of its backoff
+    await store.publish("news", b"hi")
+    await eventually(lambda: inbox.messages == [b"hi"])
+
+
+async def test_data_survives_a_restart_with_persistence(
+    open_redis_store: OpenRedisStore, tmp_path
+) -> None:
+    with RedisServer(appendonly=True, data_dir=tmp_path) as server:
+        store = await open_redis_store(url=server.url)
+        await store.put_table("t1", "node-a", b"kept", listed=True)
+        await store.submit_score("piles", "p1", "Ann", 7)
+        server.stop()
+        with pytest.raises(StoreUnavailable):
+            await store.put_table("t1", "node-a", b"not written", listed=False)
+        server.restart()
+        assert await store.list_tables() == [b"kept"]
+        assert await store.get_table("t1") == ("node-a", b"kept")
+        assert await store.top_scores("piles", 1) == [("p1", "Ann", 7)]
