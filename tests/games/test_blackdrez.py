@@ -344,6 +344,14 @@ def test_withdraw_keeps_the_first_half_of_the_hand_rounded_down() -> None:
     assert won == RoundWon(1, "last_player", [top[6], top[7], top[5], top[1], top[4]])
 
 
+def test_withdraw_with_an_odd_hand_keeps_fewer_than_half() -> None:
+    engine, _ = game("PQQPQRN", seats=3, dealer=2)
+    top = stack("PQQPQRN", fill=False)
+    engine.apply(0, Hit())
+    withdrew, _ = engine.apply(0, Withdraw())
+    assert withdrew == Withdrew(0, [top[0]], [top[3], top[6]])
+
+
 def test_stand_only_when_level_and_passes_the_turn_right() -> None:
     engine, _ = game("QQQRRR", seats=3, dealer=2)  # 9 each; the next card is a Queen
     assert engine.legal_actions(0) == [Hit(), Stand(), Withdraw()]

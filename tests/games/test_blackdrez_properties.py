@@ -20,6 +20,7 @@ from server.games.blackdrez import (
     Stand,
     StartRound,
     Withdraw,
+    Withdrew,
     hand_value,
 )
 from server.games.cards import FIGURE_POINTS, pokerdrez_deck
@@ -129,6 +130,8 @@ def test_random_games_keep_every_invariant(config: Config, seed: str, data: st.D
         assert events
         dealt = dealt_counter(engine)
         for event in events:
+            if isinstance(event, Withdrew):
+                assert len(event.kept) == (len(event.kept) + len(event.left)) // 2
             for viewer in (None, 0):
                 shown = engine.event_view(event, viewer)
                 assert cards_in(shown) <= dealt
