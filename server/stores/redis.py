@@ -162,6 +162,7 @@ class RedisStore(Store):
         self._subscriptions = asyncio.Lock()
         self._online = asyncio.Event()
         self._retry_now = asyncio.Event()
+        self._attempt_failed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -281,7 +282,8 @@ class RedisStore(Store):
     async def subscribe(self, channel: str, handler: Handler) -> None:
         try:
             async with asyncio.timeout(SUBSCRIBE_TIMEOUT):
-                await self._wait_online()
+                if channel not in self._handlers:
+                    await self._wait_online()
                 async with self._subscriptions:
                     await self._add_handler(channel, handler)
         except TimeoutError as error:
@@ -305,6 +307,8 @@ class RedisStore(Store):
             raise
         finally:
             del self._confirmations[channel]
+            if confirmed.done() and not confirmed.cancelled():
+                confirmed.exception()  # retrieved: the reader may have failed it after our error
 
     async def unsubscribe(self, channel: str, handler: Handler) -> None:
         """Stop calling ``handler``; never unavailable, as a lost link drops the subscription."""
@@ -321,12 +325,22 @@ class RedisStore(Store):
                 await self._send_on_pubsub("UNSUBSCRIBE", channel)
 
     async def _wait_online(self) -> None:
-        """Wait until the pub/sub connection is up, waking the reader from its backoff."""
+        """Wake the reader from its backoff and wait for its next attempt to connect."""
+        if self._online.is_set():
+            return
+        if self._reader is None:
+            raise StoreUnavailable("redis: store not started")
+        self._attempt_failed.clear()
+        self._retry_now.set()
+        online = asyncio.ensure_future(self._online.wait())
+        failed = asyncio.ensure_future(self._attempt_failed.wait())
+        try:
+            await asyncio.wait([online, failed], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            online.cancel()
+            failed.cancel()
         if not self._online.is_set():
-            if self._reader is None:
-                raise StoreUnavailable("redis: store not started")
-            self._retry_now.set()
-            await self._online.wait()
+            raise StoreUnavailable("redis: pub/sub connection is down")
 
     async def _send_on_pubsub(self, *command: str) -> None:
         """Send a command on the live pub/sub connection; only the reader may (re)connect it."""
@@ -353,13 +367,19 @@ class RedisStore(Store):
             except Exception:
                 self._online.clear()
                 log.exception("redis pub/sub reader failed; reconnecting")
+            self._attempt_failed.set()
+            for confirmed in self._confirmations.values():
+                if not confirmed.done():
+                    confirmed.set_exception(StoreUnavailable("redis: pub/sub connection lost"))
             async with self._subscriptions:
                 if self._pubsub.connection is not None:
                     with contextlib.suppress(*UNREACHABLE):
                         await self._pubsub.connection.disconnect(nowait=True)
+            # At most one attempt per BACKOFF_FIRST however often subscribers wake the reader.
+            await asyncio.sleep(BACKOFF_FIRST)
             self._retry_now.clear()
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay * random.uniform(0.8, 1.2)):
+                async with asyncio.timeout(delay * random.uniform(0.8, 1.2) - BACKOFF_FIRST):
                     await self._retry_now.wait()
             delay = min(delay * 2, BACKOFF_MAX)
 
