@@ -252,6 +252,27 @@ async def test_unsubscribe_stops_one_handler_then_the_channel(store: Store) -> N
     await eventually(lambda: dropped.messages == [b"three"])
 
 
+async def test_concurrent_subscribers_of_a_new_channel(store: Store) -> None:
+    inboxes = [Inbox() for _ in range(3)]
+    await asyncio.gather(*(store.subscribe("fresh", inbox) for inbox in inboxes))
+    await store.publish("fresh", b"all of you")
+    await eventually(lambda: all(inbox.messages == [b"all of you"] for inbox in inboxes))
+
+
+async def test_a_failing_handler_does_not_stop_the_bus(store: Store) -> None:
+    def broken(data: bytes) -> None:
+        raise RuntimeError("handler bug")
+
+    inbox = Inbox()
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda loop, context: None)  # the bug is expected here
+    await store.subscribe("news", broken)
+    await store.subscribe("news", inbox)
+    await store.publish("news", b"one")
+    await store.publish("news", b"two")
+    await eventually(lambda: inbox.messages == [b"one", b"two"])
+
+
 # ---------------------------------------------------------------------- Redis: several nodes
 async def test_nodes_share_one_redis(open_redis_store: OpenRedisStore) -> None:
     node_a = await open_redis_store("node-a")
@@ -399,9 +420,13 @@ async def test_store_started_while_redis_is_down(
     with pytest.raises(StoreUnavailable):
         await store.subscribe("news", Inbox())
 
+    await asyncio.sleep(2.0)  # the reader now waits over a second between attempts
+
     private_redis.start()
     inbox = Inbox()
+    started = time.monotonic()
     await store.subscribe("news", inbox)  # wakes the reader out of its backoff
+    assert time.monotonic() - started < 0.5
     await store.publish("news", b"hi")
     await eventually(lambda: inbox.messages == [b"hi"])
 

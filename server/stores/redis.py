@@ -367,6 +367,7 @@ class RedisStore(Store):
             except Exception:
                 self._online.clear()
                 log.exception("redis pub/sub reader failed; reconnecting")
+            self._retry_now.clear()  # a wake from before this failure was answered by it
             self._attempt_failed.set()
             for confirmed in self._confirmations.values():
                 if not confirmed.done():
@@ -377,7 +378,6 @@ class RedisStore(Store):
                         await self._pubsub.connection.disconnect(nowait=True)
             # At most one attempt per BACKOFF_FIRST however often subscribers wake the reader.
             await asyncio.sleep(BACKOFF_FIRST)
-            self._retry_now.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay * random.uniform(0.8, 1.2) - BACKOFF_FIRST):
                     await self._retry_now.wait()
