@@ -58,8 +58,12 @@ class TableState:
 class Client:
     """A connected, greeted client (see the module docstring)."""
 
-    def __init__(self, ws: ClientConnection, welcome: v1.Welcome, binary: bool) -> None:
+    def __init__(
+        self, ws: ClientConnection, welcome: v1.Welcome, binary: bool, record: bool = False
+    ) -> None:
         self.ws = ws
+        self.frames: list[str | bytes] | None = [] if record else None
+        """With ``record=True``: every frame received after ``welcome``, as received."""
         self.welcome = welcome
         self.binary = binary
         self.token = welcome.token
@@ -86,6 +90,7 @@ class Client:
         token: str | None = None,
         binary: bool = False,
         versions: tuple[int, ...] = (1,),
+        record: bool = False,
         **options: Any,
     ) -> Client:
         """Open a connection, say hello and return the greeted client."""
@@ -98,7 +103,7 @@ class Client:
             await ws.close()
             raise ServerError(reply)
         assert isinstance(reply, v1.Welcome), reply
-        return cls(ws, reply, binary)
+        return cls(ws, reply, binary, record)
 
     async def close(self) -> None:
         """Close the connection."""
@@ -153,6 +158,8 @@ class Client:
     async def _read(self) -> None:
         try:
             async for frame in self.ws:
+                if self.frames is not None:
+                    self.frames.append(frame)
                 message = self._decoder.decode(frame)
                 self._receive(message)
                 async with self._changed:

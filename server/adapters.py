@@ -51,7 +51,7 @@ class GameAdapter:
 
     def round_number(self, engine: Any) -> int:
         """The current round (0 before the first)."""
-        return getattr(engine.state, "round", 0)
+        return getattr(getattr(engine, "state", None), "round", 0)
 
     def round_pause(self, options: v1.TableOptions) -> float:
         """Seconds between a round's end and the next round's deal."""

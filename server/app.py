@@ -57,8 +57,8 @@ class Settings:
     redis_url: str | None = None
     node_id: str = field(default_factory=lambda: "n" + secrets.token_hex(4))
     max_frame_bytes: int = 16 * 1024
-    messages_per_second: float = 20.0
-    burst: int = 40
+    messages_per_second: float = 30.0
+    burst: int = 60
     hello_timeout: float = 10.0
     idle_timeout: float = 900.0
     ping_interval: float | None = 20.0
@@ -105,6 +105,7 @@ class GameServer:
         await self.store.start()
         self.secret = await self.store.shared_secret(secrets.token_bytes(32))
         await self.node.start()
+        self._sweeper = asyncio.get_running_loop().create_task(self._close_idle())
         s = self.settings
         self.server = await serve(
             self._connection,
@@ -125,6 +126,7 @@ class GameServer:
         if self.stopping:
             return
         self.stopping = True
+        self._sweeper.cancel()
         if self.server is not None:
             self.server.close(close_connections=False)
         clients = list(self.node.clients.values())
@@ -140,6 +142,17 @@ class GameServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.server.wait_closed(), 5.0)
         await self.store.close()
+
+    async def _close_idle(self) -> None:
+        """Close connections that sent nothing for ``idle_timeout`` seconds (code 4005)."""
+        timeout = self.settings.idle_timeout
+        while True:
+            await asyncio.sleep(min(30.0, timeout / 4))
+            cutoff = time.monotonic() - timeout
+            for client in list(self.node.clients.values()):
+                if client.last_seen < cutoff:
+                    self.metrics.closes.labels(str(int(CloseCode.IDLE_TIMEOUT))).inc()
+                    client.close(CloseCode.IDLE_TIMEOUT, "idle for too long")
 
     # ------------------------------------------------------------------ HTTP
     def _http(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -267,13 +280,13 @@ class GameServer:
         ws = client.ws
         metrics = self.metrics
         while True:
+            frame = await ws.recv()
+            now = client.last_seen = time.monotonic()
             try:
-                frame = await asyncio.wait_for(ws.recv(), s.idle_timeout)
-            except TimeoutError:
-                metrics.closes.labels(str(int(CloseCode.IDLE_TIMEOUT))).inc()
-                await client.drain_and_close(CloseCode.IDLE_TIMEOUT, "idle for too long")
-                return
-            now = time.monotonic()
+                message = decoder.decode(frame)
+            except FrameError as error:
+                message = None
+                reply = v1.Error(id=_request_id(frame), code=error.code, message=error.message)
             if not client.bucket.take(now):
                 if now - client.violations_since > VIOLATION_WINDOW:
                     client.violations, client.violations_since = 0, now
@@ -282,19 +295,30 @@ class GameServer:
                     metrics.closes.labels(str(int(CloseCode.POLICY_VIOLATION))).inc()
                     client.close(CloseCode.POLICY_VIOLATION, "message rate limit exceeded")
                     return
-                metrics.errors.labels(ErrorCode.RATE_LIMITED).inc()
-                client.send(
-                    v1.Error(code=ErrorCode.RATE_LIMITED, message="too many messages: slow down")
+                reply = v1.Error(
+                    id=getattr(message, "id", None),
+                    code=ErrorCode.RATE_LIMITED,
+                    message="too many messages: slow down",
                 )
-                continue
-            try:
-                message = decoder.decode(frame)
-            except FrameError as error:
-                metrics.errors.labels(error.code).inc()
-                client.send(v1.Error(code=error.code, message=error.message))
+                message = None
+            if message is None:
+                metrics.errors.labels(reply.code).inc()
+                client.send(reply)
                 continue
             metrics.messages_in.labels(type(message).__name__).inc()
             await self.node.handle(client, message)
+
+
+def _request_id(frame: str | bytes) -> int | None:
+    """The ``id`` of a frame that failed validation, if it has a readable one (for the reply)."""
+    try:
+        raw = (
+            msgspec.json.decode(frame) if isinstance(frame, str) else msgspec.msgpack.decode(frame)
+        )
+    except msgspec.DecodeError:
+        return None
+    request_id = raw.get("id") if isinstance(raw, dict) else None
+    return request_id if type(request_id) is int and abs(request_id) < 2**53 else None
 
 
 def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:

@@ -49,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve.add_argument("--node-id", default=os.environ.get("BLACKDREZ_NODE_ID"))
     serve.add_argument("--max-frame-bytes", type=int, default=16 * 1024)
-    serve.add_argument("--rate", type=float, default=20.0, help="messages per second per client")
-    serve.add_argument("--burst", type=int, default=40)
+    serve.add_argument("--rate", type=float, default=30.0, help="messages per second per client")
+    serve.add_argument("--burst", type=int, default=60)
     serve.add_argument(
         "--allowed-origin", action="append", help="accept browsers only from this Origin"
     )

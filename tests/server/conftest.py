@@ -20,6 +20,8 @@ async def make_server() -> AsyncIterator[ServerFactory]:
     servers: list[GameServer] = []
 
     async def start(**overrides: Any) -> GameServer:
+        overrides.setdefault("messages_per_second", 1000.0)
+        overrides.setdefault("burst", 1000)
         settings = Settings(port=0, ping_interval=None, **overrides)
         server = GameServer(settings)
         await server.start()

@@ -1,0 +1,138 @@
+"""Dropped connections: the seat is kept, missed events are replayed, timers stand in."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from clients.client import Client
+from protocol import v1
+from server import room as room_module
+from tests.server.helpers import play_out, seat_and_start
+
+
+async def reconnect(server, old: Client, **options) -> Client:
+    return await Client.connect(f"ws://127.0.0.1:{server.port}/", token=old.token, **options)
+
+
+def on_turn(clients: list[Client], table: str) -> Client:
+    return next(c for c in clients if c.tables[table].legal)
+
+
+async def test_reconnect_mid_turn_replays_exactly_the_missed_events(server, connect) -> None:
+    a, b, c = [await connect(server, name=n) for n in "ABC"]
+    table = await seat_and_start(a, [b, c], turn_seconds=30)
+    await play_several(a, b, c, table, turns=2)
+    dropped = on_turn([a, b, c], table)
+    others = [x for x in (a, b, c) if x is not dropped]
+    held = dropped.tables[table].seq
+    held_events = list(dropped.tables[table].events)
+    await dropped.close()
+    watcher = others[0]
+    await watcher.wait_until(
+        lambda: any(
+            e.event.get("type") == "presence" and not e.event["connected"]
+            for e in watcher.tables[table].events
+        )
+    )
+    back = await reconnect(server, dropped)
+    assert back.welcome.tables == [table]
+    back.tables[table] = dropped.tables[table]  # what the client kept across the drop
+    reply = await back.resync(table)
+    assert isinstance(reply, v1.Update)
+    state = back.tables[table]
+    replayed = [e.seq for e in reply.events]
+    assert replayed == list(range(held + 1, held + 1 + len(replayed))), "no gap, no duplicate"
+    assert state.seq == replayed[-1]
+    seqs = [e.seq for e in state.events]
+    assert seqs == list(range(seqs[0], state.seq + 1)), "the history has no gap or duplicate"
+    assert state.legal, "still this player's turn after coming back"
+    assert state.seat == dropped.tables[table].seat
+    assert [e.seq for e in held_events] == list(range(held - len(held_events) + 1, held + 1))
+    # the game then finishes normally with the returned player
+    await asyncio.gather(*(play_out(x, table) for x in (back, *others)))
+
+
+async def play_several(a, b, c, table, turns: int) -> None:
+    for _ in range(turns):
+        player = on_turn([a, b, c], table)
+        seq = player.tables[table].seq
+        await player.act(
+            table, {"type": "hit"} if player.tables[table].view["stock"] else {"type": "withdraw"}
+        )
+        for x in (a, b, c):
+            await x.wait_until(lambda x=x: x.tables[table].seq > seq)
+        if all(not x.tables[table].legal for x in (a, b, c)):
+            await asyncio.sleep(0.05)
+
+
+async def test_too_many_missed_events_give_a_snapshot(server, connect, monkeypatch) -> None:
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b])
+    room = server.node.rooms[table]
+    room.log = type(room.log)(room.log, maxlen=3)
+    await b.close()
+    state = a.tables[table]
+    while len(room.log) == 3 and room.log[0].seq <= b.tables[table].seq + 1:
+        seq = state.seq
+        await a.request(v1.SetReady(table=table, ready=not room.seats[state.seat].ready))
+        await a.wait_until(lambda s=seq: state.seq > s)
+    back = await reconnect(server, b)
+    reply = await back.resync(table)
+    assert isinstance(reply, v1.Snapshot)
+    assert reply.seq == room.seq
+    assert back.tables[table].view == a.tables[table].view
+    assert room_module.LOG_SIZE >= 64
+
+
+async def test_an_absent_player_on_turn_is_withdrawn_by_the_timer(server, connect) -> None:
+    a, b, c = [await connect(server, name=n) for n in "ABC"]
+    table = await seat_and_start(a, [b, c], turn_seconds=1.0)
+    sleeper = on_turn([a, b, c], table)
+    seat = sleeper.tables[table].seat
+    deadline = sleeper.tables[table].deadline
+    assert deadline is not None
+    await sleeper.close()
+    watcher = next(x for x in (a, b, c) if x is not sleeper)
+    timed_out = await watcher.wait_until(
+        lambda: next(
+            (e.event for e in watcher.tables[table].events if e.event["type"] == "timed_out"),
+            None,
+        ),
+        timeout=5,
+    )
+    assert timed_out["seat"] == seat
+    assert timed_out["action"] == {"type": "withdraw"}
+    assert any(
+        e.event["type"] == "withdrew" and e.event["seat"] == seat
+        for e in watcher.tables[table].events
+    )
+
+
+async def test_a_connected_player_who_does_not_act_is_withdrawn(server, connect) -> None:
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b], turn_seconds=1.0)
+    idle = on_turn([a, b], table)
+    seat = idle.tables[table].seat
+    await idle.wait_until(
+        lambda: any(e.event["type"] == "timed_out" for e in idle.tables[table].events),
+        timeout=5,
+    )
+    withdrew = [e.event for e in idle.tables[table].events if e.event["type"] == "withdrew"]
+    assert withdrew and withdrew[0]["seat"] == seat
+
+
+@pytest.mark.parametrize("grace", [0.5])
+async def test_a_seat_is_freed_after_the_grace_period(server, connect, grace) -> None:
+    host, guest = [await connect(server, name=n) for n in ("Host", "Guest")]
+    joined = await host.request(
+        v1.CreateTable(options=v1.TableOptions(seats=3, grace_seconds=grace))
+    )
+    table = joined.table.id
+    await guest.request(v1.JoinTable(table=table))
+    await guest.close()
+    state = host.tables[table]
+    await host.wait_until(lambda: state.info.seats[1] is None, timeout=5)
+    freed = [e.event for e in state.events if e.event["type"] == "seat_freed"]
+    assert freed == [{"type": "seat_freed", "seat": 1, "reason": "timeout"}]
