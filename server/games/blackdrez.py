@@ -295,7 +295,11 @@ class SeatView(msgspec.Struct, frozen=True):
 
 
 class View(msgspec.Struct, frozen=True, kw_only=True):
-    """The game as one viewer sees it (all cards are face up; the stock is a count)."""
+    """The game as one viewer sees it (all cards are face up; the stock is a count).
+
+    ``dealer`` is the dealer of the round in play, or between rounds the seat due to deal next
+    (if it plays). ``seats[i].in_round`` and ``status`` describe the current or last round.
+    """
 
     game: str = "blackdrez"
     viewer: int | None
@@ -330,7 +334,7 @@ class BlackDrez:
     # Creation
 
     @classmethod
-    def _create(cls, config: Config, order: list[str], seed: str | None, dealer: int) -> BlackDrez:
+    def _create(cls, config: Config, order: list[str], seed: str | None, dealer: int) -> Self:
         n = config.seats
         state = State(
             config=config,
@@ -409,12 +413,11 @@ class BlackDrez:
             if seat != SYSTEM:
                 return []
             seats = range(state.config.seats)
-            every = [
+            return [
                 StartRound(seats=list(chosen))
                 for size in range(len(seats), 1, -1)
                 for chosen in itertools.combinations(seats, size)
             ]
-            return every
         if state.phase != "playing" or seat != state.to_act:
             return []
         actions: list[Action] = []
@@ -528,21 +531,22 @@ class BlackDrez:
         state.pot = []
         first = playing.index(dealer) + 1
         deal = playing[first:] + playing[:first]
-        status = state.status
-        hands = state.hands
-        for seat in range(n):
-            status[seat] = "out"
-            hands[seat] = []
-        for seat in playing:
+        status = ["out"] * n
+        hands: list[list[str]] = [[] for _ in range(n)]
+        values = [0] * n
+        order = state.order
+        drawn = state.drawn
+        count = len(deal)
+        for position, seat in enumerate(deal):
+            hand = [order[drawn + position], order[drawn + count + position]]
+            hands[seat] = hand
+            values[seat] = hand_value(hand)
             status[seat] = "playing"
             state.played[seat] = True
-        for _ in range(2):
-            for seat in deal:
-                hands[seat].append(state.order[state.drawn])
-                state.drawn += 1
-        values = state.values
-        for seat in range(n):
-            values[seat] = hand_value(hands[seat]) if hands[seat] else 0
+        state.drawn = drawn + 2 * count
+        state.status = status
+        state.hands = hands
+        state.values = values
         events: list[Event] = [
             RoundStarted(
                 round=state.round,
@@ -550,7 +554,7 @@ class BlackDrez:
                 dealer=dealer,
                 hands=[list(hand) for hand in hands],
                 values=[values[seat] if hands[seat] else None for seat in range(n)],
-                stock=len(state.order) - state.drawn,
+                stock=len(order) - state.drawn,
             )
         ]
         elevens = [seat for seat in playing if values[seat] == ELEVEN]
@@ -632,9 +636,9 @@ class BlackDrez:
     def _after_leaving(self, seat: int, events: list[Event]) -> None:
         """Continue after ``seat`` went bust or withdrew: a last player wins, else next turn."""
         state = self.state
-        active = [s for s, status in enumerate(state.status) if status in _ACTIVE]
-        if len(active) == 1:
-            self._win(active[0], "last_player", events)
+        remaining = [other for other, status in enumerate(state.status) if status in _ACTIVE]
+        if len(remaining) == 1:
+            self._win(remaining[0], "last_player", events)
             return
         state.to_act = self._lowest_from(seat)
         events.append(Turn(state.to_act))
