@@ -36,6 +36,10 @@ Decisions beyond RULES.md:
 * ``from_order`` needs one full 52-card order for every round from ``config.first_round`` to 7.
 * ``Config.first_round`` (default 1) starts a game at a later round, scored with that round's
   number; it exists to measure one round in isolation.
+* ``default_action`` (the turn timer) ends the round when it may, else places the stock's top on
+  the first pile that takes it, else cashes the first hand listed.
+* ``dealt()`` counts the stock's face-up top as revealed; a round's later cards stay unrevealed
+  even after the game (the revealed seed lets anyone recompute them).
 """
 
 from __future__ import annotations

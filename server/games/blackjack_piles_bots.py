@@ -13,7 +13,7 @@ import functools
 import itertools
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from server.games.blackjack_piles import (
     LAST_ROUND,
@@ -39,6 +39,9 @@ _VALUE_ODDS = {value: (16 if value == 10 else 4) / 52 for value in range(1, 11)}
 
 CASH_WEIGHT = 4.0
 """How much one cashed card weighs against one unit of potential."""
+
+FULL_PILE_PENALTY = 1.0
+"""What a full pile costs: it takes no more cards, so it brings a stuck round nearer."""
 
 
 def _completions(values: tuple[int, ...]) -> float:
@@ -107,32 +110,33 @@ def _after(view: View, action: Action) -> tuple[list[list[str]], int]:
 
 
 def _position(view: View, piles: list[list[str]]) -> float:
-    """How promising ``piles`` are for the next card (see :func:`_potential`)."""
+    """How promising ``piles`` are: their :func:`_potential`, less a penalty per full pile."""
     cap = view.rules.cap
     tops = tuple(
         sorted(
             (card_points(pile[-1]) if pile else 0, cap is None or len(pile) < cap) for pile in piles
         )
     )
-    return _potential(tops, view.rules.stock_in_hand)
+    full = sum(not takes for _, takes in tops)
+    return _potential(tops, view.rules.stock_in_hand) - FULL_PILE_PENALTY * full
 
 
 def greedy(view: View, legal: list[Action]) -> Action:
     """Cash when possible, else place or move where the most hands stay within reach.
 
-    Every place, cash, and move that opens a cash is scored by the cards it removes (times
-    :data:`CASH_WEIGHT`) plus the potential of the piles it leaves; a placement or move after
-    which the pile tops can cash gets credit for that cash. With nothing worth doing, the round
-    is ended.
+    Each candidate is scored by the cards it removes (times :data:`CASH_WEIGHT`) plus the
+    potential of the piles it leaves. When a hand can be cashed, only hands are candidates;
+    otherwise placements, and moves that open a cash, are, with credit for a cash they open.
+    With nothing worth doing the round is ended.
     """
+    cashes = [action for action in legal if isinstance(action, Cash)]
+    candidates = cashes or [action for action in legal if isinstance(action, Place | Move)]
     best: Action | None = None
     best_score = -math.inf
-    for action in legal:
-        if not isinstance(action, Place | Cash | Move):
-            continue
+    for action in candidates:
         piles, removed = _after(view, action)
         score = CASH_WEIGHT * removed + _position(view, piles)
-        if not isinstance(action, Cash):
+        if not cashes:
             if _cashable([pile[-1] for pile in piles if pile]):
                 score += CASH_WEIGHT * 2
             elif isinstance(action, Move):
@@ -165,13 +169,18 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 
 def simulate(
-    games: int, seed: str, per_round: bool = False, strategy: str = "greedy"
+    games: int,
+    seed: str,
+    per_round: bool = False,
+    strategy: str = "greedy",
+    deals: int | None = None,
+    rounds: Sequence[int] = tuple(range(1, LAST_ROUND + 1)),
 ) -> dict[str, object]:
     """Play ``games`` full games with the bot from seeds ``f"{seed}:{i}"`` and report scores.
 
-    With ``per_round``, also play each round in isolation on ``games`` deals (seeds
-    ``f"{seed}:{r}:{i}"``) and report its pass rate (hands cashed > cards left), the standard
-    error of that rate, and the mean hands and cards left.
+    With ``per_round``, also play each of ``rounds`` in isolation on ``deals`` seeded deals
+    (default ``games``; seeds ``f"{seed}:{r}:{i}"``) and report its pass rate (hands cashed >
+    cards left), that rate's standard error, and the mean hands and cards left.
     """
     bot = STRATEGIES[strategy]
     scores: list[float] = []
@@ -192,7 +201,8 @@ def simulate(
         "completed": sum(r == LAST_ROUND for r in reached) / games,
     }
     if per_round:
-        report["rounds"] = [_measure_round(number, games, seed, bot) for number in range(1, 8)]
+        count = games if deals is None else deals
+        report["rounds"] = [_measure_round(number, count, seed, bot) for number in rounds]
     return report
 
 
