@@ -83,6 +83,17 @@ def check_position(engine: BlackDrez) -> None:
     assert stock + table_cards(engine) == Counter(pokerdrez_deck(state.config.deck_count))
     dealt = engine.dealt()[0]
     assert dealt == engine.deal_order(state.config, state.seed)[0][: len(dealt)]
+    active = [seat for seat, status in enumerate(state.status) if status in ("playing", "stood")]
+    if state.phase == "playing":
+        # The seat on turn holds the lowest hand (after a stand, every hand is level).
+        assert state.to_act in active
+        assert len(active) >= 2
+        assert state.values[state.to_act] == min(state.values[seat] for seat in active)
+        assert all(state.values[seat] < 11 for seat in active)
+    else:
+        assert state.to_act is None
+        assert state.pot == []
+        assert all(hand == [] for hand in state.hands)
     for viewer in (None, 0, state.config.seats - 1):
         view = engine.view(viewer)
         assert cards_in(view) == dealt_counter(engine)
