@@ -292,7 +292,8 @@ class BlackjackPiles:
     game: ClassVar[str] = "blackjack_piles"
 
     def __init__(self, state: State) -> None:
-        self._s = state
+        self.state = state
+        """The whole state (read it, never change it: only :meth:`apply` does)."""
 
     # Construction ----------------------------------------------------------------------------
 
@@ -346,47 +347,47 @@ class BlackjackPiles:
     @property
     def seed(self) -> str | None:
         """The game's seed (``None`` when built from a card order)."""
-        return self._s.seed
+        return self.state.seed
 
     @property
     def commitment(self) -> str | None:
         """SHA-256 of the seed, published before the first card."""
-        return self._s.commitment
+        return self.state.commitment
 
     @property
     def over(self) -> bool:
         """Whether the game has ended."""
-        return self._s.over
+        return self.state.over
 
     @property
     def rules(self) -> RoundRules:
         """The current round's rules."""
-        return rules_of(self._s.round)
+        return rules_of(self.state.round)
 
     def _deck(self) -> list[str]:
-        return self._s.decks[self._s.round - self._s.config.first_round]
+        return self.state.decks[self.state.round - self.state.config.first_round]
 
     def _stock_count(self) -> int:
-        return len(self._deck()) - self._s.drawn[-1]
+        return len(self._deck()) - self.state.drawn[-1]
 
     def _stock_top(self) -> str | None:
         deck = self._deck()
-        drawn = self._s.drawn[-1]
+        drawn = self.state.drawn[-1]
         return deck[drawn] if drawn < len(deck) else None
 
     def _left(self) -> int:
-        return sum(len(pile) for pile in self._s.piles) + self._stock_count()
+        return sum(len(pile) for pile in self.state.piles) + self._stock_count()
 
     def _score(self) -> int:
-        return sum(result.score for result in self._s.results)
+        return sum(result.score for result in self.state.results)
 
     def dealt(self) -> list[list[str]]:
         """The cards revealed so far, per round from ``config.first_round`` (the deal order)."""
         revealed = [
             deck[: min(drawn + 1, len(deck))]
-            for deck, drawn in zip(self._s.decks, self._s.drawn, strict=False)
+            for deck, drawn in zip(self.state.decks, self.state.drawn, strict=False)
         ]
-        return revealed + [[] for _ in range(len(self._s.decks) - len(revealed))]
+        return revealed + [[] for _ in range(len(self.state.decks) - len(revealed))]
 
     # Legal actions ---------------------------------------------------------------------------
 
@@ -397,11 +398,11 @@ class BlackjackPiles:
     def _places(self) -> list[Place]:
         if self._stock_top() is None:
             return []
-        return [Place(index) for index, pile in enumerate(self._s.piles) if self._takes(pile)]
+        return [Place(index) for index, pile in enumerate(self.state.piles) if self._takes(pile)]
 
     def _cashes(self) -> list[Cash]:
         sources: list[tuple[int | None, int]] = [
-            (index, card_points(pile[-1])) for index, pile in enumerate(self._s.piles) if pile
+            (index, card_points(pile[-1])) for index, pile in enumerate(self.state.piles) if pile
         ]
         top = self._stock_top()
         if top is not None and self.rules.stock_in_hand:
@@ -415,7 +416,7 @@ class BlackjackPiles:
         return cashes
 
     def _moves(self) -> list[Move]:
-        piles = self._s.piles
+        piles = self.state.piles
         empty = [index for index, pile in enumerate(piles) if not pile]
         return [
             Move(source, target)
@@ -429,7 +430,7 @@ class BlackjackPiles:
 
     def legal_actions(self, seat: int) -> list[Action]:
         """Every action ``seat`` may take now: places, cashes, moves, end_round, resign."""
-        if self._s.over or seat != PLAYER:
+        if self.state.over or seat != PLAYER:
             return []
         actions: list[Action] = [*self._places(), *self._cashes(), *self._moves()]
         if self._stock_top() is None:
@@ -454,7 +455,7 @@ class BlackjackPiles:
             action
         ):
             raise Rejected(Reason.BAD_ACTION, f"not a Blackjack Piles action: {action!r}")
-        if self._s.over:
+        if self.state.over:
             raise Rejected(Reason.GAME_OVER, "the game is over")
         if seat != PLAYER:
             raise Rejected(Reason.NOT_YOUR_TURN, "Blackjack Piles has one player, seat 0")
@@ -470,14 +471,14 @@ class BlackjackPiles:
                     raise Rejected(Reason.ILLEGAL, "the round can end only once the stock is empty")
 
     def _check_pile(self, index: int) -> None:
-        if not 0 <= index < len(self._s.piles):
-            raise Rejected(Reason.ILLEGAL, f"this round has piles 0 to {len(self._s.piles) - 1}")
+        if not 0 <= index < len(self.state.piles):
+            raise Rejected(Reason.ILLEGAL, f"this round has piles 0 to {len(self.state.piles) - 1}")
 
     def _check_place(self, pile: int) -> None:
         if self._stock_top() is None:
             raise Rejected(Reason.ILLEGAL, "the stock is empty")
         self._check_pile(pile)
-        if not self._takes(self._s.piles[pile]):
+        if not self._takes(self.state.piles[pile]):
             raise Rejected(Reason.ILLEGAL, f"pile {pile} is full ({self.rules.cap} cards)")
 
     def _check_cash(self, piles: tuple[int, ...], stock: bool) -> None:
@@ -485,14 +486,15 @@ class BlackjackPiles:
             raise Rejected(Reason.ILLEGAL, "list the piles once each, in increasing order")
         for index in piles:
             self._check_pile(index)
-            if not self._s.piles[index]:
+            if not self.state.piles[index]:
                 raise Rejected(Reason.ILLEGAL, f"pile {index} is empty")
         if stock:
             if self._stock_top() is None:
                 raise Rejected(Reason.ILLEGAL, "the stock is empty")
             if not self.rules.stock_in_hand:
+                number = self.state.round
                 raise Rejected(
-                    Reason.ILLEGAL, f"round {self._s.round} does not allow the stock's top in hands"
+                    Reason.ILLEGAL, f"round {number} does not allow the stock's top in hands"
                 )
         cards = self._hand(piles, stock)
         if not MIN_HAND <= len(cards) <= MAX_HAND:
@@ -503,13 +505,13 @@ class BlackjackPiles:
     def _check_move(self, source: int, target: int) -> None:
         self._check_pile(source)
         self._check_pile(target)
-        if self._s.piles[target]:
+        if self.state.piles[target]:
             raise Rejected(Reason.ILLEGAL, f"pile {target} is not empty")
-        if len(self._s.piles[source]) < MIN_HAND:
+        if len(self.state.piles[source]) < MIN_HAND:
             raise Rejected(Reason.ILLEGAL, f"pile {source} needs two cards for a move to change it")
 
     def _hand(self, piles: tuple[int, ...], stock: bool) -> list[str]:
-        cards = [self._s.piles[index][-1] for index in piles]
+        cards = [self.state.piles[index][-1] for index in piles]
         top = self._stock_top()
         if stock and top is not None:
             cards.append(top)
@@ -518,7 +520,7 @@ class BlackjackPiles:
     def apply(self, seat: int, action: Action) -> list[Event]:
         """Apply ``action`` for ``seat`` and return its events, or raise :class:`Rejected`."""
         self._check(seat, action)
-        s = self._s
+        s = self.state
         events: list[Event] = []
         match action:
             case Place(pile):
@@ -560,7 +562,7 @@ class BlackjackPiles:
         return {"stock_top": self._stock_top(), "stock_count": self._stock_count()}
 
     def _end_round(self, ended_by: EndedBy) -> list[Event]:
-        s = self._s
+        s = self.state
         left = self._left()
         bonus = round_bonus(left)
         passed = ended_by != "resign" and s.hands > left
@@ -596,7 +598,7 @@ class BlackjackPiles:
 
     def view(self, viewer: int | None) -> View:
         """The state as ``viewer`` sees it; the player and spectators see the same."""
-        s = self._s
+        s = self.state
         return View(
             round=s.round,
             rules=self.rules,
@@ -618,7 +620,7 @@ class BlackjackPiles:
 
     def result(self) -> GameResult:
         """The final outcome; raises ``ValueError`` while the game is still running."""
-        s = self._s
+        s = self.state
         if not s.over:
             raise ValueError("the game is not over")
         last = s.results[-1]
@@ -631,7 +633,7 @@ class BlackjackPiles:
 
     def dump(self) -> bytes:
         """The whole state as msgpack bytes (deterministic)."""
-        return _ENCODER.encode(self._s)
+        return _ENCODER.encode(self.state)
 
     @classmethod
     def load(cls, data: bytes) -> Self:
