@@ -146,13 +146,13 @@ async def test_player_tables(store: Store) -> None:
 # ---------------------------------------------------------------------- presence
 async def test_heartbeat_marks_node_alive_until_ttl(store: Store) -> None:
     assert store.node_id not in await store.live_nodes()
-    await store.heartbeat(0.3)
+    await store.heartbeat(0.5)
     assert await store.live_nodes() == {"node-a"}
-    await asyncio.sleep(0.2)
-    await store.heartbeat(0.3)  # renewed: alive 0.3 s from now, not from the first beat
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.3)
+    await store.heartbeat(0.5)  # renewed: alive 0.5 s from now, not from the first beat
+    await asyncio.sleep(0.3)
     assert await store.live_nodes() == {"node-a"}
-    await asyncio.sleep(0.25)
+    await asyncio.sleep(0.4)
     assert await store.live_nodes() == set()
 
 
@@ -295,9 +295,9 @@ async def test_nodes_share_one_redis(open_redis_store: OpenRedisStore) -> None:
     assert await node_b.top_scores("piles", 5) == [("p1", "Ann", 5), ("p2", "Bob", 5)]
 
     await node_a.heartbeat(10)
-    await node_b.heartbeat(0.2)
+    await node_b.heartbeat(0.3)
     assert await node_a.live_nodes() == {"node-a", "node-b"}
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.45)
     assert await node_b.live_nodes() == {"node-a"}
 
 
