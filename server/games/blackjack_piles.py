@@ -76,8 +76,8 @@ ROUNDS: tuple[RoundRules, ...] = (
     RoundRules(piles=4, cap=3, stock_in_hand=True),
     RoundRules(piles=4, cap=3, stock_in_hand=False),
     RoundRules(piles=3, cap=None, stock_in_hand=False),
+    RoundRules(piles=3, cap=5, stock_in_hand=False),
     RoundRules(piles=3, cap=4, stock_in_hand=False),
-    RoundRules(piles=3, cap=3, stock_in_hand=False),
 )
 """The rounds table, round 1 first: the one place where the difficulty curve is set."""
 

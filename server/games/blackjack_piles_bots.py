@@ -2,8 +2,8 @@
 
 A bot is a pure function of the player's :class:`~server.games.blackjack_piles.View` and legal
 actions; it never sees the stock below its top. :func:`greedy` looks one action ahead: it scores
-the position each legal action leads to by the cards it removes and by how likely the next stock
-card is to complete a hand among the pile tops (the *potential*, computed against a full deck's
+the position each legal action leads to by the cards it removes and by how near the groups of
+pile tops are to 21, one or two cards short (the *potential*, computed against a full deck's
 value frequencies, since the view does not say which cards were cashed).
 """
 
@@ -37,6 +37,22 @@ Strategy = Callable[[View, list[Action]], Action]
 _VALUE_ODDS = {value: (16 if value == 10 else 4) / 52 for value in range(1, 11)}
 """How likely a card drawn from a full deck is worth ``value`` (Ace 1, tens 10)."""
 
+
+def _pair_odds(missing: int) -> float:
+    """How likely two cards drawn (as if independently) can total ``missing``."""
+    total = 0.0
+    for first, second in itertools.product(_VALUE_ODDS, repeat=2):
+        aces = (first == 1) + (second == 1)
+        if any(first + second + 10 * soft == missing for soft in range(aces + 1)):
+            total += _VALUE_ODDS[first] * _VALUE_ODDS[second]
+    return total
+
+
+_PAIR_ODDS = {missing: _pair_odds(missing) for missing in range(TARGET + 1)}
+
+TWO_CARD_WEIGHT = 5.0
+"""How much a group two cards short of 21 counts against one a single card short."""
+
 CASH_WEIGHT = 4.0
 """How much one cashed card weighs against one unit of potential."""
 
@@ -45,22 +61,26 @@ FULL_PILE_PENALTY = 1.0
 
 
 def _completions(values: tuple[int, ...]) -> float:
-    """How likely one more card completes ``values`` (Aces as 1) to exactly 21."""
+    """How promising the group ``values`` (Aces as 1) is: the chance that the next card makes it
+    exactly 21, plus :data:`TWO_CARD_WEIGHT` times the best chance that two more cards do."""
     low = sum(values)
     aces = values.count(1)
     needed: set[int] = set()
+    pair = 0.0
     for soft in range(aces + 1):
         missing = TARGET - low - 10 * soft
         if 2 <= missing <= 10:
             needed.add(missing)
         elif missing in (1, 11):
             needed.add(1)
-    return sum(_VALUE_ODDS[value] for value in needed)
+        if missing >= 2 and len(values) <= MAX_HAND - 2:
+            pair = max(pair, _PAIR_ODDS[missing])
+    return sum(_VALUE_ODDS[value] for value in needed) + TWO_CARD_WEIGHT * pair
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _potential(tops: tuple[tuple[int, bool], ...], stock_in_hand: bool) -> float:
-    """Sum, over groups of pile tops, of the chance that the next card completes the group.
+    """Sum, over groups of pile tops, of how near the group is to 21 (see :func:`_completions`).
 
     ``tops`` holds one ``(value, takes_a_card)`` per pile (value 0 = empty pile). Without the
     stock's top in hands, the completing card must first go on a pile outside the group.
