@@ -402,7 +402,7 @@ def test_decision_resign_scores_the_round_as_it_stands() -> None:
     assert not engine.result().completed
 
 
-def test_failed_round_ends_the_game_and_reveals_the_seed() -> None:
+def test_game_over_reveals_the_seed() -> None:
     engine = BlackjackPiles.new(Config(), "failing")
     assert engine.view(0).seed is None
     assert engine.commitment == commitment("failing")
