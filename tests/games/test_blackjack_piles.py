@@ -71,17 +71,17 @@ def rejected(engine: BlackjackPiles, action: object, reason: Reason, seat: int =
 
 
 # A deck the player can clear but for a few cards, played group by group: each group goes on
-# empty piles 0, 1, ... and is cashed. Four Ace-ten pairs, twelve ten-plus-two triples, then a
-# 9-8-4, and the rest.
+# empty piles 0, 1, ... and is cashed. Four Ace-ten pairs, twelve triples of a ten and two cards
+# making 11, then 9-8-4 and 7-6-5-3.
 PAIRS = [["AC", "TC"], ["AD", "TD"], ["AH", "TH"], ["AS", "TS"]]
 
 
 def winning_groups() -> list[list[str]]:
     """Groups totalling 21 that use 51 cards, leaving the Two of Spades."""
     tens = [rank + suit for rank in "JQK" for suit in "CDH"] + ["JS", "QS", "KS"]
-    pairs = [low + suit for low, _ in ("29", "38", "47", "56") for suit in "CDH"]
+    lows = [low + suit for low, _ in ("29", "38", "47", "56") for suit in "CDH"]
     highs = [high + suit for _, high in ("29", "38", "47", "56") for suit in "CDH"]
-    triples = [[ten, low, high] for ten, low, high in zip(tens, pairs, highs, strict=True)]
+    triples = [[ten, low, high] for ten, low, high in zip(tens, lows, highs, strict=True)]
     return [*PAIRS, *triples, ["9S", "8S", "4S"], ["7S", "6S", "5S", "3S"]]
 
 
