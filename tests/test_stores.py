@@ -410,6 +410,26 @@ async def test_unavailable_promptly_then_recovers(
     assert dropped.messages == []
 
 
+async def test_a_frozen_redis_times_out_and_replies_stay_in_step(
+    open_redis_store: OpenRedisStore, private_redis: RedisServer
+) -> None:
+    store = await open_redis_store(url=private_redis.url)
+    await store.put_table("t1", "node-a", b"one", listed=True)
+    private_redis.pause()
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            await store.get_table("t1")
+        assert time.monotonic() - started < 3.0
+    finally:
+        private_redis.resume()
+    # The late reply to the timed-out command must not be taken for the next command's.
+    await store.put_table("t2", "node-a", b"two", listed=False)
+    assert await store.get_table("t1") == ("node-a", b"one")
+    assert await store.get_table("t2") == ("node-a", b"two")
+    assert await store.list_tables() == [b"one"]
+
+
 async def test_store_started_while_redis_is_down(
     open_redis_store: OpenRedisStore, private_redis: RedisServer
 ) -> None:

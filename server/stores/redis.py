@@ -54,10 +54,11 @@ log = logging.getLogger(__name__)
 UNREACHABLE = (
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
+    redis.exceptions.ReadOnlyError,
     TimeoutError,
     OSError,
 )
-"""What a lost, refused or stalled Redis connection raises."""
+"""What a lost, refused or stalled connection raises (or a replica refusing writes mid-failover)."""
 
 CONNECT_TIMEOUT = 1.0
 COMMAND_TIMEOUT = 2.0
