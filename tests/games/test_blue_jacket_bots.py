@@ -7,12 +7,12 @@ import json
 import pytest
 
 from server.games.blue_jacket import BlueJacket, Config, Deal, Interchange, Move, Resign
-from server.games.blue_jacket_bots import STRATEGIES, heuristic, play, simulate
+from server.games.blue_jacket_bots import STRATEGIES, greedy, heuristic, look_ahead, play, simulate
 from tests.games.test_blue_jacket_helpers import USELESS_ROWS, USELESS_STOCK, position
 
 
 def choose(engine: BlueJacket) -> object:
-    return heuristic(engine.view(0), engine.legal_actions(0))
+    return greedy(engine.view(0), engine.legal_actions(0))
 
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
@@ -33,22 +33,22 @@ def test_random_strategy_is_a_pure_function_of_the_view() -> None:
     assert len({STRATEGIES["random"](view, legal) for _ in range(5)}) == 1
 
 
-def test_heuristic_sends_a_bottom_ace_home_before_anything_else() -> None:
+def test_greedy_sends_a_bottom_ace_home_before_anything_else() -> None:
     game = position(("3C 2S", "2H"), "2D,AS -")
     assert choose(game) == Move("b1", "aces")
 
 
-def test_heuristic_interchanges_before_building() -> None:
+def test_greedy_interchanges_before_building() -> None:
     game = position(("3C 2S", "2H"), "5S")
     assert choose(game) == Interchange("r1.1", "r2.1")
 
 
-def test_heuristic_fills_an_empty_row_pile_from_the_bottom_row() -> None:
+def test_greedy_fills_an_empty_row_pile_from_the_bottom_row() -> None:
     game = position(("2S", "2H 3S", "4S"), "2D 5H", stock=USELESS_STOCK)
     assert choose(game) == Move("b1", "r1.2")
 
 
-def test_heuristic_builds_from_a_row_only_when_a_starter_waits_to_refill_it() -> None:
+def test_greedy_builds_from_a_row_only_when_a_starter_waits_to_refill_it() -> None:
     rows = ("2S 5S 6C 7C 8C 9C TC 5H", USELESS_ROWS[1], USELESS_ROWS[2])
     waiting = position(rows, "KS KH KD KC QS QH QD 2H", stock=USELESS_STOCK)
     assert choose(waiting) == Move("r1.2", "r1.1")
@@ -56,12 +56,12 @@ def test_heuristic_builds_from_a_row_only_when_a_starter_waits_to_refill_it() ->
     assert choose(alone) == Deal()
 
 
-def test_heuristic_digs_for_a_useful_card_before_dealing() -> None:
+def test_greedy_digs_for_a_useful_card_before_dealing() -> None:
     game = position(USELESS_ROWS, "AS,KS - KH KD KC QS QH QD", stock=USELESS_STOCK)
     assert choose(game) == Move("b1", "b2")
 
 
-def test_heuristic_never_resigns_while_it_can_play() -> None:
+def test_greedy_never_resigns_while_it_can_play() -> None:
     game = position(USELESS_ROWS, "KS,KH - QD QS QH QC JD JC")
     assert not isinstance(choose(game), Resign)
 
@@ -85,14 +85,37 @@ def test_simulate_rejects_bad_options() -> None:
         simulate(1, "sim", strategy="psychic")
 
 
-def test_heuristic_beats_random_play() -> None:
-    smart = simulate(30, "versus")
-    dumb = simulate(30, "versus", strategy="random")
-    assert smart["mean_score"] > dumb["mean_score"] + 20
-    assert smart["wins"] > dumb["wins"]
+def test_heuristic_beats_greedy_and_random_play() -> None:
+    smart = simulate(20, "versus")
+    greedy_stats = simulate(20, "versus", strategy="greedy")
+    dumb = simulate(20, "versus", strategy="random")
+    assert greedy_stats["mean_score"] > dumb["mean_score"] + 20
+    assert smart["wins"] > greedy_stats["wins"] > dumb["wins"]
 
 
 def test_play_returns_the_number_of_actions() -> None:
     engine = BlueJacket.new(Config(progress_budget=0), "count")
-    actions = play(engine, heuristic)
+    actions = play(engine, greedy)
     assert engine.over and engine.result().moves == actions
+
+
+def test_look_ahead_plays_safe_foundation_moves_first() -> None:
+    game = position(("3C 2S", "2H"), "AS 5S")
+    assert look_ahead(game.view(0)) == Move("b1", "aces")
+
+
+def test_look_ahead_digs_and_empties_a_row_pile_for_a_buried_starter() -> None:
+    game = position(USELESS_ROWS, "2S,KS - - KH KD KC QS QH")
+    assert look_ahead(game.view(0)) in (Move("b1", "b2"), Move("r1.1", "b2"))
+    while not game.over:
+        game.apply(0, heuristic(game.view(0), game.legal_actions(0)))
+    assert game.score == 1 and game.view(0).rows[0].count(["2S"]) == 1
+
+
+def test_look_ahead_keeps_the_deal_possible() -> None:
+    rows = ("2S 5S 6C 7C 8C 9C TC 5H", USELESS_ROWS[1], USELESS_ROWS[2])
+    alone = position(rows, "KS KH KD KC QS QH QD QC", stock=USELESS_STOCK)
+    assert look_ahead(alone.view(0)) is None
+    assert heuristic(alone.view(0), alone.legal_actions(0)) == Deal()
+    waiting = position(rows, "KS KH KD KC QS QH QD 2H", stock=USELESS_STOCK)
+    assert look_ahead(waiting.view(0)) == Move("r1.2", "r1.1")

@@ -21,7 +21,7 @@ from server.games.blue_jacket import (
     Move,
     Resign,
 )
-from server.games.blue_jacket_bots import heuristic
+from server.games.blue_jacket_bots import greedy
 from tests.games.test_blue_jacket_helpers import DECK, cards_in, everywhere, stock_of
 
 seeds = st.text(min_size=1, max_size=16)
@@ -37,10 +37,10 @@ CANDIDATES: list[Action] = [
 
 
 def pick(engine: BlueJacket, choice: int) -> Action:
-    """A legal action: mostly the heuristic's (to reach late positions), sometimes any other."""
+    """A legal action: mostly the greedy bot's (to reach late positions), sometimes any other."""
     legal = engine.legal_actions(0)
     if choice % 8:
-        return heuristic(engine.view(0), legal)
+        return greedy(engine.view(0), legal)
     if choice % 101 == 0:
         return Resign()
     plays = [action for action in legal if not isinstance(action, Resign)]
