@@ -231,8 +231,10 @@ Event = Moved | Interchanged | Dealt | NoProgress | GameOver
 class View(msgspec.Struct, frozen=True, kw_only=True):
     """What the player (and any spectator) sees. Piles list their cards bottom first.
 
-    ``progress``: whether some sequence of moves can still raise the score (``None``: unknown or
-    not checked).
+    ``rows[r][p]`` is row pile ``"r{r+1}.{p+1}"``, ``bottom[i]`` is ``"b{i+1}"`` (every card of
+    a bottom pile is face up; only the last can move). ``moves``: actions played, resign
+    excluded. ``progress``: whether some sequence of moves can still raise the score (``None``:
+    unknown or not checked).
     """
 
     rows: list[list[list[str]]]
@@ -516,16 +518,18 @@ class BlueJacket:
         return moves
 
     def _interchanges(self) -> list[Interchange]:
-        singles = [
-            (location, card) for location, card, _ in self._available() if location[0] == "r"
-        ]
+        # holders[x][y]: the piles of row x holding a card of row y's starting rank.
+        holders: list[list[list[str]]] = [[[] for _ in range(ROWS)] for _ in range(ROWS)]
+        for location, card, _ in self._available():
+            if location[0] == "r" and rank_of(card) in STARTERS:
+                holders[_ROW_AT[location][0]][rank_of(card) - STARTERS[0]].append(location)
         return [
             Interchange(a, b)
-            for a, card_a in singles
-            for b, card_b in singles
-            if _ROW_AT[a][0] != _ROW_AT[b][0]
-            and is_starter(card_a, _ROW_AT[b][0])
-            and is_starter(card_b, _ROW_AT[a][0])
+            for x in range(ROWS)
+            for y in range(ROWS)
+            if x != y
+            for a in holders[x][y]
+            for b in holders[y][x]
         ]
 
     def _plays(self) -> list[Action]:
@@ -667,7 +671,7 @@ class BlueJacket:
         s.moves += 1
         if self.score == DECK_SIZE:
             events.extend(self._finish("won"))
-        elif not self._plays():
+        elif not (self.can_deal() or self._moves() or self._interchanges()):
             events.extend(self._finish("no_moves"))
         elif self._check_progress():
             events.append(NoProgress(score=self.score))
