@@ -62,6 +62,8 @@ class Decoder:
             return self._msgpack.decode(frame)
         except msgspec.DecodeError as error:
             raise _classify(error) from None
+        except RecursionError:
+            raise FrameError(ErrorCode.BAD_FRAME, "the frame is nested too deeply") from None
 
 
 hello_decoder = Decoder(Hello)

@@ -18,13 +18,18 @@ their schemas are exported beside this module's (``docs/schema/``).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from protocol.handshake import Hello
 
 VERSION = 1
+
+RequestId = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
+"""A request id: any whole number a JavaScript client can hold exactly."""
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
+TableId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 GameName = Literal["blackdrez", "blackjack_piles", "blue_jacket"]
 SOLITAIRES: tuple[str, ...] = ("blackjack_piles", "blue_jacket")
@@ -136,110 +141,101 @@ class LeaderboardEntry(msgspec.Struct, kw_only=True):
 class WatchLobby(Message, tag="watch_lobby", kw_only=True):
     """Subscribe to the live table list: a ``tables`` reply now, then ``lobby`` pushes."""
 
-    id: int | None = None
+    id: RequestId | None = None
 
 
 class UnwatchLobby(Message, tag="unwatch_lobby", kw_only=True):
-    id: int | None = None
+    id: RequestId | None = None
 
 
 class ListTables(Message, tag="list_tables", kw_only=True):
     """The public tables, once."""
 
-    id: int | None = None
+    id: RequestId | None = None
 
 
 class CreateTable(Message, tag="create_table", kw_only=True):
     """Create a BlackDrez table and take its first seat as its host."""
 
-    id: int | None = None
+    id: RequestId | None = None
     options: TableOptions = msgspec.field(default_factory=TableOptions)
 
 
 class JoinTable(Message, tag="join", kw_only=True):
     """Take a seat (a given one, or the first free one)."""
 
-    id: int | None = None
-    table: str
-    seat: int | None = None
-    invite: str | None = None
+    id: RequestId | None = None
+    table: TableId
+    seat: Annotated[int, msgspec.Meta(ge=0, le=7)] | None = None
+    invite: Annotated[str, msgspec.Meta(max_length=64)] | None = None
 
 
 class QuickJoin(Message, tag="quick_join", kw_only=True):
     """Join an open public table with a free seat, or create one."""
 
-    id: int | None = None
+    id: RequestId | None = None
 
 
 class Spectate(Message, tag="spectate", kw_only=True):
-    id: int | None = None
-    table: str
-    invite: str | None = None
+    id: RequestId | None = None
+    table: TableId
+    invite: Annotated[str, msgspec.Meta(max_length=64)] | None = None
 
 
 class LeaveTable(Message, tag="leave", kw_only=True):
     """Give up the seat (or stop spectating). During a round the player withdraws first."""
 
-    id: int | None = None
-    table: str
+    id: RequestId | None = None
+    table: TableId
 
 
 class SetReady(Message, tag="ready", kw_only=True):
-    id: int | None = None
-    table: str
+    id: RequestId | None = None
+    table: TableId
     ready: bool = True
 
 
 class StartGame(Message, tag="start", kw_only=True):
     """Host only: start a game with the ready players (at least two)."""
 
-    id: int | None = None
-    table: str
-
-
-class AddBots(Message, tag="add_bots", kw_only=True):
-    """Host only: fill empty seats with server-run bots."""
-
-    id: int | None = None
-    table: str
-    count: int = 1
-    strategy: str = "threshold"
+    id: RequestId | None = None
+    table: TableId
 
 
 class Act(Message, tag="act", kw_only=True):
     """Play an action: one of the table's game's actions, e.g. ``{"type": "hit"}``."""
 
-    id: int | None = None
-    table: str
+    id: RequestId | None = None
+    table: TableId
     action: dict[str, Any]
 
 
 class Resync(Message, tag="resync", kw_only=True):
     """I have every event up to ``since``: send the rest, or a snapshot."""
 
-    id: int | None = None
-    table: str
-    since: int = 0
+    id: RequestId | None = None
+    table: TableId
+    since: Count = 0
 
 
 class StartSolitaire(Message, tag="start_solitaire", kw_only=True):
     """Start a solitaire session: a random deal, or a numbered one anyone can replay."""
 
-    id: int | None = None
+    id: RequestId | None = None
     game: Literal["blackjack_piles", "blue_jacket"]
-    deal: int | None = None
+    deal: Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)] | None = None
 
 
 class GetLeaderboard(Message, tag="leaderboard", kw_only=True):
-    id: int | None = None
+    id: RequestId | None = None
     game: Literal["blackjack_piles", "blue_jacket"]
-    limit: int = 10
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
 
 
 class Ping(Message, tag="ping", kw_only=True):
     """Application-level ping; the reply ``pong`` echoes ``id`` and gives the server's time."""
 
-    id: int | None = None
+    id: RequestId | None = None
 
 
 ClientMessage = (
@@ -254,7 +250,6 @@ ClientMessage = (
     | LeaveTable
     | SetReady
     | StartGame
-    | AddBots
     | Act
     | Resync
     | StartSolitaire
@@ -281,7 +276,7 @@ class Welcome(Message, tag="welcome", kw_only=True):
 
 
 class Error(Message, tag="error", kw_only=True):
-    id: int | None = None
+    id: RequestId | None = None
     code: str
     """One of :class:`protocol.errors.ErrorCode`."""
     message: str
@@ -292,14 +287,14 @@ class Error(Message, tag="error", kw_only=True):
 class Ok(Message, tag="ok", kw_only=True):
     """A request succeeded; ``seq`` is the table's last event number after it, where relevant."""
 
-    id: int | None = None
+    id: RequestId | None = None
     seq: int | None = None
 
 
 class Joined(Message, tag="joined", kw_only=True):
     """You sit at (or watch) a table; a ``snapshot`` of it follows."""
 
-    id: int | None = None
+    id: RequestId | None = None
     table: TableInfo
     seat: int | None
     invite: str | None = None
@@ -309,8 +304,8 @@ class Joined(Message, tag="joined", kw_only=True):
 class Snapshot(Message, tag="snapshot", kw_only=True):
     """A table's complete state for this viewer, up to and including event ``seq``."""
 
-    id: int | None = None
-    table: str
+    id: RequestId | None = None
+    table: TableId
     seq: int
     info: TableInfo
     seat: int | None
@@ -325,8 +320,8 @@ class Snapshot(Message, tag="snapshot", kw_only=True):
 class Update(Message, tag="update", kw_only=True):
     """New events at a table, and this viewer's view after them."""
 
-    id: int | None = None
-    table: str
+    id: RequestId | None = None
+    table: TableId
     seq: int
     """The number of the last event in ``events``."""
     events: list[Numbered]
@@ -338,7 +333,7 @@ class Update(Message, tag="update", kw_only=True):
 
 
 class Tables(Message, tag="tables", kw_only=True):
-    id: int | None = None
+    id: RequestId | None = None
     tables: list[TableInfo]
 
 
@@ -350,13 +345,13 @@ class LobbyUpdate(Message, tag="lobby", kw_only=True):
 
 
 class Leaderboard(Message, tag="leaderboard", kw_only=True):
-    id: int | None = None
+    id: RequestId | None = None
     game: str
     entries: list[LeaderboardEntry]
 
 
 class Pong(Message, tag="pong", kw_only=True):
-    id: int | None = None
+    id: RequestId | None = None
     time: float
 
 

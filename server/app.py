@@ -293,7 +293,9 @@ class GameServer:
                 client.violations += 1
                 if client.violations > s.burst:
                     metrics.closes.labels(str(int(CloseCode.POLICY_VIOLATION))).inc()
-                    client.close(CloseCode.POLICY_VIOLATION, "message rate limit exceeded")
+                    await _close_discarding(
+                        ws, CloseCode.POLICY_VIOLATION, "message rate limit exceeded"
+                    )
                     return
                 reply = v1.Error(
                     id=getattr(message, "id", None),
@@ -309,16 +311,29 @@ class GameServer:
             await self.node.handle(client, message)
 
 
+async def _close_discarding(ws: ServerConnection, code: int, reason: str) -> None:
+    """Close while discarding what the peer still sends: a flooder's unread frames would
+    otherwise fill the receive queue and hold the closing handshake until its timeout."""
+    closing = asyncio.get_running_loop().create_task(ws.close(code, reason))
+    with contextlib.suppress(ConnectionClosed):
+        while True:
+            await ws.recv()
+    await closing
+
+
+class _JustTheId(msgspec.Struct):
+    id: v1.RequestId | None = None
+
+
+_id_decoders = (msgspec.json.Decoder(_JustTheId), msgspec.msgpack.Decoder(_JustTheId))
+
+
 def _request_id(frame: str | bytes) -> int | None:
     """The ``id`` of a frame that failed validation, if it has a readable one (for the reply)."""
     try:
-        raw = (
-            msgspec.json.decode(frame) if isinstance(frame, str) else msgspec.msgpack.decode(frame)
-        )
-    except msgspec.DecodeError:
+        return _id_decoders[isinstance(frame, bytes)].decode(frame).id
+    except (msgspec.DecodeError, RecursionError):
         return None
-    request_id = raw.get("id") if isinstance(raw, dict) else None
-    return request_id if type(request_id) is int and abs(request_id) < 2**53 else None
 
 
 def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:

@@ -295,14 +295,14 @@ class SeatView(msgspec.Struct, frozen=True):
 
 
 class View(msgspec.Struct, frozen=True, kw_only=True):
-    """The game as one viewer sees it (all cards are face up; the stock is a count).
+    """The game as every viewer sees it (all cards are face up; the stock is a count). It names
+    no viewer, so one encoding serves every seat and spectator alike.
 
     ``dealer`` is the dealer of the round in play, or between rounds the seat due to deal next
     (if it plays). ``seats[i].in_round`` and ``status`` describe the current or last round.
     """
 
     game: str = "blackdrez"
-    viewer: int | None
     round: int
     phase: Phase
     dealer: int
@@ -740,7 +740,6 @@ class BlackDrez:
             for seat, status in enumerate(state.status)
         ]
         return View(
-            viewer=viewer,
             round=state.round,
             phase=state.phase,
             dealer=state.dealer,

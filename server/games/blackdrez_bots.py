@@ -36,10 +36,15 @@ def _has(legal: Sequence[Action], kind: type) -> bool:
     return any(type(action) is kind for action in legal)
 
 
+def _my_seat(view: View) -> int:
+    """A bot is asked to move only on its turn, so its seat is the one on turn."""
+    if view.to_act is None:
+        raise ValueError("nobody is on turn in this view")
+    return view.to_act
+
+
 def _my_value(view: View) -> int:
-    if view.viewer is None:
-        raise ValueError("a bot plays a seat, not a spectator's view")
-    value = view.seats[view.viewer].value
+    value = view.seats[_my_seat(view)].value
     return 0 if value is None else value
 
 
@@ -66,10 +71,8 @@ def unseen_cards(view: View) -> Counter[str]:
 
 
 def bust_chance(view: View) -> float:
-    """The probability that the viewer's next card busts the hand, over the unseen cards."""
-    if view.viewer is None:
-        raise ValueError("a bot plays a seat, not a spectator's view")
-    hand = view.seats[view.viewer].hand
+    """The probability that the next card busts the hand on turn, over the unseen cards."""
+    hand = view.seats[_my_seat(view)].hand
     unseen = unseen_cards(view)
     total = sum(unseen.values())
     if total == 0:

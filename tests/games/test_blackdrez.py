@@ -514,8 +514,8 @@ def test_default_action_withdraws_the_seat_on_turn() -> None:
 def test_view_shows_everything_public_and_the_seed_only_when_over() -> None:
     engine = BlackDrez.new(Config(seats=2, max_rounds=1), "view-seed")
     view = engine.view(0)
-    assert (view.viewer, view.round, view.phase, view.stock, view.decks) == (
-        0,
+    assert view == engine.view(None), "every viewer sees the same: all cards are face up"
+    assert (view.round, view.phase, view.stock, view.decks) == (
         0,
         "between_rounds",
         54,

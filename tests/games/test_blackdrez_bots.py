@@ -35,18 +35,20 @@ def test_threshold_stands_on_level_hands_it_would_not_hit() -> None:
 
 
 def test_bust_chance_counts_the_unseen_cards() -> None:
-    engine, _ = game("QPRP", seats=2, dealer=1)  # seat 0: Queen + Rook = 9; seat 1: two Pawns
+    engine, _ = game("QQRQ", seats=2, dealer=1)  # seat 0: Queen + Rook = 9; seat 1: two Queens
     view = engine.view(0)
     unseen = unseen_cards(view)
     assert unseen.total() == 50
     assert unseen == Counter(engine.state.order[engine.state.drawn :])
-    # Queens (8 unseen), Rooks (8) and Bishops (9) bust a 9; Knights, Pawns and Jokers do not.
-    assert bust_chance(view) == pytest.approx(25 / 50)
+    assert view.to_act == 0
+    # Queens (6 unseen), Rooks (8) and Bishops (9) bust a 9; Knights, Pawns and Jokers do not.
+    assert bust_chance(view) == pytest.approx(23 / 50)
     assert bust_probability(view, [Hit(), Withdraw()]) == Hit()
     assert bust_probability(view, [Hit(), Withdraw()], max_risk=0.4) == Withdraw()
     assert bust_probability(view, [Hit(), Stand(), Withdraw()], max_risk=0.4) == Stand()
+    assert bust_chance(engine.view(None)) == bust_chance(view), "the seat on turn is the bot's"
     with pytest.raises(ValueError):
-        bust_chance(engine.view(None))
+        bust_chance(BlackDrez.new(Config(seats=2), "nobody on turn").view(None))
 
 
 def test_bots_only_see_the_dealt_cards_and_always_act_legally() -> None:

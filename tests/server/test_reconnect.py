@@ -62,7 +62,7 @@ async def play_several(a, b, c, table, turns: int) -> None:
             table, {"type": "hit"} if player.tables[table].view["stock"] else {"type": "withdraw"}
         )
         for x in (a, b, c):
-            await x.wait_until(lambda x=x: x.tables[table].seq > seq)
+            await x.wait_until(lambda x=x, seq=seq: x.tables[table].seq > seq)
         if all(not x.tables[table].legal for x in (a, b, c)):
             await asyncio.sleep(0.05)
 

@@ -8,7 +8,12 @@ import pytest
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.games import blackjack_piles, blackjack_piles_bots, blue_jacket, blue_jacket_bots
+from server.games import (
+    blackjack_piles,
+    blackjack_piles_bots,
+    blue_jacket,
+    blue_jacket_bots,
+)
 
 GAMES = {
     "blackjack_piles": (blackjack_piles, blackjack_piles_bots.greedy),
@@ -20,8 +25,6 @@ async def play_session(client: Client, table: str, game: str, limit: int = 2000)
     module, bot = GAMES[game]
     state = client.tables[table]
     for _ in range(limit):
-        if state.view["over"] if "over" in state.view else not state.legal:
-            break
         if not state.legal:
             break
         view = msgspec.convert(state.view, module.View)

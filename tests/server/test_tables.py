@@ -40,10 +40,10 @@ async def test_complete_games_between_clients(server, connect, players: int) -> 
 
 def _cards_drawn(event: dict) -> list[str]:
     if event["type"] == "round_started":
-        order = []
-        for pair in zip(*(h for h in event["hands"] if h), strict=True):
-            order.extend(pair)
-        return order
+        seats = sorted(
+            event["seats"], key=lambda s: (s - event["dealer"] - 1) % len(event["hands"])
+        )
+        return [event["hands"][seat][i] for i in (0, 1) for seat in seats]
     if event["type"] == "hit":
         return [event["card"]]
     return []
