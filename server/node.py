@@ -212,7 +212,7 @@ class Node:
                 problems = message.options.problems()
                 if problems:
                     return _error(message, ErrorCode.BAD_MESSAGE, "; ".join(problems))
-                room = self._new_room("blackdrez", client.player, message.options, None)
+                room = await self._new_room("blackdrez", client.player, message.options, None)
                 return self._execute(
                     room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
                 )
@@ -220,7 +220,7 @@ class Node:
                 return await self._quick_join(client, message)
             case v1.StartSolitaire():
                 options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
-                room = self._new_room(message.game, client.player, options, message.deal)
+                room = await self._new_room(message.game, client.player, options, message.deal)
                 answer = self._execute(
                     room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
                 )
@@ -267,7 +267,7 @@ class Node:
                 )
                 if not any(isinstance(reply, v1.Error) for reply in answer.replies):
                     return answer
-        room = self._new_room("blackdrez", client.player, v1.TableOptions(), None)
+        room = await self._new_room("blackdrez", client.player, v1.TableOptions(), None)
         return self._execute(
             room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
         )
@@ -331,7 +331,10 @@ class Node:
             await self.store.publish(node_channel(request.origin), _bus_encoder.encode(reply))
 
     # ------------------------------------------------------------------ hosting
-    def _new_room(self, game: str, host: str, options: v1.TableOptions, deal: int | None) -> Room:
+    async def _new_room(
+        self, game: str, host: str, options: v1.TableOptions, deal: int | None
+    ) -> Room:
+        """Create a room hosted here, registered in the store before anyone is told of it."""
         table_id = ("t" if game == "blackdrez" else "s") + secrets.token_hex(5)
         room = Room(
             table_id,
@@ -341,6 +344,9 @@ class Node:
             listed=game == "blackdrez" and not options.private,
             seed_source=self.seed_source,
             deal=deal,
+        )
+        await self.store.put_table(
+            table_id, self.id, msgspec.msgpack.encode(room.info()), room.listed
         )
         self.rooms[table_id] = room
         self.metrics.tables.labels(game).inc()

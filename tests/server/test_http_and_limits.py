@@ -1,0 +1,131 @@
+"""One port for HTTP and WebSocket: health, metrics, static files; origins; slow readers; SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import InvalidStatus
+
+from clients.client import Client
+from protocol import v1
+from protocol.errors import CloseCode
+from server.connection import Client as ServerSideClient
+from server.ratelimit import TokenBucket
+
+
+def fetch(port: int, path: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, response.headers["Content-Type"], response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read()
+
+
+async def test_health_and_metrics_on_the_game_port(server, connect) -> None:
+    client = await connect(server, name="Ann")
+    await client.request(v1.CreateTable())
+    status, kind, body = await asyncio.to_thread(fetch, server.port, "/healthz")
+    assert (status, kind) == (200, "application/json")
+    assert b'"connections":1' in body and b'"tables":1' in body
+    status, kind, body = await asyncio.to_thread(fetch, server.port, "/metrics")
+    assert status == 200 and kind.startswith("text/plain")
+    text = body.decode()
+    assert "blackdrez_connections 1.0" in text
+    assert 'blackdrez_tables{game="blackdrez"} 1.0' in text
+    assert 'blackdrez_messages_in_total{type="CreateTable"} 1.0' in text
+    assert "blackdrez_action_seconds_bucket" in text
+
+
+async def test_static_files_and_no_escape_from_their_folder(server, tmp_path) -> None:
+    (tmp_path / "index.html").write_text("<h1>BlackDrez</h1>")
+    (tmp_path / "app.js").write_text("export {};")
+    server.settings.static_dir = tmp_path
+    status, kind, body = await asyncio.to_thread(fetch, server.port, "/")
+    assert (status, kind, body) == (200, "text/html", b"<h1>BlackDrez</h1>")
+    status, kind, _ = await asyncio.to_thread(fetch, server.port, "/app.js")
+    assert (status, kind) == (200, "text/javascript")
+    for path in ("/../pyproject.toml", "/%2e%2e/pyproject.toml", "/nope.css"):
+        status, _, _ = await asyncio.to_thread(fetch, server.port, path)
+        assert status == 404
+
+
+async def test_the_origin_allow_list(make_server) -> None:
+    server = await make_server(allowed_origins=["https://play.example"])
+    url = f"ws://127.0.0.1:{server.port}/"
+    with pytest.raises(InvalidStatus) as refused:
+        async with ws_connect(url, origin="https://evil.example"):
+            pass
+    assert refused.value.response.status_code == 403
+    async with ws_connect(url, origin="https://play.example"):
+        pass
+    async with ws_connect(url):  # not a browser: no Origin header
+        pass
+
+
+async def test_a_client_too_far_behind_is_disconnected_with_4003() -> None:
+    class StuckSocket:
+        def __init__(self) -> None:
+            self.closed_with: tuple[int, str] | None = None
+
+        async def send(self, frame) -> None:
+            await asyncio.Event().wait()  # never drains
+
+        async def close(self, code: int, reason: str) -> None:
+            self.closed_with = (code, reason)
+
+    ws = StuckSocket()
+    client = ServerSideClient(
+        ws=ws, binary=False, player="p", name="n", bucket=TokenBucket(1, 1, 0), queue_size=8
+    )
+    for _ in range(8 + 1 + 1):  # one in flight in the writer, eight queued, one too many
+        await asyncio.sleep(0)
+        client.send(v1.Pong(time=0.0))
+    await asyncio.sleep(0)
+    assert ws.closed_with is not None and ws.closed_with[0] == CloseCode.SLOW_CONSUMER
+    await client.stop()
+
+
+async def test_idle_connections_are_closed_with_4005(make_server, connect) -> None:
+    server = await make_server(idle_timeout=0.4)
+    client = await connect(server, name="Sleepy")
+    code, _ = await asyncio.wait_for(client.closed, 3)
+    assert code == CloseCode.IDLE_TIMEOUT
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_sigterm_tells_clients_and_exits_cleanly() -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        line = await asyncio.to_thread(process.stdout.readline)
+        assert f"127.0.0.1:{port}" in line.decode(), line
+        client = await Client.connect(f"ws://127.0.0.1:{port}/", name="Ann")
+        await client.request(v1.CreateTable())
+        process.send_signal(signal.SIGTERM)
+        code, _ = await asyncio.wait_for(client.closed, 10)
+        assert code == CloseCode.GOING_AWAY
+        assert any(isinstance(m, v1.Shutdown) for m in client.pushed)
+        assert await asyncio.to_thread(process.wait, 10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -1,0 +1,135 @@
+"""Two server processes' worth of nodes on one real Redis: a shared lobby and shared tables."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from clients.client import ServerError
+from protocol import v1
+from protocol.errors import ErrorCode
+from tests.server.helpers import play_out, seat_and_start
+
+
+@pytest.fixture
+async def two_nodes(make_server, redis_url_clean):
+    first = await make_server(redis_url=redis_url_clean, node_id="node-a")
+    second = await make_server(redis_url=redis_url_clean, node_id="node-b")
+    return first, second
+
+
+async def test_the_lobby_is_shared_and_live_on_both_nodes(two_nodes, connect) -> None:
+    a, b = two_nodes
+    watcher_b = await connect(b, name="Watcher")
+    await watcher_b.request(v1.WatchLobby())
+    host = await connect(a, name="Host")
+    joined = await host.request(v1.CreateTable(options=v1.TableOptions(name="Shared", seats=3)))
+    table = joined.table.id
+    await watcher_b.wait_until(lambda: table in watcher_b.lobby)
+    listing = await (await connect(b, name="Lister")).request(v1.ListTables())
+    assert [t.id for t in listing.tables] == [table]
+    guest = await connect(b, name="Guest")
+    seated = await guest.request(v1.JoinTable(table=table))
+    assert seated.seat == 1
+    await watcher_b.wait_until(lambda: watcher_b.lobby[table].seats[1] is not None)
+    await host.wait_until(lambda: host.tables[table].info.seats[1] is not None)
+
+
+async def test_tokens_work_on_every_node(two_nodes, connect) -> None:
+    a, b = two_nodes
+    first = await connect(a, name="Ann")
+    again = await connect(b, token=first.token)
+    assert again.player == first.player
+
+
+async def test_a_complete_game_with_players_on_both_nodes(two_nodes, connect) -> None:
+    a, b = two_nodes
+    players = [
+        await connect(a, name="A1"),
+        await connect(b, name="B1", binary=True),
+        await connect(a, name="A2", binary=True),
+        await connect(b, name="B2"),
+    ]
+    table = await seat_and_start(players[0], players[1:])
+    await asyncio.gather(*(play_out(p, table) for p in players))
+    views = [p.tables[table].view for p in players]
+    assert all(view == views[0] for view in views)
+    assert views[0]["phase"] == "over"
+    histories = [[e.seq for e in p.tables[table].events] for p in players]
+    for history in histories:
+        assert history == list(range(history[0], history[-1] + 1)), "no gap, no duplicate"
+    assert {h[-1] for h in histories} == {a.node.rooms[table].seq}
+    # a remote player cannot act for someone else either
+    with pytest.raises(ServerError) as error:
+        await players[1].act(table, {"type": "hit"})
+    assert error.value.code == ErrorCode.GAME_OVER
+
+
+async def test_a_remote_spectator_and_a_remote_reconnect(two_nodes, connect) -> None:
+    a, b = two_nodes
+    host, guest = await connect(a, name="Host"), await connect(a, name="Guest")
+    table = await seat_and_start(host, [guest])
+    watcher = await connect(b, name="Watcher")
+    await watcher.request(v1.Spectate(table=table))
+    await guest.close()
+    from clients.client import Client
+
+    back = await Client.connect(f"ws://127.0.0.1:{b.port}/", token=guest.token)
+    assert back.welcome.tables == [table]
+    back.tables[table] = guest.tables[table]
+    await back.resync(table)
+    await asyncio.gather(play_out(host, table), play_out(back, table))
+    await watcher.wait_until(lambda: watcher.tables[table].view["phase"] == "over")
+    assert watcher.tables[table].view == host.tables[table].view == back.tables[table].view
+
+
+async def test_two_real_processes_share_lobby_and_game(make_server, redis_url_clean) -> None:
+    """The same with the second node a separate ``blackdrez serve`` process."""
+    import os
+    import subprocess
+    import sys
+
+    from clients.client import Client
+    from tests.server.test_http_and_limits import free_port
+
+    local = await make_server(redis_url=redis_url_clean, node_id="in-process")
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "server.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--redis-url",
+            redis_url_clean,
+            "--node-id",
+            "subprocess",
+            "--rate",
+            "1000",
+            "--burst",
+            "1000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    clients: list[Client] = []
+    try:
+        await asyncio.to_thread(process.stdout.readline)
+        remote_url = f"ws://127.0.0.1:{port}/"
+        host = await Client.connect(remote_url, name="Remote host")
+        near = await Client.connect(f"ws://127.0.0.1:{local.port}/", name="Local guest")
+        clients = [host, near]
+        table = await seat_and_start(host, [near])
+        assert table not in local.node.rooms, "hosted by the other process"
+        await asyncio.gather(play_out(host, table), play_out(near, table))
+        assert host.tables[table].view == near.tables[table].view
+        assert host.tables[table].view["phase"] == "over"
+    finally:
+        for client in clients:
+            await client.close()
+        process.terminate()
+        await asyncio.to_thread(process.wait, 10)
