@@ -349,6 +349,7 @@ def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Respon
 
 async def run(settings: Settings) -> None:
     """Run a server until SIGTERM or SIGINT, then shut it down cleanly."""
+    logging.getLogger("websockets").setLevel(logging.WARNING)
     server = GameServer(settings)
     await server.start()
     stop = asyncio.Event()

@@ -1,4 +1,4 @@
-"""One port for HTTP and WebSocket: health, metrics, static files; origins; slow readers; SIGTERM."""
+"""One port for HTTP and WebSocket: health, metrics, static files; origins; slow readers; exit."""
 
 from __future__ import annotations
 
