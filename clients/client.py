@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,33 @@ from websockets.exceptions import ConnectionClosed
 
 from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
+from protocol.errors import CloseCode
 from protocol.handshake import Hello
+
+CLIENT_NAME = "blackdrez-py/0.1"
+RECONNECT_TRIES = 15
+FINAL_CLOSE_CODES = frozenset(
+    {
+        CloseCode.UNSUPPORTED_VERSION,
+        CloseCode.BAD_TOKEN,
+        CloseCode.REPLACED,
+        CloseCode.HANDSHAKE_FAILED,
+    }
+)
+"""Closes after which reconnecting cannot help."""
+
+
+async def _open(
+    url: str, hello: Hello, binary: bool, options: dict[str, Any]
+) -> tuple[ClientConnection, v1.Welcome]:
+    ws = await connect(url, compression=None, max_size=2**22, **options)
+    await ws.send(encode(hello, binary))
+    reply = SERVER_DECODERS[1].decode(await ws.recv())
+    if isinstance(reply, v1.Error):
+        await ws.close()
+        raise ServerError(reply)
+    assert isinstance(reply, v1.Welcome), reply
+    return ws, reply
 
 
 class ServerError(Exception):
@@ -59,9 +86,22 @@ class Client:
     """A connected, greeted client (see the module docstring)."""
 
     def __init__(
-        self, ws: ClientConnection, welcome: v1.Welcome, binary: bool, record: bool = False
+        self,
+        ws: ClientConnection,
+        welcome: v1.Welcome,
+        binary: bool,
+        record: bool = False,
+        *,
+        url: str = "",
+        versions: tuple[int, ...] = (1,),
+        reconnect: bool = False,
+        options: dict[str, Any] | None = None,
     ) -> None:
         self.ws = ws
+        self.url = url
+        self.versions = versions
+        self.reconnect = reconnect
+        self._options = options or {}
         self.frames: list[str | bytes] | None = [] if record else None
         """With ``record=True``: every frame received after ``welcome``, as received."""
         self.welcome = welcome
@@ -72,14 +112,20 @@ class Client:
         self.lobby: dict[str, v1.TableInfo] = {}
         self.pushed: list[Any] = []
         """Messages the server pushed that are neither updates nor replies (lobby, shutdown)."""
+        self.reconnects = 0
+        """How many times the connection was re-established."""
         self.closed: asyncio.Future[tuple[int | None, str]] = (
             asyncio.get_running_loop().create_future()
         )
+        """Resolves with the close code and reason once the client is closed for good."""
+        self._connected = asyncio.Event()
+        self._connected.set()
+        self._closing = False
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._changed = asyncio.Condition()
         self._decoder = SERVER_DECODERS[welcome.version]
-        self._reader = asyncio.get_running_loop().create_task(self._read())
+        self._reader = asyncio.get_running_loop().create_task(self._run())
 
     @classmethod
     async def connect(
@@ -91,30 +137,51 @@ class Client:
         binary: bool = False,
         versions: tuple[int, ...] = (1,),
         record: bool = False,
+        reconnect: bool = False,
         **options: Any,
     ) -> Client:
-        """Open a connection, say hello and return the greeted client."""
-        ws = await connect(url, compression=None, max_size=2**22, **options)
-        hello = Hello(versions=list(versions), name=name, token=token, client="blackdrez-py/0.1")
-        await ws.send(encode(hello, binary))
-        frame = await ws.recv()
-        reply = SERVER_DECODERS[1].decode(frame)
-        if isinstance(reply, v1.Error):
-            await ws.close()
-            raise ServerError(reply)
-        assert isinstance(reply, v1.Welcome), reply
-        return cls(ws, reply, binary, record)
+        """Open a connection, say hello and return the greeted client.
+
+        With ``reconnect=True`` a dropped connection is re-opened with the session token
+        (exponential backoff from 0.1 s up to 5 s, at most :data:`RECONNECT_TRIES` tries) and
+        every table held is resynced, so the client carries on where it was.
+        """
+        ws, welcome = await _open(
+            url,
+            Hello(versions=list(versions), name=name, token=token, client=CLIENT_NAME),
+            binary,
+            options,
+        )
+        return cls(
+            ws,
+            welcome,
+            binary,
+            record,
+            url=url,
+            versions=versions,
+            reconnect=reconnect,
+            options=options,
+        )
 
     async def close(self) -> None:
-        """Close the connection."""
+        """Close the connection for good (no reconnection)."""
+        self._closing = True
         await self.ws.close()
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
+        if not self.closed.done():
+            self.closed.set_result((self.ws.close_code, self.ws.close_reason or ""))
+
+    async def drop(self) -> None:
+        """Drop the connection without closing the client (tests, and to force a reconnect)."""
+        self.ws.transport.abort()
 
     # ------------------------------------------------------------------ requests
-    async def send(self, message: Any) -> None:
-        """Send a message without waiting for its reply."""
+    async def send(self, message: Any, timeout: float = 10.0) -> None:
+        """Send a message without waiting for its reply (waiting for a reconnection if needed)."""
+        if not self._connected.is_set():
+            await asyncio.wait_for(self._connected.wait(), timeout)
         await self.ws.send(encode(message, self.binary))
 
     async def request(self, message: Any, timeout: float = 10.0) -> Any:
@@ -155,6 +222,44 @@ class Client:
                     await self._changed.wait()
 
     # ------------------------------------------------------------------ reading
+    async def _run(self) -> None:
+        """Read until the connection closes; reconnect when asked to; then close for good."""
+        while True:
+            await self._read()
+            self._connected.clear()
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("connection lost"))
+            code = self.ws.close_code
+            if self._closing or not self.reconnect or code in FINAL_CLOSE_CODES:
+                break
+            if not await self._reopen():
+                break
+        if not self.closed.done():
+            self.closed.set_result((self.ws.close_code, self.ws.close_reason or ""))
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _reopen(self) -> bool:
+        delay = 0.1
+        for _ in range(RECONNECT_TRIES):
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 5.0)
+            hello = Hello(versions=list(self.versions), token=self.token, client=CLIENT_NAME)
+            try:
+                self.ws, self.welcome = await _open(self.url, hello, self.binary, self._options)
+            except ServerError:
+                return False  # the server refuses this token: nothing to retry
+            except (OSError, ConnectionClosed, TimeoutError):
+                continue
+            self.reconnects += 1
+            self._connected.set()
+            for table in {*self.tables, *self.welcome.tables}:
+                state = self.tables.setdefault(table, TableState(table))
+                await self.ws.send(encode(v1.Resync(table=table, since=state.seq), self.binary))
+            return True
+        return False
+
     async def _read(self) -> None:
         try:
             async for frame in self.ws:
@@ -166,14 +271,6 @@ class Client:
                     self._changed.notify_all()
         except ConnectionClosed:
             pass
-        finally:
-            if not self.closed.done():
-                self.closed.set_result((self.ws.close_code, self.ws.close_reason or ""))
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ConnectionError("connection closed"))
-            async with self._changed:
-                self._changed.notify_all()
 
     def _receive(self, message: Any) -> None:
         if isinstance(message, v1.Joined):

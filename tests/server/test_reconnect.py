@@ -136,3 +136,18 @@ async def test_a_seat_is_freed_after_the_grace_period(server, connect, grace) ->
     await host.wait_until(lambda: state.info.seats[1] is None, timeout=5)
     freed = [e.event for e in state.events if e.event["type"] == "seat_freed"]
     assert freed == [{"type": "seat_freed", "seat": 1, "reason": "timeout"}]
+
+
+async def test_the_client_library_reconnects_and_resyncs_by_itself(server, connect) -> None:
+    a = await connect(server, name="A", reconnect=True)
+    b = await connect(server, name="B", reconnect=True)
+    table = await seat_and_start(a, [b])
+    await a.drop()
+    await b.drop()
+    await a.wait_until(lambda: a.reconnects == 1)
+    await b.wait_until(lambda: b.reconnects == 1)
+    await asyncio.gather(play_out(a, table), play_out(b, table))
+    for client in (a, b):
+        seqs = [e.seq for e in client.tables[table].events]
+        assert seqs == list(range(seqs[0], seqs[-1] + 1)), "no gap, no duplicate"
+    assert a.tables[table].view == b.tables[table].view
