@@ -1,4 +1,4 @@
-"""The ``blackdrez`` command: serve, simulate, verify."""
+"""The blackdrez command: run a server node, simulate bot games, record, replay and verify."""
 
 from __future__ import annotations
 
@@ -7,6 +7,11 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Sequence
+from typing import Any
+
+GAME_NAMES = ("blackdrez", "blackjack_piles", "blue_jacket")
+"""The games the tools know (``server.games.registry.GAMES``, imported lazily for ``serve``)."""
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -34,6 +39,214 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str] | None:
+    """Reject options that do not apply to ``args.game``; return the strategies chosen."""
+    from server.games.registry import GAMES
+
+    game = GAMES[args.game]
+    if getattr(args, "per_round", False) and args.game != "blackjack_piles":
+        parser.error("--per-round applies to blackjack_piles only")
+    if getattr(args, "deals", None) is not None and not getattr(args, "per_round", False):
+        parser.error("--deals needs --per-round")
+    if args.seats is not None and args.game != "blackdrez":
+        parser.error("--seats applies to blackdrez only")
+    if args.seats is not None and not 2 <= args.seats <= 8:
+        parser.error("--seats must be from 2 to 8")
+    strategies = args.strategy
+    if strategies is None:
+        return None
+    for name in strategies:
+        if name not in game.strategies:
+            parser.error(
+                f"unknown {args.game} strategy {name!r}; choose from {', '.join(game.strategies)}"
+            )
+    seats = args.seats or 4
+    if args.game == "blackdrez":
+        if len(strategies) not in (1, seats):
+            parser.error(f"give one --strategy for every seat, or one for all {seats} seats")
+        return strategies * seats if len(strategies) == 1 else strategies
+    if len(strategies) != 1:
+        parser.error(f"{args.game} is a solitaire: give one --strategy")
+    return strategies
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from server.games import blackdrez_bots, blackjack_piles_bots, blue_jacket_bots
+
+    strategies = _check_options(args.parser, args)
+    if args.games < 1:
+        args.parser.error("--games must be at least 1")
+    report: dict[str, Any]
+    if args.game == "blackdrez":
+        report = blackdrez_bots.simulate(
+            args.games, args.seed, seats=args.seats or 4, strategies=strategies
+        )
+    elif args.game == "blackjack_piles":
+        report = blackjack_piles_bots.simulate(
+            args.games,
+            args.seed,
+            per_round=args.per_round,
+            strategy=strategies[0] if strategies else "greedy",
+            deals=args.deals,
+        )
+    else:
+        report = blue_jacket_bots.simulate(
+            args.games, args.seed, strategy=strategies[0] if strategies else "heuristic"
+        )
+    report = {"game": args.game, "seed": args.seed, **report}
+    if args.json:
+        import msgspec
+
+        print(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
+    else:
+        print(_report_table(report))
+    return 0
+
+
+def _number(value: Any) -> str:
+    """A figure as a table shows it: floats to four decimals without trailing zeros."""
+    if isinstance(value, float):
+        text = f"{value:.4f}".rstrip("0").rstrip(".")
+        return text or "0"
+    if isinstance(value, list):
+        return " ".join(_number(item) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {_number(item)}" for key, item in value.items())
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
+    """``rows`` as lines of left-aligned columns two spaces apart."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def _report_table(report: dict[str, Any]) -> str:
+    """A simulation report as a readable table: one figure a line, then any per-round table."""
+    pairs = []
+    tables = []
+    for key, value in report.items():
+        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            header = list(value[0])
+            rows = [[key.replace("_", " ") for key in header]]
+            rows += [[_number(item.get(column)) for column in header] for item in value]
+            tables.append(f"{key}:\n" + "\n".join("  " + line for line in _columns(rows)))
+        else:
+            pairs.append([key.replace("_", " "), _number(value)])
+    return "\n\n".join(["\n".join(_columns(pairs)), *tables])
+
+
+def _load(path: str) -> Any:
+    """Read a record file; raises ``ValueError`` with a readable message."""
+    import msgspec
+
+    from server.games.records import read_record
+
+    try:
+        return read_record(path)
+    except OSError as error:
+        raise ValueError(f"cannot read {path}: {error.strerror}") from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise ValueError(f"{path} is not a game record: {error}") from None
+
+
+def _replay(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from server.games.registry import ReplayError, start, steps
+
+    try:
+        record = _load(args.file)
+        engine = start(record)
+        origin = f"seed {record.seed!r}" if record.seed is not None else "an explicit card order"
+        if not args.json:
+            print(
+                f"{record.game} from {origin}, config {msgspec.json.encode(record.config).decode()}"
+            )
+            if record.commitment:
+                print(f"commitment {record.commitment}")
+        for step in steps(engine, record):
+            action = msgspec.json.encode(step.action).decode()
+            events = [msgspec.json.encode(event).decode() for event in step.events]
+            if args.json:
+                print(
+                    f'{{"index":{step.index},"seat":{step.seat},"action":{action},'
+                    f'"events":[{",".join(events)}]}}'
+                )
+            else:
+                print(f"#{step.index} seat {step.seat}: {action}")
+                for event in events:
+                    print(f"    {event}")
+    except (ValueError, ReplayError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if not args.json:
+        state = "over" if engine.over else "not over"
+        print(f"{len(record.actions)} actions; the game is {state}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from server.games.registry import verify
+
+    try:
+        record = _load(args.file)
+        problems = verify(record)
+    except ValueError as error:
+        problems = [str(error)]
+    if problems:
+        print(f"FAILED: {args.file}")
+        for problem in problems:
+            print(f"  - {problem}")
+        return 1
+    dealt = sum(len(cards) for cards in record.dealt or [])
+    print(
+        f"OK: {record.game} record verified: the seed matches commitment {record.commitment}, "
+        f"all {len(record.actions)} actions replay, the {dealt} cards dealt are the shuffle's "
+        "and the game is over"
+    )
+    return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    from server.games.records import encode_record, write_record
+    from server.games.registry import GAMES, play_bots
+
+    strategies = _check_options(args.parser, args)
+    config = GAMES[args.game].config()
+    if args.game == "blackdrez":
+        from server.games.blackdrez import Config
+
+        config = Config(seats=args.seats or 4)
+    record = play_bots(args.game, args.seed, config, strategies)
+    if args.out:
+        write_record(record, args.out)
+        print(f"wrote {args.out}: {record.game}, {len(record.actions)} actions", file=sys.stderr)
+    else:
+        sys.stdout.write(encode_record(record).decode())
+    return 0
+
+
+def _add_game_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("game", choices=GAME_NAMES, help="the game to play")
+    command.add_argument(
+        "--seats", type=int, help="blackdrez only: players at the table, 2 to 8 (default 4)"
+    )
+    command.add_argument(
+        "--strategy",
+        action="append",
+        metavar="NAME",
+        help="the bot: blackdrez threshold or bust_probability (once for every seat, or once "
+        "per seat; default: alternating), blackjack_piles greedy, blue_jacket heuristic "
+        "(default), greedy, first or random",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``blackdrez`` console script."""
     parser = argparse.ArgumentParser(prog="blackdrez", description=__doc__)
@@ -58,6 +271,58 @@ def main(argv: list[str] | None = None) -> int:
         "--compression", action="store_true", help="enable permessage-deflate (off by default)"
     )
     serve.set_defaults(run=_serve)
+
+    simulate = commands.add_parser(
+        "simulate",
+        help="play many games with the reference bots and print statistics",
+        description="Play many games with the reference bots and print statistics. Game i is "
+        "dealt from the seed 'SEED:i', so a run is reproducible.",
+    )
+    _add_game_options(simulate)
+    simulate.add_argument("--games", type=int, default=100, help="games to play (default 100)")
+    simulate.add_argument("--seed", default="simulate", help="seed prefix (default 'simulate')")
+    simulate.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    simulate.add_argument(
+        "--per-round",
+        action="store_true",
+        help="blackjack_piles only: also play each round alone and report its pass rate, mean "
+        "hands and cards left",
+    )
+    simulate.add_argument(
+        "--deals", type=int, help="with --per-round: deals per round (default: --games)"
+    )
+    simulate.set_defaults(run=_simulate, parser=simulate)
+
+    record = commands.add_parser(
+        "record",
+        help="play one game with the reference bots and write its record",
+        description="Play one game with the reference bots and write its record (JSON).",
+    )
+    _add_game_options(record)
+    record.add_argument("--seed", required=True, help="the game's seed")
+    record.add_argument("--out", metavar="FILE", help="write here (default: standard output)")
+    record.set_defaults(run=_record, parser=record)
+
+    replay = commands.add_parser(
+        "replay",
+        help="replay a game record and print its events",
+        description="Replay a game record and print every action with its events.",
+    )
+    replay.add_argument("file", metavar="FILE", help="a record written by 'blackdrez record'")
+    replay.add_argument(
+        "--json", action="store_true", help="one JSON object per action (index, seat, events)"
+    )
+    replay.set_defaults(run=_replay)
+
+    verify = commands.add_parser(
+        "verify",
+        help="check a finished game's record against its revealed seed",
+        description="Check a finished game's record against its revealed seed: the seed matches "
+        "the commitment, every action replays, the cards dealt are the shuffle's, the game is "
+        "over. Prints OK (exit 0) or each problem (exit 1).",
+    )
+    verify.add_argument("file", metavar="FILE", help="a record written by 'blackdrez record'")
+    verify.set_defaults(run=_verify)
 
     args = parser.parse_args(argv)
     return args.run(args)

@@ -29,9 +29,22 @@ _ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(Record)
 
 
+_ONE_PER_LINE = ("actions", "dealt")
+"""Fields written one item a line, so that a record reads (and diffs) action by action."""
+
+
 def encode_record(record: base.Record) -> bytes:
-    """Return ``record`` as indented JSON bytes (ending with a newline)."""
-    return msgspec.json.format(_ENCODER.encode(record), indent=1) + b"\n"
+    """Return ``record`` as JSON bytes: one field a line, one action (or dealt deck) a line."""
+    lines = []
+    for field in record.__struct_fields__:
+        value = getattr(record, field)
+        if field in _ONE_PER_LINE and value:
+            items = ",\n  ".join(_ENCODER.encode(item).decode() for item in value)
+            text = f"[\n  {items}\n ]"
+        else:
+            text = _ENCODER.encode(value).decode()
+        lines.append(f" {_ENCODER.encode(field).decode()}: {text}")
+    return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
 
 
 def decode_record(data: bytes | str) -> Record:
