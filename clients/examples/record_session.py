@@ -197,17 +197,25 @@ async def session(rec: Recorder) -> None:
         session_ = await request(rec, "ann", ann, v1.StartSolitaire(game="blackjack_piles", deal=7))
         solo = session_.table.id
         await settle(rec, clients)
-        legal = ann.tables[solo].legal
-        await request(rec, "ann", ann, v1.Act(table=solo, action=legal[0]))
-        await settle(rec, clients)
+        for _ in range(80):
+            legal = ann.tables[solo].legal
+            cash = [a for a in legal if a["type"] == "cash"]
+            await request(rec, "ann", ann, v1.Act(table=solo, action=(cash or legal)[0]))
+            await settle(rec, clients)
+            if cash:
+                break
         await request(rec, "ann", ann, v1.Act(table=solo, action={"type": "resign"}))
         await settle(rec, clients)
         rec.step = "blue_jacket"
         started = await request(rec, "bob", bob, v1.StartSolitaire(game="blue_jacket", deal=1))
+        jacket = bob.tables[started.table.id]
         await settle(rec, clients)
-        legal = bob.tables[started.table.id].legal
-        await request(rec, "bob", bob, v1.Act(table=started.table.id, action=legal[0]))
-        await settle(rec, clients)
+        for kind in ("move", "interchange", "deal", "resign"):
+            chosen = [a for a in jacket.legal if a["type"] == kind]
+            if chosen:
+                act = v1.Act(table=started.table.id, action=chosen[0])
+                await request(rec, "bob", bob, act)
+                await settle(rec, clients)
         rec.step = "leaderboard"
         random_deal = await request(rec, "bob", bob, v1.StartSolitaire(game="blackjack_piles"))
         await settle(rec, clients)
