@@ -34,6 +34,7 @@ The greedy priorities, best first:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import statistics
@@ -157,8 +158,9 @@ Play = tuple[str, Spot, Spot]
 Position = tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...], int]
 """Row piles (24), bottom piles (8) and the number of cards on the Aces pile."""
 
-SEARCH_BUDGET = 300
-"""Plays the look-ahead may try for one decision."""
+SEARCH_BUDGET = 100
+"""Plays the look-ahead may try for one decision (100: about 0.2 s a game, 69% won; 300:
+about twice as slow, 71% won; 30: 65% won)."""
 FULL_ROWS_BONUS = 1000
 """While deals remain, a position whose row piles all hold a card (so the deal can come) beats
 any position that blocks it."""
@@ -329,9 +331,9 @@ def greedy(view: View, legal: Sequence[Action]) -> Action:
     return max(legal, key=lambda action: _priority(board, action))
 
 
-def heuristic(view: View, legal: Sequence[Action]) -> Action:
+def heuristic(view: View, legal: Sequence[Action], budget: int = SEARCH_BUDGET) -> Action:
     """The look-ahead's play when it finds one that raises the score, else :func:`greedy`'s."""
-    planned = look_ahead(view)
+    planned = look_ahead(view, budget)
     if planned is not None and planned in legal:
         return planned
     return greedy(view, legal)
@@ -368,18 +370,28 @@ def play(engine: BlueJacket, strategy: Strategy) -> int:
 
 
 def simulate(
-    games: int, seed: str, strategy: str = "heuristic", progress_budget: int = 0
+    games: int,
+    seed: str,
+    strategy: str = "heuristic",
+    search_budget: int = SEARCH_BUDGET,
+    progress_budget: int = 0,
 ) -> dict[str, Any]:
     """Play ``games`` games (seeds ``f"{seed}:{i}"``) with one strategy; return statistics.
 
-    ``progress_budget`` is passed to the engine's :class:`Config` (0, the default, skips the
-    progress search, which the bots do not use).
+    ``search_budget`` sets the ``heuristic`` look-ahead's budget (more plays slower and a little
+    better). ``progress_budget`` is passed to the engine's :class:`Config` (0, the default,
+    skips the progress search, which the bots do not use).
     """
     if games < 1:
         raise ValueError("games must be at least 1")
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose from {sorted(STRATEGIES)}")
-    chosen = STRATEGIES[strategy]
+    if search_budget < 0:
+        raise ValueError("search_budget must not be negative")
+    chosen: Strategy = STRATEGIES[strategy]
+    if strategy == "heuristic":
+        chosen = functools.partial(heuristic, budget=search_budget)
+
     config = Config(progress_budget=progress_budget)
     scores: list[int] = []
     moves: list[int] = []
@@ -395,6 +407,7 @@ def simulate(
     return {
         "game": BlueJacket.game,
         "strategy": strategy,
+        "search_budget": search_budget if strategy == "heuristic" else None,
         "games": games,
         "wins": wins,
         "win_rate": wins / games,

@@ -83,6 +83,8 @@ def test_simulate_rejects_bad_options() -> None:
         simulate(0, "sim")
     with pytest.raises(ValueError, match="unknown strategy"):
         simulate(1, "sim", strategy="psychic")
+    with pytest.raises(ValueError, match="search_budget"):
+        simulate(1, "sim", search_budget=-1)
 
 
 def test_heuristic_beats_greedy_and_random_play() -> None:
