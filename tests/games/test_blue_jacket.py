@@ -458,8 +458,9 @@ def test_no_progress_is_announced_once_and_shown() -> None:
 
 
 def test_progress_search_is_fast_on_a_wide_position() -> None:
-    bottom = ",".join(["KS", "KH", "KD", "KC", "QS", "QH"]) + " JS,JH,JD,JC,QD,QC - - - - - -"
-    game = position(USELESS_ROWS, bottom)
+    tall = ("KS,KH,KD,KC,QS,QH,QD", "JS,JH,JD,JC,QC,KS,KH", "6S,6H,6D,6C,7S,7H,7D", "8S,8H,8D,9S")
+    game = position(USELESS_ROWS, " ".join(tall))
     started = time.perf_counter()
     assert game.foundation_progress_possible() is False
     assert time.perf_counter() - started < 0.05
+    assert game.foundation_progress_possible(budget=50) is None
