@@ -112,6 +112,7 @@ class Client:
         self.lobby: dict[str, v1.TableInfo] = {}
         self.pushed: list[Any] = []
         """Messages the server pushed that are neither updates nor replies (lobby, shutdown)."""
+        self.client_name = CLIENT_NAME
         self.reconnects = 0
         """How many times the connection was re-established."""
         self.closed: asyncio.Future[tuple[int | None, str]] = (
@@ -138,6 +139,7 @@ class Client:
         versions: tuple[int, ...] = (1,),
         record: bool = False,
         reconnect: bool = False,
+        client_name: str = CLIENT_NAME,
         **options: Any,
     ) -> Client:
         """Open a connection, say hello and return the greeted client.
@@ -148,11 +150,11 @@ class Client:
         """
         ws, welcome = await _open(
             url,
-            Hello(versions=list(versions), name=name, token=token, client=CLIENT_NAME),
+            Hello(versions=list(versions), name=name, token=token, client=client_name),
             binary,
             options,
         )
-        return cls(
+        client = cls(
             ws,
             welcome,
             binary,
@@ -162,6 +164,8 @@ class Client:
             reconnect=reconnect,
             options=options,
         )
+        client.client_name = client_name
+        return client
 
     async def close(self) -> None:
         """Close the connection for good (no reconnection)."""
@@ -245,7 +249,7 @@ class Client:
         for _ in range(RECONNECT_TRIES):
             await asyncio.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 5.0)
-            hello = Hello(versions=list(self.versions), token=self.token, client=CLIENT_NAME)
+            hello = Hello(versions=list(self.versions), token=self.token, client=self.client_name)
             try:
                 self.ws, self.welcome = await _open(self.url, hello, self.binary, self._options)
             except ServerError:

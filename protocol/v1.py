@@ -202,6 +202,19 @@ class StartGame(Message, tag="start", kw_only=True):
     table: TableId
 
 
+BotStrategy = Literal["threshold", "bust_probability"]
+
+
+class AddBots(Message, tag="add_bots", kw_only=True):
+    """Host only: fill empty seats with bots the server starts; they connect like anyone else
+    (over the public protocol, seeing only their own seat) and are ready at once."""
+
+    id: RequestId | None = None
+    table: TableId
+    count: Annotated[int, msgspec.Meta(ge=1, le=7)] = 1
+    strategy: BotStrategy = "threshold"
+
+
 class Act(Message, tag="act", kw_only=True):
     """Play an action: one of the table's game's actions, e.g. ``{"type": "hit"}``."""
 
@@ -250,6 +263,7 @@ ClientMessage = (
     | LeaveTable
     | SetReady
     | StartGame
+    | AddBots
     | Act
     | Resync
     | StartSolitaire

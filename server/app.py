@@ -43,6 +43,8 @@ from server.stores import Store, StoreUnavailable, open_store
 log = logging.getLogger("blackdrez.server")
 
 VERSION = "0.1.0"
+BOT_CLIENT_PREFIX = "blackdrez-bot"
+"""A ``hello`` whose ``client`` starts so is a bot: marked as one at its seat."""
 VIOLATION_WINDOW = 10.0
 """More than ``burst`` rate-limited messages within this many seconds close the connection."""
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
@@ -89,6 +91,8 @@ class GameServer:
         self.metrics = Metrics()
         self.store = store or open_store(settings.redis_url, settings.node_id)
         self.node = Node(self.store, self.metrics)
+        self.node.spawn_bot = self._spawn_bot
+        self._bots: set[asyncio.Task[object]] = set()
         self.secret = b""
         self.server: Server | None = None
         self.stopping = False
@@ -127,6 +131,8 @@ class GameServer:
             return
         self.stopping = True
         self._sweeper.cancel()
+        for bot in list(self._bots):
+            bot.cancel()
         if self.server is not None:
             self.server.close(close_connections=False)
         clients = list(self.node.clients.values())
@@ -142,6 +148,17 @@ class GameServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.server.wait_closed(), 5.0)
         await self.store.close()
+
+    def _spawn_bot(self, table: str, strategy: str, invite: str | None) -> None:
+        """Start a bot client that connects to this server like anyone else."""
+        from clients.bots import run_bot
+
+        host = "127.0.0.1" if self.settings.host in ("", "0.0.0.0", "::") else self.settings.host
+        task = asyncio.get_running_loop().create_task(
+            run_bot(f"ws://{host}:{self.port}/", table=table, strategy=strategy, invite=invite)
+        )
+        self._bots.add(task)
+        task.add_done_callback(self._bots.discard)
 
     async def _close_idle(self) -> None:
         """Close connections that sent nothing for ``idle_timeout`` seconds (code 4005)."""
@@ -260,6 +277,7 @@ class GameServer:
             name=name,
             bucket=TokenBucket(s.messages_per_second, s.burst, time.monotonic()),
             queue_size=s.send_queue,
+            bot=(hello.client or "").startswith(BOT_CLIENT_PREFIX),
         )
         client.send(
             v1.Welcome(

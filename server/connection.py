@@ -41,6 +41,8 @@ class Client:
     queue_size: int
     tables: dict[str, Watch] = field(default_factory=dict)
     lobby: bool = False
+    bot: bool = False
+    """Said so in ``hello`` (its ``client`` names a bot): shown as a bot, always ready."""
     violations: int = 0
     violations_since: float = 0.0
     last_seen: float = field(default_factory=time.monotonic)

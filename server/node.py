@@ -71,6 +71,7 @@ class _Forward(msgspec.Struct, tag="req", tag_field="k"):
     name: str
     table: str
     message: Any
+    bot: bool = False
 
 
 class _Reply(msgspec.Struct, tag="rep", tag_field="k"):
@@ -83,6 +84,10 @@ _bus_decoder = msgspec.msgpack.Decoder(_Forward | _Reply)
 _broadcast_decoder = msgspec.msgpack.Decoder(Broadcast)
 _message_decoder = msgspec.msgpack.Decoder(v1.ClientMessage | Presence)
 _answer_decoder = msgspec.msgpack.Decoder(Answer)
+
+
+def _no_bots(table: str, strategy: str, invite: str | None) -> None:
+    raise RoomError(ErrorCode.UNAVAILABLE, "this node cannot start bots")
 
 
 def _error(request: Any, code: ErrorCode, message: str) -> Answer:
@@ -116,6 +121,8 @@ class Node:
         self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
         """Tables hosted elsewhere that this node follows, with their last few updates."""
         self._tasks: list[asyncio.Task[None]] = []
+        self.spawn_bot: Callable[[str, str, str | None], None] = _no_bots
+        """Starts one bot client for a table (set by the server, which knows its own address)."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -248,7 +255,7 @@ class Node:
                 table = getattr(message, "table", None)
                 if not isinstance(table, str):
                     return _error(message, ErrorCode.UNKNOWN_TYPE, "unknown request")
-                return await self.route(client.player, client.name, table, message)
+                return await self.route(client.player, client.name, table, message, bot=client.bot)
 
     async def _quick_join(self, client: Client, message: v1.QuickJoin) -> Answer:
         for info in await self.list_tables():
@@ -264,12 +271,17 @@ class Node:
                     client.name,
                     info.id,
                     v1.JoinTable(id=message.id, table=info.id),
+                    bot=client.bot,
                 )
                 if not any(isinstance(reply, v1.Error) for reply in answer.replies):
                     return answer
         room = await self._new_room("blackdrez", client.player, v1.TableOptions(), None)
         return self._execute(
-            room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
+            room,
+            client.player,
+            client.name,
+            v1.JoinTable(id=message.id, table=room.id),
+            bot=client.bot,
         )
 
     async def list_tables(self) -> list[v1.TableInfo]:
@@ -278,28 +290,38 @@ class Node:
         return [msgspec.msgpack.decode(record, type=v1.TableInfo) for record in records]
 
     # ------------------------------------------------------------------ routing
-    async def route(self, player: str, name: str, table: str, message: Any) -> Answer:
+    async def route(
+        self, player: str, name: str, table: str, message: Any, *, bot: bool = False
+    ) -> Answer:
         """Execute a table request here if this node hosts the table, else forward it."""
         room = self.rooms.get(table)
         if room is not None:
-            return self._execute(room, player, name, message)
+            return self._execute(room, player, name, message, bot=bot)
         found = await self.store.get_table(table)
         if found is None or found[0] == self.id:
             return _error(message, ErrorCode.NOT_FOUND, f"no table {table!r}")
         if isinstance(message, v1.JoinTable | v1.Spectate | v1.Resync):
             await self._follow(table)  # before the request, so no update can slip between
         try:
-            return await self._forward(found[0], player, name, table, message)
+            return await self._forward(found[0], player, name, table, message, bot)
         finally:
             await self._unfollow_if_unwatched(table)
 
-    async def _forward(self, host: str, player: str, name: str, table: str, message: Any) -> Answer:
+    async def _forward(
+        self, host: str, player: str, name: str, table: str, message: Any, bot: bool
+    ) -> Answer:
         rid = next(self._rids)
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         try:
             request = _Forward(
-                origin=self.id, rid=rid, player=player, name=name, table=table, message=message
+                origin=self.id,
+                rid=rid,
+                player=player,
+                name=name,
+                table=table,
+                message=message,
+                bot=bot,
             )
             await self.store.publish(node_channel(host), _bus_encoder.encode(request))
             return await asyncio.wait_for(future, REMOTE_TIMEOUT)
@@ -325,7 +347,7 @@ class Node:
         if room is None:
             answer = _error(message, ErrorCode.NOT_FOUND, f"no table {request.table!r}")
         else:
-            answer = self._execute(room, request.player, request.name, message)
+            answer = self._execute(room, request.player, request.name, message, bot=request.bot)
         reply = _Reply(rid=request.rid, answer=answer)
         with contextlib.suppress(StoreUnavailable):
             await self.store.publish(node_channel(request.origin), _bus_encoder.encode(reply))
@@ -352,12 +374,14 @@ class Node:
         self.metrics.tables.labels(game).inc()
         return room
 
-    def _execute(self, room: Room, player: str, name: str, message: Any) -> Answer:
+    def _execute(
+        self, room: Room, player: str, name: str, message: Any, *, bot: bool = False
+    ) -> Answer:
         """Run one request against a hosted room (synchronously) and publish what changed."""
         now = self.clock()
         started = time.perf_counter()
         try:
-            answer = self._command(room, player, name, message, now)
+            answer = self._command(room, player, name, message, now, bot)
         except RoomError as error:
             answer = _error(message, error.code, error.message)
         self._after(room)
@@ -365,11 +389,15 @@ class Node:
             self.metrics.action_latency.observe(time.perf_counter() - started)
         return answer
 
-    def _command(self, room: Room, player: str, name: str, message: Any, now: float) -> Answer:
+    def _command(
+        self, room: Room, player: str, name: str, message: Any, now: float, bot: bool
+    ) -> Answer:
         request_id = getattr(message, "id", None)
         match message:
             case v1.JoinTable():
-                seat = room.join(player, name, now, seat=message.seat, invite=message.invite)
+                seat = room.join(
+                    player, name, now, seat=message.seat, invite=message.invite, bot=bot
+                )
                 return self._joined(room, player, request_id, seat)
             case v1.Spectate():
                 room.spectate(player, message.invite)
@@ -381,6 +409,10 @@ class Node:
                 room.set_ready(player, message.ready)
             case v1.StartGame():
                 room.start(player, now)
+            case v1.AddBots():
+                count = room.bot_seats(player, message.count)
+                for _ in range(count):
+                    self.spawn_bot(room.id, message.strategy, room.invite)
             case v1.Act():
                 room.act(player, message.action, now)
             case v1.Resync():

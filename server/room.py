@@ -298,6 +298,16 @@ class Room:
         self._free(seat, "left")
         self._settle(now)
 
+    def bot_seats(self, player: str, wanted: int) -> int:
+        """Host only: how many of ``wanted`` bots can sit down now (at least one)."""
+        if player != self.host:
+            raise RoomError(ErrorCode.NOT_HOST, "only the host can add bots")
+        self._require_open()
+        free = sum(1 for seat in self.seats if seat is None)
+        if free == 0:
+            raise RoomError(ErrorCode.TABLE_FULL, "every seat is taken")
+        return min(wanted, free)
+
     def set_ready(self, player: str, ready: bool) -> None:
         """Mark a seated player ready (or not) to play."""
         seat = self._seat_required(player)

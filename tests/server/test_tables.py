@@ -226,3 +226,32 @@ async def test_only_the_host_starts_and_only_with_two_ready(server, connect) -> 
     with pytest.raises(ServerError) as error:
         await host.request(v1.StartGame(table=table))
     assert error.value.code == ErrorCode.GAME_RUNNING
+
+
+async def test_the_host_fills_empty_seats_with_bots(server, connect) -> None:
+    host = await connect(server, name="Host")
+    options = v1.TableOptions(seats=4, private=True, round_pause_seconds=0)
+    joined = await host.request(v1.CreateTable(options=options))
+    table = joined.table.id
+    state = host.tables[table]
+    await host.request(v1.AddBots(table=table, count=5, strategy="bust_probability"))
+    await host.wait_until(lambda: all(seat is not None for seat in state.info.seats))
+    assert [bool(seat.bot) for seat in state.info.seats] == [False, True, True, True]
+    assert all(seat.ready for seat in state.info.seats[1:])
+    with pytest.raises(ServerError) as error:
+        await host.request(v1.AddBots(table=table))
+    assert error.value.code == ErrorCode.TABLE_FULL
+    await host.request(v1.SetReady(table=table))
+    await host.request(v1.StartGame(table=table))
+    await host.wait_until(lambda: state.view is not None)
+    await play_out(host, table)
+    assert state.view["result"]["ranking"]
+
+
+async def test_only_the_host_adds_bots(server, connect) -> None:
+    host, guest = [await connect(server, name=n) for n in ("H", "G")]
+    joined = await host.request(v1.CreateTable(options=v1.TableOptions(seats=4)))
+    await guest.request(v1.JoinTable(table=joined.table.id))
+    with pytest.raises(ServerError) as error:
+        await guest.request(v1.AddBots(table=joined.table.id))
+    assert error.value.code == ErrorCode.NOT_HOST

@@ -1,0 +1,256 @@
+"""Bot clients: the engines' reference strategies playing over the public protocol.
+
+A bot is an ordinary client: it says hello, takes a seat, and plays from what its seat's view
+shows (never a hidden card). When a game ends it checks the fairness proof: the revealed seed must
+hash to the commitment published at the start, and must deal exactly the cards the bot saw. A
+mismatch is reported loudly (logged as an error and counted in the summary).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from clients.client import Client, TableState
+from protocol import v1
+from server.games import blackdrez, blackdrez_bots, shuffle
+
+log = logging.getLogger("blackdrez.bot")
+
+BOT_CLIENT = "blackdrez-bot/0.1"
+STRATEGIES = tuple(blackdrez_bots.STRATEGIES)
+
+
+@dataclass
+class BotResult:
+    """What one bot saw of one game."""
+
+    table: str
+    seat: int
+    actions: int = 0
+    acked: list[int] = field(default_factory=list)
+    """The event number the server acknowledged for each of this bot's actions."""
+    final: Any = None
+    fair: bool | None = None
+    problem: str | None = None
+
+
+def dealt_cards(events: list[v1.Numbered]) -> list[str]:
+    """The cards that left the stock, in order, as a viewer of a BlackDrez table saw them."""
+    cards: list[str] = []
+    for numbered in events:
+        event = numbered.event
+        if event["type"] == "round_started":
+            seats = sorted(
+                event["seats"], key=lambda s: (s - event["dealer"] - 1) % len(event["hands"])
+            )
+            cards += [event["hands"][seat][i] for i in (0, 1) for seat in seats]
+        elif event["type"] == "hit":
+            cards.append(event["card"])
+    return cards
+
+
+def check_fairness(state: TableState) -> str | None:
+    """Check a finished BlackDrez game's proof; return the problem, or ``None`` when it holds."""
+    view = state.view
+    seed = view.get("seed") if view else None
+    if seed is None:
+        return "the seed was not revealed at the end of the game"
+    started = [e.event for e in state.events if e.event["type"] == "game_started"]
+    commitment = started[-1]["commitment"] if started else view.get("commitment")
+    if commitment != shuffle.commitment(seed):
+        return "the revealed seed does not match the commitment published at the start"
+    if not started:
+        return None  # joined mid-game: only the commitment can be checked
+    first = state.events.index(next(e for e in state.events if e.event is started[-1]))
+    seen = dealt_cards(state.events[first:])
+    config = blackdrez.Config(seats=len(view["seats"]), decks=view["decks"])
+    order = blackdrez.BlackDrez.deal_order(config, seed)[0]
+    if seen != order[: len(seen)]:
+        return "the cards dealt are not the ones the revealed seed deals"
+    return None
+
+
+async def play_table(
+    client: Client,
+    table: str,
+    strategy: str = "threshold",
+    *,
+    think: float = 0.0,
+    timeout: float = 120.0,
+) -> BotResult:
+    """Play ``client``'s seat at ``table`` until the game ends; check the fairness proof."""
+    choose: Callable[..., Any] = blackdrez_bots.STRATEGIES[strategy]
+    state = client.tables[table]
+    assert state.seat is not None, "a bot needs a seat"
+    result = BotResult(table=table, seat=state.seat)
+
+    def over() -> bool:
+        return bool(state.view and state.view["phase"] == "over")
+
+    while True:
+        await client.wait_until(lambda: state.legal or over(), timeout=timeout)
+        if over():
+            break
+        if think:
+            await asyncio.sleep(think)
+        view = msgspec.convert(state.view, blackdrez.View)
+        legal = [msgspec.convert(action, blackdrez.Action) for action in state.legal]
+        seq = state.seq
+        try:
+            ok = await client.act(table, choose(view, legal))
+        except ConnectionError:
+            continue  # reconnected meanwhile: look again
+        result.actions += 1
+        result.acked.append(ok.seq)
+        await client.wait_until(lambda s=seq: state.seq > s or over(), timeout=timeout)
+    result.final = state.view
+    result.problem = check_fairness(state)
+    result.fair = result.problem is None
+    if result.problem:
+        log.error("UNFAIR GAME at table %s: %s", table, result.problem)
+    return result
+
+
+async def run_bot(
+    url: str,
+    *,
+    table: str | None = None,
+    quick: bool = False,
+    strategy: str = "threshold",
+    name: str | None = None,
+    binary: bool = True,
+    invite: str | None = None,
+) -> BotResult:
+    """Connect, take a seat (at ``table`` or by quick-join), get ready and play one game."""
+    client = await Client.connect(
+        url, name=name or f"Bot {strategy}", binary=binary, reconnect=True, client_name=BOT_CLIENT
+    )
+    client_table: str
+    try:
+        if table is not None:
+            joined = await client.request(v1.JoinTable(table=table, invite=invite))
+        elif quick:
+            joined = await client.request(v1.QuickJoin())
+        else:
+            raise ValueError("give a table or quick=True")
+        client_table = joined.table.id
+        await client.request(v1.SetReady(table=client_table))
+        return await play_table(client, client_table, strategy, timeout=3600)
+    finally:
+        await client.close()
+
+
+@dataclass
+class SwarmSummary:
+    """The outcome of ``run_swarm``."""
+
+    tables: int
+    bots: int
+    games_finished: int
+    actions: int
+    seconds: float
+    unfair: int
+    inconsistent: list[str]
+
+    def lines(self) -> list[str]:
+        """The summary as printable lines."""
+        return [
+            f"tables: {self.tables}, bots: {self.bots}, finished games: {self.games_finished}",
+            f"actions: {self.actions} in {self.seconds:.1f} s "
+            f"({self.actions / max(self.seconds, 1e-9):.0f}/s)",
+            f"fairness proofs checked: {self.bots}, mismatches: {self.unfair}",
+            "consistency: "
+            + (
+                "every pot and ranking agrees"
+                if not self.inconsistent
+                else "; ".join(self.inconsistent)
+            ),
+        ]
+
+
+async def run_swarm(
+    url: str,
+    tables: int,
+    per_table: int,
+    strategies: tuple[str, ...] = STRATEGIES,
+    *,
+    binary: bool = True,
+    round_pause: float = 0.0,
+) -> SwarmSummary:
+    """Fill ``tables`` new tables with ``per_table`` bots each and play them all to the end."""
+    started = time.perf_counter()
+    results = await asyncio.gather(
+        *(_swarm_table(url, per_table, strategies, binary, round_pause) for _ in range(tables))
+    )
+    flat = [r for table in results for r in table]
+    inconsistent = [problem for table in results if (problem := _inconsistency(table))]
+    return SwarmSummary(
+        tables=tables,
+        bots=len(flat),
+        games_finished=sum(1 for table in results if table[0].final["phase"] == "over"),
+        actions=sum(r.actions for r in flat),
+        seconds=time.perf_counter() - started,
+        unfair=sum(1 for r in flat if not r.fair),
+        inconsistent=inconsistent,
+    )
+
+
+async def _swarm_table(
+    url: str, per_table: int, strategies: tuple[str, ...], binary: bool, round_pause: float
+) -> list[BotResult]:
+    clients = [
+        await Client.connect(
+            url, name=f"Bot {i}", binary=binary, reconnect=True, client_name=BOT_CLIENT
+        )
+        for i in range(per_table)
+    ]
+    try:
+        host = clients[0]
+        options = v1.TableOptions(seats=per_table, round_pause_seconds=round_pause)
+        joined = await host.request(v1.CreateTable(options=options))
+        table = joined.table.id
+        for client in clients[1:]:
+            await client.request(v1.JoinTable(table=table))
+        for client in clients:
+            await client.request(v1.SetReady(table=table))
+        await host.request(v1.StartGame(table=table))
+        for client in clients:
+            await client.wait_until(lambda c=client: c.tables[table].view is not None)
+        return list(
+            await asyncio.gather(
+                *(
+                    play_table(client, table, strategies[i % len(strategies)])
+                    for i, client in enumerate(clients)
+                )
+            )
+        )
+    finally:
+        for client in clients:
+            await client.close()
+
+
+def _inconsistency(results: list[BotResult]) -> str | None:
+    """Why the bots of one table disagree about the end of its game, or ``None``."""
+    finals = [r.final for r in results]
+    table = results[0].table
+    if any(final != finals[0] for final in finals):
+        return f"{table}: the bots' final views differ"
+    final = finals[0]
+    cards = sum(len(s["pile"]) for s in final["seats"]) + len(final["set_aside"]) + final["stock"]
+    if cards != 54 * final["decks"]:
+        return f"{table}: {cards} cards accounted for, not {54 * final['decks']}"
+    ranking = final["result"]["ranking"]
+    piles = {s["seat"]: len(s["pile"]) for s in final["seats"]}
+    for place in ranking:
+        if any(piles[seat] != place["cards"] for seat in place["seats"]):
+            return f"{table}: the ranking does not match the piles"
+    if [p["cards"] for p in ranking] != sorted((p["cards"] for p in ranking), reverse=True):
+        return f"{table}: the ranking is not in order"
+    return None

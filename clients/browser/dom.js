@@ -1,0 +1,51 @@
+// A few DOM helpers: build elements from plain data, swap a region's content keeping focus.
+
+/**
+ * h("button.primary", {onclick, disabled: true, dataset: {key: "hit"}}, "Hit")
+ * Attributes: on* are listeners, "class"/"dataset"/"style" are merged, false/null are skipped.
+ */
+export function h(tag, attrs = {}, ...children) {
+  const [name, ...classes] = tag.split(".");
+  const node = document.createElement(name || "div");
+  if (classes.length) node.className = classes.join(" ");
+  if (attrs === null || typeof attrs !== "object" || attrs instanceof Node || Array.isArray(attrs)) {
+    children.unshift(attrs);
+    attrs = {};
+  }
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === false || value === null || value === undefined) continue;
+    if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+    else if (key === "class") node.classList.add(...String(value).split(/\s+/).filter(Boolean));
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key === "style" && typeof value === "object") Object.assign(node.style, value);
+    else if (key in node && typeof value !== "string") node[key] = value;
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  append(node, children);
+  return node;
+}
+
+function append(node, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(node, child);
+    else node.append(child instanceof Node ? child : String(child));
+  }
+}
+
+/** Replace ``region``'s children, giving focus back to the element with the same data-key. */
+export function swap(region, ...children) {
+  const active = document.activeElement;
+  const key = active && region.contains(active) ? active.dataset.key : undefined;
+  region.replaceChildren();
+  append(region, children);
+  if (key) {
+    const again = region.querySelector(`[data-key="${CSS.escape(key)}"]`);
+    if (again && !again.disabled) again.focus({ preventScroll: true });
+  }
+}
+
+/** A short, human form of a hex commitment or seed. */
+export function short(text, size = 12) {
+  return text && text.length > size ? `${text.slice(0, size)}…` : text || "";
+}

@@ -1,0 +1,149 @@
+// The connection: WebSocket to this page's host, hello, request/reply by id, reconnection with
+// exponential backoff using the session token kept in localStorage.
+//
+// A Connection emits: "welcome" (after every successful hello), "message" (every server message
+// that is not a reply awaited by request()), "status" ({state: "connecting" | "open" | "waiting", wait}),
+// and "error" (the text of an error reply nobody awaited).
+
+const TOKEN_KEY = "blackdrez.token";
+const NAME_KEY = "blackdrez.name";
+const MIN_DELAY = 100;
+const MAX_DELAY = 5000;
+
+export class Connection extends EventTarget {
+  constructor(url = defaultUrl()) {
+    super();
+    this.url = url;
+    this.ws = null;
+    this.nextId = 1;
+    this.pending = new Map();
+    this.delay = MIN_DELAY;
+    this.attempts = 0;
+    this.welcome = null;
+    this.clockOffset = 0; // server time minus local time, in seconds
+    this.stopped = false;
+  }
+
+  get token() { return localStorage.getItem(TOKEN_KEY); }
+  get name() { return localStorage.getItem(NAME_KEY) || ""; }
+  set name(value) { localStorage.setItem(NAME_KEY, value); }
+
+  /** Open the connection (and keep it open until stop()). */
+  start() {
+    this.stopped = false;
+    this.open();
+  }
+
+  /** Forget the current identity and greet again as a new guest with ``name``. */
+  renew(name) {
+    localStorage.removeItem(TOKEN_KEY);
+    this.name = name;
+    if (this.ws) this.ws.close(1000, "new identity");
+    else this.open();
+  }
+
+  open() {
+    this.emit("status", { state: "connecting" });
+    const ws = new WebSocket(this.url);
+    this.ws = ws;
+    let greeted = false;
+    ws.onopen = () => {
+      const hello = { type: "hello", versions: [1], client: "blackdrez-browser/0.1" };
+      if (this.token) hello.token = this.token;
+      else if (this.name) hello.name = this.name;
+      ws.send(JSON.stringify(hello));
+    };
+    ws.onmessage = (frame) => {
+      let message;
+      try { message = JSON.parse(frame.data); } catch { return; }
+      if (!greeted) {
+        if (message.type === "welcome") {
+          greeted = true;
+          this.delay = MIN_DELAY;
+          this.attempts = 0;
+          this.welcome = message;
+          localStorage.setItem(TOKEN_KEY, message.token);
+          this.name = message.name;
+          this.emit("status", { state: "open" });
+          this.emit("welcome", message);
+          this.measureClock();
+        } else if (message.type === "error") {
+          if (message.code === "bad_token") localStorage.removeItem(TOKEN_KEY);
+          this.emit("error", message.message);
+        }
+        return;
+      }
+      this.receive(message);
+    };
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      for (const { reject } of this.pending.values()) reject(new Error("connection closed"));
+      this.pending.clear();
+      if (!this.stopped) this.retry();
+    };
+  }
+
+  retry() {
+    const wait = Math.min(this.delay, MAX_DELAY);
+    this.delay = Math.min(this.delay * 2, MAX_DELAY);
+    this.attempts += 1;
+    this.emit("status", { state: "waiting", wait });
+    setTimeout(() => { if (!this.stopped && !this.ws) this.open(); }, wait);
+  }
+
+  /** Close for good (tests and page unload do not need it; it is here for completeness). */
+  stop() {
+    this.stopped = true;
+    if (this.ws) this.ws.close(1000, "bye");
+  }
+
+  get connected() { return this.ws !== null && this.ws.readyState === WebSocket.OPEN && this.welcome !== null; }
+
+  receive(message) {
+    const waiter = message.id != null ? this.pending.get(message.id) : undefined;
+    if (waiter) {
+      this.pending.delete(message.id);
+      if (message.type === "error") waiter.reject(Object.assign(new Error(message.message), { code: message.code }));
+      else waiter.resolve(message);
+      // Snapshots and updates answering a request still change table state.
+      if (message.type === "snapshot" || message.type === "update" || message.type === "joined") {
+        this.emit("message", message);
+      }
+      return;
+    }
+    if (message.type === "error") this.emit("error", message.message);
+    else this.emit("message", message);
+  }
+
+  /** Send a request with a fresh id; resolve with its reply, reject with the error's text. */
+  request(message) {
+    if (!this.connected) return Promise.reject(new Error("not connected: reconnecting…"));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.ws.send(JSON.stringify({ ...message, id }));
+    });
+  }
+
+  async measureClock() {
+    const sent = Date.now();
+    try {
+      const pong = await this.request({ type: "ping" });
+      const now = Date.now();
+      this.clockOffset = pong.time - (sent + now) / 2000;
+    } catch { /* the next connection measures again */ }
+  }
+
+  /** The server's clock now, in Unix seconds. */
+  serverNow() { return Date.now() / 1000 + this.clockOffset; }
+
+  emit(type, detail) {
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+}
+
+function defaultUrl() {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/`;
+}

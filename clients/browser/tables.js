@@ -1,0 +1,122 @@
+// What the client knows of each table: the last snapshot or update applied, by event number.
+// Updates are applied only in order (first event = last + 1); older ones are ignored and a gap
+// asks for a resync. The last number held is kept in localStorage so a reload resyncs from it.
+
+const SEQ_PREFIX = "blackdrez.seq.";
+const LOG_SIZE = 40;
+
+export class TableStore extends EventTarget {
+  constructor(connection) {
+    super();
+    this.connection = connection;
+    this.tables = new Map();
+  }
+
+  get(id) { return this.tables.get(id); }
+
+  ensure(id) {
+    let table = this.tables.get(id);
+    if (!table) {
+      const stored = Number(localStorage.getItem(SEQ_PREFIX + id));
+      table = {
+        id, seq: 0, stored: Number.isFinite(stored) ? stored : 0, seat: null, info: null,
+        view: null, legal: [], deadline: null, log: [], resyncing: false,
+      };
+      this.tables.set(id, table);
+    }
+    return table;
+  }
+
+  forget(id) {
+    this.tables.delete(id);
+    localStorage.removeItem(SEQ_PREFIX + id);
+    this.changed(id);
+  }
+
+  /** Apply any table message (joined, snapshot, update); return whether it was one. */
+  apply(message) {
+    switch (message.type) {
+      case "joined": {
+        const table = this.ensure(message.table.id);
+        table.seat = message.seat;
+        table.info = message.table;
+        if (message.invite) table.invite = message.invite;
+        this.changed(table.id);
+        return true;
+      }
+      case "snapshot": {
+        const table = this.ensure(message.table);
+        Object.assign(table, {
+          seq: message.seq, seat: message.seat, info: message.info, view: message.view,
+          legal: message.legal || [], deadline: message.deadline ?? null, resyncing: false,
+        });
+        this.remember(table);
+        this.changed(table.id);
+        return true;
+      }
+      case "update":
+        this.applyUpdate(message);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  applyUpdate(update) {
+    const table = this.tables.get(update.table);
+    if (!table) return;
+    const events = update.events.filter((e) => e.seq > table.seq);
+    if (update.events.length && !events.length) return; // already held
+    if (events.length && events[0].seq !== table.seq + 1) {
+      this.resync(table.id);
+      return;
+    }
+    for (const { event } of events) {
+      table.log.push(event);
+      this.dispatchEvent(new CustomEvent("event", { detail: { table: table.id, event } }));
+    }
+    if (table.log.length > LOG_SIZE) table.log.splice(0, table.log.length - LOG_SIZE);
+    table.seq = Math.max(table.seq, update.seq);
+    table.view = update.view;
+    table.legal = update.legal || [];
+    table.deadline = update.deadline ?? null;
+    table.resyncing = false;
+    if (update.info) {
+      table.info = update.info;
+      table.seat = seatOf(update.info, this.connection.welcome?.player, table.seat);
+    }
+    this.remember(table);
+    this.changed(table.id);
+  }
+
+  /** Ask for what was missed since the last event held (after a reload: the stored number). */
+  async resync(id) {
+    const table = this.ensure(id);
+    if (table.resyncing) return;
+    table.resyncing = true;
+    const since = table.seq || table.stored || 0;
+    if (!table.seq) table.seq = since;
+    try {
+      await this.connection.request({ type: "resync", table: id, since });
+    } catch (error) {
+      table.resyncing = false;
+      if (error.code === "not_found" || error.code === "not_seated") this.forget(id);
+      else throw error;
+    }
+  }
+
+  remember(table) {
+    localStorage.setItem(SEQ_PREFIX + table.id, String(table.seq));
+  }
+
+  changed(id) {
+    this.dispatchEvent(new CustomEvent("change", { detail: id }));
+  }
+}
+
+/** The seat ``player`` holds in ``info`` (null for a spectator or with no info). */
+export function seatOf(info, player, fallback = null) {
+  if (!info || !player) return fallback;
+  const index = info.seats.findIndex((s) => s && s.player === player);
+  return index >= 0 ? index : null;
+}

@@ -1,0 +1,65 @@
+"""Bot clients over the public protocol: a swarm plays to the end; the fairness check bites."""
+
+from __future__ import annotations
+
+import copy
+
+from clients.bots import check_fairness, run_bot, run_swarm
+from clients.client import TableState
+from protocol import v1
+from tests.server.helpers import seat_and_start
+
+
+async def test_twenty_tables_of_four_bots_play_to_the_end(server) -> None:
+    summary = await run_swarm(f"ws://127.0.0.1:{server.port}/", tables=20, per_table=4)
+    assert summary.games_finished == 20
+    assert summary.bots == 80
+    assert summary.unfair == 0
+    assert summary.inconsistent == []
+    assert summary.actions > 20 * 10
+    assert server.node.rooms == {} or all(r.status != "playing" for r in server.node.rooms.values())
+
+
+async def test_a_bot_joins_by_table_id_and_plays(server, connect) -> None:
+    host = await connect(server, name="Host")
+    joined = await host.request(
+        v1.CreateTable(options=v1.TableOptions(seats=2, round_pause_seconds=0))
+    )
+    table = joined.table.id
+    import asyncio
+
+    bot = asyncio.create_task(run_bot(f"ws://127.0.0.1:{server.port}/", table=table))
+    await host.wait_until(lambda: host.tables[table].info.seats[1] is not None)
+    assert host.tables[table].info.seats[1].bot
+    await host.request(v1.SetReady(table=table))
+    await host.request(v1.StartGame(table=table))
+    from tests.server.helpers import play_out
+
+    await play_out(host, table)
+    result = await bot
+    assert result.fair is True
+    assert result.final == host.tables[table].view
+
+
+async def test_the_fairness_check_catches_a_lying_server(server, connect) -> None:
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b])
+    import asyncio
+
+    from tests.server.helpers import play_out
+
+    await asyncio.gather(play_out(a, table), play_out(b, table))
+    honest = a.tables[table]
+    assert check_fairness(honest) is None
+
+    wrong_seed = copy.deepcopy(honest)
+    wrong_seed.view["seed"] = "0" * 64
+    assert "commitment" in check_fairness(wrong_seed)
+
+    swapped = copy.deepcopy(honest)
+    hit = next(e for e in swapped.events if e.event["type"] == "hit")
+    hit.event["card"] = "Q1" if hit.event["card"] != "Q1" else "Q2"
+    assert "not the ones" in check_fairness(swapped)
+
+    hidden = TableState(id=table, view={**honest.view, "seed": None}, events=honest.events)
+    assert "not revealed" in check_fairness(hidden)
