@@ -1,0 +1,240 @@
+"""The blackdrez command's game tools: simulate, record, replay, verify, and their exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from server import cli
+from server.games import shuffle
+from server.games.records import read_record, write_record
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``blackdrez argv...``; return the exit code, standard output and standard error."""
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_lists_every_command(capsys) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for command in ("serve", "simulate", "record", "replay", "verify"):
+        assert command in out
+
+
+def test_serve_keeps_its_options(capsys) -> None:
+    code, out, _ = run(capsys, "serve", "--help")
+    assert code == 0
+    for option in ("--host", "--port", "--redis-url", "--rate", "--burst", "--compression"):
+        assert option in out
+
+
+def test_simulate_blackdrez_json(capsys) -> None:
+    code, out, _ = run(capsys, "simulate", "blackdrez", "--games", "4", "--seed", "t", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["game"] == "blackdrez" and report["seed"] == "t" and report["games"] == 4
+    assert report["seats"] == 4
+    assert len(report["wins_by_seat"]) == 4 and sum(report["wins_by_seat"]) >= 4
+    assert set(report["wins_by_strategy"]) == {"threshold", "bust_probability"}
+    assert report["rounds_per_game"] >= 1 and report["actions_per_game"] > 0
+    assert 0 <= report["split_share"] <= 1
+
+
+def test_simulate_blackdrez_seats_and_strategies(capsys) -> None:
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "blackdrez",
+        "--games",
+        "2",
+        "--seats",
+        "3",
+        "--strategy",
+        "threshold",
+        "--json",
+    )
+    assert code == 0
+    report = json.loads(out)
+    assert report["seats"] == 3
+    assert report["strategies"] == ["threshold"] * 3
+    assert report["wins_by_strategy"]["bust_probability"] == 0
+
+
+def test_simulate_is_reproducible_from_its_seed(capsys) -> None:
+    argv = ("simulate", "blackjack_piles", "--games", "3", "--seed", "same", "--json")
+    assert run(capsys, *argv)[1] == run(capsys, *argv)[1]
+
+
+def test_simulate_blackjack_piles_per_round_json(capsys) -> None:
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "blackjack_piles",
+        "--games",
+        "2",
+        "--per-round",
+        "--deals",
+        "3",
+        "--json",
+    )
+    assert code == 0
+    report = json.loads(out)
+    assert report["game"] == "blackjack_piles" and report["strategy"] == "greedy"
+    assert set(report["score"]) == {"mean", "stdev", "min", "max"}
+    assert [r["round"] for r in report["rounds"]] == list(range(1, 8))
+    for figures in report["rounds"]:
+        assert 0 <= figures["pass_rate"] <= 1
+        for key in ("pass_rate_se", "mean_hands", "mean_left", "piles", "cap", "stock_in_hand"):
+            assert key in figures
+
+
+def test_simulate_blackjack_piles_per_round_table(capsys) -> None:
+    code, out, _ = run(
+        capsys, "simulate", "blackjack_piles", "--games", "1", "--per-round", "--deals", "2"
+    )
+    assert code == 0
+    header = next(line for line in out.splitlines() if "pass rate" in line)
+    assert "round" in header and "mean hands" in header and "mean left" in header
+    assert sum(1 for line in out.splitlines() if line.strip()[:1].isdigit()) == 7
+
+
+def test_simulate_blue_jacket_json(capsys) -> None:
+    code, out, _ = run(
+        capsys, "simulate", "blue_jacket", "--games", "2", "--strategy", "first", "--json"
+    )
+    assert code == 0
+    report = json.loads(out)
+    assert report["game"] == "blue_jacket" and report["strategy"] == "first"
+    for key in ("wins", "win_rate", "mean_score", "best_score", "mean_moves"):
+        assert key in report
+    assert 0 <= report["mean_score"] <= 104
+
+
+def test_simulate_prints_a_readable_table_by_default(capsys) -> None:
+    code, out, _ = run(capsys, "simulate", "blackdrez", "--games", "2")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["game", "blackdrez"]
+    assert any(line.startswith("rounds per game") for line in lines)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(out)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["blackdrez", "--per-round"], "--per-round applies to blackjack_piles only"),
+        (["blue_jacket", "--seats", "3"], "--seats applies to blackdrez only"),
+        (["blackdrez", "--seats", "9"], "--seats must be from 2 to 8"),
+        (["blackdrez", "--strategy", "psychic"], "unknown blackdrez strategy 'psychic'"),
+        (
+            ["blackdrez", "--strategy", "threshold", "--strategy", "threshold"],
+            "one --strategy for every seat",
+        ),
+        (["blackjack_piles", "--deals", "5"], "--deals needs --per-round"),
+        (["blackdrez", "--games", "0"], "--games must be at least 1"),
+        (["poker"], "invalid choice"),
+    ],
+)
+def test_simulate_rejects_options_that_do_not_apply(capsys, argv, message) -> None:
+    code, _, err = run(capsys, "simulate", *argv)
+    assert code == 2
+    assert message in err
+
+
+@pytest.fixture(params=["blackdrez", "blackjack_piles", "blue_jacket"])
+def recorded(request, tmp_path: Path, capsys) -> Path:
+    """A record file written by ``blackdrez record`` for each game."""
+    path = tmp_path / f"{request.param}.json"
+    code, _, err = run(capsys, "record", request.param, "--seed", "cli-test", "--out", str(path))
+    assert code == 0 and str(path) in err
+    return path
+
+
+def test_record_writes_a_finished_game(recorded: Path) -> None:
+    record = read_record(recorded)
+    assert record.game == recorded.stem
+    assert record.seed == "cli-test"
+    assert record.commitment == shuffle.commitment("cli-test")
+    assert record.actions and record.dealt
+
+
+def test_record_to_standard_output(capsys) -> None:
+    code, out, _ = run(capsys, "record", "blackdrez", "--seed", "s", "--seats", "2")
+    assert code == 0
+    record = msgspec.json.decode(out)
+    assert record["game"] == "blackdrez" and record["config"]["seats"] == 2
+
+
+def test_verify_accepts_a_true_record(recorded: Path, capsys) -> None:
+    code, out, _ = run(capsys, "verify", str(recorded))
+    assert code == 0
+    assert out.startswith("OK: ")
+
+
+def test_verify_rejects_a_tampered_seed_and_names_the_problem(recorded: Path, capsys) -> None:
+    record = read_record(recorded)
+    write_record(msgspec.structs.replace(record, seed="cli-test2"), recorded)
+    code, out, _ = run(capsys, "verify", str(recorded))
+    assert code == 1
+    assert out.startswith("FAILED")
+    assert "the seed does not match the commitment" in out
+
+
+def test_verify_rejects_a_tampered_dealt_card(recorded: Path, capsys) -> None:
+    record = read_record(recorded)
+    dealt = [list(cards) for cards in record.dealt]
+    dealt[0][0], dealt[0][1] = dealt[0][1], dealt[0][0]
+    write_record(msgspec.structs.replace(record, dealt=dealt), recorded)
+    code, out, _ = run(capsys, "verify", str(recorded))
+    assert code == 1
+    assert f"card 1 dealt was {dealt[0][0]!r}" in out
+
+
+def test_verify_a_missing_or_broken_file_fails(tmp_path: Path, capsys) -> None:
+    code, out, _ = run(capsys, "verify", str(tmp_path / "nothing.json"))
+    assert code == 1 and "cannot read" in out
+    (tmp_path / "bad.json").write_text('{"game": 3}')
+    code, out, _ = run(capsys, "verify", str(tmp_path / "bad.json"))
+    assert code == 1 and "is not a game record" in out
+
+
+def test_replay_prints_every_action_and_its_events(recorded: Path, capsys) -> None:
+    record = read_record(recorded)
+    code, out, _ = run(capsys, "replay", str(recorded))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{record.game} from seed 'cli-test'")
+    assert sum(1 for line in lines if line.startswith("#")) == len(record.actions)
+    assert '"type":"game_over"' in out
+    assert lines[-1] == f"{len(record.actions)} actions; the game is over"
+
+
+def test_replay_json_lines(recorded: Path, capsys) -> None:
+    record = read_record(recorded)
+    code, out, _ = run(capsys, "replay", "--json", str(recorded))
+    assert code == 0
+    steps = [json.loads(line) for line in out.splitlines()]
+    assert [step["index"] for step in steps] == list(range(len(record.actions)))
+    assert [[step["seat"], step["action"]] for step in steps] == [
+        list(pair) for pair in record.actions
+    ]
+    assert steps[-1]["events"][-1]["type"] == "game_over"
+
+
+def test_replay_of_a_broken_record_names_the_action_and_fails(recorded: Path, capsys) -> None:
+    record = read_record(recorded)
+    actions = [*record.actions[:2], (7, record.actions[2][1]), *record.actions[2:]]
+    write_record(msgspec.structs.replace(record, actions=actions), recorded)
+    code, _, err = run(capsys, "replay", str(recorded))
+    assert code == 1
+    assert "action 2 (seat 7" in err and "was rejected" in err
