@@ -20,6 +20,10 @@ class GameAdapter:
     engine: ClassVar[Any]
     action_type: ClassVar[Any]
     min_players: ClassVar[int] = 1
+    same_view_for_all: ClassVar[bool] = True
+    """Every viewer of this game sees the same view and events (all three games: every card a
+    player may see is face up for all). Lets the room build one copy instead of one per seat;
+    a game with private hands sets it False and gets per-seat copies where they differ."""
 
     def seat_count(self, options: v1.TableOptions) -> int:
         """How many seats a table of this game has."""

@@ -420,12 +420,14 @@ class Room:
         if self.engine is not None:
             view = self.engine.view(None)
             seat_views = {}
+            private = not self.adapter.same_view_for_all
             for index, occupant in enumerate(self.seats):
                 if occupant is None:
                     continue
-                mine = self.engine.view(index)
-                if mine != view:
-                    seat_views[index] = mine
+                if private:
+                    mine = self.engine.view(index)
+                    if mine != view:
+                        seat_views[index] = mine
                 moves = self.legal(index)
                 if moves:
                     legal[index] = moves
@@ -459,11 +461,12 @@ class Room:
 
     def _engine_events(self, events: list[Any]) -> None:
         engine = self.engine
+        same_for_all = self.adapter.same_view_for_all
         for event in events:
             public = engine.event_view(event, None)
             private = {}
             for index, occupant in enumerate(self.seats):
-                if occupant is not None:
+                if occupant is not None and not same_for_all:
                     mine = engine.event_view(event, index)
                     if mine != public:
                         private[index] = mine

@@ -255,3 +255,31 @@ async def test_only_the_host_adds_bots(server, connect) -> None:
     with pytest.raises(ServerError) as error:
         await guest.request(v1.AddBots(table=joined.table.id))
     assert error.value.code == ErrorCode.NOT_HOST
+
+
+@pytest.mark.parametrize("game", ["blackdrez", "blackjack_piles", "blue_jacket"])
+def test_every_game_really_shows_every_viewer_the_same(game: str) -> None:
+    """The room builds one copy of views and events for all viewers only if that is true."""
+    import random
+
+    from server.adapters import ADAPTERS
+
+    adapter = ADAPTERS[game]
+    assert adapter.same_view_for_all
+    options = v1.TableOptions(seats=4)
+    engine = adapter.create(options, f"same-view:{game}")
+    seats = range(adapter.seat_count(options))
+    rng = random.Random(1)
+    for _ in range(60):
+        if engine.over:
+            break
+        step = adapter.system_action(engine, list(seats), [])
+        if step is not None:
+            events = engine.apply(*step)
+        else:
+            seat = next(s for s in seats if engine.legal_actions(s))
+            events = engine.apply(seat, rng.choice(engine.legal_actions(seat)))
+        for viewer in seats:
+            assert engine.view(viewer) == engine.view(None)
+            for event in events:
+                assert engine.event_view(event, viewer) == engine.event_view(event, None)
