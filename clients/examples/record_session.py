@@ -197,6 +197,7 @@ async def session(rec: Recorder) -> None:
         session_ = await request(rec, "ann", ann, v1.StartSolitaire(game="blackjack_piles", deal=7))
         solo = session_.table.id
         await settle(rec, clients)
+        await request(rec, "ann", ann, v1.Resync(table=solo, since=0))
         for _ in range(80):
             legal = ann.tables[solo].legal
             cash = [a for a in legal if a["type"] == "cash"]
@@ -252,6 +253,16 @@ async def session(rec: Recorder) -> None:
         await raw(rec, port, "eve", ['{"type": "hello", "versions": [2, 3]}'])
         await raw(rec, port, "eve", ['{"type": "ping", "id": 1}'])
         await raw(rec, port, "eve", ['{"type": "hello", "versions": [1], "token": "x.y"}'])
+        rec.step = "bots"
+        duo = v1.TableOptions(name="Practice", seats=2)
+        practice = (await request(rec, "ann", ann, v1.CreateTable(options=duo))).table.id
+        await request(rec, "ann", ann, v1.AddBots(table=practice, count=1))
+        for _ in range(20):
+            await settle(rec, clients)
+            if ann.tables[practice].seq >= 3:
+                break
+        await request(rec, "ann", ann, v1.LeaveTable(table=practice))
+        await settle(rec, clients)
         rec.step = "flood"
         hi = '{"type": "hello", "versions": [1], "name": "Flo"}'
         await raw(rec, port, "flo", [hi] + [f'{{"type": "ping", "id": {i}}}' for i in range(200)])
