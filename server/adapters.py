@@ -17,6 +17,7 @@ class GameAdapter:
     """Defaults shared by the solitaires; BlackDrez overrides the multiplayer parts."""
 
     name: ClassVar[str]
+    engine_module: ClassVar[Any]
     engine: ClassVar[Any]
     action_type: ClassVar[Any]
     min_players: ClassVar[int] = 1
@@ -45,6 +46,11 @@ class GameAdapter:
         """``(seat, action)`` the table plays itself now, or ``None``."""
         return None
 
+    def leave_action(self, engine: Any) -> Any:
+        """What a player who leaves mid-game plays at once (solitaires: resign), or ``None`` to
+        play the default action at each of their turns instead (BlackDrez)."""
+        return self.engine_module.Resign()
+
     def between_rounds(self, engine: Any) -> bool:
         """Whether the game waits for the table to start the next round."""
         return False
@@ -72,6 +78,7 @@ class GameAdapter:
 
 class BlackDrezAdapter(GameAdapter):
     name = "blackdrez"
+    engine_module = blackdrez
     engine = blackdrez.BlackDrez
     action_type = blackdrez.Action
     min_players = 2
@@ -110,9 +117,13 @@ class BlackDrezAdapter(GameAdapter):
     def final_score(self, engine: Any) -> int | None:
         return None
 
+    def leave_action(self, engine: Any) -> Any:
+        return None
+
 
 class BlackjackPilesAdapter(GameAdapter):
     name = "blackjack_piles"
+    engine_module = blackjack_piles
     engine = blackjack_piles.BlackjackPiles
     action_type = blackjack_piles.Action
 
@@ -122,6 +133,7 @@ class BlackjackPilesAdapter(GameAdapter):
 
 class BlueJacketAdapter(GameAdapter):
     name = "blue_jacket"
+    engine_module = blue_jacket
     engine = blue_jacket.BlueJacket
     action_type = blue_jacket.Action
 

@@ -137,8 +137,7 @@ class Node:
         for room in list(self.rooms.values()):
             room.close(reason)
             self._after(room)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._outbox.join(), 2.0)
+        await self._settled()
         for task in self._tasks:
             task.cancel()
         for handle in self._timers.values():
@@ -240,7 +239,8 @@ class Node:
                 answer.replies = [answer.replies[0], snapshot]
                 return answer
             case v1.GetLeaderboard():
-                limit = max(1, min(message.limit, 100))
+                await self._settled()  # read your own writes: scores of games just finished
+                limit = message.limit
                 rows = await self.store.top_scores(message.game, limit)
                 entries = [
                     v1.LeaderboardEntry(rank=i + 1, player=p, name=n, score=s)
@@ -485,6 +485,11 @@ class Node:
             return
         room.tick(self.clock())
         self._after(room)
+
+    async def _settled(self, timeout: float = 2.0) -> None:
+        """Wait until what this node queued for the store has been written."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._outbox.join(), timeout)
 
     async def _drain_outbox(self) -> None:
         """Do, in order, what a room change needs outside this process: store and bus."""

@@ -292,6 +292,9 @@ class Room:
             occupant = self.seats[seat]
             assert occupant is not None
             occupant.leaving = True
+            quit_now = self.adapter.leave_action(self.engine)
+            if quit_now is not None:
+                self._apply(seat, quit_now)
             self._autoplay(now)
             if self._in_round(seat):
                 return

@@ -102,3 +102,17 @@ async def test_solitaire_actions_are_checked(server, connect) -> None:
     with pytest.raises(ServerError) as error:
         await other.act(table, {"type": "end_round"})
     assert error.value.code == ErrorCode.NOT_SEATED
+
+
+async def test_leaving_a_session_resigns_and_closes_it(server, connect) -> None:
+    client = await connect(server, name="Quitter")
+    joined = await client.request(v1.StartSolitaire(game="blue_jacket"))
+    table = joined.table.id
+    await client.wait_until(lambda: client.tables[table].view is not None)
+    await client.request(v1.LeaveTable(table=table))
+    assert table not in server.node.rooms
+    board = await client.request(v1.GetLeaderboard(game="blue_jacket"))
+    assert [entry.name for entry in board.entries] == ["Quitter"]
+    with pytest.raises(ServerError) as error:
+        await client.act(table, {"type": "deal"})
+    assert error.value.code == ErrorCode.NOT_FOUND
