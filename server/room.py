@@ -295,7 +295,7 @@ class Room:
             quit_now = self.adapter.leave_action(self.engine)
             if quit_now is not None:
                 self._apply(seat, quit_now)
-            self._autoplay(now)
+            self._settle(now)
             if self._in_round(seat):
                 return
         self._free(seat, "left")
