@@ -9,8 +9,11 @@ example can name a field the code does not have (or, from the server, leave one 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any, get_args
 
@@ -21,8 +24,11 @@ from protocol import schema, v1
 from protocol.codec import CLIENT_DECODERS, SERVER_DECODERS, FrameError, decode_hello, encode
 from protocol.errors import ErrorCode
 from protocol.handshake import Hello
+from server.app import GameServer, Settings
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "protocol.md"
+NODE_EXAMPLE = ROOT / "clients" / "examples" / "node_client.mjs"
 _BLOCK = re.compile(r"(?:<!-- example: (?P<kind>[a-z_.]+) -->\n)?```json\n(?P<body>.*?)\n```", re.S)
 
 
@@ -275,3 +281,44 @@ def test_a_first_frame_that_is_not_hello_is_classified(frame: str, code: ErrorCo
 def test_hello_ignores_unknown_fields_so_old_servers_accept_new_clients() -> None:
     hello = decode_hello('{"type": "hello", "versions": [1, 7], "features": ["x"]}')
     assert hello == Hello(versions=[1, 7])
+
+
+# --------------------------------------------------------------------------- another language
+
+
+def _node_with_websocket() -> str | None:
+    """The node binary if it has a WebSocket (global, or behind Node 20's flag), else None."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    probe = "process.exit(typeof WebSocket === 'function' ? 0 : 1)"
+    found = subprocess.run(
+        [node, "--experimental-websocket", "-e", probe], capture_output=True, timeout=30
+    )
+    return node if found.returncode == 0 else None
+
+
+async def test_the_node_example_client_plays_a_game_against_a_bot() -> None:
+    node = _node_with_websocket()
+    if node is None:
+        pytest.skip("no Node.js with WebSocket")
+    server = GameServer(Settings(port=0, ping_interval=None))
+    await server.start()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            node,
+            "--experimental-websocket",
+            str(NODE_EXAMPLE),
+            f"ws://127.0.0.1:{server.port}/",
+            "Nora",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        output, _ = await asyncio.wait_for(process.communicate(), 60)
+    finally:
+        await server.stop()
+    text = output.decode()
+    assert process.returncode == 0, text
+    assert "welcome: player p_" in text
+    assert "game over:" in text
+    assert "commitment holds (fair)" in text
