@@ -209,7 +209,9 @@ def verify(record: Record) -> list[str]:
     problems: list[str] = []
     if record.commitment is None:
         problems.append("the record has no commitment to check the seed against")
-    elif not hmac.compare_digest(commitment(record.seed), record.commitment.lower()):
+    elif not hmac.compare_digest(
+        commitment(record.seed).encode(), record.commitment.lower().encode("utf-8")
+    ):
         problems.append(
             f"the seed does not match the commitment: SHA-256 of the seed is "
             f"{commitment(record.seed)}, the record's commitment is {record.commitment}"

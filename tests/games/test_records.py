@@ -162,6 +162,14 @@ def test_verify_rejects_a_tampered_commitment(finished) -> None:
     assert "does not match the commitment" in problems[0] and forged in problems[0]
 
 
+def test_verify_takes_any_commitment_text(finished) -> None:
+    _, record = finished
+    upper = msgspec.structs.replace(record, commitment=record.commitment.upper())
+    assert registry.verify(upper) == []
+    problems = registry.verify(msgspec.structs.replace(record, commitment="ünïcode"))
+    assert len(problems) == 1 and "does not match the commitment" in problems[0]
+
+
 def test_verify_rejects_one_tampered_dealt_card(finished) -> None:
     _, record = finished
     dealt = [list(cards) for cards in record.dealt]
