@@ -185,6 +185,10 @@ def _replay(args: argparse.Namespace) -> int:
     except (ValueError, ReplayError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader (say, ``head``) has seen enough; keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     if not args.json:
         state = "over" if engine.over else "not over"
         print(f"{len(record.actions)} actions; the game is {state}")
