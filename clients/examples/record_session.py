@@ -238,6 +238,7 @@ async def session(rec: Recorder) -> None:
         await settle(rec, clients)
         rec.step = "reconnect"
         token = bob.token
+        held = bob.tables[timed].seq
         await bob.close()
         await settle(rec, {"ann": ann, "cy": cy})
         rec.sent("bob", encode(Hello(versions=[1], token=token, client="blackdrez-py/0.1"), False))
@@ -247,7 +248,7 @@ async def session(rec: Recorder) -> None:
         )
         clients = {"ann": ann, "bob": bob, "cy": cy}
         rec._seen["bob"] = 0
-        await request(rec, "bob", bob, v1.Resync(table=timed, since=3))
+        await request(rec, "bob", bob, v1.Resync(table=timed, since=held))
         await settle(rec, clients)
         rec.step = "handshake_errors"
         await raw(rec, port, "eve", ['{"type": "hello", "versions": [2, 3]}'])
