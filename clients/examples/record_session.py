@@ -7,7 +7,8 @@ order, as JSON lines (``{"step", "who", "dir", "frame"}``) to the given file (de
 Games use the fixed seed :data:`SEED`, so the cards are the same on every run (ids, tokens and
 times are not).
 
-Run: ``python -m clients.examples.record_session /tmp/session.jsonl``
+Run: ``python -m clients.examples.record_session /tmp/session.jsonl``; to rebuild the doc from a
+fresh recording, ``python -m clients.examples.protocol_doc``.
 """
 
 from __future__ import annotations
