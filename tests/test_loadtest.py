@@ -1,0 +1,88 @@
+"""The load tool: a small smoke run against a server it starts, and its pure helpers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clients import loadtest
+
+
+def test_smoke_run_reports_sane_figures(tmp_path: Path) -> None:
+    report_path, chart_path = tmp_path / "report.json", tmp_path / "chart.png"
+    code = loadtest.main(
+        [
+            "--spawn-server",
+            "--mode", "play",
+            "-c", "20",
+            "--lobby-share", "0.1",
+            "--workers", "1",
+            "--warmup", "0.5",
+            "--duration", "2",
+            "--action-rate", "200",
+            "--server-log", str(tmp_path / "server.log"),
+            "--json", str(report_path),
+            "--chart", str(chart_path),
+            "--quiet",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(report_path.read_text())
+    assert report["connections_target"] == 20
+    assert report["kinds"] == {"idle": 0, "lobby": 4, "play_tables": 4, "seats": 4, "echo": 0}
+    assert report["connections_held"] == 20
+    assert report["failed"] == 0 and report["errors"] == 0 and report["disorder"] == 0
+    assert 100 < report["actions_per_s"] < 300  # paced to 200/s
+    assert report["frames_per_s"] > report["actions_per_s"]  # every action reaches 4 seats
+    latency = report["latency_ms"]
+    assert latency["count"] > 100
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["p999"] <= latency["max"] < 1000
+    assert report["server_rss_held_kib"] > report["server_rss_before_kib"] > 0
+    assert report["server_rss_per_connection_kib"] > 0
+    assert report["machine"]["nproc"] >= 1
+    assert chart_path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_bot_hits_low_stands_or_withdraws() -> None:
+    view = loadtest._LeanView(
+        phase="playing", to_act=1, seats=[loadtest._SeatValue(3), loadtest._SeatValue(9)]
+    )
+    hit, stand, withdraw = {"type": "hit"}, {"type": "stand"}, {"type": "withdraw"}
+    assert loadtest.choose_action(view, [hit, withdraw]) == withdraw
+    assert loadtest.choose_action(view, [hit, stand, withdraw]) == stand
+    low = loadtest._LeanView(phase="playing", to_act=0, seats=[loadtest._SeatValue(3)])
+    assert loadtest.choose_action(low, [hit, withdraw]) == hit
+
+
+def test_masked_frame_unmasks_to_the_payload() -> None:
+    for size in (5, 200, 1000):
+        frame = loadtest.masked_frame(b"x" * size)
+        header = 2 if size < 126 else 4
+        assert frame[0] == 0x82 and frame[1] & 0x80
+        mask, body = frame[header : header + 4], frame[header + 4 :]
+        assert bytes(b ^ mask[i % 4] for i, b in enumerate(body)) == b"x" * size
+        assert loadtest.echo_frame_size(size) == size + header
+
+
+def test_planning_helpers() -> None:
+    assert loadtest.split(10, 3) == [4, 3, 3]
+    assert loadtest.source_addresses(100) == ("127.0.0.1",)
+    assert len(loadtest.source_addresses(100_000)) > 1
+    assert loadtest.percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0
+    assert loadtest.percentile([], 0.99) is None
+    assert loadtest.check_loopback("ws://127.0.0.3:9/") == ("127.0.0.3", 9)
+    with pytest.raises(SystemExit):
+        loadtest.check_loopback("ws://192.0.2.1:8765/")
+
+
+def test_profile_summary_ranks_own_and_total_time(tmp_path: Path) -> None:
+    raw = tmp_path / "profile.txt"
+    raw.write_text(
+        "main (a.py:1);send (b.py:2) 30\nmain (a.py:1);decode (c.py:3) 10\nmain (a.py:1) 60\n"
+    )
+    summary = loadtest.profile_summary(raw)
+    assert summary["own"][0] == ("main (a.py)", 60.0)
+    assert summary["total"][0] == ("main (a.py)", 100.0)
+    assert ("send (b.py)", 30.0) in summary["own"]
