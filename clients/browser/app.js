@@ -155,6 +155,12 @@ setInterval(() => {
   }
 }, 250);
 
-window.blackdrez = { conn, store, ctx }; // for debugging and the browser tests
+document.querySelector(".top h1 a").addEventListener("click", (e) => {
+  e.preventDefault();
+  ctx.lobby();
+});
+
+// For debugging and the browser tests: the table on screen, as the client holds it.
+window.blackdrez = { conn, store, ctx, table: () => (current ? store.get(current.id) ?? null : null) };
 show();
 conn.start();

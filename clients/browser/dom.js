@@ -1,12 +1,14 @@
 // A few DOM helpers: build elements from plain data, swap a region's content keeping focus.
 
 /**
- * h("button.primary", {onclick, disabled: true, dataset: {key: "hit"}}, "Hit")
+ * h("button#hit.primary", {onclick, disabled: true, dataset: {key: "hit"}}, "Hit")
  * Attributes: on* are listeners, "class"/"dataset"/"style" are merged, false/null are skipped.
  */
 export function h(tag, attrs = {}, ...children) {
-  const [name, ...classes] = tag.split(".");
+  const [head, ...classes] = tag.split(".");
+  const [name, id] = head.split("#");
   const node = document.createElement(name || "div");
+  if (id) node.id = id;
   if (classes.length) node.className = classes.join(" ");
   if (attrs === null || typeof attrs !== "object" || attrs instanceof Node || Array.isArray(attrs)) {
     children.unshift(attrs);
@@ -17,7 +19,9 @@ export function h(tag, attrs = {}, ...children) {
     if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
     else if (key === "class") node.classList.add(...String(value).split(/\s+/).filter(Boolean));
     else if (key === "dataset") Object.assign(node.dataset, value);
-    else if (key === "style" && typeof value === "object") Object.assign(node.style, value);
+    else if (key === "style" && typeof value === "object") {
+      for (const [name, v] of Object.entries(value)) node.style.setProperty(name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), v);
+    }
     else if (key in node && typeof value !== "string") node[key] = value;
     else node.setAttribute(key, value === true ? "" : value);
   }

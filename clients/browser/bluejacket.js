@@ -1,0 +1,147 @@
+// Blue Jacket: three rows of eight piles, the Aces pile, the bottom row and the stock. Click a
+// card then its destination, or drag it there; dropping a card on another single row card
+// interchanges them when that is legal. Clicking the stock deals.
+
+import { h, swap } from "./dom.js";
+import { standardCard, cardBack } from "./cards.js";
+import { fairness } from "./fairness.js";
+import { playAgain } from "./piles.js";
+
+const ROW_BUILDS = ["2 · 5 · 8 · J", "3 · 6 · 9 · Q", "4 · 7 · 10 · K"];
+const selections = new Map(); // table id -> { seq, source }
+
+export function resetBlueJacket(id) { selections.delete(id); }
+
+function selectionOf(table) {
+  let selection = selections.get(table.id);
+  if (!selection || selection.seq !== table.seq) {
+    selection = { seq: table.seq, source: null };
+    selections.set(table.id, selection);
+  }
+  return selection;
+}
+
+/** The legal action taking the card at ``source`` to ``target``, if any. */
+function actionFor(legal, source, target) {
+  return legal.find((a) => a.type === "move" && a.source === source && a.target === target)
+    ?? legal.find((a) => a.type === "interchange" && ((a.a === source && a.b === target) || (a.a === target && a.b === source)));
+}
+
+function targetsOf(legal, source) {
+  const found = new Set();
+  for (const a of legal) {
+    if (a.type === "move" && a.source === source) found.add(a.target);
+    if (a.type === "interchange" && a.a === source) found.add(a.b);
+    if (a.type === "interchange" && a.b === source) found.add(a.a);
+  }
+  return found;
+}
+
+export function renderBlueJacket(ctx, table, screen) {
+  const { view, legal } = table;
+  if (!view) {
+    swap(screen, h("p.loading", "Dealing…"));
+    return;
+  }
+  const selection = selectionOf(table);
+  const redraw = () => renderBlueJacket(ctx, table, screen);
+  const sources = new Set(legal.flatMap((a) => (a.type === "move" ? [a.source] : a.type === "interchange" ? [a.a, a.b] : [])));
+  const targets = selection.source ? targetsOf(legal, selection.source) : new Set();
+  const play = (action) => {
+    selection.source = null;
+    ctx.act(table.id, action);
+    redraw();
+  };
+  const tryPlay = (source, target) => {
+    const action = actionFor(legal, source, target);
+    if (action) play(action);
+    return Boolean(action);
+  };
+  const click = (location) => {
+    if (view.over) return;
+    if (selection.source === location) selection.source = null;
+    else if (selection.source && tryPlay(selection.source, location)) return;
+    else if (sources.has(location)) selection.source = location;
+    else if (selection.source) {
+      ctx.toast("That card cannot go there");
+      selection.source = null;
+    }
+    redraw();
+  };
+
+  const pile = (location, cards, label, extra = "") => {
+    const available = sources.has(location);
+    const classes = [
+      "bj-pile", extra, cards.length ? "" : "empty",
+      selection.source === location ? "selected" : "",
+      targets.has(location) ? "target" : "",
+      available ? "available" : "",
+    ].join(" ");
+    return h("button", {
+      class: classes,
+      dataset: { loc: location, key: location },
+      "aria-label": `${label}: ${cards.length ? cards.join(" ") : "empty"}${selection.source === location ? ", selected" : ""}${targets.has(location) ? ", legal target" : ""}`,
+      "aria-pressed": selection.source === location ? "true" : null,
+      draggable: available && !view.over ? "true" : null,
+      disabled: view.over,
+      onclick: () => click(location),
+      ondragstart: (e) => {
+        e.dataTransfer.setData("text/plain", location);
+        e.dataTransfer.effectAllowed = "move";
+        selection.source = location;
+        // Redraw after the drag began, so the highlighted targets show while dragging.
+        setTimeout(redraw, 0);
+      },
+      ondragover: (e) => {
+        if (selection.source && targets.has(location)) e.preventDefault();
+      },
+      ondrop: (e) => {
+        e.preventDefault();
+        const source = e.dataTransfer.getData("text/plain") || selection.source;
+        if (source && source !== location && !tryPlay(source, location)) ctx.toast("That card cannot go there");
+      },
+      ondragend: () => { if (selection.source) { selection.source = null; redraw(); } },
+    }, cards.length ? cards.map((c) => standardCard(c)) : h("span.slot-label", label.split(",")[0]));
+  };
+
+  const rows = view.rows.map((row, r) => h("div.bj-row", { dataset: { row: r + 1 } },
+    h("div.row-label", h("strong", `Row ${r + 1}`), h("span.muted", ROW_BUILDS[r])),
+    h("div.row-piles", row.map((cards, p) => pile(`r${r + 1}.${p + 1}`, cards, `Row ${r + 1} pile ${p + 1}`, cards.length && Number(rankOf(cards[0])) === r + 2 ? "foundation" : "")))));
+  const canDeal = legal.some((a) => a.type === "deal");
+  const aces = view.aces;
+  swap(screen, h("div.solitaire.bluejacket",
+    h("div.table-head",
+      h("h2", "Blue Jacket"),
+      h("dl.stats", stat("Score", `${view.score}`, "score"), stat("Moves", view.moves, "moves"), stat("Stock", view.stock_count, "stock"))),
+    view.progress === false && !view.over ? h("p.warning", { role: "status" }, "No sequence of moves can put another card on a foundation: your score is final.") : null,
+    h("div.bj-top",
+      h("button", {
+        id: "stock", class: `bj-stock ${canDeal ? "target" : ""}`, disabled: !canDeal, dataset: { key: "stock" },
+        "aria-label": `Stock, ${view.stock_count} cards${canDeal ? ": deal" : ""}`,
+        onclick: () => play({ type: "deal" }),
+      }, cardBack(String(view.stock_count)), h("span.deal-label", canDeal ? "Deal" : "Stock")),
+      h("div.aces-wrap",
+        pile("aces", aces.length ? [aces[aces.length - 1]] : [], `Aces pile, ${aces.length} of 8`, "aces"),
+        h("span.muted", `Aces ${aces.length}/8`))),
+    h("div.bj-rows", rows),
+    h("div.bj-bottom",
+      h("div.row-label", h("strong", "Bottom row")),
+      h("div.row-piles", view.bottom.map((cards, i) => pile(`b${i + 1}`, cards, `Bottom pile ${i + 1}`, "bottom")))),
+    h("div.controls",
+      !view.over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game?")) play({ type: "resign" }); } }, "Resign") : null,
+      h("span.spacer"),
+      view.over ? h("button.primary", { dataset: { key: "again" }, onclick: () => playAgain(ctx, table, "blue_jacket") }, "Play again") : null,
+      view.over
+        ? h("button", { dataset: { key: "leave" }, onclick: () => ctx.leave(table.id) }, "Back to lobby")
+        : h("button", { dataset: { key: "lobby" }, onclick: () => ctx.lobby() }, "Lobby")),
+    view.over ? h("p.final", { role: "status" }, view.won ? "You won! " : "Game over — ", "final score ", h("strong", { id: "final-score" }, String(view.score))) : null,
+    fairness(view.commitment, view.seed)));
+}
+
+function rankOf(card) {
+  return { A: 1, T: 10, J: 11, Q: 12, K: 13 }[card[0]] ?? Number(card[0]);
+}
+
+function stat(label, value, id) {
+  return h("div.stat", h("dt", label), h("dd", { id: `stat-${id}` }, String(value)));
+}

@@ -1,0 +1,239 @@
+// The lobby: live table list, create / join / quick-join / spectate, invite codes, your tables,
+// and the solitaire menu with both leaderboards. Built once per visit; only lists re-render, so
+// what a user types into the forms survives every push.
+
+import { h, swap } from "./dom.js";
+
+const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
+
+export class Lobby {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.tables = new Map();
+    this.boards = {};
+    this.root = null;
+    this.watching = false;
+  }
+
+  welcomed() {
+    this.watching = false;
+    if (this.root) this.watch();
+  }
+
+  async watch() {
+    if (this.watching || !this.ctx.conn.connected) return;
+    this.watching = true;
+    const reply = await this.ctx.send({ type: "watch_lobby" });
+    if (reply) this.receive(reply);
+    else this.watching = false;
+    this.refreshLeaderboards();
+  }
+
+  mount(screen) {
+    if (this.root && screen.contains(this.root)) return;
+    this.root = this.build();
+    delete screen.dataset.game;
+    swap(screen, this.root);
+    this.renderTables();
+    this.renderMine();
+    this.renderBoards();
+    this.watch();
+  }
+
+  unmount() {
+    if (!this.root) return;
+    this.root = null;
+    if (this.watching && this.ctx.conn.connected) this.ctx.conn.request({ type: "unwatch_lobby" }).catch(() => {});
+    this.watching = false;
+  }
+
+  receive(message) {
+    if (message.type === "tables") {
+      this.tables = new Map(message.tables.map((t) => [t.id, t]));
+    } else if (message.type === "lobby") {
+      for (const info of message.tables) this.tables.set(info.id, info);
+      for (const id of message.removed) this.tables.delete(id);
+    } else if (message.type === "leaderboard") {
+      this.boards[message.game] = message.entries;
+      this.renderBoards();
+      return;
+    }
+    this.renderTables();
+  }
+
+  tablesChanged() { this.renderMine(); }
+
+  async refreshLeaderboards() {
+    for (const game of ["blackjack_piles", "blue_jacket"]) {
+      const reply = await this.ctx.send({ type: "leaderboard", game, limit: 10 });
+      if (reply) this.boards[game] = reply.entries;
+    }
+    this.renderBoards();
+  }
+
+  // ---------------------------------------------------------------- requests
+  async join(table, options = {}) {
+    const reply = await this.ctx.send({ type: "join", table, ...options });
+    if (reply) this.ctx.open(reply.table.id, "seat");
+  }
+
+  async spectate(table, invite = null) {
+    const reply = await this.ctx.send({ type: "spectate", table, invite });
+    if (reply) {
+      this.ctx.open(reply.table.id, "watch");
+    }
+  }
+
+  async create(form) {
+    const f = form.elements;
+    const number = (field) => (field.value === "" ? null : Number(field.value));
+    const options = {
+      name: f.name.value.trim(),
+      seats: Number(f.seats.value),
+      decks: f.decks.value === "auto" ? null : Number(f.decks.value),
+      turn_seconds: Number(f.turn_seconds.value),
+      max_rounds: number(f.max_rounds),
+      round_pause_seconds: Number(f.round_pause_seconds.value),
+      private: f.private.checked,
+    };
+    const reply = await this.ctx.send({ type: "create_table", options });
+    if (reply) this.ctx.open(reply.table.id, "seat");
+  }
+
+  async solitaire(game, deal) {
+    const message = { type: "start_solitaire", game };
+    if (deal !== null) message.deal = deal;
+    const reply = await this.ctx.send(message);
+    if (reply) this.ctx.open(reply.table.id, "seat");
+  }
+
+  // ---------------------------------------------------------------- building
+  build() {
+    const inviteField = h("input#invite", { name: "invite", placeholder: "t0123456789:AbCdEf12", autocomplete: "off", required: true });
+    const invite = (watch) => async (e) => {
+      e.preventDefault();
+      const [table, code] = inviteField.value.trim().split(":");
+      if (!table || !code) {
+        this.ctx.toast("An invite code looks like t0123456789:AbCdEf12");
+        return;
+      }
+      if (watch) this.spectate(table, code);
+      else this.join(table, { invite: code });
+    };
+    this.tableList = h("div.table-list", { "aria-live": "polite" });
+    this.mine = h("div.mine");
+    this.boardBox = h("div.boards");
+    return h("div.lobby",
+      h("section.panel.tables-panel", { "aria-labelledby": "tables-title" },
+        h("div.panel-head",
+          h("h2#tables-title", "Tables"),
+          h("button.primary", { id: "quick-join", onclick: () => this.quickJoin() }, "Quick join")),
+        this.tableList),
+      h("section.panel.mine-panel", { "aria-labelledby": "mine-title" },
+        h("h2#mine-title", "Your tables and games"), this.mine),
+      h("section.panel.create-panel", { "aria-labelledby": "create-title" },
+        h("h2#create-title", "Create a table"),
+        h("form#create", { onsubmit: (e) => { e.preventDefault(); this.create(e.target); } },
+          field("Name", h("input", { name: "name", maxlength: "64", placeholder: "My table" })),
+          h("div.row",
+            field("Seats", h("input", { name: "seats", type: "number", min: "2", max: "8", value: "4", required: true })),
+            field("Decks", h("select", { name: "decks" },
+              h("option", { value: "auto" }, "Auto"), h("option", { value: "1" }, "1"), h("option", { value: "2" }, "2")))),
+          h("div.row",
+            field("Turn seconds", h("input", { name: "turn_seconds", type: "number", min: "1", max: "3600", value: "30", required: true })),
+            field("Max rounds", h("input", { name: "max_rounds", type: "number", min: "1", max: "1000", placeholder: "no limit" }))),
+          h("div.row",
+            field("Pause between rounds (s)", h("input", { name: "round_pause_seconds", type: "number", min: "0", max: "60", step: "0.1", value: "3" })),
+            h("label.check", h("input", { name: "private", type: "checkbox" }), " Private (invite only)")),
+          h("button.primary", { type: "submit" }, "Create table"))),
+      h("section.panel.invite-panel", { "aria-labelledby": "invite-title" },
+        h("h2#invite-title", "Private table"),
+        h("form", { onsubmit: invite(false) },
+          field("Invite code", inviteField),
+          h("div.buttons",
+            h("button.primary", { type: "submit" }, "Join with code"),
+            h("button", { type: "button", onclick: invite(true) }, "Watch with code")))),
+      h("section.panel.solitaire-panel", { "aria-labelledby": "solitaire-title" },
+        h("h2#solitaire-title", "Solitaire"),
+        ...["blackjack_piles", "blue_jacket"].map((game) => this.solitaireMenu(game)),
+        this.boardBox),
+    );
+  }
+
+  solitaireMenu(game) {
+    const deal = h("input", { type: "number", min: "0", max: "2147483647", placeholder: "deal #", "aria-label": `${GAME_NAMES[game]} deal number`, name: "deal" });
+    return h("form.solitaire", { dataset: { game }, onsubmit: (e) => { e.preventDefault(); this.solitaire(game, deal.value === "" ? null : Number(deal.value)); } },
+      h("h3", GAME_NAMES[game]),
+      h("div.buttons",
+        h("button.primary", { type: "button", dataset: { start: game }, onclick: () => this.solitaire(game, null) }, "Random deal"),
+        deal,
+        h("button", { type: "submit" }, "Play deal")));
+  }
+
+  async quickJoin() {
+    const reply = await this.ctx.send({ type: "quick_join" });
+    if (reply) this.ctx.open(reply.table.id, "seat");
+  }
+
+  // ---------------------------------------------------------------- lists
+  renderTables() {
+    if (!this.root) return;
+    const me = this.ctx.me;
+    const rows = [...this.tables.values()].filter((t) => t.status !== "closed");
+    if (!rows.length) {
+      swap(this.tableList, h("p.empty", "No public tables yet: create one, or quick-join."));
+      return;
+    }
+    swap(this.tableList, h("ul.tables", rows.map((t) => {
+      const taken = t.seats.filter(Boolean);
+      const seated = taken.some((s) => s.player === me);
+      const full = taken.length === t.seats.length;
+      return h("li.table-row", { dataset: { table: t.id } },
+        h("div.table-name", h("strong", t.name || "Unnamed table"), h("span.status", { dataset: { status: t.status } }, t.status)),
+        h("div.table-meta",
+          `${taken.length}/${t.seats.length} seated`,
+          t.round ? ` · round ${t.round}` : "",
+          t.spectators ? ` · ${t.spectators} watching` : ""),
+        h("div.table-players", taken.map((s) => s.name).join(", ") || "—"),
+        h("div.buttons",
+          seated
+            ? h("button.primary", { dataset: { key: `open-${t.id}` }, onclick: () => this.join(t.id) }, "Open")
+            : h("button.primary", { disabled: full, dataset: { key: `join-${t.id}` }, onclick: () => this.join(t.id) }, "Join"),
+          h("button", { dataset: { key: `watch-${t.id}` }, onclick: () => this.spectate(t.id), disabled: seated }, "Watch")));
+    })));
+  }
+
+  renderMine() {
+    if (!this.root) return;
+    const held = [...this.ctx.store.tables.values()].filter((t) => t.info);
+    if (!held.length) {
+      swap(this.mine, h("p.empty", "None yet."));
+      return;
+    }
+    swap(this.mine, h("ul.mine-list", held.map((t) => h("li",
+      h("span", `${GAME_NAMES[t.info.game]}${t.info.name ? ` “${t.info.name}”` : ""} — ${t.info.status}`,
+        t.view && t.view.score !== undefined ? ` · score ${t.view.score}` : ""),
+      h("div.buttons",
+        h("button.primary", { dataset: { key: `mine-open-${t.id}` }, onclick: () => this.ctx.open(t.id, t.seat === null ? "watch" : "seat") }, "Open"),
+        t.info.game !== "blackdrez" && !(t.view && t.view.over) ? null
+          : h("button", { dataset: { key: `mine-leave-${t.id}` }, onclick: () => this.ctx.leave(t.id) }, "Leave"))))));
+  }
+
+  renderBoards() {
+    if (!this.root) return;
+    swap(this.boardBox, ["blackjack_piles", "blue_jacket"].map((game) => {
+      const entries = this.boards[game] || [];
+      return h("div.board", { dataset: { board: game } },
+        h("h3", `${GAME_NAMES[game]} leaderboard`),
+        entries.length
+          ? h("ol.leaderboard", entries.map((e) => h("li", { value: e.rank }, h("span.who", e.name), h("span.score", String(e.score)))))
+          : h("p.empty", "No scores yet."));
+    }));
+  }
+}
+
+function field(label, input) {
+  return h("label.field", h("span", label), input);
+}
+
+export { GAME_NAMES };

@@ -1,0 +1,94 @@
+"""Fixtures for browser tests: an in-process server and real headless Chromium (Debian's).
+
+Chromium must be installed (``apt-get install chromium``): without it these tests fail, they do
+not skip, so a CI machine that lacks it is noticed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, BrowserContext, Page, async_playwright
+
+from server.app import GameServer, Settings
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+PageFactory = Callable[..., Awaitable[Page]]
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[GameServer]:
+    """A server on a free port serving the browser client from clients/browser/."""
+    game_server = GameServer(Settings(port=0, ping_interval=None))
+    await game_server.start()
+    yield game_server
+    await game_server.stop()
+
+
+@pytest.fixture
+def base_url(server: GameServer) -> str:
+    """The client's address on the running server."""
+    return f"http://127.0.0.1:{server.port}/"
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Headless Debian Chromium; a missing browser is a failure, not a skip."""
+    executable = shutil.which("chromium")
+    assert executable, "chromium is not installed: apt-get install -y chromium"
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
+        )
+        yield launched
+        await launched.close()
+
+
+@pytest.fixture
+async def new_page(browser: Browser, base_url: str) -> AsyncIterator[PageFactory]:
+    """Open the client as a new player (own storage) named ``name``; JS errors fail the test."""
+    contexts: list[BrowserContext] = []
+    errors: list[str] = []
+
+    async def open_page(name: str, width: int = 1280, height: int = 900) -> Page:
+        context = await browser.new_context(viewport={"width": width, "height": height})
+        contexts.append(context)
+        # A name chosen before the first hello: the client greets as this new guest.
+        await context.add_init_script(
+            f"if (!localStorage.getItem('blackdrez.token'))"
+            f" localStorage.setItem('blackdrez.name', {name!r});"
+        )
+        page = await context.new_page()
+        page.on("pageerror", lambda error: errors.append(f"{name}: {error}"))
+        page.on("dialog", lambda dialog: dialog.accept())
+        await page.goto(base_url)
+        await page.locator("#status[data-state=open]").wait_for()
+        return page
+
+    yield open_page
+    for context in contexts:
+        await context.close()
+    assert not errors, errors
+
+
+@pytest.fixture
+def screenshot() -> Callable[[Page, str], Awaitable[None]]:
+    """Save a PNG of the page to docs/screenshots/<name>.png."""
+
+    async def take(page: Page, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+    return take

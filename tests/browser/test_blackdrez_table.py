@@ -1,0 +1,172 @@
+"""Two browsers play BlackDrez together through the UI; a reload mid-game restores the table."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from playwright.async_api import Page
+
+from server.app import GameServer
+from tests.browser.helpers import click_and_wait, seq, table_state
+
+
+async def create_table(page: Page, name: str, seats: int = 2, max_rounds: int = 2) -> None:
+    """Fill the lobby's create form and open the new table."""
+    form = page.locator("#create")
+    await form.locator("input[name=name]").fill(name)
+    await form.locator("input[name=seats]").fill(str(seats))
+    await form.locator("input[name=max_rounds]").fill(str(max_rounds))
+    await form.locator("input[name=round_pause_seconds]").fill("0.3")
+    await form.get_by_role("button", name="Create table").click()
+    await page.locator(".blackdrez").wait_for()
+
+
+async def join_from_lobby(page: Page, table_name: str) -> None:
+    row = page.locator(".table-row", has_text=table_name)
+    await row.get_by_role("button", name="Join").click()
+    await page.locator(".blackdrez").wait_for()
+
+
+async def seat_up(host: Page, guest: Page, table_name: str, max_rounds: int = 2) -> None:
+    """Host creates a table, the guest joins from the lobby list, both ready, the host starts."""
+    await create_table(host, table_name, max_rounds=max_rounds)
+    await join_from_lobby(guest, table_name)
+    for page in (host, guest):
+        await page.locator("#ready").click()
+    await host.locator(".seat .badge.ready").nth(1).wait_for()
+    start = host.locator("#start")
+    await start.wait_for()
+    assert await start.is_enabled()
+    assert await guest.locator("#start").count() == 0, "only the host has a start button"
+    await start.click()
+    for page in (host, guest):
+        await page.locator("#stock-count").wait_for()
+
+
+async def my_value(page: Page) -> int:
+    text = await page.locator(".seat.mine .value strong").text_content()
+    return int(text or 0)
+
+
+async def play_turn(page: Page) -> bool:
+    """If it is this page's turn, play the simple policy by clicking; return whether it acted."""
+    hit, stand, withdraw = (page.locator(s) for s in ("#hit", "#stand", "#withdraw"))
+    if not await withdraw.is_enabled():
+        return False
+    value = await my_value(page)
+    if value < 8 and await hit.is_enabled():
+        button = hit
+    elif await stand.is_enabled():
+        button = stand
+    else:
+        button = withdraw
+    await click_and_wait(page, button)
+    return True
+
+
+async def page_on_turn(*pages: Page) -> Page:
+    """The page whose player is on turn (waiting up to five seconds for one)."""
+    for _ in range(100):
+        for page in pages:
+            if await page.locator("#withdraw").is_enabled():
+                return page
+        await asyncio.sleep(0.05)
+    raise AssertionError("nobody is on turn")
+
+
+async def test_two_players_play_a_game_to_the_end(new_page, screenshot, server) -> None:
+    ann = await new_page("Ann")
+    bob = await new_page("Bob")
+    await seat_up(ann, bob, "Friday night")
+    # The lobby of a third player lists the running table with both players.
+    carol = await new_page("Carol")
+    row = carol.locator(".table-row", has_text="Friday night")
+    await row.wait_for()
+    assert "Ann" in (await row.text_content() or "")
+    assert "2/2 seated" in (await row.text_content() or "")
+    await screenshot(carol, "lobby")
+
+    shot = False
+    deadline = time.monotonic() + 40
+    while not (await ann.locator(".ranking").count() and await bob.locator(".ranking").count()):
+        assert time.monotonic() < deadline, "the game did not end in time"
+        acted = False
+        for page in (ann, bob):
+            if not shot and await page.locator("#withdraw").is_enabled():
+                view = (await table_state(page))["view"]
+                if view["round"] >= 2 or any(s["pile"] for s in view["seats"]):
+                    await page.locator(".seat.mine details.pile").evaluate("d => d.open = true")
+                    await screenshot(page, "blackdrez-table")
+                    shot = True
+            acted = await play_turn(page) or acted
+        if not acted:
+            await asyncio.sleep(0.05)
+
+    for page in (ann, bob):
+        ranking = page.locator(".ranking")
+        text = await ranking.text_content() or ""
+        assert "Final ranking" in text and "Ann" in text and "Bob" in text
+        view = (await table_state(page))["view"]
+        assert view["phase"] == "over"
+        assert view["result"]["rounds"] == 2
+        # The seed is revealed and the browser checked it against the commitment.
+        await page.locator(".fairness summary").click()
+        await page.locator(".verdict.ok").wait_for()
+        assert await page.locator("#seed").text_content() == view["seed"]
+        assert not await page.locator("#hit").is_enabled()
+    if not shot:
+        await screenshot(ann, "blackdrez-table")
+    await screenshot(bob, "blackdrez-final")
+    # The ranking's order follows the piles.
+    view = (await table_state(ann))["view"]
+    piles = {s["seat"]: len(s["pile"]) for s in view["seats"]}
+    first = view["result"]["ranking"][0]
+    assert all(piles[s] == first["cards"] for s in first["seats"])
+    assert first["cards"] == max(piles.values())
+
+
+async def test_a_reload_mid_game_restores_the_table(new_page, server: GameServer) -> None:
+    ann = await new_page("Ann")
+    bob = await new_page("Bob")
+    await seat_up(ann, bob, "Reload table", max_rounds=3)
+    # Find who is on turn, remember what that page shows, and reload it.
+    on_turn = await page_on_turn(ann, bob)
+    before = await table_state(on_turn)
+    cards = await on_turn.locator(".seat.mine .hand .card").evaluate_all(
+        "cards => cards.map(c => c.dataset.card)"
+    )
+    assert cards == before["view"]["seats"][before["seat"]]["hand"]
+    await on_turn.reload()
+    await on_turn.locator("#status[data-state=open]").wait_for()
+    await on_turn.locator(".blackdrez .seat.mine .hand .card").first.wait_for()
+    after = await table_state(on_turn)
+    assert after["id"] == before["id"]
+    assert after["seat"] == before["seat"]
+    assert after["seq"] >= before["seq"]
+    assert (
+        await on_turn.locator(".seat.mine .hand .card").evaluate_all(
+            "cards => cards.map(c => c.dataset.card)"
+        )
+        == cards
+    )
+    assert await on_turn.locator("#withdraw").is_enabled()
+    # The buttons still work: withdraw, and the other page sees it.
+    other = bob if on_turn is ann else ann
+    other_seq = await seq(other)
+    await click_and_wait(on_turn, on_turn.locator("#withdraw"))
+    await other.wait_for_function(f"window.blackdrez.table().seq > {other_seq}", timeout=5000)
+    log = await other.locator(".events").text_content() or ""
+    assert "withdrew" in log
+
+    # A dropped connection (closed by the server) comes back by itself and resyncs.
+    player = await other.evaluate("window.blackdrez.conn.welcome.player")
+    held = await seq(other)
+    server.node.clients[player].close(4003, "test: dropped")
+    await other.locator("#status[data-state=waiting]").wait_for()
+    await other.locator("#status[data-state=open]").wait_for()
+    await other.wait_for_function(
+        "(() => { const t = window.blackdrez.table(); return t && !t.resyncing; })()"
+    )
+    assert await seq(other) >= held
+    assert (await table_state(other))["seat"] is not None
