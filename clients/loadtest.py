@@ -207,6 +207,8 @@ class _Worker:
         self._gate = asyncio.Semaphore(HANDSHAKES_IN_FLIGHT)
         self._started = time.monotonic()
         self._next_action = 0.0
+        self.ramped = asyncio.Event()
+        """Set once every connection of this worker is open (or failed): traffic starts then."""
 
     # ----------------------------------------------------------- opening
     async def _pace_open(self) -> None:
@@ -319,6 +321,7 @@ class _Worker:
                 raise
         self.connections.append(protocol)
         self.counters.connected += 1
+        await self.ramped.wait()
         protocol.send()
         await protocol.lost
 
@@ -336,6 +339,7 @@ class _Worker:
         for bot in bots:
             bot.table = table
             await bot.request({"type": "ready", "table": table})
+        await self.ramped.wait()
         await host.request({"type": "start", "table": table})
         for bot in bots:
             bot.playing = True
@@ -370,6 +374,8 @@ class _Worker:
         window = Window(plan.index, 0.0, {}, {}, [], {})
         while time.monotonic() < plan.deadline:
             report(("progress", plan.index, time.monotonic(), asdict(self.counters)))
+            if self.counters.connected + self.counters.failed >= plan.connections:
+                self.ramped.set()
             if start_snapshot is None and self._measuring.is_set():
                 start_snapshot, window_start = asdict(self.counters), time.monotonic()
                 self.recording = True
@@ -950,6 +956,7 @@ def run_load(
     display = _Display(not quiet)
     windows: dict[int, Window] = {}
     rss_held = cpu_start = cpu_end = None
+    clients_start = clients_end = 0.0
     window_start = window_end = 0.0
     progress.phase = "ramping"
     ramp_until = time.monotonic() + args.ramp_timeout
@@ -968,6 +975,7 @@ def run_load(
                 hold_until = now + args.warmup
             elif progress.phase == "warming up" and now >= hold_until:
                 progress.phase = "measuring"
+                clients_start = sum(cpu_seconds(p.pid) for p in processes if p.pid)
                 if server_pid:
                     rss_held = rss_kib(server_pid)
                     cpu_start = cpu_seconds(server_pid)
@@ -979,6 +987,7 @@ def run_load(
             elif progress.phase == "measuring" and now >= measure_until:
                 progress.phase = "stopping"
                 window_end = now
+                clients_end = sum(cpu_seconds(p.pid) for p in processes if p.pid)
                 if server_pid:
                     cpu_end = cpu_seconds(server_pid)
                     rss_held = max(rss_held or 0, rss_kib(server_pid))
@@ -992,11 +1001,14 @@ def run_load(
             if process.is_alive():
                 process.kill()
                 process.join()
-    return _report(
+    seconds = max(window_end - window_start, 1e-9)
+    report = _report(
         args, url, plans, windows, progress, server_pid, rss_before, rss_held,
-        (cpu_end - cpu_start) / max(window_end - window_start, 1e-9)
+        (cpu_end - cpu_start) / seconds
         if cpu_start is not None and cpu_end is not None else None,
     )  # fmt: skip
+    report["clients_cpu_share"] = (clients_end - clients_start) / seconds if window_end else None
+    return report
 
 
 def _collect(reports: Any, progress: Progress, windows: dict[int, Window]) -> None:
@@ -1157,7 +1169,7 @@ def run_echo_baseline(
 # --------------------------------------------------------------------------- profiling
 
 
-def profile_summary(raw: Path, top: int = 15) -> dict[str, list[tuple[str, float]]]:
+def profile_summary(raw: Path, top: int = 40) -> dict[str, list[tuple[str, float]]]:
     """The top functions of a py-spy ``--format raw`` profile: by own time and by total time."""
     own: dict[str, int] = {}
     total: dict[str, int] = {}
@@ -1218,7 +1230,10 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"{report['server_rss_per_connection_kib']:.1f} KiB per connection"
         )
     if report["server_cpu_share"] is not None:
-        lines.append(f"server CPU {100 * report['server_cpu_share']:.0f}% of one core")
+        lines.append(
+            f"CPU: server {100 * report['server_cpu_share']:.0f}% of one core, load clients "
+            f"{100 * (report.get('clients_cpu_share') or 0):.0f}%"
+        )
     lines.append(
         f"frames/s {report['frames_per_s']:,.0f} (mean {report['mean_frame_bytes'] or 0:.0f} B), "
         f"sent/s {report['sent_per_s']:,.0f}, actions/s {report['actions_per_s']:,.0f}, "
