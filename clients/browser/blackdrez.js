@@ -57,7 +57,7 @@ function seatBox(ctx, table, index, position) {
   const view = table.view;
   const occupant = info.seats[index];
   const mine = table.seat === index;
-  const style = { "--x": `${position.x}%`, "--y": `${position.y}%` };
+  const style = { "--x": `${position.x}%`, "--y": `${position.y}%`, "--ty": position.anchor };
   if (!occupant) {
     return h("div.seat.empty", { style, dataset: { seat: index } },
       h("div.seat-name", `Seat ${index + 1}`),
@@ -83,16 +83,19 @@ function seatBox(ctx, table, index, position) {
       ? h("div.hand", { "aria-label": `${occupant.name}'s hand` }, s.hand.map((c) => pokerCard(c, { small: true })))
       : null,
     s && s.value !== null ? h("div.value", { dataset: { value: s.value } }, "Value ", h("strong", String(s.value))) : null,
-    onTurn && table.deadline ? timer(table) : null,
+    onTurn && table.deadline ? timer(table, ctx.conn.serverNow()) : null,
     s ? h("details.pile", { dataset: { key: `pile-${index}` } },
       h("summary", "Pile: ", h("strong.pile-count", String(s.pile.length)), ` card${s.pile.length === 1 ? "" : "s"}`),
       h("div.pile-cards", s.pile.map((c) => pokerCard(c, { small: true })))) : null);
 }
 
-function timer(table) {
+/** The turn timer; app.js refreshes every [data-deadline] four times a second. */
+function timer(table, now) {
   const total = table.info.options?.turn_seconds ?? 30;
+  const left = Math.max(0, table.deadline - now);
   return h("div.timer", { dataset: { deadline: table.deadline, total }, role: "timer", "aria-label": "Time left" },
-    h("span.seconds", ""), h("span.track", h("span.bar")));
+    h("span.seconds", `${Math.ceil(left)} s`),
+    h("span.track", h("span.bar", { style: { width: `${Math.min(100, (100 * left) / total)}%` } })));
 }
 
 async function sit(ctx, table, seat) {
@@ -100,11 +103,15 @@ async function sit(ctx, table, seat) {
   if (reply) ctx.open(table.id, "seat");
 }
 
-/** Seat positions around an ellipse, my seat (or seat 0) at the bottom. */
+/** Seat positions around an ellipse, my seat (or seat 0) at the bottom. Seats near the top
+ * hang from their point and seats near the bottom stand on it, so they stay on the felt as they
+ * grow (an opened pile). */
 function positions(count, bottom) {
   return Array.from({ length: count }, (_, i) => {
     const angle = Math.PI / 2 + ((i - bottom) * 2 * Math.PI) / count;
-    return { x: 50 + 42 * Math.cos(angle), y: 50 + 40 * Math.sin(angle) };
+    const sin = Math.sin(angle);
+    const anchor = sin < -0.5 ? "0%" : sin > 0.5 ? "-100%" : "-50%";
+    return { x: 50 + 38 * Math.cos(angle), y: 50 + 47 * sin, anchor };
   });
 }
 
@@ -116,7 +123,7 @@ function ranking(table) {
     h("ol", result.ranking.map((place) => h("li", { value: place.place, class: place.place === 1 ? "first" : "" },
       h("span.place", `${place.place}.`),
       h("span.who", place.seats.map((s) => nameOf(table, s)).join(", ")),
-      h("span.cards", `${place.cards} cards`)))),
+      h("span.cards", `${place.cards} card${place.cards === 1 ? "" : "s"}`)))),
     h("p.muted", result.reason === "stock" ? "The stock ran out." : "The last round was played."));
 }
 
@@ -169,5 +176,5 @@ export function renderBlackDrez(ctx, table, screen) {
       fairness(view?.commitment ?? info.commitment, view?.seed),
       h("details.log", { open: true, dataset: { key: "log" } },
         h("summary", "Table log"),
-        h("ol.events", table.log.slice(-12).reverse().map((e) => h("li", describeEvent(table, e))))))));
+        h("ul.events", table.log.slice(-12).reverse().map((e) => h("li", describeEvent(table, e))))))));
 }

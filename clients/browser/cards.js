@@ -31,11 +31,10 @@ function jokerSvg() {
   svg.setAttribute("aria-hidden", "true");
   svg.classList.add("joker");
   svg.innerHTML =
-    '<path d="M6 30 L10 10 L20 24 L30 10 L34 30 Z" fill="currentColor"/>' +
-    '<path d="M20 24 L20 6" stroke="currentColor" stroke-width="3"/>' +
-    '<circle cx="10" cy="9" r="3.2" fill="currentColor"/><circle cx="30" cy="9" r="3.2" fill="currentColor"/>' +
-    '<circle cx="20" cy="5" r="3.2" fill="currentColor"/>' +
-    '<rect x="5" y="30" width="30" height="5" rx="2" fill="currentColor"/>';
+    '<path d="M7 31 C8 22 5 15 2 8 C10 9 16 15 20 22 C24 15 30 9 38 8 C35 15 32 22 33 31 Z" fill="currentColor"/>' +
+    '<circle cx="2.8" cy="7.5" r="2.8" fill="currentColor"/><circle cx="37.2" cy="7.5" r="2.8" fill="currentColor"/>' +
+    '<circle cx="20" cy="22" r="2.2" fill="#fff"/>' +
+    '<rect x="6" y="31" width="28" height="5" rx="2.5" fill="currentColor"/>';
   return svg;
 }
 

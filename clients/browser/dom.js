@@ -37,12 +37,18 @@ function append(node, children) {
   }
 }
 
-/** Replace ``region``'s children, giving focus back to the element with the same data-key. */
+/** Replace ``region``'s children, giving focus back to the element with the same data-key and
+ * keeping each keyed <details> open or closed as the user left it. */
 export function swap(region, ...children) {
   const active = document.activeElement;
   const key = active && region.contains(active) ? active.dataset.key : undefined;
+  const folds = new Map([...region.querySelectorAll("details[data-key]")].map((d) => [d.dataset.key, d.open]));
   region.replaceChildren();
   append(region, children);
+  for (const details of region.querySelectorAll("details[data-key]")) {
+    const open = folds.get(details.dataset.key);
+    if (open !== undefined) details.open = open;
+  }
   if (key) {
     const again = region.querySelector(`[data-key="${CSS.escape(key)}"]`);
     if (again && !again.disabled) again.focus({ preventScroll: true });

@@ -11,10 +11,14 @@ from server.app import GameServer
 from tests.browser.helpers import click_and_wait, seq, table_state
 
 
-async def create_table(page: Page, name: str, seats: int = 2, max_rounds: int = 2) -> None:
+async def create_table(
+    page: Page, name: str, seats: int = 3, max_rounds: int = 2, private: bool = False
+) -> None:
     """Fill the lobby's create form and open the new table."""
     form = page.locator("#create")
     await form.locator("input[name=name]").fill(name)
+    if private:
+        await form.locator("input[name=private]").check()
     await form.locator("input[name=seats]").fill(str(seats))
     await form.locator("input[name=max_rounds]").fill(str(max_rounds))
     await form.locator("input[name=round_pause_seconds]").fill("0.3")
@@ -28,10 +32,29 @@ async def join_from_lobby(page: Page, table_name: str) -> None:
     await page.locator(".blackdrez").wait_for()
 
 
-async def seat_up(host: Page, guest: Page, table_name: str, max_rounds: int = 2) -> None:
-    """Host creates a table, the guest joins from the lobby list, both ready, the host starts."""
-    await create_table(host, table_name, max_rounds=max_rounds)
-    await join_from_lobby(guest, table_name)
+async def join_by_invite(host: Page, guest: Page) -> None:
+    """The guest types the invite code the host's page shows."""
+    code = await host.locator(".invite code").text_content()
+    assert code
+    # A wrong code: the server's error text shows, unobtrusively, and the guest stays put.
+    await guest.locator("#invite").fill(code.split(":")[0] + ":wrong")
+    await guest.get_by_role("button", name="Join with code").click()
+    await guest.locator(".toast", has_text="private").wait_for()
+    assert await guest.locator(".lobby").count() == 1
+    await guest.locator("#invite").fill(code)
+    await guest.get_by_role("button", name="Join with code").click()
+    await guest.locator(".blackdrez").wait_for()
+
+
+async def seat_up(
+    host: Page, guest: Page, table_name: str, max_rounds: int = 2, private: bool = False
+) -> None:
+    """Host creates a table, the guest joins (lobby list or invite), both ready, host starts."""
+    await create_table(host, table_name, max_rounds=max_rounds, private=private)
+    if private:
+        await join_by_invite(host, guest)
+    else:
+        await join_from_lobby(guest, table_name)
     for page in (host, guest):
         await page.locator("#ready").click()
     await host.locator(".seat .badge.ready").nth(1).wait_for()
@@ -84,27 +107,37 @@ async def test_two_players_play_a_game_to_the_end(new_page, screenshot, server) 
     row = carol.locator(".table-row", has_text="Friday night")
     await row.wait_for()
     assert "Ann" in (await row.text_content() or "")
-    assert "2/2 seated" in (await row.text_content() or "")
+    assert "2/3 seated" in (await row.text_content() or "")
+    assert await row.get_by_role("button", name="Join").is_enabled()
     await screenshot(carol, "lobby")
+    # Carol watches: she sees the table but has no game buttons.
+    await row.get_by_role("button", name="Watch").click()
+    await carol.locator(".blackdrez").wait_for()
+    assert await carol.locator("#hit").count() == 0
+    assert "You are watching" in (await carol.locator(".controls").text_content() or "")
 
-    shot = False
+    shot = ""
     deadline = time.monotonic() + 40
     while not (await ann.locator(".ranking").count() and await bob.locator(".ranking").count()):
         assert time.monotonic() < deadline, "the game did not end in time"
         acted = False
         for page in (ann, bob):
-            if not shot and await page.locator("#withdraw").is_enabled():
+            # The table's picture: the first turn with cards in a pile (else the first turn).
+            if shot != "good" and await page.locator("#withdraw").is_enabled():
                 view = (await table_state(page))["view"]
-                if view["round"] >= 2 or any(s["pile"] for s in view["seats"]):
-                    await page.locator(".seat.mine details.pile").evaluate("d => d.open = true")
+                piles = any(s["pile"] for s in view["seats"])
+                if piles or not shot:
+                    if piles:
+                        await page.locator(".seat.mine details.pile").evaluate("d => d.open = true")
+                    shot = "good" if piles else "any"
                     await screenshot(page, "blackdrez-table")
-                    shot = True
             acted = await play_turn(page) or acted
         if not acted:
             await asyncio.sleep(0.05)
 
-    for page in (ann, bob):
+    for page in (ann, bob, carol):
         ranking = page.locator(".ranking")
+        await ranking.wait_for()
         text = await ranking.text_content() or ""
         assert "Final ranking" in text and "Ann" in text and "Bob" in text
         view = (await table_state(page))["view"]
@@ -114,9 +147,8 @@ async def test_two_players_play_a_game_to_the_end(new_page, screenshot, server) 
         await page.locator(".fairness summary").click()
         await page.locator(".verdict.ok").wait_for()
         assert await page.locator("#seed").text_content() == view["seed"]
-        assert not await page.locator("#hit").is_enabled()
-    if not shot:
-        await screenshot(ann, "blackdrez-table")
+        assert page is carol or not await page.locator("#hit").is_enabled()
+    assert shot, "nobody ever had a turn"
     await screenshot(bob, "blackdrez-final")
     # The ranking's order follows the piles.
     view = (await table_state(ann))["view"]
@@ -126,10 +158,13 @@ async def test_two_players_play_a_game_to_the_end(new_page, screenshot, server) 
     assert first["cards"] == max(piles.values())
 
 
-async def test_a_reload_mid_game_restores_the_table(new_page, server: GameServer) -> None:
+async def test_a_reload_mid_game_restores_the_table(
+    new_page, screenshot, server: GameServer
+) -> None:
     ann = await new_page("Ann")
     bob = await new_page("Bob")
-    await seat_up(ann, bob, "Reload table", max_rounds=3)
+    await seat_up(ann, bob, "Reload table", max_rounds=3, private=True)
+    assert await ann.locator(".invite code").count() == 1, "the host sees the invite code"
     # Find who is on turn, remember what that page shows, and reload it.
     on_turn = await page_on_turn(ann, bob)
     before = await table_state(on_turn)
@@ -151,6 +186,12 @@ async def test_a_reload_mid_game_restores_the_table(new_page, server: GameServer
         == cards
     )
     assert await on_turn.locator("#withdraw").is_enabled()
+    # At a phone's width the table still shows the hand and the buttons.
+    await on_turn.set_viewport_size({"width": 390, "height": 844})
+    await on_turn.locator("#withdraw").scroll_into_view_if_needed()
+    assert await on_turn.locator("#withdraw").is_visible()
+    assert await on_turn.locator(".seat.mine .hand .card").first.is_visible()
+    await screenshot(on_turn, "blackdrez-narrow")
     # The buttons still work: withdraw, and the other page sees it.
     other = bob if on_turn is ann else ann
     other_seq = await seq(other)

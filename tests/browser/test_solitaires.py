@@ -1,0 +1,158 @@
+"""One browser plays both solitaires through clicks (and a drag), resigns, and sees the scores.
+
+Numbered deals make the games known in advance: the test keeps the engine's own copy of each
+game in step with the clicks and checks what the page shows against it.
+"""
+
+from __future__ import annotations
+
+from playwright.async_api import Page
+
+from server.adapters import ADAPTERS
+from server.games import blackjack_piles as bp
+from server.games import blue_jacket as bj
+from tests.browser.helpers import click_and_wait, seq
+
+PILES_DEAL = 7
+BLUE_JACKET_DEAL = 1
+
+
+async def start_deal(page: Page, game: str, deal: int) -> None:
+    form = page.locator(f"form.solitaire[data-game={game}]")
+    await form.locator("input[name=deal]").fill(str(deal))
+    await form.get_by_role("button", name="Play deal").click()
+    await page.locator("#stat-score").wait_for()
+
+
+async def stats(page: Page, *names: str) -> list[int]:
+    return [int(await page.locator(f"#stat-{name}").text_content() or -1) for name in names]
+
+
+def top(pile: int) -> str:
+    return f".pile-column[data-pile='{pile}'] button.card"
+
+
+def slot(pile: int) -> str:
+    return f".pile-column[data-pile='{pile}'] button.slot"
+
+
+async def place(page: Page, engine: bp.BlackjackPiles, pile: int) -> None:
+    """Put the stock's top card on ``pile``: click an empty pile, else the stock then the pile."""
+    if not engine.state.piles[pile]:
+        await click_and_wait(page, page.locator(slot(pile)))
+    else:
+        await page.locator("#stock").click()
+        assert await page.locator("#stock[aria-pressed=true]").count() == 1
+        await click_and_wait(page, page.locator(top(pile)))
+    engine.apply(0, bp.Place(pile))
+
+
+async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
+    page = await new_page("Sol")
+
+    # ------------------------------------------------------------ Blackjack Piles
+    await start_deal(page, "blackjack_piles", PILES_DEAL)
+    seed = ADAPTERS["blackjack_piles"].deal_seed(PILES_DEAL)
+    engine = bp.BlackjackPiles.new(bp.Config(), seed)
+    assert await page.locator("#stock").get_attribute("data-card") == engine.view(0).stock_top
+    assert await page.locator(".fairness code").first.get_attribute("title") == engine.commitment
+    # Two cards on pile 1 (an empty pile, then stock-then-pile), then a move to empty pile 2.
+    await place(page, engine, 0)
+    await place(page, engine, 0)
+    await page.locator(top(0)).click()
+    assert await page.locator(".pile-column.target").count() == 4, "empty piles are targets"
+    await click_and_wait(page, page.locator(slot(1)))
+    engine.apply(0, bp.Move(0, 1))
+    cashes = 0
+    shot = False
+    for _ in range(60):
+        if cashes >= 2:
+            break
+        legal = engine.legal_actions(0)
+        cash = next((a for a in legal if isinstance(a, bp.Cash)), None)
+        if cash is None:
+            piles = engine.state.piles
+            target = min(range(len(piles)), key=lambda i: (len(piles[i]) > 0, len(piles[i])))
+            await place(page, engine, target)
+            continue
+        clicks = [page.locator(top(p)) for p in cash.piles]
+        if cash.stock:
+            clicks.append(page.locator("#stock"))
+        for locator in clicks[:-1]:
+            await locator.click()
+            assert await locator.get_attribute("aria-pressed") == "true"
+        if not shot and len(clicks) >= 2:
+            assert await page.locator(".card.selected").count() == len(clicks) - 1
+            await screenshot(page, "blackjack-piles")
+            shot = True
+        await click_and_wait(page, clicks[-1])
+        engine.apply(0, cash)
+        cashes += 1
+        assert await stats(page, "hands") == [engine.state.hands]
+    assert cashes == 2
+    view = engine.view(0)
+    assert await stats(page, "hands", "left", "score") == [view.hands, view.left, view.score]
+    await click_and_wait(page, page.locator("#resign"))
+    engine.apply(0, bp.Resign())
+    final = engine.view(0)
+    assert final.over and final.score > 0
+    assert await page.locator("#final-score").text_content() == str(final.score)
+    assert await page.locator("#stat-score").text_content() == str(final.score)
+    assert await page.locator("table.results tbody tr").count() == 1
+    await page.get_by_role("button", name="Back to lobby").click()
+
+    # ------------------------------------------------------------ Blue Jacket
+    await start_deal(page, "blue_jacket", BLUE_JACKET_DEAL)
+    seed = ADAPTERS["blue_jacket"].deal_seed(BLUE_JACKET_DEAL)
+    game = bj.BlueJacket.new(bj.Config(), seed)
+    assert await stats(page, "score", "stock") == [game.score, game.stock_count]
+    # Drop a single row card on another: an interchange.
+    swap = next(a for a in game.legal_actions(0) if isinstance(a, bj.Interchange))
+    before = await seq(page)
+    await page.drag_and_drop(f"[data-loc='{swap.a}']", f"[data-loc='{swap.b}']")
+    await page.wait_for_function(f"window.blackdrez.table().seq > {before}")
+    card_a = game.view(0)
+    game.apply(0, swap)
+    assert card_a.score < game.score
+    shown = await page.locator(f"[data-loc='{swap.b}'] .card").get_attribute("data-card")
+    assert shown == game.view(0).rows[int(swap.b[1]) - 1][int(swap.b[3]) - 1][-1]
+    # Click moves: a card, then its destination (the legal targets light up in between).
+    for step in range(3):
+        moves = [a for a in game.legal_actions(0) if isinstance(a, bj.Move)]
+        move = next((m for m in moves if not m.target.startswith("b")), moves[0])
+        await page.locator(f"[data-loc='{move.source}']").click()
+        targets = {m.target for m in moves if m.source == move.source} | {
+            (i.b if i.a == move.source else i.a)
+            for i in game.legal_actions(0)
+            if isinstance(i, bj.Interchange) and move.source in (i.a, i.b)
+        }
+        shown_targets = await page.locator(".bj-pile.target").evaluate_all(
+            "piles => piles.map(p => p.dataset.loc)"
+        )
+        assert set(shown_targets) == targets
+        if step == 0:
+            await screenshot(page, "blue-jacket")
+        await click_and_wait(page, page.locator(f"[data-loc='{move.target}']"))
+        game.apply(0, move)
+        assert await stats(page, "score", "moves") == [game.score, game.view(0).moves]
+    if game.can_deal():
+        await click_and_wait(page, page.locator("#stock"))
+        game.apply(0, bj.Deal())
+        assert await stats(page, "stock") == [game.stock_count]
+    await click_and_wait(page, page.locator("#resign"))
+    game.apply(0, bj.Resign())
+    assert await page.locator("#final-score").text_content() == str(game.score)
+    await page.locator(".fairness summary").click()
+    await page.locator(".verdict.ok").wait_for()
+    await page.get_by_role("button", name="Back to lobby").click()
+
+    # ------------------------------------------------------------ a random deal scores
+    await page.locator("button[data-start=blackjack_piles]").click()
+    await page.locator("#stat-score").wait_for()
+    await click_and_wait(page, page.locator("#resign"))
+    score = await page.locator("#final-score").text_content()
+    await page.get_by_role("button", name="Back to lobby").click()
+    board = page.locator("[data-board=blackjack_piles] .leaderboard")
+    await board.wait_for()
+    assert "Sol" in (await board.text_content() or "")
+    assert score in (await board.text_content() or "")
