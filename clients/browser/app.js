@@ -128,6 +128,11 @@ store.addEventListener("event", ({ detail: { table, event } }) => {
   if (current && current.id === table && event.type === "timed_out") {
     toast(describeEvent(store.get(table), event));
   }
+  if (event.type === "table_closed") {
+    toast(describeEvent(store.get(table), event));
+    store.forget(table);
+    if (current && current.id === table) ctx.lobby();
+  }
 });
 
 document.getElementById("rename").addEventListener("submit", (e) => {

@@ -9,6 +9,8 @@ import { playAgain } from "./piles.js";
 
 const ROW_BUILDS = ["2 · 5 · 8 · J", "3 · 6 · 9 · Q", "4 · 7 · 10 · K"];
 const selections = new Map(); // table id -> { seq, source }
+const AUTO_ACES_KEY = "blackdrez.autoAces";
+const autoPlayed = new Map(); // table id -> the seq at which an automatic Ace move was sent
 
 export function resetBlueJacket(id) { selections.delete(id); }
 
@@ -44,6 +46,15 @@ export function renderBlueJacket(ctx, table, screen) {
     return;
   }
   const selection = selectionOf(table);
+  const autoAces = localStorage.getItem(AUTO_ACES_KEY) === "1";
+  if (autoAces && !view.over && autoPlayed.get(table.id) !== table.seq) {
+    // Moving a bottom-row Ace to the Aces pile is never worse (RULES.md), so it may be automatic.
+    const ace = legal.find((a) => a.type === "move" && a.target === "aces" && a.source.startsWith("b"));
+    if (ace) {
+      autoPlayed.set(table.id, table.seq);
+      ctx.act(table.id, ace);
+    }
+  }
   const redraw = () => renderBlueJacket(ctx, table, screen);
   const sources = new Set(legal.flatMap((a) => (a.type === "move" ? [a.source] : a.type === "interchange" ? [a.a, a.b] : [])));
   const targets = selection.source ? targetsOf(legal, selection.source) : new Set();
@@ -128,6 +139,10 @@ export function renderBlueJacket(ctx, table, screen) {
       h("div.row-label", h("strong", "Bottom row")),
       h("div.row-piles", view.bottom.map((cards, i) => pile(`b${i + 1}`, cards, `Bottom pile ${i + 1}`, "bottom")))),
     h("div.controls",
+      h("label.check.auto-aces", h("input", {
+        type: "checkbox", id: "auto-aces", checked: autoAces,
+        onchange: (e) => { localStorage.setItem(AUTO_ACES_KEY, e.target.checked ? "1" : "0"); redraw(); },
+      }), " Move bottom-row Aces automatically"),
       !view.over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game?")) play({ type: "resign" }); } }, "Resign") : null,
       h("span.spacer"),
       view.over ? h("button.primary", { dataset: { key: "again" }, onclick: () => playAgain(ctx, table, "blue_jacket") }, "Play again") : null,

@@ -20,6 +20,7 @@ export class Connection extends EventTarget {
     this.delay = MIN_DELAY;
     this.attempts = 0;
     this.welcome = null;
+    this.greeted = false;
     this.clockOffset = 0; // server time minus local time, in seconds
     this.stopped = false;
   }
@@ -59,6 +60,7 @@ export class Connection extends EventTarget {
       if (!greeted) {
         if (message.type === "welcome") {
           greeted = true;
+          this.greeted = true;
           this.delay = MIN_DELAY;
           this.attempts = 0;
           this.welcome = message;
@@ -78,6 +80,7 @@ export class Connection extends EventTarget {
     ws.onclose = () => {
       if (this.ws !== ws) return;
       this.ws = null;
+      this.greeted = false;
       for (const { reject } of this.pending.values()) reject(new Error("connection closed"));
       this.pending.clear();
       if (!this.stopped) this.retry();
@@ -98,7 +101,7 @@ export class Connection extends EventTarget {
     if (this.ws) this.ws.close(1000, "bye");
   }
 
-  get connected() { return this.ws !== null && this.ws.readyState === WebSocket.OPEN && this.welcome !== null; }
+  get connected() { return this.greeted && this.ws !== null && this.ws.readyState === WebSocket.OPEN; }
 
   receive(message) {
     const waiter = message.id != null ? this.pending.get(message.id) : undefined;

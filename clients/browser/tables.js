@@ -75,6 +75,7 @@ export class TableStore extends EventTarget {
       table.log.push(event);
       this.dispatchEvent(new CustomEvent("event", { detail: { table: table.id, event } }));
     }
+    if (this.tables.get(table.id) !== table) return; // an event closed the table
     if (table.log.length > LOG_SIZE) table.log.splice(0, table.log.length - LOG_SIZE);
     table.seq = Math.max(table.seq, update.seq);
     table.view = update.view;

@@ -211,3 +211,39 @@ async def test_a_reload_mid_game_restores_the_table(
     )
     assert await seq(other) >= held
     assert (await table_state(other))["seat"] is not None
+
+
+async def test_updates_apply_in_order_and_a_gap_resyncs(new_page) -> None:
+    ann = await new_page("Ann")
+    bob = await new_page("Bob")
+    await seat_up(ann, bob, "Order table")
+    state = await table_state(ann)
+    held = state["seq"]
+    await ann.evaluate(
+        "() => { const ws = window.blackdrez.conn.ws; const send = ws.send.bind(ws);"
+        " window.sent = []; ws.send = (d) => { window.sent.push(JSON.parse(d)); send(d); }; }"
+    )
+    # An update that repeats old events changes nothing.
+    old = {
+        "type": "update",
+        "table": state["id"],
+        "seq": held,
+        "events": [{"seq": held, "event": {"type": "turn", "seat": 0}}],
+        "view": None,
+        "legal": [],
+    }
+    await ann.evaluate("u => window.blackdrez.store.apply(u)", old)
+    assert (await table_state(ann))["view"] == state["view"]
+    assert await ann.evaluate("window.sent") == []
+    # An update after a gap is not applied: the client resyncs and gets the real state back.
+    gap = {**old, "seq": held + 5, "events": [{"seq": held + 5, "event": {"type": "turn"}}]}
+    await ann.evaluate("u => window.blackdrez.store.apply(u)", gap)
+    await ann.wait_for_function(
+        "(() => { const t = window.blackdrez.table(); return !t.resyncing && t.view; })()"
+    )
+    sent = await ann.evaluate("window.sent")
+    assert [(m["type"], m["since"]) for m in sent] == [("resync", held)]
+    after = await table_state(ann)
+    assert after["seq"] == held
+    assert after["view"] == state["view"]
+    assert await ann.locator(".seat.mine .hand .card").count() == 2
