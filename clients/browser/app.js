@@ -45,6 +45,7 @@ const ctx = {
     show();
   },
   async leave(id) {
+    leaving.add(id);
     const reply = await ctx.send({ type: "leave", table: id });
     if (reply) {
       store.forget(id);
@@ -53,6 +54,7 @@ const ctx = {
   },
 };
 
+const leaving = new Set(); // tables this client is leaving: their closing is no news
 let current = JSON.parse(sessionStorage.getItem(CURRENT_KEY) || "null");
 const lobby = new Lobby(ctx);
 
@@ -129,7 +131,7 @@ store.addEventListener("event", ({ detail: { table, event } }) => {
     toast(describeEvent(store.get(table), event));
   }
   if (event.type === "table_closed") {
-    toast(describeEvent(store.get(table), event));
+    if (!leaving.has(table)) toast(describeEvent(store.get(table), event));
     store.forget(table);
     if (current && current.id === table) ctx.lobby();
   }

@@ -161,8 +161,7 @@ function stat(label, value, id) {
 
 /** Leave a finished session and start a new random deal of the same game. */
 export async function playAgain(ctx, table, game) {
-  await ctx.send({ type: "leave", table: table.id });
-  ctx.store.forget(table.id);
+  await ctx.leave(table.id);
   const reply = await ctx.send({ type: "start_solitaire", game });
   if (reply) ctx.open(reply.table.id, "seat");
   else ctx.lobby();

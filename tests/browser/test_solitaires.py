@@ -56,8 +56,16 @@ async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
     engine = bp.BlackjackPiles.new(bp.Config(), seed)
     assert await page.locator("#stock").get_attribute("data-card") == engine.view(0).stock_top
     assert await page.locator(".fairness code").first.get_attribute("title") == engine.commitment
+    # By keyboard: Tab reaches the piles and Enter places the stock's card on an empty one.
+    await page.locator("#stock").focus()
+    await page.keyboard.press("Tab")
+    assert await page.evaluate("document.activeElement.dataset.key") == "pile-0"
+    before = await seq(page)
+    await page.keyboard.press("Enter")
+    await page.wait_for_function(f"window.blackdrez.table().seq > {before}")
+    engine.apply(0, bp.Place(0))
+    assert await page.evaluate("document.activeElement.dataset.key") == "pile-0", "focus stays"
     # Two cards on pile 1 (an empty pile, then stock-then-pile), then a move to empty pile 2.
-    await place(page, engine, 0)
     await place(page, engine, 0)
     await page.locator(top(0)).click()
     assert await page.locator(".pile-column.target").count() == 4, "empty piles are targets"
