@@ -117,7 +117,8 @@ conn.addEventListener("message", ({ detail: message }) => {
 conn.addEventListener("error", ({ detail }) => toast(detail));
 
 store.addEventListener("change", ({ detail: id }) => {
-  if (current && current.id === id) show();
+  if (current && current.id === id && !store.get(id)) ctx.lobby(); // gone: closed or left
+  else if (current && current.id === id) show();
   else if (!current) lobby.tablesChanged();
 });
 

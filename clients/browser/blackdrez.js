@@ -1,7 +1,7 @@
 // The BlackDrez table: seats around the table, hands and values, dealer and turn (with the turn
 // timer), the pot and carry-over, piles, round results, the final ranking, and the controls.
 
-import { h, swap, short } from "./dom.js";
+import { h, swap } from "./dom.js";
 import { pokerCard } from "./cards.js";
 import { fairness } from "./fairness.js";
 

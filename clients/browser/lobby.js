@@ -15,6 +15,7 @@ export class Lobby {
     this.watching = false;
   }
 
+  /** After each hello: the lobby subscription did not survive the old connection. */
   welcomed() {
     this.watching = false;
     if (this.root) this.watch();
@@ -235,5 +236,3 @@ export class Lobby {
 function field(label, input) {
   return h("label.field", h("span", label), input);
 }
-
-export { GAME_NAMES };

@@ -18,20 +18,17 @@ export class Connection extends EventTarget {
     this.nextId = 1;
     this.pending = new Map();
     this.delay = MIN_DELAY;
-    this.attempts = 0;
     this.welcome = null;
     this.greeted = false;
     this.clockOffset = 0; // server time minus local time, in seconds
-    this.stopped = false;
   }
 
   get token() { return localStorage.getItem(TOKEN_KEY); }
   get name() { return localStorage.getItem(NAME_KEY) || ""; }
   set name(value) { localStorage.setItem(NAME_KEY, value); }
 
-  /** Open the connection (and keep it open until stop()). */
+  /** Open the connection, and keep it open: a dropped one is opened again. */
   start() {
-    this.stopped = false;
     this.open();
   }
 
@@ -62,7 +59,6 @@ export class Connection extends EventTarget {
           greeted = true;
           this.greeted = true;
           this.delay = MIN_DELAY;
-          this.attempts = 0;
           this.welcome = message;
           localStorage.setItem(TOKEN_KEY, message.token);
           this.name = message.name;
@@ -83,22 +79,15 @@ export class Connection extends EventTarget {
       this.greeted = false;
       for (const { reject } of this.pending.values()) reject(new Error("connection closed"));
       this.pending.clear();
-      if (!this.stopped) this.retry();
+      this.retry();
     };
   }
 
   retry() {
     const wait = Math.min(this.delay, MAX_DELAY);
     this.delay = Math.min(this.delay * 2, MAX_DELAY);
-    this.attempts += 1;
     this.emit("status", { state: "waiting", wait });
-    setTimeout(() => { if (!this.stopped && !this.ws) this.open(); }, wait);
-  }
-
-  /** Close for good (tests and page unload do not need it; it is here for completeness). */
-  stop() {
-    this.stopped = true;
-    if (this.ws) this.ws.close(1000, "bye");
+    setTimeout(() => { if (!this.ws) this.open(); }, wait);
   }
 
   get connected() { return this.greeted && this.ws !== null && this.ws.readyState === WebSocket.OPEN; }

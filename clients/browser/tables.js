@@ -84,7 +84,7 @@ export class TableStore extends EventTarget {
     table.resyncing = false;
     if (update.info) {
       table.info = update.info;
-      table.seat = seatOf(update.info, this.connection.welcome?.player, table.seat);
+      table.seat = seatOf(update.info, this.connection.welcome?.player);
     }
     this.remember(table);
     this.changed(table.id);
@@ -116,8 +116,8 @@ export class TableStore extends EventTarget {
 }
 
 /** The seat ``player`` holds in ``info`` (null for a spectator or with no info). */
-export function seatOf(info, player, fallback = null) {
-  if (!info || !player) return fallback;
+export function seatOf(info, player) {
+  if (!info || !player) return null;
   const index = info.seats.findIndex((s) => s && s.player === player);
   return index >= 0 ? index : null;
 }
