@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.stores.base import Store, StoreUnavailable
+from server.stores.base import LeaseLost, Store, StoreUnavailable
 from server.stores.memory import MemoryStore
 
 
@@ -15,4 +15,4 @@ def open_store(redis_url: str | None, node_id: str) -> Store:
     return MemoryStore(node_id)
 
 
-__all__ = ["MemoryStore", "Store", "StoreUnavailable", "open_store"]
+__all__ = ["LeaseLost", "MemoryStore", "Store", "StoreUnavailable", "open_store"]

@@ -40,6 +40,10 @@ class StoreUnavailable(Exception):
     """The store cannot be reached now; nothing was changed."""
 
 
+class LeaseLost(Exception):
+    """Another node now hosts the table: this node must stop hosting it. Nothing was written."""
+
+
 class Store(abc.ABC):
     """Shared state for one or many server nodes (see the module docstring)."""
 
@@ -110,6 +114,40 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def top_scores(self, game: str, limit: int) -> list[tuple[str, str, int]]:
         """Return up to ``limit`` ``(player, name, score)``, best first (ties: earlier first)."""
+
+    # ------------------------------------------------------------------ hosting
+    # A table is hosted by the node holding its lease (a key with a TTL that the host renews).
+    # Its log holds every command that changed it, in order: enough to rebuild it elsewhere.
+
+    @abc.abstractmethod
+    async def acquire_lease(self, table_id: str, ttl: float) -> bool:
+        """Take the table's lease if nobody holds it; mark the table hosted. True if taken."""
+
+    @abc.abstractmethod
+    async def renew_leases(self, table_ids: list[str], ttl: float) -> set[str]:
+        """Extend this node's leases (re-taking any that lapsed); return the ids another node
+        holds now."""
+
+    @abc.abstractmethod
+    async def release_lease(self, table_id: str) -> None:
+        """Give the lease up (if this node holds it) so another node adopts the table."""
+
+    @abc.abstractmethod
+    async def orphaned_tables(self) -> list[str]:
+        """Tables still hosted (not retired) whose lease nobody holds."""
+
+    @abc.abstractmethod
+    async def append_log(self, table_id: str, entry: bytes) -> None:
+        """Append a command to the table's log, only while this node holds its lease (else
+        :class:`LeaseLost`, nothing written)."""
+
+    @abc.abstractmethod
+    async def read_log(self, table_id: str) -> list[bytes]:
+        """The table's whole log, oldest first."""
+
+    @abc.abstractmethod
+    async def retire_table(self, table_id: str, keep_log: float) -> None:
+        """The table is closed: no longer hosted, its lease gone, its log kept ``keep_log`` s."""
 
     # ------------------------------------------------------------------ bus
     @abc.abstractmethod

@@ -7,7 +7,7 @@ import itertools
 import time
 from collections import defaultdict
 
-from server.stores.base import Handler, Store
+from server.stores.base import Handler, LeaseLost, Store
 
 
 class MemoryStore(Store):
@@ -24,6 +24,9 @@ class MemoryStore(Store):
         self._scores: dict[str, dict[str, tuple[int, int, str]]] = defaultdict(dict)
         self._order = itertools.count()
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
+        self._leases: dict[str, tuple[str, float]] = {}
+        self._hosted: set[str] = set()
+        self._logs: dict[str, list[bytes]] = defaultdict(list)
 
     async def shared_secret(self, proposed: bytes) -> bytes:
         if self._secret is None:
@@ -69,6 +72,49 @@ class MemoryStore(Store):
         board = self._scores.get(game, {})
         ranked = sorted(board.items(), key=lambda item: (-item[1][0], item[1][1]))
         return [(player, name, score) for player, (score, _, name) in ranked[:limit]]
+
+    def _holder(self, table_id: str) -> str | None:
+        lease = self._leases.get(table_id)
+        if lease is None or lease[1] <= time.monotonic():
+            return None
+        return lease[0]
+
+    async def acquire_lease(self, table_id: str, ttl: float) -> bool:
+        if self._holder(table_id) is not None:
+            return False
+        self._leases[table_id] = (self.node_id, time.monotonic() + ttl)
+        self._hosted.add(table_id)
+        return True
+
+    async def renew_leases(self, table_ids: list[str], ttl: float) -> set[str]:
+        lost = set()
+        for table_id in table_ids:
+            holder = self._holder(table_id)
+            if holder in (None, self.node_id):
+                self._leases[table_id] = (self.node_id, time.monotonic() + ttl)
+            else:
+                lost.add(table_id)
+        return lost
+
+    async def release_lease(self, table_id: str) -> None:
+        if self._holder(table_id) == self.node_id:
+            del self._leases[table_id]
+
+    async def orphaned_tables(self) -> list[str]:
+        return sorted(t for t in self._hosted if self._holder(t) is None)
+
+    async def append_log(self, table_id: str, entry: bytes) -> None:
+        if self._holder(table_id) != self.node_id:
+            raise LeaseLost(table_id)
+        self._logs[table_id].append(entry)
+
+    async def read_log(self, table_id: str) -> list[bytes]:
+        return list(self._logs.get(table_id, ()))
+
+    async def retire_table(self, table_id: str, keep_log: float) -> None:
+        self._hosted.discard(table_id)
+        self._leases.pop(table_id, None)
+        self._logs.pop(table_id, None)  # one process: nobody else will read it
 
     async def publish(self, channel: str, data: bytes) -> None:
         loop = asyncio.get_running_loop()

@@ -14,6 +14,9 @@ so a multi-key write about one of them stays in one slot)::
     bd:lb:{GAME}:entries        hash    player -> their member in bd:lb:{GAME}
     bd:lb:{GAME}:names          hash    player -> display name sent with the best score
     bd:lb:{GAME}:seq            string  counter of improved scores (the tie-breaker)
+    bd:t:{TABLE}:lease          string  the hosting node's id, with a TTL its host renews
+    bd:t:{TABLE}:log            stream  every command that changed the table (field "e")
+    bd:hosted                   set     ids of tables not yet retired (orphans: no lease)
 
 Writes that touch several keys run in one MULTI/EXEC transaction or one Lua script, so a lost
 connection changes all or nothing. (``bd:lobby:tables`` lives in another slot than a table's
@@ -47,7 +50,7 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from server.stores.base import Handler, Store, StoreUnavailable
+from server.stores.base import Handler, LeaseLost, Store, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +72,47 @@ KEEPALIVE = 5.0
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 2.0
 
+HOSTED_KEY = "bd:hosted"
 SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
 NODES_KEY = "bd:nodes"
+
+
+def lease_key(table_id: str) -> str:
+    """The key whose value names the node hosting a table."""
+    return f"bd:t:{{{table_id}}}:lease"
+
+
+def log_key(table_id: str) -> str:
+    """The stream of a table's commands."""
+    return f"bd:t:{{{table_id}}}:log"
+
+
+RENEW_SCRIPT = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+elseif not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+APPEND_SCRIPT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('XADD', KEYS[2], '*', 'e', ARGV[2])
+end
+return false
+"""
+
+RELEASE_SCRIPT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
 
 
 def table_key(table_id: str) -> str:
@@ -157,6 +198,9 @@ class RedisStore(Store):
         self._live_nodes = self._redis.register_script(LIVE_NODES_SCRIPT)
         self._submit_score = self._redis.register_script(SUBMIT_SCORE_SCRIPT)
         self._top_scores = self._redis.register_script(TOP_SCORES_SCRIPT)
+        self._renew = self._redis.register_script(RENEW_SCRIPT)
+        self._append = self._redis.register_script(APPEND_SCRIPT)
+        self._release = self._redis.register_script(RELEASE_SCRIPT)
         self._pubsub: PubSub = self._redis.pubsub()
         self._handlers: dict[str, list[Handler]] = {}
         self._confirmations: dict[str, asyncio.Future[None]] = {}
@@ -235,6 +279,66 @@ class RedisStore(Store):
             if vanished:
                 await self._redis.srem(LOBBY_KEY, *vanished)
         return [record for record in records if record is not None]
+
+    # ------------------------------------------------------------------ hosting
+    async def acquire_lease(self, table_id: str, ttl: float) -> bool:
+        with reaching_redis():
+            taken = await self._redis.set(
+                lease_key(table_id), self.node_id, nx=True, px=int(ttl * 1000)
+            )
+            if taken:
+                await self._redis.sadd(HOSTED_KEY, table_id)
+        return bool(taken)
+
+    async def renew_leases(self, table_ids: list[str], ttl: float) -> set[str]:
+        if not table_ids:
+            return set()
+        with reaching_redis():
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for table_id in table_ids:
+                    await self._renew(
+                        keys=[lease_key(table_id)],
+                        args=[self.node_id, int(ttl * 1000)],
+                        client=pipe,
+                    )
+                held = await pipe.execute()
+        return {t for t, ok in zip(table_ids, held, strict=True) if not ok}
+
+    async def release_lease(self, table_id: str) -> None:
+        with reaching_redis():
+            await self._release(keys=[lease_key(table_id)], args=[self.node_id])
+
+    async def orphaned_tables(self) -> list[str]:
+        with reaching_redis():
+            hosted = sorted(raw.decode() for raw in await self._redis.smembers(HOSTED_KEY))
+            if not hosted:
+                return []
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for table_id in hosted:
+                    pipe.exists(lease_key(table_id))
+                leased = await pipe.execute()
+        return [t for t, held in zip(hosted, leased, strict=True) if not held]
+
+    async def append_log(self, table_id: str, entry: bytes) -> None:
+        with reaching_redis():
+            written = await self._append(
+                keys=[lease_key(table_id), log_key(table_id)], args=[self.node_id, entry]
+            )
+        if not written:
+            raise LeaseLost(table_id)
+
+    async def read_log(self, table_id: str) -> list[bytes]:
+        with reaching_redis():
+            entries = await self._redis.xrange(log_key(table_id))
+        return [fields[b"e"] for _, fields in entries]
+
+    async def retire_table(self, table_id: str, keep_log: float) -> None:
+        with reaching_redis():
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.srem(HOSTED_KEY, table_id)
+                pipe.delete(lease_key(table_id))
+                pipe.expire(log_key(table_id), max(1, int(keep_log)))
+                await pipe.execute()
 
     # ------------------------------------------------------------------ players
     async def add_player_table(self, player: str, table_id: str) -> None:
