@@ -33,35 +33,39 @@ import msgspec
 from protocol import v1
 from protocol.codec import encode
 from protocol.errors import ErrorCode
-from server.adapters import ADAPTERS
 from server.connection import Client, Watch
 from server.games.shuffle import new_seed
+from server.hosting import (
+    NEEDS_SEED,
+    Answer,
+    Begin,
+    Create,
+    Entry,
+    Presence,
+    Resume,
+    Tick,
+    encode_entry,
+    execute,
+    joined,
+    new_room,
+    replay,
+)
 from server.metrics import Metrics
 from server.room import Broadcast, Room, RoomError
-from server.stores import Store, StoreUnavailable
+from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, node_channel, table_channel
 
 log = logging.getLogger("blackdrez.node")
 
-REMOTE_TIMEOUT = 5.0
+REMOTE_TIMEOUT = 3.0
 SOLITAIRE_GRACE = 3600.0
 RECENT_UPDATES = 64
-
-
-class Presence(msgspec.Struct, tag="presence", tag_field="type"):
-    """Internal: a player's connection to a table dropped or came back."""
-
-    table: str
-    connected: bool
-
-
-class Answer(msgspec.Struct):
-    """What a request produced for its requester."""
-
-    replies: list[Any] = []
-    watch: tuple[str, int | None, int] | None = None
-    """``(table, seat, seq)``: the requester now watches ``table`` up to event ``seq``."""
-    unwatch: str | None = None
+LEASE_TTL = 3.0
+"""Seconds a table's lease lasts unless its host renews it (three times per TTL)."""
+ORPHAN_SCAN = 0.5
+"""Seconds between looks for tables whose host died or handed them over."""
+KEEP_LOG = 3600.0
+"""Seconds a closed table's log stays in the store (for audits and replays)."""
 
 
 class _Forward(msgspec.Struct, tag="req", tag_field="k"):
@@ -82,8 +86,6 @@ class _Reply(msgspec.Struct, tag="rep", tag_field="k"):
 _bus_encoder = msgspec.msgpack.Encoder()
 _bus_decoder = msgspec.msgpack.Decoder(_Forward | _Reply)
 _broadcast_decoder = msgspec.msgpack.Decoder(Broadcast)
-_message_decoder = msgspec.msgpack.Decoder(v1.ClientMessage | Presence)
-_answer_decoder = msgspec.msgpack.Decoder(Answer)
 
 
 def _no_bots(table: str, strategy: str, invite: str | None) -> None:
@@ -104,13 +106,19 @@ class Node:
         *,
         seed_source: Callable[[], str] = new_seed,
         clock: Callable[[], float] = time.time,
+        lease_ttl: float = LEASE_TTL,
     ) -> None:
         self.store = store
         self.id = store.node_id
         self.metrics = metrics
         self.seed_source = seed_source
         self.clock = clock
+        self.lease_ttl = lease_ttl
+        self.stopping = False
         self.rooms: dict[str, Room] = {}
+        self._logs: dict[str, list[bytes]] = {}
+        """Per hosted room, its log as written: what a failed write is undone from."""
+        self._locks: dict[str, asyncio.Lock] = {}
         self.watchers: dict[str, dict[Client, Watch]] = {}
         self.lobby_watchers: set[Client] = set()
         self.clients: dict[str, Client] = {}
@@ -130,18 +138,31 @@ class Node:
         await self.store.subscribe(node_channel(self.id), self._on_node_message)
         await self.store.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._drain_outbox()), loop.create_task(self._heartbeat())]
+        self._tasks = [
+            loop.create_task(self._drain_outbox()),
+            loop.create_task(self._heartbeat()),
+            loop.create_task(self._keep_leases()),
+            loop.create_task(self._adopt_orphans()),
+        ]
 
     async def stop(self, reason: str = "server shutting down") -> None:
-        """Close every hosted room and stop the background work."""
-        for room in list(self.rooms.values()):
-            room.close(reason)
-            self._after(room)
-        await self._settled()
-        for task in self._tasks:
+        """Stop hosting: hand every room over to the other nodes when the store is shared
+        (they adopt it from its log at once), else close it. Then stop the background work."""
+        self.stopping = True
+        drain, *others = self._tasks
+        for task in others:
             task.cancel()
         for handle in self._timers.values():
             handle.cancel()
+        for room in list(self.rooms.values()):
+            if self.store.shared:
+                await self._handover(room)
+            else:
+                async with self._lock(room.id):
+                    room.close(reason)
+                    self._after(room)
+        await self._settled()
+        drain.cancel()
 
     async def _heartbeat(self) -> None:
         while True:
@@ -165,8 +186,8 @@ class Node:
         self.lobby_watchers.discard(client)
         for table, watch in list(client.tables.items()):
             await self._unwatch(client, table)
-            if self.clients.get(client.player) is not None:
-                continue  # the player is back on a newer connection
+            if self.stopping or self.clients.get(client.player) is not None:
+                continue  # handed over (the new host counts everyone away), or back already
             message: Any = (
                 Presence(table=table, connected=False)
                 if watch.seat is not None
@@ -219,7 +240,7 @@ class Node:
                 if problems:
                     return _error(message, ErrorCode.BAD_MESSAGE, "; ".join(problems))
                 room = await self._new_room("blackdrez", client.player, message.options, None)
-                return self._execute(
+                return await self._execute(
                     room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
                 )
             case v1.QuickJoin():
@@ -227,17 +248,12 @@ class Node:
             case v1.StartSolitaire():
                 options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
                 room = await self._new_room(message.game, client.player, options, message.deal)
-                answer = self._execute(
-                    room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
-                )
-                room.begin(now)
-                self._after(room)
-                snapshot = room.snapshot(0)
-                snapshot.id = message.id
-                assert answer.watch is not None
-                answer.watch = (room.id, 0, room.seq)
-                answer.replies = [answer.replies[0], snapshot]
-                return answer
+                for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
+                    answer = await self._execute(room, client.player, client.name, step)
+                    if any(isinstance(reply, v1.Error) for reply in answer.replies):
+                        return answer  # the store failed: the error says why
+                room = self.rooms.get(room.id, room)
+                return joined(room, client.player, message.id, 0)
             case v1.GetLeaderboard():
                 await self._settled()  # read your own writes: scores of games just finished
                 limit = message.limit
@@ -276,7 +292,7 @@ class Node:
                 if not any(isinstance(reply, v1.Error) for reply in answer.replies):
                     return answer
         room = await self._new_room("blackdrez", client.player, v1.TableOptions(), None)
-        return self._execute(
+        return await self._execute(
             room,
             client.player,
             client.name,
@@ -296,7 +312,7 @@ class Node:
         """Execute a table request here if this node hosts the table, else forward it."""
         room = self.rooms.get(table)
         if room is not None:
-            return self._execute(room, player, name, message, bot=bot)
+            return await self._execute(room, player, name, message, bot=bot)
         found = await self.store.get_table(table)
         if found is None or found[0] == self.id:
             return _error(message, ErrorCode.NOT_FOUND, f"no table {table!r}")
@@ -347,118 +363,198 @@ class Node:
         if room is None:
             answer = _error(message, ErrorCode.NOT_FOUND, f"no table {request.table!r}")
         else:
-            answer = self._execute(room, request.player, request.name, message, bot=request.bot)
+            answer = await self._execute(
+                room, request.player, request.name, message, bot=request.bot
+            )
         reply = _Reply(rid=request.rid, answer=answer)
         with contextlib.suppress(StoreUnavailable):
             await self.store.publish(node_channel(request.origin), _bus_encoder.encode(reply))
 
     # ------------------------------------------------------------------ hosting
+    def _lock(self, table: str) -> asyncio.Lock:
+        lock = self._locks.get(table)
+        if lock is None:
+            lock = self._locks[table] = asyncio.Lock()
+        return lock
+
     async def _new_room(
         self, game: str, host: str, options: v1.TableOptions, deal: int | None
     ) -> Room:
-        """Create a room hosted here, registered in the store before anyone is told of it."""
+        """Create a room hosted here: leased, logged and listed before anyone hears of it."""
         table_id = ("t" if game == "blackdrez" else "s") + secrets.token_hex(5)
-        room = Room(
-            table_id,
-            ADAPTERS[game],
-            host,
-            options,
+        create = Create(
+            table=table_id,
+            game=game,
+            host=host,
+            options=options,
             listed=game == "blackdrez" and not options.private,
-            seed_source=self.seed_source,
+            invite=secrets.token_urlsafe(6) if options.private else None,
             deal=deal,
         )
+        room = new_room(create)
+        first = encode_entry(Entry(now=self.clock(), command=create))
+        if not await self.store.acquire_lease(table_id, self.lease_ttl):
+            raise StoreUnavailable("a fresh table id was already leased")
+        await self.store.append_log(table_id, first)
         await self.store.put_table(
             table_id, self.id, msgspec.msgpack.encode(room.info()), room.listed
         )
-        self.rooms[table_id] = room
-        self.metrics.tables.labels(game).inc()
+        self._host(room, [first])
         return room
 
-    def _execute(
+    def _host(self, room: Room, log_entries: list[bytes]) -> None:
+        self.rooms[room.id] = room
+        self._logs[room.id] = log_entries
+        self.metrics.tables.labels(room.adapter.name).inc()
+
+    def _unhost(self, table: str) -> Room | None:
+        room = self.rooms.pop(table, None)
+        self._logs.pop(table, None)
+        handle = self._timers.pop(table, None)
+        if handle is not None:
+            handle.cancel()
+        if room is not None:
+            self.metrics.tables.labels(room.adapter.name).dec()
+        return room
+
+    async def _execute(
         self, room: Room, player: str, name: str, message: Any, *, bot: bool = False
     ) -> Answer:
-        """Run one request against a hosted room (synchronously) and publish what changed."""
-        now = self.clock()
-        started = time.perf_counter()
+        """Run one command on a hosted room, log it, then let everyone see its effects.
+
+        The command runs synchronously; its log entry is written before any update, reply or
+        lobby change goes out. If the write fails the room is rebuilt from its log as it was
+        (nothing half-applied) and the requester gets ``unavailable``.
+        """
+        async with self._lock(room.id):
+            current = self.rooms.get(room.id)
+            if current is None:
+                return _error(message, ErrorCode.UNAVAILABLE, "the table moved: try again")
+            room = current  # it may have been rebuilt while this request waited
+            started = time.perf_counter()
+            if isinstance(message, v1.AddBots):
+                return self._add_bots(room, player, message)
+            entry = Entry(
+                now=self.clock(),
+                command=message,
+                player=player,
+                name=name,
+                bot=bot,
+                seed=self.seed_source() if isinstance(message, NEEDS_SEED) else None,
+            )
+            try:
+                answer = execute(room, entry)
+            except RoomError as error:
+                return _error(message, error.code, error.message)
+            entry.seq = room.seq
+            failure = await self._log(room, entry)
+            if failure is not None:
+                return _error(message, ErrorCode.UNAVAILABLE, failure)
+            self._after(room)
+            if isinstance(message, v1.Act):
+                self.metrics.action_latency.observe(time.perf_counter() - started)
+            return answer
+
+    def _add_bots(self, room: Room, player: str, message: v1.AddBots) -> Answer:
         try:
-            answer = self._command(room, player, name, message, now, bot)
+            count = room.bot_seats(player, message.count)
         except RoomError as error:
-            answer = _error(message, error.code, error.message)
-        self._after(room)
-        if isinstance(message, v1.Act):
-            self.metrics.action_latency.observe(time.perf_counter() - started)
-        return answer
+            return _error(message, error.code, error.message)
+        for _ in range(count):
+            self.spawn_bot(room.id, message.strategy, room.invite)
+        return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
 
-    def _command(
-        self, room: Room, player: str, name: str, message: Any, now: float, bot: bool
-    ) -> Answer:
-        request_id = getattr(message, "id", None)
-        match message:
-            case v1.JoinTable():
-                seat = room.join(
-                    player, name, now, seat=message.seat, invite=message.invite, bot=bot
-                )
-                return self._joined(room, player, request_id, seat)
-            case v1.Spectate():
-                room.spectate(player, message.invite)
-                return self._joined(room, player, request_id, room.seat_of(player))
-            case v1.LeaveTable():
-                room.leave(player, now)
-                return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)], unwatch=room.id)
-            case v1.SetReady():
-                room.set_ready(player, message.ready)
-            case v1.StartGame():
-                room.start(player, now)
-            case v1.AddBots():
-                count = room.bot_seats(player, message.count)
-                for _ in range(count):
-                    self.spawn_bot(room.id, message.strategy, room.invite)
-            case v1.Act():
-                room.act(player, message.action, now)
-            case v1.Resync():
-                seat = room.seat_of(player)
-                if seat is None and player not in room.spectators:
-                    raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
-                room.presence(player, True, now)
-                return self._resync(room, request_id, seat, message.since)
-            case Presence():
-                if message.connected:
-                    room.presence(player, True, now)
-                elif room.seat_of(player) is not None:
-                    room.presence(player, False, now)
-                return Answer()
-            case _:
-                raise RoomError(ErrorCode.UNKNOWN_TYPE, "not a table request")
-        return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)])
+    async def _log(self, room: Room, entry: Entry) -> str | None:
+        """Append ``entry`` to the room's log; on failure undo it and say why."""
+        data = encode_entry(entry)
+        try:
+            await self.store.append_log(room.id, data)
+        except StoreUnavailable:
+            self._restore(room.id)
+            return "the store cannot be reached: nothing was changed, try again"
+        except LeaseLost:
+            self._lose(room.id)
+            return "the table moved to another node: try again"
+        self._logs[room.id].append(data)
+        return None
 
-    def _joined(self, room: Room, player: str, request_id: int | None, seat: int | None) -> Answer:
-        invite = room.invite if player == room.host else None
-        snapshot = room.snapshot(seat)
-        return Answer(
-            replies=[
-                v1.Joined(id=request_id, table=snapshot.info, seat=seat, invite=invite),
-                snapshot,
-            ],
-            watch=(room.id, seat, room.seq),
-        )
+    def _restore(self, table: str) -> None:
+        """Undo an unlogged command: rebuild the room from the log written so far."""
+        entries = self._logs[table]
+        self._unhost(table)
+        self._host(replay(entries), entries)
+        room = self.rooms[table]
+        self._arm(room)
 
-    def _resync(self, room: Room, request_id: int | None, seat: int | None, since: int) -> Answer:
-        events = room.events_since(since, seat)
-        if events is None:
-            snapshot = room.snapshot(seat)
-            snapshot.id = request_id
-            return Answer(replies=[snapshot], watch=(room.id, seat, room.seq))
-        update = v1.Update(
-            id=request_id,
-            table=room.id,
-            seq=room.seq,
-            events=events,
-            view=room.engine.view(seat) if room.engine is not None else None,
-            legal=room.legal(seat),
-            deadline=room.turn_deadline,
-            info=room.info(),
-        )
-        return Answer(replies=[update], watch=(room.id, seat, room.seq))
+    def _lose(self, table: str) -> None:
+        """Another node hosts the table now: stop hosting, follow it like any remote table."""
+        if self._unhost(table) is None:
+            return
+        log.warning("lease of %s lost: another node hosts it now", table)
+        if self.watchers.get(table):
+            asyncio.get_running_loop().create_task(self._follow(table))
+
+    async def _handover(self, room: Room) -> None:
+        """Give a room up to the other nodes (graceful shutdown with a shared store)."""
+        async with self._lock(room.id):
+            self._unhost(room.id)
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.release_lease(room.id)
+
+    async def _keep_leases(self) -> None:
+        """Renew this node's leases; drop the rooms another node has taken."""
+        while True:
+            await asyncio.sleep(self.lease_ttl / 3)
+            try:
+                lost = await self.store.renew_leases(sorted(self.rooms), self.lease_ttl)
+            except StoreUnavailable:
+                continue
+            for table in lost:
+                self._lose(table)
+
+    async def _adopt_orphans(self) -> None:
+        """Adopt tables whose host died or handed them over: rebuild them from their logs."""
+        while True:
+            await asyncio.sleep(ORPHAN_SCAN)
+            try:
+                orphans = await self.store.orphaned_tables()
+                for table in orphans:
+                    if table not in self.rooms and await self.store.acquire_lease(
+                        table, self.lease_ttl
+                    ):
+                        await self._adopt(table)
+            except StoreUnavailable:
+                continue
+            except Exception:
+                log.exception("adopting orphaned tables failed")
+
+    async def _adopt(self, table: str) -> None:
+        entries = await self.store.read_log(table)
+        if not entries:
+            await self.store.retire_table(table, KEEP_LOG)
+            return
+        room = replay(entries)
+        if room.status == "closed":
+            await self.store.retire_table(table, KEEP_LOG)
+            return
+        async with self._lock(table):
+            self._host(room, entries)
+            resume = Entry(now=self.clock(), command=Resume(), seq=room.seq)
+            execute(room, resume)
+            if await self._log(room, resume) is not None:
+                return
+            await self.store.put_table(
+                table, self.id, msgspec.msgpack.encode(room.info()), room.listed
+            )
+            if table in self._remote_tables:
+                del self._remote_tables[table]  # local now: fan out directly
+                with contextlib.suppress(StoreUnavailable):
+                    await self.store.unsubscribe(table_channel(table), self._on_table_message)
+            log.info("adopted table %s at event %d", table, room.seq)
+            self._after(room)
+        for client, watch in list(self.watchers.get(table, {}).items()):
+            if watch.seat is not None:  # still connected here: not away after all
+                await self._execute(room, client.player, client.name, Presence(table, True))
 
     def _after(self, room: Room) -> None:
         """After a room changed: fan its update out here, queue the rest, re-arm its timer."""
@@ -481,10 +577,29 @@ class Node:
 
     def _on_timer(self, room: Room) -> None:
         self._timers.pop(room.id, None)
-        if self.rooms.get(room.id) is not room:
-            return
-        room.tick(self.clock())
-        self._after(room)
+        if self.rooms.get(room.id) is room:
+            asyncio.get_running_loop().create_task(self._tick(room))
+
+    async def _tick(self, room: Room) -> None:
+        """Run a due timer as a logged command (only if it changed anything)."""
+        async with self._lock(room.id):
+            if self.rooms.get(room.id) is not room:
+                return
+            before = room.fingerprint()
+            entry = Entry(now=self.clock(), command=Tick())
+            execute(room, entry)
+            if room.fingerprint() == before:
+                self._arm(room)
+                return
+            entry.seq = room.seq
+            if await self._log(room, entry) is not None:
+                retry = self.rooms.get(room.id)
+                if retry is not None:  # undone: try again shortly
+                    self._timers[room.id] = asyncio.get_running_loop().call_later(
+                        0.5, self._on_timer, retry
+                    )
+                return
+            self._after(room)
 
     async def _settled(self, timeout: float = 2.0) -> None:
         """Wait until what this node queued for the store has been written."""
@@ -516,9 +631,10 @@ class Node:
         if broadcast is not None and store.shared:
             await store.publish(table_channel(room.id), _bus_encoder.encode(broadcast))
         if outcome.closed or room.status == "closed":
-            if self.rooms.pop(room.id, None) is not None:
-                self.metrics.tables.labels(room.adapter.name).dec()
+            self._unhost(room.id)
+            self._locks.pop(room.id, None)
             await store.remove_table(room.id)
+            await store.retire_table(room.id, KEEP_LOG)
             if room.listed:
                 await store.publish(
                     LOBBY_CHANNEL, _bus_encoder.encode(v1.LobbyUpdate(removed=[room.id]))
@@ -571,6 +687,26 @@ class Node:
         if recent is not None:
             recent.append(broadcast)
             self._fan_out(broadcast)
+            self._correct_presence(broadcast)
+
+    def _correct_presence(self, broadcast: Broadcast) -> None:
+        """A table's new host counts every player away until told otherwise: tell it about
+        the players still connected here."""
+        away = {
+            numbered.event.get("seat")
+            for numbered in broadcast.events
+            if isinstance(numbered.event, dict)
+            and numbered.event.get("type") == "presence"
+            and not numbered.event.get("connected")
+        }
+        if not away:
+            return
+        for client, watch in list(self.watchers.get(broadcast.table, {}).items()):
+            if watch.seat in away and not client.closing:
+                message = Presence(table=broadcast.table, connected=True)
+                asyncio.get_running_loop().create_task(
+                    self.route(client.player, client.name, broadcast.table, message)
+                )
 
     def _fan_out(self, broadcast: Broadcast) -> None:
         """Send one update to every local watcher of its table, encoded once per class."""

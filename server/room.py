@@ -27,8 +27,6 @@ differs from the spectator's is it kept apart, so the common case is encoded onc
 from __future__ import annotations
 
 import collections
-import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +132,7 @@ class Room:
         options: v1.TableOptions,
         *,
         listed: bool,
-        seed_source: Callable[[], str],
+        invite: str | None = None,
         deal: int | None = None,
     ) -> None:
         self.id = table_id
@@ -142,8 +140,7 @@ class Room:
         self.host = host
         self.options = options
         self.listed = listed
-        self.invite = secrets.token_urlsafe(6) if options.private else None
-        self.seed_source = seed_source
+        self.invite = invite if options.private else None
         self.deal = deal
         self.seats: list[Seat | None] = [None] * adapter.seat_count(options)
         self.spectators: set[str] = set()
@@ -288,9 +285,15 @@ class Room:
                 self._info_dirty = True
                 return
             raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
+        self._abandon(seat, now, "left")
+        self._settle(now)
+
+    def _abandon(self, seat: int, now: float, reason: str) -> None:
+        """A player leaves (or stayed away past the grace period): free the seat now, or
+        after the round they are playing (a solitaire is resigned at once)."""
+        occupant = self.seats[seat]
+        assert occupant is not None
         if self._in_round(seat):
-            occupant = self.seats[seat]
-            assert occupant is not None
             occupant.leaving = True
             quit_now = self.adapter.leave_action(self.engine)
             if quit_now is not None:
@@ -298,8 +301,8 @@ class Room:
             self._settle(now)
             if self._in_round(seat):
                 return
-        self._free(seat, "left")
-        self._settle(now)
+        if self.seats[seat] is occupant:
+            self._free(seat, reason)
 
     def bot_seats(self, player: str, wanted: int) -> int:
         """Host only: how many of ``wanted`` bots can sit down now (at least one)."""
@@ -320,8 +323,8 @@ class Room:
             occupant.ready = ready
             self._event(v1.ReadyChanged(seat=seat, ready=ready))
 
-    def start(self, player: str, now: float) -> None:
-        """Host only: start a game with the ready players."""
+    def start(self, player: str, now: float, seed: str) -> None:
+        """Host only: start a game with the ready players, shuffled from ``seed``."""
         if player != self.host:
             raise RoomError(ErrorCode.NOT_HOST, "only the host can start the game")
         if self.status not in ("open", "finished"):
@@ -332,11 +335,14 @@ class Room:
                 ErrorCode.NOT_ENOUGH_PLAYERS,
                 f"{self.adapter.min_players} ready players are needed, {len(players)} are ready",
             )
-        self.begin(now)
+        self.begin(now, seed)
 
-    def begin(self, now: float) -> None:
-        """Start a new game now (solitaire sessions start at once; tables via :meth:`start`)."""
-        seed = self.adapter.deal_seed(self.deal) if self.deal is not None else self.seed_source()
+    def begin(self, now: float, seed: str) -> None:
+        """Start a new game now (solitaire sessions start at once; tables via :meth:`start`).
+
+        A numbered deal ignores ``seed``: its seed is public, so anyone can replay it."""
+        if self.deal is not None:
+            seed = self.adapter.deal_seed(self.deal)
         self.engine = self.adapter.create(self.options, seed)
         self.newcomers.clear()
         self.status = "playing"
@@ -393,11 +399,33 @@ class Room:
                 and occupant.away_since is not None
                 and now >= occupant.away_since + grace
             ):
-                occupant.leaving = True
                 occupant.away_since = None
-                if not self._in_round(index):
-                    self._free(index, "timeout")
+                self._abandon(index, now, "timeout")
         self._settle(now)
+
+    def resume(self, now: float) -> None:
+        """After the room moved to another node: the player on turn gets a full turn again
+        (nobody could act while no node hosted the table), and every player counts as away
+        until their client resyncs here."""
+        if self.turn_deadline is not None:
+            seconds = self.adapter.turn_seconds(self.options)
+            self.turn_deadline = None if seconds is None else now + seconds
+        if self.next_round_at is not None:
+            self.next_round_at = max(self.next_round_at, now)
+        for occupant in self.seats:
+            if occupant is not None and occupant.connected:
+                self.presence(occupant.player, False, now)  # back when they resync here
+        self._info_dirty = True
+
+    def fingerprint(self) -> tuple[Any, ...]:
+        """What a timer tick can change; equal before and after means the tick did nothing."""
+        return (
+            self.seq,
+            self.status,
+            self.turn_deadline,
+            self.next_round_at,
+            tuple(None if s is None else (s.leaving, s.away_since) for s in self.seats),
+        )
 
     def close(self, reason: str) -> None:
         """End the room for good."""

@@ -1,0 +1,211 @@
+"""Commands on a hosted room, their log, and rebuilding a room from its log. No I/O.
+
+Theory of operation
+-------------------
+Everything that changes a room is a *command*: a player's request (join, ready, act...), or the
+host's own (create, begin, a timer tick, resume after a move to another node). The host runs a
+command with :func:`execute` and, before anyone hears of its effects, appends it to the table's log
+as an :class:`Entry` carrying the time it ran, who sent it, and the seed it used if it started a
+game. A room is deterministic given its commands and their times, so :func:`replay` rebuilds
+exactly the same room (same seats, engine state, event numbers and event log) on any node: that is
+how a table survives the death of its node, and how a failed log write is undone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from protocol import v1
+from protocol.errors import ErrorCode
+from server.adapters import ADAPTERS
+from server.room import Room, RoomError
+
+
+class Create(msgspec.Struct, tag="create", tag_field="type", kw_only=True):
+    """The first command of every room."""
+
+    table: str
+    game: str
+    host: str
+    options: v1.TableOptions
+    listed: bool
+    invite: str | None = None
+    deal: int | None = None
+
+
+class Begin(msgspec.Struct, tag="begin", tag_field="type"):
+    """Start a solitaire session's game at once."""
+
+
+class Tick(msgspec.Struct, tag="tick", tag_field="type"):
+    """A timer fired: default actions, the next round, abandoned seats."""
+
+
+class Resume(msgspec.Struct, tag="resume", tag_field="type"):
+    """The room was adopted by another node."""
+
+
+class Presence(msgspec.Struct, tag="presence", tag_field="type"):
+    """A player's connection to a table dropped or came back."""
+
+    table: str
+    connected: bool
+
+
+Command = v1.ClientMessage | Presence | Begin | Tick | Resume | Create
+
+
+class Entry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One logged command."""
+
+    now: float
+    command: Command
+    player: str = ""
+    name: str = ""
+    bot: bool = False
+    seed: str | None = None
+    seq: int = 0
+    """The room's last event number after the command (acknowledged actions are checkable)."""
+
+
+class Answer(msgspec.Struct):
+    """What a request produced for its requester."""
+
+    replies: list[Any] = []
+    watch: tuple[str, int | None, int] | None = None
+    """``(table, seat, seq)``: the requester now watches ``table`` up to event ``seq``."""
+    unwatch: str | None = None
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Entry)
+
+NEEDS_SEED = (v1.StartGame, Begin)
+"""Commands that may start a game: the host draws a seed for them and logs it."""
+
+
+def encode_entry(entry: Entry) -> bytes:
+    """An entry as the bytes stored in the log."""
+    return _encoder.encode(entry)
+
+
+def decode_entry(data: bytes) -> Entry:
+    """An entry from the bytes stored in the log."""
+    return _decoder.decode(data)
+
+
+def new_room(create: Create) -> Room:
+    """The empty room a ``create`` command makes."""
+    return Room(
+        create.table,
+        ADAPTERS[create.game],
+        create.host,
+        create.options,
+        listed=create.listed,
+        invite=create.invite,
+        deal=create.deal,
+    )
+
+
+def execute(room: Room, entry: Entry) -> Answer:
+    """Run one command on ``room``; raise :class:`RoomError` (nothing changed) if refused."""
+    command, player, now = entry.command, entry.player, entry.now
+    request_id = getattr(command, "id", None)
+    match command:
+        case v1.JoinTable():
+            seat = room.join(
+                player, entry.name, now, seat=command.seat, invite=command.invite, bot=entry.bot
+            )
+            return joined(room, player, request_id, seat)
+        case v1.Spectate():
+            room.spectate(player, command.invite)
+            return joined(room, player, request_id, room.seat_of(player))
+        case v1.LeaveTable():
+            room.leave(player, now)
+            return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)], unwatch=room.id)
+        case v1.SetReady():
+            room.set_ready(player, command.ready)
+        case v1.StartGame():
+            room.start(player, now, _seed(entry))
+        case Begin():
+            room.begin(now, _seed(entry))
+            return Answer()
+        case v1.Act():
+            room.act(player, command.action, now)
+        case v1.Resync():
+            seat = room.seat_of(player)
+            if seat is None and player not in room.spectators:
+                raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
+            room.presence(player, True, now)
+            return resynced(room, request_id, seat, command.since)
+        case Presence():
+            if command.connected or room.seat_of(player) is not None:
+                room.presence(player, command.connected, now)
+            return Answer()
+        case Tick():
+            room.tick(now)
+            return Answer()
+        case Resume():
+            room.resume(now)
+            return Answer()
+        case _:
+            raise RoomError(ErrorCode.UNKNOWN_TYPE, "not a table request")
+    return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)])
+
+
+def _seed(entry: Entry) -> str:
+    if entry.seed is None:
+        raise RoomError(ErrorCode.INTERNAL, "a game was started without a seed")
+    return entry.seed
+
+
+def replay(entries: list[bytes]) -> Room:
+    """Rebuild a room from its whole log (the first entry creates it)."""
+    first = decode_entry(entries[0])
+    if not isinstance(first.command, Create):
+        raise ValueError("a room's log must start with its create command")
+    room = new_room(first.command)
+    for data in entries[1:]:
+        entry = decode_entry(data)
+        try:
+            execute(room, entry)
+        except RoomError:
+            continue  # refused when it ran too (a logged refusal changes nothing)
+    room.flush()
+    room.take_outcome()
+    return room
+
+
+def joined(room: Room, player: str, request_id: int | None, seat: int | None) -> Answer:
+    """The answer to a join or spectate: ``joined``, then a snapshot, and watching."""
+    invite = room.invite if player == room.host else None
+    snapshot = room.snapshot(seat)
+    return Answer(
+        replies=[
+            v1.Joined(id=request_id, table=snapshot.info, seat=seat, invite=invite),
+            snapshot,
+        ],
+        watch=(room.id, seat, room.seq),
+    )
+
+
+def resynced(room: Room, request_id: int | None, seat: int | None, since: int) -> Answer:
+    """The answer to a resync: the missed events with the current view, or a snapshot."""
+    events = room.events_since(since, seat)
+    if events is None:
+        snapshot = room.snapshot(seat)
+        snapshot.id = request_id
+        return Answer(replies=[snapshot], watch=(room.id, seat, room.seq))
+    update = v1.Update(
+        id=request_id,
+        table=room.id,
+        seq=room.seq,
+        events=events,
+        view=room.engine.view(seat) if room.engine is not None else None,
+        legal=room.legal(seat),
+        deadline=room.turn_deadline,
+        info=room.info(),
+    )
+    return Answer(replies=[update], watch=(room.id, seat, room.seq))
