@@ -29,7 +29,7 @@ from websockets.exceptions import ConnectionClosed
 
 from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
-from protocol.errors import CloseCode
+from protocol.errors import CloseCode, ErrorCode
 from protocol.handshake import Hello
 
 CLIENT_NAME = "blackdrez-py/0.1"
@@ -99,6 +99,8 @@ class Client:
     ) -> None:
         self.ws = ws
         self.url = url
+        self.urls = [url]
+        """Where to reconnect, in turn (several nodes without a load balancer in front)."""
         self.versions = versions
         self.reconnect = reconnect
         self._options = options or {}
@@ -119,6 +121,7 @@ class Client:
             asyncio.get_running_loop().create_future()
         )
         """Resolves with the close code and reason once the client is closed for good."""
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._connected = asyncio.Event()
         self._connected.set()
         self._closing = False
@@ -140,13 +143,15 @@ class Client:
         record: bool = False,
         reconnect: bool = False,
         client_name: str = CLIENT_NAME,
+        also: tuple[str, ...] = (),
         **options: Any,
     ) -> Client:
         """Open a connection, say hello and return the greeted client.
 
         With ``reconnect=True`` a dropped connection is re-opened with the session token
         (exponential backoff from 0.1 s up to 5 s, at most :data:`RECONNECT_TRIES` tries) and
-        every table held is resynced, so the client carries on where it was.
+        every table held is resynced, so the client carries on where it was. ``also`` names
+        other nodes to try in turn (for several nodes with no load balancer in front).
         """
         ws, welcome = await _open(
             url,
@@ -165,6 +170,7 @@ class Client:
             options=options,
         )
         client.client_name = client_name
+        client.urls = [url, *(u for u in also if u != url)]
         return client
 
     async def close(self) -> None:
@@ -172,6 +178,8 @@ class Client:
         self._closing = True
         await self.ws.close()
         self._reader.cancel()
+        for task in list(self._tasks):
+            task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
         if not self.closed.done():
@@ -213,6 +221,27 @@ class Client:
         state = self.tables.setdefault(table, TableState(table))
         return await self.request(v1.Resync(table=table, since=state.seq))
 
+    def _background(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _resync_until_done(self, table: str) -> None:
+        """Resync a table, retrying while its host cannot answer (it may be moving)."""
+        delay = 0.1
+        for _ in range(RECONNECT_TRIES * 2):
+            try:
+                await self.resync(table)
+                return
+            except ServerError as error:
+                if error.code != ErrorCode.UNAVAILABLE:
+                    return  # gone, or not ours any more: nothing to retry
+            except (ConnectionError, TimeoutError):
+                if self.closed.done():
+                    return
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 2.0)
+
     async def wait_until(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
         """Wait until ``predicate()`` is true (checked after every message); return its value."""
         async with asyncio.timeout(timeout):
@@ -250,6 +279,7 @@ class Client:
             await asyncio.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 5.0)
             hello = Hello(versions=list(self.versions), token=self.token, client=self.client_name)
+            self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
             try:
                 self.ws, self.welcome = await _open(self.url, hello, self.binary, self._options)
             except ServerError:
@@ -259,8 +289,8 @@ class Client:
             self.reconnects += 1
             self._connected.set()
             for table in {*self.tables, *self.welcome.tables}:
-                state = self.tables.setdefault(table, TableState(table))
-                await self.ws.send(encode(v1.Resync(table=table, since=state.seq), self.binary))
+                self.tables.setdefault(table, TableState(table))
+                self._background(self._resync_until_done(table))
             return True
         return False
 
@@ -315,7 +345,7 @@ class Client:
         if update.events and not events:
             return  # already held
         if events and events[0].seq != state.seq + 1:
-            asyncio.get_running_loop().create_task(self.resync(update.table))
+            self._background(self._resync_until_done(update.table))
             return
         state.events.extend(events)
         state.seq = max(state.seq, update.seq)
