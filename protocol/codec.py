@@ -66,7 +66,11 @@ class Decoder:
             raise FrameError(ErrorCode.BAD_FRAME, "the frame is nested too deeply") from None
 
 
-hello_decoder = Decoder(Hello)
+class _NeverSent(msgspec.Struct, tag="-", tag_field="type"):
+    """Makes the hello decoder a tagged union, so ``"type": "hello"`` is required."""
+
+
+hello_decoder = Decoder(Hello | _NeverSent)
 """The first frame of every connection, whatever the version."""
 
 CLIENT_DECODERS: dict[int, Decoder] = {1: Decoder(v1.ClientMessage)}
@@ -79,8 +83,11 @@ SERVER_DECODERS: dict[int, Decoder] = {1: Decoder(v1.ServerMessage)}
 def decode_hello(frame: Frame) -> Hello:
     """Decode a connection's first frame; anything but a valid hello raises FrameError."""
     try:
-        return hello_decoder.decode(frame)
+        hello = hello_decoder.decode(frame)
     except FrameError as error:
         if error.code is ErrorCode.UNKNOWN_TYPE:
             raise FrameError(ErrorCode.HELLO_REQUIRED, "the first message must be hello") from None
         raise
+    if not isinstance(hello, Hello):
+        raise FrameError(ErrorCode.HELLO_REQUIRED, "the first message must be hello")
+    return hello

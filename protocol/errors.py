@@ -10,10 +10,12 @@ class ErrorCode(enum.StrEnum):
 
     # The frame itself
     BAD_FRAME = "bad_frame"
-    """The frame is not valid JSON / MessagePack, or not an object."""
+    """The frame is not valid JSON (text frames) or MessagePack (binary frames)."""
     UNKNOWN_TYPE = "unknown_type"
     """The ``type`` tag names no message of this protocol version."""
     BAD_MESSAGE = "bad_message"
+    """Valid JSON / MessagePack, but not a message: not an object, a field missing, of the
+    wrong type or out of range."""
     """A field is missing, of the wrong type, or out of range."""
     # Handshake and identity
     UNSUPPORTED_VERSION = "unsupported_version"

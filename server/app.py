@@ -262,7 +262,7 @@ class GameServer:
                 )
                 return None
             player, name = known
-            token = hello.token
+            token = identity.issue_token(self.secret, player, name)  # a fresh lifetime
         else:
             player, name = identity.new_player_id(), identity.clean_name(hello.name)
             token = identity.issue_token(self.secret, player, name)

@@ -66,7 +66,7 @@ class Client:
             self.close(CloseCode.SLOW_CONSUMER, "too far behind: reconnect and resync")
 
     def close(self, code: int, reason: str) -> None:
-        """Close the connection soon (after the frames already queued, when it can)."""
+        """Close the connection now; frames still queued are dropped (the client resyncs)."""
         if self.closing:
             return
         self.closing = True

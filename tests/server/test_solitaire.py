@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import pytest
 
@@ -116,3 +118,23 @@ async def test_leaving_a_session_resigns_and_closes_it(server, connect) -> None:
     with pytest.raises(ServerError) as error:
         await client.act(table, {"type": "deal"})
     assert error.value.code == ErrorCode.NOT_FOUND
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+async def test_an_abandoned_session_is_resigned_and_closed(make_server, connect, game) -> None:
+    from server.node import Node
+
+    server = await make_server()
+    client = await connect(server, name="Gone")
+    joined = await client.request(v1.StartSolitaire(game=game))
+    table = joined.table.id
+    assert joined.table.status == "playing"
+    room = server.node.rooms[table]
+    room.options = msgspec.structs.replace(room.options, grace_seconds=0.2)
+    await client.close()
+    for _ in range(100):
+        if table not in server.node.rooms:
+            break
+        await asyncio.sleep(0.05)
+    assert table not in server.node.rooms, "the abandoned session was closed"
+    assert isinstance(server.node, Node)
