@@ -34,8 +34,8 @@ const ctx = {
     }
   },
   act(table, action) { return ctx.send({ type: "act", table, action }); },
-  open(id, mode = "seat") {
-    current = { id, mode };
+  open(id, mode = "seat", invite = null) {
+    current = { id, mode, invite };
     sessionStorage.setItem(CURRENT_KEY, JSON.stringify(current));
     show();
   },

@@ -80,9 +80,7 @@ export class Lobby {
 
   async spectate(table, invite = null) {
     const reply = await this.ctx.send({ type: "spectate", table, invite });
-    if (reply) {
-      this.ctx.open(reply.table.id, "watch");
-    }
+    if (reply) this.ctx.open(reply.table.id, "watch", invite);
   }
 
   async create(form) {

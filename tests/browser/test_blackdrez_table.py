@@ -115,6 +115,8 @@ async def test_two_players_play_a_game_to_the_end(new_page, screenshot, server) 
     await carol.locator(".blackdrez").wait_for()
     assert await carol.locator("#hit").count() == 0
     assert "You are watching" in (await carol.locator(".controls").text_content() or "")
+    await carol.reload()  # a watcher comes back to the table too
+    await carol.locator(".blackdrez .seat").first.wait_for()
 
     shot = ""
     deadline = time.monotonic() + 40
