@@ -66,6 +66,8 @@ def _row(label: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "p99_ms": _median(runs, "latency_ms.p99"),
         "p999_ms": _median(runs, "latency_ms.p999"),
         "rss_per_connection_kib": _median(runs, "server_rss_per_connection_kib"),
+        "server_preempted_per_s": _median(runs, "server_preempted_per_s"),
+        "load_average_before": _median(runs, "load_average_before"),
         "errors": sum(r["errors"] for r in runs),
         "failed": sum(r["failed"] for r in runs),
     }
@@ -91,7 +93,8 @@ def _line(row: dict[str, Any]) -> str:
         f"{row['label']:<32} actions/s {row['actions_per_s']:>7,.0f}  frames/s "
         f"{row['frames_per_s']:>7,.0f}  p50 {row['p50_ms']:>7.2f}  p99 {row['p99_ms']:>7.2f}  "
         f"p999 {row['p999_ms']:>7.2f} ms  server CPU {100 * row['server_cpu_share']:>3.0f}%  "
-        f"clients CPU {100 * row['clients_cpu_share']:>3.0f}%"
+        f"clients CPU {100 * row['clients_cpu_share']:>3.0f}%  preempted "
+        f"{row['server_preempted_per_s']:>5.0f}/s  load {row['load_average_before']:.1f}"
     )
 
 

@@ -685,6 +685,14 @@ def rss_kib(pid: int) -> int:
     raise ValueError(f"no VmRSS for process {pid}")
 
 
+def involuntary_switches(pid: int) -> int:
+    """How often process ``pid`` was preempted so far (other work wanted its CPU)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("nonvoluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    return 0
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU seconds used so far by process ``pid``."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -957,6 +965,8 @@ def run_load(
     windows: dict[int, Window] = {}
     rss_held = cpu_start = cpu_end = None
     clients_start = clients_end = 0.0
+    preempted_start = preempted_end = 0
+    load_before = os.getloadavg()[0]
     window_start = window_end = 0.0
     progress.phase = "ramping"
     ramp_until = time.monotonic() + args.ramp_timeout
@@ -979,6 +989,7 @@ def run_load(
                 if server_pid:
                     rss_held = rss_kib(server_pid)
                     cpu_start = cpu_seconds(server_pid)
+                    preempted_start = involuntary_switches(server_pid)
                 window_start = now
                 measuring.set()
                 if on_measure is not None:
@@ -990,6 +1001,7 @@ def run_load(
                 clients_end = sum(cpu_seconds(p.pid) for p in processes if p.pid)
                 if server_pid:
                     cpu_end = cpu_seconds(server_pid)
+                    preempted_end = involuntary_switches(server_pid)
                     rss_held = max(rss_held or 0, rss_kib(server_pid))
                 stopping.set()
             display.update(progress)
@@ -1008,6 +1020,8 @@ def run_load(
         if cpu_start is not None and cpu_end is not None else None,
     )  # fmt: skip
     report["clients_cpu_share"] = (clients_end - clients_start) / seconds if window_end else None
+    report["server_preempted_per_s"] = (preempted_end - preempted_start) / seconds
+    report["load_average_before"] = load_before
     return report
 
 
@@ -1232,7 +1246,9 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if report["server_cpu_share"] is not None:
         lines.append(
             f"CPU: server {100 * report['server_cpu_share']:.0f}% of one core, load clients "
-            f"{100 * (report.get('clients_cpu_share') or 0):.0f}%"
+            f"{100 * (report.get('clients_cpu_share') or 0):.0f}%; server preempted "
+            f"{report.get('server_preempted_per_s') or 0:.0f}/s; load average before "
+            f"{report.get('load_average_before') or 0:.2f}"
         )
     lines.append(
         f"frames/s {report['frames_per_s']:,.0f} (mean {report['mean_frame_bytes'] or 0:.0f} B), "
