@@ -11,7 +11,8 @@ pinned to CPU 0, the load's workers to CPU 1):
 1. the maximum: ``--tables`` tables of 4 bots at full speed, ``--repeat`` times (median);
 2. the same tables paced to each ``--fractions`` share of that median maximum (``--action-rate``),
    ``--repeat`` times each: the action -> update latency percentiles at each load;
-3. with ``--redis``, steps 1 and 2 again with the lobby in a Redis started for the run;
+3. with ``--redis``, steps 1 and 2 again with the lobby in a Redis started for the run (pinned
+   to the workers' CPU); ``--redis-only`` skips the in-memory series;
 4. the bare echo baseline with as many connections and the same mean frame size, ``--repeat``
    times: our frames/s as a share of the echo's (medians of both).
 
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--fractions", default="0.1,0.25,0.5,0.75")
     p.add_argument("--redis", action="store_true", help="also with the lobby in Redis")
+    p.add_argument("--redis-only", action="store_true", help="only with the lobby in Redis")
     p.add_argument("--no-echo", action="store_true", help="skip the echo baseline")
     p.add_argument("--duration", type=float, default=6.0)
     p.add_argument("--server-dir")
@@ -149,12 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     ]  # fmt: skip
     if args.server_dir:
         common += ["--server-dir", args.server_dir]
-    series = {"memory": _series(common, args, "memory")}
-    if args.redis:
+    series = {} if args.redis_only else {"memory": _series(common, args, "memory")}
+    if args.redis or args.redis_only:
         series["redis"] = _series(common, args, "redis")
     echo = None
     if not args.no_echo:
-        size = round(series["memory"][0]["mean_frame_bytes"])
+        first = next(iter(series.values()))[0]
+        size = round(first["mean_frame_bytes"])
         echo_args = loadtest.parser().parse_args(
             [*common[: common.index("--mode")], "--duration", str(args.duration), "--warmup", "2"]
         )
@@ -163,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         echo = _row(f"bare echo ({size} B)", runs)
         print(_line(echo))
-        share = series["memory"][0]["frames_per_s"] / max(echo["frames_per_s"], 1e-9)
+        share = first["frames_per_s"] / max(echo["frames_per_s"], 1e-9)
         print(f"BlackDrez full-speed frames/s = {100 * share:.0f}% of the bare echo's (medians)")
         echo["blackdrez_share"] = share
     result = {"series": series, "echo": echo, "machine": loadtest.machine(), "argv": argv}
