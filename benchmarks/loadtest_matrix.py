@@ -70,6 +70,7 @@ def _row(label: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "server_preempted_per_s": _median(runs, "server_preempted_per_s"),
         "load_average_before": _median(runs, "load_average_before"),
         "errors": sum(r["errors"] for r in runs),
+        "failures": [reason for r in runs for reason in r["failures"]],
         "failed": sum(r["failed"] for r in runs),
     }
 
