@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from clients.client import Client, TableState
+from clients.client import Client, ServerError, TableState
 from protocol import v1
 from server.games import blackdrez, blackdrez_bots, shuffle
 
@@ -25,6 +25,8 @@ log = logging.getLogger("blackdrez.bot")
 
 BOT_CLIENT = "blackdrez-bot/0.1"
 STRATEGIES = tuple(blackdrez_bots.STRATEGIES)
+RETRYABLE = frozenset({"unavailable", "not_your_turn", "not_found"})
+"""Errors a bot meets while its table moves between nodes: look at the table again."""
 
 
 @dataclass
@@ -33,6 +35,7 @@ class BotResult:
 
     table: str
     seat: int
+    player: str = ""
     actions: int = 0
     acked: list[int] = field(default_factory=list)
     """The event number the server acknowledged for each of this bot's actions."""
@@ -89,7 +92,7 @@ async def play_table(
     choose: Callable[..., Any] = blackdrez_bots.STRATEGIES[strategy]
     state = client.tables[table]
     assert state.seat is not None, "a bot needs a seat"
-    result = BotResult(table=table, seat=state.seat)
+    result = BotResult(table=table, seat=state.seat, player=client.player)
 
     def over() -> bool:
         return bool(state.view and state.view["phase"] == "over")
@@ -105,8 +108,14 @@ async def play_table(
         seq = state.seq
         try:
             ok = await client.act(table, choose(view, legal))
-        except ConnectionError:
-            continue  # reconnected meanwhile: look again
+        except (ConnectionError, TimeoutError):
+            await asyncio.sleep(0.1)  # the connection dropped: it comes back by itself
+            continue
+        except ServerError as error:
+            if error.code in RETRYABLE:
+                await asyncio.sleep(0.2)  # the table is moving to another node
+                continue
+            raise
         result.actions += 1
         result.acked.append(ok.seq)
         await client.wait_until(lambda s=seq: state.seq > s or over(), timeout=timeout)
@@ -176,25 +185,38 @@ class SwarmSummary:
 
 
 async def run_swarm(
-    url: str,
+    url: str | list[str],
     tables: int,
     per_table: int,
     strategies: tuple[str, ...] = STRATEGIES,
     *,
     binary: bool = True,
     round_pause: float = 0.0,
+    think: float = 0.0,
+    results: list[list[BotResult]] | None = None,
 ) -> SwarmSummary:
-    """Fill ``tables`` new tables with ``per_table`` bots each and play them all to the end."""
+    """Fill ``tables`` new tables with ``per_table`` bots each and play them all to the end.
+
+    With several ``url``s the tables' hosts and their bots are spread over the nodes, each bot
+    reconnecting to the others if its node goes away. ``results``, if given, receives every
+    bot's record (per table).
+    """
+    urls = [url] if isinstance(url, str) else list(url)
     started = time.perf_counter()
-    results = await asyncio.gather(
-        *(_swarm_table(url, per_table, strategies, binary, round_pause) for _ in range(tables))
+    played = await asyncio.gather(
+        *(
+            _swarm_table(urls, t, per_table, strategies, binary, round_pause, think)
+            for t in range(tables)
+        )
     )
-    flat = [r for table in results for r in table]
-    inconsistent = [problem for table in results if (problem := _inconsistency(table))]
+    if results is not None:
+        results.extend(played)
+    flat = [r for table in played for r in table]
+    inconsistent = [problem for table in played if (problem := _inconsistency(table))]
     return SwarmSummary(
         tables=tables,
         bots=len(flat),
-        games_finished=sum(1 for table in results if table[0].final["phase"] == "over"),
+        games_finished=sum(1 for table in played if table[0].final["phase"] == "over"),
         actions=sum(r.actions for r in flat),
         seconds=time.perf_counter() - started,
         unfair=sum(1 for r in flat if not r.fair),
@@ -203,11 +225,22 @@ async def run_swarm(
 
 
 async def _swarm_table(
-    url: str, per_table: int, strategies: tuple[str, ...], binary: bool, round_pause: float
+    urls: list[str],
+    index: int,
+    per_table: int,
+    strategies: tuple[str, ...],
+    binary: bool,
+    round_pause: float,
+    think: float,
 ) -> list[BotResult]:
     clients = [
         await Client.connect(
-            url, name=f"Bot {i}", binary=binary, reconnect=True, client_name=BOT_CLIENT
+            urls[(index + i) % len(urls)],
+            name=f"Bot {i}",
+            binary=binary,
+            reconnect=True,
+            client_name=BOT_CLIENT,
+            also=tuple(urls),
         )
         for i in range(per_table)
     ]
@@ -226,7 +259,7 @@ async def _swarm_table(
         return list(
             await asyncio.gather(
                 *(
-                    play_table(client, table, strategies[i % len(strategies)])
+                    play_table(client, table, strategies[i % len(strategies)], think=think)
                     for i, client in enumerate(clients)
                 )
             )

@@ -194,7 +194,10 @@ class Client:
         """Send a message without waiting for its reply (waiting for a reconnection if needed)."""
         if not self._connected.is_set():
             await asyncio.wait_for(self._connected.wait(), timeout)
-        await self.ws.send(encode(message, self.binary))
+        try:
+            await self.ws.send(encode(message, self.binary))
+        except ConnectionClosed as closed:
+            raise ConnectionError(f"connection lost: {closed}") from None
 
     async def request(self, message: Any, timeout: float = 10.0) -> Any:
         """Send a request with a fresh id and return its reply; raise ServerError on error."""

@@ -92,6 +92,11 @@ def _no_bots(table: str, strategy: str, invite: str | None) -> None:
     raise RoomError(ErrorCode.UNAVAILABLE, "this node cannot start bots")
 
 
+def _is_unavailable(reply: Any) -> bool:
+    code = reply.get("code") if isinstance(reply, dict) else getattr(reply, "code", None)
+    return code == ErrorCode.UNAVAILABLE
+
+
 def _error(request: Any, code: ErrorCode, message: str) -> Answer:
     return Answer(replies=[v1.Error(id=getattr(request, "id", None), code=code, message=message)])
 
@@ -135,6 +140,7 @@ class Node:
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         """Subscribe to this node's channels and start the background work."""
+        self.store.on_bus_recovered = self._on_bus_recovered
         await self.store.subscribe(node_channel(self.id), self._on_node_message)
         await self.store.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
         loop = asyncio.get_running_loop()
@@ -688,6 +694,48 @@ class Node:
             recent.append(broadcast)
             self._fan_out(broadcast)
             self._correct_presence(broadcast)
+
+    def _on_bus_recovered(self) -> None:
+        asyncio.get_running_loop().create_task(self._catch_up())
+
+    async def _catch_up(self) -> None:
+        """After a bus outage: what was published meanwhile is lost, so fetch what each local
+        viewer of a remote table missed, and give lobby watchers the whole list again."""
+        log.warning("bus back after an outage: catching viewers up")
+        await asyncio.gather(
+            *(
+                self._catch_up_viewer(client, table)
+                for table in list(self._remote_tables)
+                for client in list(self.watchers.get(table, {}))
+            )
+        )
+        if self.lobby_watchers:
+            with contextlib.suppress(StoreUnavailable):
+                tables = v1.Tables(tables=await self.list_tables())
+                for client in list(self.lobby_watchers):
+                    client.send(tables)
+
+    async def _catch_up_viewer(self, client: Client, table: str) -> None:
+        """Resync one viewer of a remote table, retrying while its host is not reachable yet
+        (the host's own bus may come back later than this node's)."""
+        delay = 0.1
+        for _ in range(12):
+            watch = client.tables.get(table)
+            if watch is None or client.closing:
+                return
+            message = v1.Resync(table=table, since=watch.seq)
+            try:
+                answer = await self.route(client.player, client.name, table, message)
+            except (StoreUnavailable, TimeoutError):
+                answer = None
+            if answer is not None and not any(
+                isinstance(reply, v1.Error | dict) and _is_unavailable(reply)
+                for reply in answer.replies
+            ):
+                await self._deliver_answer(client, answer)
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     def _correct_presence(self, broadcast: Broadcast) -> None:
         """A table's new host counts every player away until told otherwise: tell it about

@@ -52,6 +52,8 @@ class Store(abc.ABC):
 
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
+        self.on_bus_recovered: Callable[[], None] | None = None
+        """Called when the bus is back after an outage: messages sent meanwhile are lost."""
 
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Connect; called once before use."""

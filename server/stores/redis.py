@@ -459,10 +459,14 @@ class RedisStore(Store):
     async def _read_forever(self) -> None:
         """Keep the pub/sub connection up and dispatch what it receives, until cancelled."""
         delay = BACKOFF_FIRST
+        outage = False
         while True:
             try:
                 await self._connect_pubsub()
                 delay = BACKOFF_FIRST
+                if outage and self.on_bus_recovered is not None:
+                    asyncio.get_running_loop().call_soon(self.on_bus_recovered)
+                outage = True  # whatever ends the next dispatch is one
                 await self._dispatch_until_lost()
             except UNREACHABLE as error:
                 # Warn once per outage, not at every failed attempt while Redis is down.
