@@ -46,9 +46,13 @@ def base_url(server: GameServer) -> str:
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
     """Headless Debian Chromium; a missing browser is a failure, not a skip."""
-    executable = shutil.which("chromium")
-    assert executable, "chromium is not installed: apt-get install -y chromium"
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
     async with async_playwright() as playwright:
+        if executable is None and not Path(playwright.chromium.executable_path).exists():
+            pytest.fail(
+                "no Chromium: install Debian's (apt-get install chromium) or Playwright's "
+                "(python -m playwright install chromium)"
+            )
         launched = await playwright.chromium.launch(
             executable_path=executable, headless=True, args=CHROMIUM_ARGS
         )
