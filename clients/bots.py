@@ -172,7 +172,7 @@ class SwarmSummary:
         """The summary as printable lines."""
         return [
             f"tables: {self.tables}, bots: {self.bots}, finished games: {self.games_finished}",
-            f"actions: {self.actions} in {self.seconds:.1f} s "
+            f"actions: {self.actions} in {self.seconds:.2f} s "
             f"({self.actions / max(self.seconds, 1e-9):.0f}/s)",
             f"fairness proofs checked: {self.bots}, mismatches: {self.unfair}",
             "consistency: "

@@ -30,12 +30,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.node_id:
         settings.node_id = args.node_id
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(run(settings))
-    else:
-        uvloop.run(run(settings))
+    _run_async(run(settings))
     return 0
 
 
@@ -236,6 +231,55 @@ def _record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_async(coroutine: Any) -> Any:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)
+
+
+def _bot(args: argparse.Namespace) -> int:
+    from clients.bots import run_bot
+
+    if not args.table and not args.quick:
+        args.parser.error("give --table ID or --quick")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    result = _run_async(
+        run_bot(
+            args.url,
+            table=args.table,
+            quick=args.quick,
+            strategy=args.strategy,
+            name=args.name,
+            invite=args.invite,
+        )
+    )
+    ranking = (result.final or {}).get("result") or {}
+    print(f"table {result.table}, seat {result.seat}: {result.actions} actions")
+    for place in ranking.get("ranking", []):
+        print(f"  place {place['place']}: seats {place['seats']} with {place['cards']} cards")
+    print("fairness proof: " + ("verified" if result.fair else f"FAILED: {result.problem}"))
+    return 0 if result.fair else 1
+
+
+def _bots(args: argparse.Namespace) -> int:
+    from clients.bots import run_swarm
+
+    summary = _run_async(
+        run_swarm(
+            args.url,
+            args.tables,
+            args.per_table,
+            tuple(args.strategy),
+            round_pause=args.round_pause,
+            think=args.think,
+        )
+    )
+    print("\n".join(summary.lines()))
+    return 0 if summary.unfair == 0 and not summary.inconsistent else 1
+
+
 def _add_game_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("game", choices=GAME_NAMES, help="the game to play")
     command.add_argument(
@@ -328,7 +372,45 @@ def main(argv: list[str] | None = None) -> int:
     verify.add_argument("file", metavar="FILE", help="a record written by 'blackdrez record'")
     verify.set_defaults(run=_verify)
 
+    from clients.bots import STRATEGIES
+
+    bot = commands.add_parser(
+        "bot",
+        help="play one game as a bot over the public protocol",
+        description="Connect as a bot, take a seat (at a table, or by quick-join), get ready and "
+        "play one game from what the seat sees; then check the game's fairness proof.",
+    )
+    bot.add_argument("--url", default="ws://127.0.0.1:8765/")
+    where = bot.add_mutually_exclusive_group()
+    where.add_argument("--table", help="the table to join")
+    where.add_argument("--quick", action="store_true", help="quick-join an open table")
+    bot.add_argument("--invite", help="invite code of a private table")
+    bot.add_argument("--strategy", choices=STRATEGIES, default="threshold")
+    bot.add_argument("--name", help="display name")
+    bot.set_defaults(run=_bot, parser=bot)
+
+    bots = commands.add_parser(
+        "bots",
+        help="a swarm of bots: N tables of K bots, played to the end, with a summary",
+        description="Create N tables, seat K bots at each, play every game to the end, and "
+        "print a summary: games, actions, fairness proofs and consistency checks.",
+    )
+    bots.add_argument("--url", default="ws://127.0.0.1:8765/")
+    bots.add_argument("--tables", type=int, default=10)
+    bots.add_argument("--per-table", type=int, default=4)
+    bots.add_argument(
+        "--strategy",
+        action="append",
+        choices=STRATEGIES,
+        help="strategies, taken in turn by the bots of a table (default: all)",
+    )
+    bots.add_argument("--round-pause", type=float, default=0.0, help="seconds between rounds")
+    bots.add_argument("--think", type=float, default=0.0, help="seconds before each action")
+    bots.set_defaults(run=_bots, parser=bots)
+
     args = parser.parse_args(argv)
+    if getattr(args, "strategy", None) is None and args.command == "bots":
+        args.strategy = list(STRATEGIES)
     return args.run(args)
 
 
