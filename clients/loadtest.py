@@ -1139,9 +1139,12 @@ def serve_echo(host: str, port: int) -> None:
     """Run a bare ``websockets`` echo server (compression off) until SIGTERM."""
     import signal
 
+    from websockets.exceptions import ConnectionClosed
+
     async def handler(ws: Any) -> None:
-        async for message in ws:
-            await ws.send(message)
+        with contextlib.suppress(ConnectionClosed):
+            async for message in ws:
+                await ws.send(message)
 
     async def main() -> None:
         from websockets.asyncio.server import serve
