@@ -264,14 +264,14 @@ def _bot(args: argparse.Namespace) -> int:
 
 
 def _bots(args: argparse.Namespace) -> int:
-    from clients.bots import run_swarm
+    from clients.bots import STRATEGIES, run_swarm
 
     summary = _run_async(
         run_swarm(
             args.url,
             args.tables,
             args.per_table,
-            tuple(args.strategy),
+            tuple(args.strategy or STRATEGIES),
             round_pause=args.round_pause,
             think=args.think,
         )
@@ -295,8 +295,8 @@ def _add_game_options(command: argparse.ArgumentParser) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``blackdrez`` console script."""
+def build_parser() -> argparse.ArgumentParser:
+    """The ``blackdrez`` command line (also what deployment files are checked against)."""
     parser = argparse.ArgumentParser(prog="blackdrez", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -407,10 +407,12 @@ def main(argv: list[str] | None = None) -> int:
     bots.add_argument("--round-pause", type=float, default=0.0, help="seconds between rounds")
     bots.add_argument("--think", type=float, default=0.0, help="seconds before each action")
     bots.set_defaults(run=_bots, parser=bots)
+    return parser
 
-    args = parser.parse_args(argv)
-    if getattr(args, "strategy", None) is None and args.command == "bots":
-        args.strategy = list(STRATEGIES)
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``blackdrez`` console script."""
+    args = build_parser().parse_args(argv)
     return args.run(args)
 
 

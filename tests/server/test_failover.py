@@ -15,14 +15,33 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
+import yaml
 
 from clients.bots import BotResult, run_swarm
 from protocol import v1
 from server.hosting import Resume, decode_entry
 from tests.redis_server import RedisServer, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def node_command(*, port: int, redis_url: str, node_id: str) -> list[str]:
+    """The compose file's node command, pointed at this machine's Redis and a free port."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    command = list(compose["services"]["node1"]["command"])
+    for option, value in (
+        ("--host", "127.0.0.1"),
+        ("--port", str(port)),
+        ("--redis-url", redis_url),
+        ("--node-id", node_id),
+    ):
+        command[command.index(option) + 1] = value
+    assert command[0] == "blackdrez"
+    return [sys.executable, "-m", "server.cli", *command[1:]]
 
 
 def _collect(process: subprocess.Popen[bytes], lines: list[str]) -> None:
@@ -38,11 +57,7 @@ class Nodes:
         self.ports = [free_port() for _ in range(count)]
         self.processes: list[subprocess.Popen[bytes]] = []
         for index, port in enumerate(self.ports):
-            command = [
-                sys.executable, "-m", "server.cli", "serve", "--host", "127.0.0.1",
-                "--port", str(port), "--redis-url", redis_url, "--node-id", f"node{index}",
-                "--rate", "1000", "--burst", "1000",
-            ]  # fmt: skip
+            command = node_command(port=port, redis_url=redis_url, node_id=f"node{index}")
             self.processes.append(
                 subprocess.Popen(
                     command,

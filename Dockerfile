@@ -1,0 +1,15 @@
+# The BlackDrez server image: one node per container (see docker-compose.yml).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY protocol ./protocol
+COPY server ./server
+COPY clients ./clients
+RUN pip install --no-cache-dir . && useradd --create-home blackdrez
+USER blackdrez
+
+EXPOSE 8765
+HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8765/healthz', timeout=2)"
+CMD ["blackdrez", "serve", "--host", "0.0.0.0", "--port", "8765"]

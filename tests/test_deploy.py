@@ -1,0 +1,93 @@
+"""The deployment files agree with the code: compose services run real CLI commands, the load
+balancer reaches every node with WebSocket upgrades, Redis persists."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from server.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+NODES = {name: s for name, s in SERVICES.items() if s.get("command", [None, "-"])[1] == "serve"}
+NGINX = "\n".join(
+    line.split("#", 1)[0] for line in (ROOT / "deploy" / "nginx.conf").read_text().splitlines()
+)
+
+
+def parse(command: list[str]):
+    assert command[0] == "blackdrez", command
+    return build_parser().parse_args(command[1:])
+
+
+def test_at_least_two_server_nodes_with_distinct_ids_on_the_shared_redis() -> None:
+    assert len(NODES) >= 2
+    ids = set()
+    for name, service in NODES.items():
+        args = parse(service["command"])
+        assert args.host == "0.0.0.0", "reachable from the load balancer"
+        assert args.redis_url == "redis://redis:6379/0"
+        assert args.node_id == name
+        ids.add(args.node_id)
+        assert service["build"] == "."
+        assert service["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert len(ids) == len(NODES)
+
+
+def test_redis_persists_with_append_only_files() -> None:
+    redis = SERVICES["redis"]
+    command = redis["command"]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert any(volume.endswith(":/data") for volume in redis["volumes"])
+
+
+def test_the_load_balancer_reaches_every_node_and_upgrades_websockets() -> None:
+    upstreams = re.findall(r"^\s*server\s+([\w.-]+):(\d+)", NGINX, re.MULTILINE)
+    ports = {name: parse(s["command"]).port for name, s in NODES.items()}
+    assert sorted(upstreams) == sorted((name, str(port)) for name, port in ports.items())
+    assert "proxy_set_header Upgrade $http_upgrade;" in NGINX
+    assert "proxy_set_header Connection $connection_upgrade;" in NGINX
+    assert "proxy_http_version 1.1;" in NGINX
+    assert "ip_hash" not in NGINX and "sticky" not in NGINX, "no sticky sessions"
+    lb = SERVICES["lb"]
+    assert "./deploy/nginx.conf:/etc/nginx/nginx.conf:ro" in lb["volumes"]
+    assert lb["ports"] == ["8765:80"], "the README's address, http://localhost:8765/"
+
+
+def test_the_bots_profile_runs_a_swarm_through_the_load_balancer() -> None:
+    bots = SERVICES["bots"]
+    assert bots["profiles"] == ["bots"]
+    args = parse(bots["command"])
+    assert args.command == "bots"
+    assert args.url == "ws://lb:80/"
+    assert args.tables > 0 and args.per_table >= 2
+
+
+def test_the_image_runs_the_server_by_default() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    cmd = re.search(r"^CMD (\[.*\])$", dockerfile, re.MULTILINE)
+    assert cmd is not None
+    args = parse(yaml.safe_load(cmd.group(1)))
+    assert (args.command, args.host, args.port) == ("serve", "0.0.0.0", 8765)
+    assert "EXPOSE 8765" in dockerfile
+    for folder in ("protocol", "server", "clients"):
+        assert f"COPY {folder} ./{folder}" in dockerfile
+
+
+@pytest.mark.parametrize("name", sorted(NODES))
+def test_the_failover_tests_run_the_compose_command(name: str) -> None:
+    from tests.server.test_failover import node_command
+
+    command = node_command(port=9999, redis_url="redis://127.0.0.1:1/0", node_id="x")
+    assert command[:3] == [command[0], "-m", "server.cli"]
+    compose = parse(NODES[name]["command"])
+    local = build_parser().parse_args(command[3:])
+    for option in ("command", "max_frame_bytes", "rate", "burst", "compression"):
+        assert getattr(local, option) == getattr(compose, option), option
+    assert shlex.join(command)
