@@ -116,7 +116,7 @@ def chart(series: dict[str, list[dict[str, Any]]], echo: dict[str, Any] | None, 
             top.plot(x, [r[key] for r in rows], marker + dash, label=f"{store} {key[:-3]}")
         bottom.plot(x, [r["frames_per_s"] for r in rows], "o" + dash, label=f"{store} frames/s")
     if echo is not None:
-        bottom.axhline(echo["frames_per_s"], color="grey", linestyle=":", label="bare echo")
+        bottom.axhline(echo["frames_per_s"], color="grey", linestyle=":", label=echo["label"])
     top.set_yscale("log")
     top.set_ylabel("act -> update latency (ms)")
     top.grid(alpha=0.3, which="both")

@@ -258,7 +258,11 @@ class _Worker:
 
     def _failed(self, error: BaseException) -> None:
         self.counters.failed += 1
-        reason = f"{type(error).__name__}: {error}"[:120]
+        self.note(f"{type(error).__name__}: {error}")
+
+    def note(self, reason: str) -> None:
+        """Count one failure or error reply by its reason (the report lists the top ones)."""
+        reason = reason[:120]
         self.failures[reason] = self.failures.get(reason, 0) + 1
 
     def spawn(self, coroutine: Any) -> None:
@@ -568,6 +572,7 @@ class _Bot:
             self.acting = False
             if frame.type == "error":
                 self.worker.counters.errors += 1
+                self.worker.note(f"act answered error {frame.code}")
             else:
                 self.worker.counters.actions += 1
                 self._match(frame.seq or 0)
@@ -575,6 +580,7 @@ class _Bot:
             return
         if frame.type == "error":
             self.worker.counters.errors += 1
+            self.worker.note(f"request answered error {frame.code}")
         future = self._pending.pop(frame.id or 0, None)
         if future is not None and not future.done():
             future.set_result(frame)
