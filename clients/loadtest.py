@@ -177,7 +177,7 @@ def choose_action(view: _LeanView, legal: list[dict[str, Any]], threshold: int =
 # --------------------------------------------------------------------------- worker: connections
 
 
-def _bound_socket(source: str, host: str, port: int) -> socket.socket:
+def _bound_socket(source: str) -> socket.socket:
     """A non-blocking TCP socket bound to ``source``; its port is chosen at connect time
     (IP_BIND_ADDRESS_NO_PORT), so each source address offers the whole ephemeral range."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -219,7 +219,7 @@ class _Worker:
         if delay > 0:
             await asyncio.sleep(delay)
 
-    async def open(self, greet: bool = True, name: str = "load") -> Any:
+    async def open(self, name: str) -> Any:
         """Open one connection (bound to the next source address) and say hello."""
         from websockets.asyncio.client import connect
 
@@ -227,7 +227,7 @@ class _Worker:
         await self._pace_open()
         source = plan.sources[self._opened % len(plan.sources)]
         async with self._gate:
-            sock = _bound_socket(source, self.host, self.port)
+            sock = _bound_socket(source)
             try:
                 await asyncio.wait_for(
                     asyncio.get_running_loop().sock_connect(sock, (self.host, self.port)), 10.0
@@ -245,13 +245,12 @@ class _Worker:
             except BaseException:
                 sock.close()
                 raise
-            if greet:
-                hello = {"type": "hello", "versions": [1], "name": name, "client": BOT_CLIENT}
-                await ws.send(_encode(hello, plan.binary))
-                welcome = _lean[plan.binary].decode(await asyncio.wait_for(ws.recv(), 10.0))
-                if welcome.type != "welcome":
-                    await ws.close()
-                    raise ConnectionError(f"hello refused: {welcome.code}")
+            hello = {"type": "hello", "versions": [1], "name": name, "client": BOT_CLIENT}
+            await ws.send(_encode(hello, plan.binary))
+            welcome = _lean[plan.binary].decode(await asyncio.wait_for(ws.recv(), 10.0))
+            if welcome.type != "welcome":
+                await ws.close()
+                raise ConnectionError(f"hello refused: {welcome.code}")
         self.connections.append(ws)
         self.counters.connected += 1
         return ws
@@ -314,7 +313,7 @@ class _Worker:
         source = plan.sources[self._opened % len(plan.sources)]
         loop = asyncio.get_running_loop()
         async with self._gate:
-            sock = _bound_socket(source, self.host, self.port)
+            sock = _bound_socket(source)
             try:
                 await asyncio.wait_for(loop.sock_connect(sock, (self.host, self.port)), 10.0)
                 protocol = _RawEcho(self, plan.echo_size, f"{self.host}:{self.port}")
