@@ -331,7 +331,13 @@ class _Worker:
     async def table(self, number: int) -> None:
         """Seat ``plan.seats`` bots at a new table and have them play game after game."""
         plan = self.plan
-        sockets = [await self.open(name=f"bot {number}.{seat}") for seat in range(plan.seats)]
+        sockets = []
+        for seat in range(plan.seats):
+            try:
+                sockets.append(await self.open(name=f"bot {number}.{seat}"))
+            except Exception:
+                self.counters.failed += plan.seats - seat - 1  # never opened: settled too
+                raise
         bots = [_Bot(self, ws, seat == 0) for seat, ws in enumerate(sockets)]
         host = bots[0]
         options = {"seats": plan.seats, "round_pause_seconds": plan.round_pause}
