@@ -524,15 +524,18 @@ class Node:
             await asyncio.sleep(ORPHAN_SCAN)
             try:
                 orphans = await self.store.orphaned_tables()
-                for table in orphans:
-                    if table not in self.rooms and await self.store.acquire_lease(
-                        table, self.lease_ttl
-                    ):
-                        await self._adopt(table)
             except StoreUnavailable:
                 continue
-            except Exception:
-                log.exception("adopting orphaned tables failed")
+            await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))
+
+    async def _try_adopt(self, table: str) -> None:
+        try:
+            if await self.store.acquire_lease(table, self.lease_ttl):
+                await self._adopt(table)
+        except StoreUnavailable:
+            pass  # the lease lapses again and someone retries
+        except Exception:
+            log.exception("adopting %s failed", table)
 
     async def _adopt(self, table: str) -> None:
         entries = await self.store.read_log(table)

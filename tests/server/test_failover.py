@@ -52,12 +52,15 @@ def _collect(process: subprocess.Popen[bytes], lines: list[str]) -> None:
 class Nodes:
     """Server node processes on one Redis."""
 
-    def __init__(self, redis_url: str, count: int) -> None:
+    def __init__(self, redis_url: str, count: int, extra: tuple[str, ...] = ()) -> None:
         self.redis_url = redis_url
         self.ports = [free_port() for _ in range(count)]
         self.processes: list[subprocess.Popen[bytes]] = []
         for index, port in enumerate(self.ports):
-            command = node_command(port=port, redis_url=redis_url, node_id=f"node{index}")
+            command = [
+                *node_command(port=port, redis_url=redis_url, node_id=f"node{index}"),
+                *extra,
+            ]
             self.processes.append(
                 subprocess.Popen(
                     command,
