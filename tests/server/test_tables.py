@@ -8,6 +8,7 @@ import collections
 import msgspec
 import pytest
 
+from clients.bots import dealt_cards
 from clients.client import ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
@@ -33,20 +34,9 @@ async def test_complete_games_between_clients(server, connect, players: int) -> 
         e.event for e in clients[0].tables[table].events if e.event["type"] == "game_started"
     )
     assert started["commitment"] == shuffle.commitment(final["seed"])
-    dealt = [c for e in clients[0].tables[table].events for c in _cards_drawn(e.event)]
+    dealt = dealt_cards(clients[0].tables[table].events)
     config = blackdrez.Config(seats=players)
     assert dealt == blackdrez.BlackDrez.deal_order(config, final["seed"])[0][: len(dealt)]
-
-
-def _cards_drawn(event: dict) -> list[str]:
-    if event["type"] == "round_started":
-        seats = sorted(
-            event["seats"], key=lambda s: (s - event["dealer"] - 1) % len(event["hands"])
-        )
-        return [event["hands"][seat][i] for i in (0, 1) for seat in seats]
-    if event["type"] == "hit":
-        return [event["card"]]
-    return []
 
 
 async def test_the_game_replays_exactly_from_seed_and_actions(server, connect) -> None:
