@@ -407,11 +407,27 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--round-pause", type=float, default=0.0, help="seconds between rounds")
     bots.add_argument("--think", type=float, default=0.0, help="seconds before each action")
     bots.set_defaults(run=_bots, parser=bots)
+
+    load = commands.add_parser(
+        "loadtest",
+        help="load a server with many connections and report throughput, latency and memory",
+        description="Load a server on 127.0.0.x with C connections (idle, lobby-watching or "
+        "playing bots) from several processes; report connections held, RSS per connection, "
+        "actions/s, frames/s and latency percentiles. 'blackdrez loadtest --help' lists the "
+        "options (pip install 'blackdrez-server[loadtest]' for the chart and live display).",
+        add_help=False,
+    )
+    load.add_argument("options", nargs=argparse.REMAINDER)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``blackdrez`` console script."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["loadtest"]:  # its own parser reads every option, --help included
+        from clients import loadtest
+
+        return loadtest.main(argv[1:])
     args = build_parser().parse_args(argv)
     return args.run(args)
 

@@ -1,8 +1,9 @@
-"""One client's WebSocket connection: its identity, encoding, rate limit and send queue.
+"""One client's WebSocket connection: its identity, encoding, rate limit and outgoing buffer.
 
-Frames to a client go through a bounded queue drained by one writer task, so a slow reader never
-stalls a table: when its queue is full the client is disconnected (close code 4003) and may
-reconnect and resync.
+Frames to a client are written at once, without awaiting (as ``websockets.broadcast`` does), so
+one slow reader never stalls a table or the other viewers. What a client does not read piles up
+in its connection's write buffer; past ``max_buffer`` bytes the client is disconnected (close code
+4003) and may reconnect and resync.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from websockets.asyncio.server import ServerConnection
+from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from protocol.codec import Frame, encode
 from protocol.errors import CloseCode
@@ -38,7 +40,8 @@ class Client:
     player: str
     name: str
     bucket: TokenBucket
-    queue_size: int
+    max_buffer: int
+    """Bytes written but not yet taken by the client beyond which it is disconnected."""
     tables: dict[str, Watch] = field(default_factory=dict)
     lobby: bool = False
     bot: bool = False
@@ -48,55 +51,31 @@ class Client:
     last_seen: float = field(default_factory=time.monotonic)
     closing: bool = False
 
-    def __post_init__(self) -> None:
-        self._queue: asyncio.Queue[Frame] = asyncio.Queue(self.queue_size)
-        self._writer = asyncio.get_running_loop().create_task(self._write())
-
     def send(self, message: Any) -> None:
-        """Encode ``message`` in this client's encoding and queue it."""
+        """Encode ``message`` in this client's encoding and write it."""
         self.send_frame(encode(message, self.binary))
 
     def send_frame(self, frame: Frame) -> None:
-        """Queue an encoded frame; a client too far behind is disconnected."""
-        if self.closing:
+        """Write an encoded frame now; a client too far behind is disconnected."""
+        ws = self.ws
+        if self.closing or ws.protocol.state is not State.OPEN:
             return
-        try:
-            self._queue.put_nowait(frame)
-        except asyncio.QueueFull:
+        broadcast((ws,), frame)
+        if ws.transport.get_write_buffer_size() > self.max_buffer:
             self.close(CloseCode.SLOW_CONSUMER, "too far behind: reconnect and resync")
 
     def close(self, code: int, reason: str) -> None:
-        """Close the connection now; frames still queued are dropped (the client resyncs)."""
+        """Close the connection soon (the close frame follows what is already written)."""
         if self.closing:
             return
         self.closing = True
-        self._writer.cancel()
-        asyncio.get_running_loop().create_task(self.ws.close(code, reason))
+        asyncio.get_running_loop().create_task(self._close(code, reason))
 
-    async def drain_and_close(self, code: int, reason: str, timeout: float = 2.0) -> None:
-        """Send what is queued, then close."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._queue.join(), timeout)
+    async def _close(self, code: int, reason: str) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.close(code, reason)
+
+    async def close_now(self, code: int, reason: str) -> None:
+        """Close the connection after what is already written (graceful shutdown)."""
         self.closing = True
-        self._writer.cancel()
-        await self.ws.close(code, reason)
-
-    async def stop(self) -> None:
-        """Stop the writer task (the connection is gone)."""
-        self.closing = True
-        self._writer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._writer
-
-    async def _write(self) -> None:
-        queue = self._queue
-        ws = self.ws
-        try:
-            while True:
-                frame = await queue.get()
-                try:
-                    await ws.send(frame)
-                finally:
-                    queue.task_done()
-        except ConnectionClosed:
-            return
+        await self._close(code, reason)

@@ -206,7 +206,8 @@ class Node:
         """Serve one decoded request from ``client``."""
         try:
             answer = await self._dispatch(client, message)
-        except StoreUnavailable:
+        except StoreUnavailable as error:
+            log.warning("%s failed, the store is unavailable: %s", type(message).__name__, error)
             answer = _error(message, ErrorCode.UNAVAILABLE, "the lobby store cannot be reached")
         except TimeoutError:
             answer = _error(message, ErrorCode.UNAVAILABLE, "the table's node did not answer")
@@ -247,7 +248,11 @@ class Node:
                     return _error(message, ErrorCode.BAD_MESSAGE, "; ".join(problems))
                 room = await self._new_room("blackdrez", client.player, message.options, None)
                 return await self._execute(
-                    room, client.player, client.name, v1.JoinTable(id=message.id, table=room.id)
+                    room,
+                    client.player,
+                    client.name,
+                    v1.JoinTable(id=message.id, table=room.id),
+                    bot=client.bot,
                 )
             case v1.QuickJoin():
                 return await self._quick_join(client, message)

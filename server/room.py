@@ -150,6 +150,8 @@ class Room:
         self.log: collections.deque[_Entry] = collections.deque(maxlen=LOG_SIZE)
         self.turn_deadline: float | None = None
         self.turn_seats: tuple[int, ...] = ()
+        self.legal_now: dict[int, list[Any]] = {}
+        """Each seat's legal actions as of the last change (only seats that have some)."""
         self.next_round_at: float | None = None
         self.outcome = Outcome()
         self._pending: list[_Entry] = []
@@ -431,6 +433,8 @@ class Room:
         """End the room for good."""
         self.status = "closed"
         self.turn_deadline = self.next_round_at = None
+        self.turn_seats = ()
+        self.legal_now = {}
         self._event(v1.TableClosed(reason=reason))
         self.outcome.closed = True
 
@@ -447,21 +451,13 @@ class Room:
                 v1.Numbered(seq=e.seq, event=e.seat_events.get(seat, e.event)) for e in pending
             ]
         view = seat_views = None
-        legal: dict[int, list[Any]] = {}
         if self.engine is not None:
             view = self.engine.view(None)
             seat_views = {}
-            private = not self.adapter.same_view_for_all
-            for index, occupant in enumerate(self.seats):
-                if occupant is None:
-                    continue
-                if private:
-                    mine = self.engine.view(index)
-                    if mine != view:
+            if not self.adapter.same_view_for_all:
+                for index, occupant in enumerate(self.seats):
+                    if occupant is not None and (mine := self.engine.view(index)) != view:
                         seat_views[index] = mine
-                moves = self.legal(index)
-                if moves:
-                    legal[index] = moves
         info = self.info() if self._info_dirty else None
         self._info_dirty = False
         return Broadcast(
@@ -471,7 +467,7 @@ class Room:
             seat_events=seat_events,
             view=view,
             seat_views=seat_views or {},
-            legal=legal,
+            legal=dict(self.legal_now),
             deadline=self.turn_deadline,
             info=info,
         )
@@ -540,8 +536,12 @@ class Room:
                 self.next_round_at = now + self.adapter.round_pause(self.options)
             self.turn_deadline = None
             self.turn_seats = ()
+            self.legal_now = {}
             return
-        on_turn = tuple(i for i, s in enumerate(self.seats) if s is not None and self.legal(i))
+        self.legal_now = {
+            i: moves for i, s in enumerate(self.seats) if s is not None and (moves := self.legal(i))
+        }
+        on_turn = tuple(self.legal_now)
         if self._acted or on_turn != self.turn_seats:
             self.turn_seats = on_turn
             seconds = self.adapter.turn_seconds(self.options)
@@ -568,6 +568,7 @@ class Room:
         self.status = "finished"
         self.turn_deadline = self.next_round_at = None
         self.turn_seats = ()
+        self.legal_now = {}
         self._info_dirty = True
         score = self.adapter.final_score(self.engine)
         if score is not None and self.seats[0] is not None and self.deal is None:

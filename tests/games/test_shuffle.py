@@ -85,9 +85,7 @@ def test_rejection_sampling_discards_the_biased_tail() -> None:
 
 
 def test_all_permutations_are_about_equally_likely() -> None:
-    counts = collections.Counter(
-        tuple(shuffle.shuffled("abc", f"seed-{i}")) for i in range(6000)
-    )
+    counts = collections.Counter(tuple(shuffle.shuffled("abc", f"seed-{i}")) for i in range(6000))
     assert set(counts) == set(itertools.permutations("abc"))
     # 1000 expected each; 6 sigma is about 6 * sqrt(1000 * 5/6) = 173.
     assert all(abs(c - 1000) < 173 for c in counts.values()), counts

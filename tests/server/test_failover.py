@@ -111,6 +111,14 @@ def lease_holders(redis_url: str) -> dict[str, str]:
     return holders
 
 
+async def wait_for_tables(redis_url: str, count: int, timeout: float = 60.0) -> None:
+    """Wait until ``count`` tables are hosted (a loaded machine creates them slowly)."""
+    deadline = time.monotonic() + timeout
+    while len(lease_holders(redis_url)) < count:
+        assert time.monotonic() < deadline, "the tables were not all created in time"
+        await asyncio.sleep(0.1)
+
+
 def played_on_after_adoption(redis_url: str, table: str) -> bool:
     """Whether the table's log shows it adopted by another node and then played further."""
     with redis.Redis.from_url(redis_url) as direct:
@@ -145,7 +153,8 @@ async def test_a_killed_node_loses_nothing(durable_redis: RedisServer) -> None:
         swarm = asyncio.create_task(
             run_swarm(nodes.urls, tables=50, per_table=3, think=0.1, results=results)
         )
-        await asyncio.sleep(1.5)
+        await wait_for_tables(durable_redis.url, 50)
+        await asyncio.sleep(1.0)
         holders = lease_holders(durable_redis.url)
         victims = {table for table, node in holders.items() if node == "node0"}
         assert victims, "the node to kill hosts some tables"
@@ -180,7 +189,8 @@ async def test_a_redis_restart_mid_game_is_survived(durable_redis: RedisServer) 
         swarm = asyncio.create_task(
             run_swarm(nodes.urls, tables=10, per_table=3, think=0.1, results=results)
         )
-        await asyncio.sleep(1.0)
+        await wait_for_tables(durable_redis.url, 10)
+        await asyncio.sleep(0.5)
         assert not swarm.done(), "the games are still being played when Redis goes down"
         await asyncio.to_thread(durable_redis.restart)
         summary = await asyncio.wait_for(swarm, 120)

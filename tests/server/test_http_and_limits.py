@@ -13,13 +13,14 @@ import urllib.request
 
 import pytest
 from websockets.asyncio.client import connect as ws_connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from clients.client import Client
 from protocol import v1
+from protocol.codec import encode
 from protocol.errors import CloseCode
-from server.connection import Client as ServerSideClient
-from server.ratelimit import TokenBucket
+from protocol.handshake import Hello
+from tests.server.helpers import play_out, seat_and_start
 
 
 def fetch(port: int, path: str) -> tuple[int, str, bytes]:
@@ -71,27 +72,40 @@ async def test_the_origin_allow_list(make_server) -> None:
         pass
 
 
-async def test_a_client_too_far_behind_is_disconnected_with_4003() -> None:
-    class StuckSocket:
-        def __init__(self) -> None:
-            self.closed_with: tuple[int, str] | None = None
-
-        async def send(self, frame) -> None:
-            await asyncio.Event().wait()  # never drains
-
-        async def close(self, code: int, reason: str) -> None:
-            self.closed_with = (code, reason)
-
-    ws = StuckSocket()
-    client = ServerSideClient(
-        ws=ws, binary=False, player="p", name="n", bucket=TokenBucket(1, 1, 0), queue_size=8
-    )
-    for _ in range(8 + 1 + 1):  # one in flight in the writer, eight queued, one too many
-        await asyncio.sleep(0)
-        client.send(v1.Pong(time=0.0))
-    await asyncio.sleep(0)
-    assert ws.closed_with is not None and ws.closed_with[0] == CloseCode.SLOW_CONSUMER
-    await client.stop()
+async def test_a_client_too_far_behind_is_disconnected_with_4003(make_server, connect) -> None:
+    """A spectator that stops reading while a busy table goes on is cut off; the players are
+    not slowed down."""
+    server = await make_server(send_buffer=16 * 1024, messages_per_second=1e6, burst=10**6)
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b])
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window fills fast
+    reader.connect(("127.0.0.1", server.port))
+    async with ws_connect(
+        f"ws://127.0.0.1:{server.port}/",
+        sock=reader,
+        compression=None,
+        max_queue=1,
+        max_size=2**20,
+    ) as stuck:
+        await stuck.send(encode(Hello(versions=[1], name="Stuck"), False))
+        await stuck.recv()
+        await stuck.send(encode(v1.Spectate(table=table), False))
+        # stop reading: websockets pauses the socket once its one-message queue is full
+        slow = server.node.clients[
+            next(p for p, c in server.node.clients.items() if c.name == "Stuck")
+        ]
+        for _ in range(3000):
+            if slow.closing:
+                break
+            await a.request(v1.SetReady(table=table, ready=False))
+            await a.request(v1.SetReady(table=table, ready=True))
+        assert slow.closing, "the slow client was disconnected"
+        await asyncio.gather(play_out(a, table), play_out(b, table))
+        with pytest.raises(ConnectionClosed):
+            while True:
+                await stuck.recv()
+        assert stuck.close_code == CloseCode.SLOW_CONSUMER
 
 
 async def test_idle_connections_are_closed_with_4005(make_server, connect) -> None:
