@@ -63,7 +63,10 @@ RECENT_UPDATES = 64
 LEASE_TTL = 3.0
 """Seconds a table's lease lasts unless its host renews it (three times per TTL)."""
 ORPHAN_SCAN = 0.5
-"""Seconds between looks for tables whose host died or handed them over."""
+"""Seconds between looks for tables whose host died or handed them over (while likely)."""
+FULL_SCAN = 10.0
+"""Seconds between looks for orphans when no node was seen going."""
+HANDOVER_CHANNEL = "bd:handover"
 KEEP_LOG = 3600.0
 """Seconds a closed table's log stays in the store (for audits and replays)."""
 
@@ -120,6 +123,7 @@ class Node:
         self.clock = clock
         self.lease_ttl = lease_ttl
         self.stopping = False
+        self._scan_until = 0.0
         self.rooms: dict[str, Room] = {}
         self._logs: dict[str, list[bytes]] = {}
         """Per hosted room, its log as written: what a failed write is undone from."""
@@ -143,6 +147,7 @@ class Node:
         self.store.on_bus_recovered = self._on_bus_recovered
         await self.store.subscribe(node_channel(self.id), self._on_node_message)
         await self.store.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
+        await self.store.subscribe(HANDOVER_CHANNEL, self._on_handover)
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._drain_outbox()),
@@ -160,21 +165,27 @@ class Node:
             task.cancel()
         for handle in self._timers.values():
             handle.cancel()
+        handed_over = False
         for room in list(self.rooms.values()):
             if self.store.shared:
                 await self._handover(room)
+                handed_over = True
             else:
                 async with self._lock(room.id):
                     room.close(reason)
                     self._after(room)
+        if handed_over:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.publish(HANDOVER_CHANNEL, self.id.encode())
         await self._settled()
         drain.cancel()
 
     async def _heartbeat(self) -> None:
+        """Tell the other nodes this one is alive (they look for orphans when one goes)."""
         while True:
             with contextlib.suppress(StoreUnavailable):
-                await self.store.heartbeat(15.0)
-            await asyncio.sleep(5.0)
+                await self.store.heartbeat(self.lease_ttl)
+            await asyncio.sleep(self.lease_ttl / 3)
 
     # ------------------------------------------------------------------ clients
     def attach(self, client: Client) -> Client | None:
@@ -458,10 +469,10 @@ class Node:
             except RoomError as error:
                 return _error(message, error.code, error.message)
             entry.seq = room.seq
-            failure = await self._log(room, entry)
+            broadcast, failure = await self._log(room, entry)
             if failure is not None:
                 return _error(message, ErrorCode.UNAVAILABLE, failure)
-            self._after(room)
+            self._after(room, broadcast)
             if isinstance(message, v1.Act):
                 self.metrics.action_latency.observe(time.perf_counter() - started)
             return answer
@@ -475,19 +486,28 @@ class Node:
             self.spawn_bot(room.id, message.strategy, room.invite)
         return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
 
-    async def _log(self, room: Room, entry: Entry) -> str | None:
-        """Append ``entry`` to the room's log; on failure undo it and say why."""
+    async def _log(self, room: Room, entry: Entry) -> tuple[Broadcast | None, str | None]:
+        """Append ``entry`` to the room's log, announcing the room's update to the other nodes
+        in the same step; on failure undo the command and say why.
+
+        Returns the update (to fan out here) and the failure, if any.
+        """
         data = encode_entry(entry)
+        broadcast = room.flush()
+        announce = (
+            _bus_encoder.encode(broadcast) if broadcast is not None and self.store.shared else None
+        )
         try:
-            await self.store.append_log(room.id, data)
-        except StoreUnavailable:
+            await self.store.append_log(room.id, data, table_channel(room.id), announce)
+        except StoreUnavailable as error:
+            log.warning("logging a command of %s failed, undone: %s", room.id, error)
             self._restore(room.id)
-            return "the store cannot be reached: nothing was changed, try again"
+            return None, "the store cannot be reached: nothing was changed, try again"
         except LeaseLost:
             self._lose(room.id)
-            return "the table moved to another node: try again"
+            return None, "the table moved to another node: try again"
         self._logs[room.id].append(data)
-        return None
+        return broadcast, None
 
     def _restore(self, table: str) -> None:
         """Undo an unlogged command: rebuild the room from the log written so far."""
@@ -524,14 +544,35 @@ class Node:
                 self._lose(table)
 
     async def _adopt_orphans(self) -> None:
-        """Adopt tables whose host died or handed them over: rebuild them from their logs."""
+        """Adopt tables whose host died or handed them over: rebuild them from their logs.
+
+        Looking for orphans costs a look at every hosted table, so it is done often only
+        while it can find some: after a node stopped heartbeating or handed its tables over
+        (until the dead node's leases have surely lapsed), and otherwise every FULL_SCAN s.
+        """
+        loop = asyncio.get_running_loop()
+        known: set[str] = set()
+        next_full = loop.time()
         while True:
             await asyncio.sleep(ORPHAN_SCAN)
+            now = loop.time()
             try:
+                live = await self.store.live_nodes()
+                if known - live:
+                    self._scan_until = now + 2 * self.lease_ttl
+                known = live
+                if now >= self._scan_until and now < next_full:
+                    continue
+                if now >= next_full:
+                    next_full = now + FULL_SCAN
                 orphans = await self.store.orphaned_tables()
             except StoreUnavailable:
                 continue
             await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))
+
+    def _on_handover(self, data: bytes) -> None:
+        """Another node is handing its tables over: look for them now."""
+        self._scan_until = asyncio.get_running_loop().time() + 2 * self.lease_ttl
 
     async def _try_adopt(self, table: str) -> None:
         try:
@@ -555,7 +596,8 @@ class Node:
             self._host(room, entries)
             resume = Entry(now=self.clock(), command=Resume(), seq=room.seq)
             execute(room, resume)
-            if await self._log(room, resume) is not None:
+            broadcast, failure = await self._log(room, resume)
+            if failure is not None:
                 return
             await self.store.put_table(
                 table, self.id, msgspec.msgpack.encode(room.info()), room.listed
@@ -565,14 +607,19 @@ class Node:
                 with contextlib.suppress(StoreUnavailable):
                     await self.store.unsubscribe(table_channel(table), self._on_table_message)
             log.info("adopted table %s at event %d", table, room.seq)
-            self._after(room)
+            self._after(room, broadcast)
         for client, watch in list(self.watchers.get(table, {}).items()):
             if watch.seat is not None:  # still connected here: not away after all
                 await self._execute(room, client.player, client.name, Presence(table, True))
 
-    def _after(self, room: Room) -> None:
-        """After a room changed: fan its update out here, queue the rest, re-arm its timer."""
-        broadcast = room.flush()
+    def _after(self, room: Room, broadcast: Broadcast | None = None) -> None:
+        """After a room changed: fan its update out here, queue the rest, re-arm its timer.
+
+        ``broadcast`` is the update already announced with the log entry; without one, the
+        room's pending changes are flushed here (they were not logged: closing at shutdown).
+        """
+        if broadcast is None:
+            broadcast = room.flush()
         if broadcast is not None:
             self._fan_out(broadcast)
         self._outbox.put_nowait((room, broadcast))
@@ -606,14 +653,15 @@ class Node:
                 self._arm(room)
                 return
             entry.seq = room.seq
-            if await self._log(room, entry) is not None:
+            broadcast, failure = await self._log(room, entry)
+            if failure is not None:
                 retry = self.rooms.get(room.id)
                 if retry is not None:  # undone: try again shortly
                     self._timers[room.id] = asyncio.get_running_loop().call_later(
                         0.5, self._on_timer, retry
                     )
                 return
-            self._after(room)
+            self._after(room, broadcast)
 
     async def _settled(self, timeout: float = 2.0) -> None:
         """Wait until what this node queued for the store has been written."""
@@ -626,8 +674,8 @@ class Node:
             room, broadcast = await self._outbox.get()
             try:
                 await self._publish(room, broadcast)
-            except StoreUnavailable:
-                log.warning("store unavailable: update of %s not shared", room.id)
+            except StoreUnavailable as error:
+                log.warning("store unavailable: update of %s not shared: %s", room.id, error)
             except Exception:
                 log.exception("publishing an update of %s failed", room.id)
             finally:
@@ -642,8 +690,6 @@ class Node:
             await store.remove_player_table(player, room.id)
         for player, name, score in outcome.scores:
             await store.submit_score(room.adapter.name, player, name, score)
-        if broadcast is not None and store.shared:
-            await store.publish(table_channel(room.id), _bus_encoder.encode(broadcast))
         if outcome.closed or room.status == "closed":
             self._unhost(room.id)
             self._locks.pop(room.id, None)

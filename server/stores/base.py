@@ -139,9 +139,12 @@ class Store(abc.ABC):
         """Tables still hosted (not retired) whose lease nobody holds."""
 
     @abc.abstractmethod
-    async def append_log(self, table_id: str, entry: bytes) -> None:
+    async def append_log(
+        self, table_id: str, entry: bytes, channel: str = "", announce: bytes | None = None
+    ) -> None:
         """Append a command to the table's log, only while this node holds its lease (else
-        :class:`LeaseLost`, nothing written)."""
+        :class:`LeaseLost`, nothing written); then, in the same step, publish ``announce`` (the
+        update the command caused) on ``channel``, so no update goes out unlogged."""
 
     @abc.abstractmethod
     async def read_log(self, table_id: str) -> list[bytes]:

@@ -103,10 +103,14 @@ class MemoryStore(Store):
     async def orphaned_tables(self) -> list[str]:
         return sorted(t for t in self._hosted if self._holder(t) is None)
 
-    async def append_log(self, table_id: str, entry: bytes) -> None:
+    async def append_log(
+        self, table_id: str, entry: bytes, channel: str = "", announce: bytes | None = None
+    ) -> None:
         if self._holder(table_id) != self.node_id:
             raise LeaseLost(table_id)
         self._logs[table_id].append(entry)
+        if announce is not None:
+            await self.publish(channel, announce)
 
     async def read_log(self, table_id: str) -> list[bytes]:
         return list(self._logs.get(table_id, ()))

@@ -55,7 +55,7 @@ from server.stores.base import Handler, LeaseLost, Store, StoreUnavailable
 log = logging.getLogger(__name__)
 
 UNREACHABLE = (
-    redis.exceptions.ConnectionError,
+    redis.exceptions.ConnectionError,  # includes "no connection available" from a full pool
     redis.exceptions.TimeoutError,
     redis.exceptions.ReadOnlyError,
     TimeoutError,
@@ -63,6 +63,8 @@ UNREACHABLE = (
 )
 """What a lost, refused or stalled connection raises (or a replica refusing writes mid-failover)."""
 
+POOL_SIZE = 64
+"""Connections to Redis per node, beside the pub/sub one."""
 CONNECT_TIMEOUT = 1.0
 COMMAND_TIMEOUT = 2.0
 SUBSCRIBE_TIMEOUT = 2.0
@@ -101,10 +103,14 @@ return 0
 """
 
 APPEND_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('XADD', KEYS[2], '*', 'e', ARGV[2])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return false
 end
-return false
+local id = redis.call('XADD', KEYS[2], '*', 'e', ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
+end
+return id
 """
 
 RELEASE_SCRIPT = """
@@ -188,12 +194,16 @@ class RedisStore(Store):
 
     def __init__(self, url: str, node_id: str) -> None:
         super().__init__(node_id)
-        self._redis = aioredis.Redis.from_url(
+        # A bounded pool that makes a burst of commands wait for a connection (for at most
+        # COMMAND_TIMEOUT) instead of failing with "too many connections".
+        pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            max_connections=POOL_SIZE,
+            timeout=COMMAND_TIMEOUT,
             socket_connect_timeout=CONNECT_TIMEOUT,
             socket_timeout=COMMAND_TIMEOUT,
-            retry=Retry(NoBackoff(), 0),
         )
+        self._redis = aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
         self._heartbeat = self._redis.register_script(HEARTBEAT_SCRIPT)
         self._live_nodes = self._redis.register_script(LIVE_NODES_SCRIPT)
         self._submit_score = self._redis.register_script(SUBMIT_SCORE_SCRIPT)
@@ -319,11 +329,12 @@ class RedisStore(Store):
                 leased = await pipe.execute()
         return [t for t, held in zip(hosted, leased, strict=True) if not held]
 
-    async def append_log(self, table_id: str, entry: bytes) -> None:
+    async def append_log(
+        self, table_id: str, entry: bytes, channel: str = "", announce: bytes | None = None
+    ) -> None:
+        args = [self.node_id, entry, channel if announce is not None else "", announce or b""]
         with reaching_redis():
-            written = await self._append(
-                keys=[lease_key(table_id), log_key(table_id)], args=[self.node_id, entry]
-            )
+            written = await self._append(keys=[lease_key(table_id), log_key(table_id)], args=args)
         if not written:
             raise LeaseLost(table_id)
 
