@@ -257,14 +257,7 @@ class Node:
                 problems = message.options.problems()
                 if problems:
                     return _error(message, ErrorCode.BAD_MESSAGE, "; ".join(problems))
-                room = await self._new_room("blackdrez", client.player, message.options, None)
-                return await self._execute(
-                    room,
-                    client.player,
-                    client.name,
-                    v1.JoinTable(id=message.id, table=room.id),
-                    bot=client.bot,
-                )
+                return await self._create_and_sit(client, message.options, message.id)
             case v1.QuickJoin():
                 return await self._quick_join(client, message)
             case v1.StartSolitaire():
@@ -313,14 +306,15 @@ class Node:
                 )
                 if not any(isinstance(reply, v1.Error) for reply in answer.replies):
                     return answer
-        room = await self._new_room("blackdrez", client.player, v1.TableOptions(), None)
-        return await self._execute(
-            room,
-            client.player,
-            client.name,
-            v1.JoinTable(id=message.id, table=room.id),
-            bot=client.bot,
-        )
+        return await self._create_and_sit(client, v1.TableOptions(), message.id)
+
+    async def _create_and_sit(
+        self, client: Client, options: v1.TableOptions, request_id: int | None
+    ) -> Answer:
+        """A new BlackDrez table hosted here, with its creator in the first seat as host."""
+        room = await self._new_room("blackdrez", client.player, options, None)
+        sit = v1.JoinTable(id=request_id, table=room.id)
+        return await self._execute(room, client.player, client.name, sit, bot=client.bot)
 
     async def list_tables(self) -> list[v1.TableInfo]:
         """The public tables of every node."""
