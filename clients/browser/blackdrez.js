@@ -127,6 +127,10 @@ function ranking(table) {
     h("p.muted", result.reason === "stock" ? "The stock ran out." : "The last round was played."));
 }
 
+// The host fills empty seats with bots the server starts (they play over the same protocol).
+const BOT_STRATEGIES = [["threshold", "Bot: threshold"], ["bust_probability", "Bot: bust odds"]];
+let botStrategy = "threshold";
+
 export function renderBlackDrez(ctx, table, screen) {
   const { info, view, legal } = table;
   const seated = table.seat !== null;
@@ -158,6 +162,11 @@ export function renderBlackDrez(ctx, table, screen) {
       h("button.action", { id: "withdraw", dataset: { key: "withdraw" }, disabled: !can("withdraw"), onclick: () => ctx.act(table.id, { type: "withdraw" }) }, "Withdraw"),
       h("span.spacer"),
       h("button", { id: "ready", dataset: { key: "ready" }, "aria-pressed": me?.ready ? "true" : "false", onclick: () => ctx.send({ type: "ready", table: table.id, ready: !me?.ready }) }, me?.ready ? "Ready ✓" : "Ready"),
+      host && info.seats.includes(null) ? [
+        h("select", { id: "bot-strategy", dataset: { key: "bot-strategy" }, "aria-label": "Strategy of the bot to add", onchange: (event) => { botStrategy = event.target.value; } },
+          BOT_STRATEGIES.map(([value, label]) => h("option", { value, selected: value === botStrategy }, label))),
+        h("button", { id: "add-bot", dataset: { key: "add-bot" }, onclick: () => ctx.send({ type: "add_bots", table: table.id, count: 1, strategy: botStrategy }) }, "Add bot"),
+      ] : null,
       host ? h("button.primary", { id: "start", dataset: { key: "start" }, disabled: !between || readyCount < 2, onclick: () => ctx.send({ type: "start", table: table.id }) }, info.status === "finished" ? "New game" : "Start game") : null,
     ] : h("span.muted", "You are watching."),
     h("button", { id: "leave", dataset: { key: "leave" }, onclick: () => ctx.leave(table.id) }, seated ? "Leave table" : "Stop watching"),

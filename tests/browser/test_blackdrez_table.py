@@ -249,3 +249,28 @@ async def test_updates_apply_in_order_and_a_gap_resyncs(new_page) -> None:
     assert after["seq"] == held
     assert after["view"] == state["view"]
     assert await ann.locator(".seat.mine .hand .card").count() == 2
+
+
+async def test_the_host_adds_bots_from_the_table_and_plays_them(new_page) -> None:
+    """Bots the host adds take the empty seats, are ready at once, and play the game out."""
+    host = await new_page("Hostess")
+    await create_table(host, "Bots welcome", seats=3, max_rounds=1)
+    await host.locator("#bot-strategy").select_option("bust_probability")
+    await host.locator("#add-bot").click()
+    await host.locator(".seat .badge.ready").nth(0).wait_for()
+    await host.locator("#add-bot").click()
+    await host.locator("#add-bot").wait_for(state="detached")  # no empty seat left
+    bot_seats = await host.locator(".seat", has_text="Bot").count()
+    assert bot_seats == 2
+    await host.locator("#ready").click()
+    start = host.locator("#start")
+    await start.wait_for()
+    await host.wait_for_function("!document.querySelector('#start').disabled")
+    await start.click()
+    await host.locator("#stock-count").wait_for()
+    deadline = time.monotonic() + 30
+    while await host.locator(".ranking").count() == 0:
+        assert time.monotonic() < deadline, "the game with the bots did not end"
+        if not await play_turn(host):
+            await asyncio.sleep(0.05)
+    assert await host.locator(".ranking").count() == 1
