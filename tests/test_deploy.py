@@ -91,3 +91,24 @@ def test_the_failover_tests_run_the_compose_command(name: str) -> None:
     for option in ("command", "max_frame_bytes", "rate", "burst", "compression"):
         assert getattr(local, option) == getattr(compose, option), option
     assert shlex.join(command)
+
+
+def test_docker_compose_accepts_the_file_and_rejects_a_broken_one(tmp_path) -> None:
+    """The compose tool's own validation (Debian's docker-compose: no engine needed)."""
+    import shutil
+    import subprocess
+
+    tool = shutil.which("docker-compose")
+    assert tool, "docker-compose is not installed: apt-get install docker-compose"
+    checked = subprocess.run(
+        [tool, "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stderr
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text((ROOT / "docker-compose.yml").read_text().replace("ports:", "portz:"))
+    refused = subprocess.run(
+        [tool, "-f", str(broken), "config", "-q"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert refused.returncode != 0
+    assert "portz" in refused.stderr
