@@ -167,12 +167,13 @@ def replay(entries: list[bytes]) -> Room:
     if not isinstance(first.command, Create):
         raise ValueError("a room's log must start with its create command")
     room = new_room(first.command)
-    for data in entries[1:]:
+    for index, data in enumerate(entries[1:], start=1):
         entry = decode_entry(data)
         try:
             execute(room, entry)
-        except RoomError:
-            continue  # refused when it ran too (a logged refusal changes nothing)
+        except RoomError as error:
+            # Only accepted commands are logged, so a refusal here means the replay diverged.
+            raise ValueError(f"log entry {index} of {room.id} refused on replay: {error}") from None
     room.flush()
     room.take_outcome()
     return room
