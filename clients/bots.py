@@ -141,7 +141,6 @@ async def run_bot(
     client = await Client.connect(
         url, name=name or f"Bot {strategy}", binary=binary, reconnect=True, client_name=BOT_CLIENT
     )
-    client_table: str
     try:
         if table is not None:
             joined = await client.request(v1.JoinTable(table=table, invite=invite))

@@ -39,6 +39,7 @@ from server.connection import Client
 from server.metrics import Metrics
 from server.node import Node
 from server.ratelimit import TokenBucket
+from server.room import LOG_SIZE
 from server.stores import Store, StoreUnavailable, open_store
 
 log = logging.getLogger("blackdrez.server")
@@ -74,8 +75,6 @@ class Settings:
 
     def limits(self) -> v1.Limits:
         """The limits announced in ``welcome``."""
-        from server.room import LOG_SIZE
-
         return v1.Limits(
             max_frame_bytes=self.max_frame_bytes,
             messages_per_second=self.messages_per_second,

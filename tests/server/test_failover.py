@@ -21,7 +21,7 @@ import pytest
 import redis
 import yaml
 
-from clients.bots import BotResult, run_swarm
+from clients.bots import BotResult, SwarmSummary, run_swarm
 from protocol import v1
 from server.hosting import Resume, decode_entry
 from tests.redis_server import RedisServer, free_port
@@ -146,6 +146,16 @@ def check_acknowledged_actions_are_logged(redis_url: str, tables: list[list[BotR
     return checked
 
 
+def assert_games_sound(
+    redis_url: str, summary: SwarmSummary, results: list[list[BotResult]], tables: int
+) -> None:
+    """Every game finished, consistently and fairly, and no acknowledged action was lost."""
+    assert summary.games_finished == tables
+    assert summary.inconsistent == []
+    assert summary.unfair == 0
+    assert check_acknowledged_actions_are_logged(redis_url, results) == summary.actions
+
+
 async def test_a_killed_node_loses_nothing(durable_redis: RedisServer) -> None:
     nodes = Nodes(durable_redis.url, 3)
     results: list[list[BotResult]] = []
@@ -173,10 +183,7 @@ async def test_a_killed_node_loses_nothing(durable_redis: RedisServer) -> None:
     finally:
         nodes.stop()
     print(f"tables of the killed node resumed after {resumed_after:.2f} s")
-    assert summary.games_finished == 50
-    assert summary.inconsistent == []
-    assert summary.unfair == 0
-    assert check_acknowledged_actions_are_logged(durable_redis.url, results) == summary.actions
+    assert_games_sound(durable_redis.url, summary, results, tables=50)
     assert any(played_on_after_adoption(durable_redis.url, t) for t in victims), (
         "games were in progress on the killed node and went on elsewhere"
     )
@@ -196,7 +203,4 @@ async def test_a_redis_restart_mid_game_is_survived(durable_redis: RedisServer) 
         summary = await asyncio.wait_for(swarm, 120)
     finally:
         nodes.stop()
-    assert summary.games_finished == 10
-    assert summary.inconsistent == []
-    assert summary.unfair == 0
-    assert check_acknowledged_actions_are_logged(durable_redis.url, results) == summary.actions
+    assert_games_sound(durable_redis.url, summary, results, tables=10)
