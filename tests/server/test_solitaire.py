@@ -122,8 +122,6 @@ async def test_leaving_a_session_resigns_and_closes_it(server, connect) -> None:
 
 @pytest.mark.parametrize("game", sorted(GAMES))
 async def test_an_abandoned_session_is_resigned_and_closed(make_server, connect, game) -> None:
-    from server.node import Node
-
     server = await make_server()
     client = await connect(server, name="Gone")
     joined = await client.request(v1.StartSolitaire(game=game))
@@ -137,4 +135,5 @@ async def test_an_abandoned_session_is_resigned_and_closed(make_server, connect,
             break
         await asyncio.sleep(0.05)
     assert table not in server.node.rooms, "the abandoned session was closed"
-    assert isinstance(server.node, Node)
+    board = await (await connect(server, name="Other")).request(v1.GetLeaderboard(game=game))
+    assert [entry.name for entry in board.entries] == ["Gone"], "resigned, and scored"
