@@ -43,12 +43,13 @@ from server.hosting import (
     Entry,
     Presence,
     Resume,
-    Tick,
+    Stop,
     encode_entry,
     execute,
     joined,
     new_room,
     replay,
+    timer_entry,
 )
 from server.metrics import Metrics
 from server.room import Broadcast, Room, RoomError
@@ -67,6 +68,8 @@ ORPHAN_SCAN = 0.5
 FULL_SCAN = 10.0
 """Seconds between looks for orphans when no node was seen going."""
 HANDOVER_CHANNEL = "bd:handover"
+SWEEP_INTERVAL = 5.0
+"""Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
 KEEP_LOG = 3600.0
 """Seconds a closed table's log stays in the store (for audits and replays)."""
 
@@ -154,6 +157,7 @@ class Node:
             loop.create_task(self._heartbeat()),
             loop.create_task(self._keep_leases()),
             loop.create_task(self._adopt_orphans()),
+            loop.create_task(self._sweep()),
         ]
 
     async def stop(self, reason: str = "server shutting down") -> None:
@@ -179,6 +183,14 @@ class Node:
                 await self.store.publish(HANDOVER_CHANNEL, self.id.encode())
         await self._settled()
         drain.cancel()
+
+    async def _sweep(self) -> None:
+        """Close every hosted room the rules say should be closed, in case its timer did not."""
+        while True:
+            await asyncio.sleep(SWEEP_INTERVAL)
+            now = self.clock()
+            for room in [r for r in self.rooms.values() if r.should_close(now)]:
+                await self._tick(room)
 
     async def _heartbeat(self) -> None:
         """Tell the other nodes this one is alive (they look for orphans when one goes)."""
@@ -407,8 +419,9 @@ class Node:
             invite=secrets.token_urlsafe(6) if options.private else None,
             deal=deal,
         )
-        room = new_room(create)
-        first = encode_entry(Entry(now=self.clock(), command=create))
+        now = self.clock()
+        room = new_room(create, now)
+        first = encode_entry(Entry(now=now, command=create))
         if not await self.store.acquire_lease(table_id, self.lease_ttl):
             raise StoreUnavailable("a fresh table id was already leased")
         await self.store.append_log(table_id, first)
@@ -458,10 +471,13 @@ class Node:
                 bot=bot,
                 seed=self.seed_source() if isinstance(message, NEEDS_SEED) else None,
             )
+            version = room.version
             try:
                 answer = execute(room, entry)
             except RoomError as error:
                 return _error(message, error.code, error.message)
+            if room.version == version:
+                return answer  # nothing changed: nothing to log or broadcast
             entry.seq = room.seq
             broadcast, failure = await self._log(room, entry)
             if failure is not None:
@@ -640,10 +656,13 @@ class Node:
         async with self._lock(room.id):
             if self.rooms.get(room.id) is not room:
                 return
-            before = room.fingerprint()
-            entry = Entry(now=self.clock(), command=Tick())
+            version = room.version
+            entry = timer_entry(room, self.clock())
+            if isinstance(entry.command, Stop):
+                self.metrics.tables_stopped.inc()
+                log.error("table %s stopped: its timer fires faster than any game can", room.id)
             execute(room, entry)
-            if room.fingerprint() == before:
+            if room.version == version:
                 self._arm(room)
                 return
             entry.seq = room.seq

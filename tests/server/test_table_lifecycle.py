@@ -1,0 +1,95 @@
+"""The table lifecycle over real sockets: what a player, a spectator and the node's log see.
+
+The rules themselves are tested on the table core through the in-memory harness
+(``tests/server/test_lifecycle.py``); these tests check that the node follows them end to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from clients.client import Client, ServerError
+from protocol import v1
+from protocol.errors import ErrorCode
+from server.hosting import decode_entry
+from tests.server.helpers import game_over, seat_and_start
+
+
+async def finish_round(players: list[Client], table: str) -> None:
+    """Whoever is on turn withdraws until the round in play has ended."""
+    state = players[0].tables[table]
+
+    def round_over() -> bool:
+        return state.view["phase"] != "playing"
+
+    while not round_over():
+        await players[0].wait_until(
+            lambda: round_over() or any(p.tables[table].legal for p in players)
+        )
+        mover = next((p for p in players if p.tables[table].legal), None)
+        if mover is None:
+            continue
+        seq = state.seq
+        try:
+            await mover.act(table, {"type": "withdraw"})
+        except ServerError as error:
+            assert error.code == ErrorCode.NOT_YOUR_TURN  # a view one event old: look again
+            continue
+        await players[0].wait_until(lambda s=seq: state.seq > s)
+
+
+async def test_a_player_who_unreadies_freezes_nothing_and_the_game_ends(server, connect) -> None:
+    """Issue 9 section 2: with no pause between rounds, a seat that un-readies used to make
+    the table start-and-fail the next round on every loop turn, logging each attempt."""
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b], round_pause_seconds=0.0, grace_seconds=3.0)
+    await b.request(v1.SetReady(table=table, ready=False))
+    await finish_round([a, b], table)
+    logged = len(await server.store.read_log(table))
+    await asyncio.sleep(0.5)
+    assert len(await server.store.read_log(table)) == logged, "nothing logged while waiting"
+    assert not game_over(a, table)
+    await a.wait_until(lambda: game_over(a, table), timeout=10)
+    result = a.tables[table].view["result"]
+    assert result["reason"] == "players"
+    assert {seat for place in result["ranking"] for seat in place["seats"]} == {0, 1}
+    entries = [decode_entry(e) for e in await server.store.read_log(table)]
+    assert sum(type(e.command).__name__ == "Tick" for e in entries) <= 2
+
+
+async def test_requests_that_change_nothing_are_not_logged(server, connect) -> None:
+    host, guest = [await connect(server, name=n) for n in ("H", "G")]
+    joined = await host.request(v1.CreateTable(options=v1.TableOptions(seats=3)))
+    table = joined.table.id
+    await guest.request(v1.JoinTable(table=table))
+    await guest.request(v1.SetReady(table=table))
+    logged = len(await server.store.read_log(table))
+    seq = guest.tables[table].seq
+    await guest.request(v1.SetReady(table=table))
+    await guest.request(v1.JoinTable(table=table))
+    await guest.resync(table)
+    watcher = await connect(server, name="W")
+    await watcher.request(v1.Spectate(table=table))
+    await watcher.request(v1.Spectate(table=table))
+    assert len(await server.store.read_log(table)) == logged + 1, "only the first spectate"
+    assert guest.tables[table].seq == seq
+
+
+async def test_an_empty_table_closes_after_the_grace_whoever_leaves_last(server, connect) -> None:
+    """Issue 9 section 4: host leaves, then the last spectator leaves: the table used to stay
+    listed as open forever."""
+    host, watcher, lobby = [await connect(server, name=n) for n in ("H", "W", "L")]
+    await lobby.request(v1.WatchLobby())
+    joined = await host.request(v1.CreateTable(options=v1.TableOptions(grace_seconds=0.5)))
+    table = joined.table.id
+    await watcher.request(v1.Spectate(table=table))
+    await host.request(v1.LeaveTable(table=table))
+    await watcher.request(v1.LeaveTable(table=table))
+    await lobby.wait_until(lambda: table in lobby.lobby)
+    await lobby.wait_until(lambda: table not in lobby.lobby, timeout=5)
+    assert table not in server.node.rooms
+    with pytest.raises(ServerError) as error:
+        await watcher.request(v1.Spectate(table=table))
+    assert error.value.code == ErrorCode.NOT_FOUND
