@@ -96,7 +96,7 @@ import msgspec
 from protocol import v1
 from protocol.errors import ErrorCode
 from server.adapters import GameAdapter
-from server.games.base import Rejected
+from server.games.base import Reason, Rejected
 
 _INFO_EVENTS = (v1.SeatTaken, v1.SeatFreed, v1.ReadyChanged, v1.PresenceChanged, v1.TableClosed)
 
@@ -207,6 +207,16 @@ TRANSITIONS: dict[TableStatus, frozenset[TableStatus]] = {
     TableStatus.CLOSED: frozenset(),
 }
 """The status changes there are (see the module docstring); staying put is always allowed."""
+
+
+REJECTIONS: dict[Reason, ErrorCode] = {
+    Reason.NOT_YOUR_TURN: ErrorCode.NOT_YOUR_TURN,
+    Reason.ILLEGAL: ErrorCode.ILLEGAL_ACTION,
+    Reason.GAME_OVER: ErrorCode.GAME_OVER,
+    Reason.NOT_IN_ROUND: ErrorCode.NOT_IN_ROUND,
+    Reason.BAD_ACTION: ErrorCode.BAD_ACTION,
+}
+"""The error code of each reason an engine rejects an action for."""
 
 
 class RoomError(Exception):
@@ -354,7 +364,7 @@ class Room:
         """Counts the commands that changed the room (kept by :func:`server.hosting.execute`)."""
         self._applied = 0
         self._pending: list[_Entry] = []
-        self._info_dirty = True
+        self._info_dirty = False
         self._acted = False
         self.newcomers: set[int] = set()
         """Seats taken while a game runs: their piles start empty at their first round."""
@@ -870,7 +880,7 @@ class Room:
         try:
             events = self.engine.apply(seat, action)
         except Rejected as rejected:
-            raise RoomError(ErrorCode(rejected.reason.value), rejected.detail) from None
+            raise RoomError(REJECTIONS[rejected.reason], rejected.detail) from None
         self._applied += 1
         self._engine_events(events)
         self._acted = True

@@ -35,7 +35,7 @@ from server.hosting import (
     replay,
     timer_entry,
 )
-from server.room import Broadcast, Room, RoomError
+from server.room import Broadcast, Room, RoomError, TableStatus
 
 START = 1_000_000.0
 """The harness clock's first reading (any fixed time: the room only compares times)."""
@@ -163,6 +163,9 @@ class TableHarness:
         self.watchers: dict[FakeClient, int | None] = {}
         self.broadcasts: list[Broadcast] = []
         self.timer_firings = 0
+        self.transitions: list[tuple[TableStatus, TableStatus]] = []
+        """Every status change of the live room, in order."""
+        self._record_transitions()
 
     # ------------------------------------------------------------------ wiring
     def client(self, player: str, name: str | None = None, *, bot: bool = False) -> FakeClient:
@@ -207,6 +210,11 @@ class TableHarness:
         self.timer_firings += 1
         self._run(timer_entry(self.room, self.now))
 
+    def sweep(self) -> None:
+        """The node's sweeper: fire the timer of a room the rules say should be closed."""
+        if self.room.should_close(self.now):
+            self.tick()
+
     def replayed(self) -> Room:
         """The room rebuilt from the entries logged so far."""
         return replay(self.log)
@@ -219,6 +227,18 @@ class TableHarness:
         return [type(decode_entry(data).command).__name__ for data in self.log[1:]]
 
     # ------------------------------------------------------------------ internals
+    def _record_transitions(self) -> None:
+        room = self.room
+        enter = room._enter
+
+        def recording(status: TableStatus) -> None:
+            before = room.status
+            enter(status)
+            if room.status is not before:
+                self.transitions.append((before, room.status))
+
+        room._enter = recording  # type: ignore[method-assign]
+
     def _run(self, entry: Entry) -> Answer:
         room = self.room
         version, before = room.version, room.state_key()

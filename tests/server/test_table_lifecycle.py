@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
 
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
+from server import node as node_module
 from server.hosting import decode_entry
 from tests.server.helpers import game_over, seat_and_start
 
@@ -93,3 +95,57 @@ async def test_an_empty_table_closes_after_the_grace_whoever_leaves_last(server,
     with pytest.raises(ServerError) as error:
         await watcher.request(v1.Spectate(table=table))
     assert error.value.code == ErrorCode.NOT_FOUND
+
+
+async def test_the_sweeper_closes_a_deserted_table_whose_timer_was_lost(
+    server, connect, monkeypatch
+) -> None:
+    monkeypatch.setattr(node_module, "SWEEP_INTERVAL", 0.1)
+    host = await connect(server, name="H")
+    joined = await host.request(v1.CreateTable(options=v1.TableOptions(grace_seconds=0.3)))
+    table = joined.table.id
+    await host.request(v1.LeaveTable(table=table))
+    server.node._timers.pop(table).cancel()  # the timer that would close it is lost
+    deadline = asyncio.get_running_loop().time() + 10
+    while table in server.node.rooms:
+        assert asyncio.get_running_loop().time() < deadline, "the sweeper closed the table"
+        await asyncio.sleep(0.05)
+    assert await server.store.get_table(table) is None
+
+
+async def test_a_table_whose_timer_spins_is_stopped_and_reported(server, connect, caplog) -> None:
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b], turn_seconds=60)
+    room = server.node.rooms[table]
+    room.next_deadline = lambda: 0.0  # a bug: the room's deadline is always due
+    await b.request(v1.SetReady(table=table, ready=False))  # any change re-arms the timer
+    await a.wait_until(
+        lambda: any(e.event["type"] == "table_closed" for e in a.tables[table].events),
+        timeout=10,
+    )
+    assert "blackdrez_tables_stopped_total 1.0" in server.metrics.render().decode()
+    assert any("stopped" in r.message and r.levelname == "ERROR" for r in caplog.records)
+    assert table not in server.node.rooms
+    c, d = [await connect(server, name=n) for n in "CD"]
+    other = await seat_and_start(c, [d])
+    assert other in server.node.rooms, "the node serves on"
+
+
+async def test_a_spectator_gets_the_games_recent_events_and_again_after_a_reload(
+    server, connect
+) -> None:
+    """Issue 11 flow bug 12: a spectator's table log started empty, and again on reload."""
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b], turn_seconds=60)
+    watcher = await connect(server, name="W", record=True)
+    await watcher.request(v1.Spectate(table=table))
+    reloaded = await connect(server, token=watcher.token, record=True)
+    await reloaded.request(v1.Spectate(table=table))
+    for client in (watcher, reloaded):
+        await client.wait_until(lambda c=client: c.tables[table].seq > 0)
+        snapshots = [
+            m for m in map(msgspec.json.decode, client.frames) if m.get("type") == "snapshot"
+        ]
+        recent = snapshots[-1]["recent"]
+        assert [n["event"]["type"] for n in recent[:2]] == ["game_started", "round_started"]
+        assert recent[-1]["seq"] == snapshots[-1]["seq"]
