@@ -26,8 +26,9 @@ The room's :class:`TableStatus`, and what gets it out of each status::
     closed          gone for good                            none: the node drops the room
 
 (1) A table is *deserted* while no human holds a seat (bots and spectators do not keep a table
-open). It closes once no game is running, ``grace_seconds`` after it was deserted (or created):
-whoever leaves last, host, player or spectator. A solitaire session closes as soon as its player
+open). It closes once no game is running, ``grace_seconds`` after it was deserted (or created, or
+a bot last sat down: a table of bots gets its game going): whoever leaves last, host, player or
+spectator. A solitaire session closes as soon as its player
 is gone. :meth:`Room.should_close` says whether that is due; the node's sweeper asks it too.
 (2) A solitaire has no turn timer: its player's disconnect grace resigns it.
 (3) RULES.md, "fewer than two can play": no timer fires and nothing is logged while the table
@@ -527,6 +528,8 @@ class Room:
             self._clear_game()
         self.spectators.discard(player)
         self.seats[seat] = Seat(player=player, name=name, ready=bot, bot=bot)
+        if bot:
+            self.close_at = None  # a deserted table's clock starts again (see _settle)
         if self.status in GAME_RUNNING:
             self.newcomers.add(seat)
         if not bot and self.host_left:

@@ -119,6 +119,27 @@ async def wait_for_tables(redis_url: str, count: int, timeout: float = 60.0) -> 
         await asyncio.sleep(0.1)
 
 
+def games_started(redis_url: str) -> int:
+    """How many tables have logged the start of their game."""
+    with redis.Redis.from_url(redis_url) as direct:
+        return sum(
+            any(
+                isinstance(decode_entry(f[b"e"]).command, v1.StartGame)
+                for _, f in direct.xrange(key)
+            )
+            for key in direct.scan_iter("bd:t:*:log")
+        )
+
+
+async def wait_for_games(redis_url: str, count: int, timeout: float = 60.0) -> None:
+    """Wait until ``count`` games have started: every bot is seated, so a fault now hits games
+    in play (a bot still joining through the killed node would only see its request fail)."""
+    deadline = time.monotonic() + timeout
+    while games_started(redis_url) < count:
+        assert time.monotonic() < deadline, "the games did not all start in time"
+        await asyncio.sleep(0.1)
+
+
 def played_on_after_adoption(redis_url: str, table: str) -> bool:
     """Whether the table's log shows it adopted by another node and then played further."""
     with redis.Redis.from_url(redis_url) as direct:
@@ -164,7 +185,7 @@ async def test_a_killed_node_loses_nothing(durable_redis: RedisServer) -> None:
             run_swarm(nodes.urls, tables=50, per_table=3, think=0.1, results=results)
         )
         await wait_for_tables(durable_redis.url, 50)
-        await asyncio.sleep(1.0)
+        await wait_for_games(durable_redis.url, 50)
         holders = lease_holders(durable_redis.url)
         victims = {table for table, node in holders.items() if node == "node0"}
         assert victims, "the node to kill hosts some tables"
@@ -197,7 +218,7 @@ async def test_a_redis_restart_mid_game_is_survived(durable_redis: RedisServer) 
             run_swarm(nodes.urls, tables=10, per_table=3, think=0.1, results=results)
         )
         await wait_for_tables(durable_redis.url, 10)
-        await asyncio.sleep(0.5)
+        await wait_for_games(durable_redis.url, 10)
         assert not swarm.done(), "the games are still being played when Redis goes down"
         await asyncio.to_thread(durable_redis.restart)
         summary = await asyncio.wait_for(swarm, 120)

@@ -14,6 +14,7 @@ from server.games.base import Reason
 from server.hosting import Begin, Resume, Stop
 from server.room import (
     COMMANDS,
+    GAME_RUNNING,
     RECENT_EVENTS,
     REJECTIONS,
     RUNAWAY_BURST,
@@ -512,6 +513,18 @@ def test_bots_do_not_keep_a_deserted_table_open() -> None:
     harness.client("h").leave()
     harness.advance(10.0)
     assert harness.room.closed
+
+
+def test_a_table_of_bots_has_the_grace_after_the_last_bot_sat_down_to_start() -> None:
+    harness = TableHarness(host="bot0", grace_seconds=10.0)
+    for index in range(2):
+        harness.advance(8.0)
+        harness.client(f"bot{index}", bot=True).join()
+    harness.advance(9.9)
+    assert harness.room.status is S.OPEN
+    harness.client("bot0").start()
+    harness.advance(10.0)
+    assert harness.room.status in GAME_RUNNING, "a game in play is never closed"
 
 
 def test_a_table_nobody_sat_at_closes_after_the_grace() -> None:
