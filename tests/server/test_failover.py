@@ -102,12 +102,14 @@ def durable_redis(tmp_path) -> Iterator[RedisServer]:
 
 
 def lease_holders(redis_url: str) -> dict[str, str]:
+    """The node id holding each leased table (a lease names node, incarnation and token)."""
     holders = {}
     with redis.Redis.from_url(redis_url) as direct:
         for key in direct.scan_iter("bd:t:*:lease"):
             holder = direct.get(key)  # may expire between the scan and the read
             if holder is not None:
-                holders[key.decode().split("{")[1].split("}")[0]] = holder.decode()
+                node_id = holder.decode().rsplit("/", 2)[0]
+                holders[key.decode().split("{")[1].split("}")[0]] = node_id
     return holders
 
 

@@ -93,13 +93,18 @@ async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, re
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b], turn_seconds=60)
     async with aioredis.Redis.from_url(redis_url_clean) as direct:
-        await direct.set(f"bd:t:{{{table}}}:lease", "some-other-node", px=60_000)
+        await direct.set(f"bd:t:{{{table}}}:lease", "some-other-node/0/99", px=60_000)
+    token = server.node._leases[table].token
+    position = len(await server.store.read_log(table)) + 1
     with pytest.raises(LeaseLost):
-        await server.store.append_log(table, b"x")
+        await server.store.append_log(table, token, position, b"x")
     mover = a if a.tables[table].legal else b
     with pytest.raises(ServerError) as error:
-        await mover.act(table, mover.tables[table].legal[0])
-    assert error.value.code == ErrorCode.UNAVAILABLE
+        await mover.act(
+            table,
+            mover.tables[table].legal[0],
+        )
+    assert error.value.code == ErrorCode.MOVING
     assert table not in server.node.rooms
 
 
