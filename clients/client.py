@@ -235,6 +235,10 @@ class Client:
             return await asyncio.wait_for(future, timeout)
         finally:
             self._pending.pop(message.id, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: a lost connection may have failed it unawaited
+            else:
+                future.cancel()
 
     async def act(self, table: str, action: Any) -> v1.Ok:
         """Play an action (a game Struct or its dict form) at a table."""

@@ -8,77 +8,14 @@ must replay from its creation to its end with every acknowledged action in it ex
 
 from __future__ import annotations
 
-import asyncio
 import signal
-import time
-from collections.abc import Awaitable, Callable
-from typing import Any
 
-import msgspec
-import redis
-
-from clients.client import Client, ServerError
+from clients.client import Client
 from protocol import v1
-from server.games import blackdrez, blackdrez_bots
 from server.hosting import decode_entry, replay
 from tests.redis_server import RedisServer
-from tests.server.test_failover import Nodes, lease_holders
-
-RETRY = ("unavailable", "moving", "not_your_turn")
-"""Answers a player meets while a table moves between nodes: look again and retry."""
-
-
-async def retrying(call: Callable[[], Awaitable[Any]], timeout: float = 60.0) -> Any:
-    """Run ``call`` until it is not refused as moving or unavailable (bounded in time)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await call()
-        except ServerError as error:
-            if error.code not in RETRY or time.monotonic() > deadline:
-                raise
-        except (ConnectionError, TimeoutError):
-            if time.monotonic() > deadline:
-                raise
-        await asyncio.sleep(0.2)
-
-
-async def act_once(players: list[Client], table: str, timeout: float = 60.0) -> tuple[Client, int]:
-    """Let whoever is on turn play one move with a reference bot; return them and the ack."""
-    deadline = time.monotonic() + timeout
-    while True:
-        assert time.monotonic() < deadline, "nobody could act in time"
-        mover = next((p for p in players if p.tables[table].legal), None)
-        if mover is None:
-            await asyncio.sleep(0.1)
-            continue
-        state = mover.tables[table]
-        view = msgspec.convert(state.view, blackdrez.View)
-        legal = [msgspec.convert(action, blackdrez.Action) for action in state.legal]
-        try:
-            ok = await mover.act(table, blackdrez_bots.threshold(view, legal))
-        except ServerError as error:
-            if error.code not in RETRY:
-                raise
-            await asyncio.sleep(0.2)
-            await retrying(lambda m=mover: m.resync(table))
-            continue
-        except (ConnectionError, TimeoutError):
-            await asyncio.sleep(0.2)
-            continue
-        return mover, ok.seq
-
-
-def log_entries(redis_url: str, table: str) -> list[bytes]:
-    with redis.Redis.from_url(redis_url) as direct:
-        return [fields[b"e"] for _, fields in direct.xrange(f"bd:t:{{{table}}}:log")]
-
-
-async def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting: {what}"
-        await asyncio.sleep(0.05)
+from tests.server.helpers import act_once, retrying, wait_for
+from tests.server.test_failover import Nodes, lease_holders, table_log
 
 
 async def test_a_resumed_node_never_serves_or_writes_a_table_it_lost(tmp_path) -> None:
@@ -149,7 +86,7 @@ async def test_a_resumed_node_never_serves_or_writes_a_table_it_lost(tmp_path) -
                 await client.close()
             nodes.stop()
 
-        entries = log_entries(store.url, table)
+        entries = table_log(store.url, table)
         replay(entries)  # raises if any entry was written on top of another node's
         logged = [
             (entry.player, entry.seq)
