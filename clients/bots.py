@@ -286,15 +286,15 @@ async def _swarm_table(
     try:
         host = clients[0]
         options = v1.TableOptions(seats=per_table, round_pause_seconds=round_pause)
-        joined = await host.request(v1.CreateTable(options=options))
+        joined = await _setup_step(host, v1.CreateTable(options=options), dropped_ok=False)
         table = joined.table.id
         for client in clients[1:]:
-            await client.request(v1.JoinTable(table=table))
+            await _setup_step(client, v1.JoinTable(table=table))
         for client in clients:
-            await client.request(v1.SetReady(table=table))
-        await host.request(v1.StartGame(table=table))
+            await _setup_step(client, v1.SetReady(table=table))
+        await _setup_step(host, v1.StartGame(table=table), done=frozenset({"game_running"}))
         for client in clients:
-            await client.wait_until(lambda c=client: c.tables[table].view is not None)
+            await client.wait_until(lambda c=client: c.tables[table].view is not None, 60)
         return list(
             await asyncio.gather(
                 *(
@@ -306,6 +306,29 @@ async def _swarm_table(
     finally:
         for client in clients:
             await client.close()
+
+
+async def _setup_step(
+    client: Client, request: Any, *, done: frozenset[str] = frozenset(), dropped_ok: bool = True
+) -> Any:
+    """A request that sets a table up, sent again while the table or the store is briefly away
+    (a node dying or Redis restarting during the set-up). ``done``: refusals that mean an
+    earlier try succeeded. A request whose connection dropped is sent again only if
+    ``dropped_ok`` (sending it twice is harmless: joining or getting ready again)."""
+    delays = _backoff()
+    for _ in range(MAX_REFUSALS):
+        try:
+            return await client.request(request)
+        except ServerError as error:
+            if error.code in done:
+                return None
+            if error.code not in ("unavailable", "moving"):
+                raise
+        except (ConnectionError, TimeoutError):
+            if not dropped_ok:
+                raise
+        await asyncio.sleep(next(delays))
+    raise TimeoutError(f"{type(request).__name__} kept failing")
 
 
 def _inconsistency(results: list[BotResult]) -> str | None:
