@@ -81,7 +81,7 @@ from server.hosting import (
 )
 from server.metrics import Metrics
 from server.retry import Backoff
-from server.room import Broadcast, Room, RoomError
+from server.room import Broadcast, Outcome, Room, RoomError
 from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, Whereabouts, node_channel, table_channel
 
@@ -99,6 +99,8 @@ ORPHAN_SCAN = 0.5
 """Seconds between looks for tables whose host died or handed them over (while likely)."""
 FULL_SCAN = 10.0
 """Seconds between looks for orphans when no node was seen going."""
+SCAN_GAP = 0.25
+"""Seconds at least between two looks for orphans, however often something asks for one."""
 RECORD_RETENTION = 24 * 3600.0
 """Seconds a closed table's game record stays in the store (for audits and replays)."""
 STORE_RETRY = Backoff(first=0.05, cap=2.0)
@@ -149,6 +151,9 @@ class _Publication:
 
     room: Room
     broadcast: Broadcast | None
+    outcome: Outcome
+    """Taken right after the logged change: a later command that fails and is undone must
+    not add its side effects to this one's."""
     token: int
     closing_log: list[bytes] | None = None
     """The room's whole log when the change closed it (its game record is made from it)."""
@@ -757,6 +762,7 @@ class Node:
             except StoreUnavailable:
                 continue
             await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))
+            await asyncio.sleep(SCAN_GAP)
 
     def _on_handover(self, data: bytes) -> None:
         """Another node is handing its tables over: look for them now."""
@@ -831,13 +837,14 @@ class Node:
             self._fan_out(broadcast)
             self._correct_presence(broadcast.table, _away(broadcast))
         token = self._leases[room.id].token
+        outcome = room.take_outcome()
         if room.status == "closed":
             closing_log = self._logs[room.id]
             self._unhost(room.id, keep_lease=True)
             self._closing.add(room.id)
-            self._outbox.put_nowait(_Publication(room, broadcast, token, closing_log))
+            self._outbox.put_nowait(_Publication(room, broadcast, outcome, token, closing_log))
             return
-        self._outbox.put_nowait(_Publication(room, broadcast, token))
+        self._outbox.put_nowait(_Publication(room, broadcast, outcome, token))
         self._arm(room)
 
     def _arm(self, room: Room) -> None:
@@ -914,11 +921,10 @@ class Node:
         while True:
             item = await self._outbox.get()
             try:
-                outcome = item.room.take_outcome()
                 delays = STORE_RETRY.delays()
                 while True:
                     try:
-                        await self._publish(item, outcome)
+                        await self._publish(item)
                         break
                     except StoreUnavailable:
                         await self.store.health.wait_up()
@@ -939,9 +945,9 @@ class Node:
                         del self._leases[item.room.id]
                 self._outbox.task_done()
 
-    async def _publish(self, item: _Publication, outcome: Any) -> None:
+    async def _publish(self, item: _Publication) -> None:
         """One outbox item; may be called again after :class:`StoreUnavailable` (idempotent)."""
-        room, broadcast, store = item.room, item.broadcast, self.store
+        room, broadcast, outcome, store = item.room, item.broadcast, item.outcome, self.store
         for player, name, score in outcome.scores:
             await store.submit_score(room.adapter.name, player, name, score)
         if item.closing_log is not None:
