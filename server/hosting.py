@@ -9,6 +9,10 @@ as an :class:`Entry` carrying the time it ran, who sent it, and the seed it used
 game. A room is deterministic given its commands and their times, so :func:`replay` rebuilds
 exactly the same room (same seats, engine state, event numbers and event log) on any node: that is
 how a table survives the death of its node, and how a failed log write is undone.
+
+When a table closes its log is replaced in the store by a :class:`TableRecord`: the seed,
+commitment and result of every game played there, and the whole log compressed (so it still
+replays), kept for the node's record retention.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ import time
 
 import redis.asyncio as aioredis
 
+from server.games import shuffle
+from server.hosting import decode_table_record, record_log, replay
 from tests.server.helpers import play_out, seat_and_start
 
 FIXED = ("bd:secret", "bd:nodes", "bd:hosted", "bd:lobby:tables")
@@ -61,7 +63,11 @@ async def test_no_key_outlives_its_table(make_server, connect, redis_url_clean) 
         assert not await raw.smembers("bd:hosted"), "no closed table counts as hosted"
         assert not await raw.smembers("bd:lobby:tables"), "no closed table is listed"
         for table in tables:
-            assert await server.store.game_record(table), f"{table} left its game record"
+            record = decode_table_record(await server.store.game_record(table))
+            [game] = record.games
+            assert game.commitment == shuffle.commitment(game.seed), "the seed is revealed"
+            assert game.result is not None, "played to its end"
+            assert replay(record_log(record)).status == "closed", "the whole log is kept"
 
         await asyncio.sleep(retention + 0.5)
         left = sorted(key.decode() for key in await raw.keys("*"))
