@@ -295,15 +295,15 @@ async def test_a_lease_yields_a_token_that_only_grows(store: Store) -> None:
 
 
 async def test_renewal_extends_only_the_lease_held_with_that_token(store: Store) -> None:
-    token = await store.acquire_lease("t1", 0.3)
-    other = await store.acquire_lease("t2", 0.3)
+    token = await store.acquire_lease("t1", 1.0)
+    other = await store.acquire_lease("t2", 1.0)
     assert token is not None and other is not None
-    assert await store.renew_leases({"t1": token, "t2": other + 1}, 0.3) == {"t2"}
-    await asyncio.sleep(0.2)
-    assert await store.renew_leases({"t1": token}, 0.3) == set()
-    await asyncio.sleep(0.2)
+    assert await store.renew_leases({"t1": token, "t2": other + 1}, 1.0) == {"t2"}
+    await asyncio.sleep(0.6)
+    assert await store.renew_leases({"t1": token}, 1.0) == set()
+    await asyncio.sleep(0.6)
     assert (await store.locate("t1")).where is Whereabouts.HOSTED, "renewed: still held"
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(1.0)
     # Lapsed: the renewal reports it lost and does not take it again.
     assert await store.renew_leases({"t1": token}, 5) == {"t1"}
     assert (await store.locate("t1")).node is None
@@ -375,9 +375,9 @@ async def test_a_game_record_is_kept_for_its_retention(store: Store) -> None:
     token = await store.acquire_lease("t1", 5)
     assert token is not None
     await store.append_log("t1", token, 1, b"create")
-    await store.retire_table("t1", token, b"game", 0.3)
+    await store.retire_table("t1", token, b"game", 1.0)
     assert await store.game_record("t1") == b"game"
-    await asyncio.sleep(0.45)
+    await asyncio.sleep(1.2)
     assert await store.game_record("t1") is None
     assert (await store.locate("t1")).where is Whereabouts.UNKNOWN
 
@@ -498,7 +498,7 @@ async def test_a_paused_holder_is_fenced_out_by_the_adopter(
     await node_a.append_log("t1", token_a, 1, b"create")
     await asyncio.sleep(0.3)  # A pauses past its lease
     assert await node_b.adoptable_tables() == ["t1"]
-    token_b = await node_b.acquire_lease("t1", 0.3)
+    token_b = await node_b.acquire_lease("t1", 1.0)
     assert token_b == token_a + 1
     await node_b.append_log("t1", token_b, 2, b"b acts")
     assert await node_a.renew_leases({"t1": token_a}, 5) == {"t1"}
@@ -506,7 +506,7 @@ async def test_a_paused_holder_is_fenced_out_by_the_adopter(
         await node_a.append_log("t1", token_a, 2, b"a acts on its stale copy")
     with pytest.raises(LeaseLost):
         await node_a.put_table("t1", "node-a", b"stale", listed=True, token=token_a)
-    await asyncio.sleep(0.4)  # B pauses past its lease too; A's renewal must not revive A's
+    await asyncio.sleep(1.2)  # B pauses past its lease too; A's renewal must not revive A's
     assert await node_a.renew_leases({"t1": token_a}, 5) == {"t1"}
     assert (await node_a.locate("t1")).where is Whereabouts.MOVING
     token_a2 = await node_a.acquire_lease("t1", 5)
