@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from server.stores.base import Store, StoreUnavailable, node_channel, table_channel
 from server.stores.memory import MemoryStore
 from server.stores.redis import RedisStore
-from tests.redis_server import RedisServer
+from server.testing.redis_server import RedisServer
 
 OpenRedisStore = Callable[..., Awaitable[RedisStore]]
 

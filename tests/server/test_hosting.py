@@ -12,7 +12,7 @@ from protocol import v1
 from protocol.errors import ErrorCode
 from server.hosting import Entry, decode_entry, replay
 from server.stores.base import LeaseLost
-from tests.redis_server import RedisServer
+from server.testing.redis_server import RedisServer
 from tests.server.helpers import play_out, seat_and_start
 
 
