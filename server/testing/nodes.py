@@ -248,6 +248,16 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def resident_bytes(pid: int) -> int | None:
+    """The memory a process holds (its resident set), or ``None`` if it is gone."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            pages = int(statm.read().split()[1])
+    except OSError:
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
 @dataclass(frozen=True)
 class CpuStats:
     """How busy one process was over a window: percentages of one core."""
