@@ -4,8 +4,9 @@ A player here is the bots' client (:mod:`clients.bots`): it plays its seat with 
 strategy over the public protocol and records, in a :class:`~clients.bots.BotResult`, the event
 number of every action the server acknowledged and the last view it saw. Unlike the swarm's bot it
 can be held (``gate``: it sends nothing while the gate is closed, so a scenario can tell what a
-node does on its own), it never gives up before its deadline, and it leaves its table after the
-game so the table closes at once. Every client keeps the frames it received, so a scenario can
+node does on its own), it gives up only when its game stalls or keeps refusing it (to be reported
+by the history checker, not to hang the test), and it leaves its table after the game so the
+table closes at once. Every client keeps the frames it received, so a scenario can
 count the errors the server sent, including those answered to the client library's own resyncs.
 """
 
@@ -17,6 +18,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -27,9 +29,9 @@ from protocol.codec import SERVER_DECODERS
 from server.games import blackdrez, blackdrez_bots
 
 RETRYABLE = frozenset({"unavailable", "moving", "not_your_turn"})
+"""Errors a player meets while its table moves or a timer acts first: look again and retry."""
 NEVER = ("not_found", "internal")
 """Errors a player of a live table must never hear: its table exists, and nothing may fail."""
-"""Errors a player meets while its table moves or a timer acts first: look again and retry."""
 STALL = 20.0
 """Seconds without the update a player waits for after which its game counts as stalled."""
 GIVE_UP_AFTER = 25
@@ -37,9 +39,9 @@ GIVE_UP_AFTER = 25
 STRATEGIES = ("threshold", "bust_probability")
 
 
-def fault_options(**overrides: object) -> v1.TableOptions:
+def fault_options(**overrides: Any) -> v1.TableOptions:
     """Table options for fault scenarios: short games, no pause, long enough timers."""
-    options: dict[str, object] = {
+    options: dict[str, Any] = {
         "seats": 3,
         "max_rounds": 8,
         "round_pause_seconds": 0.0,
@@ -47,25 +49,19 @@ def fault_options(**overrides: object) -> v1.TableOptions:
         "grace_seconds": 30.0,
     }
     options.update(overrides)
-    return v1.TableOptions(**options)  # type: ignore[arg-type]
+    return v1.TableOptions(**options)
 
 
-async def connect(url: str, *, also: Sequence[str] = (), **options: object) -> Client:
+async def connect(url: str, *, also: Sequence[str] = (), **options: Any) -> Client:
     """A binary, recording client that reconnects (to ``also`` in turn) unless told not to.
 
     It introduces itself as an ordinary client, not a bot: the tables treat it as a person."""
     options.setdefault("name", "Player")
     options.setdefault("reconnect", True)
-    return await Client.connect(
-        url,
-        binary=True,
-        record=True,
-        also=tuple(also),
-        **options,  # type: ignore[arg-type]
-    )
+    return await Client.connect(url, binary=True, record=True, also=tuple(also), **options)
 
 
-async def request(client: Client, message: object, deadline: float = 30.0) -> object:
+async def request(client: Client, message: Any, deadline: float = 30.0) -> Any:
     """Send a request, retrying while the table moves; return the reply."""
     end = time.monotonic() + deadline
     while True:
@@ -109,7 +105,7 @@ async def open_table(
     ]
     try:
         joined = await request(clients[0], v1.CreateTable(options=options))
-        table = joined.table.id  # type: ignore[attr-defined]
+        table = joined.table.id
         for client in clients[1:]:
             await request(client, v1.JoinTable(table=table))
         for client in clients:
@@ -170,13 +166,22 @@ async def act_on_turn(
             await asyncio.sleep(0.05)
 
 
+def seat_of(client: Client, table: str) -> int:
+    """The client's seat at ``table`` (a resync answered with events does not say it)."""
+    state = client.tables[table]
+    if state.seat is not None:
+        return state.seat
+    seats = state.info.seats if state.info is not None else []
+    return next((i for i, s in enumerate(seats) if s and s.player == client.player), -1)
+
+
 def game_over(client: Client, table: str) -> bool:
     """Whether ``client`` has seen the game at ``table`` end."""
     state = client.tables.get(table)
     return bool(state and state.view and state.view["phase"] == "over")
 
 
-def next_move(client: Client, table: str, strategy: str = "threshold") -> object | None:
+def next_move(client: Client, table: str, strategy: str = "threshold") -> Any:
     """The reference bot's choice for the client's seat now, or ``None`` if it is not on turn."""
     state = client.tables[table]
     if not state.legal or state.view is None or game_over(client, table):
@@ -203,7 +208,7 @@ async def play(
     ``problem`` saying why, for the history checker to report.
     """
     state = client.tables[table]
-    result = BotResult(table=table, seat=state.seat or 0, player=client.player)
+    result = BotResult(table=table, seat=seat_of(client, table), player=client.player)
     refusals = 0
     try:
         async with asyncio.timeout(deadline):
@@ -308,18 +313,14 @@ def frame_marks(clients: Sequence[Client]) -> list[int]:
     return [len(client.frames or ()) for client in clients]
 
 
-def errors_seen(
-    clients: Sequence[Client], since: Sequence[int] = (), until: Sequence[int] = ()
-) -> collections.Counter[str]:
+def errors_seen(clients: Sequence[Client], since: Sequence[int] = ()) -> collections.Counter[str]:
     """Every error code the server sent to these clients, counted (from their frames);
-    ``since`` and ``until`` (from :func:`frame_marks`) limit it to the frames between."""
+    ``since`` (from :func:`frame_marks`) limits it to the frames received after."""
     decoder = SERVER_DECODERS[1]
     seen: collections.Counter[str] = collections.Counter()
     for index, client in enumerate(clients):
         frames = client.frames or []
-        first = since[index] if since else 0
-        last = until[index] if until else len(frames)
-        for frame in frames[first:last]:
+        for frame in frames[since[index] if since else 0 :]:
             message = decoder.decode(frame)
             if isinstance(message, v1.Error):
                 seen[str(message.code)] += 1
