@@ -29,6 +29,16 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if args.node_id:
         settings.node_id = args.node_id
+    for option, value in (
+        ("--lease-ttl", args.lease_ttl),
+        ("--record-retention", args.record_retention),
+    ):
+        if value is not None and not value > 0:
+            args.parser.error(f"{option} must be a positive number of seconds")
+    if args.lease_ttl is not None:
+        settings.lease_ttl = args.lease_ttl
+    if args.record_retention is not None:
+        settings.record_retention = args.record_retention
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     _run_async(run(settings))
     return 0
@@ -318,7 +328,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--compression", action="store_true", help="enable permessage-deflate (off by default)"
     )
-    serve.set_defaults(run=_serve)
+    serve.add_argument(
+        "--lease-ttl",
+        type=float,
+        metavar="SECONDS",
+        help="how long a table's lease lasts unless renewed: how soon a dead node's tables move "
+        "to another node (default 3)",
+    )
+    serve.add_argument(
+        "--record-retention",
+        type=float,
+        metavar="SECONDS",
+        help="how long a closed table's game record is kept in the store (default 86400)",
+    )
+    serve.set_defaults(run=_serve, parser=serve)
 
     simulate = commands.add_parser(
         "simulate",

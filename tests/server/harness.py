@@ -26,9 +26,10 @@ from protocol import v1
 from server.hosting import (
     NEEDS_SEED,
     Answer,
+    ConnectionChanged,
     Create,
     Entry,
-    Presence,
+    decode_entry,
     encode_entry,
     execute,
     new_room,
@@ -96,7 +97,7 @@ class FakeClient:
 
     def drop(self) -> list[Any]:
         """The connection dropped (the node sends this for a seated player)."""
-        return self.send(Presence(table=self.harness.table, connected=False))
+        return self.send(ConnectionChanged(table=self.harness.table, connected=False))
 
     # what the client holds
     @property
@@ -222,8 +223,6 @@ class TableHarness:
     @property
     def logged_commands(self) -> list[str]:
         """The type of every logged command after the create, in order."""
-        from server.hosting import decode_entry
-
         return [type(decode_entry(data).command).__name__ for data in self.log[1:]]
 
     # ------------------------------------------------------------------ internals
