@@ -25,10 +25,10 @@ The room's :class:`TableStatus`, and what gets it out of each status::
                                                              deserted: closes (1)
     closed          gone for good                            none: the node drops the room
 
-(1) A table is *deserted* while no human holds a seat (bots and spectators do not keep a table
-open). It closes once no game is running, ``grace_seconds`` after it was deserted (or created, or
-a bot last sat down: a table of bots gets its game going): whoever leaves last, host, player or
-spectator. A solitaire session closes as soon as its player
+(1) A table is *deserted* while no human holds a seat: bots and spectators do not keep open a
+table people came to (a table only bots ever sat at, a bot swarm's, is deserted once no seat is
+taken). It closes once no game is running, ``grace_seconds`` after it was deserted (or created):
+whoever leaves last, host, player or spectator. A solitaire session closes as soon as its player
 is gone. :meth:`Room.should_close` says whether that is due; the node's sweeper asks it too.
 (2) A solitaire has no turn timer: its player's disconnect grace resigns it.
 (3) RULES.md, "fewer than two can play": no timer fires and nothing is logged while the table
@@ -356,6 +356,8 @@ class Room:
         """While ``waiting``: when the game ends unless two seats can play again."""
         self.close_at: float | None = created + options.grace_seconds
         """While deserted: when the table closes (once no game is running)."""
+        self.humans_came = False
+        """A human has sat at this table: from then on bots alone do not keep it open."""
         self.host_left = False
         """The host gave up their seat and no human was left to take over: the next human to sit
         becomes the host (a table whose host is gone can still start a game)."""
@@ -480,6 +482,7 @@ class Room:
             self.status,
             self.host,
             self.host_left,
+            self.humans_came,
             len(self.spectators),
             tuple(
                 None
@@ -528,8 +531,7 @@ class Room:
             self._clear_game()
         self.spectators.discard(player)
         self.seats[seat] = Seat(player=player, name=name, ready=bot, bot=bot)
-        if bot:
-            self.close_at = None  # a deserted table's clock starts again (see _settle)
+        self.humans_came = self.humans_came or not bot
         if self.status in GAME_RUNNING:
             self.newcomers.add(seat)
         if not bot and self.host_left:
@@ -788,7 +790,7 @@ class Room:
         if self.status is TableStatus.WAITING and self.waiting_until is None:
             self.waiting_until = now + self.options.grace_seconds
         self._arm_turn(now)
-        if any(s is not None and not s.bot for s in self.seats):
+        if not self._deserted():
             self.close_at = None
         elif self.close_at is None:
             self.close_at = now + self.adapter.close_delay(self.options)
@@ -934,6 +936,12 @@ class Room:
                 self.host = others[0].player
             else:
                 self.host_left = True
+
+    def _deserted(self) -> bool:
+        """No human holds a seat (see the module docstring, note 1)."""
+        if self.humans_came:
+            return all(s is None or s.bot for s in self.seats)
+        return all(s is None for s in self.seats)
 
     def _in_round(self, seat: int) -> bool:
         return (
