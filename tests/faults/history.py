@@ -40,9 +40,9 @@ import redis.asyncio as aioredis
 
 from clients.bots import BotResult
 from protocol import v1
-from server.hosting import decode_entry, replay
+from server.hosting import decode_entry, decode_table_record, record_log, replay
 from server.room import Room
-from server.stores.redis import RedisStore
+from server.stores.redis import FIXED_KEYS, RedisStore
 from server.testing.nodes import CpuSampler, NodeProcess
 from tests.faults.players import (
     Fault,
@@ -54,17 +54,6 @@ from tests.faults.players import (
     results_of,
 )
 
-FIXED_KEYS: tuple[str, ...] = (
-    "bd:secret",
-    "bd:lobby:tables",
-    "bd:hosted",
-    "bd:nodes",
-    "bd:lb:*",
-)
-"""Key patterns allowed to live without a TTL: each is one key, or one per game, whose size is
-bounded by what is live (nodes, open tables) or by design (leaderboards). Everything else, per
-table or per player, must carry a lifetime. (The hosting work publishes the server's own list;
-pass it as ``fixed_keys`` where it differs.)"""
 CPU_BOUND = 50.0
 """Mean CPU (% of one core) any node may use over a whole scenario: a safety net against spin
 loops (scenarios hold their quiet windows to tighter bounds)."""
@@ -112,6 +101,9 @@ async def read_table_logs(redis_url: str, tables: Iterable[str]) -> dict[str, Ta
         for table in tables:
             found = logs[table] = TableLog(table)
             raw = await store.read_log(table)
+            if not raw:  # retired: the log lives on in the table's compact game record
+                record = await store.game_record(table)
+                raw = record_log(decode_table_record(record)) if record else []
             if not raw:
                 found.problem = f"{table}: its log is missing or empty"
                 continue

@@ -9,23 +9,26 @@ must report exactly that.
 from __future__ import annotations
 
 import copy
+import zlib
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
 import redis.asyncio as aioredis
 
 from clients.bots import BotResult
 from protocol import v1
 from server.app import GameServer, Settings
-from server.hosting import decode_entry, encode_entry
-from server.stores.redis import log_key
+from server.hosting import decode_entry, decode_table_record, record_log
+from server.stores.redis import game_key
 from tests.faults.history import check_history, wait_closed
 from tests.faults.players import close_all, fault_options, open_table, play_tables
 
 
 @pytest.fixture
 async def finished_game(redis_url_clean: str) -> AsyncIterator[tuple[str, list[BotResult]]]:
-    """A two-player game played to its end and its table closed; the players' records."""
+    """A two-player game of three rounds (so some are played out, not all won on the deal)
+    played to its end and its table closed; the players' records."""
     settings = Settings(
         port=0, redis_url=redis_url_clean, ping_interval=None, messages_per_second=1000.0
     )
@@ -33,7 +36,7 @@ async def finished_game(redis_url_clean: str) -> AsyncIterator[tuple[str, list[B
     await server.start()
     try:
         url = f"ws://127.0.0.1:{server.port}/"
-        table = await open_table([url], fault_options(seats=2, max_rounds=1))
+        table = await open_table([url], fault_options(seats=2, max_rounds=3))
         try:
             await play_tables([table], think=0.0)
         finally:
@@ -69,10 +72,14 @@ async def test_an_action_logged_again_from_a_stale_copy_is_caught(
     url, results = finished_game
     table = results[0].table
     client = aioredis.Redis.from_url(url)
-    try:
-        entries = [decode_entry(f[b"e"]) for _, f in await client.xrange(log_key(table))]
-        first_act = next(e for e in entries if isinstance(e.command, v1.Act))
-        await client.xadd(log_key(table), {"e": encode_entry(first_act)})
+    try:  # the closed table's log lives in its game record: damage it there
+        record = decode_table_record(await client.get(game_key(table)))
+        log = record_log(record)
+        first_act = next(data for data in log if isinstance(decode_entry(data).command, v1.Act))
+        damaged = zlib.compress(msgspec.msgpack.encode([*log, first_act]))
+        await client.set(
+            game_key(table), msgspec.msgpack.encode(msgspec.structs.replace(record, log=damaged))
+        )
     finally:
         await client.aclose()
     history = await check_history(url, results)
