@@ -2,8 +2,8 @@
 
 An adapter is the thin, game-specific glue between a :class:`~server.room.Room` and an engine: how
 many seats, how a game is created from table options, which system actions the table plays itself
-(BlackDrez: starting each round, and ending the game when fewer than two can play), how long a
-deserted table stays open, and what counts as a score for the leaderboard.
+(BlackDrez: starting each round, and ending the game when fewer than two can play), and what
+counts as a score for the leaderboard.
 """
 
 from __future__ import annotations
@@ -51,11 +51,6 @@ class GameAdapter:
         """``(seat, action)`` that ends the game between rounds when fewer than
         ``min_players`` can play (only games with rounds between which players come and go)."""
         raise NotImplementedError(f"{self.name} never waits for players between rounds")
-
-    def close_delay(self, options: v1.TableOptions) -> float:
-        """Seconds a deserted table stays open (no human seated, no game running): a solitaire
-        session closes as soon as its player is gone."""
-        return 0.0
 
     def leave_action(self, engine: Any) -> Any:
         """What a player who leaves mid-game plays at once (solitaires: resign), or ``None`` to
@@ -112,9 +107,6 @@ class BlackDrezAdapter(GameAdapter):
 
     def end_game_action(self, engine: Any) -> tuple[int, Any]:
         return blackdrez.SYSTEM, blackdrez.EndGame()
-
-    def close_delay(self, options: v1.TableOptions) -> float:
-        return options.grace_seconds
 
     def between_rounds(self, engine: Any) -> bool:
         return engine.state.phase == "between_rounds"

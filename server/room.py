@@ -27,9 +27,11 @@ The room's :class:`TableStatus`, and what gets it out of each status::
 
 (1) A table is *deserted* while no human holds a seat: bots and spectators do not keep open a
 table people came to (a table only bots ever sat at, a bot swarm's, is deserted once no seat is
-taken). It closes once no game is running, ``grace_seconds`` after it was deserted (or created):
-whoever leaves last, host, player or spectator. A solitaire session closes as soon as its player
-is gone. :meth:`Room.should_close` says whether that is due; the node's sweeper asks it too.
+taken). A deserted table closes as soon as no game is running, whoever left last: host, player
+(a disconnected player's seat is freed after ``grace_seconds``) or spectator. A game that goes on
+with nobody seated ends at its wait for players (note 3). A table nobody ever sat at closes
+``grace_seconds`` after it was created. :meth:`Room.should_close` says whether a close is due;
+the node's sweeper asks it too, in case a timer was lost.
 (2) A solitaire has no turn timer: its player's disconnect grace resigns it.
 (3) RULES.md, "fewer than two can play": no timer fires and nothing is logged while the table
 waits; then the table ends the game with the usual ranking (reason ``players``).
@@ -355,7 +357,7 @@ class Room:
         self.waiting_until: float | None = None
         """While ``waiting``: when the game ends unless two seats can play again."""
         self.close_at: float | None = created + options.grace_seconds
-        """While deserted: when the table closes (once no game is running)."""
+        """While deserted: from when the table closes (once no game is running)."""
         self.humans_came = False
         """A human has sat at this table: from then on bots alone do not keep it open."""
         self.host_left = False
@@ -461,12 +463,13 @@ class Room:
         return min(times) if times else None
 
     def should_close(self, now: float) -> bool:
-        """Whether the rules say this room should be closed by ``now`` (deserted, no game)."""
-        return (
-            self.status in (TableStatus.OPEN, TableStatus.FINISHED)
-            and self.close_at is not None
-            and now >= self.close_at
-        )
+        """Whether the rules say this room should be closed by ``now``: deserted, and no game
+        running (a game waiting for players past the end of its wait is over)."""
+        if self.close_at is None or now < self.close_at:
+            return False
+        if self.status in (TableStatus.OPEN, TableStatus.FINISHED):
+            return True
+        return self.waiting_until is not None and now >= self.waiting_until
 
     def state_key(self) -> tuple[Any, ...]:
         """Everything a command can change, as one comparable value: equal before and after a
@@ -793,7 +796,7 @@ class Room:
         if not self._deserted():
             self.close_at = None
         elif self.close_at is None:
-            self.close_at = now + self.adapter.close_delay(self.options)
+            self.close_at = now
         if self.should_close(now):
             self.close("everyone left")
 

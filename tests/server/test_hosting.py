@@ -176,11 +176,9 @@ async def test_a_closed_table_refuses_everything_at_once(
     server = await make_server(redis_url=redis_url_clean)
     host = await connect(server, name="Host")
     bot = await connect(server, name="Bot", client_name="blackdrez-bot/test")
-    options = v1.TableOptions(seats=2, grace_seconds=0.0)
-    table = (await host.request(v1.CreateTable(options=options))).table.id
+    table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
     await bot.request(v1.JoinTable(table=table))
-    # The host's leave closes the table (only a bot is left, no grace); the bot's leave queued
-    # behind it.
+    # The host's leave closes the table (only a bot is left); the bot's leave queued behind it.
     lock = server.node._lock(table)
     async with lock:
         leaving = asyncio.create_task(host.request(v1.LeaveTable(table=table)))

@@ -79,37 +79,40 @@ async def test_requests_that_change_nothing_are_not_logged(server, connect) -> N
     assert guest.tables[table].seq == seq
 
 
-async def test_an_empty_table_closes_after_the_grace_whoever_leaves_last(server, connect) -> None:
+async def test_a_table_closes_when_its_host_leaves_it_to_a_spectator(server, connect) -> None:
     """Issue 9 section 4: host leaves, then the last spectator leaves: the table used to stay
-    listed as open forever."""
+    listed as open forever. Spectators alone do not keep a table open."""
     host, watcher, lobby = [await connect(server, name=n) for n in ("H", "W", "L")]
     await lobby.request(v1.WatchLobby())
-    joined = await host.request(v1.CreateTable(options=v1.TableOptions(grace_seconds=0.5)))
+    joined = await host.request(v1.CreateTable(options=v1.TableOptions()))
     table = joined.table.id
     await watcher.request(v1.Spectate(table=table))
-    await host.request(v1.LeaveTable(table=table))
-    await watcher.request(v1.LeaveTable(table=table))
     await lobby.wait_until(lambda: table in lobby.lobby)
+    await host.request(v1.LeaveTable(table=table))
     await lobby.wait_until(lambda: table not in lobby.lobby, timeout=5)
-    assert table not in server.node.rooms
+    await watcher.wait_until(
+        lambda: any(e.event["type"] == "table_closed" for e in watcher.tables[table].events)
+    )
     with pytest.raises(ServerError) as error:
-        await watcher.request(v1.Spectate(table=table))
+        await watcher.request(v1.LeaveTable(table=table))
     assert error.value.code == ErrorCode.NOT_FOUND
+    assert table not in server.node.rooms
 
 
-async def test_the_sweeper_closes_a_deserted_table_whose_timer_was_lost(
+async def test_the_sweeper_closes_a_table_whose_timer_was_lost(
     server, connect, monkeypatch
 ) -> None:
     monkeypatch.setattr(node_module, "SWEEP_INTERVAL", 0.1)
-    host = await connect(server, name="H")
-    joined = await host.request(v1.CreateTable(options=v1.TableOptions(grace_seconds=0.3)))
-    table = joined.table.id
-    await host.request(v1.LeaveTable(table=table))
-    server.node._timers.pop(table).cancel()  # the timer that would close it is lost
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b], grace_seconds=0.3, turn_seconds=60)
+    await a.request(v1.LeaveTable(table=table))
+    await b.request(v1.LeaveTable(table=table))  # nobody left: the game ends at its wait
+    server.node._timers.pop(table).cancel()  # the timer that would end it is lost
     deadline = asyncio.get_running_loop().time() + 10
     while table in server.node.rooms:
         assert asyncio.get_running_loop().time() < deadline, "the sweeper closed the table"
         await asyncio.sleep(0.05)
+    await server.node._settled()
     assert await server.store.get_table(table) is None
 
 

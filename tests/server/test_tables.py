@@ -143,8 +143,7 @@ async def test_lobby_watchers_see_tables_appear_fill_and_vanish(server, connect)
     tables = await watcher.request(v1.WatchLobby())
     assert tables.tables == []
     host = await connect(server, name="Host")
-    options = v1.TableOptions(name="Friday", seats=3, grace_seconds=0.5)
-    joined = await host.request(v1.CreateTable(options=options))
+    joined = await host.request(v1.CreateTable(options=v1.TableOptions(name="Friday", seats=3)))
     table = joined.table.id
     await watcher.wait_until(lambda: table in watcher.lobby)
     assert watcher.lobby[table].name == "Friday"
@@ -153,7 +152,7 @@ async def test_lobby_watchers_see_tables_appear_fill_and_vanish(server, connect)
     await watcher.wait_until(lambda: sum(s is not None for s in watcher.lobby[table].seats) == 2)
     await guest.request(v1.LeaveTable(table=table))
     await host.request(v1.LeaveTable(table=table))
-    await watcher.wait_until(lambda: table not in watcher.lobby)  # the grace after the last left
+    await watcher.wait_until(lambda: table not in watcher.lobby)
 
 
 async def test_quick_join_fills_an_open_table_before_making_one(server, connect) -> None:
