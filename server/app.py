@@ -69,6 +69,8 @@ class Settings:
     ping_timeout: float | None = 20.0
     send_buffer: int = 1024 * 1024
     """Bytes a client may leave unread before it is disconnected as too slow (4003)."""
+    close_timeout: float = 10.0
+    """Seconds a closing connection has to take its close frame before it is cut off."""
     allowed_origins: list[str] | None = None
     compression: bool = False
     static_dir: Path = STATIC_DIR
@@ -120,6 +122,7 @@ class GameServer:
             origins=[*s.allowed_origins, None] if s.allowed_origins else None,
             compression="deflate" if s.compression else None,
             max_size=s.max_frame_bytes,
+            close_timeout=s.close_timeout,
             ping_interval=s.ping_interval,
             ping_timeout=s.ping_timeout,
             server_header=f"blackdrez/{VERSION}",
@@ -169,8 +172,10 @@ class GameServer:
             cutoff = time.monotonic() - timeout
             for client in list(self.node.clients.values()):
                 if client.last_seen < cutoff:
-                    self.metrics.closes.labels(str(int(CloseCode.IDLE_TIMEOUT))).inc()
                     client.close(CloseCode.IDLE_TIMEOUT, "idle for too long")
+
+    def _count_close(self, code: int) -> None:
+        self.metrics.closes.labels(str(int(code))).inc()
 
     # ------------------------------------------------------------------ HTTP
     def _http(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -279,6 +284,8 @@ class GameServer:
             bucket=TokenBucket(s.messages_per_second, s.burst, time.monotonic()),
             max_buffer=s.send_buffer,
             bot=(hello.client or "").startswith(BOT_CLIENT_PREFIX),
+            close_timeout=s.close_timeout,
+            on_close=self._count_close,
         )
         client.send(
             v1.Welcome(
