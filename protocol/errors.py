@@ -25,7 +25,7 @@ class ErrorCode(enum.StrEnum):
     ALREADY_GREETED = "already_greeted"
     """``hello`` was sent twice on one connection."""
     BAD_TOKEN = "bad_token"
-    """The session token is forged, malformed or expired."""
+    """The session token is forged, malformed, expired or ended by ``logout``."""
     # Lobby and tables
     NOT_FOUND = "not_found"
     """No such table, session or game."""

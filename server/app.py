@@ -71,6 +71,8 @@ class Settings:
     """Bytes a client may leave unread before it is disconnected as too slow (4003)."""
     close_timeout: float = 10.0
     """Seconds a closing connection has to take its close frame before it is cut off."""
+    token_lifetime: float = identity.TOKEN_LIFETIME
+    """Seconds a session token is accepted, from its first issue (never renewed)."""
     allowed_origins: list[str] | None = None
     compression: bool = False
     static_dir: Path = STATIC_DIR
@@ -261,17 +263,25 @@ class GameServer:
             )
             return None
         if hello.token is not None:
-            known = identity.read_token(self.secret, hello.token)
-            if known is None:
+            token = identity.read_token(self.secret, hello.token, s.token_lifetime)
+            try:
+                revoked = token is not None and await self.store.token_revoked(token.id)
+            except StoreUnavailable:
+                # Let players come back during a store outage (their tables wait for the store
+                # anyway); a revocation is enforced again as soon as the store answers.
+                log.warning("store unavailable: token accepted without the revocation check")
+                revoked = False
+            if token is None or revoked:
                 await refuse(
-                    ErrorCode.BAD_TOKEN, "the session token is not valid here", CloseCode.BAD_TOKEN
+                    ErrorCode.BAD_TOKEN,
+                    "the session token is not valid here (forged, expired or logged out)",
+                    CloseCode.BAD_TOKEN,
                 )
                 return None
-            player, name = known
-            token = identity.issue_token(self.secret, player, name)  # a fresh lifetime
         else:
-            player, name = identity.new_player_id(), identity.clean_name(hello.name)
-            token = identity.issue_token(self.secret, player, name)
+            player = identity.new_player_id()
+            token = identity.issue_token(self.secret, player, identity.clean_name(hello.name))
+        player, name = token.player, token.name
         try:
             tables = await self.store.player_tables(player)
         except StoreUnavailable:
@@ -286,11 +296,13 @@ class GameServer:
             bot=(hello.client or "").startswith(BOT_CLIENT_PREFIX),
             close_timeout=s.close_timeout,
             on_close=self._count_close,
+            token=token,
         )
         client.send(
             v1.Welcome(
                 version=version,
-                token=token,
+                token=token.text,
+                token_expires=token.expires(s.token_lifetime),
                 player=player,
                 name=name,
                 limits=self._limits,
@@ -334,7 +346,28 @@ class GameServer:
                 client.send(reply)
                 continue
             metrics.messages_in.labels(type(message).__name__).inc()
+            if isinstance(message, v1.Logout):
+                await self._logout(client, message)
+                continue
             await self.node.handle(client, message)
+
+    async def _logout(self, client: Client, message: v1.Logout) -> None:
+        """End the client's token everywhere (until it would have expired), then close."""
+        remaining = client.token.expires(self.settings.token_lifetime) - time.time()
+        try:
+            await self.store.revoke_token(client.token.id, max(remaining, 1.0))
+        except StoreUnavailable:
+            self.metrics.errors.labels(ErrorCode.UNAVAILABLE).inc()
+            client.send(
+                v1.Error(
+                    id=message.id,
+                    code=ErrorCode.UNAVAILABLE,
+                    message="the session store cannot be reached: the token is still valid",
+                )
+            )
+            return
+        client.send(v1.Ok(id=message.id))
+        client.close(CloseCode.NORMAL, "logged out")
 
 
 async def _close_discarding(ws: ServerConnection, code: int, reason: str) -> None:

@@ -26,6 +26,7 @@ from websockets.protocol import State
 
 from protocol.codec import Frame, encode
 from protocol.errors import CloseCode
+from server.identity import Token
 from server.ratelimit import TokenBucket
 
 
@@ -48,6 +49,8 @@ class Client:
     bucket: TokenBucket
     max_buffer: int
     """Bytes written but not yet taken by the client beyond which it is disconnected."""
+    token: Token
+    """The session token this connection greeted with (or was given)."""
     tables: dict[str, Watch] = field(default_factory=dict)
     lobby: bool = False
     bot: bool = False

@@ -537,3 +537,18 @@ class RedisStore(Store):
                 confirmed = self._confirmations.get(message["channel"].decode())
                 if confirmed is not None and not confirmed.done():
                     confirmed.set_result(None)
+
+    # ------------------------------------------------------------------ revoked session tokens
+    async def revoke_token(self, token_id: str, ttl: float) -> None:
+        """``bd:revoked:{TOKEN}`` (string), expiring with the token itself."""
+        with reaching_redis():
+            await self._redis.set(revoked_key(token_id), b"1", px=max(1, round(ttl * 1000)))
+
+    async def token_revoked(self, token_id: str) -> bool:
+        with reaching_redis():
+            return bool(await self._redis.exists(revoked_key(token_id)))
+
+
+def revoked_key(token_id: str) -> str:
+    """The key whose presence says a session token was revoked (it expires with the token)."""
+    return f"bd:revoked:{{{token_id}}}"
