@@ -77,3 +77,5 @@ class CloseCode(enum.IntEnum):
     """The same player connected again elsewhere; this older connection is closed."""
     IDLE_TIMEOUT = 4005
     """Nothing was received for too long."""
+    TOO_MANY_CONNECTIONS = 4006
+    """The client's address already holds the most connections a node allows."""

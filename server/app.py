@@ -17,11 +17,14 @@ import asyncio
 import contextlib
 import gc
 import http
+import ipaddress
 import logging
 import mimetypes
 import secrets
 import signal
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +54,8 @@ VIOLATION_WINDOW = 10.0
 """More than ``burst`` rate-limited messages within this many seconds close the connection."""
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
 
 @dataclass
 class Settings:
@@ -73,6 +78,10 @@ class Settings:
     """Seconds a closing connection has to take its close frame before it is cut off."""
     token_lifetime: float = identity.TOKEN_LIFETIME
     """Seconds a session token is accepted, from its first issue (never renewed)."""
+    max_connections_per_ip: int = 256
+    """WebSocket connections one client address may hold at once (0: no cap); more get 4006."""
+    trusted_proxies: list[str] = field(default_factory=list)
+    """Addresses or networks (CIDR) of proxies whose ``X-Forwarded-For`` names the client."""
     allowed_origins: list[str] | None = None
     compression: bool = False
     static_dir: Path = STATIC_DIR
@@ -102,6 +111,8 @@ class GameServer:
         self.server: Server | None = None
         self.stopping = False
         self._limits = settings.limits()
+        self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
+        self._per_address: Counter[str] = Counter()
 
     @property
     def port(self) -> int:
@@ -215,6 +226,26 @@ class GameServer:
         if self.stopping:
             await ws.close(CloseCode.GOING_AWAY, "server shutting down")
             return
+        assert ws.request is not None
+        address = client_address(
+            ws.remote_address[0], ws.request.headers.get_all("X-Forwarded-For"), self._trusted
+        )
+        self._per_address[address] += 1
+        try:
+            cap = self.settings.max_connections_per_ip
+            if cap and self._per_address[address] > cap:
+                self._count_close(CloseCode.TOO_MANY_CONNECTIONS)
+                await ws.close(
+                    CloseCode.TOO_MANY_CONNECTIONS, f"too many connections from {address}"
+                )
+                return
+            await self._play(ws)
+        finally:
+            self._per_address[address] -= 1
+            if not self._per_address[address]:
+                del self._per_address[address]
+
+    async def _play(self, ws: ServerConnection) -> None:
         client = await self._greet(ws)
         if client is None:
             return
@@ -378,6 +409,30 @@ async def _close_discarding(ws: ServerConnection, code: int, reason: str) -> Non
         while True:
             await ws.recv()
     await closing
+
+
+def client_address(peer: str, forwarded: Sequence[str], trusted: Sequence[Network]) -> str:
+    """The address a connection counts against: its peer's, or, when the peer is a trusted
+    proxy, the nearest address in ``X-Forwarded-For`` (read from the right) that is not one."""
+    hops = [hop.strip() for header in forwarded for hop in header.split(",")]
+    address = _plain_ip(peer)
+    while hops and address is not None and any(address in network for network in trusted):
+        hop = _plain_ip(hops.pop())
+        if hop is None:  # the proxy's own entries are well formed: anything else is forged
+            break
+        address = hop
+    return str(address if address is not None else peer)
+
+
+def _plain_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``text`` as an address (an IPv4 address mapped into IPv6 as IPv4), or None."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
 
 
 class _JustTheId(msgspec.Struct):

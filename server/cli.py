@@ -26,12 +26,38 @@ def _serve(args: argparse.Namespace) -> int:
         burst=args.burst,
         allowed_origins=args.allowed_origin or None,
         compression=args.compression,
+        max_connections_per_ip=args.max_connections_per_ip,
+        trusted_proxies=args.trusted_proxy or [],
     )
     if args.node_id:
         settings.node_id = args.node_id
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     _run_async(run(settings))
     return 0
+
+
+def _at_least(low: int) -> Any:
+    """An argparse type: a whole number not below ``low``."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise ValueError(text)
+        return value
+
+    parse.__name__ = f"whole number of at least {low}"
+    return parse
+
+
+def _network(text: str) -> str:
+    """An argparse type: an IP address or network in CIDR notation."""
+    import ipaddress
+
+    ipaddress.ip_network(text, strict=False)
+    return text
+
+
+_network.__name__ = "address or network"
 
 
 def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str] | None:
@@ -317,6 +343,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--compression", action="store_true", help="enable permessage-deflate (off by default)"
+    )
+    serve.add_argument(
+        "--max-connections-per-ip",
+        type=_at_least(0),
+        default=256,
+        metavar="N",
+        help="WebSocket connections one client address may hold at once; more are closed with "
+        "4006 (0: no cap; default 256)",
+    )
+    serve.add_argument(
+        "--trusted-proxy",
+        action="append",
+        type=_network,
+        metavar="ADDRESS",
+        help="an address or network (CIDR) of a reverse proxy whose X-Forwarded-For header names "
+        "the client; repeat for several (default: none, the header is ignored)",
     )
     serve.set_defaults(run=_serve)
 
