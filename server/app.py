@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import msgspec
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -83,6 +84,7 @@ class Settings:
     trusted_proxies: list[str] = field(default_factory=list)
     """Addresses or networks (CIDR) of proxies whose ``X-Forwarded-For`` names the client."""
     allowed_origins: list[str] | None = None
+    """Origins accepted besides the page's own host (see :func:`origin_allowed`)."""
     compression: bool = False
     static_dir: Path = STATIC_DIR
 
@@ -132,7 +134,6 @@ class GameServer:
             s.host,
             s.port,
             process_request=self._http,
-            origins=[*s.allowed_origins, None] if s.allowed_origins else None,
             compression="deflate" if s.compression else None,
             max_size=s.max_frame_bytes,
             close_timeout=s.close_timeout,
@@ -193,7 +194,18 @@ class GameServer:
     # ------------------------------------------------------------------ HTTP
     def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            return None
+            origins = request.headers.get_all("Origin")
+            if not origins:
+                return None  # not a browser: browsers always send Origin with a WebSocket
+            host = request.headers.get_all("Host")
+            allowed = self.settings.allowed_origins or []
+            if len(origins) == 1 and origin_allowed(origins[0], host[0] if host else None, allowed):
+                return None
+            return _response(
+                http.HTTPStatus.FORBIDDEN,
+                f"origin not allowed: {' '.join(origins)}\n".encode(),
+                "text/plain",
+            )
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
             body = msgspec.json.encode(
@@ -409,6 +421,23 @@ async def _close_discarding(ws: ServerConnection, code: int, reason: str) -> Non
         while True:
             await ws.recv()
     await closing
+
+
+def origin_allowed(origin: str, host: str | None, allowed: Sequence[str]) -> bool:
+    """Whether a browser page from ``origin`` may open a WebSocket: the origin is one of
+    ``allowed`` (compared exactly), or names the same host and port as the request's ``Host``
+    header (the page this server, or the proxy in front of it, served), whatever the scheme."""
+    if origin in allowed:
+        return True
+    page = urlsplit(origin)
+    if page.scheme not in ("http", "https") or not page.hostname or host is None:
+        return False
+    default = 443 if page.scheme == "https" else 80
+    target = urlsplit("//" + host)
+    try:
+        return (page.hostname, page.port or default) == (target.hostname, target.port or default)
+    except ValueError:  # a port out of range
+        return False
 
 
 def client_address(peer: str, forwarded: Sequence[str], trusted: Sequence[Network]) -> str:
