@@ -83,6 +83,10 @@ class Settings:
     """WebSocket connections one client address may hold at once (0: no cap); more get 4006."""
     trusted_proxies: list[str] = field(default_factory=list)
     """Addresses or networks (CIDR) of proxies whose ``X-Forwarded-For`` names the client."""
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = None
+    """Serve ``/metrics`` (and ``/healthz``) on this port only, not on the game port (0: any
+    free port); ``None`` keeps them on the game port."""
     allowed_origins: list[str] | None = None
     """Origins accepted besides the page's own host (see :func:`origin_allowed`)."""
     compression: bool = False
@@ -111,6 +115,7 @@ class GameServer:
         self._bots: set[asyncio.Task[object]] = set()
         self.secret = b""
         self.server: Server | None = None
+        self.metrics_server: Server | None = None
         self.stopping = False
         self._limits = settings.limits()
         self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
@@ -121,6 +126,13 @@ class GameServer:
         """The port actually bound (useful with port 0)."""
         assert self.server is not None
         return self.server.sockets[0].getsockname()[1]
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port of the metrics listener, when ``/metrics`` has one of its own."""
+        if self.metrics_server is None:
+            return None
+        return self.metrics_server.sockets[0].getsockname()[1]
 
     async def start(self) -> None:
         """Connect the store, start the node and listen."""
@@ -141,6 +153,14 @@ class GameServer:
             ping_timeout=s.ping_timeout,
             server_header=f"blackdrez/{VERSION}",
         )
+        if s.metrics_port is not None:
+            self.metrics_server = await serve(
+                _refuse_websocket,
+                s.metrics_host,
+                s.metrics_port,
+                process_request=self._metrics_http,
+                server_header=f"blackdrez/{VERSION}",
+            )
         log.info("node %s listening on %s:%s", s.node_id, s.host, self.port)
 
     async def stop(self) -> None:
@@ -165,6 +185,10 @@ class GameServer:
             self.server.close()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.server.wait_closed(), 5.0)
+        if self.metrics_server is not None:
+            self.metrics_server.close()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.metrics_server.wait_closed(), 5.0)
         await self.store.close()
 
     def _spawn_bot(self, table: str, strategy: str, invite: str | None) -> None:
@@ -208,19 +232,34 @@ class GameServer:
             )
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
-            body = msgspec.json.encode(
-                {
-                    "status": "stopping" if self.stopping else "ok",
-                    "node": self.settings.node_id,
-                    "connections": len(self.node.clients),
-                    "tables": len(self.node.rooms),
-                }
-            )
-            status = http.HTTPStatus.SERVICE_UNAVAILABLE if self.stopping else http.HTTPStatus.OK
-            return _response(status, body, "application/json")
-        if path == "/metrics":
-            return _response(http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4")
+            return self._health()
+        if path == "/metrics" and self.metrics_server is None:
+            return self._metrics()
         return self._static(path)
+
+    def _metrics_http(self, connection: ServerConnection, request: Request) -> Response:
+        """The metrics listener: ``/metrics`` and ``/healthz``, nothing else (no WebSocket)."""
+        path = request.path.split("?", 1)[0]
+        if path == "/metrics":
+            return self._metrics()
+        if path == "/healthz":
+            return self._health()
+        return _response(http.HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+
+    def _health(self) -> Response:
+        body = msgspec.json.encode(
+            {
+                "status": "stopping" if self.stopping else "ok",
+                "node": self.settings.node_id,
+                "connections": len(self.node.clients),
+                "tables": len(self.node.rooms),
+            }
+        )
+        status = http.HTTPStatus.SERVICE_UNAVAILABLE if self.stopping else http.HTTPStatus.OK
+        return _response(status, body, "application/json")
+
+    def _metrics(self) -> Response:
+        return _response(http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4")
 
     def _static(self, path: str) -> Response:
         root = self.settings.static_dir.resolve()
@@ -411,6 +450,11 @@ class GameServer:
             return
         client.send(v1.Ok(id=message.id))
         client.close(CloseCode.NORMAL, "logged out")
+
+
+async def _refuse_websocket(ws: ServerConnection) -> None:
+    """Never reached: the metrics listener answers every request in ``process_request``."""
+    await ws.close(CloseCode.POLICY_VIOLATION, "no WebSocket here")
 
 
 async def _close_discarding(ws: ServerConnection, code: int, reason: str) -> None:

@@ -28,6 +28,8 @@ def _serve(args: argparse.Namespace) -> int:
         compression=args.compression,
         max_connections_per_ip=args.max_connections_per_ip,
         trusted_proxies=args.trusted_proxy or [],
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
     )
     if args.node_id:
         settings.node_id = args.node_id
@@ -359,6 +361,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="an address or network (CIDR) of a reverse proxy whose X-Forwarded-For header names "
         "the client; repeat for several (default: none, the header is ignored)",
+    )
+    serve.add_argument(
+        "--metrics-port",
+        type=_at_least(0),
+        metavar="PORT",
+        help="serve /metrics (and /healthz) on this port, and no longer on the game port "
+        "(default: none, /metrics is on the game port)",
+    )
+    serve.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the address the --metrics-port listener binds (default 127.0.0.1)",
     )
     serve.set_defaults(run=_serve)
 
