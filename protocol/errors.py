@@ -41,6 +41,8 @@ class ErrorCode(enum.StrEnum):
     GAME_RUNNING = "game_running"
     """Not possible while a round is being played."""
     NOT_ENOUGH_PLAYERS = "not_enough_players"
+    TOO_MANY_SESSIONS = "too_many_sessions"
+    """The player already holds the most open solitaire sessions allowed; leave one first."""
     # Game actions (the engines' rejection reasons)
     NOT_YOUR_TURN = "not_your_turn"
     ILLEGAL_ACTION = "illegal_action"

@@ -83,6 +83,8 @@ class Settings:
     """WebSocket connections one client address may hold at once (0: no cap); more get 4006."""
     trusted_proxies: list[str] = field(default_factory=list)
     """Addresses or networks (CIDR) of proxies whose ``X-Forwarded-For`` names the client."""
+    max_solitaire_sessions: int = 10
+    """Solitaire sessions one player may hold open at once (0: no cap)."""
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = None
     """Serve ``/metrics`` (and ``/healthz``) on this port only, not on the game port (0: any
@@ -431,7 +433,34 @@ class GameServer:
             if isinstance(message, v1.Logout):
                 await self._logout(client, message)
                 continue
+            if isinstance(message, v1.StartSolitaire) and not await self._may_start(
+                client, message
+            ):
+                continue
             await self.node.handle(client, message)
+
+    async def _may_start(self, client: Client, message: v1.StartSolitaire) -> bool:
+        """Whether the player may open one more solitaire session; if not, say why."""
+        cap = self.settings.max_solitaire_sessions
+        if not cap:
+            return True
+        await self.node._settled()  # read your own writes: a session just left no longer counts
+        try:
+            tables = await self.store.player_tables(client.player)
+        except StoreUnavailable:
+            return True  # the node answers ``unavailable``: it cannot start a session either
+        held = sum(1 for table in tables if table.startswith("s"))
+        if held < cap:
+            return True
+        self.metrics.errors.labels(ErrorCode.TOO_MANY_SESSIONS).inc()
+        client.send(
+            v1.Error(
+                id=message.id,
+                code=ErrorCode.TOO_MANY_SESSIONS,
+                message=f"you hold {held} solitaire sessions, the most allowed: leave one first",
+            )
+        )
+        return False
 
     async def _logout(self, client: Client, message: v1.Logout) -> None:
         """End the client's token everywhere (until it would have expired), then close."""

@@ -30,6 +30,10 @@ def _serve(args: argparse.Namespace) -> int:
         trusted_proxies=args.trusted_proxy or [],
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
+        max_solitaire_sessions=args.max_solitaire_sessions,
+        token_lifetime=args.token_days * 24 * 3600.0,
+        send_buffer=args.send_buffer,
+        close_timeout=args.close_timeout,
     )
     if args.node_id:
         settings.node_id = args.node_id
@@ -361,6 +365,38 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="an address or network (CIDR) of a reverse proxy whose X-Forwarded-For header names "
         "the client; repeat for several (default: none, the header is ignored)",
+    )
+    serve.add_argument(
+        "--max-solitaire-sessions",
+        type=_at_least(0),
+        default=10,
+        metavar="N",
+        help="open solitaire sessions one player may hold; one more gets too_many_sessions "
+        "(0: no cap; default 10)",
+    )
+    serve.add_argument(
+        "--token-days",
+        type=float,
+        default=30.0,
+        metavar="DAYS",
+        help="how long a session token is accepted, counted from its first issue; it is never "
+        "renewed (default 30)",
+    )
+    serve.add_argument(
+        "--send-buffer",
+        type=_at_least(1024),
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="bytes sent to a client and not yet read by it past which the client is closed "
+        "with 4003 (default 1048576)",
+    )
+    serve.add_argument(
+        "--close-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a connection the server closes has to take its close frame before the "
+        "TCP connection is cut (default 10)",
     )
     serve.add_argument(
         "--metrics-port",
