@@ -14,8 +14,9 @@ GAME_NAMES = ("blackdrez", "blackjack_piles", "blue_jacket")
 """The games the tools know (``server.games.registry.GAMES``, imported lazily for ``serve``)."""
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from server.app import Settings, run
+def serve_settings(args: argparse.Namespace) -> Any:
+    """The :class:`~server.app.Settings` that ``blackdrez serve`` options describe."""
+    from server.app import Settings
 
     settings = Settings(
         host=args.host,
@@ -37,22 +38,40 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if args.node_id:
         settings.node_id = args.node_id
+    return settings
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from server.app import run
+
+    settings = serve_settings(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     _run_async(run(settings))
     return 0
 
 
-def _at_least(low: int) -> Any:
-    """An argparse type: a whole number not below ``low``."""
+def _whole(low: int, high: int | None = None) -> Any:
+    """An argparse type: a whole number from ``low`` (to ``high``)."""
 
     def parse(text: str) -> int:
         value = int(text)
-        if value < low:
+        if value < low or (high is not None and value > high):
             raise ValueError(text)
         return value
 
-    parse.__name__ = f"whole number of at least {low}"
+    parse.__name__ = f"whole number from {low}" + (f" to {high}" if high is not None else "")
     return parse
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a number above zero."""
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+_positive.__name__ = "positive number"
 
 
 def _network(text: str) -> str:
@@ -332,27 +351,67 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blackdrez", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run a game server node")
-    serve.add_argument("--host", default=os.environ.get("BLACKDREZ_HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("BLACKDREZ_PORT", "8765")))
+    serve = commands.add_parser(
+        "serve",
+        help="run a game server node",
+        description="Run a game server node: WebSocket and HTTP on one port. Every option is "
+        "described in docs/operations.md.",
+    )
+    serve.add_argument(
+        "--host",
+        default=os.environ.get("BLACKDREZ_HOST", "127.0.0.1"),
+        help="the address to listen on (default 127.0.0.1; env BLACKDREZ_HOST)",
+    )
+    serve.add_argument(
+        "--port",
+        type=_whole(0, 65535),
+        default=int(os.environ.get("BLACKDREZ_PORT", "8765")),
+        help="the port for WebSocket and HTTP (default 8765; env BLACKDREZ_PORT)",
+    )
     serve.add_argument(
         "--redis-url",
         default=os.environ.get("BLACKDREZ_REDIS_URL"),
         help="share the lobby through Redis (default: in memory; env BLACKDREZ_REDIS_URL)",
     )
-    serve.add_argument("--node-id", default=os.environ.get("BLACKDREZ_NODE_ID"))
-    serve.add_argument("--max-frame-bytes", type=int, default=16 * 1024)
-    serve.add_argument("--rate", type=float, default=30.0, help="messages per second per client")
-    serve.add_argument("--burst", type=int, default=60)
     serve.add_argument(
-        "--allowed-origin", action="append", help="accept browsers only from this Origin"
+        "--node-id",
+        default=os.environ.get("BLACKDREZ_NODE_ID"),
+        help="this node's name among the nodes sharing a Redis; each needs its own "
+        "(default: random; env BLACKDREZ_NODE_ID)",
     )
     serve.add_argument(
-        "--compression", action="store_true", help="enable permessage-deflate (off by default)"
+        "--max-frame-bytes",
+        type=_whole(64),
+        default=16 * 1024,
+        metavar="BYTES",
+        help="the largest frame a client may send; a larger one closes with 1009 (default 16384)",
+    )
+    serve.add_argument(
+        "--rate",
+        type=_positive,
+        default=30.0,
+        help="messages per second per connection, on average (default 30)",
+    )
+    serve.add_argument(
+        "--burst",
+        type=_whole(1),
+        default=60,
+        help="messages a connection may send at once; also how many refused messages within "
+        "10 s close it with 1008 (default 60)",
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="also accept browser pages from this Origin (scheme://host[:port]); repeat for "
+        "several (default: only pages whose Origin has the Host header's host and port)",
+    )
+    serve.add_argument(
+        "--compression", action="store_true", help="enable permessage-deflate (default: off)"
     )
     serve.add_argument(
         "--max-connections-per-ip",
-        type=_at_least(0),
+        type=_whole(0),
         default=256,
         metavar="N",
         help="WebSocket connections one client address may hold at once; more are closed with "
@@ -368,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--max-solitaire-sessions",
-        type=_at_least(0),
+        type=_whole(0),
         default=10,
         metavar="N",
         help="open solitaire sessions one player may hold; one more gets too_many_sessions "
@@ -376,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--token-days",
-        type=float,
+        type=_positive,
         default=30.0,
         metavar="DAYS",
         help="how long a session token is accepted, counted from its first issue; it is never "
@@ -384,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--send-buffer",
-        type=_at_least(1024),
+        type=_whole(1024),
         default=1024 * 1024,
         metavar="BYTES",
         help="bytes sent to a client and not yet read by it past which the client is closed "
@@ -392,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--close-timeout",
-        type=float,
+        type=_positive,
         default=10.0,
         metavar="SECONDS",
         help="how long a connection the server closes has to take its close frame before the "
@@ -400,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--metrics-port",
-        type=_at_least(0),
+        type=_whole(0, 65535),
         metavar="PORT",
         help="serve /metrics (and /healthz) on this port, and no longer on the game port "
         "(default: none, /metrics is on the game port)",
