@@ -22,6 +22,7 @@ from protocol import v1
 from protocol.codec import encode
 from protocol.errors import CloseCode
 from protocol.handshake import Hello
+from server.app import GameServer, Settings
 from tests.server.helpers import play_out, seat_and_start
 
 
@@ -125,3 +126,20 @@ async def test_a_client_that_reads_again_in_time_gets_the_4003_close(stuck_spect
     assert raw.close is not None, f"no close frame after {raw.frames} frames"
     assert raw.close.code == CloseCode.SLOW_CONSUMER
     assert "reconnect and resync" in raw.close.reason
+
+
+async def test_a_client_that_answers_no_ping_is_closed_with_1011() -> None:
+    server = GameServer(Settings(port=0, ping_interval=0.2, ping_timeout=0.2, close_timeout=5.0))
+    await server.start()
+    raw = RawClient(server.port)
+    try:
+        await raw.read_until(lambda: raw.protocol.state is State.OPEN, 5)
+        raw.send_text(encode(Hello(versions=[1], name="Mute"), False))
+        await raw.read_until(lambda: raw.frames >= 1, 5)
+        await asyncio.sleep(1.0)  # read nothing, so answer no ping
+        await raw.read_until(lambda: raw.close is not None, 5)
+    finally:
+        raw.sock.close()
+        await server.stop()
+    assert raw.close is not None and raw.close.code == 1011
+    assert raw.close.reason == "keepalive ping timeout"
