@@ -6,9 +6,9 @@ sends back, so every bad frame gets a typed answer.
 
 Values may nest at most :data:`MAX_DEPTH` levels (the frame's own object is level 1). A deeper
 frame is ``bad_frame`` before anything else is looked at, so the answer does not depend on which
-field is too deep or on how much stack the decoder has left. The check is a count of bracket (or
-MessagePack container) bytes, which no ordinary frame comes near; only a frame with more of them
-than the limit is decoded untyped to measure its depth.
+field is too deep or on how much stack the decoder has left. A frame too short to hold that many
+levels is not looked at; a longer one is bounded by a count of its bracket (or MessagePack
+container) bytes, and only one with more of them than the limit is decoded untyped to be measured.
 """
 
 from __future__ import annotations
@@ -86,11 +86,12 @@ class Decoder:
 def _too_deep(frame: Frame) -> bool:
     """Whether ``frame`` nests deeper than :data:`MAX_DEPTH` levels (see the module docstring)."""
     if isinstance(frame, str):
-        if frame.count("[") + frame.count("{") <= MAX_DEPTH:
+        # Each level costs two characters at least: most frames are too short to be too deep.
+        if len(frame) <= 2 * MAX_DEPTH or frame.count("[") + frame.count("{") <= MAX_DEPTH:
             return False
         untyped: Any = msgspec.json
     else:
-        if len(frame.translate(None, _NOT_CONTAINER_BYTES)) <= MAX_DEPTH:
+        if len(frame) <= MAX_DEPTH or len(frame.translate(None, _NOT_CONTAINER_BYTES)) <= MAX_DEPTH:
             return False
         untyped = msgspec.msgpack
     try:
