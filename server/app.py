@@ -440,7 +440,8 @@ class GameServer:
                 continue
             metrics.messages_in.labels(type(message).__name__).inc()
             if isinstance(message, v1.Logout):
-                await self._logout(client, message)
+                if await self._logout(client, message):
+                    return  # nothing sent after a logout is executed
                 continue
             if isinstance(message, v1.StartSolitaire) and not await self._may_start(
                 client, message
@@ -471,8 +472,9 @@ class GameServer:
         )
         return False
 
-    async def _logout(self, client: Client, message: v1.Logout) -> None:
-        """End the client's token everywhere (until it would have expired), then close."""
+    async def _logout(self, client: Client, message: v1.Logout) -> bool:
+        """End the client's token everywhere (until it would have expired), then close; return
+        whether it did (when the store is unreachable the token stays valid)."""
         remaining = client.token.expires(self.settings.token_lifetime) - time.time()
         try:
             await self.store.revoke_token(client.token.id, max(remaining, 1.0))
@@ -485,9 +487,10 @@ class GameServer:
                     message="the session store cannot be reached: the token is still valid",
                 )
             )
-            return
+            return False
         client.send(v1.Ok(id=message.id))
-        client.close(CloseCode.NORMAL, "logged out")
+        await client.close_now(CloseCode.NORMAL, "logged out")
+        return True
 
 
 async def _refuse_websocket(ws: ServerConnection) -> None:

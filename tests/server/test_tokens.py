@@ -11,6 +11,7 @@ import redis.asyncio as aioredis
 
 from clients.client import Client, ServerError
 from protocol import v1
+from protocol.codec import SERVER_DECODERS
 from protocol.errors import CloseCode, ErrorCode
 from server import identity
 from server.stores.base import Store
@@ -65,14 +66,17 @@ async def test_coming_back_does_not_extend_a_tokens_life(make_server, connect) -
 
 
 async def test_logout_ends_the_token_and_the_connection(server, connect) -> None:
-    client = await connect(server, name="Ann")
-    ok = await client.request(v1.Logout())
-    assert isinstance(ok, v1.Ok)
+    client = await connect(server, name="Ann", record=True)
+    await client.send(v1.Logout(id=1))
+    await client.send(v1.CreateTable(id=2))  # sent before the close: never executed
     code, reason = await asyncio.wait_for(client.closed, 5)
     assert code == CloseCode.NORMAL and "logged out" in reason
+    replies = [SERVER_DECODERS[1].decode(frame) for frame in client.frames]
+    assert [type(reply) for reply in replies] == [v1.Ok] and replies[0].id == 1
     with pytest.raises(ServerError) as refused:
         await Client.connect(f"ws://127.0.0.1:{server.port}/", token=client.token)
     assert refused.value.code == ErrorCode.BAD_TOKEN
+    assert not server.node.rooms
     other = await connect(server, name="Bob")  # other players are not touched
     assert isinstance(await other.request(v1.Ping()), v1.Pong)
 
@@ -111,6 +115,20 @@ async def test_during_a_store_outage_a_token_is_accepted_unchecked(make_server, 
         with pytest.raises(ServerError) as refused:
             await Client.connect(f"ws://127.0.0.1:{server.port}/", token=bob.token)
         assert refused.value.code == ErrorCode.BAD_TOKEN
+        await server.stop()
+
+
+async def test_logout_while_the_store_is_away_changes_nothing(make_server, connect) -> None:
+    with RedisServer() as redis_server:
+        server = await make_server(redis_url=redis_server.url)
+        ann = await connect(server, name="Ann")
+        redis_server.stop()
+        with pytest.raises(ServerError) as refused:
+            await ann.request(v1.Logout())
+        assert refused.value.code == ErrorCode.UNAVAILABLE
+        assert isinstance(await ann.request(v1.Ping()), v1.Pong)  # still connected
+        redis_server.start()
+        assert await Client.connect(f"ws://127.0.0.1:{server.port}/", token=ann.token)
         await server.stop()
 
 
