@@ -9,9 +9,11 @@ mismatch is reported loudly (logged as an error and counted in the summary).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +27,15 @@ log = logging.getLogger("blackdrez.bot")
 
 BOT_CLIENT = "blackdrez-bot/0.1"
 STRATEGIES = tuple(blackdrez_bots.STRATEGIES)
-RETRYABLE = frozenset({"unavailable", "not_your_turn", "not_found"})
-"""Errors a bot meets while its table moves between nodes: look at the table again."""
+RETRYABLE = frozenset(
+    {"unavailable", "moving", "not_your_turn", "game_over", "illegal_action", "not_in_round"}
+)
+"""Refusals a bot meets while its table moves between nodes (or the store is down), or when it
+acted on a view that was already stale: look at the table again (resync) and carry on."""
+MAX_REFUSALS = 50
+"""Refusals in a row after which a bot gives up: its table is not coming back."""
+STALL = 10.0
+"""Seconds a bot waits for its turn (or for its action's update) before it resyncs anyway."""
 
 
 @dataclass
@@ -42,6 +51,14 @@ class BotResult:
     final: Any = None
     fair: bool | None = None
     problem: str | None = None
+
+
+def _backoff() -> Iterator[float]:
+    """Capped exponential delays with jitter: 0.1 s doubling up to 2 s."""
+    delay = 0.1
+    while True:
+        yield delay * random.uniform(0.5, 1.0)
+        delay = min(delay * 2, 2.0)
 
 
 def dealt_cards(events: list[v1.Numbered]) -> list[str]:
@@ -97,8 +114,27 @@ async def play_table(
     def over() -> bool:
         return bool(state.view and state.view["phase"] == "over")
 
+    async def look_again() -> None:
+        with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
+            await client.resync(table)
+
+    async def wait_for(condition: Callable[[], Any]) -> None:
+        """Wait until ``condition``, resyncing every STALL s (an update may have been lost
+        while the table moved), for at most ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await client.wait_until(condition, timeout=min(STALL, timeout))
+                return
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    raise
+            await look_again()
+
+    refusals = 0
+    delays = _backoff()
     while True:
-        await client.wait_until(lambda: state.legal or over(), timeout=timeout)
+        await wait_for(lambda: state.legal or over())
         if over():
             break
         if think:
@@ -109,16 +145,20 @@ async def play_table(
         try:
             ok = await client.act(table, choose(view, legal))
         except (ConnectionError, TimeoutError):
-            await asyncio.sleep(0.1)  # the connection dropped: it comes back by itself
+            await asyncio.sleep(next(delays))  # the connection dropped: it comes back by itself
             continue
         except ServerError as error:
-            if error.code in RETRYABLE:
-                await asyncio.sleep(0.2)  # the table is moving to another node
-                continue
-            raise
+            refusals += 1
+            if error.code not in RETRYABLE or refusals > MAX_REFUSALS:
+                raise
+            await asyncio.sleep(next(delays))
+            await look_again()
+            continue
+        refusals = 0
+        delays = _backoff()
         result.actions += 1
         result.acked.append(ok.seq)
-        await client.wait_until(lambda s=seq: state.seq > s or over(), timeout=timeout)
+        await wait_for(lambda s=seq: state.seq > s or over())
     result.final = state.view
     result.problem = check_fairness(state)
     result.fair = result.problem is None
@@ -246,15 +286,15 @@ async def _swarm_table(
     try:
         host = clients[0]
         options = v1.TableOptions(seats=per_table, round_pause_seconds=round_pause)
-        joined = await host.request(v1.CreateTable(options=options))
+        joined = await _setup_step(host, v1.CreateTable(options=options), dropped_ok=False)
         table = joined.table.id
         for client in clients[1:]:
-            await client.request(v1.JoinTable(table=table))
+            await _setup_step(client, v1.JoinTable(table=table))
         for client in clients:
-            await client.request(v1.SetReady(table=table))
-        await host.request(v1.StartGame(table=table))
+            await _setup_step(client, v1.SetReady(table=table))
+        await _setup_step(host, v1.StartGame(table=table), done=frozenset({"game_running"}))
         for client in clients:
-            await client.wait_until(lambda c=client: c.tables[table].view is not None)
+            await client.wait_until(lambda c=client: c.tables[table].view is not None, 60)
         return list(
             await asyncio.gather(
                 *(
@@ -266,6 +306,29 @@ async def _swarm_table(
     finally:
         for client in clients:
             await client.close()
+
+
+async def _setup_step(
+    client: Client, request: Any, *, done: frozenset[str] = frozenset(), dropped_ok: bool = True
+) -> Any:
+    """A request that sets a table up, sent again while the table or the store is briefly away
+    (a node dying or Redis restarting during the set-up). ``done``: refusals that mean an
+    earlier try succeeded. A request whose connection dropped is sent again only if
+    ``dropped_ok`` (sending it twice is harmless: joining or getting ready again)."""
+    delays = _backoff()
+    for _ in range(MAX_REFUSALS):
+        try:
+            return await client.request(request)
+        except ServerError as error:
+            if error.code in done:
+                return None
+            if error.code not in ("unavailable", "moving"):
+                raise
+        except (ConnectionError, TimeoutError):
+            if not dropped_ok:
+                raise
+        await asyncio.sleep(next(delays))
+    raise TimeoutError(f"{type(request).__name__} kept failing")
 
 
 def _inconsistency(results: list[BotResult]) -> str | None:

@@ -53,6 +53,11 @@ class ErrorCode(enum.StrEnum):
     RATE_LIMITED = "rate_limited"
     UNAVAILABLE = "unavailable"
     """A service the request needs (the store) cannot be reached; nothing was changed."""
+    MOVING = "moving"
+    """The table exists but is moving between nodes (its node went away, or another node is
+    taking it over); nothing was changed. Retryable: send the same request again after a short
+    wait (about 0.1 s, backing off to a second or two) until it gets a real answer. Never means
+    the table is gone: that is ``not_found``."""
     SHUTTING_DOWN = "shutting_down"
     INTERNAL = "internal"
 

@@ -50,7 +50,7 @@ from protocol.errors import CloseCode, ErrorCode
 from server import identity
 from server.connection import Client
 from server.metrics import Metrics
-from server.node import Node
+from server.node import LEASE_TTL, RECORD_RETENTION, Node
 from server.ratelimit import TokenBucket
 from server.room import LOG_SIZE
 from server.stores import Store, StoreUnavailable, open_store
@@ -101,6 +101,11 @@ class Settings:
     allowed_origins: list[str] | None = None
     """Origins accepted besides the page's own host (see :func:`origin_allowed`)."""
     compression: bool = False
+    lease_ttl: float = LEASE_TTL
+    """Seconds a table's lease lasts unless its host renews it (how soon a dead node's tables
+    move to another node)."""
+    record_retention: float = RECORD_RETENTION
+    """Seconds a closed table's compact game record is kept in the store."""
     static_dir: Path = STATIC_DIR
 
     def limits(self) -> v1.Limits:
@@ -121,7 +126,12 @@ class GameServer:
         self.settings = settings
         self.metrics = Metrics()
         self.store = store or open_store(settings.redis_url, settings.node_id)
-        self.node = Node(self.store, self.metrics)
+        self.node = Node(
+            self.store,
+            self.metrics,
+            lease_ttl=settings.lease_ttl,
+            record_retention=settings.record_retention,
+        )
         self.node.spawn_bot = self._spawn_bot
         self._bots: set[asyncio.Task[object]] = set()
         self.secret = b""

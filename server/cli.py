@@ -38,6 +38,16 @@ def serve_settings(args: argparse.Namespace) -> Any:
     )
     if args.node_id:
         settings.node_id = args.node_id
+    for option, value in (
+        ("--lease-ttl", args.lease_ttl),
+        ("--record-retention", args.record_retention),
+    ):
+        if value is not None and not value > 0:
+            args.parser.error(f"{option} must be a positive number of seconds")
+    if args.lease_ttl is not None:
+        settings.lease_ttl = args.lease_ttl
+    if args.record_retention is not None:
+        settings.record_retention = args.record_retention
     return settings
 
 
@@ -470,7 +480,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST",
         help="the address the --metrics-port listener binds (default 127.0.0.1)",
     )
-    serve.set_defaults(run=_serve)
+    serve.add_argument(
+        "--lease-ttl",
+        type=float,
+        metavar="SECONDS",
+        help="how long a table's lease lasts unless renewed: how soon a dead node's tables move "
+        "to another node (default 3)",
+    )
+    serve.add_argument(
+        "--record-retention",
+        type=float,
+        metavar="SECONDS",
+        help="how long a closed table's game record is kept in the store (default 86400)",
+    )
+    serve.set_defaults(run=_serve, parser=serve)
 
     simulate = commands.add_parser(
         "simulate",

@@ -35,6 +35,16 @@ def test_serve_keeps_its_options(capsys) -> None:
     assert code == 0
     for option in ("--host", "--port", "--redis-url", "--rate", "--burst", "--compression"):
         assert option in out
+    for option in ("--lease-ttl", "--record-retention"):
+        assert option in out
+
+
+@pytest.mark.parametrize("option", ["--lease-ttl", "--record-retention"])
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_serve_refuses_a_lifetime_that_is_not_positive(capsys, option: str, value: str) -> None:
+    code, _, err = run(capsys, "serve", option, value)
+    assert code == 2
+    assert f"{option} must be a positive number of seconds" in err
 
 
 def test_simulate_blackdrez_json(capsys) -> None:

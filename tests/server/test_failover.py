@@ -8,6 +8,7 @@ every action a bot saw acknowledged must be in its table's log.
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ import yaml
 
 from clients.bots import BotResult, SwarmSummary, run_swarm
 from protocol import v1
-from server.hosting import Resume, decode_entry
+from server.hosting import Resume, decode_entry, decode_table_record, record_log, replay
 from tests.redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,12 +103,14 @@ def durable_redis(tmp_path) -> Iterator[RedisServer]:
 
 
 def lease_holders(redis_url: str) -> dict[str, str]:
+    """The node id holding each leased table (a lease names node, incarnation and token)."""
     holders = {}
     with redis.Redis.from_url(redis_url) as direct:
         for key in direct.scan_iter("bd:t:*:lease"):
             holder = direct.get(key)  # may expire between the scan and the read
             if holder is not None:
-                holders[key.decode().split("{")[1].split("}")[0]] = holder.decode()
+                node_id = holder.decode().rsplit("/", 2)[0]
+                holders[key.decode().split("{")[1].split("}")[0]] = node_id
     return holders
 
 
@@ -119,30 +122,41 @@ async def wait_for_tables(redis_url: str, count: int, timeout: float = 60.0) -> 
         await asyncio.sleep(0.1)
 
 
+def table_log(redis_url: str, table: str) -> list[bytes]:
+    """A table's whole log: its stream while it is open, else its retired game record's."""
+    with redis.Redis.from_url(redis_url) as direct:
+        entries = [fields[b"e"] for _, fields in direct.xrange(f"bd:t:{{{table}}}:log")]
+        record = direct.get(f"bd:t:{{{table}}}:game")
+    if not entries and record:
+        return record_log(decode_table_record(record))
+    return entries
+
+
 def played_on_after_adoption(redis_url: str, table: str) -> bool:
     """Whether the table's log shows it adopted by another node and then played further."""
-    with redis.Redis.from_url(redis_url) as direct:
-        commands = [
-            decode_entry(f[b"e"]).command for _, f in direct.xrange(f"bd:t:{{{table}}}:log")
-        ]
+    commands = [decode_entry(data).command for data in table_log(redis_url, table)]
     resumed = [i for i, command in enumerate(commands) if isinstance(command, Resume)]
     return bool(resumed) and any(isinstance(c, v1.Act) for c in commands[resumed[0] :])
 
 
 def check_acknowledged_actions_are_logged(redis_url: str, tables: list[list[BotResult]]) -> int:
-    """Every action a bot saw acknowledged is an ``act`` entry of its player in the log."""
+    """Every action a bot saw acknowledged is an ``act`` entry of its player in the log, once;
+    and the log replays from the table's creation to its end."""
     checked = 0
-    with redis.Redis.from_url(redis_url) as direct:
-        for bots in tables:
-            table = bots[0].table
-            entries = [decode_entry(f[b"e"]) for _, f in direct.xrange(f"bd:t:{{{table}}}:log")]
-            logged = {
-                (entry.player, entry.seq) for entry in entries if isinstance(entry.command, v1.Act)
-            }
-            for bot in bots:
-                for seq in bot.acked:
-                    assert (bot.player, seq) in logged, f"acked action {seq} of {table} lost"
-                    checked += 1
+    for bots in tables:
+        table = bots[0].table
+        log = table_log(redis_url, table)
+        replay(log)  # raises if the log diverged anywhere
+        entries = [decode_entry(data) for data in log]
+        logged = collections.Counter(
+            (entry.player, entry.seq) for entry in entries if isinstance(entry.command, v1.Act)
+        )
+        for bot in bots:
+            for seq in bot.acked:
+                assert logged[bot.player, seq] == 1, f"acked action {seq} of {table} logged" + (
+                    f" {logged[bot.player, seq]} times"
+                )
+                checked += 1
     return checked
 
 
