@@ -10,6 +10,7 @@ from websockets.exceptions import ConnectionClosed
 
 from protocol import v1
 from protocol.codec import MAX_DEPTH, encode
+from protocol.errors import CloseCode, ErrorCode
 from protocol.handshake import Hello
 from server.app import Settings
 
@@ -77,3 +78,9 @@ def test_the_doc_states_the_limits_the_code_has() -> None:
     assert f"{defaults.max_solitaire_sessions} open solitaire sessions" in DOC
     assert f"{defaults.max_connections_per_ip} connections" in DOC
     assert f"within {defaults.close_timeout:g} seconds" in DOC
+
+
+def test_every_error_code_and_close_code_has_a_row_in_the_doc() -> None:
+    missing = [code.value for code in ErrorCode if f"| `{code.value}` |" not in DOC]
+    missing += [int(code) for code in CloseCode if f"| {int(code)} |" not in DOC]
+    assert not missing, f"add these to docs/protocol.md's tables: {missing}"
