@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.redis_server import RedisServer
+from server.testing.redis_server import RedisServer
 
 
 @pytest.fixture(scope="session")

@@ -81,8 +81,8 @@ def test_the_image_runs_the_server_by_default() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(NODES))
-def test_the_failover_tests_run_the_compose_command(name: str) -> None:
-    from tests.server.test_failover import node_command
+def test_the_node_launcher_runs_the_compose_command(name: str) -> None:
+    from server.testing.nodes import node_command
 
     command = node_command(port=9999, redis_url="redis://127.0.0.1:1/0", node_id="x")
     assert command[:3] == [command[0], "-m", "server.cli"]

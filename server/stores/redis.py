@@ -109,6 +109,8 @@ PLAYER_TABLES_TTL = 7 * 24 * 3600
 """Seconds a player's table set lives after its last addition (its tables close long before)."""
 
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
+FIXED_KEYS: tuple[str, ...] = ("bd:secret", "bd:nodes", "bd:hosted", "bd:lobby:tables", "bd:lb:*")
+"""Patterns (``fnmatch``) of the only keys that may live without a TTL (see the key table)."""
 HOSTED_KEY = "bd:hosted"
 SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
