@@ -33,9 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from clients.bots import play_table, run_swarm
 from clients.client import Client
 from protocol import v1
-from server.testing.nodes import Nodes
+from server.testing.nodes import Nodes, lease_holders
 from server.testing.redis_server import RedisServer
-from tests.server.test_failover import lease_holders
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -1368,6 +1368,7 @@ def _spawn_server(
     command = [
         sys.executable, "-m", "server.cli", "serve", "--host", host, "--port", str(port),
         "--rate", str(args.server_rate), "--burst", str(args.server_burst),
+        "--max-connections-per-ip", "0",  # every load connection comes from this machine
     ]  # fmt: skip
     if redis_url:
         command += ["--redis-url", redis_url]

@@ -25,6 +25,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+import redis
+
 from server.testing.redis_server import free_port
 
 START_TIMEOUT = 30.0
@@ -337,3 +339,15 @@ class CpuSampler:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def lease_holders(redis_url: str) -> dict[str, str]:
+    """The node id holding each leased table (a lease names node, incarnation and token)."""
+    holders = {}
+    with redis.Redis.from_url(redis_url) as direct:
+        for key in direct.scan_iter("bd:t:*:lease"):
+            holder = direct.get(key)  # may expire between the scan and the read
+            if holder is not None:
+                node_id = holder.decode().rsplit("/", 2)[0]
+                holders[key.decode().split("{")[1].split("}")[0]] = node_id
+    return holders

@@ -19,7 +19,7 @@ import redis
 from clients.bots import BotResult, SwarmSummary, run_swarm
 from protocol import v1
 from server.hosting import Resume, decode_entry, decode_table_record, record_log, replay
-from server.testing.nodes import Nodes
+from server.testing.nodes import Nodes, lease_holders
 from server.testing.redis_server import RedisServer
 
 
@@ -28,18 +28,6 @@ def durable_redis(tmp_path) -> Iterator[RedisServer]:
     """A Redis with append-only persistence, as in the compose file."""
     with RedisServer(appendonly=True, data_dir=str(tmp_path)) as server:
         yield server
-
-
-def lease_holders(redis_url: str) -> dict[str, str]:
-    """The node id holding each leased table (a lease names node, incarnation and token)."""
-    holders = {}
-    with redis.Redis.from_url(redis_url) as direct:
-        for key in direct.scan_iter("bd:t:*:lease"):
-            holder = direct.get(key)  # may expire between the scan and the read
-            if holder is not None:
-                node_id = holder.decode().rsplit("/", 2)[0]
-                holders[key.decode().split("{")[1].split("}")[0]] = node_id
-    return holders
 
 
 async def wait_for_tables(redis_url: str, count: int, timeout: float = 60.0) -> None:
