@@ -33,8 +33,9 @@ with nobody seated ends at its wait for players (note 3). A table nobody ever sa
 ``grace_seconds`` after it was created. :meth:`Room.should_close` says whether a close is due;
 the node's sweeper asks it too, in case a timer was lost.
 (2) A solitaire has no turn timer: its player's disconnect grace resigns it.
-(3) RULES.md, "fewer than two can play": no timer fires and nothing is logged while the table
-waits; then the table ends the game with the usual ranking (reason ``players``).
+(3) RULES.md, "fewer than two can play": while the table waits no timer fires (but the one that
+ends the wait) and nothing is logged; then the table ends the game with the usual ranking (reason
+``players``).
 
 Every command is first looked up in :data:`COMMANDS` (:meth:`Room._check`): allowed, refused
 with the error code shown, or ignored (``~``: accepted, changes nothing)::
@@ -69,7 +70,8 @@ after every command)::
     playing         -> between_rounds (the round ended), waiting (it ended and fewer than two
                        can play the next), finished (the game ended), closed
     between_rounds  -> playing (the deal), waiting (a player left or un-readied), finished (the
-                       stock cannot serve another round), closed
+                       deal ended the game: stock too short, or a last round won on the deal),
+                       closed
     waiting         -> between_rounds (two can play again), finished (grace over), closed
     finished        -> open (a newcomer joins), playing (start), closed
 
