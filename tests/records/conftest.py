@@ -1,0 +1,28 @@
+"""Fixtures for the records tests: the same tests against SQLite and a real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from server.records.store import RecordsStore
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database: a SQLite file, or a new database on the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'records.db'}"
+    return request.getfixturevalue("postgres_server").create_database()
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[RecordsStore]:
+    """A records store on a fresh database, migrated."""
+    store = await RecordsStore.open(database_url)
+    yield store
+    await store.close()
