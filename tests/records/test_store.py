@@ -105,7 +105,8 @@ async def test_a_failed_write_leaves_nothing_behind(store: RecordsStore) -> None
 async def test_games_are_listed_newest_first_and_filtered_by_player_and_game(
     store: RecordsStore,
 ) -> None:
-    await store.put_game(finished("a", "blackdrez", players=["ann", "bob", "cy", "dee"], ended_at=10))
+    four = ["ann", "bob", "cy", "dee"]
+    await store.put_game(finished("a", "blackdrez", players=four, ended_at=10))
     await store.put_game(finished("b", "blue_jacket", players=["ann"], ended_at=20))
     await store.put_game(finished("c", "blackjack_piles", players=["bob"], ended_at=30))
     await store.put_game(finished("d", "blue_jacket", players=["bob"], ended_at=40))
