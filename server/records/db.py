@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -253,13 +253,3 @@ class PostgresDatabase(_PostgresConnection):
 
     async def close(self) -> None:
         await self._pool.close()
-
-
-def placeholders(start: int, count: int) -> str:
-    """``$start, $start+1, ...``: ``count`` parameters for an ``IN (...)`` list."""
-    return ", ".join(f"${number}" for number in range(start, start + count))
-
-
-def flatten(rows: Sequence[Sequence[Any]]) -> list[Any]:
-    """The values of ``rows`` one after another, for a multi-row ``VALUES`` list."""
-    return [value for row in rows for value in row]
