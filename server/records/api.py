@@ -26,6 +26,7 @@ responses (which carry tokens) ``no-store``.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import http
 import math
@@ -308,13 +309,15 @@ class RecordsApi:
         player = await self.store.player(_player_id(player_id))
         if player is None:
             raise _not_found(f"no player {player_id!r} has finished a game")
-        ratings, ratings_next = await self.store.rating_history(
-            player.id, "blackdrez", limit=PROFILE_RATINGS
+        # Three independent reads: at once, on as many connections as the database has
+        (ratings, ratings_next), (games, games_next), stats = await asyncio.gather(
+            self.store.rating_history(player.id, "blackdrez", limit=PROFILE_RATINGS),
+            self.store.games(player=player.id, limit=PROFILE_GAMES),
+            self.store.stats(player.id),
         )
-        games, games_next = await self.store.games(player=player.id, limit=PROFILE_GAMES)
         profile = PlayerProfile(
             player=player,
-            stats=await self.store.stats(player.id),
+            stats=stats,
             ratings=ratings,
             ratings_next=ratings_next,
             games=games,

@@ -8,7 +8,8 @@ Theory of operation
 a new migration at the end. The same SQL runs on SQLite and PostgreSQL (see ``db.py``).
 
 :func:`migrate` runs in one transaction: it takes the database's write lock (PostgreSQL: an
-advisory lock, so two nodes starting at once migrate one after the other), creates the
+advisory lock, so two nodes starting at once migrate one after the other; SQLite: the write
+lock of ``BEGIN IMMEDIATE``), creates the
 ``schema_version`` table if needed, checks what was applied, and applies the rest in order. It is
 safe to run at every start; a database written by a newer version of the code (a version the code
 does not know) is refused rather than used.
@@ -35,7 +36,7 @@ import hashlib
 import time
 from dataclasses import dataclass
 
-from server.records.db import Connection, Database
+from server.records.db import Database, Script
 
 
 @dataclass(frozen=True)
@@ -165,35 +166,37 @@ async def migrate(db: Database, migrations: tuple[Migration, ...] = MIGRATIONS) 
     whose checksum differs from the code's; nothing is changed then.
     """
     _check_order(migrations)
-    async with db.transaction() as tx:
-        if db.dialect == "postgresql":
-            await tx.execute("SELECT pg_advisory_xact_lock($1)", _ADVISORY_LOCK)
-        await tx.execute(
-            """CREATE TABLE IF NOT EXISTS schema_version (
-                version INTEGER PRIMARY KEY,
-                name TEXT NOT NULL,
-                checksum TEXT NOT NULL,
-                applied_at BIGINT NOT NULL
-            )"""
+    return await db.run(_migrate(db.dialect, migrations, int(time.time() * 1000)))
+
+
+def _migrate(dialect: str, migrations: tuple[Migration, ...], now: int) -> Script[list[int]]:
+    if dialect == "postgresql":
+        yield "SELECT pg_advisory_xact_lock($1)", (_ADVISORY_LOCK,)
+    yield (
+        """CREATE TABLE IF NOT EXISTS schema_version (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            checksum TEXT NOT NULL,
+            applied_at BIGINT NOT NULL
+        )""",
+        (),
+    )
+    rows = yield "SELECT version, checksum FROM schema_version ORDER BY version", ()
+    applied = {row["version"]: row["checksum"] for row in rows}
+    _check_applied(applied, migrations)
+    done: list[int] = []
+    for migration in migrations:
+        if migration.version in applied:
+            continue
+        for statement in migration.statements:
+            yield statement, ()
+        yield (
+            "INSERT INTO schema_version (version, name, checksum, applied_at) "
+            "VALUES ($1, $2, $3, $4)",
+            (migration.version, migration.name, migration.checksum, now),
         )
-        applied = await _applied(tx)
-        _check_applied(applied, migrations)
-        done: list[int] = []
-        for migration in migrations:
-            if migration.version in applied:
-                continue
-            for statement in migration.statements:
-                await tx.execute(statement)
-            await tx.execute(
-                "INSERT INTO schema_version (version, name, checksum, applied_at) "
-                "VALUES ($1, $2, $3, $4)",
-                migration.version,
-                migration.name,
-                migration.checksum,
-                int(time.time() * 1000),
-            )
-            done.append(migration.version)
-        return done
+        done.append(migration.version)
+    return done
 
 
 async def schema_version(db: Database) -> int:
@@ -207,11 +210,6 @@ async def schema_version(db: Database) -> int:
     if not exists:
         return 0
     return await db.fetchval("SELECT MAX(version) FROM schema_version") or 0
-
-
-async def _applied(tx: Connection) -> dict[int, str]:
-    rows = await tx.fetch("SELECT version, checksum FROM schema_version ORDER BY version")
-    return {row["version"]: row["checksum"] for row in rows}
 
 
 def _check_order(migrations: tuple[Migration, ...]) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from server.games.records import encode_record
-from server.records.db import Connection, Database, Row, open_database
+from server.records.db import Database, Row, Script, open_database, values
 from server.records.migrations import migrate
 from server.records.model import (
     Account,
@@ -186,151 +186,9 @@ class RecordsStore:
 
         Raises :class:`GameIdConflict` (changing nothing) when the id is stored for another game.
         """
-        ended = _ms(game.ended_at)
-        summary = _SUMMARY_ENCODER.encode(_Summary(game.players, game.result)).decode()
-        record = encode_record(game.record).decode()
-        async with self.db.transaction() as tx:
-            inserted = await tx.fetchval(
-                "INSERT INTO games (id, game, table_id, rated, started_at, ended_at, commitment, "
-                "record, summary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
-                "ON CONFLICT (id) DO NOTHING RETURNING id",
-                game.id,
-                game.game,
-                game.table,
-                game.rated,
-                _ms(game.started_at),
-                ended,
-                game.record.commitment,
-                record,
-                summary,
-            )
-            if inserted is None:
-                stored = await tx.fetchval("SELECT commitment FROM games WHERE id = $1", game.id)
-                if stored != game.record.commitment:
-                    raise GameIdConflict(
-                        f"game id {game.id!r} is already stored for another game "
-                        f"(commitment {stored}, not {game.record.commitment})"
-                    )
-                return False
-            bots: dict[str, bool] = {}
-            for p in sorted(game.players, key=lambda p: p.player):
-                bots[p.player] = await self._see_player(tx, p.player, p.name, p.bot, ended)
-                await tx.execute(
-                    "INSERT INTO game_players (game_id, player, game, ended_at, seat) "
-                    "VALUES ($1, $2, $3, $4, $5)",
-                    game.id,
-                    p.player,
-                    game.game,
-                    ended,
-                    p.seat,
-                )
-                await tx.execute(
-                    "INSERT INTO player_stats "
-                    "(player, game, bot, games, wins, best_score, best_at, last_at) "
-                    "VALUES ($1, $2, $3, 1, $4, $5, $6, $6) "
-                    "ON CONFLICT (player, game) DO UPDATE SET "
-                    "bot = excluded.bot, "
-                    "games = player_stats.games + 1, "
-                    "wins = player_stats.wins + excluded.wins, "
-                    "best_at = CASE WHEN excluded.best_score > player_stats.best_score "
-                    "  OR player_stats.best_score IS NULL "
-                    "  THEN excluded.best_at ELSE player_stats.best_at END, "
-                    "best_score = CASE WHEN excluded.best_score > player_stats.best_score "
-                    "  OR player_stats.best_score IS NULL "
-                    "  THEN excluded.best_score ELSE player_stats.best_score END, "
-                    "last_at = CASE WHEN excluded.last_at > player_stats.last_at "
-                    "  THEN excluded.last_at ELSE player_stats.last_at END",
-                    p.player,
-                    game.game,
-                    bots[p.player],
-                    int(p.won),
-                    None if game.game in RATED_GAMES else p.score,
-                    ended,
-                )
-            if game.rated and game.game in RATED_GAMES:
-                await self._rate(tx, game, bots, ended)
-        return True
+        return await self.db.run(_put_game(game, self.db.dialect == "postgresql"))
 
-    async def _see_player(self, tx: Connection, player: str, name: str, bot: bool, at: int) -> bool:
-        """Create or update a player (the newest name wins; a bot stays a bot); return ``bot``."""
-        return bool(
-            await tx.fetchval(
-                "INSERT INTO players (id, name, bot, created_at, seen_at) "
-                "VALUES ($1, $2, $3, $4, $4) "
-                "ON CONFLICT (id) DO UPDATE SET "
-                "name = CASE WHEN excluded.seen_at >= players.seen_at "
-                "  THEN excluded.name ELSE players.name END, "
-                "bot = players.bot OR excluded.bot, "
-                "created_at = CASE WHEN excluded.created_at < players.created_at "
-                "  THEN excluded.created_at ELSE players.created_at END, "
-                "seen_at = CASE WHEN excluded.seen_at > players.seen_at "
-                "  THEN excluded.seen_at ELSE players.seen_at END "
-                "RETURNING bot",
-                player,
-                name,
-                bot,
-                at,
-            )
-        )
-
-    async def _rate(
-        self, tx: Connection, game: FinishedGame, bots: dict[str, bool], at: int
-    ) -> None:
-        places = {p.player: p.place for p in game.players if p.place is not None}
-        if len(places) < 2:
-            return
-        players = sorted(places)
-        for player in players:
-            await tx.execute(
-                "INSERT INTO ratings (player, game, bot, mu, sigma, ordinal, games, updated_at) "
-                "VALUES ($1, $2, $3, $4, $5, $6, 0, $7) ON CONFLICT (player, game) DO NOTHING",
-                player,
-                game.game,
-                bots[player],
-                INITIAL.mu,
-                INITIAL.sigma,
-                INITIAL.ordinal,
-                at,
-            )
-        lock = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
-        current: dict[str, Skill] = {}
-        for player in players:  # one row at a time, in player order: the lock order
-            row = await tx.fetchrow(
-                f"SELECT mu, sigma FROM ratings WHERE player = $1 AND game = $2{lock}",
-                player,
-                game.game,
-            )
-            assert row is not None
-            current[player] = Skill(row["mu"], row["sigma"])
-        for player, new in rate(places, current).items():
-            await tx.execute(
-                "UPDATE ratings SET bot = $3, mu = $4, sigma = $5, ordinal = $6, "
-                "games = games + 1, updated_at = $7 WHERE player = $1 AND game = $2",
-                player,
-                game.game,
-                bots[player],
-                new.mu,
-                new.sigma,
-                new.ordinal,
-                at,
-            )
-            before = current[player]
-            await tx.execute(
-                "INSERT INTO rating_history (player, game, game_id, at, place, mu_before, "
-                "sigma_before, mu, sigma, ordinal) "
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                player,
-                game.game,
-                game.id,
-                at,
-                places[player],
-                before.mu,
-                before.sigma,
-                new.mu,
-                new.sigma,
-                new.ordinal,
-            )
-
+    # ------------------------------------------------------------------ reading games
     # ------------------------------------------------------------------ reading games
     async def game(self, game_id: str) -> GameRecord | None:
         """One stored game as its record file plus metadata, or ``None``."""
@@ -565,25 +423,7 @@ class RecordsStore:
 
         Raises :class:`AlreadyClaimed` or :class:`NameTaken`, changing nothing.
         """
-        now = _now_ms()
-        async with self.db.transaction() as tx:
-            if await tx.fetchval("SELECT 1 FROM accounts WHERE player = $1", player):
-                raise AlreadyClaimed(f"player {player} already has an account")
-            if await tx.fetchval("SELECT 1 FROM accounts WHERE name_key = $1", name_key):
-                raise NameTaken(f"the name {name!r} is already claimed")
-            await self._see_player(tx, player, name, False, now)
-            created = await tx.fetchval(
-                "INSERT INTO accounts (player, name, name_key, password_hash, token_generation, "
-                "created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5) "
-                "ON CONFLICT DO NOTHING RETURNING player",
-                player,
-                name,
-                name_key,
-                password_hash,
-                now,
-            )
-            if created is None:  # a concurrent claim won between the checks and the insert
-                raise NameTaken(f"the name {name!r} is already claimed")
+        await self.db.run(_create_account(player, name, name_key, password_hash, _now_ms()))
         return Account(player=player, name=name, password_hash=password_hash, token_generation=1)
 
     async def account_by_name(self, name_key: str) -> Account | None:
@@ -593,8 +433,13 @@ class RecordsStore:
             "WHERE name_key = $1",
             name_key,
         )
-        return (
-            None if row is None else Account(**{key: row[key] for key in Account.__struct_fields__})
+        if row is None:
+            return None
+        return Account(
+            player=row["player"],
+            name=row["name"],
+            password_hash=row["password_hash"],
+            token_generation=row["token_generation"],
         )
 
     async def token_generation(self, player: str) -> int | None:
@@ -605,20 +450,177 @@ class RecordsStore:
 
     async def revoke_tokens(self, player: str) -> int | None:
         """Raise the account's token generation (every older token is refused); return it."""
-        async with self.db.transaction() as tx:
-            return await tx.fetchval(
-                "UPDATE accounts SET token_generation = token_generation + 1, updated_at = $2 "
-                "WHERE player = $1 RETURNING token_generation",
-                player,
-                _now_ms(),
-            )
+        return await self.db.run(_one_value(
+            "UPDATE accounts SET token_generation = token_generation + 1, updated_at = $2 "
+            "WHERE player = $1 RETURNING token_generation",
+            (player, _now_ms()),
+        ))  # fmt: skip
 
     async def set_password_hash(self, player: str, password_hash: str) -> None:
         """Replace the account's password hash (a rehash with newer parameters)."""
-        async with self.db.transaction() as tx:
-            await tx.execute(
-                "UPDATE accounts SET password_hash = $2, updated_at = $3 WHERE player = $1",
-                player,
-                password_hash,
-                _now_ms(),
+        await self.db.run(_one_value(
+            "UPDATE accounts SET password_hash = $2, updated_at = $3 WHERE player = $1",
+            (player, password_hash, _now_ms()),
+        ))  # fmt: skip
+
+
+# Write scripts (see db.py): each runs in one transaction.
+
+
+def _one_value(sql: str, args: tuple[Any, ...]) -> Script[Any]:
+    """One statement; the first column of its first row, or ``None``."""
+    rows = yield sql, args
+    return rows[0][0] if rows else None
+
+
+def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
+    """Write a game (see the module docstring); ``lock_rows``: ``FOR UPDATE`` the ratings."""
+    ended = _ms(game.ended_at)
+    inserted = yield (
+        "INSERT INTO games (id, game, table_id, rated, started_at, ended_at, commitment, "
+        "record, summary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+        "ON CONFLICT (id) DO NOTHING RETURNING id",
+        (
+            game.id, game.game, game.table, game.rated, _ms(game.started_at), ended,
+            game.record.commitment, encode_record(game.record).decode(),
+            _SUMMARY_ENCODER.encode(_Summary(game.players, game.result)).decode(),
+        ),
+    )  # fmt: skip
+    if not inserted:
+        rows = yield "SELECT commitment FROM games WHERE id = $1", (game.id,)
+        stored = rows[0]["commitment"]
+        if stored != game.record.commitment:
+            raise GameIdConflict(
+                f"game id {game.id!r} is already stored for another game "
+                f"(commitment {stored}, not {game.record.commitment})"
             )
+        return False
+    players = sorted(game.players, key=lambda p: p.player)  # one lock order for every write
+    bots = yield from _see_players([(p.player, p.name, p.bot) for p in players], ended)
+    rows, arguments = values([(game.id, p.player, game.game, ended, p.seat) for p in players])
+    yield (
+        f"INSERT INTO game_players (game_id, player, game, ended_at, seat) VALUES {rows}",
+        arguments,
+    )
+    scored = game.game not in RATED_GAMES
+    rows, arguments = values(
+        [
+            (p.player, game.game, bots[p.player], 1, int(p.won), p.score if scored else None,
+             ended, ended)
+            for p in players
+        ]
+    )  # fmt: skip
+    yield (
+        "INSERT INTO player_stats "
+        "(player, game, bot, games, wins, best_score, best_at, last_at) "
+        f"VALUES {rows} "
+        "ON CONFLICT (player, game) DO UPDATE SET "
+        "bot = excluded.bot, "
+        "games = player_stats.games + 1, "
+        "wins = player_stats.wins + excluded.wins, "
+        "best_at = CASE WHEN excluded.best_score > player_stats.best_score "
+        "  OR player_stats.best_score IS NULL "
+        "  THEN excluded.best_at ELSE player_stats.best_at END, "
+        "best_score = CASE WHEN excluded.best_score > player_stats.best_score "
+        "  OR player_stats.best_score IS NULL "
+        "  THEN excluded.best_score ELSE player_stats.best_score END, "
+        "last_at = CASE WHEN excluded.last_at > player_stats.last_at "
+        "  THEN excluded.last_at ELSE player_stats.last_at END",
+        arguments,
+    )
+    if game.rated and game.game in RATED_GAMES:
+        yield from _rate(game, bots, ended, lock_rows)
+    return True
+
+
+def _see_players(players: list[tuple[str, str, bool]], at: int) -> Script[dict[str, bool]]:
+    """Create or update players ``(id, name, bot)`` seen at ``at`` (the newest name wins; a bot
+    stays a bot); return each one's ``bot``."""
+    rows, arguments = values([(player, name, bot, at, at) for player, name, bot in players])
+    found = yield (
+        f"INSERT INTO players (id, name, bot, created_at, seen_at) VALUES {rows} "
+        "ON CONFLICT (id) DO UPDATE SET "
+        "name = CASE WHEN excluded.seen_at >= players.seen_at "
+        "  THEN excluded.name ELSE players.name END, "
+        "bot = players.bot OR excluded.bot, "
+        "created_at = CASE WHEN excluded.created_at < players.created_at "
+        "  THEN excluded.created_at ELSE players.created_at END, "
+        "seen_at = CASE WHEN excluded.seen_at > players.seen_at "
+        "  THEN excluded.seen_at ELSE players.seen_at END "
+        "RETURNING id, bot",
+        arguments,
+    )
+    return {row["id"]: bool(row["bot"]) for row in found}
+
+
+def _rate(game: FinishedGame, bots: dict[str, bool], at: int, lock_rows: bool) -> Script[None]:
+    places = {p.player: p.place for p in game.players if p.place is not None}
+    if len(places) < 2:
+        return
+    players = sorted(places)
+    # Rows exist before they are locked, so that two games with a new player in common queue on
+    # that row (PostgreSQL) instead of both starting from the initial rating.
+    rows, arguments = values(
+        [
+            (player, game.game, bots[player], INITIAL.mu, INITIAL.sigma, INITIAL.ordinal, 0, at)
+            for player in players
+        ]
+    )
+    yield (
+        "INSERT INTO ratings (player, game, bot, mu, sigma, ordinal, games, updated_at) "
+        f"VALUES {rows} ON CONFLICT (player, game) DO NOTHING",
+        arguments,
+    )
+    found = yield (
+        "SELECT player, mu, sigma FROM ratings WHERE game = $1 "
+        f"AND player IN ({', '.join(f'${n}' for n in range(2, len(players) + 2))}) "
+        f"ORDER BY player{' FOR UPDATE' if lock_rows else ''}",
+        (game.game, *players),
+    )
+    current = {row["player"]: Skill(row["mu"], row["sigma"]) for row in found}
+    new = rate(places, current)
+    rows, arguments = values(
+        [
+            (player, game.game, bots[player], new[player].mu, new[player].sigma,
+             new[player].ordinal, 1, at)
+            for player in players
+        ]
+    )  # fmt: skip
+    yield (
+        "INSERT INTO ratings (player, game, bot, mu, sigma, ordinal, games, updated_at) "
+        f"VALUES {rows} ON CONFLICT (player, game) DO UPDATE SET "
+        "bot = excluded.bot, mu = excluded.mu, sigma = excluded.sigma, "
+        "ordinal = excluded.ordinal, games = ratings.games + 1, "
+        "updated_at = excluded.updated_at",
+        arguments,
+    )
+    rows, arguments = values(
+        [
+            (player, game.game, game.id, at, places[player], current[player].mu,
+             current[player].sigma, new[player].mu, new[player].sigma, new[player].ordinal)
+            for player in players
+        ]
+    )  # fmt: skip
+    yield (
+        "INSERT INTO rating_history (player, game, game_id, at, place, mu_before, "
+        f"sigma_before, mu, sigma, ordinal) VALUES {rows}",
+        arguments,
+    )
+
+
+def _create_account(
+    player: str, name: str, name_key: str, password_hash: str, now: int
+) -> Script[None]:
+    if (yield "SELECT 1 FROM accounts WHERE player = $1", (player,)):
+        raise AlreadyClaimed(f"player {player} already has an account")
+    if (yield "SELECT 1 FROM accounts WHERE name_key = $1", (name_key,)):
+        raise NameTaken(f"the name {name!r} is already claimed")
+    yield from _see_players([(player, name, False)], now)
+    created = yield (
+        "INSERT INTO accounts (player, name, name_key, password_hash, token_generation, "
+        "created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5) "
+        "ON CONFLICT DO NOTHING RETURNING player",
+        (player, name, name_key, password_hash, now),
+    )
+    if not created:  # a concurrent claim won between the checks and the insert
+        raise NameTaken(f"the name {name!r} is already claimed")

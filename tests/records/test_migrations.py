@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from server.records.db import Database, DatabaseError, open_database, sqlite_path
+from server.records.db import Database, DatabaseError, Script, open_database, sqlite_path
 from server.records.migrations import (
     MIGRATIONS,
     Migration,
@@ -28,6 +28,10 @@ async def db(database_url: str) -> AsyncIterator[Database]:
     database = await open_database(database_url)
     yield database
     await database.close()
+
+
+def _statement(sql: str, *args: object) -> Script[None]:
+    yield sql, args
 
 
 async def _tables(db: Database) -> set[str]:
@@ -57,7 +61,7 @@ async def test_migrating_again_changes_nothing(db: Database, database_url: str) 
 async def test_a_new_migration_applies_on_top_of_the_old_ones(db: Database) -> None:
     await migrate(db)
     assert await migrate(db, (*MIGRATIONS, EXTRA)) == [2]
-    await db.execute("INSERT INTO extra (x) VALUES ($1)", 7)
+    await db.run(_statement("INSERT INTO extra (x) VALUES ($1)", 7))
     assert await db.fetchval("SELECT x FROM extra") == 7
 
 
