@@ -35,6 +35,6 @@ def redis_url_clean(redis_url: str) -> str:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """One real PostgreSQL server for the whole session (started on first use); each test that
-    needs a database makes its own with ``create_database()``."""
+    needs a database makes its own with ``create_schema()`` or ``create_database()``."""
     with PostgresServer() as server:
         yield server

@@ -4,15 +4,15 @@ Theory of operation
 -------------------
 :meth:`RecordsStore.put_game` writes one :class:`~server.records.model.FinishedGame` in one
 transaction (a write script, ``_put_game``: see ``db.py``; a handful of multi-row statements
-whatever the number of players): the game row first with ``INSERT ... ON CONFLICT (id) DO NOTHING``; if the id was
-already there the write stops and changes nothing (a retried write after a crash, or two nodes
-writing the same game, never counts a game twice), else it goes on to the players, the
-per-player stats and, for a rated BlackDrez game with two or more ranked players, the ratings:
-read the current ratings (PostgreSQL: ``FOR UPDATE``, rows locked in player order so that
-concurrent games with common players queue instead of losing an update or deadlocking; SQLite
-has one writer at a time), compute
-the new ones (``ratings.rate``), write them and their history. Ratings therefore follow the order
-in which games are stored, which is the order they ended except after a retried write.
+whatever the number of players). The game row goes first, with ``INSERT ... ON CONFLICT (id)
+DO NOTHING``; if the id was already there the write stops and changes nothing (a retried write
+after a crash, or two nodes writing the same game, never counts a game twice). Else it goes on
+to the players, the per-player stats and, for a rated BlackDrez game with two or more ranked
+players, the ratings: read the current ratings (PostgreSQL: ``FOR UPDATE``, rows locked in
+player order so that concurrent games with common players queue instead of losing an update or
+deadlocking; SQLite has one writer at a time), compute the new ones (``ratings.rate``), write
+them and their history. Ratings therefore follow the order in which games are stored, which is
+the order they ended except after a retried write.
 
 Every read is bounded: lists take a ``limit`` (at most :data:`MAX_LIMIT`) and a keyset cursor
 (the last row's sort key) instead of an offset, so the tenth page costs what the first does, and

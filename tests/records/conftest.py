@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,11 +13,16 @@ BACKENDS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh, empty database: a SQLite file, or a new database on the session's PostgreSQL."""
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database: a SQLite file, or a new schema on the session's PostgreSQL
+    (dropped after the test)."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'records.db'}"
-    return request.getfixturevalue("postgres_server").create_database()
+        yield f"sqlite:///{tmp_path / 'records.db'}"
+        return
+    server = request.getfixturevalue("postgres_server")
+    url = server.create_schema()
+    yield url
+    server.drop_schema(url)
 
 
 @pytest.fixture

@@ -36,7 +36,9 @@ def _statement(sql: str, *args: object) -> Script[None]:
 
 async def _tables(db: Database) -> set[str]:
     if db.dialect == "postgresql":
-        rows = await db.fetch("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'")
+        rows = await db.fetch(
+            "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()"
+        )
     else:
         rows = await db.fetch("SELECT name FROM sqlite_master WHERE type = 'table'")
     return {row["name"] for row in rows}
