@@ -3,8 +3,8 @@
     python3 benchmarks/records.py [--games 20000] [--seconds 20] [--clients 8] [--json]
 
 For each database, SQLite (a file in a temporary directory; WAL, ``synchronous=NORMAL``) and
-PostgreSQL (a throwaway local server from ``tests/postgres_server.py`` with its durable defaults:
-fsync on, synchronous commit):
+PostgreSQL (a throwaway local server from ``server/testing/postgres_server.py`` with its durable
+defaults: fsync on, synchronous commit):
 
 * **Verify.** ``ingest.finished_game`` per second and per game: the replay and verification that
   every record goes through before it is written (CPU only, no database).
@@ -45,7 +45,7 @@ from server.records.api import RecordsApi
 from server.records.ingest import finished_game
 from server.records.model import FinishedGame, SeatPlayer
 from server.records.store import RecordsStore
-from tests.postgres_server import PostgresServer
+from server.testing.postgres_server import PostgresServer
 
 PLAYERS = 2000
 BOT_SHARE = 10

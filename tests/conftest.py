@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from server.testing.postgres_server import PostgresServer
 from server.testing.redis_server import RedisServer
-from tests.postgres_server import PostgresServer
 
 
 @pytest.fixture(scope="session")

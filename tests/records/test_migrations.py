@@ -17,7 +17,7 @@ from server.records.migrations import (
     schema_version,
 )
 from server.records.store import RecordsStore
-from tests.redis_server import free_port
+from server.testing.redis_server import free_port
 
 EXTRA = Migration(2, "an extra table", ("CREATE TABLE extra (x INTEGER)",))
 

@@ -1,4 +1,5 @@
-"""A real PostgreSQL server for tests, on a free loopback port, in a throwaway data directory.
+"""A real PostgreSQL server for tests and benchmarks, on a free loopback port, in a throwaway data
+directory.
 
 It runs Debian's ``postgresql`` package (``/usr/lib/postgresql/<version>/bin``; ``.ci/run``
 installs it) or ``initdb``/``pg_ctl`` from PATH. PostgreSQL refuses to run as root, and tests run
@@ -21,7 +22,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-from tests.redis_server import free_port
+from server.testing.redis_server import free_port
 
 START_TIMEOUT = 60
 STOP_TIMEOUT = 30
