@@ -155,19 +155,24 @@ class Accounts:
         *,
         hasher: PasswordHasher | None = None,
         limiter: LoginLimiter | None = None,
+        token_lifetime: float = identity.TOKEN_LIFETIME,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.secret = secret
+        self.token_lifetime = token_lifetime
         self.hasher = hasher or PasswordHasher()
         self.limiter = limiter or LoginLimiter()
         self.clock = clock
         self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
         self._dummy_hash: str | None = None
 
-    async def authenticate(self, token: str) -> identity.Claims | None:
-        """The token's claims if it is valid and not revoked, else ``None``."""
-        claims = identity.read_claims(self.secret, token, self.clock())
+    async def authenticate(self, token: str) -> identity.Token | None:
+        """The token if it is genuine, unexpired and not revoked by its account, else ``None``.
+
+        (The store's list of single revoked tokens, ``server.identity``, is checked apart.)
+        """
+        claims = identity.read_token(self.secret, token, self.token_lifetime, self.clock())
         if claims is None:
             return None
         generation = await self.store.token_generation(claims.player)
@@ -241,7 +246,7 @@ class Accounts:
 
     def _session(self, player: str, name: str, generation: int) -> Session:
         token = identity.issue_token(self.secret, player, name, self.clock(), generation)
-        return Session(player=player, name=name, token=token)
+        return Session(player=player, name=name, token=token.text)
 
     async def _hash(self, password: str) -> str:
         async with self._hashing:

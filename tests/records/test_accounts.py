@@ -48,7 +48,7 @@ async def accounts(store: RecordsStore, clock: Clock) -> AsyncIterator[Accounts]
 
 
 def guest(player: str = "p_guest", name: str = "Ann", now: float = 1_700_000_000.0) -> str:
-    return identity.issue_token(SECRET, player, name, now)
+    return identity.issue_token(SECRET, player, name, now).text
 
 
 async def expect(code: AccountErrorCode, call) -> AccountError:  # type: ignore[no-untyped-def]
@@ -104,7 +104,7 @@ async def test_claims_that_cannot_be_granted_change_nothing(
     for bad in ("", "   ", "a\x00b", "x" * 25, None):
         await expect(AccountErrorCode.BAD_NAME, accounts.claim(guest("p_two"), bad, PASSWORD))
     await expect(AccountErrorCode.INVALID_TOKEN, accounts.claim("forged.token", "Bo", PASSWORD))
-    forged = identity.issue_token(b"another secret", "p_two", "Bo", 1_700_000_000.0)
+    forged = identity.issue_token(b"another secret", "p_two", "Bo", 1_700_000_000.0).text
     await expect(AccountErrorCode.INVALID_TOKEN, accounts.claim(forged, "Bo", PASSWORD))
     assert await store.account_by_name(name_key("Bo")) is None
     assert await store.token_generation("p_two") is None
@@ -200,9 +200,10 @@ async def test_a_hash_with_old_parameters_is_upgraded_at_login(
 
 def test_a_guest_token_reads_as_before_and_an_account_token_carries_its_generation() -> None:
     token = identity.issue_token(SECRET, "p", "Ann", 5.0)
-    payload = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+    payload = json.loads(base64.urlsafe_b64decode(token.text.split(".")[0] + "=="))
     assert payload == {"p": "p", "n": "Ann", "t": 5.0}
-    assert identity.read_token(SECRET, token, 6.0) == ("p", "Ann")
+    assert identity.read_token(SECRET, token.text, 60.0, 6.0) == token
+    assert token.generation == 0
     account = identity.issue_token(SECRET, "p", "Ann", 5.0, generation=3)
-    assert identity.read_claims(SECRET, account, 6.0) == identity.Claims("p", "Ann", 5.0, 3)
-    assert identity.read_token(SECRET, account, 6.0) == ("p", "Ann")
+    read = identity.read_token(SECRET, account.text, 60.0, 6.0)
+    assert read == account and read is not None and read.generation == 3

@@ -179,7 +179,7 @@ async def test_leaderboards_by_kind_and_page(api: RecordsApi, store: RecordsStor
 
 
 async def test_claim_login_and_revoke_over_the_api(api: RecordsApi) -> None:
-    guest = identity.issue_token(SECRET, "p_ann", "Ann")
+    guest = identity.issue_token(SECRET, "p_ann", "Ann").text
     body = msgspec.json.encode({"token": guest, "name": "Ann", "password": "long enough"})
     claimed = await api.handle("POST", "/api/v1/accounts/claim", body)
     assert claimed.status == 200 and header(claimed, "cache-control") == "no-store"
@@ -188,7 +188,7 @@ async def test_claim_login_and_revoke_over_the_api(api: RecordsApi) -> None:
     session = msgspec.json.decode(response.body, type=Session)
     assert session.player == "p_ann"
     await error(api, "/api/v1/accounts/claim", 401, "invalid_token", method="POST", body=body)
-    other = identity.issue_token(SECRET, "p_other", "Other")
+    other = identity.issue_token(SECRET, "p_other", "Other").text
     taken = msgspec.json.encode({"token": other, "name": "ANN", "password": "long enough"})
     await error(api, "/api/v1/accounts/claim", 409, "name_taken", method="POST", body=taken)
     revoked = await api.handle(

@@ -73,7 +73,7 @@ async def test_real_responses_validate_against_the_schema(store: RecordsStore) -
     await store.put_game(finished("blackdrez-1", "blackdrez", bots=["p3"], rated=True))
     for game in ("blackjack_piles", "blue_jacket"):
         await store.put_game(finished(f"{game}-1", game, players=["p0"]))
-    guest = identity.issue_token(b"secret", "p0", "Ann")
+    guest = identity.issue_token(b"secret", "p0", "Ann").text
     requests: list[tuple[str, str, Any, str]] = [
         ("GET", "/api/v1/games?limit=2", None, "games_page"),
         ("GET", "/api/v1/games/blackdrez-1", None, "game_record"),
