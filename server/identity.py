@@ -7,6 +7,11 @@ secret (the store hands every node the same one) can check it without a database
 A token is issued once, to a new guest, and never renewed: coming back with it gives the same token
 again, so its lifetime counts from that first issue and a stolen token cannot be kept alive. Its
 :attr:`Token.id` (the signature part) names it in the store's list of revoked tokens.
+
+A player who claimed an account (``server.records.accounts``) gets tokens that also carry
+``"g"``, the account's token generation: revoking the account's tokens ("log out everywhere")
+raises the generation, so the server checks ``g`` against the account (one look-up) to refuse
+every older token at once. A guest token has no ``g`` (generation 0) and reads exactly as before.
 """
 
 from __future__ import annotations
@@ -25,10 +30,11 @@ MAX_NAME = 24
 TOKEN_LIFETIME = 30 * 24 * 3600.0
 
 
-class _Payload(msgspec.Struct):
+class _Payload(msgspec.Struct, omit_defaults=True):
     p: str
     n: str
     t: float
+    g: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +47,8 @@ class Token:
     name: str
     issued: float
     """Unix time of its (first and only) issue."""
+    generation: int = 0
+    """An account's token generation when the token was issued (0: a guest's token)."""
 
     @property
     def id(self) -> str:
@@ -74,12 +82,15 @@ def clean_name(name: str | None) -> str:
     return text or f"Guest-{secrets.randbelow(10_000):04d}"
 
 
-def issue_token(secret: bytes, player: str, name: str, now: float | None = None) -> Token:
-    """Return a new signed token naming ``player`` and ``name``, issued ``now``."""
+def issue_token(
+    secret: bytes, player: str, name: str, now: float | None = None, generation: int = 0
+) -> Token:
+    """Return a new signed token naming ``player`` and ``name``, issued ``now`` (an account's
+    token: with the account's ``generation``)."""
     issued = time.time() if now is None else now
-    payload = msgspec.json.encode(_Payload(player, name, issued))
+    payload = msgspec.json.encode(_Payload(player, name, issued, generation))
     signature = hmac.new(secret, payload, hashlib.sha256).digest()[:18]
-    return Token(f"{_b64(payload)}.{_b64(signature)}", player, name, issued)
+    return Token(f"{_b64(payload)}.{_b64(signature)}", player, name, issued, generation)
 
 
 def read_token(
@@ -101,4 +112,4 @@ def read_token(
         return None
     if (time.time() if now is None else now) - data.t > lifetime:
         return None
-    return Token(token, data.p, data.n, data.t)
+    return Token(token, data.p, data.n, data.t, data.g)

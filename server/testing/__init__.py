@@ -9,6 +9,8 @@ paused and restarted with the same node id. Each launcher picks a free loopback 
 its process prints, and stops its process for good when closed (also as a context manager), so a
 caller that fails half-way leaves nothing running. :class:`~server.testing.nodes.CpuSampler`
 reads ``/proc`` to tell how much CPU each process used while something was going on.
+:class:`~server.testing.postgres_server.PostgresServer` runs a throwaway PostgreSQL cluster for
+the records store's tests and benchmark.
 
 Nothing in the server imports this package; it lives here (not under ``tests/``) so that the
 installed package's tools can use it.
