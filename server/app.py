@@ -29,6 +29,7 @@ import http
 import ipaddress
 import logging
 import mimetypes
+import os
 import secrets
 import signal
 import time
@@ -597,11 +598,27 @@ def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Respon
     return Response(status.value, status.phrase, headers, body)
 
 
+class ListenError(Exception):
+    """The server could not listen on its address (say, the port is in use); the message
+    says which address and why, in one line."""
+
+
 async def run(settings: Settings) -> None:
-    """Run a server until SIGTERM or SIGINT, then shut it down cleanly."""
+    """Run a server until SIGTERM or SIGINT, then shut it down cleanly.
+
+    Raises :class:`ListenError` when the address cannot be listened on.
+    """
     logging.getLogger("websockets").setLevel(logging.WARNING)
     server = GameServer(settings)
-    await server.start()
+    try:
+        await server.start()
+    except OSError as error:
+        with contextlib.suppress(Exception):  # undo what started; the listen error is the news
+            await server.stop()
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        raise ListenError(
+            f"cannot listen on {settings.host}:{settings.port}: {reason.lower()}"
+        ) from None
     # Fewer, cheaper garbage collections: what exists at start-up is never collectable, and a
     # busy node allocates many short-lived objects (measured: +36-50 % actions/s under load).
     gc.collect()

@@ -12,7 +12,7 @@ from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
 from server.app import GameServer
-from tests.server.helpers import play_out
+from tests.server.helpers import games_started, play_out
 
 
 async def table_with_bots(host: Client, bots: int, **options: object) -> str:
@@ -31,8 +31,9 @@ async def table_with_bots(host: Client, bots: int, **options: object) -> str:
 async def play_a_game(host: Client, table: str) -> None:
     state = host.tables[table]
     await host.request(v1.SetReady(table=table))
+    games = games_started(state)
     await host.request(v1.StartGame(table=table))
-    await host.wait_until(lambda: state.view is not None and state.view["phase"] != "over")
+    await host.wait_until(lambda: games_started(state) > games)
     await play_out(host, table)
 
 
