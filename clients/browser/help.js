@@ -72,7 +72,7 @@ export function showHelp(game = "blackdrez") {
     dialog = h("dialog#help.help", { "aria-labelledby": "help-title" });
     document.body.append(dialog);
   }
-  const page = h("div.help-page");
+  const page = h("div.help-page", { role: "tabpanel", "aria-labelledby": "help-title" });
   const tabs = GAMES.map(([key, label]) => h("button", {
     role: "tab", dataset: { game: key }, "aria-selected": key === game ? "true" : "false",
     onclick: () => select(key),

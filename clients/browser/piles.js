@@ -106,7 +106,7 @@ export function renderPiles(ctx, table, screen) {
     h("div.pile-label", label, cap !== null ? h("span.muted", ` ${pile.length}/${cap}`) : null),
     // Placing has its own button, above the pile (one place for it, whatever the pile holds).
     canPlace
-      ? h("button.place-here", { dataset: { key: `place-${index}` }, "aria-label": `Place the ${standardName(stockTop)} on ${label.toLowerCase()}`, title: `Put the stock's card on ${label.toLowerCase()} (Shift+${index + 1})`, onclick: () => place(index) }, "⤓ Place here")
+      ? h("button.place-here", { dataset: { key: `place-${index}` }, "aria-label": `Place the ${standardName(stockTop)} on ${label.toLowerCase()}`, title: `Put the stock's card on ${label.toLowerCase()} (Shift+${index + 1})`, onclick: () => place(index) }, "⤓ Place", h("span.wide-only", " here"))
       : h("span.place-spacer"),
     pile.length
       ? h("div.stack", pile.map((card, i) => (i === pile.length - 1 && !over

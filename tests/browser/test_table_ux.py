@@ -255,8 +255,12 @@ async def test_messages_are_sentences(new_page) -> None:
     await page.locator("#quick-join").click()
     await page.locator(".toast", has_text="new table was made for you").wait_for()
     await page.locator(".blackdrez").wait_for()
+    # The host removes a bot it added, between games: its seat is free at once.
+    await add_bots(page, 2)
+    await page.locator(".seat[data-seat='2'] .remove-bot").click()
+    await page.locator(".seat.empty[data-seat='2']").wait_for()
+    await page.locator(".events li", has_text="was removed by the host").wait_for()
     # Leaving mid-game asks first; saying no keeps the seat.
-    await add_bots(page, 1)
     await page.locator("#start").click()
     await page.locator(".seat.mine .hand .card").first.wait_for()
     await page.evaluate("window.confirm = (text) => { window.asked = text; return false; }")
@@ -280,7 +284,7 @@ async def test_messages_are_sentences(new_page) -> None:
 async def test_a_table_that_is_moving_is_waited_out(new_page) -> None:
     """The server answers ``moving`` while a table changes node: the client sends again."""
     page = await new_page("Patient")
-    await create_table(page, "Mover", seats=2, max_rounds=1)
+    await create_table(page, "Mover", seats=2, max_rounds=None)
     await add_bots(page, 1)
     # The next request is answered "moving" (as a node would), and never reaches the server.
     await page.evaluate(
@@ -337,7 +341,7 @@ async def test_blue_jacket_explains_its_stock_and_warns_before_a_dead_end(
 async def test_cards_say_what_they_are_and_motion_can_be_reduced(new_page) -> None:
     calm = await new_page("Calm")
     await calm.emulate_media(reduced_motion="reduce")
-    await create_table(calm, "Calm table", seats=2, max_rounds=1)
+    await create_table(calm, "Calm table", seats=2, max_rounds=None)
     await add_bots(calm, 1)
     await calm.locator("#start").click()
     card = calm.locator(".seat.mine .hand .card").first
@@ -353,7 +357,7 @@ async def test_cards_say_what_they_are_and_motion_can_be_reduced(new_page) -> No
     assert sizes[0] > 1.5 * sizes[1], "the points are the card's biggest mark"
     assert await calm.evaluate("window.blackdrez.motion.started") == 0
     lively = await new_page("Lively")
-    await create_table(lively, "Lively table", seats=2, max_rounds=1)
+    await create_table(lively, "Lively table", seats=2, max_rounds=None)
     await add_bots(lively, 1)
     await lively.locator("#start").click()
     await lively.locator(".seat.mine .hand .card").first.wait_for()
