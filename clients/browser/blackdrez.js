@@ -10,7 +10,6 @@ import { fairness } from "./fairness.js";
 import { arrive, capture, sweep } from "./motion.js";
 import { count, describeEvent, listing, seatNames } from "./words.js";
 
-export { describeEvent };
 
 const STATUS_TEXT = {
   out: "Sitting out", playing: "Playing", stood: "Stood", bust: "Bust",
@@ -118,7 +117,7 @@ function roundSummary(table, names, round, pausing) {
     pausing ? h("p.next-round", "Next round in a moment…", h("span.pause-bar", { style: { animationDuration: `${pause}s` } })) : null);
 }
 
-function seatBox(ctx, table, index, names, sides) {
+function seatBox(ctx, table, index, names, compact) {
   const info = table.info;
   const view = table.view;
   const occupant = info.seats[index];
@@ -154,7 +153,7 @@ function seatBox(ctx, table, index, names, sides) {
           ? h("button.remove-bot", { dataset: { key: `remove-${index}` }, "aria-label": `Remove the bot ${name}`, title: "Remove this bot (after the round it is playing)", onclick: () => ctx.send({ type: "remove_bot", table: table.id, seat: index }) }, "remove")
           : null)),
     s && s.hand.length
-      ? h("div.hand", { role: "list", "aria-label": `${name}'s hand` }, s.hand.map((c, i) => pokerCard(c, { small: sides === "compact", role: "listitem", dataset: { card: c, motion: `hand-${index}-${i}-${c}` } })))
+      ? h("div.hand", { role: "list", "aria-label": `${name}'s hand` }, s.hand.map((c, i) => pokerCard(c, { small: compact, role: "listitem", dataset: { card: c, motion: `hand-${index}-${i}-${c}` } })))
       : null,
     h("div.seat-foot",
       s && s.value !== null ? h("div.value", { dataset: { value: s.value } }, "Value ", h("strong", String(s.value))) : null,
@@ -220,7 +219,7 @@ function gameOver(ctx, table, names, startGame) {
 }
 
 // The host fills empty seats with bots the server starts (they play over the same protocol).
-const BOT_STRATEGIES = [["threshold", "Bot: steady (threshold)"], ["bust_probability", "Bot: counts the odds"]];
+const BOT_STRATEGIES = [["threshold", "Bot: threshold"], ["bust_probability", "Bot: bust odds"]];
 let botStrategy = "threshold";
 
 export function renderBlackDrez(ctx, table, screen, fresh = []) {
@@ -240,7 +239,7 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
   };
   const compact = info.seats.length >= 6;
   const sides = arrangement(info.seats.length, table.seat ?? 0);
-  const seatOf = (i) => seatBox(ctx, table, i, names, compact ? "compact" : "");
+  const seatOf = (i) => seatBox(ctx, table, i, names, compact);
   const round = view ? lastRound(table) : null;
   const pausing = view && view.phase === "between_rounds" && info.status === "playing";
   const summary = round && round.end && view.phase !== "playing" ? roundSummary(table, names, round, pausing) : null;

@@ -5,8 +5,6 @@
 import { h } from "./dom.js";
 import { FIGURES, NUMBER_COLOURS, pokerName, standardName } from "./words.js";
 
-export { FIGURES, NUMBER_COLOURS, pokerName, standardName };
-
 /** A jester's cap: the Joker has no chess piece. */
 function jokerSvg() {
   const ns = "http://www.w3.org/2000/svg";

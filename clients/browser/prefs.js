@@ -49,7 +49,7 @@ export function signalTurn(mine, place = "") {
 }
 
 /** Two short soft notes (Web Audio: no sound file to fetch). */
-export function chime() {
+function chime() {
   try {
     audio = audio || new AudioContext();
     const now = audio.currentTime;

@@ -14,17 +14,11 @@ export const NUMBER_COLOURS = [
   null, "gray", "red", "magenta", "purple", "blue", "yellow", "cyan", "orange", "green",
 ];
 
-const SUITS = {
-  C: { name: "Clubs", glyph: "♣" },
-  D: { name: "Diamonds", glyph: "♦" },
-  H: { name: "Hearts", glyph: "♥" },
-  S: { name: "Spades", glyph: "♠" },
-};
+const SUITS = { C: "Clubs", D: "Diamonds", H: "Hearts", S: "Spades" };
 const RANK_NAMES = { A: "Ace", T: "10", J: "Jack", Q: "Queen", K: "King" };
-const RANK_SHORT = { T: "10" };
 
 /** A PokerDrez card in a few words: "Queen 7". */
-export function pokerShort(code) {
+function pokerShort(code) {
   return `${FIGURES[code[0]].name} ${code.slice(1)}`;
 }
 
@@ -39,15 +33,8 @@ export function pokerName(code) {
 /** A standard card in full: "10 of Diamonds". */
 export function standardName(code) {
   const rank = RANK_NAMES[code[0]] ?? code[0];
-  return `${rank} of ${SUITS[code[1]].name}`;
+  return `${rank} of ${SUITS[code[1]]}`;
 }
-
-/** A standard card as players write it: "10♦". */
-export function standardShort(code) {
-  return `${RANK_SHORT[code[0]] ?? code[0]}${SUITS[code[1]].glyph}`;
-}
-
-export function suitGlyph(code) { return SUITS[code[1]].glyph; }
 
 /** "1 card", "3 cards". */
 export function count(n, word) {
@@ -74,7 +61,7 @@ export function seatNames(info) {
 }
 
 /** The name of ``seat`` at ``table`` as the table shows it. */
-export function nameOf(table, seat) {
+function nameOf(table, seat) {
   if (seat === null || seat === undefined) return "someone";
   return seatNames(table.info)[seat] ?? `Seat ${seat + 1}`;
 }
@@ -140,7 +127,7 @@ const ERRORS = {
 
 /** A sentence for an error reply (or a failed request), never a raw code. */
 export function errorText(error) {
-  const code = error?.code ?? (String(error?.message ?? "").includes("connect") ? "closed" : null);
+  const code = error?.code;
   if (code === "illegal_action") {
     const detail = String(error.message || "").replace(/^illegal_action:\s*/, "");
     return detail ? `That move is not allowed: ${detail}.` : "That move is not allowed now.";
