@@ -163,10 +163,10 @@ async def test_seats_never_overlap_at_a_full_table(new_page, screenshot, seats: 
     await add_bots(host, seats - 1)
     await host.locator("#start").click()
     await host.locator(".seat.mine .hand .card").first.wait_for()
-    if seats == 6:  # the README's picture: your turn at a full table
-        await host.wait_for_function(
-            "!document.querySelector('#withdraw').disabled", timeout=60000, polling=100
-        )
+    # The README's pictures: your turn at a full table (the bots wait for you: nothing moves).
+    await host.wait_for_function(
+        "!document.querySelector('#withdraw').disabled", timeout=60000, polling=100
+    )
     await settled(host)
     boxes = await host.locator(".seat").evaluate_all(
         "seats => seats.map(s => { const r = s.getBoundingClientRect();"
