@@ -79,6 +79,7 @@ from server.hosting import (
     replay,
     table_record,
 )
+from server.identity import BOT_NAMES
 from server.metrics import Metrics
 from server.retry import Backoff
 from server.room import Broadcast, Outcome, Room, RoomError
@@ -107,7 +108,7 @@ STORE_RETRY = Backoff(first=0.05, cap=2.0)
 """The retry policy of the outbox and of a table whose log write failed."""
 
 
-def _no_bots(table: str, strategy: str, invite: str | None) -> None:
+def _no_bots(table: str, strategy: str, invite: str | None, name: str) -> None:
     raise RoomError(ErrorCode.UNAVAILABLE, "this node cannot start bots")
 
 
@@ -206,8 +207,11 @@ class Node:
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         """One-off tasks, kept until done so none is lost and every failure is logged."""
-        self.spawn_bot: Callable[[str, str, str | None], None] = _no_bots
-        """Starts one bot client for a table (set by the server, which knows its own address)."""
+        self.spawn_bot: Callable[[str, str, str | None, str], None] = _no_bots
+        """Starts one bot client ``(table, strategy, invite, name)`` (set by the server, which
+        knows its own address)."""
+        self._bots_named: dict[str, int] = {}
+        """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -546,6 +550,7 @@ class Node:
 
     def _unhost(self, table: str, *, keep_lease: bool = False) -> Room | None:
         room = self.rooms.pop(table, None)
+        self._bots_named.pop(table, None)
         self._logs.pop(table, None)
         self._retry_at.pop(table, None)
         if not keep_lease:
@@ -628,8 +633,12 @@ class Node:
             count = room.bot_seats(player, message.count)
         except RoomError as error:
             return _error(message, error.code, error.message)
-        for _ in range(count):
-            self.spawn_bot(room.id, message.strategy, room.invite)
+        # Names are picked before the bots sit down: skip the names given here before, so two
+        # quick requests do not name two bots alike.
+        spawned = self._bots_named.get(room.id, 0)
+        self._bots_named[room.id] = spawned + count
+        for name in room.bot_names(count, message.strategy, skip=spawned % len(BOT_NAMES)):
+            self.spawn_bot(room.id, message.strategy, room.invite, name)
         return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
 
     async def _log(

@@ -36,6 +36,7 @@ from protocol import v1
 from protocol.errors import ErrorCode
 from server.adapters import GameAdapter
 from server.games.base import Rejected
+from server.identity import BOT_NAMES, BOT_STRATEGY_LABELS
 
 _INFO_EVENTS = (v1.SeatTaken, v1.SeatFreed, v1.ReadyChanged, v1.PresenceChanged, v1.TableClosed)
 
@@ -316,6 +317,27 @@ class Room:
             raise RoomError(ErrorCode.TABLE_FULL, "every seat is taken")
         return min(wanted, free)
 
+    # ------------------------------------------------------------------ bots the host manages
+    def remove_bot(self, player: str, seat: int, now: float) -> None:
+        """Host only: the bot in ``seat`` leaves, as a player who leaves would (after the round
+        it is playing). Its client sees its seat freed and disconnects."""
+        if player != self.host:
+            raise RoomError(ErrorCode.NOT_HOST, "only the host can remove a bot")
+        self._require_open()
+        occupant = self.seats[seat] if 0 <= seat < len(self.seats) else None
+        if occupant is None or not occupant.bot:
+            raise RoomError(ErrorCode.BAD_MESSAGE, f"seat {seat} holds no bot")
+        self._abandon(seat, now, "kicked")
+        self._settle(now)
+
+    def bot_names(self, count: int, strategy: str, skip: int = 0) -> list[str]:
+        """``count`` display names for new bots, none used at this table yet: a first name
+        from :data:`BOT_NAMES` (after the first ``skip``) and the bot's strategy."""
+        taken = {s.name.split(" (")[0] for s in self.seats if s is not None}
+        free = [n for n in BOT_NAMES[skip:] + BOT_NAMES[:skip] if n not in taken]
+        label = BOT_STRATEGY_LABELS.get(strategy, strategy)
+        return [f"{free[i % len(free)]} ({label})" for i in range(count)]
+
     def set_ready(self, player: str, ready: bool) -> None:
         """Mark a seated player ready (or not) to play."""
         seat = self._seat_required(player)
@@ -576,6 +598,10 @@ class Room:
         for seat in self.seats:
             if seat is not None and not seat.bot:
                 seat.ready = False
+        # Who left (or was removed) during the last round goes now: no round end will come.
+        for index, seat in enumerate(self.seats):
+            if seat is not None and seat.leaving:
+                self._free(index, "left" if seat.connected else "timeout")
 
     def _free(self, seat: int, reason: str) -> None:
         occupant = self.seats[seat]
