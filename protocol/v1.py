@@ -215,6 +215,15 @@ class AddBots(Message, tag="add_bots", kw_only=True):
     strategy: BotStrategy = "threshold"
 
 
+class RemoveBot(Message, tag="remove_bot", kw_only=True):
+    """Host only: the bot in ``seat`` leaves the table (after the round it is playing, like any
+    player who leaves) and disconnects."""
+
+    id: RequestId | None = None
+    table: TableId
+    seat: Annotated[int, msgspec.Meta(ge=0, le=7)]
+
+
 class Act(Message, tag="act", kw_only=True):
     """Play an action: one of the table's game's actions, e.g. ``{"type": "hit"}``."""
 
@@ -271,6 +280,7 @@ ClientMessage = (
     | SetReady
     | StartGame
     | AddBots
+    | RemoveBot
     | Act
     | Resync
     | StartSolitaire

@@ -175,6 +175,8 @@ def _run(room: Room, entry: Entry) -> Answer:
         case Begin():
             room.begin(now, _seed(entry))
             return Answer()
+        case v1.RemoveBot():
+            room.remove_bot(player, command.seat, now)
         case v1.Act():
             room.act(player, command.action, now)
         case v1.Resync():

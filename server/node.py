@@ -80,6 +80,7 @@ from server.hosting import (
     table_record,
     timer_entry,
 )
+from server.identity import BOT_NAMES
 from server.metrics import Metrics
 from server.retry import Backoff
 from server.room import Broadcast, Outcome, Room, RoomError
@@ -110,7 +111,7 @@ SWEEP_INTERVAL = 5.0
 """Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
 
 
-def _no_bots(table: str, strategy: str, invite: str | None) -> None:
+def _no_bots(table: str, strategy: str, invite: str | None, name: str) -> None:
     raise RoomError(ErrorCode.UNAVAILABLE, "this node cannot start bots")
 
 
@@ -209,8 +210,11 @@ class Node:
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         """One-off tasks, kept until done so none is lost and every failure is logged."""
-        self.spawn_bot: Callable[[str, str, str | None], None] = _no_bots
-        """Starts one bot client for a table (set by the server, which knows its own address)."""
+        self.spawn_bot: Callable[[str, str, str | None, str], None] = _no_bots
+        """Starts one bot client ``(table, strategy, invite, name)`` (set by the server, which
+        knows its own address)."""
+        self._bots_named: dict[str, int] = {}
+        """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -559,6 +563,7 @@ class Node:
 
     def _unhost(self, table: str, *, keep_lease: bool = False) -> Room | None:
         room = self.rooms.pop(table, None)
+        self._bots_named.pop(table, None)
         self._logs.pop(table, None)
         self._retry_at.pop(table, None)
         if not keep_lease:
@@ -644,8 +649,12 @@ class Node:
             count = room.bot_seats(player, message.count)
         except RoomError as error:
             return _error(message, error.code, error.message)
-        for _ in range(count):
-            self.spawn_bot(room.id, message.strategy, room.invite)
+        # Names are picked before the bots sit down: skip the names given here before, so two
+        # quick requests do not name two bots alike.
+        spawned = self._bots_named.get(room.id, 0)
+        self._bots_named[room.id] = spawned + count
+        for name in room.bot_names(count, message.strategy, skip=spawned % len(BOT_NAMES)):
+            self.spawn_bot(room.id, message.strategy, room.invite, name)
         return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
 
     async def _log(

@@ -47,6 +47,7 @@ with the error code shown, or ignored (``~``: accepted, changes nothing)::
     ready      yes           yes (d)        yes (d)         yes (d)        yes        not_found
     start      host (e)      game_running   game_running    game_running   host (e)   not_found
     add_bots   host          host           host            host           host       not_found
+    remove_bot host          host (c)       host            host           host       not_found
     act        not_in_round  yes            not_your_turn   not_your_turn  game_over  not_found
     resync     yes           yes            yes             yes            yes        not_found
     presence   yes           yes            yes             yes            yes        ~
@@ -102,6 +103,7 @@ from protocol import v1
 from protocol.errors import ErrorCode
 from server.adapters import GameAdapter
 from server.games.base import Reason, Rejected
+from server.identity import BOT_NAMES, BOT_STRATEGY_LABELS
 
 _INFO_EVENTS = (v1.SeatTaken, v1.SeatFreed, v1.ReadyChanged, v1.PresenceChanged, v1.TableClosed)
 
@@ -149,6 +151,7 @@ class TableCommand(enum.StrEnum):
     READY = "ready"
     START = "start"
     ADD_BOTS = "add_bots"
+    REMOVE_BOT = "remove_bot"
     ACT = "act"
     RESYNC = "resync"
     PRESENCE = "presence"
@@ -244,6 +247,8 @@ class Seat:
     bot: bool = False
     leaving: bool = False
     """Asked to leave during a round: plays the default action at each turn, freed at round end."""
+    leaving_reason: Literal["left", "timeout", "kicked"] = "left"
+    """Why the seat is being given up (``seat_freed.reason``)."""
     away_since: float | None = None
 
 
@@ -492,7 +497,16 @@ class Room:
             tuple(
                 None
                 if s is None
-                else (s.player, s.name, s.ready, s.connected, s.bot, s.leaving, s.away_since)
+                else (
+                    s.player,
+                    s.name,
+                    s.ready,
+                    s.connected,
+                    s.bot,
+                    s.leaving,
+                    s.leaving_reason,
+                    s.away_since,
+                )
                 for s in self.seats
             ),
             self.turn_deadline,
@@ -568,7 +582,7 @@ class Room:
             self.spectators.discard(player)
             self._info_dirty = True
         else:
-            self._abandon(seat)
+            self._abandon(seat, "left")
         self._settle(now)
 
     def bot_seats(self, player: str, wanted: int) -> int:
@@ -580,6 +594,27 @@ class Room:
         if free == 0:
             raise RoomError(ErrorCode.TABLE_FULL, "every seat is taken")
         return min(wanted, free)
+
+    # ------------------------------------------------------------------ bots the host manages
+    def remove_bot(self, player: str, seat: int, now: float) -> None:
+        """Host only: the bot in ``seat`` leaves, as a player who leaves would (after the round
+        it is playing). Its client sees its seat freed and disconnects."""
+        self._check(TableCommand.REMOVE_BOT)
+        if player != self.host:
+            raise RoomError(ErrorCode.NOT_HOST, "only the host can remove a bot")
+        occupant = self.seats[seat] if 0 <= seat < len(self.seats) else None
+        if occupant is None or not occupant.bot:
+            raise RoomError(ErrorCode.BAD_MESSAGE, f"seat {seat} holds no bot")
+        self._abandon(seat, "kicked")
+        self._settle(now)
+
+    def bot_names(self, count: int, strategy: str, skip: int = 0) -> list[str]:
+        """``count`` display names for new bots, none used at this table yet: a first name
+        from :data:`BOT_NAMES` (after the first ``skip``) and the bot's strategy."""
+        taken = {s.name.split(" (")[0] for s in self.seats if s is not None}
+        free = [n for n in BOT_NAMES[skip:] + BOT_NAMES[:skip] if n not in taken]
+        label = BOT_STRATEGY_LABELS.get(strategy, strategy)
+        return [f"{free[i % len(free)]} ({label})" for i in range(count)]
 
     def set_ready(self, player: str, ready: bool, now: float) -> None:
         """Mark a seated player ready (or not) to play (see the module docstring, note d)."""
@@ -672,7 +707,7 @@ class Room:
                 and now >= occupant.away_since + grace
             ):
                 occupant.away_since = None
-                self._abandon(index)
+                self._abandon(index, "timeout")
         self._settle(now)
 
     def resume(self, now: float) -> None:
@@ -789,7 +824,7 @@ class Room:
                 self._enter(TableStatus.WAITING)
         for index, occupant in enumerate(self.seats):
             if occupant is not None and occupant.leaving and not self._in_round(index):
-                self._free(index, "left" if occupant.connected else "timeout")
+                self._free(index, occupant.leaving_reason)
         if self.status is TableStatus.BETWEEN_ROUNDS and self.next_round_at is None:
             self.next_round_at = now + self.adapter.round_pause(self.options)
         if self.status is TableStatus.WAITING and self.waiting_until is None:
@@ -895,12 +930,14 @@ class Room:
         self._engine_events(events)
         self._acted = True
 
-    def _abandon(self, seat: int) -> None:
-        """A player leaves (or stayed away past the grace period): the seat is freed once they
-        are out of the round (a solitaire is resigned at once); see :meth:`_settle`."""
+    def _abandon(self, seat: int, reason: Literal["left", "timeout", "kicked"]) -> None:
+        """A player leaves (or stayed away past the grace period, or the host removed a bot): the
+        seat is freed once they are out of the round (a solitaire is resigned at once); see
+        :meth:`_settle`."""
         occupant = self.seats[seat]
         assert occupant is not None
         occupant.leaving = True
+        occupant.leaving_reason = reason
         if self._in_round(seat):
             quit_now = self.adapter.leave_action(self.engine)
             if quit_now is not None:

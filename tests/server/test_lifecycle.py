@@ -30,6 +30,8 @@ SECOND_DEAL_WIN = "second-deal-win:7"
 """A seed whose second two-player round is won on the deal (when the first ends by withdrawals)."""
 PLAYING_3 = "seed:0"
 """A seed whose first round, seats 0 and 1 of three, is not won on the deal."""
+PLAYING_4 = "seed:0"
+"""A seed whose first round, seats 0 and 1 of four, is not won on the deal."""
 
 S = TableStatus
 
@@ -73,6 +75,7 @@ EXPECTED = {  # for each command, its verdict in each status of ORDER
     "ready": ("yes", "yes", "yes", "yes", "yes", "not_found"),
     "start": ("yes", "game_running", "game_running", "game_running", "yes", "not_found"),
     "add_bots": ("yes", "yes", "yes", "yes", "yes", "not_found"),
+    "remove_bot": ("yes", "yes", "yes", "yes", "yes", "not_found"),
     "act": ("not_in_round", "yes", "not_your_turn", "not_your_turn", "game_over", "not_found"),
     "resync": ("yes", "yes", "yes", "yes", "yes", "not_found"),
     "presence": ("yes", "yes", "yes", "yes", "yes", "~"),
@@ -96,22 +99,26 @@ def test_the_command_table_is_the_documented_one() -> None:
 
 
 def in_status(status: TableStatus) -> TableHarness:
-    """A three-seat table, host ``a`` and ``b`` seated (and ready where a game is on)."""
+    """A four-seat table: host ``a`` and ``b`` seated (and ready where a game is on), a bot
+    that is not ready in seat 2, seat 3 free."""
     harness = table_of(
         "a",
         "b",
-        seats=3,
-        seeds=[PLAYING_3, PLAYING_3],
+        seats=4,
+        seeds=[PLAYING_4, PLAYING_4],
         round_pause_seconds=5.0,
         max_rounds=1 if status is S.FINISHED else None,
         grace_seconds=0.0 if status is S.CLOSED else 60.0,
     )
+    harness.client("robot", bot=True).join()
+    harness.client("robot").ready(False)
     if status is S.CLOSED:
         harness.client("b").leave()
         harness.client("a").leave()
         return harness
     if status is not S.OPEN:
-        start_game(harness)
+        harness.client("b").ready()
+        harness.client("a").start()
         if status is S.WAITING:
             harness.client("b").ready(False)
         if status is not S.PLAYING:
@@ -141,6 +148,8 @@ def issue(harness: TableHarness, command: TableCommand) -> None:
             a.start()
         case TableCommand.ADD_BOTS:
             assert harness.room.bot_seats("a", 1) == 1
+        case TableCommand.REMOVE_BOT:
+            a.send(v1.RemoveBot(table=harness.table, seat=2))
         case TableCommand.ACT:
             mover = on_turn(harness) if harness.room.status is S.PLAYING else a
             mover.act({"type": "withdraw"})
