@@ -4,9 +4,11 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY games ./games
 COPY protocol ./protocol
 COPY server ./server
 COPY clients ./clients
+COPY tools ./tools
 RUN pip install --no-cache-dir . && useradd --create-home blackdrez
 USER blackdrez
 

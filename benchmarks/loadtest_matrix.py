@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from clients import loadtest
+from tools.loadtest import cli as loadtest
 
 
 def _run(common: list[str], extra: list[str]) -> dict[str, Any]:

@@ -40,7 +40,8 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from server.games import blackdrez, registry
+from games import verify
+from games.blackdrez import rules as blackdrez
 from server.records.api import RecordsApi
 from server.records.ingest import finished_game
 from server.records.model import FinishedGame, SeatPlayer
@@ -57,11 +58,10 @@ def _records() -> dict[str, list[Any]]:
     """A few real records per game (seeds differ, so results differ)."""
     return {
         "blackdrez": [
-            registry.play_bots("blackdrez", f"bench-{n}", blackdrez.Config(seats=4))
-            for n in range(8)
+            verify.play_bots("blackdrez", f"bench-{n}", blackdrez.Config(seats=4)) for n in range(8)
         ],
-        "blackjack_piles": [registry.play_bots("blackjack_piles", f"bench-{n}") for n in range(4)],
-        "blue_jacket": [registry.play_bots("blue_jacket", f"bench-{n}") for n in range(4)],
+        "blackjack_piles": [verify.play_bots("blackjack_piles", f"bench-{n}") for n in range(4)],
+        "blue_jacket": [verify.play_bots("blue_jacket", f"bench-{n}") for n in range(4)],
     }
 
 

@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/waiting_table.py [--seconds 5] [--tables 1] [--grace 60]
 
-Starts a server node (``python -m server.cli serve``, in memory, on a free loopback port), and at
+Starts a server node (``python -m tools.cli serve``, in memory, on a free loopback port), and at
 each of ``--tables`` tables seats two players with no pause between rounds, starts the game, has
 one player say ``ready: false`` and plays the round out: fewer than two seats can play the next
 round, so the table waits for ``--grace`` seconds. For ``--seconds`` of that wait it reports the
@@ -80,7 +80,7 @@ async def main() -> None:
     args = parser.parse_args()
     port = free_port()
     node = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "tools.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -20,9 +20,11 @@ from typing import Any
 import msgspec
 
 from clients.client import Client, ServerError, TableState
+from games import shuffle
+from games.blackdrez import bots as blackdrez_bots
+from games.blackdrez import rules as blackdrez
+from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
 from protocol import v1
-from server.games import blackdrez, blackdrez_bots, shuffle
-from server.identity import BOT_NAMES, BOT_STRATEGY_LABELS
 
 log = logging.getLogger("blackdrez.bot")
 
@@ -251,7 +253,7 @@ async def run_bot(
 
 def random_bot_name(strategy: str) -> str:
     """A display name for a bot started on its own: a first name and its strategy."""
-    label = BOT_STRATEGY_LABELS.get(strategy, strategy)
+    label = STRATEGY_LABELS.get(strategy, strategy)
     return f"{random.choice(BOT_NAMES)} ({label})"
 
 

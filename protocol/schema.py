@@ -10,7 +10,8 @@ carries as ``Any`` (``action``, ``event``, ``view``, ``legal``) are the engines'
 definitions are prefixed with the game's name (``blackdrez.Hit``) so that two games may use the
 same class name without renaming each other's definitions.
 
-This module is an export tool: it imports the engines, which :mod:`protocol.v1` must not.
+This module is an export tool: it imports the engines' types through the games registry
+(:mod:`protocol.v1` takes only the game names from it).
 The output is stable (sorted keys, two-space indent, trailing newline), so a test can compare the
 committed file with the code. Regenerate with ``python -m protocol.schema``; check with
 ``python -m protocol.schema --check`` (exit status 1 when the committed file differs).
@@ -26,9 +27,9 @@ from typing import Any
 
 import msgspec
 
+from games import GAMES
 from protocol import v1
 from protocol.handshake import Hello
-from server.games import blackdrez, blackjack_piles, blue_jacket
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "schema" / "v1.json"
 REGENERATE = "python -m protocol.schema"
@@ -43,17 +44,8 @@ PROTOCOL_UNIONS: dict[str, Any] = {
 """Top-level key -> type, for the handshake and the v1 messages."""
 
 GAME_UNIONS: dict[str, dict[str, Any]] = {
-    "blackdrez": {"action": blackdrez.Action, "event": blackdrez.Event, "view": blackdrez.View},
-    "blackjack_piles": {
-        "action": blackjack_piles.Action,
-        "event": blackjack_piles.Event,
-        "view": blackjack_piles.View,
-    },
-    "blue_jacket": {
-        "action": blue_jacket.Action,
-        "event": blue_jacket.Event,
-        "view": blue_jacket.View,
-    },
+    name: {"action": spec.action, "event": spec.event, "view": spec.view}
+    for name, spec in GAMES.items()
 }
 """Per game: its action union, event union and view. Top-level keys are ``<game>_<kind>``."""
 

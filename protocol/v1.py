@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from games import GAMES, SOLITAIRES
 from protocol.handshake import Hello
 
 VERSION = 1
@@ -31,8 +32,10 @@ RequestId = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
 TableId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
-GameName = Literal["blackdrez", "blackjack_piles", "blue_jacket"]
-SOLITAIRES: tuple[str, ...] = ("blackjack_piles", "blue_jacket")
+GameName = Literal[tuple(GAMES)]  # type: ignore[valid-type]
+"""A game's wire name: one per folder of ``games/`` (the registry)."""
+SolitaireName = Literal[SOLITAIRES]  # type: ignore[valid-type]
+"""A one-seat game's wire name."""
 
 
 class Message(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=False):
@@ -244,13 +247,13 @@ class StartSolitaire(Message, tag="start_solitaire", kw_only=True):
     """Start a solitaire session: a random deal, or a numbered one anyone can replay."""
 
     id: RequestId | None = None
-    game: Literal["blackjack_piles", "blue_jacket"]
+    game: SolitaireName
     deal: Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)] | None = None
 
 
 class GetLeaderboard(Message, tag="leaderboard", kw_only=True):
     id: RequestId | None = None
-    game: Literal["blackjack_piles", "blue_jacket"]
+    game: SolitaireName
     limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
 
 

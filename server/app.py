@@ -34,7 +34,7 @@ import secrets
 import signal
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -49,11 +49,11 @@ from protocol import handshake, v1
 from protocol.codec import CLIENT_DECODERS, FrameError, decode_hello, encode
 from protocol.errors import CloseCode, ErrorCode
 from server import identity
-from server.connection import Client
+from server.connection import Connection
 from server.metrics import Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, Node
 from server.ratelimit import TokenBucket
-from server.room import LOG_SIZE
+from server.room import KEPT_EVENTS
 from server.stores import Store, StoreUnavailable, open_store
 
 log = logging.getLogger("blackdrez.server")
@@ -68,6 +68,9 @@ BOT_THINK = 0.6
 """Seconds a bot the host added waits before each action, so people at the table can follow."""
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+BotClient = Callable[..., Awaitable[object]]
+"""Plays one bot over the protocol: ``bot_client(url, table=, strategy=, invite=, name=, games=,
+think=)`` (``clients.bots.run_bot``)."""
 
 
 @dataclass
@@ -118,14 +121,16 @@ class Settings:
             messages_per_second=self.messages_per_second,
             burst=self.burst,
             idle_timeout_seconds=self.idle_timeout,
-            replay_events=LOG_SIZE,
+            replay_events=KEPT_EVENTS,
         )
 
 
 class GameServer:
     """A running server node: ``await GameServer(settings).start()``, then ``stop()``."""
 
-    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+    def __init__(
+        self, settings: Settings, store: Store | None = None, bot_client: BotClient | None = None
+    ) -> None:
         self.settings = settings
         self.metrics = Metrics()
         self.store = store or open_store(settings.redis_url, settings.node_id)
@@ -135,7 +140,12 @@ class GameServer:
             lease_ttl=settings.lease_ttl,
             record_retention=settings.record_retention,
         )
-        self.node.spawn_bot = self._spawn_bot
+        self.bot_client = bot_client
+        """Runs one bot client; given by whoever starts the server (``tools.cli`` passes
+        ``clients.bots.run_bot``), since the server imports no client. Without it the node
+        answers a request for bots with ``unavailable``."""
+        if bot_client is not None:
+            self.node.spawn_bot = self._spawn_bot
         self._bots: set[asyncio.Task[object]] = set()
         self.bot_think = BOT_THINK
         self.secret = b""
@@ -219,11 +229,10 @@ class GameServer:
     def _spawn_bot(self, table: str, strategy: str, invite: str | None, name: str) -> None:
         """Start a bot client that connects to this server like anyone else. It stays seated
         for the table's next games, until the host removes it or the table closes."""
-        from clients.bots import run_bot
-
+        assert self.bot_client is not None  # only installed as spawn_bot when given
         host = "127.0.0.1" if self.settings.host in ("", "0.0.0.0", "::") else self.settings.host
         task = asyncio.get_running_loop().create_task(
-            run_bot(
+            self.bot_client(
                 f"ws://{host}:{self.port}/",
                 table=table,
                 strategy=strategy,
@@ -345,7 +354,7 @@ class GameServer:
             client.closing = True
             await self.node.detach(client)
 
-    async def _greet(self, ws: ServerConnection) -> Client | None:
+    async def _greet(self, ws: ServerConnection) -> Connection | None:
         s = self.settings
         try:
             frame = await asyncio.wait_for(ws.recv(), s.hello_timeout)
@@ -402,7 +411,7 @@ class GameServer:
             tables = await self.store.player_tables(player)
         except StoreUnavailable:
             tables = []
-        client = Client(
+        client = Connection(
             ws=ws,
             binary=binary,
             player=player,
@@ -428,7 +437,7 @@ class GameServer:
         )
         return client
 
-    async def _serve(self, client: Client) -> None:
+    async def _serve(self, client: Connection) -> None:
         s = self.settings
         decoder = CLIENT_DECODERS[1]
         ws = client.ws
@@ -472,7 +481,7 @@ class GameServer:
                 continue
             await self.node.handle(client, message)
 
-    async def _may_start(self, client: Client, message: v1.StartSolitaire) -> bool:
+    async def _may_start(self, client: Connection, message: v1.StartSolitaire) -> bool:
         """Whether the player may open one more solitaire session; if not, say why."""
         cap = self.settings.max_solitaire_sessions
         if not cap:
@@ -495,7 +504,7 @@ class GameServer:
         )
         return False
 
-    async def _logout(self, client: Client, message: v1.Logout) -> bool:
+    async def _logout(self, client: Connection, message: v1.Logout) -> bool:
         """End the client's token everywhere (until it would have expired), then close; return
         whether it did (when the store is unreachable the token stays valid)."""
         remaining = client.token.expires(self.settings.token_lifetime) - time.time()
@@ -603,13 +612,13 @@ class ListenError(Exception):
     says which address and why, in one line."""
 
 
-async def run(settings: Settings) -> None:
+async def run(settings: Settings, bot_client: BotClient | None = None) -> None:
     """Run a server until SIGTERM or SIGINT, then shut it down cleanly.
 
     Raises :class:`ListenError` when the address cannot be listened on.
     """
     logging.getLogger("websockets").setLevel(logging.WARNING)
-    server = GameServer(settings)
+    server = GameServer(settings, bot_client=bot_client)
     try:
         await server.start()
     except OSError as error:

@@ -5,7 +5,7 @@ one slow reader never stalls a table or the other viewers. What a client does no
 in its connection's write buffer; past ``max_buffer`` bytes the client is disconnected (close code
 4003) and may reconnect and resync.
 
-Every close the server starts goes through :meth:`Client.close`, which counts it (``on_close``)
+Every close the server starts goes through :meth:`Connection.close`, which counts it (``on_close``)
 and bounds it: the close frame follows what is already written, and a client that has not taken
 it within ``close_timeout`` seconds (one that has stopped reading cannot) is cut off. Without that
 bound, closing a client whose buffer is past the transport's high-water mark waits for the buffer
@@ -39,7 +39,7 @@ class Watch:
 
 
 @dataclass(eq=False)
-class Client:
+class Connection:
     """A greeted connection (after ``welcome``)."""
 
     ws: ServerConnection

@@ -5,8 +5,8 @@ Theory of operation
 Everything that changes a room is a *command*: a player's request (join, ready, act...), or the
 host's own (create, begin, a timer tick, resume after a move to another node). The host runs a
 command with :func:`execute` and, before anyone hears of its effects, appends it to the table's log
-as an :class:`Entry` carrying the time it ran, who sent it, and the seed it used if it started a
-game. A room is deterministic given its commands and their times, so :func:`replay` rebuilds
+as an :class:`LogEntry` carrying the time it ran, who sent it, and the seed it used if it started a
+game. A room is deterministic given its commands and their times, so :func:`rebuild` rebuilds
 exactly the same room (same seats, engine state, event numbers and event log) on any node: that is
 how a table survives the death of its node, and how a failed log write is undone.
 
@@ -32,9 +32,9 @@ from typing import Any
 
 import msgspec
 
+from games import GAMES
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.adapters import ADAPTERS
 from server.room import RUNAWAY_RATE, Room, RoomError
 
 
@@ -78,7 +78,7 @@ class ConnectionChanged(msgspec.Struct, tag="connection", tag_field="type"):
 Command = v1.ClientMessage | ConnectionChanged | Begin | Tick | Stop | Resume | Create
 
 
-class Entry(msgspec.Struct, kw_only=True, omit_defaults=True):
+class LogEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One logged command."""
 
     now: float
@@ -101,18 +101,18 @@ class Answer(msgspec.Struct):
 
 
 _encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder(Entry)
+_decoder = msgspec.msgpack.Decoder(LogEntry)
 
 NEEDS_SEED = (v1.StartGame, Begin)
 """Commands that may start a game: the host draws a seed for them and logs it."""
 
 
-def encode_entry(entry: Entry) -> bytes:
+def encode_entry(entry: LogEntry) -> bytes:
     """An entry as the bytes stored in the log."""
     return _encoder.encode(entry)
 
 
-def decode_entry(data: bytes) -> Entry:
+def decode_entry(data: bytes) -> LogEntry:
     """An entry from the bytes stored in the log."""
     return _decoder.decode(data)
 
@@ -121,7 +121,7 @@ def new_room(create: Create, now: float) -> Room:
     """The empty room a ``create`` command makes at ``now``."""
     return Room(
         create.table,
-        ADAPTERS[create.game],
+        GAMES[create.game],
         create.host,
         create.options,
         created=now,
@@ -131,7 +131,7 @@ def new_room(create: Create, now: float) -> Room:
     )
 
 
-def execute(room: Room, entry: Entry) -> Answer:
+def execute(room: Room, entry: LogEntry) -> Answer:
     """Run one command on ``room``; raise :class:`RoomError` (nothing changed) if refused.
 
     ``room.version`` grows by one if and only if the command changed the room: only then must
@@ -144,16 +144,16 @@ def execute(room: Room, entry: Entry) -> Answer:
     return answer
 
 
-def timer_entry(room: Room, now: float) -> Entry:
+def timer_entry(room: Room, now: float) -> LogEntry:
     """The command to run when ``room``'s timer fires at ``now``: a :class:`Tick`, or a
     :class:`Stop` once the timer fires faster than :data:`~server.room.RUNAWAY_RATE`."""
     if room.timer_budget.spend(now):
-        return Entry(now=now, command=Tick())
+        return LogEntry(now=now, command=Tick())
     reason = f"stopped: its timer fired more than {RUNAWAY_RATE:.0f} times a second"
-    return Entry(now=now, command=Stop(reason=reason))
+    return LogEntry(now=now, command=Stop(reason=reason))
 
 
-def _run(room: Room, entry: Entry) -> Answer:
+def _run(room: Room, entry: LogEntry) -> Answer:
     command, player, now = entry.command, entry.player, entry.now
     request_id = getattr(command, "id", None)
     match command:
@@ -199,13 +199,13 @@ def _run(room: Room, entry: Entry) -> Answer:
     return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)])
 
 
-def _seed(entry: Entry) -> str:
+def _seed(entry: LogEntry) -> str:
     if entry.seed is None:
         raise RoomError(ErrorCode.INTERNAL, "a game was started without a seed")
     return entry.seed
 
 
-def replay(entries: list[bytes]) -> Room:
+def rebuild(entries: list[bytes]) -> Room:
     """Rebuild a room from its whole log (the first entry creates it)."""
     room = collections.deque(_rebuilding(entries), maxlen=1)[0]
     room.flush()
@@ -246,7 +246,7 @@ class TableRecord(msgspec.Struct, kw_only=True):
     node's record retention instead of its log.
 
     ``log`` is the whole log, compressed: :func:`record_log` gives the entries back, and
-    :func:`replay` rebuilds the table from them (every action, every time, every result).
+    :func:`rebuild` rebuilds the table from them (every action, every time, every result).
     """
 
     table: str
@@ -278,7 +278,7 @@ def table_record(entries: list[bytes], closed: float) -> bytes:
     ]
     record = TableRecord(
         table=room.id,
-        game=room.adapter.name,
+        game=room.spec.name,
         closed=closed,
         games=games,
         log=zlib.compress(_record_encoder.encode(entries)),
@@ -317,7 +317,7 @@ def joined(room: Room, player: str, request_id: int | None, seat: int | None) ->
 
 def resynced(room: Room, request_id: int | None, seat: int | None, since: int) -> Answer:
     """The answer to a resync: the missed events with the current view, or a snapshot."""
-    events = room.events_since(since, seat)
+    events = room.events_since(since)
     if events is None:
         snapshot = room.snapshot(seat)
         snapshot.id = request_id

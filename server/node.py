@@ -56,19 +56,20 @@ from typing import Any
 
 import msgspec
 
+from games.blackdrez.bots import BOT_NAMES
+from games.shuffle import new_seed
 from protocol import v1
 from protocol.codec import encode
 from protocol.errors import ErrorCode
 from server import bus
-from server.connection import Client, Watch
-from server.games.shuffle import new_seed
+from server.connection import Connection, Watch
 from server.hosting import (
     NEEDS_SEED,
     Answer,
     Begin,
     ConnectionChanged,
     Create,
-    Entry,
+    LogEntry,
     Resume,
     Stop,
     encode_entry,
@@ -76,11 +77,10 @@ from server.hosting import (
     joined,
     new_room,
     players_seated,
-    replay,
+    rebuild,
     table_record,
     timer_entry,
 )
-from server.identity import BOT_NAMES
 from server.metrics import Metrics
 from server.retry import Backoff
 from server.room import Broadcast, Outcome, Room, RoomError
@@ -188,16 +188,16 @@ class Node:
         self._scan_now = asyncio.Event()
         self._renew_now = asyncio.Event()
         self.rooms: dict[str, Room] = {}
-        self._logs: dict[str, list[bytes]] = {}
+        self._command_logs: dict[str, list[bytes]] = {}
         """Per hosted room, its log as written: what a failed write is undone from."""
         self._leases: dict[str, _Lease] = {}
         """Per hosted room (and room being retired), the lease this node holds."""
         self._closing: set[str] = set()
         """Tables closed here whose retirement is not yet written: ``not_found`` already."""
         self._locks: dict[str, asyncio.Lock] = {}
-        self.watchers: dict[str, dict[Client, Watch]] = {}
-        self.lobby_watchers: set[Client] = set()
-        self.clients: dict[str, Client] = {}
+        self.watchers: dict[str, dict[Connection, Watch]] = {}
+        self.lobby_watchers: set[Connection] = set()
+        self.clients: dict[str, Connection] = {}
         self._timers: dict[str, asyncio.TimerHandle | asyncio.Task[None]] = {}
         """At most one pending timer per hosted room (a timer, or a wait for the store)."""
         self._retry_at: dict[str, tuple[float, Iterator[float]]] = {}
@@ -252,7 +252,7 @@ class Node:
             else:
                 async with self._lock(room.id):
                     room.close(reason)
-                    self._after(room)
+                    self._publish_change(room)
         if handed_over:
             with contextlib.suppress(StoreUnavailable):
                 await self.store.publish(
@@ -303,14 +303,14 @@ class Node:
         self._scan_soon()
 
     # ------------------------------------------------------------------ clients
-    def attach(self, client: Client) -> Client | None:
+    def attach(self, client: Connection) -> Connection | None:
         """Register a greeted client; return the older connection of the same player, if any."""
         older = self.clients.get(client.player)
         self.clients[client.player] = client
         self.metrics.connections.set(len(self.clients))
         return older
 
-    async def detach(self, client: Client) -> None:
+    async def detach(self, client: Connection) -> None:
         """Forget a closed client: its tables learn that the player is away."""
         if self.clients.get(client.player) is client:
             del self.clients[client.player]
@@ -328,7 +328,7 @@ class Node:
             with contextlib.suppress(StoreUnavailable, RoomError, TimeoutError):
                 await self.route(client.player, client.name, table, message)
 
-    async def handle(self, client: Client, message: Any) -> None:
+    async def handle(self, client: Connection, message: Any) -> None:
         """Serve one decoded request from ``client``."""
         try:
             answer = await self._dispatch(client, message)
@@ -342,7 +342,7 @@ class Node:
             answer = _error(message, ErrorCode.INTERNAL, "the server failed on this request")
         await self._deliver_answer(client, answer)
 
-    async def _deliver_answer(self, client: Client, answer: Answer) -> None:
+    async def _deliver_answer(self, client: Connection, answer: Answer) -> None:
         if answer.watch is not None:
             table, seat, seq = answer.watch
             await self._watch(client, table, seat, seq)
@@ -353,7 +353,7 @@ class Node:
         if answer.unwatch is not None:
             await self._unwatch(client, answer.unwatch)
 
-    async def _dispatch(self, client: Client, message: Any) -> Answer:
+    async def _dispatch(self, client: Connection, message: Any) -> Answer:
         now = self.clock()
         match message:
             case v1.Ping():
@@ -403,7 +403,7 @@ class Node:
                     return _error(message, ErrorCode.UNKNOWN_TYPE, "unknown request")
                 return await self.route(client.player, client.name, table, message, bot=client.bot)
 
-    async def _quick_join(self, client: Client, message: v1.QuickJoin) -> Answer:
+    async def _quick_join(self, client: Connection, message: v1.QuickJoin) -> Answer:
         for info in await self.list_tables():
             if (
                 info.game == "blackdrez"
@@ -424,7 +424,7 @@ class Node:
         return await self._create_and_sit(client, v1.TableOptions(), message.id)
 
     async def _create_and_sit(
-        self, client: Client, options: v1.TableOptions, request_id: int | None
+        self, client: Connection, options: v1.TableOptions, request_id: int | None
     ) -> Answer:
         """A new BlackDrez table hosted here, with its creator in the first seat as host."""
         room = await self._new_room("blackdrez", client.player, options, None)
@@ -544,7 +544,7 @@ class Node:
         )
         now = self.clock()
         room = new_room(create, now)
-        first = encode_entry(Entry(now=now, command=create))
+        first = encode_entry(LogEntry(now=now, command=create))
         sent = asyncio.get_running_loop().time()
         token = await self.store.acquire_lease(table_id, self.lease_ttl)
         if token is None:
@@ -557,14 +557,14 @@ class Node:
 
     def _host(self, room: Room, log_entries: list[bytes], lease: _Lease) -> None:
         self.rooms[room.id] = room
-        self._logs[room.id] = log_entries
+        self._command_logs[room.id] = log_entries
         self._leases[room.id] = lease
-        self.metrics.tables.labels(room.adapter.name).inc()
+        self.metrics.tables.labels(room.spec.name).inc()
 
     def _unhost(self, table: str, *, keep_lease: bool = False) -> Room | None:
         room = self.rooms.pop(table, None)
         self._bots_named.pop(table, None)
-        self._logs.pop(table, None)
+        self._command_logs.pop(table, None)
         self._retry_at.pop(table, None)
         if not keep_lease:
             self._leases.pop(table, None)
@@ -572,7 +572,7 @@ class Node:
         if timer is not None:
             timer.cancel()
         if room is not None:
-            self.metrics.tables.labels(room.adapter.name).dec()
+            self.metrics.tables.labels(room.spec.name).dec()
         return room
 
     async def _lease_confirmed(self, table: str) -> bool:
@@ -590,7 +590,7 @@ class Node:
         if self._leases.get(table) is not lease:
             return False
         if table in lost:
-            self._lose(table)
+            self._drop_lost_table(table)
             return False
         lease.valid_until = self._valid_until(sent)
         return True
@@ -620,7 +620,7 @@ class Node:
             started = time.perf_counter()
             if isinstance(message, v1.AddBots):
                 return self._add_bots(room, player, message)
-            entry = Entry(
+            entry = LogEntry(
                 now=self.clock(),
                 command=message,
                 player=player,
@@ -636,10 +636,10 @@ class Node:
             if room.version == version:
                 return answer  # nothing changed: nothing to log or broadcast
             entry.seq = room.seq
-            broadcast, failure = await self._log(room, entry)
+            broadcast, failure = await self._append_entry(room, entry)
             if failure is not None:
                 return _error(message, *failure)
-            self._after(room, broadcast)
+            self._publish_change(room, broadcast)
             if isinstance(message, v1.Act):
                 self.metrics.action_latency.observe(time.perf_counter() - started)
             return answer
@@ -657,8 +657,8 @@ class Node:
             self.spawn_bot(room.id, message.strategy, room.invite, name)
         return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
 
-    async def _log(
-        self, room: Room, entry: Entry
+    async def _append_entry(
+        self, room: Room, entry: LogEntry
     ) -> tuple[Broadcast | None, tuple[ErrorCode, str] | None]:
         """Append ``entry`` to the room's log (fenced by its lease's token and the position it
         must take), announcing the room's update to the other nodes in the same step; on
@@ -667,7 +667,7 @@ class Node:
         Returns the update (to fan out here) and the failure, if any.
         """
         data = encode_entry(entry)
-        entries = self._logs[room.id]
+        entries = self._command_logs[room.id]
         token = self._leases[room.id].token
         broadcast = room.flush()
         announce = None
@@ -682,7 +682,7 @@ class Node:
             self._restore(room.id)
             return None, (ErrorCode.UNAVAILABLE, "the store cannot be reached: try again")
         except LeaseLost:
-            self._lose(room.id)
+            self._drop_lost_table(room.id)
             return None, (ErrorCode.MOVING, "the table is moving to another node: try again")
         except Exception:
             log.exception("logging a command of %s failed, undone", room.id)
@@ -695,17 +695,17 @@ class Node:
     def _restore(self, table: str) -> None:
         """Undo an unlogged command: rebuild the room from the log written so far (once: its
         timer then waits for the store, or for the retry backoff)."""
-        entries = self._logs[table]
+        entries = self._command_logs[table]
         lease = self._leases[table]
         retry = self._retry_at.get(table)
         self._unhost(table)
-        room = replay(entries)
+        room = rebuild(entries)
         self._host(room, entries, lease)
         if retry is not None:
             self._retry_at[table] = retry
-        self._arm(room)
+        self._set_timer(room)
 
-    def _lose(self, table: str) -> None:
+    def _drop_lost_table(self, table: str) -> None:
         """Fenced out, or the lease is gone: stop hosting at once and never serve this copy
         again; the table comes back only by adoption from its log (here or elsewhere)."""
         lease = self._leases.get(table)
@@ -747,7 +747,7 @@ class Node:
                     continue  # dropped or adopted again meanwhile
                 if table in lost:
                     if table in self.rooms:
-                        self._lose(table)
+                        self._drop_lost_table(table)
                     else:
                         self._leases.pop(table, None)  # a table being retired: another node does
                 else:
@@ -823,16 +823,16 @@ class Node:
         if not entries:  # its node died before it was created: nothing to host
             await self.store.retire_table(table, lease.token, b"", self.record_retention)
             return
-        room = replay(entries)
+        room = rebuild(entries)
         if room.status == "closed":  # closed, but its node died before retiring it
             await self._retire(table, lease.token, entries)
             return
         async with self._lock(table):
             self._host(room, entries, lease)
-            resume = Entry(now=self.clock(), command=Resume())
+            resume = LogEntry(now=self.clock(), command=Resume())
             execute(room, resume)
             resume.seq = room.seq  # after the presence events the resume made
-            broadcast, failure = await self._log(room, resume)
+            broadcast, failure = await self._append_entry(room, resume)
             if failure is not None:
                 self._unhost(table)  # never hosted without its resume: adopted again later
                 return
@@ -841,7 +841,7 @@ class Node:
                 with contextlib.suppress(StoreUnavailable):
                     await self.store.unsubscribe(table_channel(table), self._on_table_message)
             log.info("adopted table %s at event %d", table, room.seq)
-            self._after(room, broadcast)
+            self._publish_change(room, broadcast)
 
     async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
         """Write a closed table's game record in place of its log, for good."""
@@ -849,7 +849,7 @@ class Node:
         players = players_seated(entries)
         await self.store.retire_table(table, token, record, self.record_retention, players)
 
-    def _after(self, room: Room, broadcast: Broadcast | None = None) -> None:
+    def _publish_change(self, room: Room, broadcast: Broadcast | None = None) -> None:
         """After a room changed: fan its update out here, queue the rest, re-arm its timer.
 
         ``broadcast`` is the update already announced with the log entry; without one, the
@@ -864,15 +864,15 @@ class Node:
         token = self._leases[room.id].token
         outcome = room.take_outcome()
         if room.status == "closed":
-            closing_log = self._logs[room.id]
+            closing_log = self._command_logs[room.id]
             self._unhost(room.id, keep_lease=True)
             self._closing.add(room.id)
             self._outbox.put_nowait(_Publication(room, broadcast, outcome, token, closing_log))
             return
         self._outbox.put_nowait(_Publication(room, broadcast, outcome, token))
-        self._arm(room)
+        self._set_timer(room)
 
-    def _arm(self, room: Room) -> None:
+    def _set_timer(self, room: Room) -> None:
         """Set the room's one timer for its next deadline (replacing any other): a plain timer,
         or, while the store is down, a wait for it to be back."""
         timer = self._timers.pop(room.id, None)
@@ -882,7 +882,7 @@ class Node:
         if deadline is None or room.status == "closed":
             return
         if not self.store.health.up:
-            self._timers[room.id] = self._spawn(self._arm_when_store_is_up(room))
+            self._timers[room.id] = self._spawn(self._set_timer_when_store_is_up(room))
             return
         loop = asyncio.get_running_loop()
         delay = max(0.0, deadline - self.clock())
@@ -891,12 +891,12 @@ class Node:
             delay = max(delay, retry[0] - loop.time())
         self._timers[room.id] = loop.call_later(delay, self._on_timer, room)
 
-    async def _arm_when_store_is_up(self, room: Room) -> None:
+    async def _set_timer_when_store_is_up(self, room: Room) -> None:
         await self.store.health.wait_up()
         if self._timers.get(room.id) is asyncio.current_task():
             del self._timers[room.id]
         if self.rooms.get(room.id) is room:
-            self._arm(room)
+            self._set_timer(room)
 
     def _on_timer(self, room: Room) -> None:
         self._timers.pop(room.id, None)
@@ -911,7 +911,7 @@ class Node:
             try:
                 confirmed = await self._lease_confirmed(room.id)
             except StoreUnavailable:
-                self._arm(room)  # waits for the store
+                self._set_timer(room)  # waits for the store
                 return
             if not confirmed:
                 return
@@ -922,10 +922,10 @@ class Node:
                 log.error("table %s stopped: its timer fires faster than any game can", room.id)
             execute(room, entry)
             if room.version == version:
-                self._arm(room)
+                self._set_timer(room)
                 return
             entry.seq = room.seq
-            broadcast, failure = await self._log(room, entry)
+            broadcast, failure = await self._append_entry(room, entry)
             if failure is not None:
                 # Undone (and re-armed), or dropped: a rebuilt room waits for the store to be
                 # back, then for the backoff, before its timer tries again.
@@ -934,9 +934,9 @@ class Node:
                     loop = asyncio.get_running_loop()
                     _, delays = self._retry_at.get(room.id, (0.0, STORE_RETRY.delays()))
                     self._retry_at[room.id] = (loop.time() + next(delays), delays)
-                    self._arm(rebuilt)
+                    self._set_timer(rebuilt)
                 return
-            self._after(room, broadcast)
+            self._publish_change(room, broadcast)
 
     async def _settled(self, timeout: float = 2.0) -> None:
         """Wait until what this node queued for the store has been written."""
@@ -960,7 +960,7 @@ class Node:
             except LeaseLost:
                 lease = self._leases.get(item.room.id)
                 if lease is not None and lease.token == item.token:
-                    self._lose(item.room.id)
+                    self._drop_lost_table(item.room.id)
                     self._leases.pop(item.room.id, None)
             except Exception:
                 log.exception("publishing an update of %s failed", item.room.id)
@@ -977,7 +977,7 @@ class Node:
         """One outbox item; may be called again after :class:`StoreUnavailable` (idempotent)."""
         room, broadcast, outcome, store = item.room, item.broadcast, item.outcome, self.store
         for player, name, score in outcome.scores:
-            await store.submit_score(room.adapter.name, player, name, score)
+            await store.submit_score(room.spec.name, player, name, score)
         if item.closing_log is not None:
             await self._retire(room.id, item.token, item.closing_log)
             if room.listed:
@@ -997,7 +997,7 @@ class Node:
                 await store.publish(LOBBY_CHANNEL, bus.encode(bus.LobbyChanged(update=changed)))
 
     # ------------------------------------------------------------------ fan-out
-    async def _watch(self, client: Client, table: str, seat: int | None, seq: int) -> None:
+    async def _watch(self, client: Connection, table: str, seat: int | None, seq: int) -> None:
         watch = Watch(seat, seq)
         self.watchers.setdefault(table, {})[client] = client.tables[table] = watch
         if table not in self.rooms:
@@ -1005,7 +1005,7 @@ class Node:
             for broadcast in self._remote_tables[table]:
                 self._send_update(client, watch, broadcast, {})
 
-    async def _unwatch(self, client: Client, table: str) -> None:
+    async def _unwatch(self, client: Connection, table: str) -> None:
         client.tables.pop(table, None)
         watchers = self.watchers.get(table)
         if watchers is not None:
@@ -1066,7 +1066,7 @@ class Node:
                 for client in list(self.lobby_watchers):
                     client.send(tables)
 
-    async def _catch_up_viewer(self, client: Client, table: str) -> None:
+    async def _catch_up_viewer(self, client: Connection, table: str) -> None:
         """Resync one viewer of a remote table, retrying while its host is not reachable yet
         (the host's own bus may come back later than this node's) or the table is moving."""
         delays = STORE_RETRY.delays()
@@ -1098,7 +1098,7 @@ class Node:
             if watch.seat in away and not client.closing:
                 self._spawn(self._still_connected(client, table))
 
-    async def _still_connected(self, client: Client, table: str) -> None:
+    async def _still_connected(self, client: Connection, table: str) -> None:
         message = ConnectionChanged(table=table, connected=True)
         with contextlib.suppress(StoreUnavailable, TimeoutError):
             await self.route(client.player, client.name, table, message)
@@ -1116,7 +1116,7 @@ class Node:
 
     @staticmethod
     def _send_update(
-        client: Client,
+        client: Connection,
         watch: Watch,
         broadcast: Broadcast,
         frames: dict[tuple[int | None, bool], str | bytes],

@@ -85,9 +85,10 @@ host logs a ``stop`` that closes it, and reports it. A timer fires only when a d
 each firing uses one up, so no game comes near that rate; the guard keeps a bug from ever spinning
 a node again. Players' requests are not counted: each is one message of a rate-limited connection.
 
-Visibility: every event is passed through the engine's ``event_view`` and every view through
-``view`` for each viewer class: the spectator (``None``) and each seat. Only where a seat's copy
-differs from the spectator's is it kept apart, so the common case is encoded once for everyone.
+Visibility: every event is passed through the engine's ``event_view`` and the view through
+``view``, both for the spectator (``None``): every game shows every card a player may see to
+everyone (a test checks it for each game), so one copy serves all viewers and is encoded once;
+only the legal actions differ, by seat.
 """
 
 from __future__ import annotations
@@ -99,15 +100,15 @@ from typing import Any, Literal, NamedTuple
 
 import msgspec
 
+from games.base import Reason, Rejected
+from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
+from games.spec import GameSpec
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.adapters import GameAdapter
-from server.games.base import Reason, Rejected
-from server.identity import BOT_NAMES, BOT_STRATEGY_LABELS
 
 _INFO_EVENTS = (v1.SeatTaken, v1.SeatFreed, v1.ReadyChanged, v1.PresenceChanged, v1.TableClosed)
 
-LOG_SIZE = 256
+KEPT_EVENTS = 256
 """Events kept for ``resync``; a client further behind gets a snapshot."""
 RECENT_EVENTS = 64
 """Events of the current game a snapshot carries as ``recent``, for the client's table log."""
@@ -255,15 +256,14 @@ class Seat:
 class Broadcast(msgspec.Struct, kw_only=True):
     """Everything a table's viewers need after one command, for every viewer class at once.
 
-    ``seat_*`` maps hold only the seats whose copy differs from the spectator's.
+    Every viewer sees the same events and view (all three games show every card a player may
+    see to everyone); only ``legal`` differs, by seat.
     """
 
     table: str
     seq: int
     events: list[v1.Numbered]
-    seat_events: dict[int, list[v1.Numbered]] = {}
     view: Any = None
-    seat_views: dict[int, Any] = {}
     legal: dict[int, list[Any]] = {}
     deadline: float | None = None
     info: v1.TableInfo | None = None
@@ -273,8 +273,8 @@ class Broadcast(msgspec.Struct, kw_only=True):
         return v1.Update(
             table=self.table,
             seq=self.seq,
-            events=self.seat_events.get(seat, self.events) if seat is not None else self.events,
-            view=self.seat_views.get(seat, self.view) if seat is not None else self.view,
+            events=self.events,
+            view=self.view,
             legal=self.legal.get(seat, []) if seat is not None else [],
             deadline=self.deadline,
             info=self.info,
@@ -282,18 +282,15 @@ class Broadcast(msgspec.Struct, kw_only=True):
 
     def variant(self, seat: int | None) -> int | None:
         """The viewer class of ``seat``: the seat itself if its copy differs, else ``None``."""
-        if seat is not None and (
-            seat in self.seat_events or seat in self.seat_views or seat in self.legal
-        ):
+        if seat is not None and seat in self.legal:
             return seat
         return None
 
 
 @dataclass
-class _Entry:
+class _KeptEvent:
     seq: int
     event: Any
-    seat_events: dict[int, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -330,7 +327,7 @@ class Room:
     def __init__(
         self,
         table_id: str,
-        adapter: GameAdapter,
+        spec: GameSpec,
         host: str,
         options: v1.TableOptions,
         *,
@@ -340,18 +337,18 @@ class Room:
         deal: int | None = None,
     ) -> None:
         self.id = table_id
-        self.adapter = adapter
+        self.spec = spec
         self.host = host
         self.options = options
         self.listed = listed
         self.invite = invite if options.private else None
         self.deal = deal
-        self.seats: list[Seat | None] = [None] * adapter.seat_count(options)
+        self.seats: list[Seat | None] = [None] * spec.seat_count(options)
         self.spectators: set[str] = set()
         self.status = TableStatus.OPEN
         self.engine: Any = None
         self.seq = 0
-        self.log: collections.deque[_Entry] = collections.deque(maxlen=LOG_SIZE)
+        self.kept_events: collections.deque[_KeptEvent] = collections.deque(maxlen=KEPT_EVENTS)
         self.game_start_seq = 1
         """The first event of the current (or last) game, or of the table since it was cleared:
         where ``recent`` history starts."""
@@ -375,7 +372,7 @@ class Room:
         self.version = 0
         """Counts the commands that changed the room (kept by :func:`server.hosting.execute`)."""
         self._applied = 0
-        self._pending: list[_Entry] = []
+        self._pending: list[_KeptEvent] = []
         self._info_dirty = False
         self._acted = False
         self.newcomers: set[int] = set()
@@ -398,7 +395,7 @@ class Room:
         """The table as the lobby shows it."""
         return v1.TableInfo(
             id=self.id,
-            game=self.adapter.name,
+            game=self.spec.name,
             name=self.options.name,
             status=WIRE_STATUS[self.status],
             seats=[
@@ -412,7 +409,7 @@ class Room:
             host=self.host,
             spectators=len(self.spectators),
             private=self.options.private,
-            round=self.adapter.round_number(self.engine) if self.engine is not None else 0,
+            round=self.spec.round_number(self.engine) if self.engine is not None else 0,
             options=self.options,
             commitment=self.engine.commitment if self.engine is not None else None,
         )
@@ -433,28 +430,23 @@ class Room:
             view=self.engine.view(seat) if self.engine is not None else None,
             legal=self.legal(seat),
             deadline=self.turn_deadline,
-            recent=self.recent_events(seat),
+            recent=self.recent_events(),
         )
 
-    def recent_events(self, seat: int | None) -> list[v1.Numbered]:
+    def recent_events(self) -> list[v1.Numbered]:
         """The last :data:`RECENT_EVENTS` events of the current game (or of the table since it
-        was last cleared), as ``seat`` saw them."""
+        was last cleared)."""
         first = max(self.game_start_seq, self.seq - RECENT_EVENTS + 1)
-        return self.events_since(first - 1, seat) or []
+        return self.events_since(first - 1) or []
 
-    def events_since(self, since: int, seat: int | None) -> list[v1.Numbered] | None:
-        """The events after ``since`` for one viewer, or ``None`` if the log no longer has them."""
+    def events_since(self, since: int) -> list[v1.Numbered] | None:
+        """The events after ``since`` (the same for every viewer), or ``None`` if they are no
+        longer kept."""
         if since >= self.seq:
             return []
-        if since < 0 or not self.log or self.log[0].seq > since + 1:
+        if since < 0 or not self.kept_events or self.kept_events[0].seq > since + 1:
             return None
-        return [
-            v1.Numbered(
-                seq=e.seq, event=e.seat_events.get(seat, e.event) if seat is not None else e.event
-            )
-            for e in self.log
-            if e.seq > since
-        ]
+        return [v1.Numbered(seq=e.seq, event=e.event) for e in self.kept_events if e.seq > since]
 
     def next_deadline(self) -> float | None:
         """The earliest time :meth:`tick` has something to do."""
@@ -613,7 +605,7 @@ class Room:
         from :data:`BOT_NAMES` (after the first ``skip``) and the bot's strategy."""
         taken = {s.name.split(" (")[0] for s in self.seats if s is not None}
         free = [n for n in BOT_NAMES[skip:] + BOT_NAMES[:skip] if n not in taken]
-        label = BOT_STRATEGY_LABELS.get(strategy, strategy)
+        label = STRATEGY_LABELS.get(strategy, strategy)
         return [f"{free[i % len(free)]} ({label})" for i in range(count)]
 
     def set_ready(self, player: str, ready: bool, now: float) -> None:
@@ -631,10 +623,10 @@ class Room:
             raise RoomError(ErrorCode.NOT_HOST, "only the host can start the game")
         own = self.seat_of(player)
         ready = set(self._ready_seats()) | ({own} if own is not None else set())
-        if len(ready) < self.adapter.min_players:
+        if len(ready) < self.spec.min_players:
             raise RoomError(
                 ErrorCode.NOT_ENOUGH_PLAYERS,
-                f"{self.adapter.min_players} ready players are needed, {len(ready)} would play",
+                f"{self.spec.min_players} ready players are needed, {len(ready)} would play",
             )
         if own is not None:
             self._mark_ready(own, True)
@@ -652,7 +644,7 @@ class Room:
         self._check(TableCommand.ACT)
         seat = self._seat_required(player)
         try:
-            move = msgspec.convert(action, self.adapter.action_type)
+            move = msgspec.convert(action, self.spec.action)
         except msgspec.ValidationError as error:
             raise RoomError(ErrorCode.BAD_ACTION, f"not an action of this game: {error}") from None
         self._apply(seat, move)
@@ -698,7 +690,7 @@ class Room:
         if self.next_round_at is not None and now >= self.next_round_at:
             self._deal()
         if self.waiting_until is not None and now >= self.waiting_until:
-            self._apply(*self.adapter.end_game_action(self.engine))
+            self._apply(*self.spec.end_game_action(self.engine))
         grace = self.options.grace_seconds
         for index, occupant in enumerate(self.seats):
             if (
@@ -717,7 +709,7 @@ class Room:
         if not self._check(TableCommand.RESUME):
             return
         if self.turn_deadline is not None:
-            seconds = self.adapter.turn_seconds(self.options)
+            seconds = self.spec.turn_seconds(self.options)
             self.turn_deadline = None if seconds is None else now + seconds
         if self.next_round_at is not None:
             self.next_round_at = max(self.next_round_at, now)
@@ -742,28 +734,14 @@ class Room:
             return None
         pending, self._pending = self._pending, []
         events = [v1.Numbered(seq=e.seq, event=e.event) for e in pending]
-        seat_events: dict[int, list[v1.Numbered]] = {}
-        for seat in {s for e in pending for s in e.seat_events}:
-            seat_events[seat] = [
-                v1.Numbered(seq=e.seq, event=e.seat_events.get(seat, e.event)) for e in pending
-            ]
-        view = seat_views = None
-        if self.engine is not None:
-            view = self.engine.view(None)
-            seat_views = {}
-            if not self.adapter.same_view_for_all:
-                for index, occupant in enumerate(self.seats):
-                    if occupant is not None and (mine := self.engine.view(index)) != view:
-                        seat_views[index] = mine
+        view = self.engine.view(None) if self.engine is not None else None
         info = self.info() if self._info_dirty else None
         self._info_dirty = False
         return Broadcast(
             table=self.id,
             seq=self.seq,
             events=events,
-            seat_events=seat_events,
             view=view,
-            seat_views=seat_views or {},
             legal=dict(self.legal_now),
             deadline=self.turn_deadline,
             info=info,
@@ -816,9 +794,9 @@ class Room:
         if engine is not None and self.status in GAME_RUNNING:
             if engine.over:
                 self._enter(TableStatus.FINISHED)
-            elif not self.adapter.between_rounds(engine):
+            elif not self.spec.between_rounds(engine):
                 self._enter(TableStatus.PLAYING)
-            elif len(self._round_seats()) >= self.adapter.min_players:
+            elif len(self._round_seats()) >= self.spec.min_players:
                 self._enter(TableStatus.BETWEEN_ROUNDS)
             else:
                 self._enter(TableStatus.WAITING)
@@ -826,7 +804,7 @@ class Room:
             if occupant is not None and occupant.leaving and not self._in_round(index):
                 self._free(index, occupant.leaving_reason)
         if self.status is TableStatus.BETWEEN_ROUNDS and self.next_round_at is None:
-            self.next_round_at = now + self.adapter.round_pause(self.options)
+            self.next_round_at = now + self.spec.round_pause(self.options)
         if self.status is TableStatus.WAITING and self.waiting_until is None:
             self.waiting_until = now + self.options.grace_seconds
         self._arm_turn(now)
@@ -851,23 +829,21 @@ class Room:
         on_turn = tuple(self.legal_now)
         if self._acted or on_turn != self.turn_seats or self.turn_deadline is None:
             self.turn_seats = on_turn
-            seconds = self.adapter.turn_seconds(self.options)
+            seconds = self.spec.turn_seconds(self.options)
             self.turn_deadline = None if seconds is None or not on_turn else now + seconds
         self._acted = False
 
     def _begin(self, now: float, seed: str) -> None:
         if self.deal is not None:
-            seed = self.adapter.deal_seed(self.deal)
-        self.engine = self.adapter.create(self.options, seed)
+            seed = self.spec.deal_seed(self.deal)
+        self.engine = self.spec.create(self.options, seed)
         self.newcomers.clear()
         self._enter(TableStatus.PLAYING)
         self.game_start_seq = self.seq + 1
         self._event(
-            v1.GameStarted(
-                game=self.adapter.name, commitment=self.engine.commitment, deal=self.deal
-            )
+            v1.GameStarted(game=self.spec.name, commitment=self.engine.commitment, deal=self.deal)
         )
-        if self.adapter.between_rounds(self.engine):
+        if self.spec.between_rounds(self.engine):
             self._deal()
         self._settle(now)
 
@@ -875,7 +851,7 @@ class Room:
         """Start the next round with the seats that can play it (BlackDrez)."""
         self.next_round_at = None
         seats = self._round_seats()
-        step = self.adapter.system_action(self.engine, seats, sorted(self.newcomers))
+        step = self.spec.system_action(self.engine, seats, sorted(self.newcomers))
         if step is not None:
             self._apply(*step)
             self.newcomers.difference_update(seats)
@@ -885,7 +861,7 @@ class Room:
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}
-        score = self.adapter.final_score(self.engine)
+        score = self.spec.final_score(self.engine)
         if score is not None and self.seats[0] is not None and self.deal is None:
             self.outcome.scores.append((self.seats[0].player, self.seats[0].name, score))
         for seat in self.seats:
@@ -900,26 +876,17 @@ class Room:
         self._enter(TableStatus.OPEN)
 
     # ------------------------------------------------------------------ internals
-    def _event(self, event: Any, seat_events: dict[int, Any] | None = None) -> None:
+    def _event(self, event: Any) -> None:
         self.seq += 1
-        entry = _Entry(self.seq, event, seat_events or {})
-        self.log.append(entry)
+        entry = _KeptEvent(self.seq, event)
+        self.kept_events.append(entry)
         self._pending.append(entry)
         if isinstance(event, _INFO_EVENTS):
             self._info_dirty = True
 
     def _engine_events(self, events: list[Any]) -> None:
-        engine = self.engine
-        same_for_all = self.adapter.same_view_for_all
         for event in events:
-            public = engine.event_view(event, None)
-            private = {}
-            for index, occupant in enumerate(self.seats):
-                if occupant is not None and not same_for_all:
-                    mine = engine.event_view(event, index)
-                    if mine != public:
-                        private[index] = mine
-            self._event(public, private)
+            self._event(self.engine.event_view(event, None))
 
     def _apply(self, seat: int, action: Any) -> None:
         try:
@@ -939,7 +906,7 @@ class Room:
         occupant.leaving = True
         occupant.leaving_reason = reason
         if self._in_round(seat):
-            quit_now = self.adapter.leave_action(self.engine)
+            quit_now = self.spec.leave_action(self.engine)
             if quit_now is not None:
                 self._apply(seat, quit_now)
 
@@ -989,7 +956,7 @@ class Room:
         return (
             self.engine is not None
             and not self.engine.over
-            and self.adapter.in_round(self.engine, seat)
+            and self.spec.in_round(self.engine, seat)
         )
 
     def _round_seats(self) -> list[int]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from server.cli import build_parser
+from tools.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -76,7 +76,7 @@ def test_the_image_runs_the_server_by_default() -> None:
     args = parse(yaml.safe_load(cmd.group(1)))
     assert (args.command, args.host, args.port) == ("serve", "0.0.0.0", 8765)
     assert "EXPOSE 8765" in dockerfile
-    for folder in ("protocol", "server", "clients"):
+    for folder in ("games", "protocol", "server", "clients", "tools"):
         assert f"COPY {folder} ./{folder}" in dockerfile
 
 
@@ -85,7 +85,7 @@ def test_the_node_launcher_runs_the_compose_command(name: str) -> None:
     from server.testing.nodes import node_command
 
     command = node_command(port=9999, redis_url="redis://127.0.0.1:1/0", node_id="x")
-    assert command[:3] == [command[0], "-m", "server.cli"]
+    assert command[:3] == [command[0], "-m", "tools.cli"]
     compose = parse(NODES[name]["command"])
     local = build_parser().parse_args(command[3:])
     for option in ("command", "max_frame_bytes", "rate", "burst", "compression"):

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from clients import loadtest
+from tools.loadtest import cli as loadtest
+from tools.loadtest import frames, procfs, profiler
 
 
 def test_smoke_run_reports_sane_figures(tmp_path: Path) -> None:
@@ -46,24 +47,24 @@ def test_smoke_run_reports_sane_figures(tmp_path: Path) -> None:
 
 
 def test_the_bot_hits_low_stands_or_withdraws() -> None:
-    view = loadtest._LeanView(
-        phase="playing", to_act=1, seats=[loadtest._SeatValue(3), loadtest._SeatValue(9)]
+    view = frames.LeanView(
+        phase="playing", to_act=1, seats=[frames.SeatValue(3), frames.SeatValue(9)]
     )
     hit, stand, withdraw = {"type": "hit"}, {"type": "stand"}, {"type": "withdraw"}
-    assert loadtest.choose_action(view, [hit, withdraw]) == withdraw
-    assert loadtest.choose_action(view, [hit, stand, withdraw]) == stand
-    low = loadtest._LeanView(phase="playing", to_act=0, seats=[loadtest._SeatValue(3)])
-    assert loadtest.choose_action(low, [hit, withdraw]) == hit
+    assert frames.choose_action(view, [hit, withdraw]) == withdraw
+    assert frames.choose_action(view, [hit, stand, withdraw]) == stand
+    low = frames.LeanView(phase="playing", to_act=0, seats=[frames.SeatValue(3)])
+    assert frames.choose_action(low, [hit, withdraw]) == hit
 
 
 def test_masked_frame_unmasks_to_the_payload() -> None:
     for size in (5, 200, 1000):
-        frame = loadtest.masked_frame(b"x" * size)
+        frame = frames.masked_frame(b"x" * size)
         header = 2 if size < 126 else 4
         assert frame[0] == 0x82 and frame[1] & 0x80
         mask, body = frame[header : header + 4], frame[header + 4 :]
         assert bytes(b ^ mask[i % 4] for i, b in enumerate(body)) == b"x" * size
-        assert loadtest.echo_frame_size(size) == size + header
+        assert frames.echo_frame_size(size) == size + header
 
 
 def test_planning_helpers() -> None:
@@ -72,9 +73,9 @@ def test_planning_helpers() -> None:
     assert len(loadtest.source_addresses(100_000)) > 1
     assert loadtest.percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0
     assert loadtest.percentile([], 0.99) is None
-    assert loadtest.check_loopback("ws://127.0.0.3:9/") == ("127.0.0.3", 9)
+    assert procfs.check_loopback("ws://127.0.0.3:9/") == ("127.0.0.3", 9)
     with pytest.raises(SystemExit):
-        loadtest.check_loopback("ws://192.0.2.1:8765/")
+        procfs.check_loopback("ws://192.0.2.1:8765/")
 
 
 def test_profile_summary_ranks_own_and_total_time(tmp_path: Path) -> None:
@@ -82,7 +83,7 @@ def test_profile_summary_ranks_own_and_total_time(tmp_path: Path) -> None:
     raw.write_text(
         "main (a.py:1);send (b.py:2) 30\nmain (a.py:1);decode (c.py:3) 10\nmain (a.py:1) 60\n"
     )
-    summary = loadtest.profile_summary(raw)
+    summary = profiler.profile_summary(raw)
     assert summary["own"][0] == ("main (a.py)", 60.0)
     assert summary["total"][0] == ("main (a.py)", 100.0)
     assert ("send (b.py)", 30.0) in summary["own"]

@@ -28,7 +28,7 @@ from server.app import GameServer, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "protocol.md"
-NODE_EXAMPLE = ROOT / "clients" / "examples" / "node_client.mjs"
+NODE_EXAMPLE = ROOT / "tools" / "examples" / "node_client.mjs"
 _BLOCK = re.compile(r"(?:<!-- example: (?P<kind>[a-z_.]+) -->\n)?```json\n(?P<body>.*?)\n```", re.S)
 
 

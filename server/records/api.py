@@ -37,7 +37,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import msgspec
 
-from server.games.registry import GAMES
+from games import GAMES
 from server.records.accounts import AccountError, AccountErrorCode, Accounts, Session
 from server.records.ingest import GAME_ID, MAX_PLAYER_ID
 from server.records.model import (

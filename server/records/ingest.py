@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 :func:`finished_game` is pure (no I/O) and CPU-bound: it replays the record with the project's
-own verifier (``registry.verification``: the seed matches the commitment, every action replays,
+own verifier (``verify.verification``: the seed matches the commitment, every action replays,
 the dealt cards are the shuffle's, the game is over) and reads the result from the replayed game,
 so the store only ever holds records that ``blackdrez verify`` accepts and results that follow
 from them, whatever the caller believed. It costs one replay (about 1 ms for a BlackDrez game,
@@ -23,8 +23,8 @@ from typing import Any
 
 import msgspec
 
-from server.games import registry
-from server.games.records import Record as FileRecord
+from games import verify
+from games.records import Record as FileRecord
 from server.records.model import FinishedGame, PlayerResult, SeatPlayer
 from server.records.ratings import RATED_GAMES
 
@@ -81,7 +81,7 @@ def finished_game(
         raise InvalidGame(f"the game ended ({ended_at}) before it started ({started_at})")
     if rated and record.game not in RATED_GAMES:
         raise InvalidGame(f"only {', '.join(sorted(RATED_GAMES))} games are rated")
-    checked = registry.verification(record)
+    checked = verify.verification(record)
     if checked.problems:
         raise InvalidGame("the record does not verify", checked.problems)
     engine = checked.engine

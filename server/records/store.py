@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from server.games.records import encode_record
+from games.records import encode_record
 from server.records.db import Database, Row, Script, open_database, values
 from server.records.migrations import migrate
 from server.records.model import (

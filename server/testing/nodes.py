@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A :class:`NodeProcess` runs ``python -m server.cli serve --redis-url URL --node-id ID`` (the
+A :class:`NodeProcess` runs ``python -m tools.cli serve --redis-url URL --node-id ID`` (the
 compose file's node command, on a free loopback port) and keeps every line it prints with the time
 it arrived, read by a thread so that a node never blocks on a full pipe. It can be killed
 (SIGKILL), paused (SIGSTOP), resumed (SIGCONT) and started again with the same id and port, as a
@@ -41,7 +41,7 @@ def node_command(
 ) -> list[str]:
     """The compose file's node command for this machine: this Python, a loopback port."""
     return [
-        sys.executable, "-m", "server.cli", "serve",
+        sys.executable, "-m", "tools.cli", "serve",
         "--host", host,
         "--port", str(port),
         "--redis-url", redis_url,

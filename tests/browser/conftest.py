@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 
+from clients.bots import run_bot
 from server.app import GameServer, Settings
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -31,7 +32,7 @@ PageFactory = Callable[..., Awaitable[Page]]
 @pytest.fixture
 async def server() -> AsyncIterator[GameServer]:
     """A server on a free port serving the browser client from clients/browser/."""
-    game_server = GameServer(Settings(port=0, ping_interval=None))
+    game_server = GameServer(Settings(port=0, ping_interval=None), bot_client=run_bot)
     await game_server.start()
     yield game_server
     await game_server.stop()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from playwright.async_api import Page
 
-from server.adapters import ADAPTERS
-from server.games import blackjack_piles as bp
-from server.games import blue_jacket as bj
+from games import GAMES
+from games.blackjack_piles import rules as bp
+from games.blue_jacket import rules as bj
 from tests.browser.helpers import click_and_wait, seq
 
 PILES_DEAL = 7
@@ -52,7 +52,7 @@ async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
 
     # ------------------------------------------------------------ Blackjack Piles
     await start_deal(page, "blackjack_piles", PILES_DEAL)
-    seed = ADAPTERS["blackjack_piles"].deal_seed(PILES_DEAL)
+    seed = GAMES["blackjack_piles"].deal_seed(PILES_DEAL)
     engine = bp.BlackjackPiles.new(bp.Config(), seed)
     assert await page.locator("#stock").get_attribute("data-card") == engine.view(0).stock_top
     assert await page.locator(".fairness code").first.get_attribute("title") == engine.commitment
@@ -111,7 +111,7 @@ async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
 
     # ------------------------------------------------------------ Blue Jacket
     await start_deal(page, "blue_jacket", BLUE_JACKET_DEAL)
-    seed = ADAPTERS["blue_jacket"].deal_seed(BLUE_JACKET_DEAL)
+    seed = GAMES["blue_jacket"].deal_seed(BLUE_JACKET_DEAL)
     game = bj.BlueJacket.new(bj.Config(), seed)
     assert await stats(page, "score", "stock") == [game.score, game.stock_count]
     # Drop a single row card on another: an interchange.

@@ -5,7 +5,7 @@ Theory of operation
 A scenario ends with what its clients saw (one :class:`~clients.bots.BotResult` per seat: the
 event number of every acknowledged action, the last view) and what Redis holds. The checker reads
 each table's log through the store (:meth:`RedisStore.read_log`), rebuilds the table with
-:func:`server.hosting.replay`, and checks, for every table:
+:func:`server.hosting.rebuild`, and checks, for every table:
 
 * the log replays from its creation to its end, and the event number recorded with each entry
   never goes back (an entry that does was written by a node working from a stale copy);
@@ -40,7 +40,7 @@ import redis.asyncio as aioredis
 
 from clients.bots import BotResult
 from protocol import v1
-from server.hosting import decode_entry, decode_table_record, record_log, replay
+from server.hosting import decode_entry, decode_table_record, rebuild, record_log
 from server.room import Room
 from server.stores.redis import FIXED_KEYS, RedisStore
 from server.testing.nodes import CpuSampler, NodeProcess
@@ -109,7 +109,7 @@ async def read_table_logs(redis_url: str, tables: Iterable[str]) -> dict[str, Ta
                 continue
             found.entries = [decode_entry(data) for data in raw]
             try:
-                found.room = replay(raw)
+                found.room = rebuild(raw)
             except ValueError as error:
                 found.problem = f"{table}: the log does not replay: {error}"
     finally:

@@ -24,9 +24,10 @@ import msgspec
 
 from clients.bots import BotResult, check_fairness
 from clients.client import Client, ServerError
+from games.blackdrez import bots as blackdrez_bots
+from games.blackdrez import rules as blackdrez
 from protocol import v1
 from protocol.codec import SERVER_DECODERS
-from server.games import blackdrez, blackdrez_bots
 
 RETRYABLE = frozenset({"unavailable", "moving", "not_your_turn"})
 """Errors a player meets while its table moves or a timer acts first: look again and retry."""

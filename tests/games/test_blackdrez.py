@@ -7,8 +7,8 @@ import hashlib
 import msgspec
 import pytest
 
-from server.games.base import Reason, Rejected
-from server.games.blackdrez import (
+from games.base import Reason, Rejected
+from games.blackdrez.rules import (
     SYSTEM,
     Action,
     BlackDrez,
@@ -31,8 +31,8 @@ from server.games.blackdrez import (
     Withdrew,
     hand_value,
 )
-from server.games.cards import pokerdrez_deck
-from server.games.shuffle import shuffled
+from games.cards import pokerdrez_deck
+from games.shuffle import shuffled
 from tests.games.test_blackdrez_helpers import game, stack, table_cards
 
 NORTH, WEST, SOUTH, EAST = 0, 1, 2, 3

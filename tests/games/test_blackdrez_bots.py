@@ -7,8 +7,7 @@ from collections import Counter
 import msgspec
 import pytest
 
-from server.games.blackdrez import SYSTEM, BlackDrez, Config, Hit, Stand, StartRound, Withdraw
-from server.games.blackdrez_bots import (
+from games.blackdrez.bots import (
     STRATEGIES,
     bust_chance,
     bust_probability,
@@ -16,6 +15,7 @@ from server.games.blackdrez_bots import (
     threshold,
     unseen_cards,
 )
+from games.blackdrez.rules import SYSTEM, BlackDrez, Config, Hit, Stand, StartRound, Withdraw
 from tests.games.test_blackdrez_helpers import game
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from server.games.blackdrez import SYSTEM, BlackDrez, Config, StartRound
-from server.games.cards import pokerdrez_deck
+from games.blackdrez.rules import SYSTEM, BlackDrez, Config, StartRound
+from games.cards import pokerdrez_deck
 
 
 def stack(figures: str, *, decks: int = 1, fill: bool = True) -> list[str]:

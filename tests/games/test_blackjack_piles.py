@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.games.base import Reason, Rejected
-from server.games.blackjack_piles import (
+from games.base import Reason, Rejected
+from games.blackjack_piles.bots import greedy
+from games.blackjack_piles.rules import (
     ROUNDS,
     Action,
     BlackjackPiles,
@@ -32,9 +33,8 @@ from server.games.blackjack_piles import (
     makes_21,
     round_bonus,
 )
-from server.games.blackjack_piles_bots import greedy
-from server.games.cards import standard_deck
-from server.games.shuffle import commitment, verify_deal
+from games.cards import standard_deck
+from games.shuffle import commitment, verify_deal
 
 CARD = re.compile(r'"([A2-9TJQK][CDHS])"')
 

@@ -7,7 +7,8 @@ import json
 import pathlib
 import re
 
-from server.games.blackjack_piles import (
+from games.blackjack_piles.bots import STRATEGIES, greedy, simulate
+from games.blackjack_piles.rules import (
     ROUNDS,
     BlackjackPiles,
     Cash,
@@ -19,8 +20,7 @@ from server.games.blackjack_piles import (
     RoundRules,
     View,
 )
-from server.games.blackjack_piles_bots import STRATEGIES, greedy, simulate
-from server.games.cards import standard_deck
+from games.cards import standard_deck
 
 DOC = pathlib.Path(__file__).parents[2] / "docs" / "rules" / "blackjack_piles.md"
 ROW = re.compile(r"^\| (\d) \| (\d) \| (no cap|\d+) \| (yes|no) \| ([\d.]+) \|", re.MULTILINE)

@@ -8,8 +8,8 @@ from collections import Counter
 import msgspec
 import pytest
 
-from server.games.base import Reason, Rejected
-from server.games.blue_jacket import (
+from games.base import Reason, Rejected
+from games.blue_jacket.rules import (
     Action,
     BlueJacket,
     Config,
@@ -24,8 +24,8 @@ from server.games.blue_jacket import (
     Resign,
     reveal_order,
 )
-from server.games.cards import standard_deck
-from server.games.shuffle import commitment, shuffled
+from games.cards import standard_deck
+from games.shuffle import commitment, shuffled
 from tests.games.test_blue_jacket_helpers import (
     DECK,
     USELESS_ROWS,

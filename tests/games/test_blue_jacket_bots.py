@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from server.games.blue_jacket import BlueJacket, Config, Deal, Interchange, Move, Resign
-from server.games.blue_jacket_bots import STRATEGIES, greedy, heuristic, look_ahead, play, simulate
+from games.blue_jacket.bots import STRATEGIES, greedy, heuristic, look_ahead, play, simulate
+from games.blue_jacket.rules import BlueJacket, Config, Deal, Interchange, Move, Resign
 from tests.games.test_blue_jacket_helpers import USELESS_ROWS, USELESS_STOCK, position
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from server.games.blue_jacket import BlueJacket, Config, State
-from server.games.cards import standard_deck
+from games.blue_jacket.rules import BlueJacket, Config, State
+from games.cards import standard_deck
 
 DECK = Counter(standard_deck(2))
 

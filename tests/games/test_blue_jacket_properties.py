@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.games.base import Reason, Rejected
-from server.games.blue_jacket import (
+from games.base import Reason, Rejected
+from games.blue_jacket.bots import greedy
+from games.blue_jacket.rules import (
     LOCATIONS,
     Action,
     BlueJacket,
@@ -21,7 +22,6 @@ from server.games.blue_jacket import (
     Move,
     Resign,
 )
-from server.games.blue_jacket_bots import greedy
 from tests.games.test_blue_jacket_helpers import DECK, cards_in, everywhere, stock_of
 
 seeds = st.text(min_size=1, max_size=16)

@@ -14,9 +14,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from server import cli
-from server.games import shuffle
-from server.games.records import read_record, write_record
+from games import shuffle
+from games.records import read_record, write_record
+from tools import cli
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -325,7 +325,7 @@ def _in_a_terminal(*argv: str) -> tuple[int, str]:
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", *argv], stdout=follower, stderr=follower, env=env
+        [sys.executable, "-m", "tools.cli", *argv], stdout=follower, stderr=follower, env=env
     )
     os.close(follower)
     chunks = []
@@ -349,7 +349,7 @@ def test_long_runs_show_progress_on_a_terminal_only() -> None:
     code, shown = _in_a_terminal(*argv, "--json")
     assert code == 0 and "simulating" not in shown
     piped = subprocess.run(
-        [sys.executable, "-m", "server.cli", *argv], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "tools.cli", *argv], capture_output=True, text=True, timeout=120
     )
     assert piped.returncode == 0
     assert "simulating" not in piped.stdout + piped.stderr
@@ -362,7 +362,7 @@ def test_serve_on_a_port_in_use_says_so_in_one_line() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         done = subprocess.run(
-            [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "tools.cli", "serve", "--port", str(port)],
             capture_output=True,
             text=True,
             timeout=60,

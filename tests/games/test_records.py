@@ -13,9 +13,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from server.games import base, blackdrez, blackjack_piles, blue_jacket, registry, shuffle
-from server.games.cards import pokerdrez_deck, standard_deck
-from server.games.records import Record, decode_record, encode_record, read_record, write_record
+from games import GAMES, shuffle, verify
+from games.blackdrez import rules as blackdrez
+from games.blackjack_piles import rules as blackjack_piles
+from games.blue_jacket import rules as blue_jacket
+from games.cards import pokerdrez_deck, standard_deck
+from games.records import Record, decode_record, encode_record, read_record, write_record
 
 FAIRNESS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "fairness.md"
 CONFIGS: dict[str, Any] = {
@@ -27,34 +30,34 @@ CONFIGS: dict[str, Any] = {
 
 def play(name: str, seed: str) -> tuple[Any, list[tuple[int, Any]]]:
     """A finished bot game of ``name`` from ``seed``: the engine and every (seat, action)."""
-    game = registry.GAMES[name]
+    game = GAMES[name]
     engine = game.engine.new(CONFIGS[name], seed)
     strategies = list(game.strategies)
     actions = []
     while not engine.over:
-        seat, action = registry.bot_move(game, engine, strategies)
+        seat, action = verify.bot_move(game, engine, strategies)
         engine.apply(seat, action)
         actions.append((seat, action))
     return engine, actions
 
 
-@pytest.fixture(scope="module", params=list(registry.GAMES))
+@pytest.fixture(scope="module", params=list(GAMES))
 def finished(request: pytest.FixtureRequest) -> tuple[Any, Record]:
     """Per game: a finished engine and its record, read back from JSON."""
     engine, actions = play(request.param, "records-test")
-    return engine, decode_record(encode_record(registry.record_of(engine, actions)))
+    return engine, decode_record(encode_record(verify.record_of(engine, actions)))
 
 
 def test_the_registry_names_every_game_with_its_types() -> None:
-    assert registry.GAMES["blackdrez"].engine is blackdrez.BlackDrez
-    assert registry.GAMES["blackjack_piles"].action is blackjack_piles.Action
-    assert registry.GAMES["blue_jacket"].config is blue_jacket.Config
-    assert all(game.engine.game == name for name, game in registry.GAMES.items())
+    assert GAMES["blackdrez"].engine is blackdrez.BlackDrez
+    assert GAMES["blackjack_piles"].action is blackjack_piles.Action
+    assert GAMES["blue_jacket"].config is blue_jacket.Config
+    assert all(game.engine.game == name for name, game in GAMES.items())
 
 
-@pytest.mark.parametrize("name", list(registry.GAMES))
+@pytest.mark.parametrize("name", list(GAMES))
 def test_deal_order_shuffles_the_canonical_deck_with_the_named_contexts(name: str) -> None:
-    game = registry.GAMES[name]
+    game = GAMES[name]
     config = CONFIGS[name]
     orders = game.engine.deal_order(config, "s")
     contexts = game.contexts(config)
@@ -66,8 +69,8 @@ def test_deal_order_shuffles_the_canonical_deck_with_the_named_contexts(name: st
 
 
 def test_canonical_decks() -> None:
-    assert registry.GAMES["blackdrez"].deck(blackdrez.Config(seats=6)) == pokerdrez_deck(2)
-    assert registry.GAMES["blue_jacket"].deck(blue_jacket.Config()) == standard_deck(2)
+    assert GAMES["blackdrez"].deck(blackdrez.Config(seats=6)) == pokerdrez_deck(2)
+    assert GAMES["blue_jacket"].deck(blue_jacket.Config()) == standard_deck(2)
 
 
 def test_a_record_round_trips_through_a_file(finished, tmp_path: Path) -> None:
@@ -90,15 +93,15 @@ def test_a_record_holds_what_verification_needs(finished) -> None:
 
 def test_replay_gives_the_same_final_state(finished) -> None:
     engine, record = finished
-    replayed = registry.replay(record)
+    replayed = verify.replay(record)
     assert replayed.over
     assert replayed.dump() == engine.dump()
 
 
 def test_steps_yield_every_action_with_its_events(finished) -> None:
     _, record = finished
-    engine = registry.start(record)
-    steps = list(registry.steps(engine, record))
+    engine = verify.start(record)
+    steps = list(verify.steps(engine, record))
     assert [step.index for step in steps] == list(range(len(record.actions)))
     assert all(step.events for step in steps)
     assert type(steps[-1].events[-1]).__name__ == "GameOver"
@@ -110,10 +113,10 @@ def test_a_game_from_an_explicit_order_records_and_replays_the_order() -> None:
     engine = blackdrez.BlackDrez.from_order(config, order)
     engine.apply(blackdrez.SYSTEM, blackdrez.StartRound(seats=[0, 1]))
     actions: list[tuple[int, Any]] = [(blackdrez.SYSTEM, blackdrez.StartRound(seats=[0, 1]))]
-    record = registry.record_of(engine, actions)
+    record = verify.record_of(engine, actions)
     assert record.seed is None and record.order == order
-    assert registry.replay(decode_record(encode_record(record))).dump() == engine.dump()
-    assert registry.verify(record) == [
+    assert verify.replay(decode_record(encode_record(record))).dump() == engine.dump()
+    assert verify.verify(record) == [
         "the record has no seed: only a game dealt from a seed can be verified"
     ]
 
@@ -123,42 +126,42 @@ def test_a_rejected_action_is_named_by_its_index(finished) -> None:
     broken = msgspec.structs.replace(
         record, actions=[*record.actions[:3], (5, {"type": "resign"}), *record.actions[3:]]
     )
-    with pytest.raises(registry.ReplayError, match="action 3 ") as caught:
-        registry.replay(broken)
+    with pytest.raises(verify.ReplayError, match="action 3 ") as caught:
+        verify.replay(broken)
     assert caught.value.index == 3
 
 
 def test_a_malformed_action_is_named_by_its_index(finished) -> None:
     _, record = finished
     broken = msgspec.structs.replace(record, actions=[(0, {"type": "fly"})])
-    with pytest.raises(registry.ReplayError, match=r"action 0 .* is not a .* action"):
-        registry.replay(broken)
+    with pytest.raises(verify.ReplayError, match=r"action 0 .* is not a .* action"):
+        verify.replay(broken)
 
 
 def test_unknown_games_and_bad_configs_are_clear_errors() -> None:
-    with pytest.raises(registry.ReplayError, match="unknown game 'poker'"):
-        registry.replay(base.Record(game="poker", config={}, seed="s"))
-    with pytest.raises(registry.ReplayError, match="invalid blackdrez config"):
-        registry.replay(base.Record(game="blackdrez", config={"seats": 9}, seed="s"))
+    with pytest.raises(verify.ReplayError, match="unknown game 'poker'"):
+        verify.replay(Record(game="poker", config={}, seed="s"))
+    with pytest.raises(verify.ReplayError, match="invalid blackdrez config"):
+        verify.replay(Record(game="blackdrez", config={"seats": 9}, seed="s"))
 
 
 def test_verify_accepts_a_true_record(finished) -> None:
     _, record = finished
-    assert registry.verify(record) == []
+    assert verify.verify(record) == []
 
 
 def test_verification_hands_back_the_replayed_game(finished) -> None:
     engine, record = finished
-    checked = registry.verification(record)
+    checked = verify.verification(record)
     assert checked.problems == []
     assert checked.engine.over and checked.engine.dump() == engine.dump()
     broken = msgspec.structs.replace(record, actions=[(0, {"type": "no_such_action"})])
-    assert registry.verification(broken).engine is None
+    assert verify.verification(broken).engine is None
 
 
 def test_verify_rejects_a_tampered_seed(finished) -> None:
     _, record = finished
-    problems = registry.verify(msgspec.structs.replace(record, seed="records-test!"))
+    problems = verify.verify(msgspec.structs.replace(record, seed="records-test!"))
     assert problems
     assert "the seed does not match the commitment" in problems[0]
 
@@ -166,7 +169,7 @@ def test_verify_rejects_a_tampered_seed(finished) -> None:
 def test_verify_rejects_a_tampered_commitment(finished) -> None:
     _, record = finished
     forged = "0" * 64
-    problems = registry.verify(msgspec.structs.replace(record, commitment=forged))
+    problems = verify.verify(msgspec.structs.replace(record, commitment=forged))
     assert len(problems) == 1
     assert "does not match the commitment" in problems[0] and forged in problems[0]
 
@@ -174,8 +177,8 @@ def test_verify_rejects_a_tampered_commitment(finished) -> None:
 def test_verify_takes_any_commitment_text(finished) -> None:
     _, record = finished
     upper = msgspec.structs.replace(record, commitment=record.commitment.upper())
-    assert registry.verify(upper) == []
-    problems = registry.verify(msgspec.structs.replace(record, commitment="ünïcode"))
+    assert verify.verify(upper) == []
+    problems = verify.verify(msgspec.structs.replace(record, commitment="ünïcode"))
     assert len(problems) == 1 and "does not match the commitment" in problems[0]
 
 
@@ -185,7 +188,7 @@ def test_verify_rejects_one_tampered_dealt_card(finished) -> None:
     position = 5
     true_card = dealt[0][position]
     dealt[0][position] = next(card for card in dealt[0] if card != true_card)
-    problems = registry.verify(msgspec.structs.replace(record, dealt=dealt))
+    problems = verify.verify(msgspec.structs.replace(record, dealt=dealt))
     assert len(problems) == 1
     assert f"card {position + 1} dealt was {dealt[0][position]!r}" in problems[0]
     assert f"the shuffle gives {true_card!r}" in problems[0]
@@ -195,8 +198,8 @@ def test_verify_rejects_a_record_missing_a_dealt_card(finished) -> None:
     _, record = finished
     dealt = [list(cards) for cards in record.dealt]
     dealt[0] = dealt[0][:-1]  # still the shuffle's order, but one card short of the replay
-    problems = registry.verify(msgspec.structs.replace(record, dealt=dealt))
-    context = registry.GAMES[record.game].contexts(registry.config_of(record))[0]
+    problems = verify.verify(msgspec.structs.replace(record, dealt=dealt))
+    context = GAMES[record.game].contexts(verify.config_of(record))[0]
     assert problems == [
         f"deck {context!r}: the record lists {len(dealt[0])} cards dealt, "
         f"the replay deals {len(dealt[0]) + 1}"
@@ -206,19 +209,17 @@ def test_verify_rejects_a_record_missing_a_dealt_card(finished) -> None:
 def test_verify_rejects_an_unfinished_game(finished) -> None:
     _, record = finished
     short = msgspec.structs.replace(record, actions=record.actions[:-1])
-    replayed = registry.start(short)
-    for _ in registry.steps(replayed, short):
+    replayed = verify.start(short)
+    for _ in verify.steps(replayed, short):
         pass
-    problems = registry.verify(msgspec.structs.replace(short, dealt=replayed.dealt()))
+    problems = verify.verify(msgspec.structs.replace(short, dealt=replayed.dealt()))
     assert problems == [f"the game is not over after the record's {len(short.actions)} actions"]
 
 
 def test_verify_needs_the_dealt_cards_and_the_commitment(finished) -> None:
     _, record = finished
-    bare = base.Record(
-        game=record.game, config=record.config, seed=record.seed, actions=record.actions
-    )
-    assert registry.verify(bare) == [
+    bare = Record(game=record.game, config=record.config, seed=record.seed, actions=record.actions)
+    assert verify.verify(bare) == [
         "the record has no commitment to check the seed against",
         "the record lists no dealt cards, so the deal cannot be checked",
     ]

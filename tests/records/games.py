@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from server.games import blackdrez, registry
-from server.games.records import Record
+from games import verify
+from games.blackdrez import rules as blackdrez
+from games.records import Record
 from server.records.ingest import finished_game
 from server.records.model import FinishedGame, SeatPlayer
 
@@ -15,7 +16,7 @@ from server.records.model import FinishedGame, SeatPlayer
 def bot_record(game: str, seed: str, seats: int = 4) -> Record:
     """The record of one reference-bot game of ``game`` (BlackDrez with ``seats`` seats)."""
     config = blackdrez.Config(seats=seats) if game == "blackdrez" else None
-    return registry.play_bots(game, seed, config)
+    return verify.play_bots(game, seed, config)
 
 
 def finished(
@@ -49,5 +50,5 @@ def finished(
 
 def seat_order(record: Record) -> list[int]:
     """The record's seats from first place to last (ties in seat order)."""
-    result = registry.replay(record).result()
+    result = verify.replay(record).result()
     return [seat for place in result.ranking for seat in place.seats]

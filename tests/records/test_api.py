@@ -11,9 +11,9 @@ import msgspec
 import pytest
 from argon2 import PasswordHasher
 
+from games import verify
+from games.records import decode_record
 from server import identity
-from server.games import registry
-from server.games.records import decode_record
 from server.records.accounts import Accounts, LoginLimiter, Session
 from server.records.api import (
     ErrorReply,
@@ -68,11 +68,11 @@ async def test_a_game_fetched_from_the_api_verifies(
     assert "immutable" in (header(response, "cache-control") or "")
     record = msgspec.json.decode(response.body, type=GameRecord)
     assert record.id == "t1:7" and record.rated and len(record.players) == 4
-    assert registry.verify(decode_record(response.body)) == []
+    assert verify.verify(decode_record(response.body)) == []
     path = tmp_path / "fetched.json"
     path.write_bytes(response.body)
     verified = subprocess.run(
-        [sys.executable, "-m", "server.cli", "verify", str(path)],
+        [sys.executable, "-m", "tools.cli", "verify", str(path)],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -10,18 +10,18 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from server.games import registry
-from server.games.records import decode_record
+from games import GAMES, verify
+from games.records import decode_record
 from server.records.ingest import InvalidGame, finished_game
 from server.records.model import SeatPlayer
 from server.records.store import GameIdConflict, InvalidCursor, RecordsStore
 from tests.records.games import bot_record, finished
 
 ROOT = Path(__file__).resolve().parents[2]
-GAMES = list(registry.GAMES)
+GAME_NAMES = list(GAMES)
 
 
-@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("game", GAME_NAMES)
 async def test_a_stored_game_comes_back_as_a_record_that_verifies(
     store: RecordsStore, game: str
 ) -> None:
@@ -30,7 +30,7 @@ async def test_a_stored_game_comes_back_as_a_record_that_verifies(
     fetched = await store.game("g1")
     assert fetched is not None
     record = decode_record(msgspec.json.encode(fetched))
-    assert registry.verify(record) == []
+    assert verify.verify(record) == []
     assert record.actions == stored.record.actions and record.seed == stored.record.seed
     assert fetched.players == stored.players and fetched.result == stored.result
     assert (fetched.started_at, fetched.ended_at) == (stored.started_at, stored.ended_at)
@@ -43,7 +43,7 @@ async def test_blackdrez_verify_accepts_the_stored_record_file(
     path = tmp_path / "game.json"
     path.write_bytes(msgspec.json.encode(await store.game("g1")))
     verified = subprocess.run(
-        [sys.executable, "-m", "server.cli", "verify", str(path)],
+        [sys.executable, "-m", "tools.cli", "verify", str(path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -294,14 +294,14 @@ def test_only_blackdrez_games_are_rated() -> None:
 
 def test_results_per_player_follow_from_the_record() -> None:
     game = finished("g1", "blackdrez", seed="ranked", players=["a", "b", "c", "d"])
-    result = registry.replay(game.record).result()
+    result = verify.replay(game.record).result()
     for place in result.ranking:
         for seat in place.seats:
             player = game.players[seat]
             assert (player.place, player.score) == (place.place, place.cards)
             assert player.won == (place.place == 1)
     solitaire = finished("g2", "blue_jacket", seed="won?")
-    outcome = registry.replay(solitaire.record).result()
+    outcome = verify.replay(solitaire.record).result()
     assert solitaire.players[0].score == outcome.score
     assert solitaire.players[0].won == outcome.won
     assert solitaire.players[0].place is None

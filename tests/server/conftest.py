@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from clients.bots import run_bot
 from clients.client import Client
 from server.app import GameServer, Settings
 
@@ -23,7 +24,7 @@ async def make_server() -> AsyncIterator[ServerFactory]:
         overrides.setdefault("messages_per_second", 1000.0)
         overrides.setdefault("burst", 1000)
         settings = Settings(port=0, ping_interval=None, **overrides)
-        server = GameServer(settings)
+        server = GameServer(settings, bot_client=run_bot)
         await server.start()
         servers.append(server)
         return server

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 Like h11's ``ConnectionPair``, :class:`TableHarness` joins the two ends of the table protocol
 without any I/O. It does what a node does for a hosted room, and nothing else: it runs each
-request as a logged :class:`~server.hosting.Entry` through :func:`~server.hosting.execute`,
+request as a logged :class:`~server.hosting.LogEntry` through :func:`~server.hosting.execute`,
 keeps the entry only when the room changed (as the node writes it to the store), flushes the
 room's :class:`~server.room.Broadcast` and hands every watcher its own copy, and fires the room's
 timers when the test moves the clock (:meth:`TableHarness.advance`). A :class:`FakeClient` keeps
@@ -28,12 +28,12 @@ from server.hosting import (
     Answer,
     ConnectionChanged,
     Create,
-    Entry,
+    LogEntry,
     decode_entry,
     encode_entry,
     execute,
     new_room,
-    replay,
+    rebuild,
     timer_entry,
 )
 from server.room import Broadcast, Room, RoomError, TableStatus
@@ -159,7 +159,7 @@ class TableHarness:
             listed=game == "blackdrez",
         )
         self.room: Room = new_room(create, self.now)
-        self.log: list[bytes] = [encode_entry(Entry(now=self.now, command=create))]
+        self.log: list[bytes] = [encode_entry(LogEntry(now=self.now, command=create))]
         self.clients: dict[str, FakeClient] = {}
         self.watchers: dict[FakeClient, int | None] = {}
         self.broadcasts: list[Broadcast] = []
@@ -178,7 +178,7 @@ class TableHarness:
 
     def request(self, client: FakeClient, message: Any) -> list[Any]:
         """Run one request as the node does: execute, log if changed, answer, fan out."""
-        entry = Entry(
+        entry = LogEntry(
             now=self.now,
             command=message,
             player=client.player,
@@ -218,7 +218,7 @@ class TableHarness:
 
     def replayed(self) -> Room:
         """The room rebuilt from the entries logged so far."""
-        return replay(self.log)
+        return rebuild(self.log)
 
     @property
     def logged_commands(self) -> list[str]:
@@ -238,7 +238,7 @@ class TableHarness:
 
         room._enter = recording  # type: ignore[method-assign]
 
-    def _run(self, entry: Entry) -> Answer:
+    def _run(self, entry: LogEntry) -> Answer:
         room = self.room
         version, before = room.version, room.state_key()
         try:

@@ -10,8 +10,9 @@ from typing import Any
 import msgspec
 
 from clients.client import Client, ServerError, TableState
+from games.blackdrez import bots as blackdrez_bots
+from games.blackdrez import rules as blackdrez
 from protocol import v1
-from server.games import blackdrez, blackdrez_bots
 
 
 def view_of(client: Client, table: str) -> blackdrez.View | None:

@@ -13,7 +13,7 @@ from tests.server.helpers import games_started, play_out
 
 async def run_cli(*args: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", *args,
+        sys.executable, "-m", "tools.cli", *args,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await asyncio.wait_for(process.communicate(), 60)

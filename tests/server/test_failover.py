@@ -18,7 +18,7 @@ import redis
 
 from clients.bots import BotResult, SwarmSummary, run_swarm
 from protocol import v1
-from server.hosting import Resume, decode_entry, decode_table_record, record_log, replay
+from server.hosting import Resume, decode_entry, decode_table_record, rebuild, record_log
 from server.testing.nodes import Nodes, lease_holders
 from server.testing.redis_server import RedisServer
 
@@ -62,7 +62,7 @@ def check_acknowledged_actions_are_logged(redis_url: str, tables: list[list[BotR
     for bots in tables:
         table = bots[0].table
         log = table_log(redis_url, table)
-        replay(log)  # raises if the log diverged anywhere
+        rebuild(log)  # raises if the log diverged anywhere
         entries = [decode_entry(data) for data in log]
         logged = collections.Counter(
             (entry.player, entry.seq) for entry in entries if isinstance(entry.command, v1.Act)

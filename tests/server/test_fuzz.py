@@ -12,11 +12,11 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
 from clients.client import Client, ServerError
+from games.blackdrez import rules as blackdrez
 from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
 from protocol.errors import CloseCode, ErrorCode
 from protocol.handshake import Hello
-from server.games import blackdrez
 from tests.server.helpers import game_over, play_out, seat_and_start
 from tests.server.test_tables import _record_from_events
 
@@ -161,7 +161,7 @@ async def play_one(client: Client, table: str) -> None:
     state = client.tables[table]
     view = msgspec.convert(state.view, blackdrez.View)
     legal = [msgspec.convert(x, blackdrez.Action) for x in state.legal]
-    from server.games.blackdrez_bots import threshold
+    from games.blackdrez.bots import threshold
 
     seq = state.seq
     await client.act(table, threshold(view, legal))

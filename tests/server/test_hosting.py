@@ -11,12 +11,12 @@ from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
 from server.hosting import (
-    Entry,
+    LogEntry,
     Resume,
     decode_entry,
     decode_table_record,
+    rebuild,
     record_log,
-    replay,
 )
 from server.stores.base import LeaseLost
 from server.testing.redis_server import RedisServer
@@ -26,9 +26,9 @@ from tests.server.helpers import play_out, seat_and_start
 def same_room(live, rebuilt) -> None:
     assert rebuilt.seq == live.seq
     assert rebuilt.status == live.status
-    assert [e.seq for e in rebuilt.log] == [e.seq for e in live.log]
-    assert [msgspec.to_builtins(e.event) for e in rebuilt.log] == [
-        msgspec.to_builtins(e.event) for e in live.log
+    assert [e.seq for e in rebuilt.kept_events] == [e.seq for e in live.kept_events]
+    assert [msgspec.to_builtins(e.event) for e in rebuilt.kept_events] == [
+        msgspec.to_builtins(e.event) for e in live.kept_events
     ]
     for seat in [None, *range(len(live.seats))]:
         assert msgspec.to_builtins(rebuilt.snapshot(seat)) == msgspec.to_builtins(
@@ -46,17 +46,17 @@ async def test_a_room_rebuilt_from_its_log_is_the_same_room(server, connect) -> 
     await a.wait_until(
         lambda: any(e.event["type"] == "timed_out" for e in a.tables[table].events), timeout=5
     )
-    same_room(room, replay(await server.store.read_log(table)))
+    same_room(room, rebuild(await server.store.read_log(table)))
     leaver = next(x for x in (a, b, c) if not x.tables[table].legal)
     await leaver.request(v1.LeaveTable(table=table))
     others = [x for x in (a, b, c) if x is not leaver]
     await asyncio.gather(*(play_out(x, table) for x in others))
     entries = await server.store.read_log(table)
-    same_room(room, replay(entries))
+    same_room(room, rebuild(entries))
     kinds = {type(decode_entry(e).command).__name__ for e in entries}
     assert {"Create", "JoinTable", "SetReady", "StartGame", "Act", "Tick", "LeaveTable"} <= kinds
     acts = [decode_entry(e) for e in entries if isinstance(decode_entry(e).command, v1.Act)]
-    assert all(isinstance(entry, Entry) and entry.seq > 0 for entry in acts)
+    assert all(isinstance(entry, LogEntry) and entry.seq > 0 for entry in acts)
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ async def test_while_redis_is_down_requests_fail_cleanly_and_change_nothing(
     else:
         raise AssertionError("the node did not recover")
     await asyncio.gather(play_out(a, table), play_out(b, table))
-    same_room(server.node.rooms[table], replay(await server.store.read_log(table)))
+    same_room(server.node.rooms[table], rebuild(await server.store.read_log(table)))
 
 
 async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, redis_url_clean):
@@ -166,7 +166,7 @@ async def test_every_log_entry_records_the_event_number_after_it(
     assert resumes, "the table was adopted"
     for index in range(1, len(entries)):
         logged = decode_entry(entries[index])
-        after = replay(entries[: index + 1]).seq
+        after = rebuild(entries[: index + 1]).seq
         assert logged.seq == after, f"entry {index} ({type(logged.command).__name__})"
 
 
@@ -194,7 +194,7 @@ async def test_a_closed_table_refuses_everything_at_once(
     record = decode_table_record(await server.store.game_record(table))
     commands = [decode_entry(e).command for e in record_log(record)]
     assert isinstance(commands[-1], v1.LeaveTable), "nothing logged after the close"
-    assert replay(record_log(record)).status == "closed"
+    assert rebuild(record_log(record)).status == "closed"
     with pytest.raises(ServerError) as error:
         await bot.request(v1.Resync(table=table))
     assert error.value.code == ErrorCode.NOT_FOUND

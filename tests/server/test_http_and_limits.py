@@ -124,7 +124,7 @@ def free_port() -> int:
 async def test_sigterm_tells_clients_and_exits_cleanly() -> None:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "tools.cli", "serve", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

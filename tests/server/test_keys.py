@@ -13,8 +13,8 @@ import time
 
 import redis.asyncio as aioredis
 
-from server.games import shuffle
-from server.hosting import decode_table_record, record_log, replay
+from games import shuffle
+from server.hosting import decode_table_record, rebuild, record_log
 from server.stores.redis import FIXED_KEYS
 from tests.server.helpers import play_out, seat_and_start
 
@@ -67,7 +67,7 @@ async def test_no_key_outlives_its_table(make_server, connect, redis_url_clean) 
             [game] = record.games
             assert game.commitment == shuffle.commitment(game.seed), "the seed is revealed"
             assert game.result is not None, "played to its end"
-            assert replay(record_log(record)).status == "closed", "the whole log is kept"
+            assert rebuild(record_log(record)).status == "closed", "the whole log is kept"
 
         await asyncio.sleep(retention + 0.5)
         left = sorted(key.decode() for key in await raw.keys("*"))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from games.base import Reason
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.games.base import Reason
 from server.hosting import Begin, Resume, Stop
 from server.room import (
     COMMANDS,
@@ -189,7 +189,7 @@ def assert_replays(harness: TableHarness) -> None:
     """The log rebuilds exactly the live room."""
     live, rebuilt = harness.room, harness.replayed()
     assert rebuilt.state_key() == live.state_key()
-    assert [(e.seq, e.event) for e in rebuilt.log] == [(e.seq, e.event) for e in live.log]
+    assert [(e.seq, e.event) for e in rebuilt.kept_events] == [(e.seq, e.event) for e in live.kept_events]
     for seat in [None, *range(len(live.seats))]:
         assert rebuilt.snapshot(seat) == live.snapshot(seat)
 

@@ -71,10 +71,10 @@ async def test_too_many_missed_events_give_a_snapshot(server, connect, monkeypat
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b])
     room = server.node.rooms[table]
-    room.log = type(room.log)(room.log, maxlen=3)
+    room.kept_events = type(room.kept_events)(room.kept_events, maxlen=3)
     await b.close()
     state = a.tables[table]
-    while len(room.log) == 3 and room.log[0].seq <= b.tables[table].seq + 1:
+    while len(room.kept_events) == 3 and room.kept_events[0].seq <= b.tables[table].seq + 1:
         seq = state.seq
         await a.request(v1.SetReady(table=table, ready=not room.seats[state.seat].ready))
         await a.wait_until(lambda s=seq: state.seq > s)
@@ -83,7 +83,7 @@ async def test_too_many_missed_events_give_a_snapshot(server, connect, monkeypat
     assert isinstance(reply, v1.Snapshot)
     assert reply.seq == room.seq
     assert back.tables[table].view == a.tables[table].view
-    assert room_module.LOG_SIZE >= 64
+    assert room_module.KEPT_EVENTS >= 64
 
 
 async def test_an_absent_player_on_turn_is_withdrawn_by_the_timer(server, connect) -> None:

@@ -100,7 +100,7 @@ async def test_two_real_processes_share_lobby_and_game(make_server, redis_url_cl
         [
             sys.executable,
             "-m",
-            "server.cli",
+            "tools.cli",
             "serve",
             "--port",
             str(port),

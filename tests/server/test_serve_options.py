@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from server.app import Settings
-from server.cli import build_parser, serve_settings
+from tools.cli import build_parser, serve_settings
 
 OPERATIONS = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
 

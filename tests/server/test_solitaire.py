@@ -8,14 +8,12 @@ import msgspec
 import pytest
 
 from clients.client import Client, ServerError
+from games.blackjack_piles import bots as blackjack_piles_bots
+from games.blackjack_piles import rules as blackjack_piles
+from games.blue_jacket import bots as blue_jacket_bots
+from games.blue_jacket import rules as blue_jacket
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.games import (
-    blackjack_piles,
-    blackjack_piles_bots,
-    blue_jacket,
-    blue_jacket_bots,
-)
 
 GAMES = {
     "blackjack_piles": (blackjack_piles, blackjack_piles_bots.greedy),

@@ -1,0 +1,8 @@
+"""The game's folder: ``rules`` (the pure engine), ``bots`` (reference bots), ``table`` (glue).
+
+``SPEC`` is what the registry (:data:`games.GAMES`) lists for this game.
+"""
+
+from games.blackjack_piles.table import BlackjackPilesSpec
+
+SPEC = BlackjackPilesSpec()

@@ -1,0 +1,119 @@
+"""What everything outside a game's folder knows about the game: its :class:`GameSpec`.
+
+Theory of operation
+-------------------
+A game is a folder under ``games/`` (rules, bots, table glue) whose ``__init__`` exposes ``SPEC``,
+an instance of a :class:`GameSpec` subclass. The registry (:data:`games.GAMES`) collects them, and
+every reader takes what it needs from there instead of naming games itself:
+
+* the table core (``server.table``): seats, how a game is created from table options, the system
+  actions the table plays itself (BlackDrez: starting each round, ending the game when fewer than
+  two can play), the round pause and the turn timer, what a leaver plays, the leaderboard score;
+* the protocol (``protocol.v1`` and its schema export): the game names, which are solitaires, and
+  each game's action, event and view types;
+* the tools (``games.verify``, ``tools.cli``): the Config type, the canonical deck and the shuffle
+  contexts to check a deal against, the state field holding a card order, the reference bots.
+
+Table options arrive as the protocol's ``TableOptions``; a spec reads their fields by name and
+never imports the protocol (games import nothing from the project but themselves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+
+class GameSpec:
+    """One game as the rest of the project sees it; the defaults suit a solitaire."""
+
+    name: ClassVar[str]
+    """The game's wire name (also its folder's name)."""
+    display_name: ClassVar[str]
+    """The game's name as people read it."""
+    solitaire: ClassVar[bool] = True
+    """A one-seat game started with ``start_solitaire`` (else a table created by a host)."""
+    engine: ClassVar[Any]
+    """The engine class (see :class:`games.base.Engine`)."""
+    config: ClassVar[Any]
+    """The engine's Config Struct (its defaults make a valid game)."""
+    action: ClassVar[Any]
+    """The action union: the type ``msgspec.convert`` turns a wire dict into."""
+    event: ClassVar[Any]
+    """The event union, for the schema export."""
+    view: ClassVar[Any]
+    """The view Struct, for the schema export."""
+    resign: ClassVar[Any] = None
+    """The action class a solitaire player plays to give up (played when they leave)."""
+    order_field: ClassVar[str] = "order"
+    """The state field holding the card order of a game built with ``from_order``."""
+    strategies: ClassVar[Mapping[str, Callable[..., Any]]]
+    """The reference bots by name, the first the default."""
+    min_players: ClassVar[int] = 1
+
+    def deck(self, config: Any) -> list[str]:
+        """The unshuffled deck in canonical order."""
+        raise NotImplementedError
+
+    def contexts(self, config: Any) -> list[str]:
+        """The shuffle contexts, one per list of the engine's ``deal_order``."""
+        return ["deck"]
+
+    def bot_turn(self, engine: Any) -> tuple[int, Any]:
+        """``(seat, None)``: the seat whose bot moves next; or ``(seat, action)``: an action
+        the game's own table plays instead (BlackDrez starts each round with every seat)."""
+        return 0, None
+
+    def seat_count(self, options: Any) -> int:
+        """How many seats a table of this game has, for these ``TableOptions``."""
+        return 1
+
+    def create(self, options: Any, seed: str) -> Any:
+        """A new engine for a game at a table with these options."""
+        return self.engine.new(self.engine_config(options), seed)
+
+    def engine_config(self, options: Any) -> Any:
+        """The engine's config for these table options."""
+        return self.config()
+
+    def deal_seed(self, deal: int) -> str:
+        """The public seed of numbered deal ``deal``: anyone can replay it."""
+        return f"{self.name}:deal:{deal}"
+
+    def system_action(self, engine: Any, seats: list[int], newcomers: list[int]) -> Any:
+        """``(seat, action)`` the table plays itself now, or ``None``."""
+        return None
+
+    def end_game_action(self, engine: Any) -> tuple[int, Any]:
+        """``(seat, action)`` that ends the game between rounds when fewer than
+        ``min_players`` can play (only games with rounds between which players come and go)."""
+        raise NotImplementedError(f"{self.name} never waits for players between rounds")
+
+    def leave_action(self, engine: Any) -> Any:
+        """What a player who leaves mid-game plays at once (solitaires: resign), or ``None`` to
+        play the default action at each of their turns instead (BlackDrez)."""
+        return self.resign()
+
+    def between_rounds(self, engine: Any) -> bool:
+        """Whether the game waits for the table to start the next round."""
+        return False
+
+    def in_round(self, engine: Any, seat: int) -> bool:
+        """Whether ``seat`` takes part in the current round."""
+        return not engine.over
+
+    def round_number(self, engine: Any) -> int:
+        """The current round (0 before the first)."""
+        return getattr(getattr(engine, "state", None), "round", 0)
+
+    def round_pause(self, options: Any) -> float:
+        """Seconds between a round's end and the next round's deal."""
+        return 0.0
+
+    def turn_seconds(self, options: Any) -> float | None:
+        """The turn timer, or ``None`` for no timer (solitaires)."""
+        return None
+
+    def final_score(self, engine: Any) -> int | None:
+        """The leaderboard score of a finished game, or ``None`` for games without one."""
+        return int(engine.result().score)

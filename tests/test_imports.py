@@ -1,0 +1,71 @@
+"""The layers import one way: every module's imports, parsed, against the allowed directions.
+
+    games      -> (nothing of the project)
+    protocol   -> games
+    server     -> protocol, games
+    clients    -> protocol, games
+    tools      -> anything but tests
+    benchmarks -> anything but tests
+
+Imports inside functions count too (``ast.walk`` sees every ``import`` statement), so a lazy
+import cannot hide a dependency. ``tests`` may import anything and is not checked.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("games", "protocol", "server", "clients", "tools", "benchmarks", "tests")
+ALLOWED: dict[str, set[str]] = {
+    "games": {"games"},
+    "protocol": {"protocol", "games"},
+    "server": {"server", "protocol", "games"},
+    "clients": {"clients", "protocol", "games"},
+    "tools": {"tools", "server", "protocol", "games", "clients"},
+    "benchmarks": {"benchmarks", "tools", "server", "protocol", "games", "clients"},
+}
+
+
+def project_imports(path: Path) -> set[tuple[int, str]]:
+    """``(line, top-level package)`` of every import in ``path`` that names a project package."""
+    found: set[tuple[int, str]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        found.update((node.lineno, n.split(".")[0]) for n in names if n.split(".")[0] in PACKAGES)
+    return found
+
+
+def modules(layer: str) -> list[Path]:
+    """Every Python file of ``layer``."""
+    return sorted((ROOT / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
+    files = modules(layer)
+    assert files, f"{layer}/ holds no module"
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {package}"
+        for path in files
+        for line, package in sorted(project_imports(path))
+        if package not in ALLOWED[layer]
+    ]
+    assert wrong == []
+
+
+def test_the_checker_sees_imports_anywhere_in_a_module(tmp_path: Path) -> None:
+    module = tmp_path / "sample.py"
+    module.write_text(
+        "import os\nfrom games import GAMES\n\n\ndef f():\n    from tests import x\n"
+        "    import server.app\n    from . import sibling\n"
+    )
+    assert project_imports(module) == {(2, "games"), (6, "tests"), (7, "server")}

@@ -1,0 +1,139 @@
+"""The server side of a load: starting and stopping the server, and reading it in ``/proc``.
+
+Theory of operation
+-------------------
+The load tool may start the server itself (``--spawn-server``, optionally pinned to CPUs, with a
+raised open-file limit) or find it by its listening port. While the load runs it reads the
+server's resident memory (``/proc/<pid>/status``), CPU time and involuntary context switches:
+figures from the kernel, not from the server's own account.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tools.loadtest.workers import raise_open_files
+
+
+def check_loopback(url: str) -> tuple[str, int]:
+    """Return the host and port of ``url``; refuse anything but a 127.0.0.x host."""
+    parsed = urllib.parse.urlsplit(url)
+    host = parsed.hostname or ""
+    try:
+        address = ipaddress.ip_address(host if host != "localhost" else "127.0.0.1")
+    except ValueError:
+        raise SystemExit(f"the load test targets 127.0.0.x only, not {host!r}") from None
+    if not (address.version == 4 and address.is_loopback):
+        raise SystemExit(f"the load test targets 127.0.0.x only, not {host!r}")
+    return str(address), parsed.port or 80
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def rss_kib(pid: int) -> int:
+    """The resident set size of process ``pid`` in KiB (``VmRSS`` in /proc/<pid>/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise ValueError(f"no VmRSS for process {pid}")
+
+
+def involuntary_switches(pid: int) -> int:
+    """How often process ``pid`` was preempted so far (other work wanted its CPU)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("nonvoluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds used so far by process ``pid``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def find_server_pid(port: int) -> int | None:
+    """The process listening on TCP ``port`` (psutil), or ``None``."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    with contextlib.suppress(psutil.Error, OSError):
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                return conn.pid
+    return None
+
+
+def _limit_files_then(cpus: str | None) -> Any:
+    def prepare() -> None:
+        raise_open_files()
+        if cpus:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, cpu_list(cpus))
+
+    return prepare
+
+
+def start_process(
+    command: list[str], cpus: str | None, log: Path, cwd: str | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a server-like process pinned to ``cpus`` with the open-file limit raised."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_limit_files_then(cpus),
+        )
+
+
+def wait_listening(host: str, port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
+    """Wait until something accepts TCP connections on ``host:port``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the process exited with {process.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection((host, port), 0.5):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {host}:{port} after {timeout} s")
+
+
+def stop_process(process: subprocess.Popen[bytes] | None, timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if it lingers."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def cpu_list(text: str) -> tuple[int, ...]:
+    cpus: list[int] = []
+    for part in text.split(","):
+        if "-" in part:
+            low, high = part.split("-")
+            cpus += range(int(low), int(high) + 1)
+        elif part:
+            cpus.append(int(part))
+    return tuple(cpus)

@@ -1,0 +1,580 @@
+"""The load's worker processes: each holds its share of the connections and counts.
+
+Theory of operation
+-------------------
+The parent hands each worker a :class:`WorkerPlan`. The worker (its own process and event
+loop, uvloop when installed) opens its connections at the plan's ramp rate, each bound to one of
+the plan's 127.0.0.x source addresses, says ``hello``, and then plays its part: idle readers,
+lobby watchers, bots seated at tables that play as soon as they have legal actions (paced to the
+plan's action rate, if any), or raw echo connections. It reports :class:`Counters` every
+:data:`PROGRESS_INTERVAL` seconds and a :class:`Window` (counters at the start and end of the
+measurement window, latency samples inside it) when the parent closes the window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import resource
+import socket
+import time
+import urllib.parse
+import urllib.request
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import msgspec
+
+from protocol import v1
+from protocol.codec import encode
+from protocol.handshake import Hello
+from tools.loadtest.frames import (
+    LEAN_DECODERS,
+    LeanFrame,
+    LeanView,
+    choose_action,
+    echo_frame_size,
+    masked_frame,
+)
+
+PROGRESS_INTERVAL = 0.25
+"""Seconds between a worker's progress reports (and its checks of the parent's signals)."""
+HANDSHAKES_IN_FLIGHT = 256
+"""Connections a worker may be opening at once."""
+BOT_CLIENT = "blackdrez-bot/loadtest"
+
+
+# --------------------------------------------------------------------------- plans and results
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """What one worker process does."""
+
+    index: int
+    url: str
+    idle: int = 0
+    lobby: int = 0
+    tables: int = 0
+    seats: int = 4
+    echo: int = 0
+    echo_size: int = 200
+    sources: tuple[str, ...] = ("127.0.0.1",)
+    ramp_rate: float = 500.0
+    action_rate: float = 0.0
+    """Actions per second for this worker's bots together; 0: as fast as they can."""
+    round_pause: float = 0.0
+    binary: bool = True
+    client_pings: bool = False
+    cpus: tuple[int, ...] = ()
+    deadline: float = 0.0
+    """``time.monotonic()`` after which the worker stops whatever it is doing."""
+
+    @property
+    def connections(self) -> int:
+        """How many connections this worker opens."""
+        return self.idle + self.lobby + self.tables * self.seats + self.echo
+
+
+@dataclass
+class Counters:
+    """A worker's running totals (cumulative, never reset)."""
+
+    connected: int = 0
+    failed: int = 0
+    closed: int = 0
+    frames: int = 0
+    bytes: int = 0
+    sent: int = 0
+    actions: int = 0
+    games: int = 0
+    errors: int = 0
+    disorder: int = 0
+    """Updates whose ``seq`` did not increase: must stay 0."""
+
+
+class Window(msgspec.Struct):
+    """A worker's counters over the measurement window, and its latency samples (seconds)."""
+
+    index: int
+    seconds: float
+    start: dict[str, int]
+    end: dict[str, int]
+    latencies: list[float]
+    failures: dict[str, int]
+
+
+# --------------------------------------------------------------------------- worker: connections
+
+
+def _bound_socket(source: str) -> socket.socket:
+    """A non-blocking TCP socket bound to ``source``; its port is chosen at connect time
+    (IP_BIND_ADDRESS_NO_PORT), so each source address offers the whole ephemeral range."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.IPPROTO_IP, getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24), 1)
+    sock.setblocking(False)
+    sock.bind((source, 0))
+    return sock
+
+
+class _Worker:
+    """One worker process's connections, counters and latency samples."""
+
+    def __init__(self, plan: WorkerPlan, measuring: Any, stopping: Any) -> None:
+        self.plan = plan
+        self.counters = Counters()
+        self.failures: dict[str, int] = {}
+        self.latencies: list[float] = []
+        self.recording = False
+        self.connections: list[Any] = []
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._measuring = measuring
+        self._stopping = stopping
+        parsed = urllib.parse.urlsplit(plan.url)
+        self.host = parsed.hostname or "127.0.0.1"
+        self.port = parsed.port or 80
+        self._opened = 0
+        self._gate = asyncio.Semaphore(HANDSHAKES_IN_FLIGHT)
+        self._started = time.monotonic()
+        self._next_action = 0.0
+        self.ramped = asyncio.Event()
+        """Set once every connection of this worker is open (or failed): traffic starts then."""
+
+    # ----------------------------------------------------------- opening
+    async def _pace_open(self) -> None:
+        """Wait for this connection's turn under the ramp rate."""
+        due = self._started + self._opened / self.plan.ramp_rate
+        self._opened += 1
+        delay = due - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    async def open(self, name: str) -> Any:
+        """Open one connection (bound to the next source address) and say hello."""
+        from websockets.asyncio.client import connect
+
+        plan = self.plan
+        await self._pace_open()
+        source = plan.sources[self._opened % len(plan.sources)]
+        async with self._gate:
+            sock = _bound_socket(source)
+            try:
+                await asyncio.wait_for(
+                    asyncio.get_running_loop().sock_connect(sock, (self.host, self.port)), 10.0
+                )
+                ws = await connect(
+                    plan.url,
+                    sock=sock,
+                    compression=None,
+                    proxy=None,
+                    open_timeout=10.0,
+                    ping_interval=20.0 if plan.client_pings else None,
+                    max_size=2**22,
+                    user_agent_header=None,
+                )
+            except BaseException:
+                sock.close()
+                raise
+            hello = Hello(versions=[1], name=name, client=BOT_CLIENT)
+            await ws.send(encode(hello, plan.binary))
+            welcome = LEAN_DECODERS[plan.binary].decode(await asyncio.wait_for(ws.recv(), 10.0))
+            if welcome.type != "welcome":
+                await ws.close()
+                raise ConnectionError(f"hello refused: {welcome.code}")
+        self.connections.append(ws)
+        self.counters.connected += 1
+        return ws
+
+    def _failed(self, error: BaseException) -> None:
+        self.counters.failed += 1
+        self.note(f"{type(error).__name__}: {error}")
+
+    def note(self, reason: str) -> None:
+        """Count one failure or error reply by its reason (the report lists the top ones)."""
+        reason = reason[:120]
+        self.failures[reason] = self.failures.get(reason, 0) + 1
+
+    def spawn(self, coroutine: Any) -> None:
+        """Run a connection's coroutine; count it as failed if it raises."""
+        task = asyncio.get_running_loop().create_task(self._guard(coroutine))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _guard(self, coroutine: Any) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            await coroutine
+        except ConnectionClosed:
+            self.counters.closed += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            self._failed(error)
+
+    # ----------------------------------------------------------- connection kinds
+    async def reader(self, ws: Any) -> None:
+        """Read and count every frame until the connection closes."""
+        counters = self.counters
+        async for frame in ws:
+            counters.frames += 1
+            counters.bytes += len(frame)
+
+    async def idle(self, number: int) -> None:
+        """An idle connection: hello, then read."""
+        ws = await self.open(name=f"idle {number}")
+        await self.reader(ws)
+
+    async def lobby(self, number: int) -> None:
+        """A lobby watcher: hello, ``watch_lobby``, then read the pushes."""
+        ws = await self.open(name=f"lobby {number}")
+        await ws.send(encode(v1.WatchLobby(id=1), self.plan.binary))
+        self.counters.sent += 1
+        await self.reader(ws)
+
+    async def echo(self, number: int) -> None:
+        """An echo client: send a frame, read its echo, again (latency = the round trip).
+
+        It speaks raw WebSocket over an asyncio protocol (a fixed pre-masked frame out, bytes
+        counted in), so that the client costs far less than the server it measures.
+        """
+        plan = self.plan
+        await self._pace_open()
+        source = plan.sources[self._opened % len(plan.sources)]
+        loop = asyncio.get_running_loop()
+        async with self._gate:
+            sock = _bound_socket(source)
+            try:
+                await asyncio.wait_for(loop.sock_connect(sock, (self.host, self.port)), 10.0)
+                protocol = _RawEcho(self, plan.echo_size, f"{self.host}:{self.port}")
+                await loop.create_connection(lambda: protocol, sock=sock)
+                await asyncio.wait_for(protocol.upgraded, 10.0)
+            except BaseException:
+                sock.close()
+                raise
+        self.connections.append(protocol)
+        self.counters.connected += 1
+        await self.ramped.wait()
+        protocol.send()
+        await protocol.lost
+
+    async def table(self, number: int) -> None:
+        """Seat ``plan.seats`` bots at a new table and have them play game after game."""
+        plan = self.plan
+        sockets = []
+        for seat in range(plan.seats):
+            try:
+                sockets.append(await self.open(name=f"bot {number}.{seat}"))
+            except Exception:
+                self.counters.failed += plan.seats - seat - 1  # never opened: settled too
+                raise
+        bots = [_Bot(self, ws, seat == 0) for seat, ws in enumerate(sockets)]
+        host = bots[0]
+        options = v1.TableOptions(seats=plan.seats, round_pause_seconds=plan.round_pause)
+        reply = await host.request(v1.CreateTable(options=options))
+        table = reply.table["id"]
+        for bot in bots[1:]:
+            await bot.request(v1.JoinTable(table=table))
+        for bot in bots:
+            bot.table = table
+            await bot.request(v1.SetReady(table=table))
+        await self.ramped.wait()
+        await host.request(v1.StartGame(table=table))
+        for bot in bots:
+            bot.playing = True
+            bot.maybe_act()
+        await asyncio.gather(*(bot.finished for bot in bots))
+
+    async def pace(self) -> None:
+        """Wait for the next action slot under ``plan.action_rate`` (no wait at full speed)."""
+        rate = self.plan.action_rate
+        if rate <= 0:
+            return
+        now = time.monotonic()
+        slot = max(now, self._next_action)
+        self._next_action = slot + 1.0 / rate
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+    # ----------------------------------------------------------- running
+    async def run(self, report: Any) -> None:
+        """Open everything, report progress, hold until told to stop, then report the window."""
+        plan = self.plan
+        kinds = (
+            [(self.echo, i) for i in range(plan.echo)]
+            + [(self.table, i) for i in range(plan.tables)]
+            + [(self.lobby, i) for i in range(plan.lobby)]
+            + [(self.idle, i) for i in range(plan.idle)]
+        )
+        for kind, number in kinds:
+            self.spawn(kind(number))
+        start_snapshot: dict[str, int] | None = None
+        window_start = 0.0
+        window = Window(plan.index, 0.0, {}, {}, [], {})
+        while time.monotonic() < plan.deadline:
+            report(("progress", plan.index, time.monotonic(), asdict(self.counters)))
+            if self.counters.connected + self.counters.failed >= plan.connections:
+                self.ramped.set()
+            if start_snapshot is None and self._measuring.is_set():
+                start_snapshot, window_start = asdict(self.counters), time.monotonic()
+                self.recording = True
+            if self._stopping.is_set():
+                break
+            await asyncio.sleep(PROGRESS_INTERVAL)
+        self.recording = False
+        now = time.monotonic()
+        if start_snapshot is not None:
+            window = Window(
+                plan.index,
+                now - window_start,
+                start_snapshot,
+                asdict(self.counters),
+                self.latencies,
+                self.failures,
+            )
+        else:
+            window.failures = self.failures
+            window.end = window.start = asdict(self.counters)
+        report(("window", plan.index, msgspec.msgpack.encode(window)))
+        for task in list(self.tasks):
+            task.cancel()
+        for ws in self.connections:
+            with contextlib.suppress(Exception):
+                ws.transport.abort()
+        await asyncio.sleep(0.1)
+
+
+class _RawEcho(asyncio.Protocol):
+    """One raw echo connection: HTTP upgrade by hand, then one frame in flight at a time."""
+
+    def __init__(self, worker: _Worker, size: int, host: str) -> None:
+        self.worker = worker
+        self.frame = masked_frame(b"x" * size)
+        self.size = size
+        self.echo_size = echo_frame_size(size)
+        self.host = host
+        self.transport: Any = None
+        self.buffer = b""
+        self.pending = 0
+        self.sent_at = 0.0
+        loop = asyncio.get_running_loop()
+        self.upgraded: asyncio.Future[None] = loop.create_future()
+        self.lost: asyncio.Future[None] = loop.create_future()
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        key = base64.b64encode(os.urandom(16)).decode()
+        transport.write(
+            f"GET / HTTP/1.1\r\nHost: {self.host}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+
+    def data_received(self, data: bytes) -> None:
+        if not self.upgraded.done():
+            self.buffer += data
+            head, found, rest = self.buffer.partition(b"\r\n\r\n")
+            if not found:
+                return
+            if b" 101 " not in head.split(b"\r\n", 1)[0]:
+                self.upgraded.set_exception(ConnectionError("upgrade refused"))
+                return
+            self.upgraded.set_result(None)
+            data = rest
+        self.pending += len(data)
+        if self.pending >= self.echo_size:
+            self.pending -= self.echo_size
+            worker = self.worker
+            worker.counters.frames += 1
+            worker.counters.bytes += self.size
+            if worker.recording:
+                worker.latencies.append(time.perf_counter() - self.sent_at)
+            self.send()
+
+    def send(self) -> None:
+        """Send the frame again."""
+        self.sent_at = time.perf_counter()
+        self.transport.write(self.frame)
+        self.worker.counters.sent += 1
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.upgraded.done():
+            self.upgraded.set_exception(exc or ConnectionError("closed"))
+        if not self.lost.done():
+            self.lost.set_result(None)
+
+
+class _Bot:
+    """One seat of a load-test table, driven by the frames its connection reads."""
+
+    def __init__(self, worker: _Worker, ws: Any, host: bool) -> None:
+        self.worker = worker
+        self.ws = ws
+        self.host = host
+        self.binary = worker.plan.binary
+        self.table: str | None = None
+        self.playing = False
+        self.last_seq = 0
+        self.arrivals: deque[tuple[int, float]] = deque(maxlen=16)
+        self.legal: list[dict[str, Any]] = []
+        self.view: LeanView | None = None
+        self.acting = False
+        self.acted_at = 0
+        self.sent_at = 0.0
+        self.waiting_seq: int | None = None
+        self._ids = 1
+        self._pending: dict[int, asyncio.Future[LeanFrame]] = {}
+        self._act_id = 0
+        self._restarting = False
+        loop = asyncio.get_running_loop()
+        self.finished: asyncio.Future[None] = loop.create_future()
+        self._reader = loop.create_task(self._read())
+
+    async def request(self, message: v1.Message) -> LeanFrame:
+        """Send a request and wait for its reply (setup and restarts, not measured)."""
+        self._ids += 1
+        message = msgspec.structs.replace(message, id=self._ids)
+        future = asyncio.get_running_loop().create_future()
+        self._pending[self._ids] = future
+        await self.ws.send(encode(message, self.binary))
+        self.worker.counters.sent += 1
+        reply = await asyncio.wait_for(future, 30.0)
+        if reply.type == "error":
+            tag = type(message).__struct_config__.tag
+            raise ConnectionError(f"{tag} refused: {reply.code}")
+        return reply
+
+    async def _read(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        decode = LEAN_DECODERS[self.binary].decode
+        counters = self.worker.counters
+        try:
+            async for data in self.ws:
+                now = time.perf_counter()
+                counters.frames += 1
+                counters.bytes += len(data)
+                frame = decode(data)
+                if frame.type == "update":
+                    self._on_update(frame, now)
+                elif frame.id is not None:
+                    self._on_reply(frame)
+        except Exception as error:
+            self.worker.counters.closed += 1
+            if not isinstance(error, ConnectionClosed):
+                self.worker._failed(error)
+        finally:
+            if not self.finished.done():
+                self.finished.set_result(None)
+
+    def _on_update(self, frame: LeanFrame, now: float) -> None:
+        seq = frame.seq or 0
+        if seq <= self.last_seq:
+            self.worker.counters.disorder += 1
+        self.last_seq = seq
+        self.arrivals.append((seq, now))
+        if self.waiting_seq is not None and seq >= self.waiting_seq:
+            self._record(now)
+        self.legal = frame.legal
+        if frame.view is not None:
+            self.view = frame.view
+            if frame.view.phase == "over" and self.host and not self._restarting:
+                self._restarting = True
+                self.worker.counters.games += 1
+                asyncio.get_running_loop().create_task(self._restart())
+        self.maybe_act()
+
+    def _on_reply(self, frame: LeanFrame) -> None:
+        if frame.id == self._act_id:
+            self.acting = False
+            if frame.type == "error":
+                self.worker.counters.errors += 1
+                self.worker.note(f"act answered error {frame.code}")
+            else:
+                self.worker.counters.actions += 1
+                self._match(frame.seq or 0)
+            self.maybe_act()
+            return
+        if frame.type == "error":
+            self.worker.counters.errors += 1
+            self.worker.note(f"request answered error {frame.code}")
+        future = self._pending.pop(frame.id or 0, None)
+        if future is not None and not future.done():
+            future.set_result(frame)
+
+    def _match(self, seq: int) -> None:
+        """Find the arrival of the update with ``seq`` (it normally came just before)."""
+        for arrived_seq, arrived_at in reversed(self.arrivals):
+            if arrived_seq == seq:
+                if self.worker.recording:
+                    self.worker.latencies.append(arrived_at - self.sent_at)
+                return
+            if arrived_seq < seq:
+                break
+        self.waiting_seq = seq
+
+    def _record(self, now: float) -> None:
+        if self.worker.recording:
+            self.worker.latencies.append(now - self.sent_at)
+        self.waiting_seq = None
+
+    def maybe_act(self) -> None:
+        """Act if it is this bot's turn in a state it has not acted on yet."""
+        if not self.playing or self.acting or not self.legal or self.last_seq <= self.acted_at:
+            return
+        if self.view is None or self.view.phase != "playing":
+            return
+        self.acting = True
+        self.acted_at = self.last_seq
+        asyncio.get_running_loop().create_task(self._act(choose_action(self.view, self.legal)))
+
+    async def _act(self, action: dict[str, Any]) -> None:
+        await self.worker.pace()
+        self._ids += 1
+        self._act_id = self._ids
+        message = v1.Act(id=self._ids, table=self.table, action=action)
+        self.waiting_seq = None
+        self.sent_at = time.perf_counter()
+        with contextlib.suppress(Exception):
+            await self.ws.send(encode(message, self.binary))
+            self.worker.counters.sent += 1
+
+    async def _restart(self) -> None:
+        try:
+            await self.request(v1.SetReady(table=self.table))
+            await self.request(v1.StartGame(table=self.table))
+        except Exception as error:
+            self.worker._failed(error)
+        finally:
+            self._restarting = False
+
+
+def worker_main(plan: WorkerPlan, reports: Any, measuring: Any, stopping: Any) -> None:
+    """Entry point of a worker process."""
+    if plan.cpus:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, plan.cpus)
+    raise_open_files()
+    worker_holder: list[_Worker] = []
+
+    async def main() -> None:
+        worker = _Worker(plan, measuring, stopping)
+        worker_holder.append(worker)
+        await worker.run(reports.put)
+
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main())
+    else:
+        uvloop.run(main())
+
+
+def raise_open_files() -> None:
+    """Raise the soft open-file limit to the hard one (if allowed)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
