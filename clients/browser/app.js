@@ -6,6 +6,7 @@ import { Connection } from "./net.js";
 import { TableStore } from "./tables.js";
 import { h, swap } from "./dom.js";
 import { Lobby } from "./lobby.js";
+import { GAME_NAMES } from "./games.js";
 import { renderBlackDrez } from "./blackdrez.js";
 import { renderPiles, resetPiles } from "./piles.js";
 import { renderBlueJacket, resetBlueJacket } from "./bluejacket.js";
@@ -16,7 +17,6 @@ import { describeEvent, errorText } from "./words.js";
 
 const CURRENT_KEY = "blackdrez.current";
 const RENDERERS = { blackdrez: renderBlackDrez, blackjack_piles: renderPiles, blue_jacket: renderBlueJacket };
-const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
 
 const conn = new Connection();
 const store = new TableStore(conn);

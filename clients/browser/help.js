@@ -2,12 +2,9 @@
 // own words; docs/rules/*.md has the full text), the keys, and tips for a first game.
 
 import { h } from "./dom.js";
+import { GAME_NAMES } from "./games.js";
 
-const GAMES = [
-  ["blackdrez", "BlackDrez"],
-  ["blackjack_piles", "Blackjack Piles"],
-  ["blue_jacket", "Blue Jacket"],
-];
+const GAMES = Object.entries(GAME_NAMES);
 
 const PAGES = {
   blackdrez: () => [

@@ -3,8 +3,8 @@
 // what a user types into the forms survives every push.
 
 import { h, swap } from "./dom.js";
+import { GAME_NAMES, SOLITAIRES } from "./games.js";
 
-const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
 const STATUS_WORDS = { open: "waiting", playing: "playing", finished: "game over", closed: "closed" };
 
 export class Lobby {
@@ -66,7 +66,7 @@ export class Lobby {
   tablesChanged() { this.renderMine(); }
 
   async refreshLeaderboards() {
-    for (const game of ["blackjack_piles", "blue_jacket"]) {
+    for (const game of SOLITAIRES) {
       const reply = await this.ctx.send({ type: "leaderboard", game, limit: 10 });
       if (reply) this.boards[game] = reply.entries;
     }
@@ -168,7 +168,7 @@ export class Lobby {
             h("button", { type: "button", onclick: invite(true) }, "Watch with code")))),
       h("section.panel.solitaire-panel", { "aria-labelledby": "solitaire-title" },
         h("h2#solitaire-title", "Solitaire"),
-        ...["blackjack_piles", "blue_jacket"].map((game) => this.solitaireMenu(game)),
+        ...SOLITAIRES.map((game) => this.solitaireMenu(game)),
         this.boardBox),
     );
   }
@@ -243,7 +243,7 @@ export class Lobby {
 
   renderBoards() {
     if (!this.root) return;
-    swap(this.boardBox, ["blackjack_piles", "blue_jacket"].map((game) => {
+    swap(this.boardBox, SOLITAIRES.map((game) => {
       const entries = this.boards[game] || [];
       return h("div.board", { dataset: { board: game } },
         h("h3", `${GAME_NAMES[game]} leaderboard`),

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,10 +18,12 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from clients.client import Client
+from games import GAMES
 from protocol import v1
 from protocol.codec import encode
 from protocol.errors import CloseCode
 from protocol.handshake import Hello
+from server.app import STATIC_DIR
 from tests.server.helpers import play_out, seat_and_start
 
 
@@ -57,6 +61,21 @@ async def test_static_files_and_no_escape_from_their_folder(server, tmp_path) ->
     for path in ("/../pyproject.toml", "/%2e%2e/pyproject.toml", "/nope.css"):
         status, _, _ = await asyncio.to_thread(fetch, server.port, path)
         assert status == 404
+
+
+async def test_the_browser_reads_the_game_list_from_the_registry(server) -> None:
+    status, kind, body = await asyncio.to_thread(fetch, server.port, "/games.js")
+    assert (status, kind) == (200, "text/javascript")
+    listed = re.search(r"^export const GAMES = (.*);$", body.decode(), re.MULTILINE)
+    assert listed is not None
+    assert json.loads(listed.group(1)) == [
+        {"name": name, "display_name": spec.display_name, "solitaire": spec.solitaire}
+        for name, spec in GAMES.items()
+    ]
+    for module in ("lobby.js", "app.js", "help.js"):
+        source = (STATIC_DIR / module).read_text(encoding="utf-8")
+        assert 'from "./games.js"' in source
+        assert '"Blackjack Piles"' not in source, f"{module} names a game itself"
 
 
 async def test_the_origin_allow_list(make_server) -> None:

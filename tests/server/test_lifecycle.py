@@ -189,7 +189,9 @@ def assert_replays(harness: TableHarness) -> None:
     """The log rebuilds exactly the live room."""
     live, rebuilt = harness.room, harness.replayed()
     assert rebuilt.state_key() == live.state_key()
-    assert [(e.seq, e.event) for e in rebuilt.kept_events] == [(e.seq, e.event) for e in live.kept_events]
+    assert [(e.seq, e.event) for e in rebuilt.kept_events] == [
+        (e.seq, e.event) for e in live.kept_events
+    ]
     for seat in [None, *range(len(live.seats))]:
         assert rebuilt.snapshot(seat) == live.snapshot(seat)
 
