@@ -54,8 +54,8 @@ from server.connection import Connection
 from server.metrics import Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, Node
 from server.ratelimit import TokenBucket
-from server.room import KEPT_EVENTS
 from server.stores import Store, StoreUnavailable, open_store
+from server.table.room import KEPT_EVENTS
 
 log = logging.getLogger("blackdrez.server")
 

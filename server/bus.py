@@ -22,8 +22,8 @@ from __future__ import annotations
 import msgspec
 
 from protocol import v1
-from server.hosting import Answer, ConnectionChanged
-from server.room import Broadcast
+from server.table.commands import Answer, ConnectionChanged
+from server.table.room import Broadcast
 
 HANDOVER_CHANNEL = "bd:handover"
 

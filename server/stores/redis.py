@@ -34,7 +34,7 @@ epoch, log and record (owned by its host, deleted or given a TTL when it is reti
 host died is adopted by another node, so its keys always have an owner). Field details:
 ``record`` holds node, record, listed ("1" / "0"); ``lease`` holds ``node/incarnation/token``;
 ``log`` entries have the field ``e`` and the ID ``<position>-0``, position 1 being the create
-command; ``game`` is the table's compact game record (``server.hosting.TableRecord``).
+command; ``game`` is the table's compact game record (``server.table.commands.TableRecord``).
 
 Writes that touch several keys of one slot run in one Lua script (every fenced write: see
 "Hosting and fencing" in :mod:`server.stores.base`) or one MULTI/EXEC transaction, so a lost

@@ -5,7 +5,7 @@ Theory of operation
 A scenario ends with what its clients saw (one :class:`~clients.bots.BotResult` per seat: the
 event number of every acknowledged action, the last view) and what Redis holds. The checker reads
 each table's log through the store (:meth:`RedisStore.read_log`), rebuilds the table with
-:func:`server.hosting.rebuild`, and checks, for every table:
+:func:`server.table.commands.rebuild`, and checks, for every table:
 
 * the log replays from its creation to its end, and the event number recorded with each entry
   never goes back (an entry that does was written by a node working from a stale copy);
@@ -40,9 +40,10 @@ import redis.asyncio as aioredis
 
 from clients.bots import BotResult
 from protocol import v1
-from server.hosting import decode_entry, decode_table_record, rebuild, record_log
-from server.room import Room
 from server.stores.redis import FIXED_KEYS, RedisStore
+from server.table.commands import decode_entry, rebuild
+from server.table.records import decode_table_record, record_log
+from server.table.room import Room
 from server.testing.nodes import CpuSampler, NodeProcess
 from tests.faults.players import (
     Fault,

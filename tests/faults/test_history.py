@@ -19,8 +19,9 @@ import redis.asyncio as aioredis
 from clients.bots import BotResult
 from protocol import v1
 from server.app import GameServer, Settings
-from server.hosting import decode_entry, decode_table_record, record_log
 from server.stores.redis import game_key
+from server.table.commands import decode_entry
+from server.table.records import decode_table_record, record_log
 from tests.faults.history import check_history, wait_closed
 from tests.faults.players import close_all, fault_options, open_table, play_tables
 

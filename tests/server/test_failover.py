@@ -18,7 +18,8 @@ import redis
 
 from clients.bots import BotResult, SwarmSummary, run_swarm
 from protocol import v1
-from server.hosting import Resume, decode_entry, decode_table_record, rebuild, record_log
+from server.table.commands import Resume, decode_entry, rebuild
+from server.table.records import decode_table_record, record_log
 from server.testing.nodes import Nodes, lease_holders
 from server.testing.redis_server import RedisServer
 

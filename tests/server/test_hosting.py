@@ -10,15 +10,9 @@ import pytest
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.hosting import (
-    LogEntry,
-    Resume,
-    decode_entry,
-    decode_table_record,
-    rebuild,
-    record_log,
-)
 from server.stores.base import LeaseLost
+from server.table.commands import LogEntry, Resume, decode_entry, rebuild
+from server.table.records import decode_table_record, record_log
 from server.testing.redis_server import RedisServer
 from tests.server.helpers import play_out, seat_and_start
 

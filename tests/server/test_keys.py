@@ -14,8 +14,9 @@ import time
 import redis.asyncio as aioredis
 
 from games import shuffle
-from server.hosting import decode_table_record, rebuild, record_log
 from server.stores.redis import FIXED_KEYS
+from server.table.commands import rebuild
+from server.table.records import decode_table_record, record_log
 from tests.server.helpers import play_out, seat_and_start
 
 TABLES = 4

@@ -11,17 +11,9 @@ import pytest
 from games.base import Reason
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.hosting import Begin, Resume, Stop
-from server.room import (
-    COMMANDS,
-    RECENT_EVENTS,
-    REJECTIONS,
-    RUNAWAY_BURST,
-    TRANSITIONS,
-    RoomError,
-    TableCommand,
-    TableStatus,
-)
+from server.table.commands import Begin, Resume, Stop
+from server.table.lifecycle import COMMANDS, TRANSITIONS, TableCommand, TableStatus
+from server.table.room import RECENT_EVENTS, REJECTIONS, RUNAWAY_BURST, RoomError
 from tests.server.harness import TableHarness
 
 DEAL_WIN = "deal-win:7"

@@ -8,7 +8,7 @@ import pytest
 
 from clients.client import Client
 from protocol import v1
-from server import room as room_module
+from server.table import room as room_module
 from tests.server.helpers import play_out, seat_and_start
 
 

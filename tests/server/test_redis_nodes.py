@@ -180,7 +180,7 @@ async def test_quick_join_goes_on_when_a_remote_table_fills_up(two_nodes, connec
 async def test_a_host_that_does_not_answer_leaves_no_unretrieved_task(
     two_nodes, connect, monkeypatch
 ) -> None:
-    from server import node as node_module
+    from server.node import routing as node_module
     from server.stores.base import node_channel
 
     a, b = two_nodes

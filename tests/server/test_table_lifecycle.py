@@ -14,8 +14,8 @@ import pytest
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
-from server import node as node_module
-from server.hosting import decode_entry
+from server.node import node as node_module
+from server.table.commands import decode_entry
 from tests.server.helpers import game_over, seat_and_start
 
 

@@ -1,4 +1,4 @@
-"""Commands on a hosted room, their log, and rebuilding a room from its log. No I/O.
+"""The logged commands of a table, executing them, and rebuilding a room from its log. No I/O.
 
 Theory of operation
 -------------------
@@ -11,31 +11,25 @@ exactly the same room (same seats, engine state, event numbers and event log) on
 how a table survives the death of its node, and how a failed log write is undone.
 
 A command that changes nothing (a second ``ready``, a presence that was already known, a timer
-with nothing due...) leaves :attr:`Room.version <server.room.Room.version>` as it was: the host
-neither logs nor broadcasts it, so a replay never sees it either.
+with nothing due...) leaves ``Room.version`` as it was: the host neither logs nor
+broadcasts it, so a replay never sees it either.
 
 A due timer runs :func:`timer_entry`'s command: a :class:`Tick`, or a :class:`Stop` when the
 room's timer fires faster than any game can (a bug, never a player, makes that happen). The stop
 is logged like any command, so a replay closes the room at the same point.
-
-When a table closes its log is replaced in the store by a :class:`TableRecord`: the seed,
-commitment and result of every game played there, and the whole log compressed (so it still
-replays), kept for the node's record retention.
 """
 
 from __future__ import annotations
 
 import collections
-import zlib
 from collections.abc import Iterator
-from typing import Any
 
 import msgspec
 
 from games import GAMES
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.room import RUNAWAY_RATE, Room, RoomError
+from server.table.room import RUNAWAY_RATE, Room, RoomError
 
 
 class Create(msgspec.Struct, tag="create", tag_field="type", kw_only=True):
@@ -146,7 +140,7 @@ def execute(room: Room, entry: LogEntry) -> Answer:
 
 def timer_entry(room: Room, now: float) -> LogEntry:
     """The command to run when ``room``'s timer fires at ``now``: a :class:`Tick`, or a
-    :class:`Stop` once the timer fires faster than :data:`~server.room.RUNAWAY_RATE`."""
+    :class:`Stop` once the timer fires faster than :data:`~server.table.room.RUNAWAY_RATE`."""
     if room.timer_budget.spend(now):
         return LogEntry(now=now, command=Tick())
     reason = f"stopped: its timer fired more than {RUNAWAY_RATE:.0f} times a second"
@@ -207,13 +201,13 @@ def _seed(entry: LogEntry) -> str:
 
 def rebuild(entries: list[bytes]) -> Room:
     """Rebuild a room from its whole log (the first entry creates it)."""
-    room = collections.deque(_rebuilding(entries), maxlen=1)[0]
+    room = collections.deque(rebuilding(entries), maxlen=1)[0]
     room.flush()
     room.take_outcome()
     return room
 
 
-def _rebuilding(entries: list[bytes]) -> Iterator[Room]:
+def rebuilding(entries: list[bytes]) -> Iterator[Room]:
     """Rebuild a room from its log, yielding it after each entry (the same room every time)."""
     first = decode_entry(entries[0])
     if not isinstance(first.command, Create):
@@ -228,78 +222,6 @@ def _rebuilding(entries: list[bytes]) -> Iterator[Room]:
             # Only accepted commands are logged, so a refusal here means the replay diverged.
             raise ValueError(f"log entry {index} of {room.id} refused on replay: {error}") from None
         yield room
-
-
-class GamePlayed(msgspec.Struct, kw_only=True):
-    """One game played at a table, as its record keeps it."""
-
-    seed: str | None
-    """Revealed: with the commitment, anyone can check the deal (``blackdrez verify``)."""
-    commitment: str | None
-    deal: int | None = None
-    result: Any = None
-    """The engine's result in wire form, if the game was played to its end."""
-
-
-class TableRecord(msgspec.Struct, kw_only=True):
-    """What a closed table leaves in the store: a compact record of its games, kept for the
-    node's record retention instead of its log.
-
-    ``log`` is the whole log, compressed: :func:`record_log` gives the entries back, and
-    :func:`rebuild` rebuilds the table from them (every action, every time, every result).
-    """
-
-    table: str
-    game: str
-    closed: float
-    games: list[GamePlayed]
-    log: bytes
-
-
-_record_encoder = msgspec.msgpack.Encoder()
-_record_decoder = msgspec.msgpack.Decoder(TableRecord)
-_entries_decoder = msgspec.msgpack.Decoder(list[bytes])
-
-
-def table_record(entries: list[bytes], closed: float) -> bytes:
-    """The encoded :class:`TableRecord` of a table with this log, closed at ``closed``."""
-    engines: list[Any] = []
-    for room in _rebuilding(entries):
-        if room.engine is not None and (not engines or room.engine is not engines[-1]):
-            engines.append(room.engine)
-    games = [
-        GamePlayed(
-            seed=engine.seed,
-            commitment=engine.commitment,
-            deal=room.deal,
-            result=msgspec.to_builtins(engine.result()) if engine.over else None,
-        )
-        for engine in engines
-    ]
-    record = TableRecord(
-        table=room.id,
-        game=room.spec.name,
-        closed=closed,
-        games=games,
-        log=zlib.compress(_record_encoder.encode(entries)),
-    )
-    return _record_encoder.encode(record)
-
-
-def players_seated(entries: list[bytes]) -> set[str]:
-    """Every player who ever took a seat at the table whose log this is."""
-    commands = (decode_entry(data) for data in entries)
-    return {entry.player for entry in commands if isinstance(entry.command, v1.JoinTable)}
-
-
-def decode_table_record(data: bytes) -> TableRecord:
-    """A table record from the bytes kept in the store."""
-    return _record_decoder.decode(data)
-
-
-def record_log(record: TableRecord) -> list[bytes]:
-    """The log entries a table record keeps (oldest first)."""
-    return _entries_decoder.decode(zlib.decompress(record.log))
 
 
 def joined(room: Room, player: str, request_id: int | None, seat: int | None) -> Answer:

@@ -1,0 +1,148 @@
+"""Failover: adopting tables whose host is gone, handing tables over, same-id takeover.
+
+Theory of operation
+-------------------
+While a table is moving (its lease lapsed, another node is adopting it, or the lease names a
+node that no longer has the room) its requests are answered ``moving``: retry shortly. Only a
+table that does not exist, or was closed, is ``not_found``. At start-up a node looks for tables
+its own earlier process (same node id, older incarnation) still holds and takes them over at
+once, instead of leaving them ``moving`` until the old leases lapse.
+
+Orphan scans run every :data:`ORPHAN_SCAN` seconds while a node was seen going (a handover
+announcement, a lease lost) and every :data:`FULL_SCAN` seconds otherwise, never closer than
+:data:`SCAN_GAP`. A table is adopted by taking its lease and rebuilding it from its log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import msgspec
+
+from server import bus
+from server.node.hosting import Lease, nap
+from server.stores import LeaseLost, StoreUnavailable
+from server.stores.base import table_channel
+from server.table.commands import (
+    LogEntry,
+    Resume,
+    execute,
+    rebuild,
+)
+from server.table.room import Room
+
+log = logging.getLogger("blackdrez.node")
+
+ORPHAN_SCAN = 0.5
+"""Seconds between looks for tables whose host died or handed them over (while likely)."""
+
+FULL_SCAN = 10.0
+"""Seconds between looks for orphans when no node was seen going."""
+
+SCAN_GAP = 0.25
+"""Seconds at least between two looks for orphans, however often something asks for one."""
+
+
+class Failover:
+    """Adoption of orphaned tables, handover at shutdown."""
+
+    async def _handover(self, room: Room) -> None:
+        """Give a room up to the other nodes (graceful shutdown with a shared store)."""
+        async with self._lock(room.id):
+            lease = self._leases.get(room.id)
+            self._unhost(room.id)
+            if lease is not None:
+                with contextlib.suppress(StoreUnavailable):
+                    await self.store.release_lease(room.id, lease.token)
+
+    def _scan_soon(self) -> None:
+        """Look for tables to adopt now, and often for a while."""
+        self._scan_until = asyncio.get_running_loop().time() + 2 * self.lease_ttl
+        self._scan_now.set()
+
+    async def _adopt_orphans(self) -> None:
+        """Adopt tables whose host died or handed them over: rebuild them from their logs.
+
+        Looking for orphans costs a look at every hosted table, so it is done often only
+        while it can find some: after a node stopped heartbeating or handed its tables over,
+        a table was found moving, or the store came back (until the leases have surely
+        lapsed), and otherwise every FULL_SCAN s.
+        """
+        loop = asyncio.get_running_loop()
+        known: set[str] = set()
+        next_full = loop.time()
+        while True:
+            await nap(ORPHAN_SCAN, self._scan_now)
+            self._scan_now.clear()
+            await self.store.health.wait_up()
+            now = loop.time()
+            try:
+                live = await self.store.live_nodes()
+                if known - live:
+                    self._scan_until = now + 2 * self.lease_ttl
+                known = live
+                if now >= self._scan_until and now < next_full:
+                    continue
+                if now >= next_full:
+                    next_full = now + FULL_SCAN
+                orphans = await self.store.adoptable_tables()
+            except StoreUnavailable:
+                continue
+            await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))
+            await asyncio.sleep(SCAN_GAP)
+
+    def _on_handover(self, data: bytes) -> None:
+        """Another node is handing its tables over: look for them now."""
+        try:
+            message = bus.decode(data)
+        except msgspec.DecodeError:
+            log.warning("undecodable handover message dropped")
+            return
+        if isinstance(message, bus.Handover):
+            self._scan_soon()
+
+    async def _try_adopt(self, table: str) -> None:
+        sent = asyncio.get_running_loop().time()
+        try:
+            token = await self.store.acquire_lease(table, self.lease_ttl)
+        except StoreUnavailable:
+            return  # the next scan tries again
+        if token is None:
+            return
+        lease = Lease(token, self._valid_until(sent))
+        try:
+            await self._adopt(table, lease)
+        except (StoreUnavailable, LeaseLost) as error:
+            log.debug("adopting %s failed: %r", table, error)
+        except Exception:
+            log.exception("adopting %s failed", table)
+        if self._leases.get(table) is not lease:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.release_lease(table, token)  # let the next scan try again
+
+    async def _adopt(self, table: str, lease: Lease) -> None:
+        entries = await self.store.read_log(table)
+        if not entries:  # its node died before it was created: nothing to host
+            await self.store.retire_table(table, lease.token, b"", self.record_retention)
+            return
+        room = rebuild(entries)
+        if room.status == "closed":  # closed, but its node died before retiring it
+            await self._retire(table, lease.token, entries)
+            return
+        async with self._lock(table):
+            self._host(room, entries, lease)
+            resume = LogEntry(now=self.clock(), command=Resume())
+            execute(room, resume)
+            resume.seq = room.seq  # after the presence events the resume made
+            broadcast, failure = await self._append_entry(room, resume)
+            if failure is not None:
+                self._unhost(table)  # never hosted without its resume: adopted again later
+                return
+            if table in self._remote_tables:
+                del self._remote_tables[table]  # local now: fan out directly
+                with contextlib.suppress(StoreUnavailable):
+                    await self.store.unsubscribe(table_channel(table), self._on_table_message)
+            log.info("adopted table %s at event %d", table, room.seq)
+            self._publish_change(room, broadcast)

@@ -1,0 +1,185 @@
+"""Fan-out: watchers of tables, updates to clients, following tables hosted elsewhere.
+
+Theory of operation
+-------------------
+A request's answer is an :class:`Answer`: the messages for the requester, and whether the requester
+now watches the table (with which seat) or stops watching it. Updates go to every watcher in
+the watcher's viewer class (the spectator's copy unless the seat's differs), encoded once per class
+and encoding; each watcher remembers the last event number it was sent, so no update is sent twice
+and a watcher that joins late starts right after its snapshot.
+
+
+A node with viewers of a table hosted elsewhere follows it on the table's channel, keeping its
+last :data:`RECENT_UPDATES` updates; after the bus was lost it catches every viewer up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+
+import msgspec
+
+from protocol import v1
+from protocol.codec import encode
+from protocol.errors import ErrorCode
+from server import bus
+from server.connection import Connection, Watch
+from server.node.hosting import STORE_RETRY
+from server.stores import StoreUnavailable
+from server.stores.base import table_channel
+from server.table.commands import (
+    ConnectionChanged,
+)
+from server.table.room import Broadcast
+
+log = logging.getLogger("blackdrez.node")
+
+RECENT_UPDATES = 64
+
+
+class Fanout:
+    """Watchers, updates to them, and following tables hosted elsewhere."""
+
+    async def _watch(self, client: Connection, table: str, seat: int | None, seq: int) -> None:
+        watch = Watch(seat, seq)
+        self.watchers.setdefault(table, {})[client] = client.tables[table] = watch
+        if table not in self.rooms:
+            await self._follow(table)
+            for broadcast in self._remote_tables[table]:
+                self._send_update(client, watch, broadcast, {})
+
+    async def _unwatch(self, client: Connection, table: str) -> None:
+        client.tables.pop(table, None)
+        watchers = self.watchers.get(table)
+        if watchers is not None:
+            watchers.pop(client, None)
+            if not watchers:
+                del self.watchers[table]
+        await self._unfollow_if_unwatched(table)
+
+    async def _follow(self, table: str) -> None:
+        """Subscribe to a remote table's updates (keeping the last few for late watchers)."""
+        if table not in self._remote_tables:
+            self._remote_tables[table] = collections.deque(maxlen=RECENT_UPDATES)
+            try:
+                await self.store.subscribe(table_channel(table), self._on_table_message)
+            except BaseException:
+                self._remote_tables.pop(table, None)  # not followed: the next try subscribes
+                raise
+
+    async def _unfollow_if_unwatched(self, table: str) -> None:
+        if table in self._remote_tables and not self.watchers.get(table):
+            del self._remote_tables[table]
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.unsubscribe(table_channel(table), self._on_table_message)
+
+    def _on_table_message(self, data: bytes) -> None:
+        try:
+            update = bus.decode(data)
+        except msgspec.DecodeError:
+            log.warning("undecodable table update dropped")
+            return
+        if not isinstance(update, bus.TableUpdate):
+            log.warning("unexpected %s on a table's channel", type(update).__name__)
+            return
+        broadcast = update.broadcast
+        recent = self._remote_tables.get(broadcast.table)
+        if recent is not None:
+            recent.append(broadcast)
+            self._fan_out(broadcast)
+            self._correct_presence(broadcast.table, update.away)
+
+    def _on_bus_recovered(self) -> None:
+        self._spawn(self._catch_up())
+
+    async def _catch_up(self) -> None:
+        """After a bus outage: what was published meanwhile is lost, so fetch what each local
+        viewer of a remote table missed, and give lobby watchers the whole list again."""
+        log.warning("bus back after an outage: catching viewers up")
+        await asyncio.gather(
+            *(
+                self._catch_up_viewer(client, table)
+                for table in list(self._remote_tables)
+                for client in list(self.watchers.get(table, {}))
+            )
+        )
+        if self.lobby_watchers:
+            with contextlib.suppress(StoreUnavailable):
+                tables = v1.Tables(tables=await self.list_tables())
+                for client in list(self.lobby_watchers):
+                    client.send(tables)
+
+    async def _catch_up_viewer(self, client: Connection, table: str) -> None:
+        """Resync one viewer of a remote table, retrying while its host is not reachable yet
+        (the host's own bus may come back later than this node's) or the table is moving."""
+        delays = STORE_RETRY.delays()
+        for _ in range(12):
+            watch = client.tables.get(table)
+            if watch is None or client.closing:
+                return
+            message = v1.Resync(table=table, since=watch.seq)
+            try:
+                answer = await self.route(client.player, client.name, table, message)
+            except (StoreUnavailable, TimeoutError):
+                answer = None
+            if answer is not None and not any(
+                isinstance(reply, v1.Error)
+                and reply.code in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING)
+                for reply in answer.replies
+            ):
+                await self._deliver_answer(client, answer)
+                return
+            await asyncio.sleep(next(delays))
+
+    def _correct_presence(self, table: str, away: list[int]) -> None:
+        """A table's host counts a player away (its new host counts everyone away until told
+        otherwise, and a player's old connection may close after they came back elsewhere):
+        tell it about the players still connected here."""
+        if not away:
+            return
+        for client, watch in list(self.watchers.get(table, {}).items()):
+            if watch.seat in away and not client.closing:
+                self._spawn(self._still_connected(client, table))
+
+    async def _still_connected(self, client: Connection, table: str) -> None:
+        message = ConnectionChanged(table=table, connected=True)
+        with contextlib.suppress(StoreUnavailable, TimeoutError):
+            await self.route(client.player, client.name, table, message)
+
+    def _fan_out(self, broadcast: Broadcast) -> None:
+        """Send one update to every local watcher of its table, encoded once per class."""
+        watchers = self.watchers.get(broadcast.table)
+        if not watchers:
+            return
+        frames: dict[tuple[int | None, bool], str | bytes] = {}
+        sent = 0
+        for client, watch in list(watchers.items()):
+            sent += self._send_update(client, watch, broadcast, frames)
+        self.metrics.messages_out.inc(sent)
+
+    @staticmethod
+    def _send_update(
+        client: Connection,
+        watch: Watch,
+        broadcast: Broadcast,
+        frames: dict[tuple[int | None, bool], str | bytes],
+    ) -> int:
+        """Send ``broadcast`` to one watcher unless its snapshot already covers it."""
+        if broadcast.seq < watch.seq or (broadcast.events and broadcast.seq == watch.seq):
+            return 0
+        first = broadcast.events[0].seq if broadcast.events else broadcast.seq + 1
+        if watch.seq >= first:
+            update = broadcast.for_seat(watch.seat)
+            update.events = [e for e in update.events if e.seq > watch.seq]
+            client.send(update)
+        else:
+            key = (broadcast.variant(watch.seat), client.binary)
+            frame = frames.get(key)
+            if frame is None:
+                frame = frames[key] = encode(broadcast.for_seat(watch.seat), client.binary)
+            client.send_frame(frame)
+        watch.seq = broadcast.seq
+        return 1

@@ -1,0 +1,477 @@
+"""Hosting: the rooms this node hosts, their leases, fenced log appends, timers, the outbox.
+
+Theory of operation
+-------------------
+A room is hosted while this node holds its lease. Every command is executed under the table's
+lock and appended to the table's log in the store (fenced by the lease's token and the position
+it must take) together with the update's announcement, before anyone hears of its effects; a
+failed append undoes the command by rebuilding the room from the log written so far.
+
+Fencing on the node's side: each hosted room has its lease's token and a local *validity
+deadline* (the event-loop time when the last successful acquisition or renewal was sent, plus the
+TTL, minus a margin): Redis cannot have let the lease lapse before then. Before serving any
+request from a room, and before running its timer, the node checks that deadline; past it (the
+process was paused, or renewals failed) it renews the lease first, fenced, and if the lease is
+gone it drops the room at once. A dropped room is never served from memory again: the table can
+only come back by adoption, rebuilt from its log. So a node resumed after a pause never answers
+from a stale copy, and its writes are refused by the store anyway (token and log position).
+
+Side effects outside the room (lobby record, player sets, scores, retirement of a closed table)
+go through one outbox task, in order, retried on :data:`STORE_RETRY` while the store is down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from protocol import v1
+from protocol.errors import ErrorCode
+from server import bus
+from server.node.routing import closed_answer, error_answer, moving_answer
+from server.retry import Backoff
+from server.stores import LeaseLost, StoreUnavailable
+from server.stores.base import LOBBY_CHANNEL, table_channel
+from server.table.commands import (
+    NEEDS_SEED,
+    Answer,
+    Create,
+    LogEntry,
+    Stop,
+    encode_entry,
+    execute,
+    new_room,
+    rebuild,
+    timer_entry,
+)
+from server.table.records import players_seated, table_record
+from server.table.room import Broadcast, Outcome, Room, RoomError
+
+log = logging.getLogger("blackdrez.node")
+
+LEASE_MARGIN = 0.1
+"""Share of the TTL a host does not count on: its clock and Redis's may run at slightly
+different rates, so it stops trusting a lease a little before Redis could let it lapse."""
+
+STORE_RETRY = Backoff(first=0.05, cap=2.0)
+"""The retry policy of the outbox and of a table whose log write failed."""
+
+
+def away_seats(broadcast: Broadcast) -> list[int]:
+    """The seats an update marks away."""
+    return [
+        numbered.event.seat
+        for numbered in broadcast.events
+        if isinstance(numbered.event, v1.PresenceChanged) and not numbered.event.connected
+    ]
+
+
+@dataclass
+class Lease:
+    """A lease this node holds: its fencing token, and until when (event-loop time) the node
+    may trust it without renewing it first."""
+
+    token: int
+    valid_until: float
+
+
+@dataclass
+class Publication:
+    """An outbox item: what a room change needs outside this process."""
+
+    room: Room
+    broadcast: Broadcast | None
+    outcome: Outcome
+    """Taken right after the logged change: a later command that fails and is undone must
+    not add its side effects to this one's."""
+    token: int
+    closing_log: list[bytes] | None = None
+    """The room's whole log when the change closed it (its game record is made from it)."""
+
+
+async def nap(seconds: float, wake: asyncio.Event) -> None:
+    """Sleep ``seconds``, or less if ``wake`` is set meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await wake.wait()
+
+
+class Hosting:
+    """The rooms hosted here, their leases, log appends, timers and outbox."""
+
+    def _lock(self, table: str) -> asyncio.Lock:
+        lock = self._locks.get(table)
+        if lock is None:
+            lock = self._locks[table] = asyncio.Lock()
+        return lock
+
+    def _valid_until(self, sent: float) -> float:
+        """Until when a lease acquired or renewed by a call sent at ``sent`` can be trusted."""
+        return sent + self.lease_ttl * (1 - LEASE_MARGIN)
+
+    async def _new_room(
+        self, game: str, host: str, options: v1.TableOptions, deal: int | None
+    ) -> Room:
+        """Create a room hosted here: leased, logged and listed before anyone hears of it."""
+        table_id = ("t" if game == "blackdrez" else "s") + secrets.token_hex(5)
+        create = Create(
+            table=table_id,
+            game=game,
+            host=host,
+            options=options,
+            listed=game == "blackdrez" and not options.private,
+            invite=secrets.token_urlsafe(6) if options.private else None,
+            deal=deal,
+        )
+        now = self.clock()
+        room = new_room(create, now)
+        first = encode_entry(LogEntry(now=now, command=create))
+        sent = asyncio.get_running_loop().time()
+        token = await self.store.acquire_lease(table_id, self.lease_ttl)
+        if token is None:
+            raise StoreUnavailable("a fresh table id was already leased")
+        await self.store.append_log(table_id, token, 1, first)
+        record = msgspec.msgpack.encode(room.info())
+        await self.store.put_table(table_id, self.id, record, room.listed, token)
+        self._host(room, [first], Lease(token, self._valid_until(sent)))
+        return room
+
+    def _host(self, room: Room, log_entries: list[bytes], lease: Lease) -> None:
+        self.rooms[room.id] = room
+        self._command_logs[room.id] = log_entries
+        self._leases[room.id] = lease
+        self.metrics.tables.labels(room.spec.name).inc()
+
+    def _unhost(self, table: str, *, keep_lease: bool = False) -> Room | None:
+        room = self.rooms.pop(table, None)
+        self._bots_named.pop(table, None)
+        self._command_logs.pop(table, None)
+        self._retry_at.pop(table, None)
+        if not keep_lease:
+            self._leases.pop(table, None)
+        timer = self._timers.pop(table, None)
+        if timer is not None:
+            timer.cancel()
+        if room is not None:
+            self.metrics.tables.labels(room.spec.name).dec()
+        return room
+
+    async def _lease_confirmed(self, table: str) -> bool:
+        """Whether this node may still serve ``table`` from memory: its lease's validity has not
+        run out, or a fenced renewal says the lease is still this node's. A lost lease drops
+        the room. Raises :class:`StoreUnavailable` if the renewal cannot be made."""
+        lease = self._leases.get(table)
+        if lease is None:
+            return False
+        loop = asyncio.get_running_loop()
+        if loop.time() < lease.valid_until:
+            return True
+        sent = loop.time()
+        lost = await self.store.renew_leases({table: lease.token}, self.lease_ttl)
+        if self._leases.get(table) is not lease:
+            return False
+        if table in lost:
+            self._drop_lost_table(table)
+            return False
+        lease.valid_until = self._valid_until(sent)
+        return True
+
+    async def _execute(
+        self, room: Room, player: str, name: str, message: Any, *, bot: bool = False
+    ) -> Answer:
+        """Run one command on a hosted room, log it, then let everyone see its effects.
+
+        The command runs synchronously; its log entry is written before any update, reply or
+        lobby change goes out. Nothing runs while the store is down, nor from a room whose lease
+        is not confirmed (see the module docstring). If the write fails the room is rebuilt
+        from its log as it was (nothing half-applied) and the requester gets ``unavailable``.
+        """
+        async with self._lock(room.id):
+            current = self.rooms.get(room.id)
+            if current is None:
+                return (
+                    closed_answer(message, room.id)
+                    if room.id in self._closing
+                    else moving_answer(message)
+                )
+            if not self.store.health.up:
+                return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
+            try:
+                if not await self._lease_confirmed(room.id):
+                    return moving_answer(message)
+            except StoreUnavailable:
+                return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
+            room = current  # it may have been rebuilt while this request waited
+            started = time.perf_counter()
+            if isinstance(message, v1.AddBots):
+                return self._add_bots(room, player, message)
+            entry = LogEntry(
+                now=self.clock(),
+                command=message,
+                player=player,
+                name=name,
+                bot=bot,
+                seed=self.seed_source() if isinstance(message, NEEDS_SEED) else None,
+            )
+            version = room.version
+            try:
+                answer = execute(room, entry)
+            except RoomError as error:
+                return error_answer(message, error.code, error.message)
+            if room.version == version:
+                return answer  # nothing changed: nothing to log or broadcast
+            entry.seq = room.seq
+            broadcast, failure = await self._append_entry(room, entry)
+            if failure is not None:
+                return error_answer(message, *failure)
+            self._publish_change(room, broadcast)
+            if isinstance(message, v1.Act):
+                self.metrics.action_latency.observe(time.perf_counter() - started)
+            return answer
+
+    async def _append_entry(
+        self, room: Room, entry: LogEntry
+    ) -> tuple[Broadcast | None, tuple[ErrorCode, str] | None]:
+        """Append ``entry`` to the room's log (fenced by its lease's token and the position it
+        must take), announcing the room's update to the other nodes in the same step; on
+        failure undo the command (or drop the room, if fenced out) and say why.
+
+        Returns the update (to fan out here) and the failure, if any.
+        """
+        data = encode_entry(entry)
+        entries = self._command_logs[room.id]
+        token = self._leases[room.id].token
+        broadcast = room.flush()
+        announce = None
+        if broadcast is not None and self.store.shared:
+            announce = bus.encode(bus.TableUpdate(broadcast=broadcast, away=away_seats(broadcast)))
+        try:
+            await self.store.append_log(
+                room.id, token, len(entries) + 1, data, table_channel(room.id), announce
+            )
+        except StoreUnavailable as error:
+            log.debug("logging a command of %s failed, undone: %s", room.id, error)
+            self._restore(room.id)
+            return None, (ErrorCode.UNAVAILABLE, "the store cannot be reached: try again")
+        except LeaseLost:
+            self._drop_lost_table(room.id)
+            return None, (ErrorCode.MOVING, "the table is moving to another node: try again")
+        except Exception:
+            log.exception("logging a command of %s failed, undone", room.id)
+            self._restore(room.id)
+            return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")
+        entries.append(data)
+        self._retry_at.pop(room.id, None)
+        return broadcast, None
+
+    def _restore(self, table: str) -> None:
+        """Undo an unlogged command: rebuild the room from the log written so far (once: its
+        timer then waits for the store, or for the retry backoff)."""
+        entries = self._command_logs[table]
+        lease = self._leases[table]
+        retry = self._retry_at.get(table)
+        self._unhost(table)
+        room = rebuild(entries)
+        self._host(room, entries, lease)
+        if retry is not None:
+            self._retry_at[table] = retry
+        self._set_timer(room)
+
+    def _drop_lost_table(self, table: str) -> None:
+        """Fenced out, or the lease is gone: stop hosting at once and never serve this copy
+        again; the table comes back only by adoption from its log (here or elsewhere)."""
+        lease = self._leases.get(table)
+        if self._unhost(table) is None:
+            return
+        log.warning("lease of %s lost: the table must be adopted again from its log", table)
+        if lease is not None:
+            # Still held by this process if only the log position was off: free it at once.
+            self._spawn(self.store.release_lease(table, lease.token))
+        self._scan_soon()
+        if self.watchers.get(table):
+            self._spawn(self._follow(table))
+
+    async def _keep_leases(self) -> None:
+        """Renew this node's leases (fenced); drop the rooms whose lease is gone."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await nap(self.lease_ttl / 3, self._renew_now)
+            self._renew_now.clear()
+            await self.store.health.wait_up()
+            held = {table: lease.token for table, lease in self._leases.items()}
+            sent = loop.time()
+            try:
+                lost = await self.store.renew_leases(held, self.lease_ttl)
+            except StoreUnavailable:
+                continue
+            for table, token in held.items():
+                lease = self._leases.get(table)
+                if lease is None or lease.token != token:
+                    continue  # dropped or adopted again meanwhile
+                if table in lost:
+                    if table in self.rooms:
+                        self._drop_lost_table(table)
+                    else:
+                        self._leases.pop(table, None)  # a table being retired: another node does
+                else:
+                    lease.valid_until = max(lease.valid_until, self._valid_until(sent))
+
+    async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
+        """Write a closed table's game record in place of its log, for good."""
+        record = table_record(entries, self.clock())
+        players = players_seated(entries)
+        await self.store.retire_table(table, token, record, self.record_retention, players)
+
+    def _publish_change(self, room: Room, broadcast: Broadcast | None = None) -> None:
+        """After a room changed: fan its update out here, queue the rest, re-arm its timer.
+
+        ``broadcast`` is the update already announced with the log entry; without one, the
+        room's pending changes are flushed here (they were not logged: closing at shutdown).
+        A closed room is let go at once: it refuses everything from now on.
+        """
+        if broadcast is None:
+            broadcast = room.flush()
+        if broadcast is not None:
+            self._fan_out(broadcast)
+            self._correct_presence(broadcast.table, away_seats(broadcast))
+        token = self._leases[room.id].token
+        outcome = room.take_outcome()
+        if room.status == "closed":
+            closing_log = self._command_logs[room.id]
+            self._unhost(room.id, keep_lease=True)
+            self._closing.add(room.id)
+            self._outbox.put_nowait(Publication(room, broadcast, outcome, token, closing_log))
+            return
+        self._outbox.put_nowait(Publication(room, broadcast, outcome, token))
+        self._set_timer(room)
+
+    def _set_timer(self, room: Room) -> None:
+        """Set the room's one timer for its next deadline (replacing any other): a plain timer,
+        or, while the store is down, a wait for it to be back."""
+        timer = self._timers.pop(room.id, None)
+        if timer is not None:
+            timer.cancel()
+        deadline = room.next_deadline()
+        if deadline is None or room.status == "closed":
+            return
+        if not self.store.health.up:
+            self._timers[room.id] = self._spawn(self._set_timer_when_store_is_up(room))
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, deadline - self.clock())
+        retry = self._retry_at.get(room.id)
+        if retry is not None:
+            delay = max(delay, retry[0] - loop.time())
+        self._timers[room.id] = loop.call_later(delay, self._on_timer, room)
+
+    async def _set_timer_when_store_is_up(self, room: Room) -> None:
+        await self.store.health.wait_up()
+        if self._timers.get(room.id) is asyncio.current_task():
+            del self._timers[room.id]
+        if self.rooms.get(room.id) is room:
+            self._set_timer(room)
+
+    def _on_timer(self, room: Room) -> None:
+        self._timers.pop(room.id, None)
+        if self.rooms.get(room.id) is room:
+            self._spawn(self._tick(room))
+
+    async def _tick(self, room: Room) -> None:
+        """Run a due timer as a logged command (only if it changed anything)."""
+        async with self._lock(room.id):
+            if self.rooms.get(room.id) is not room:
+                return
+            try:
+                confirmed = await self._lease_confirmed(room.id)
+            except StoreUnavailable:
+                self._set_timer(room)  # waits for the store
+                return
+            if not confirmed:
+                return
+            version = room.version
+            entry = timer_entry(room, self.clock())
+            if isinstance(entry.command, Stop):
+                self.metrics.tables_stopped.inc()
+                log.error("table %s stopped: its timer fires faster than any game can", room.id)
+            execute(room, entry)
+            if room.version == version:
+                self._set_timer(room)
+                return
+            entry.seq = room.seq
+            broadcast, failure = await self._append_entry(room, entry)
+            if failure is not None:
+                # Undone (and re-armed), or dropped: a rebuilt room waits for the store to be
+                # back, then for the backoff, before its timer tries again.
+                rebuilt = self.rooms.get(room.id)
+                if rebuilt is not None:
+                    loop = asyncio.get_running_loop()
+                    _, delays = self._retry_at.get(room.id, (0.0, STORE_RETRY.delays()))
+                    self._retry_at[room.id] = (loop.time() + next(delays), delays)
+                    self._set_timer(rebuilt)
+                return
+            self._publish_change(room, broadcast)
+
+    async def _settled(self, timeout: float = 2.0) -> None:
+        """Wait until what this node queued for the store has been written."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._outbox.join(), timeout)
+
+    async def _drain_outbox(self) -> None:
+        """Do, in order, what a room change needs outside this process: store and bus. While
+        the store is down an item waits for it (on the shared backoff), in order."""
+        while True:
+            item = await self._outbox.get()
+            try:
+                delays = STORE_RETRY.delays()
+                while True:
+                    try:
+                        await self._publish(item)
+                        break
+                    except StoreUnavailable:
+                        await self.store.health.wait_up()
+                        await asyncio.sleep(next(delays))
+            except LeaseLost:
+                lease = self._leases.get(item.room.id)
+                if lease is not None and lease.token == item.token:
+                    self._drop_lost_table(item.room.id)
+                    self._leases.pop(item.room.id, None)
+            except Exception:
+                log.exception("publishing an update of %s failed", item.room.id)
+            finally:
+                if item.closing_log is not None:
+                    self._closing.discard(item.room.id)
+                    self._locks.pop(item.room.id, None)
+                    lease = self._leases.get(item.room.id)
+                    if lease is not None and lease.token == item.token:
+                        del self._leases[item.room.id]
+                self._outbox.task_done()
+
+    async def _publish(self, item: Publication) -> None:
+        """One outbox item; may be called again after :class:`StoreUnavailable` (idempotent)."""
+        room, broadcast, outcome, store = item.room, item.broadcast, item.outcome, self.store
+        for player, name, score in outcome.scores:
+            await store.submit_score(room.spec.name, player, name, score)
+        if item.closing_log is not None:
+            await self._retire(room.id, item.token, item.closing_log)
+            if room.listed:
+                removed = bus.LobbyChanged(update=v1.LobbyUpdate(removed=[room.id]))
+                with contextlib.suppress(StoreUnavailable):  # listings drop it anyway
+                    await store.publish(LOBBY_CHANNEL, bus.encode(removed))
+            return
+        for player in outcome.seated:
+            await store.add_player_table(player, room.id)
+        for player in outcome.unseated:
+            await store.remove_player_table(player, room.id)
+        if broadcast is not None and broadcast.info is not None:
+            record = msgspec.msgpack.encode(broadcast.info)
+            await store.put_table(room.id, self.id, record, room.listed, item.token)
+            if room.listed:
+                changed = v1.LobbyUpdate(tables=[broadcast.info])
+                await store.publish(LOBBY_CHANNEL, bus.encode(bus.LobbyChanged(update=changed)))

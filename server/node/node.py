@@ -1,0 +1,245 @@
+"""The Node: one server process's share of the game world, wired from its parts.
+
+Theory of operation
+-------------------
+:class:`Node` holds the state every part shares (hosted rooms, leases, watchers, connections,
+timers, the outbox) and runs the node's periodic work (the bus subscriptions, heartbeat, lease
+renewals, orphan scans, the sweeper for rooms that should close). Everything else is in the
+mixins it is made of: hosting, routing, failover, fan-out and lobby (see ``server.node``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+from games.shuffle import new_seed
+from protocol import v1
+from protocol.errors import ErrorCode
+from server import bus
+from server.connection import Connection, Watch
+from server.metrics import Metrics
+from server.node.failover import Failover
+from server.node.fanout import Fanout
+from server.node.hosting import Hosting, Lease, Publication
+from server.node.lobby import Lobby
+from server.node.routing import Routing, error_answer
+from server.stores import LeaseLost, Store, StoreUnavailable
+from server.stores.base import LOBBY_CHANNEL, node_channel
+from server.table.commands import (
+    Answer,
+    ConnectionChanged,
+)
+from server.table.room import Broadcast, Room, RoomError
+
+log = logging.getLogger("blackdrez.node")
+
+LEASE_TTL = 3.0
+"""Seconds a table's lease lasts unless its host renews it (three times per TTL)."""
+
+RECORD_RETENTION = 24 * 3600.0
+"""Seconds a closed table's game record stays in the store (for audits and replays)."""
+
+SWEEP_INTERVAL = 5.0
+"""Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
+
+
+def _no_bots(table: str, strategy: str, invite: str | None, name: str) -> None:
+    raise RoomError(ErrorCode.UNAVAILABLE, "this node cannot start bots")
+
+
+class Node(Hosting, Routing, Failover, Fanout, Lobby):
+    """One server process's share of the game world (see ``server.node``)."""
+
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        *,
+        seed_source: Callable[[], str] = new_seed,
+        clock: Callable[[], float] = time.time,
+        lease_ttl: float = LEASE_TTL,
+        record_retention: float = RECORD_RETENTION,
+    ) -> None:
+        self.store = store
+        self.id = store.node_id
+        self.metrics = metrics
+        self.seed_source = seed_source
+        self.clock = clock
+        self.lease_ttl = lease_ttl
+        self.record_retention = record_retention
+        self.stopping = False
+        self._scan_until = 0.0
+        self._scan_now = asyncio.Event()
+        self._renew_now = asyncio.Event()
+        self.rooms: dict[str, Room] = {}
+        self._command_logs: dict[str, list[bytes]] = {}
+        """Per hosted room, its log as written: what a failed write is undone from."""
+        self._leases: dict[str, Lease] = {}
+        """Per hosted room (and room being retired), the lease this node holds."""
+        self._closing: set[str] = set()
+        """Tables closed here whose retirement is not yet written: ``not_found`` already."""
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.watchers: dict[str, dict[Connection, Watch]] = {}
+        self.lobby_watchers: set[Connection] = set()
+        self.clients: dict[str, Connection] = {}
+        self._timers: dict[str, asyncio.TimerHandle | asyncio.Task[None]] = {}
+        """At most one pending timer per hosted room (a timer, or a wait for the store)."""
+        self._retry_at: dict[str, tuple[float, Iterator[float]]] = {}
+        """Rooms whose last timer write failed: not before when to try again, and the backoff."""
+        self._outbox: asyncio.Queue[Publication] = asyncio.Queue()
+        self._pending: dict[int, asyncio.Future[Answer]] = {}
+        self._rids = itertools.count(1)
+        self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
+        """Tables hosted elsewhere that this node follows, with their last few updates."""
+        self._tasks: list[asyncio.Task[None]] = []
+        self._spawned: set[asyncio.Task[Any]] = set()
+        """One-off tasks, kept until done so none is lost and every failure is logged."""
+        self.spawn_bot: Callable[[str, str, str | None, str], None] = _no_bots
+        """Starts one bot client ``(table, strategy, invite, name)`` (set by the server, which
+        knows its own address)."""
+        self._bots_named: dict[str, int] = {}
+        """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
+
+    async def start(self) -> None:
+        """Subscribe to this node's channels, start the background work, and take over at once
+        the tables an earlier process of this node left (same node id)."""
+        self.store.on_bus_recovered = self._on_bus_recovered
+        self.store.health.listeners.append(self._on_store_back)
+        await self.store.subscribe(node_channel(self.id), self._on_node_message)
+        await self.store.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
+        await self.store.subscribe(bus.HANDOVER_CHANNEL, self._on_handover)
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._drain_outbox()),
+            loop.create_task(self._heartbeat()),
+            loop.create_task(self._keep_leases()),
+            loop.create_task(self._adopt_orphans()),
+            loop.create_task(self._sweep()),
+        ]
+        self._scan_soon()
+
+    async def stop(self, reason: str = "server shutting down") -> None:
+        """Stop hosting: hand every room over to the other nodes when the store is shared
+        (they adopt it from its log at once), else close it. Then stop the background work."""
+        self.stopping = True
+        drain, *others = self._tasks
+        for task in others:
+            task.cancel()
+        for timer in self._timers.values():
+            timer.cancel()
+        handed_over = False
+        for room in list(self.rooms.values()):
+            if self.store.shared:
+                await self._handover(room)
+                handed_over = True
+            else:
+                async with self._lock(room.id):
+                    room.close(reason)
+                    self._publish_change(room)
+        if handed_over:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.publish(
+                    bus.HANDOVER_CHANNEL, bus.encode(bus.Handover(node=self.id))
+                )
+        await self._settled()
+        drain.cancel()
+        for task in list(self._spawned):
+            task.cancel()
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coroutine`` as a task that is kept until done and whose failure is logged."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._spawned.add(task)
+        task.add_done_callback(self._reap)
+        return task
+
+    def _reap(self, task: asyncio.Task[Any]) -> None:
+        self._spawned.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if isinstance(error, StoreUnavailable | TimeoutError | LeaseLost):
+            log.debug("background task %s gave up: %r", task.get_coro(), error)
+        elif error is not None:
+            log.error("background task %s failed", task.get_coro(), exc_info=error)
+
+    async def _sweep(self) -> None:
+        """Close every hosted room the rules say should be closed, in case its timer did not."""
+        while True:
+            await asyncio.sleep(SWEEP_INTERVAL)
+            now = self.clock()
+            for room in [r for r in self.rooms.values() if r.should_close(now)]:
+                await self._tick(room)
+
+    async def _heartbeat(self) -> None:
+        """Tell the other nodes this one is alive (they look for orphans when one goes)."""
+        while True:
+            await self.store.health.wait_up()
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.heartbeat(self.lease_ttl)
+            await asyncio.sleep(self.lease_ttl / 3)
+
+    def _on_store_back(self) -> None:
+        """The store answers again: renew leases and look for orphans now, not at the next
+        period (every lease may have lapsed meanwhile)."""
+        self._renew_now.set()
+        self._scan_soon()
+
+    def attach(self, client: Connection) -> Connection | None:
+        """Register a greeted client; return the older connection of the same player, if any."""
+        older = self.clients.get(client.player)
+        self.clients[client.player] = client
+        self.metrics.connections.set(len(self.clients))
+        return older
+
+    async def detach(self, client: Connection) -> None:
+        """Forget a closed client: its tables learn that the player is away."""
+        if self.clients.get(client.player) is client:
+            del self.clients[client.player]
+        self.metrics.connections.set(len(self.clients))
+        self.lobby_watchers.discard(client)
+        for table, watch in list(client.tables.items()):
+            await self._unwatch(client, table)
+            if self.stopping or self.clients.get(client.player) is not None:
+                continue  # handed over (the new host counts everyone away), or back already
+            message: Any = (
+                ConnectionChanged(table=table, connected=False)
+                if watch.seat is not None
+                else v1.LeaveTable(table=table)
+            )
+            with contextlib.suppress(StoreUnavailable, RoomError, TimeoutError):
+                await self.route(client.player, client.name, table, message)
+
+    async def handle(self, client: Connection, message: Any) -> None:
+        """Serve one decoded request from ``client``."""
+        try:
+            answer = await self._dispatch(client, message)
+        except StoreUnavailable as error:
+            log.debug("%s failed, the store is unavailable: %s", type(message).__name__, error)
+            answer = error_answer(
+                message, ErrorCode.UNAVAILABLE, "the lobby store cannot be reached"
+            )
+        except TimeoutError:
+            answer = error_answer(message, ErrorCode.UNAVAILABLE, "the table's node did not answer")
+        except Exception:
+            log.exception("request %r failed", message)
+            answer = error_answer(message, ErrorCode.INTERNAL, "the server failed on this request")
+        await self._deliver_answer(client, answer)
+
+    async def _deliver_answer(self, client: Connection, answer: Answer) -> None:
+        if answer.watch is not None:
+            table, seat, seq = answer.watch
+            await self._watch(client, table, seat, seq)
+        for reply in answer.replies:
+            if isinstance(reply, v1.Error):
+                self.metrics.errors.labels(reply.code).inc()
+            client.send(reply)
+        if answer.unwatch is not None:
+            await self._unwatch(client, answer.unwatch)

@@ -1,0 +1,191 @@
+"""Routing: each client request answered here, or forwarded to the node hosting its table.
+
+Theory of operation
+-------------------
+:meth:`Routing._dispatch` answers what needs no table (lobby, solitaire start, leaderboards) and
+hands table requests to :meth:`Routing.route`: a table hosted here runs the command locally; one
+hosted elsewhere (per the store's whereabouts) is forwarded as a ``bus.Request`` on the host's
+node channel and its ``bus.Reply`` relayed, within :data:`REMOTE_TIMEOUT`. A forwarded request
+is served by the host as if its client were connected there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import msgspec
+
+from protocol import v1
+from protocol.errors import ErrorCode
+from server import bus
+from server.connection import Connection
+from server.stores import StoreUnavailable
+from server.stores.base import Whereabouts, node_channel
+from server.table.commands import (
+    Answer,
+    Begin,
+    joined,
+)
+
+log = logging.getLogger("blackdrez.node")
+
+REMOTE_TIMEOUT = 3.0
+
+SOLITAIRE_GRACE = 3600.0
+
+
+def error_answer(request: Any, code: ErrorCode, message: str) -> Answer:
+    return Answer(replies=[v1.Error(id=getattr(request, "id", None), code=code, message=message)])
+
+
+def moving_answer(request: Any) -> Answer:
+    return error_answer(request, ErrorCode.MOVING, "the table is moving to another node: try again")
+
+
+def closed_answer(request: Any, table: str) -> Answer:
+    return error_answer(request, ErrorCode.NOT_FOUND, f"table {table!r} is closed")
+
+
+def refused(answer: Answer) -> bool:
+    return any(isinstance(reply, v1.Error) for reply in answer.replies)
+
+
+class Routing:
+    """Requests handled here or forwarded to the table's host."""
+
+    async def _dispatch(self, client: Connection, message: Any) -> Answer:
+        now = self.clock()
+        match message:
+            case v1.Ping():
+                return Answer(replies=[v1.Pong(id=message.id, time=now)])
+            case v1.ListTables() | v1.WatchLobby():
+                tables = await self.list_tables()
+                if isinstance(message, v1.WatchLobby):
+                    client.lobby = True
+                    self.lobby_watchers.add(client)
+                return Answer(replies=[v1.Tables(id=message.id, tables=tables)])
+            case v1.UnwatchLobby():
+                client.lobby = False
+                self.lobby_watchers.discard(client)
+                return Answer(replies=[v1.Ok(id=message.id)])
+            case v1.CreateTable():
+                problems = message.options.problems()
+                if problems:
+                    return error_answer(message, ErrorCode.BAD_MESSAGE, "; ".join(problems))
+                return await self._create_and_sit(client, message.options, message.id)
+            case v1.QuickJoin():
+                return await self._quick_join(client, message)
+            case v1.StartSolitaire():
+                options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
+                room = await self._new_room(message.game, client.player, options, message.deal)
+                for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
+                    answer = await self._execute(room, client.player, client.name, step)
+                    if refused(answer):
+                        return answer  # the store failed: the error says why
+                room = self.rooms.get(room.id, room)
+                return joined(room, client.player, message.id, 0)
+            case v1.GetLeaderboard():
+                await self._settled()  # read your own writes: scores of games just finished
+                limit = message.limit
+                rows = await self.store.top_scores(message.game, limit)
+                entries = [
+                    v1.LeaderboardEntry(rank=i + 1, player=p, name=n, score=s)
+                    for i, (p, n, s) in enumerate(rows)
+                ]
+                return Answer(
+                    replies=[v1.Leaderboard(id=message.id, game=message.game, entries=entries)]
+                )
+            case v1.Hello():
+                return error_answer(
+                    message, ErrorCode.ALREADY_GREETED, "hello was already answered"
+                )
+            case _:
+                table = getattr(message, "table", None)
+                if not isinstance(table, str):
+                    return error_answer(message, ErrorCode.UNKNOWN_TYPE, "unknown request")
+                return await self.route(client.player, client.name, table, message, bot=client.bot)
+
+    async def route(
+        self, player: str, name: str, table: str, message: Any, *, bot: bool = False
+    ) -> Answer:
+        """Execute a table request here if this node hosts the table, else forward it to the
+        table's host; ``moving`` while it has none, ``not_found`` if it does not exist."""
+        room = self.rooms.get(table)
+        if room is not None:
+            return await self._execute(room, player, name, message, bot=bot)
+        if table in self._closing:
+            return closed_answer(message, table)
+        place = await self.store.locate(table)
+        if place.where is Whereabouts.CLOSED:
+            return closed_answer(message, table)
+        if place.where is Whereabouts.UNKNOWN:
+            return error_answer(message, ErrorCode.NOT_FOUND, f"no table {table!r}")
+        if place.where is Whereabouts.MOVING or place.node == self.id or place.node is None:
+            self._scan_soon()  # an orphan, or this node's own (from its earlier process)
+            return moving_answer(message)
+        if isinstance(message, v1.JoinTable | v1.Spectate | v1.Resync):
+            await self._follow(table)  # before the request, so no update can slip between
+        try:
+            return await self._forward(place.node, player, name, table, message, bot)
+        finally:
+            await self._unfollow_if_unwatched(table)
+
+    async def _forward(
+        self, host: str, player: str, name: str, table: str, message: Any, bot: bool
+    ) -> Answer:
+        rid = next(self._rids)
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = future
+        try:
+            request = bus.Request(
+                origin=self.id,
+                rid=rid,
+                player=player,
+                name=name,
+                table=table,
+                message=message,
+                bot=bot,
+            )
+            await self.store.publish(node_channel(host), bus.encode(request))
+            return await asyncio.wait_for(future, REMOTE_TIMEOUT)
+        finally:
+            self._pending.pop(rid, None)
+
+    def _on_node_message(self, data: bytes) -> None:
+        try:
+            message = bus.decode(data)
+        except msgspec.DecodeError:
+            log.warning("undecodable bus message dropped")
+            return
+        match message:
+            case bus.Reply():
+                future = self._pending.get(message.rid)
+                if future is not None and not future.done():
+                    future.set_result(message.answer)
+            case bus.Request():
+                self._spawn(self._serve_forward(message))
+            case _:
+                log.warning("unexpected %s on this node's channel", type(message).__name__)
+
+    async def _serve_forward(self, request: bus.Request) -> None:
+        message = request.message
+        room = self.rooms.get(request.table)
+        if room is None:
+            closed = request.table in self._closing
+            answer = closed_answer(message, request.table) if closed else moving_answer(message)
+        else:
+            try:
+                answer = await self._execute(
+                    room, request.player, request.name, message, bot=request.bot
+                )
+            except Exception:
+                log.exception("forwarded request %r failed", message)
+                answer = error_answer(
+                    message, ErrorCode.INTERNAL, "the server failed on this request"
+                )
+        reply = bus.Reply(rid=request.rid, answer=answer)
+        with contextlib.suppress(StoreUnavailable):
+            await self.store.publish(node_channel(request.origin), bus.encode(reply))

@@ -1,0 +1,7 @@
+"""The table core: one table as plain data and synchronous code, no I/O, no asyncio.
+
+``lifecycle`` (statuses, transitions, what each status allows), ``room`` (seats, engine, kept
+events, deadlines, broadcasts), ``commands`` (the logged commands, executing one, rebuilding a
+room from its log) and ``records`` (what a closed table leaves). The node (``server.node``)
+runs these under asyncio; the tests drive them directly (``tests/server/harness.py``).
+"""
