@@ -156,7 +156,7 @@ async def your_turn_at_a_full_table(page: Page, games: int = 5) -> None:
     the viewer's value is ever the lowest: then the host plays again with the same bots."""
     for _ in range(games):
         await page.wait_for_function(
-            "!document.querySelector('#withdraw')?.disabled"
+            "document.querySelector('#withdraw')?.disabled === false"
             " || document.querySelector('#play-again') !== null",
             timeout=60000,
             polling=100,
@@ -210,11 +210,7 @@ async def test_on_a_phone_the_action_bar_is_in_view_on_your_turn(new_page, scree
     await create_table(host, "Pocket", seats=6, max_rounds=None, pause=1)
     await add_bots(host, 5)
     await host.locator("#start").click()
-    await host.wait_for_function(
-        "document.querySelector('#withdraw') && !document.querySelector('#withdraw').disabled",
-        timeout=60000,
-        polling=100,
-    )
+    await your_turn_at_a_full_table(host)
     await settled(host)
     # Wherever the player has scrolled to, the buttons are on screen.
     for scrolled in (0, 400, 10_000):
