@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from server.testing.redis_cluster import LocalCluster
 from tests.redis_server import RedisServer
 
 
@@ -29,3 +30,20 @@ def redis_url_clean(redis_url: str) -> str:
     with redis.Redis.from_url(redis_url) as client:
         client.flushall()
     return redis_url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalCluster]:
+    """One real Redis Cluster (3 masters, 3 replicas) for the session; tests must not kill its
+    nodes (a test that does starts a cluster of its own)."""
+    with LocalCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def redis_cluster_url_clean(redis_cluster: LocalCluster) -> str:
+    """The session cluster's ``redis+cluster://`` URL, every master emptied first."""
+    for index in redis_cluster.master_indexes():
+        with redis.Redis(port=redis_cluster.nodes[index].port) as client:
+            client.flushall()
+    return redis_cluster.url

@@ -22,6 +22,7 @@ from server.stores.base import (
     node_channel,
     table_channel,
 )
+from server.stores import open_store
 from server.stores.memory import MemoryStore
 from server.stores.redis import RedisStore
 from tests.redis_server import RedisServer
@@ -78,13 +79,16 @@ async def open_redis_store(redis_url_clean: str) -> AsyncIterator[OpenRedisStore
         await store.close()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    """A started store of each kind, empty, for node ``node-a``."""
+    """A started store of each kind, empty, for node ``node-a``: in memory, on one Redis, on
+    a Redis Cluster of three masters and three replicas."""
     if request.param == "memory":
         started: Store = MemoryStore("node-a")
-    else:
+    elif request.param == "redis":
         started = RedisStore(request.getfixturevalue("redis_url_clean"), "node-a")
+    else:
+        started = open_store(request.getfixturevalue("redis_cluster_url_clean"), "node-a")
     await started.start()
     yield started
     await started.close()

@@ -61,13 +61,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import redis.asyncio as aioredis
 import redis.exceptions
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.commands.core import AsyncScript
 
 from server.retry import Backoff
 from server.stores.base import (
@@ -86,10 +88,14 @@ UNREACHABLE = (
     redis.exceptions.ConnectionError,  # includes "no connection available" from a full pool
     redis.exceptions.TimeoutError,
     redis.exceptions.ReadOnlyError,
+    redis.exceptions.ClusterError,  # a cluster refusing a slot mid-failover (CLUSTERDOWN)...
+    redis.exceptions.TryAgainError,  # ...or mid-resharding
+    redis.exceptions.SlotNotCoveredError,
     TimeoutError,
     OSError,
 )
-"""What a lost, refused or stalled connection raises (or a replica refusing writes mid-failover)."""
+"""What a lost, refused or stalled connection raises (or a replica refusing writes mid-failover,
+or a Redis Cluster whose slot has no master for a moment)."""
 
 POOL_SIZE = 64
 """Connections to Redis per node, beside the pub/sub one."""
@@ -274,18 +280,19 @@ class RedisStore(Store):
 
     shared = True
 
-    def __init__(self, url: str, node_id: str) -> None:
+    def __init__(
+        self, url: str, node_id: str, *, wait_replicas: int = 0, wait_timeout_ms: int = 100
+    ) -> None:
         super().__init__(node_id)
-        # A bounded pool that makes a burst of commands wait for a connection (for at most
-        # COMMAND_TIMEOUT) instead of failing with "too many connections".
-        pool = aioredis.BlockingConnectionPool.from_url(
-            url,
-            max_connections=POOL_SIZE,
-            timeout=COMMAND_TIMEOUT,
-            socket_connect_timeout=CONNECT_TIMEOUT,
-            socket_timeout=COMMAND_TIMEOUT,
-        )
-        self._redis = aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
+        if wait_replicas < 0 or not 0 < wait_timeout_ms < COMMAND_TIMEOUT * 1000:
+            raise ValueError(
+                "wait_replicas must be 0 or more and wait_timeout_ms between 1 and "
+                f"{int(COMMAND_TIMEOUT * 1000) - 1}"
+            )
+        self.wait_replicas = wait_replicas
+        """Replicas that must hold a log entry before :meth:`append_log` returns (0: none)."""
+        self.wait_timeout_ms = wait_timeout_ms
+        self._redis: Any = self._client(url)
         self._heartbeat = self._redis.register_script(HEARTBEAT_SCRIPT)
         self._live_nodes = self._redis.register_script(LIVE_NODES_SCRIPT)
         self._submit_score = self._redis.register_script(SUBMIT_SCORE_SCRIPT)
@@ -297,7 +304,7 @@ class RedisStore(Store):
         self._release = self._redis.register_script(RELEASE_SCRIPT)
         self._retire = self._redis.register_script(RETIRE_SCRIPT)
         self._locate = self._redis.register_script(LOCATE_SCRIPT)
-        self._pubsub: PubSub = self._redis.pubsub()
+        self._pubsub: PubSub = self._new_pubsub()
         self._handlers: dict[str, list[Handler]] = {}
         self._confirmations: dict[str, asyncio.Future[None]] = {}
         self._subscriptions = asyncio.Lock()
@@ -306,6 +313,42 @@ class RedisStore(Store):
         self._attempt_failed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
         self.health.listeners.append(self._retry_now.set)
+
+    def _client(self, url: str) -> aioredis.Redis:
+        """The command client for ``url`` (fails fast: no retries, short timeouts)."""
+        # A bounded pool that makes a burst of commands wait for a connection (for at most
+        # COMMAND_TIMEOUT) instead of failing with "too many connections".
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url,
+            max_connections=POOL_SIZE,
+            timeout=COMMAND_TIMEOUT,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=COMMAND_TIMEOUT,
+        )
+        return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
+
+    def _new_pubsub(self) -> PubSub:
+        """The pub/sub link (made once: it reconnects to the same server)."""
+        return self._redis.pubsub()
+
+    async def _pubsub_for_next_attempt(self) -> PubSub:
+        """The pub/sub link the reader should connect next (the same one, for one server)."""
+        return self._pubsub
+
+    @staticmethod
+    def _queue_script(
+        pipe: Any, script: AsyncScript, keys: Sequence[str], args: Sequence[Any]
+    ) -> None:
+        """Queue a script call in a pipeline. EVAL sends the body (a few hundred bytes) but
+        needs no SCRIPT EXISTS round trip first, and works where EVALSHA could meet a server
+        that never saw the script (a promoted replica, another cluster node)."""
+        pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
+
+    async def _queue_wait(self, pipe: Any, key: str) -> Callable[[], bool]:
+        """Queue ``WAIT`` on the connection that carries the write of ``key`` just queued;
+        return a check that the write did go there (always true with one server)."""
+        pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms)
+        return lambda: True
 
     @contextlib.contextmanager
     def _reaching(self) -> Iterator[None]:
@@ -382,8 +425,9 @@ class RedisStore(Store):
         return node.decode(), record
 
     async def remove_table(self, table_id: str) -> None:
+        # The lobby set lives in another slot: not one transaction (listings drop stale ids).
         with self._reaching():
-            async with self._redis.pipeline(transaction=True) as pipe:
+            async with self._redis.pipeline(transaction=False) as pipe:
                 pipe.delete(table_key(table_id))
                 pipe.srem(LOBBY_KEY, table_id)
                 await pipe.execute()
@@ -425,10 +469,11 @@ class RedisStore(Store):
         with self._reaching():
             async with self._redis.pipeline(transaction=False) as pipe:
                 for table_id in tables:
-                    await self._renew(
-                        keys=[lease_key(table_id)],
-                        args=[self._holder(leases[table_id]), int(ttl * 1000)],
-                        client=pipe,
+                    self._queue_script(
+                        pipe,
+                        self._renew,
+                        [lease_key(table_id)],
+                        [self._holder(leases[table_id]), int(ttl * 1000)],
                     )
                 held = await pipe.execute()
         return {t for t, ok in zip(tables, held, strict=True) if not ok}
@@ -459,7 +504,7 @@ class RedisStore(Store):
                 return []
             async with self._redis.pipeline(transaction=False) as pipe:
                 for table_id in hosted:
-                    await self._locate(keys=self._locate_keys(table_id), client=pipe)
+                    self._queue_script(pipe, self._locate, self._locate_keys(table_id), [])
                 found = await pipe.execute()
             places = {t: self._location(f) for t, f in zip(hosted, found, strict=True)}
             gone = [t for t, p in places.items() if p.where in (CLOSED, UNKNOWN)]
@@ -481,6 +526,10 @@ class RedisStore(Store):
         channel: str = "",
         announce: bytes | None = None,
     ) -> None:
+        keys = [lease_key(table_id), log_key(table_id)]
+        if self.wait_replicas:
+            await self._append_durably(table_id, token, position, entry, channel, announce)
+            return
         args = [
             self._holder(token),
             position,
@@ -489,11 +538,51 @@ class RedisStore(Store):
             announce or b"",
         ]
         with self._reaching():
-            written = await self._append(keys=[lease_key(table_id), log_key(table_id)], args=args)
+            written = await self._append(keys=keys, args=args)
+        self._check_appended(table_id, token, position, written)
+
+    @staticmethod
+    def _check_appended(table_id: str, token: int, position: int, written: int) -> None:
         if written == 0:
             raise LeaseLost(f"{table_id}: the lease is not held with token {token}")
         if written < 0:
             raise LeaseLost(f"{table_id}: the log is not at entry {position - 1}")
+
+    async def _append_durably(
+        self,
+        table_id: str,
+        token: int,
+        position: int,
+        entry: bytes,
+        channel: str,
+        announce: bytes | None,
+    ) -> None:
+        """The append, then ``WAIT`` for ``wait_replicas`` replicas on the same connection (one
+        round trip), then the announcement: nothing is acknowledged or seen that a failover
+        could lose. Too few replicas in time: :class:`StoreUnavailable` (the entry may stay in
+        the log: the log position fences the host's next write, and the table is adopted
+        again from whatever the log holds)."""
+        keys = [lease_key(table_id), log_key(table_id)]
+        with self._reaching():
+            async with self._redis.pipeline(transaction=False) as pipe:
+                self._queue_script(
+                    pipe, self._append, keys, [self._holder(token), position, entry, "", b""]
+                )
+                went_there = await self._queue_wait(pipe, keys[1])
+                written, replicas = await pipe.execute()
+        self._check_appended(table_id, token, position, written)
+        if not went_there():
+            raise StoreUnavailable(f"redis: {table_id}'s slot moved during the write")
+        if replicas < self.wait_replicas:
+            raise StoreUnavailable(
+                f"redis: {replicas} of {self.wait_replicas} replicas took entry {position} of "
+                f"{table_id} within {self.wait_timeout_ms} ms"
+            )
+        if announce is not None:
+            # Logged and replicated: a lost announcement costs viewers one update, which the
+            # next one's sequence number reveals; it does not undo the acknowledged command.
+            with contextlib.suppress(StoreUnavailable), self._reaching():
+                await self._redis.publish(channel, announce)
 
     async def read_log(self, table_id: str) -> list[bytes]:
         with self._reaching():
@@ -692,6 +781,7 @@ class RedisStore(Store):
     async def _connect_pubsub(self) -> None:
         """Connect and subscribe every channel that has handlers."""
         async with self._subscriptions:
+            self._pubsub = await self._pubsub_for_next_attempt()
             await self._pubsub.connect()
             if self._handlers:
                 await self._pubsub.execute_command("SUBSCRIBE", *self._handlers)

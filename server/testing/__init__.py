@@ -1,0 +1,1 @@
+"""Real servers for tests and benchmarks: local Redis processes on free loopback ports."""
