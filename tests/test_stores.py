@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 import pytest
 import redis.asyncio as aioredis
 
+from server.stores import open_store
 from server.stores.base import (
     LeaseLost,
     Store,
@@ -22,7 +23,6 @@ from server.stores.base import (
     node_channel,
     table_channel,
 )
-from server.stores import open_store
 from server.stores.memory import MemoryStore
 from server.stores.redis import RedisStore
 from tests.redis_server import RedisServer

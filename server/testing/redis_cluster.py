@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+import redis
+
 from tests.redis_server import answers_ping, find_redis_server
 
 START_TIMEOUT = 20.0
@@ -83,6 +85,18 @@ def redis_command(port: int, *args: str, timeout: float = 2.0) -> str:
     if text.startswith("$"):
         return text.split("\r\n", 1)[1].rsplit("\r\n", 1)[0]
     return text.strip()
+
+
+def direct_client(url: str) -> redis.Redis | redis.RedisCluster:
+    """A synchronous client to look into a store's Redis (``redis://``) or Redis Cluster
+    (``redis+cluster://``, whose seed nodes lead to the others)."""
+    from server.stores.redis_cluster import SCHEME, parse_cluster_url
+
+    if not url.startswith(f"{SCHEME}:"):
+        return redis.Redis.from_url(url)
+    seeds, options = parse_cluster_url(url)
+    nodes = [redis.cluster.ClusterNode(host, port) for host, port in seeds]
+    return redis.RedisCluster(startup_nodes=nodes, require_full_coverage=False, **options)
 
 
 def _complete(reply: bytes) -> bool:

@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 import yaml
 
 from clients.bots import BotResult, SwarmSummary, run_swarm
 from protocol import v1
 from server.hosting import Resume, decode_entry, decode_table_record, record_log, replay
+from server.testing.redis_cluster import direct_client
 from tests.redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def durable_redis(tmp_path) -> Iterator[RedisServer]:
 def lease_holders(redis_url: str) -> dict[str, str]:
     """The node id holding each leased table (a lease names node, incarnation and token)."""
     holders = {}
-    with redis.Redis.from_url(redis_url) as direct:
+    with direct_client(redis_url) as direct:
         for key in direct.scan_iter("bd:t:*:lease"):
             holder = direct.get(key)  # may expire between the scan and the read
             if holder is not None:
@@ -124,7 +124,7 @@ async def wait_for_tables(redis_url: str, count: int, timeout: float = 60.0) -> 
 
 def table_log(redis_url: str, table: str) -> list[bytes]:
     """A table's whole log: its stream while it is open, else its retired game record's."""
-    with redis.Redis.from_url(redis_url) as direct:
+    with direct_client(redis_url) as direct:
         entries = [fields[b"e"] for _, fields in direct.xrange(f"bd:t:{{{table}}}:log")]
         record = direct.get(f"bd:t:{{{table}}}:game")
     if not entries and record:
