@@ -66,6 +66,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from server.stores.base import StoreUnavailable
 from server.stores.redis import (
     COMMAND_TIMEOUT,
     CONNECT_TIMEOUT,
@@ -124,7 +125,7 @@ class RedisClusterStore(RedisStore):
         seeds, options = parse_cluster_url(url)
         self._seeds = seeds
         self._credentials = options
-        self._next_bus_node = random.randrange(len(seeds))
+        self._next_bus_node = random.randrange(1 << 16)  # nodes spread their links over the cluster
         self._bus_client: aioredis.Redis | None = None
         return RedisCluster(
             startup_nodes=[ClusterNode(host, port) for host, port in seeds],
@@ -140,6 +141,13 @@ class RedisClusterStore(RedisStore):
     def _reaching(self) -> Iterator[None]:
         with super()._reaching(), _unreachable_cluster():
             yield
+
+    async def start(self) -> None:
+        """Read the slot map now if the cluster answers (else at the first call): redis-py's
+        first reading races with commands sent while it is under way."""
+        with contextlib.suppress(StoreUnavailable), self._reaching():
+            await self._redis.initialize()
+        await super().start()
 
     async def ping(self) -> None:
         """Every master answers (so a failed-over shard counts as down until replaced)."""
