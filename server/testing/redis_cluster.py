@@ -159,8 +159,9 @@ class LocalCluster:
 
     @property
     def url(self) -> str:
-        """The store URL for this cluster: ``redis+cluster://`` and one seed node."""
-        return f"redis+cluster://127.0.0.1:{self.nodes[0].port}"
+        """The store URL for this cluster: ``redis+cluster://`` and every node as a seed (so
+        that a client started while one is dead still finds the cluster)."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in self.ports)
 
     @property
     def ports(self) -> list[int]:
