@@ -39,7 +39,11 @@ Writes that touch several keys of one slot run in one Lua script (every fenced w
 connection changes all or nothing. The sets ``bd:lobby:tables`` and ``bd:hosted`` live in other
 slots than a table's keys: they are updated in a second step, and every reader tolerates and
 removes ids whose table is gone (:meth:`RedisStore.list_tables`,
-:meth:`RedisStore.adoptable_tables`).
+:meth:`RedisStore.adoptable_tables`). So the same keys work on a Redis Cluster: how, and why each
+cross-table index is one key in one slot, is in :mod:`server.stores.redis_cluster`.
+
+With ``wait_replicas`` (``--redis-wait-replicas``) a log append is pipelined with ``WAIT`` on the
+same connection, and its announcement is published only once enough replicas hold the entry.
 
 Presence and leaderboards run as Lua scripts: presence reads Redis's clock so nodes need no
 synchronised clocks, and a leaderboard entry is compared and replaced atomically. Equal scores

@@ -18,11 +18,14 @@ each too. The cross-table structures are each one key, so each lives in one slot
 * ``bd:nodes`` (one member per server node), ``bd:secret`` (one value).
 
 They hold ids, not data: 250,000 live tables (a million seated players at four a table) make a
-``bd:hosted`` of about 10 MB, and the listed (waiting) tables are a small share of those. One key
-per index keeps each read one command; the per-table reads that follow a listing or a scan are
-pipelined, and a cluster pipeline sends each master its own share in parallel. The price: the
-four keys live on at most four masters, which see a little more traffic than the others; past
-that scale the next step is to shard each index by a hash tag of its own (``bd:hosted:{0..N}``).
+``bd:hosted`` of about 14 MB (measured, with our 11-character ids), and the listed (waiting)
+tables are a small share of those. One key per index keeps each read one command; the per-table
+reads that follow a listing or a scan are pipelined, and a cluster pipeline sends each master its
+own share in parallel. The price: these keys live on at most four masters, which see more
+traffic than the others. At the million-player scale the orphan scan (the whole of ``bd:hosted``
+and a LOCATE per table, every few seconds per node) is the cost to cut first, by indexing tables
+per host node; sharding an index by a hash tag of its own (``bd:hosted:{0..N}``) would spread it,
+not shrink it.
 Writes to these indexes are a second step after the table's own script (they are in other slots):
 every reader already tolerates an id whose table is gone, so nothing needs a cross-slot
 transaction. Single-slot transactions (the secret, a player's set with its TTL) stay MULTI/EXEC.
