@@ -378,7 +378,12 @@ class RedisStore(Store):
     async def close(self) -> None:
         """Stop the pub/sub reader and close every connection."""
         if self._reader is not None:
-            self._reader.cancel()
+            # Python 3.11's asyncio.timeout can turn a cancellation that lands as its own
+            # deadline passes into a TimeoutError, which the reader takes for a quiet link and
+            # reads on: cancel again until it is done.
+            while not self._reader.done():
+                self._reader.cancel()
+                await asyncio.wait({self._reader}, timeout=1.0)
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
             self._reader = None
