@@ -278,6 +278,23 @@ class LocalCluster:
                     return True
         return False
 
+    def replica_of(self, index: int) -> int:
+        """The node replicating master ``index`` (its first replica)."""
+        port = int(self.nodes[index].info("replication")["slave0"].split("port=")[1].split(",")[0])
+        return self.ports.index(port)
+
+    def pause(self, index: int) -> None:
+        """Freeze node ``index`` (SIGSTOP): its sockets stay open, it reads nothing."""
+        process = self.nodes[index].process
+        if process is not None:
+            process.send_signal(signal.SIGSTOP)
+
+    def resume(self, index: int) -> None:
+        """Let a paused node run again (SIGCONT)."""
+        process = self.nodes[index].process
+        if process is not None:
+            process.send_signal(signal.SIGCONT)
+
     def kill(self, index: int) -> None:
         """SIGKILL node ``index``: no shutdown, nothing flushed, its connections reset."""
         process = self.nodes[index].process
