@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from clients import loadtest
 from server.stores import LeaseLost, StoreUnavailable, open_store
 from server.testing.redis_cluster import LocalCluster, redis_command
-from tests.redis_server import RedisServer
+from server.testing.redis_server import RedisServer
 
 LOAD_CPU = 1
 

@@ -25,7 +25,7 @@ class ErrorCode(enum.StrEnum):
     ALREADY_GREETED = "already_greeted"
     """``hello`` was sent twice on one connection."""
     BAD_TOKEN = "bad_token"
-    """The session token is forged, malformed or expired."""
+    """The session token is forged, malformed, expired or ended by ``logout``."""
     # Lobby and tables
     NOT_FOUND = "not_found"
     """No such table, session or game."""
@@ -41,6 +41,8 @@ class ErrorCode(enum.StrEnum):
     GAME_RUNNING = "game_running"
     """Not possible while a round is being played."""
     NOT_ENOUGH_PLAYERS = "not_enough_players"
+    TOO_MANY_SESSIONS = "too_many_sessions"
+    """The player already holds the most open solitaire sessions allowed; leave one first."""
     # Game actions (the engines' rejection reasons)
     NOT_YOUR_TURN = "not_your_turn"
     ILLEGAL_ACTION = "illegal_action"
@@ -82,3 +84,5 @@ class CloseCode(enum.IntEnum):
     """The same player connected again elsewhere; this older connection is closed."""
     IDLE_TIMEOUT = 4005
     """Nothing was received for too long."""
+    TOO_MANY_CONNECTIONS = 4006
+    """The client's address already holds the most connections a node allows."""

@@ -251,6 +251,13 @@ class Ping(Message, tag="ping", kw_only=True):
     id: RequestId | None = None
 
 
+class Logout(Message, tag="logout", kw_only=True):
+    """End this connection's session token on every node (reply ``ok``, then the server closes
+    the connection with 1000); ``hello`` with it is refused from then on."""
+
+    id: RequestId | None = None
+
+
 ClientMessage = (
     Hello
     | WatchLobby
@@ -269,6 +276,7 @@ ClientMessage = (
     | StartSolitaire
     | GetLeaderboard
     | Ping
+    | Logout
 )
 
 
@@ -281,6 +289,8 @@ class Welcome(Message, tag="welcome", kw_only=True):
     version: int
     token: str
     """Keep it: ``hello`` with it brings back the same player, seats and sessions."""
+    token_expires: float
+    """Unix time after which ``token`` is refused: its first issue plus the token lifetime."""
     player: str
     name: str
     limits: Limits

@@ -14,8 +14,9 @@ GAME_NAMES = ("blackdrez", "blackjack_piles", "blue_jacket")
 """The games the tools know (``server.games.registry.GAMES``, imported lazily for ``serve``)."""
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from server.app import Settings, run
+def serve_settings(args: argparse.Namespace) -> Any:
+    """The :class:`~server.app.Settings` that ``blackdrez serve`` options describe."""
+    from server.app import Settings
 
     settings = Settings(
         host=args.host,
@@ -26,6 +27,14 @@ def _serve(args: argparse.Namespace) -> int:
         burst=args.burst,
         allowed_origins=args.allowed_origin or None,
         compression=args.compression,
+        max_connections_per_ip=args.max_connections_per_ip,
+        trusted_proxies=args.trusted_proxy or [],
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+        max_solitaire_sessions=args.max_solitaire_sessions,
+        token_lifetime=args.token_days * 24 * 3600.0,
+        send_buffer=args.send_buffer,
+        close_timeout=args.close_timeout,
     )
     if args.node_id:
         settings.node_id = args.node_id
@@ -40,6 +49,13 @@ def _serve(args: argparse.Namespace) -> int:
     _redis_options(args, settings)
     if args.record_retention is not None:
         settings.record_retention = args.record_retention
+    return settings
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from server.app import run
+
+    settings = serve_settings(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     _run_async(run(settings))
     return 0
@@ -64,6 +80,41 @@ def _redis_options(args: argparse.Namespace, settings: Any) -> None:
         args.parser.error(f"--redis-wait-timeout-ms must be from 1 to {limit - 1}")
     settings.redis_wait_replicas = args.redis_wait_replicas
     settings.redis_wait_timeout_ms = args.redis_wait_timeout_ms
+
+
+def _whole(low: int, high: int | None = None) -> Any:
+    """An argparse type: a whole number from ``low`` (to ``high``)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low or (high is not None and value > high):
+            raise ValueError(text)
+        return value
+
+    parse.__name__ = f"whole number from {low}" + (f" to {high}" if high is not None else "")
+    return parse
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a number above zero."""
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+_positive.__name__ = "positive number"
+
+
+def _network(text: str) -> str:
+    """An argparse type: an IP address or network in CIDR notation."""
+    import ipaddress
+
+    ipaddress.ip_network(text, strict=False)
+    return text
+
+
+_network.__name__ = "address or network"
 
 
 def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str] | None:
@@ -332,9 +383,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blackdrez", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run a game server node")
-    serve.add_argument("--host", default=os.environ.get("BLACKDREZ_HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("BLACKDREZ_PORT", "8765")))
+    serve = commands.add_parser(
+        "serve",
+        help="run a game server node",
+        description="Run a game server node: WebSocket and HTTP on one port. Every option is "
+        "described in docs/operations.md.",
+    )
+    serve.add_argument(
+        "--host",
+        default=os.environ.get("BLACKDREZ_HOST", "127.0.0.1"),
+        help="the address to listen on (default 127.0.0.1; env BLACKDREZ_HOST)",
+    )
+    serve.add_argument(
+        "--port",
+        type=_whole(0, 65535),
+        default=int(os.environ.get("BLACKDREZ_PORT", "8765")),
+        help="the port for WebSocket and HTTP (default 8765; env BLACKDREZ_PORT)",
+    )
     serve.add_argument(
         "--redis-url",
         default=os.environ.get("BLACKDREZ_REDIS_URL"),
@@ -358,15 +423,102 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a command waits for those replicas before it is answered 'unavailable' "
         "(default 100)",
     )
-    serve.add_argument("--node-id", default=os.environ.get("BLACKDREZ_NODE_ID"))
-    serve.add_argument("--max-frame-bytes", type=int, default=16 * 1024)
-    serve.add_argument("--rate", type=float, default=30.0, help="messages per second per client")
-    serve.add_argument("--burst", type=int, default=60)
     serve.add_argument(
-        "--allowed-origin", action="append", help="accept browsers only from this Origin"
+        "--node-id",
+        default=os.environ.get("BLACKDREZ_NODE_ID"),
+        help="this node's name among the nodes sharing a Redis; each needs its own "
+        "(default: random; env BLACKDREZ_NODE_ID)",
     )
     serve.add_argument(
-        "--compression", action="store_true", help="enable permessage-deflate (off by default)"
+        "--max-frame-bytes",
+        type=_whole(64),
+        default=16 * 1024,
+        metavar="BYTES",
+        help="the largest frame a client may send; a larger one closes with 1009 (default 16384)",
+    )
+    serve.add_argument(
+        "--rate",
+        type=_positive,
+        default=30.0,
+        help="messages per second per connection, on average (default 30)",
+    )
+    serve.add_argument(
+        "--burst",
+        type=_whole(1),
+        default=60,
+        help="messages a connection may send at once; also how many refused messages within "
+        "10 s close it with 1008 (default 60)",
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="also accept browser pages from this Origin (scheme://host[:port]); repeat for "
+        "several (default: only pages whose Origin has the Host header's host and port)",
+    )
+    serve.add_argument(
+        "--compression", action="store_true", help="enable permessage-deflate (default: off)"
+    )
+    serve.add_argument(
+        "--max-connections-per-ip",
+        type=_whole(0),
+        default=256,
+        metavar="N",
+        help="WebSocket connections one client address may hold at once; more are closed with "
+        "4006 (0: no cap; default 256)",
+    )
+    serve.add_argument(
+        "--trusted-proxy",
+        action="append",
+        type=_network,
+        metavar="ADDRESS",
+        help="an address or network (CIDR) of a reverse proxy whose X-Forwarded-For header names "
+        "the client; repeat for several (default: none, the header is ignored)",
+    )
+    serve.add_argument(
+        "--max-solitaire-sessions",
+        type=_whole(0),
+        default=10,
+        metavar="N",
+        help="open solitaire sessions one player may hold; one more gets too_many_sessions "
+        "(0: no cap; default 10)",
+    )
+    serve.add_argument(
+        "--token-days",
+        type=_positive,
+        default=30.0,
+        metavar="DAYS",
+        help="how long a session token is accepted, counted from its first issue; it is never "
+        "renewed (default 30)",
+    )
+    serve.add_argument(
+        "--send-buffer",
+        type=_whole(1024),
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="bytes sent to a client and not yet read by it past which the client is closed "
+        "with 4003 (default 1048576)",
+    )
+    serve.add_argument(
+        "--close-timeout",
+        type=_positive,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a connection the server closes has to take its close frame before the "
+        "TCP connection is cut (default 10)",
+    )
+    serve.add_argument(
+        "--metrics-port",
+        type=_whole(0, 65535),
+        metavar="PORT",
+        help="serve /metrics (and /healthz) on this port, and no longer on the game port "
+        "(default: none, /metrics is on the game port)",
+    )
+    serve.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the address the --metrics-port listener binds (default 127.0.0.1)",
     )
     serve.add_argument(
         "--lease-ttl",

@@ -95,8 +95,8 @@ def test_the_image_runs_the_server_by_default() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(NODES))
-def test_the_failover_tests_run_the_compose_command(name: str) -> None:
-    from tests.server.test_failover import node_command
+def test_the_node_launcher_runs_the_compose_command(name: str) -> None:
+    from server.testing.nodes import node_command
 
     command = node_command(port=9999, redis_url="redis://127.0.0.1:1/0", node_id="x")
     assert command[:3] == [command[0], "-m", "server.cli"]
@@ -131,6 +131,21 @@ def test_docker_compose_accepts_the_file_and_rejects_a_broken_one(tmp_path) -> N
     )
     assert refused.returncode != 0
     assert "portz" in refused.stderr
+
+
+def test_the_nodes_trust_the_load_balancers_forwarded_for_and_no_one_elses() -> None:
+    """Nodes cap connections per client address: behind nginx that is X-Forwarded-For, believed
+    from nginx's fixed address only; and the Host nginx passes on keeps its port for the Origin
+    check."""
+    import ipaddress
+
+    lb_address = SERVICES["lb"]["networks"]["default"]["ipv4_address"]
+    subnet = COMPOSE["networks"]["default"]["ipam"]["config"][0]["subnet"]
+    assert ipaddress.ip_address(lb_address) in ipaddress.ip_network(subnet)
+    for service in NODES.values():
+        assert parse(service["command"]).trusted_proxy == [lb_address]
+    assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in NGINX
+    assert "proxy_set_header Host $http_host;" in NGINX
 
 
 def test_the_cluster_profile_joins_six_redis_nodes_into_three_masters_with_replicas() -> None:
@@ -168,3 +183,11 @@ def test_the_cluster_profile_nodes_use_the_cluster_behind_their_own_load_balance
     ports = {name: parse(s["command"]).port for name, s in CLUSTER_NODES.items()}
     assert sorted(upstreams) == sorted((name, str(port)) for name, port in ports.items())
     assert lb["ports"] != SERVICES["lb"]["ports"], "both stacks can run side by side"
+    address = lb["networks"]["default"]["ipv4_address"]
+    assert address != SERVICES["lb"]["networks"]["default"]["ipv4_address"]
+    for service in CLUSTER_NODES.values():
+        assert parse(service["command"]).trusted_proxy == [address]
+    upstream = re.compile(r"^\s*server\s+[\w.-]+:\d+[^\n]*\n", re.M)
+    assert upstream.sub("", nginx("nginx-cluster.conf")) == upstream.sub("", NGINX), (
+        "the same proxying as the other load balancer"
+    )

@@ -25,7 +25,7 @@ from server.stores.base import (
 )
 from server.stores.memory import MemoryStore
 from server.stores.redis import RedisStore
-from tests.redis_server import RedisServer
+from server.testing.redis_server import RedisServer
 
 OpenRedisStore = Callable[..., Awaitable[RedisStore]]
 

@@ -265,3 +265,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def unsubscribe(self, channel: str, handler: Handler) -> None:
         """Stop calling ``handler`` for ``channel``."""
+
+    # ------------------------------------------------------------------ revoked session tokens
+    @abc.abstractmethod
+    async def revoke_token(self, token_id: str, ttl: float) -> None:
+        """Remember for ``ttl`` seconds (the token's remaining lifetime) that the token is ended."""
+
+    @abc.abstractmethod
+    async def token_revoked(self, token_id: str) -> bool:
+        """Whether the token was revoked (and would not have expired yet)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import itertools
 import time
 from collections import defaultdict
@@ -235,3 +236,18 @@ class MemoryStore(Store):
             handlers.remove(handler)
             if not handlers:
                 del self._handlers[channel]
+
+    # ------------------------------------------------------------------ revoked session tokens
+    @functools.cached_property
+    def _revoked(self) -> dict[str, float]:
+        """Revoked token ids -> when they would have expired anyway (monotonic clock)."""
+        return {}
+
+    async def revoke_token(self, token_id: str, ttl: float) -> None:
+        now = time.monotonic()
+        for expired in [key for key, until in self._revoked.items() if until <= now]:
+            del self._revoked[expired]  # each revocation sweeps: the list never outgrows its TTLs
+        self._revoked[token_id] = now + ttl
+
+    async def token_revoked(self, token_id: str) -> bool:
+        return self._revoked.get(token_id, 0.0) > time.monotonic()

@@ -18,6 +18,8 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
                                                       members removed when the seat is freed or
                                                       the table retired (empty: gone)
     bd:secret              string  every node         fixed (no TTL): the token-signing secret
+    bd:revoked:{ID}        string  the node a player  TTL = the token's remaining lifetime: a
+                           logged out on      token ended by ``logout``
     bd:nodes               zset    every node         fixed; a member expires by its score
     bd:hosted              set     tables' hosts      fixed; a member leaves when its table is
                                                       retired (or is found gone by a scan)
@@ -117,6 +119,8 @@ PLAYER_TABLES_TTL = 7 * 24 * 3600
 """Seconds a player's table set lives after its last addition (its tables close long before)."""
 
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
+FIXED_KEYS: tuple[str, ...] = ("bd:secret", "bd:nodes", "bd:hosted", "bd:lobby:tables", "bd:lb:*")
+"""Patterns (``fnmatch``) of the only keys that may live without a TTL (see the key table)."""
 HOSTED_KEY = "bd:hosted"
 SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
@@ -822,3 +826,18 @@ class RedisStore(Store):
                 confirmed = self._confirmations.get(message["channel"].decode())
                 if confirmed is not None and not confirmed.done():
                     confirmed.set_result(None)
+
+    # ------------------------------------------------------------------ revoked session tokens
+    async def revoke_token(self, token_id: str, ttl: float) -> None:
+        """``bd:revoked:{TOKEN}`` (string), expiring with the token itself."""
+        with self._reaching():
+            await self._redis.set(revoked_key(token_id), b"1", px=max(1, round(ttl * 1000)))
+
+    async def token_revoked(self, token_id: str) -> bool:
+        with self._reaching():
+            return bool(await self._redis.exists(revoked_key(token_id)))
+
+
+def revoked_key(token_id: str) -> str:
+    """The key whose presence says a session token was revoked (it expires with the token)."""
+    return f"bd:revoked:{{{token_id}}}"

@@ -30,7 +30,7 @@ from types import TracebackType
 
 import redis
 
-from tests.redis_server import answers_ping, find_redis_server
+from server.testing.redis_server import answers_ping, find_redis_server
 
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0

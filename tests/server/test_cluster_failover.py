@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import signal
 import time
 from collections.abc import Iterator
 
@@ -23,11 +22,10 @@ import pytest
 from clients.bots import BotResult, run_swarm
 from protocol import v1
 from server.hosting import decode_entry
+from server.testing.nodes import Nodes, lease_holders
 from server.testing.redis_cluster import LocalCluster
 from tests.server.test_failover import (
-    Nodes,
     assert_games_sound,
-    lease_holders,
     played_on_after_adoption,
     table_log,
     wait_for_tables,
@@ -73,7 +71,7 @@ async def test_a_killed_node_loses_nothing_on_a_cluster(redis_cluster_url_clean:
         victims = {table for table, node in lease_holders(url).items() if node == "node0"}
         assert victims, "the node to kill hosts some tables"
         assert not swarm.done()
-        nodes.processes[0].send_signal(signal.SIGKILL)
+        nodes[0].kill()
         summary = await asyncio.wait_for(swarm, 180)
     finally:
         nodes.stop()

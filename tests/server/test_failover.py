@@ -1,6 +1,7 @@
 """Several real server processes on one Redis: a node killed with SIGKILL, Redis restarted.
 
-The nodes run exactly the command the compose file runs (``blackdrez serve --redis-url ...``).
+The nodes run the compose file's command (``blackdrez serve --redis-url ...``; see
+:mod:`server.testing.nodes`).
 Bots play tables spread over the nodes; every table must finish with consistent results, and
 every action a bot saw acknowledged must be in its table's log.
 """
@@ -9,90 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
-import signal
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-import yaml
 
 from clients.bots import BotResult, SwarmSummary, run_swarm
 from protocol import v1
 from server.hosting import Resume, decode_entry, decode_table_record, record_log, replay
+from server.testing.nodes import Nodes, lease_holders
 from server.testing.redis_cluster import direct_client
-from tests.redis_server import RedisServer, free_port
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def node_command(*, port: int, redis_url: str, node_id: str) -> list[str]:
-    """The compose file's node command, pointed at this machine's Redis and a free port."""
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    command = list(compose["services"]["node1"]["command"])
-    for option, value in (
-        ("--host", "127.0.0.1"),
-        ("--port", str(port)),
-        ("--redis-url", redis_url),
-        ("--node-id", node_id),
-    ):
-        command[command.index(option) + 1] = value
-    assert command[0] == "blackdrez"
-    return [sys.executable, "-m", "server.cli", *command[1:]]
-
-
-def _collect(process: subprocess.Popen[bytes], lines: list[str]) -> None:
-    for raw in process.stdout:
-        lines.append(raw.decode(errors="replace"))
-
-
-class Nodes:
-    """Server node processes on one Redis."""
-
-    def __init__(self, redis_url: str, count: int, extra: tuple[str, ...] = ()) -> None:
-        self.redis_url = redis_url
-        self.ports = [free_port() for _ in range(count)]
-        self.processes: list[subprocess.Popen[bytes]] = []
-        for index, port in enumerate(self.ports):
-            command = [
-                *node_command(port=port, redis_url=redis_url, node_id=f"node{index}"),
-                *extra,
-            ]
-            self.processes.append(
-                subprocess.Popen(
-                    command,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                )
-            )
-        self.output: list[list[str]] = []
-        for process in self.processes:
-            line = process.stdout.readline().decode()
-            assert "blackdrez" in line, line
-            lines = [line]
-            self.output.append(lines)
-            # keep reading: a node blocked on a full pipe would look like a hung server
-            threading.Thread(target=_collect, args=(process, lines), daemon=True).start()
-
-    @property
-    def urls(self) -> list[str]:
-        return [f"ws://127.0.0.1:{port}/" for port in self.ports]
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+from server.testing.redis_server import RedisServer
 
 
 @pytest.fixture
@@ -100,18 +28,6 @@ def durable_redis(tmp_path) -> Iterator[RedisServer]:
     """A Redis with append-only persistence, as in the compose file."""
     with RedisServer(appendonly=True, data_dir=str(tmp_path)) as server:
         yield server
-
-
-def lease_holders(redis_url: str) -> dict[str, str]:
-    """The node id holding each leased table (a lease names node, incarnation and token)."""
-    holders = {}
-    with direct_client(redis_url) as direct:
-        for key in direct.scan_iter("bd:t:*:lease"):
-            holder = direct.get(key)  # may expire between the scan and the read
-            if holder is not None:
-                node_id = holder.decode().rsplit("/", 2)[0]
-                holders[key.decode().split("{")[1].split("}")[0]] = node_id
-    return holders
 
 
 async def wait_for_tables(redis_url: str, count: int, timeout: float = 60.0) -> None:
@@ -183,7 +99,7 @@ async def test_a_killed_node_loses_nothing(durable_redis: RedisServer) -> None:
         victims = {table for table, node in holders.items() if node == "node0"}
         assert victims, "the node to kill hosts some tables"
         assert not swarm.done()
-        nodes.processes[0].send_signal(signal.SIGKILL)
+        nodes[0].kill()
         killed_at = time.monotonic()
         resumed_after = None
         while time.monotonic() - killed_at < 20:

@@ -19,7 +19,7 @@ from server.hosting import (
     replay,
 )
 from server.stores.base import LeaseLost
-from tests.redis_server import RedisServer
+from server.testing.redis_server import RedisServer
 from tests.server.helpers import play_out, seat_and_start
 
 

@@ -8,21 +8,21 @@ records' retention has passed, Redis's memory is back where it started.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import time
 
 import redis.asyncio as aioredis
 
 from server.games import shuffle
 from server.hosting import decode_table_record, record_log, replay
+from server.stores.redis import FIXED_KEYS
 from tests.server.helpers import play_out, seat_and_start
 
-FIXED = ("bd:secret", "bd:nodes", "bd:hosted", "bd:lobby:tables")
-"""Keys that may live without a TTL (besides the leaderboards, ``bd:lb:{GAME}...``)."""
 TABLES = 4
 
 
 def fixed(key: str) -> bool:
-    return key in FIXED or key.startswith("bd:lb:{")
+    return any(fnmatch.fnmatchcase(key, pattern) for pattern in FIXED_KEYS)
 
 
 async def used_memory(raw: aioredis.Redis) -> int:
