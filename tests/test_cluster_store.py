@@ -14,11 +14,17 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
+import redis.asyncio.connection
+import redis.exceptions
 
 from server.stores import StoreUnavailable, open_store
 from server.stores.base import table_channel
 from server.stores.redis import RedisStore
-from server.stores.redis_cluster import RedisClusterStore, parse_cluster_url
+from server.stores.redis_cluster import (
+    RedisClusterStore,
+    _unreachable_cluster,
+    parse_cluster_url,
+)
 from server.testing.redis_cluster import LocalCluster, direct_client, redis_command
 from tests.test_stores import Inbox, eventually
 
@@ -71,6 +77,20 @@ def test_cluster_urls_name_nodes_and_credentials_only() -> None:
     ):
         with pytest.raises(ValueError):
             parse_cluster_url(bad)
+
+
+async def test_a_connection_closed_under_a_command_counts_as_unreachable() -> None:
+    """redis-py's cluster client can close a pooled connection while another command takes it;
+    that command's error means "connection lost", not a bug of ours; our own bugs still raise."""
+    unsent = redis.asyncio.connection.Connection(host="127.0.0.1", port=1)
+    with pytest.raises(redis.exceptions.ConnectionError), _unreachable_cluster():
+        await unsent._send_packed_command([b"PING"])  # inside redis-py, on no transport
+    with pytest.raises(AttributeError), _unreachable_cluster():
+        None.writelines  # noqa: B018 - an AttributeError of our own
+    with pytest.raises(redis.exceptions.ConnectionError), _unreachable_cluster():
+        raise redis.exceptions.RedisClusterException("Redis Cluster cannot be connected.")
+    with pytest.raises(redis.exceptions.RedisClusterException), _unreachable_cluster():
+        raise redis.exceptions.RedisClusterException("keys in request don't hash to one slot")
 
 
 async def test_a_tables_keys_share_a_slot_and_each_index_is_one_key(

@@ -58,6 +58,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -87,13 +88,32 @@ a command past this, so it is larger than a single Redis's blocking pool."""
 
 @contextlib.contextmanager
 def _unreachable_cluster() -> Iterator[None]:
-    """redis-py says "no node of the cluster answers" with its generic cluster exception."""
+    """Errors of redis-py's cluster client that mean "this connection is gone", as a
+    ``ConnectionError``: its generic cluster exception for "no node of the cluster answers",
+    and a command whose pooled connection another command's failure closed under it (redis-py
+    8.1 disconnects a node's free connections while other commands may be taking them: seen
+    as these two errors, at start-up and during failovers)."""
     try:
         yield
     except redis.exceptions.RedisClusterException as error:
         if "cannot be connected" not in str(error):
             raise
         raise redis.exceptions.ConnectionError(str(error)) from error
+    except (RuntimeError, AttributeError) as error:
+        if not _closed_under_us(error):
+            raise
+        raise redis.exceptions.ConnectionError(f"connection closed meanwhile: {error}") from error
+
+
+def _closed_under_us(error: BaseException) -> bool:
+    """Whether ``error`` is a write on a transport that was closed, raised inside redis-py."""
+    frames = traceback.extract_tb(error.__traceback__)
+    inside = bool(frames) and any(
+        part in frames[-1].filename for part in ("/redis/", "/asyncio/", "uvloop")
+    )
+    text = str(error)
+    closed = "handler is closed" in text or "'NoneType' object has no attribute" in text
+    return inside and closed
 
 
 def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict[str, str]]:
