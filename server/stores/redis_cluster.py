@@ -26,6 +26,7 @@ traffic than the others. At the million-player scale the orphan scan (the whole 
 and a LOCATE per table, every few seconds per node) is the cost to cut first, by indexing tables
 per host node; sharding an index by a hash tag of its own (``bd:hosted:{0..N}``) would spread it,
 not shrink it.
+
 Writes to these indexes are a second step after the table's own script (they are in other slots):
 every reader already tolerates an id whose table is gone, so nothing needs a cross-slot
 transaction. Single-slot transactions (the secret, a player's set with its TTL) stay MULTI/EXEC.
@@ -43,9 +44,10 @@ the table's master. So the bus needs one pub/sub connection to any node: the rea
 nodes of the slot map in turn (masters and replicas alike), and when its node dies it connects
 the next one and subscribes every channel again, like after an outage of one Redis. Sharded
 pub/sub (``SPUBLISH``/``SSUBSCRIBE``, Redis 7) would keep a table's updates inside its shard but
-needs a connection per shard and resubscription when a slot moves; broadcasting costs each node
-one message per update, which is small beside the log write at the scales above (see
-``docs/benchmarks.md``).
+needs a connection per shard and resubscription when a slot moves. Broadcasting costs every
+node of the cluster one message per update: small beside the log write for a few shards (see
+``docs/benchmarks.md``), but it does not shrink as shards are added, so past some tens of
+thousands of actions/s across the cluster sharded pub/sub is the next step.
 
 Durability. With ``wait_replicas`` (``--redis-wait-replicas``) a log append is followed, on the
 same connection of the table's master, by ``WAIT``: see
