@@ -22,6 +22,7 @@ import msgspec
 from clients.client import Client, ServerError, TableState
 from protocol import v1
 from server.games import blackdrez, blackdrez_bots, shuffle
+from server.identity import BOT_NAMES, BOT_STRATEGY_LABELS
 
 log = logging.getLogger("blackdrez.bot")
 
@@ -51,6 +52,10 @@ class BotResult:
     final: Any = None
     fair: bool | None = None
     problem: str | None = None
+    games: int = 0
+    """Games this bot played to the end (the other fields describe the last one)."""
+    removed: bool = False
+    """The bot lost its seat (the host removed it) or the table closed before a game ended."""
 
 
 def _backoff() -> Iterator[float]:
@@ -134,11 +139,16 @@ async def play_table(
     refusals = 0
     delays = _backoff()
     while True:
-        await wait_for(lambda: state.legal or over())
+        await wait_for(lambda: state.legal or over() or unseated(state, client.player))
+        if unseated(state, client.player):
+            result.removed = True
+            return result
         if over():
             break
         if think:
             await asyncio.sleep(think)
+            if not state.legal or over() or unseated(state, client.player):
+                continue  # the turn passed meanwhile (a timer, or the seat was taken away)
         view = msgspec.convert(state.view, blackdrez.View)
         legal = [msgspec.convert(action, blackdrez.Action) for action in state.legal]
         seq = state.seq
@@ -160,11 +170,24 @@ async def play_table(
         result.acked.append(ok.seq)
         await wait_for(lambda s=seq: state.seq > s or over())
     result.final = state.view
+    result.games = 1
     result.problem = check_fairness(state)
     result.fair = result.problem is None
     if result.problem:
         log.error("UNFAIR GAME at table %s: %s", table, result.problem)
     return result
+
+
+def unseated(state: TableState, player: str) -> bool:
+    """Whether ``player`` no longer sits at the table (removed by the host, or it closed)."""
+    info = state.info
+    if info is None:
+        return False
+    return info.status == "closed" or all(s is None or s.player != player for s in info.seats)
+
+
+def _games_started(state: TableState) -> int:
+    return sum(1 for e in state.events if e.event["type"] == "game_started")
 
 
 async def run_bot(
@@ -176,10 +199,21 @@ async def run_bot(
     name: str | None = None,
     binary: bool = True,
     invite: str | None = None,
+    games: int | None = 1,
+    think: float = 0.0,
 ) -> BotResult:
-    """Connect, take a seat (at ``table`` or by quick-join), get ready and play one game."""
+    """Connect, take a seat (at ``table`` or by quick-join), get ready and play ``games`` games
+    (``None``: every game the table plays until the bot loses its seat or the table closes),
+    waiting ``think`` seconds before each action.
+
+    Returns the record of the last game played, with the number of games in ``games``.
+    """
     client = await Client.connect(
-        url, name=name or f"Bot {strategy}", binary=binary, reconnect=True, client_name=BOT_CLIENT
+        url,
+        name=name or random_bot_name(strategy),
+        binary=binary,
+        reconnect=True,
+        client_name=BOT_CLIENT,
     )
     try:
         if table is not None:
@@ -189,10 +223,36 @@ async def run_bot(
         else:
             raise ValueError("give a table or quick=True")
         client_table = joined.table.id
+        state = client.tables[client_table]
         await client.request(v1.SetReady(table=client_table))
-        return await play_table(client, client_table, strategy, timeout=3600)
+        played = 0
+        result = BotResult(table=client_table, seat=joined.seat or 0, player=client.player)
+        while games is None or played < games:
+            if played:  # wait for the host to start the next game (bots stay ready)
+                seen = _games_started(state)
+                await client.wait_until(
+                    lambda s=seen: _games_started(state) > s or unseated(state, client.player),
+                    timeout=None,
+                )
+                if unseated(state, client.player):
+                    result.removed = True
+                    break
+            game = await play_table(client, client_table, strategy, think=think, timeout=3600)
+            if game.removed:
+                result.removed = True
+                break
+            played += 1
+            result = game
+        result.games = played
+        return result
     finally:
         await client.close()
+
+
+def random_bot_name(strategy: str) -> str:
+    """A display name for a bot started on its own: a first name and its strategy."""
+    label = BOT_STRATEGY_LABELS.get(strategy, strategy)
+    return f"{random.choice(BOT_NAMES)} ({label})"
 
 
 @dataclass

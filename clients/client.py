@@ -272,8 +272,9 @@ class Client:
             await asyncio.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
 
-    async def wait_until(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
-        """Wait until ``predicate()`` is true (checked after every message); return its value."""
+    async def wait_until(self, predicate: Callable[[], Any], timeout: float | None = 10.0) -> Any:
+        """Wait until ``predicate()`` is true (checked after every message); return its value
+        (``timeout`` ``None``: as long as it takes)."""
         async with asyncio.timeout(timeout):
             async with self._changed:
                 while True:

@@ -215,6 +215,15 @@ class AddBots(Message, tag="add_bots", kw_only=True):
     strategy: BotStrategy = "threshold"
 
 
+class RemoveBot(Message, tag="remove_bot", kw_only=True):
+    """Host only: the bot in ``seat`` leaves the table (after the round it is playing, like any
+    player who leaves) and disconnects."""
+
+    id: RequestId | None = None
+    table: TableId
+    seat: Annotated[int, msgspec.Meta(ge=0, le=7)]
+
+
 class Act(Message, tag="act", kw_only=True):
     """Play an action: one of the table's game's actions, e.g. ``{"type": "hit"}``."""
 
@@ -271,6 +280,7 @@ ClientMessage = (
     | SetReady
     | StartGame
     | AddBots
+    | RemoveBot
     | Act
     | Resync
     | StartSolitaire
@@ -339,6 +349,10 @@ class Snapshot(Message, tag="snapshot", kw_only=True):
     """This viewer's legal actions now."""
     deadline: float | None = None
     """When the player on turn gets the default action (Unix time, seconds)."""
+    recent: list[Numbered] = []
+    """The table's last events up to ``seq`` (at most 64, none before the current or last game
+    started), as this viewer saw them: history for a table log. ``view`` already includes them;
+    they are not to be applied again."""
 
 
 class Update(Message, tag="update", kw_only=True):

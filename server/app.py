@@ -29,6 +29,7 @@ import http
 import ipaddress
 import logging
 import mimetypes
+import os
 import secrets
 import signal
 import time
@@ -63,6 +64,8 @@ BOT_CLIENT_PREFIX = "blackdrez-bot"
 VIOLATION_WINDOW = 10.0
 """More than ``burst`` rate-limited messages within this many seconds close the connection."""
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
+BOT_THINK = 0.6
+"""Seconds a bot the host added waits before each action, so people at the table can follow."""
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -144,6 +147,7 @@ class GameServer:
         )
         self.node.spawn_bot = self._spawn_bot
         self._bots: set[asyncio.Task[object]] = set()
+        self.bot_think = BOT_THINK
         self.secret = b""
         self.server: Server | None = None
         self.metrics_server: Server | None = None
@@ -222,13 +226,22 @@ class GameServer:
                 await asyncio.wait_for(self.metrics_server.wait_closed(), 5.0)
         await self.store.close()
 
-    def _spawn_bot(self, table: str, strategy: str, invite: str | None) -> None:
-        """Start a bot client that connects to this server like anyone else."""
+    def _spawn_bot(self, table: str, strategy: str, invite: str | None, name: str) -> None:
+        """Start a bot client that connects to this server like anyone else. It stays seated
+        for the table's next games, until the host removes it or the table closes."""
         from clients.bots import run_bot
 
         host = "127.0.0.1" if self.settings.host in ("", "0.0.0.0", "::") else self.settings.host
         task = asyncio.get_running_loop().create_task(
-            run_bot(f"ws://{host}:{self.port}/", table=table, strategy=strategy, invite=invite)
+            run_bot(
+                f"ws://{host}:{self.port}/",
+                table=table,
+                strategy=strategy,
+                invite=invite,
+                name=name,
+                games=None,
+                think=self.bot_think,
+            )
         )
         self._bots.add(task)
         task.add_done_callback(self._bots.discard)
@@ -595,11 +608,27 @@ def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Respon
     return Response(status.value, status.phrase, headers, body)
 
 
+class ListenError(Exception):
+    """The server could not listen on its address (say, the port is in use); the message
+    says which address and why, in one line."""
+
+
 async def run(settings: Settings) -> None:
-    """Run a server until SIGTERM or SIGINT, then shut it down cleanly."""
+    """Run a server until SIGTERM or SIGINT, then shut it down cleanly.
+
+    Raises :class:`ListenError` when the address cannot be listened on.
+    """
     logging.getLogger("websockets").setLevel(logging.WARNING)
     server = GameServer(settings)
-    await server.start()
+    try:
+        await server.start()
+    except OSError as error:
+        with contextlib.suppress(Exception):  # undo what started; the listen error is the news
+            await server.stop()
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        raise ListenError(
+            f"cannot listen on {settings.host}:{settings.port}: {reason.lower()}"
+        ) from None
     # Fewer, cheaper garbage collections: what exists at start-up is never collectable, and a
     # busy node allocates many short-lived objects (measured: +36-50 % actions/s under load).
     gc.collect()

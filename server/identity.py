@@ -27,6 +27,9 @@ from dataclasses import dataclass
 import msgspec
 
 MAX_NAME = 24
+BOT_NAMES = ("Ada", "Ben", "Cleo", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "June", "Kit")
+"""First names of bots (more than the seven a table can hold), followed by their strategy."""
+BOT_STRATEGY_LABELS = {"threshold": "threshold", "bust_probability": "bust odds"}
 TOKEN_LIFETIME = 30 * 24 * 3600.0
 
 

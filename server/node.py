@@ -70,7 +70,7 @@ from server.hosting import (
     Create,
     Entry,
     Resume,
-    Tick,
+    Stop,
     encode_entry,
     execute,
     joined,
@@ -78,7 +78,9 @@ from server.hosting import (
     players_seated,
     replay,
     table_record,
+    timer_entry,
 )
+from server.identity import BOT_NAMES
 from server.metrics import Metrics
 from server.retry import Backoff
 from server.room import Broadcast, Outcome, Room, RoomError
@@ -105,9 +107,11 @@ RECORD_RETENTION = 24 * 3600.0
 """Seconds a closed table's game record stays in the store (for audits and replays)."""
 STORE_RETRY = Backoff(first=0.05, cap=2.0)
 """The retry policy of the outbox and of a table whose log write failed."""
+SWEEP_INTERVAL = 5.0
+"""Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
 
 
-def _no_bots(table: str, strategy: str, invite: str | None) -> None:
+def _no_bots(table: str, strategy: str, invite: str | None, name: str) -> None:
     raise RoomError(ErrorCode.UNAVAILABLE, "this node cannot start bots")
 
 
@@ -206,8 +210,11 @@ class Node:
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         """One-off tasks, kept until done so none is lost and every failure is logged."""
-        self.spawn_bot: Callable[[str, str, str | None], None] = _no_bots
-        """Starts one bot client for a table (set by the server, which knows its own address)."""
+        self.spawn_bot: Callable[[str, str, str | None, str], None] = _no_bots
+        """Starts one bot client ``(table, strategy, invite, name)`` (set by the server, which
+        knows its own address)."""
+        self._bots_named: dict[str, int] = {}
+        """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -224,6 +231,7 @@ class Node:
             loop.create_task(self._heartbeat()),
             loop.create_task(self._keep_leases()),
             loop.create_task(self._adopt_orphans()),
+            loop.create_task(self._sweep()),
         ]
         self._scan_soon()
 
@@ -271,6 +279,14 @@ class Node:
             log.debug("background task %s gave up: %r", task.get_coro(), error)
         elif error is not None:
             log.error("background task %s failed", task.get_coro(), exc_info=error)
+
+    async def _sweep(self) -> None:
+        """Close every hosted room the rules say should be closed, in case its timer did not."""
+        while True:
+            await asyncio.sleep(SWEEP_INTERVAL)
+            now = self.clock()
+            for room in [r for r in self.rooms.values() if r.should_close(now)]:
+                await self._tick(room)
 
     async def _heartbeat(self) -> None:
         """Tell the other nodes this one is alive (they look for orphans when one goes)."""
@@ -526,8 +542,9 @@ class Node:
             invite=secrets.token_urlsafe(6) if options.private else None,
             deal=deal,
         )
-        room = new_room(create)
-        first = encode_entry(Entry(now=self.clock(), command=create))
+        now = self.clock()
+        room = new_room(create, now)
+        first = encode_entry(Entry(now=now, command=create))
         sent = asyncio.get_running_loop().time()
         token = await self.store.acquire_lease(table_id, self.lease_ttl)
         if token is None:
@@ -546,6 +563,7 @@ class Node:
 
     def _unhost(self, table: str, *, keep_lease: bool = False) -> Room | None:
         room = self.rooms.pop(table, None)
+        self._bots_named.pop(table, None)
         self._logs.pop(table, None)
         self._retry_at.pop(table, None)
         if not keep_lease:
@@ -610,10 +628,13 @@ class Node:
                 bot=bot,
                 seed=self.seed_source() if isinstance(message, NEEDS_SEED) else None,
             )
+            version = room.version
             try:
                 answer = execute(room, entry)
             except RoomError as error:
                 return _error(message, error.code, error.message)
+            if room.version == version:
+                return answer  # nothing changed: nothing to log or broadcast
             entry.seq = room.seq
             broadcast, failure = await self._log(room, entry)
             if failure is not None:
@@ -628,8 +649,12 @@ class Node:
             count = room.bot_seats(player, message.count)
         except RoomError as error:
             return _error(message, error.code, error.message)
-        for _ in range(count):
-            self.spawn_bot(room.id, message.strategy, room.invite)
+        # Names are picked before the bots sit down: skip the names given here before, so two
+        # quick requests do not name two bots alike.
+        spawned = self._bots_named.get(room.id, 0)
+        self._bots_named[room.id] = spawned + count
+        for name in room.bot_names(count, message.strategy, skip=spawned % len(BOT_NAMES)):
+            self.spawn_bot(room.id, message.strategy, room.invite, name)
         return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
 
     async def _log(
@@ -890,10 +915,13 @@ class Node:
                 return
             if not confirmed:
                 return
-            before = room.fingerprint()
-            entry = Entry(now=self.clock(), command=Tick())
+            version = room.version
+            entry = timer_entry(room, self.clock())
+            if isinstance(entry.command, Stop):
+                self.metrics.tables_stopped.inc()
+                log.error("table %s stopped: its timer fires faster than any game can", room.id)
             execute(room, entry)
-            if room.fingerprint() == before:
+            if room.version == version:
                 self._arm(room)
                 return
             entry.seq = room.seq

@@ -263,6 +263,8 @@ async def session(rec: Recorder) -> None:
             await settle(rec, clients)
             if ann.tables[practice].seq >= 3:
                 break
+        await request(rec, "ann", ann, v1.RemoveBot(table=practice, seat=1))
+        await settle(rec, clients)
         await request(rec, "ann", ann, v1.LeaveTable(table=practice))
         await settle(rec, clients)
         rec.step = "logout"

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from clients.client import Client, ServerError
+from clients.client import Client, ServerError, TableState
 from protocol import v1
 from server.games import blackdrez, blackdrez_bots
 
@@ -24,6 +24,11 @@ def game_over(client: Client, table: str) -> bool:
     """Whether the client has seen the game at ``table`` end."""
     state = client.tables.get(table)
     return bool(state and state.view and state.view["phase"] == "over")
+
+
+def games_started(state: TableState) -> int:
+    """How many games the client has seen start at a table."""
+    return sum(1 for e in state.events if e.event["type"] == "game_started")
 
 
 async def play_out(client: Client, table: str, strategy: str = "threshold") -> list[int]:
