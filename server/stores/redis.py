@@ -44,8 +44,21 @@ removes ids whose table is gone (:meth:`RedisStore.list_tables`,
 :meth:`RedisStore.adoptable_tables`). So the same keys work on a Redis Cluster: how, and why each
 cross-table index is one key in one slot, is in :mod:`server.stores.redis_cluster`.
 
+Group commit. A node's log appends are not sent one by one: :meth:`RedisStore.append_log` queues
+its append and waits; from the event-loop turn after the first one queued, a single committer task
+sends every queued append in one script call (``APPEND_SCRIPT``, at most ``MAX_BATCH`` a call),
+then whatever queued while that call was out, and so on. So the tables that acted in the same turn
+share one round trip, and a busy node sends bigger batches, not more of them. Inside the script
+each append is fenced on its own (its table's lease token and expected position) and its
+announcement is published right after its entry is logged: one table fenced out refuses its own
+append only, and nothing is seen before it is logged. If the call fails every append of that batch
+gets :class:`StoreUnavailable` (its table's host undoes that command) and nothing else is touched.
+A table's appends keep their order because its host waits for each before it runs the next
+command. On a Redis Cluster the batch is split by master (see :mod:`server.stores.redis_cluster`).
+
 With ``wait_replicas`` (``--redis-wait-replicas``) a log append is pipelined with ``WAIT`` on the
-same connection, and its announcement is published only once enough replicas hold the entry.
+same connection, and its announcement is published only once enough replicas hold the entry (these
+appends are sent one by one, not grouped).
 
 Presence and leaderboards run as Lua scripts: presence reads Redis's clock so nodes need no
 synchronised clocks, and a leaderboard entry is compared and replaced atomically. Equal scores
@@ -116,6 +129,8 @@ PROBE_TIMEOUT = 0.5
 PUBSUB_BACKOFF = Backoff(first=0.1, cap=2.0)
 """Between attempts to reconnect the pub/sub link (woken early when Redis is seen back)."""
 PLAYER_TABLES_TTL = 7 * 24 * 3600
+MAX_BATCH = 256
+"""Log appends sent in one script call at most (a bigger batch would hold Redis for longer)."""
 """Seconds a player's table set lives after its last addition (its tables close long before)."""
 
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
@@ -172,22 +187,35 @@ return 0
 """
 
 APPEND_SCRIPT = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
+local out = {}
+for i = 1, #KEYS / 2 do
+  local lease, log, a = KEYS[2 * i - 1], KEYS[2 * i], 5 * (i - 1)
+  local position = ARGV[a + 2]
+  local expected = tonumber(position) - 1
+  local written = 1
+  if redis.call('GET', lease) ~= ARGV[a + 1] then
+    written = 0
+  else
+    local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)
+    if expected == 0 then
+      if #last ~= 0 then written = -1 end
+    elseif #last == 0 or last[1][1] ~= expected .. '-0' then
+      written = -1
+    end
+  end
+  if written == 1 then
+    redis.call('XADD', log, position .. '-0', 'e', ARGV[a + 3])
+    if ARGV[a + 4] ~= '' then
+      redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5])
+    end
+  end
+  out[i] = written
 end
-local expected = tonumber(ARGV[2]) - 1
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if expected == 0 then
-  if #last ~= 0 then return -1 end
-elseif #last == 0 or last[1][1] ~= expected .. '-0' then
-  return -1
-end
-redis.call('XADD', KEYS[2], ARGV[2] .. '-0', 'e', ARGV[3])
-if ARGV[4] ~= '' then
-  redis.call('PUBLISH', ARGV[4], ARGV[5])
-end
-return 1
+return out
 """
+"""Appends to the logs of a batch of tables (KEYS: lease and log of each; ARGV: holder, position,
+entry, channel, announcement of each), each fenced on its own: 1 written, 0 lease not held, -1
+log not at ``position - 1``. The announcement is published right after its entry is logged."""
 
 PUT_RECORD_SCRIPT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -320,6 +348,8 @@ class RedisStore(Store):
         self._retry_now = asyncio.Event()
         self._attempt_failed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
+        self._batch: list[PendingAppend] = []
+        self._committer: asyncio.Task[None] | None = None
         self.health.listeners.append(self._retry_now.set)
 
     def _client(self, url: str) -> aioredis.Redis:
@@ -391,6 +421,10 @@ class RedisStore(Store):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
             self._reader = None
+        if self._committer is not None:
+            self._committer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._committer
         self.health.close()
         self._online.clear()
         self._handlers.clear()
@@ -539,20 +573,52 @@ class RedisStore(Store):
         channel: str = "",
         announce: bytes | None = None,
     ) -> None:
-        keys = [lease_key(table_id), log_key(table_id)]
+        """See :meth:`Store.append_log`; the append waits for the group commit (module
+        docstring) and its outcome is this table's own."""
         if self.wait_replicas:
             await self._append_durably(table_id, token, position, entry, channel, announce)
             return
-        args = [
-            self._holder(token),
-            position,
-            entry,
-            channel if announce is not None else "",
-            announce or b"",
-        ]
-        with self._reaching():
-            written = await self._append(keys=keys, args=args)
+        pending = PendingAppend(
+            table_id,
+            [
+                self._holder(token),
+                position,
+                entry,
+                channel if announce is not None else "",
+                announce or b"",
+            ],
+            asyncio.get_running_loop().create_future(),
+        )
+        self._batch.append(pending)
+        if self._committer is None:
+            self._committer = asyncio.create_task(self._commit_batches(), name="redis-group-commit")
+        written = await pending.done
         self._check_appended(table_id, token, position, written)
+
+    async def _commit_batches(self) -> None:
+        """The group commit: runs from the event-loop turn after the first append queued, then
+        sends whatever queued meanwhile, one batch at a time, until nothing is left."""
+        try:
+            while self._batch:
+                batch, self._batch = self._batch[:MAX_BATCH], self._batch[MAX_BATCH:]
+                try:
+                    outcomes = await self._send_appends(batch)
+                except asyncio.CancelledError:
+                    _settle(batch, [StoreUnavailable("redis: the store closed")] * len(batch))
+                    raise
+                except Exception as error:
+                    outcomes = [error] * len(batch)
+                _settle(batch, outcomes)
+        finally:
+            self._committer = None
+
+    async def _send_appends(self, batch: list[PendingAppend]) -> list[int | BaseException]:
+        """One script call for the batch (one Redis holds every key): each append's result, or
+        :class:`StoreUnavailable` for all if the call failed."""
+        keys = [key for pending in batch for key in pending.keys]
+        args = [arg for pending in batch for arg in pending.args]
+        with self._reaching():
+            return list(await self._append(keys=keys, args=args))
 
     @staticmethod
     def _check_appended(table_id: str, token: int, position: int, written: int) -> None:
@@ -580,9 +646,9 @@ class RedisStore(Store):
             async with self._redis.pipeline(transaction=False) as pipe:
                 self._queue_script(
                     pipe, self._append, keys, [self._holder(token), position, entry, "", b""]
-                )
+                )  # a batch of one
                 went_there = await self._queue_wait(pipe, keys[1])
-                written, replicas = await pipe.execute()
+                (written,), replicas = await pipe.execute()
         self._check_appended(table_id, token, position, written)
         if not went_there():
             raise StoreUnavailable(f"redis: {table_id}'s slot moved during the write")
@@ -841,3 +907,26 @@ class RedisStore(Store):
 def revoked_key(token_id: str) -> str:
     """The key whose presence says a session token was revoked (it expires with the token)."""
     return f"bd:revoked:{{{token_id}}}"
+
+
+class PendingAppend:
+    """A log append waiting for the group commit: its keys, script arguments and outcome."""
+
+    __slots__ = ("args", "done", "keys", "table_id")
+
+    def __init__(self, table_id: str, args: list[Any], done: asyncio.Future[int]) -> None:
+        self.table_id = table_id
+        self.keys = [lease_key(table_id), log_key(table_id)]
+        self.args = args
+        self.done = done
+
+
+def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseException]) -> None:
+    """Hand each waiting append its own outcome (one whose caller gave up is skipped)."""
+    for pending, outcome in zip(batch, outcomes, strict=True):
+        if pending.done.done():
+            continue
+        if isinstance(outcome, BaseException):
+            pending.done.set_exception(outcome)
+        else:
+            pending.done.set_result(int(outcome))

@@ -49,6 +49,11 @@ node of the cluster one message per update: small beside the log write for a few
 ``docs/benchmarks.md``), but it does not shrink as shards are added, so past some tens of
 thousands of actions/s across the cluster sharded pub/sub is the next step.
 
+Group commit. The batch of log appends of :mod:`server.stores.redis` is split by master and sent
+to every master at once, each its own cluster pipeline of one script call per slot (a script may
+name the keys of one slot only). Each master's share succeeds or fails on its own: a dead master
+fails the appends of its tables (their hosts undo those commands), not those of the others.
+
 Durability. With ``wait_replicas`` (``--redis-wait-replicas``) a log append is followed, on the
 same connection of the table's master, by ``WAIT``: see
 :meth:`~server.stores.redis.RedisStore.append_log`. Without it, Redis replicates asynchronously
@@ -78,6 +83,7 @@ from server.stores.redis import (
     CONNECT_TIMEOUT,
     PROBE_TIMEOUT,
     UNREACHABLE,
+    PendingAppend,
     RedisStore,
 )
 
@@ -185,6 +191,52 @@ class RedisClusterStore(RedisStore):
         if self._bus_client is not None:
             with contextlib.suppress(Exception):
                 await self._bus_client.aclose()
+
+    # ------------------------------------------------------------------ group commit
+    async def _send_appends(self, batch: list[PendingAppend]) -> list[int | BaseException]:
+        """The batch split by master: to each, in parallel, a pipeline of one script call per
+        slot (a script names the keys of one slot). Each master's share succeeds or fails on
+        its own, so a dead master fails only the appends of its tables."""
+        with contextlib.suppress(*UNREACHABLE), _unreachable_cluster():
+            await self._redis.initialize()
+        slots: dict[int, list[int]] = {}
+        for index, pending in enumerate(batch):
+            slots.setdefault(self._redis.keyslot(pending.keys[1]), []).append(index)
+        masters: dict[str, list[list[int]]] = {}
+        for slot, indexes in slots.items():
+            masters.setdefault(self._master_name(slot), []).append(indexes)
+        shares = list(masters.values())
+        results = await asyncio.gather(*(self._send_share(batch, share) for share in shares))
+        outcomes: list[int | BaseException] = [0] * len(batch)
+        for share, found in zip(shares, results, strict=True):
+            for index, outcome in zip((i for group in share for i in group), found, strict=True):
+                outcomes[index] = outcome
+        return outcomes
+
+    def _master_name(self, slot: int) -> str:
+        """The name of the master serving ``slot`` ("" while the slot map has none for it)."""
+        try:
+            return self._redis.nodes_manager.get_node_from_slot(slot).name
+        except (redis.exceptions.RedisError, LookupError):
+            return ""
+
+    async def _send_share(
+        self, batch: list[PendingAppend], share: list[list[int]]
+    ) -> list[int | BaseException]:
+        """One master's share of a batch (its slots' groups of appends): the outcomes, in the
+        order of ``share``'s groups."""
+        count = sum(len(group) for group in share)
+        try:
+            with self._reaching():
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for group in share:
+                        keys = [key for i in group for key in batch[i].keys]
+                        args = [arg for i in group for arg in batch[i].args]
+                        self._queue_script(pipe, self._append, keys, args)
+                    replies = await pipe.execute()
+        except Exception as error:
+            return [error] * count
+        return [int(written) for reply in replies for written in reply]
 
     # ------------------------------------------------------------------ WAIT on the master
     async def _queue_wait(self, pipe: Any, key: str) -> Callable[[], bool]:
