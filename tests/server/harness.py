@@ -147,6 +147,7 @@ class TableHarness:
         game: str = "blackdrez",
         host: str = "host",
         seeds: list[str] | None = None,
+        invite: str | None = None,
         **options: Any,
     ) -> None:
         self.now = START
@@ -158,6 +159,7 @@ class TableHarness:
             host=host,
             options=v1.TableOptions(**options),
             listed=game == "blackdrez",
+            invite=invite,
         )
         self.room: Room = new_room(create, self.now)
         self.log: list[bytes] = [encode_entry(LogEntry(now=self.now, command=create))]

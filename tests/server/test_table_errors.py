@@ -1,0 +1,221 @@
+"""The table core's error paths, through the in-memory harness: every refusal names its code and
+changes nothing (the harness asserts the room's state key and that no update is queued), and the
+log tools refuse a log that cannot be a table's.
+
+No sockets and no node: what a node adds (routing, leases, fan-out) is tested in the other
+``tests/server`` files.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from games import GAMES
+from protocol import v1
+from protocol.errors import ErrorCode
+from server.table.commands import (
+    Create,
+    LogEntry,
+    Tick,
+    decode_entry,
+    encode_entry,
+    execute,
+    rebuild,
+    timer_entry,
+)
+from server.table.lifecycle import TableStatus
+from server.table.records import decode_table_record, players_seated, record_log, table_record
+from server.table.room import KEPT_EVENTS, RoomError
+from tests.server.harness import TableHarness
+
+
+def refused(code: ErrorCode, call, *args, **kwargs) -> RoomError:
+    """Run a harness request that must be refused with ``code``; return the error."""
+    with pytest.raises(RoomError) as error:
+        call(*args, **kwargs)
+    assert error.value.code == code, error.value.message
+    return error.value
+
+
+def seated(*players: str, **options) -> TableHarness:
+    """A table hosted by the first of ``players``, every one seated (seats 0, 1...)."""
+    options.setdefault("seats", max(2, len(players)))
+    harness = TableHarness(host=players[0], **options)
+    for player in players:
+        harness.client(player).join()
+    return harness
+
+
+# --------------------------------------------------------------------------- joining and leaving
+
+
+def test_a_seated_player_cannot_take_a_second_seat_but_may_ask_for_their_own() -> None:
+    harness = seated("ann", "bob", seats=3)
+    ann = harness.client("ann")
+    refused(ErrorCode.ALREADY_SEATED, ann.join, seat=2)
+    before = len(harness.log)
+    ann.join(seat=0)
+    ann.join()
+    assert len(harness.log) == before, "joining one's own seat again changes nothing"
+
+
+def test_joining_a_full_table_a_taken_seat_or_no_such_seat_is_refused() -> None:
+    harness = seated("ann", "bob")
+    refused(ErrorCode.TABLE_FULL, harness.client("cid").join)
+    harness = seated("ann", seats=3)
+    refused(ErrorCode.SEAT_TAKEN, harness.client("bob").join, seat=0)
+    refused(ErrorCode.BAD_MESSAGE, harness.client("bob").join, seat=5)
+
+
+def test_a_private_table_needs_its_invite_except_for_its_host() -> None:
+    invite = "secret"
+    harness = seated("ann", private=True, invite=invite)
+    assert harness.room.invite == invite
+    refused(ErrorCode.INVITE_REQUIRED, harness.client("bob").join)
+    refused(ErrorCode.INVITE_REQUIRED, harness.client("bob").join, invite="wrong")
+    refused(ErrorCode.INVITE_REQUIRED, harness.client("cid").spectate)
+    harness.client("bob").join(invite=invite)
+    assert harness.room.seat_of("bob") == 1
+
+
+def test_leaving_a_table_one_is_not_at_is_refused() -> None:
+    harness = seated("ann")
+    refused(ErrorCode.NOT_SEATED, harness.client("bob").leave)
+
+
+# --------------------------------------------------------------------------- the host's requests
+
+
+def test_only_the_host_starts_and_only_with_enough_ready_players() -> None:
+    harness = seated("ann", "bob")
+    refused(ErrorCode.NOT_HOST, harness.client("bob").start)
+    refused(ErrorCode.NOT_ENOUGH_PLAYERS, harness.client("ann").start)
+    harness.client("bob").ready()
+    harness.client("ann").start()
+    assert harness.room.status is TableStatus.PLAYING
+
+
+def test_only_the_host_adds_bots_and_only_into_free_seats() -> None:
+    harness = seated("ann", "bob")
+    with pytest.raises(RoomError) as error:
+        harness.room.bot_seats("bob", 1)
+    assert error.value.code == ErrorCode.NOT_HOST
+    with pytest.raises(RoomError) as error:
+        harness.room.bot_seats("ann", 1)
+    assert error.value.code == ErrorCode.TABLE_FULL
+    assert seated("ann", seats=4).room.bot_seats("ann", 7) == 3
+
+
+def test_only_the_host_removes_a_bot_and_only_a_bot() -> None:
+    harness = seated("ann", "bob", seats=3)
+    harness.client("robo", bot=True).join()
+    refused(ErrorCode.NOT_HOST, harness.client("bob").send, v1.RemoveBot(table="t", seat=2))
+    ann = harness.client("ann")
+    refused(ErrorCode.BAD_MESSAGE, ann.send, v1.RemoveBot(table="t", seat=1))
+    refused(ErrorCode.BAD_MESSAGE, ann.send, v1.RemoveBot(table="t", seat=7))
+    ann.send(v1.RemoveBot(table="t", seat=2))
+    assert harness.room.seats[2] is None
+
+
+def test_bot_names_skip_the_names_taken_at_the_table() -> None:
+    harness = seated("ann", seats=4)
+    harness.client("robo", "Ada (threshold)", bot=True).join()
+    names = harness.room.bot_names(2, "bust_probability")
+    assert names == ["Ben (bust odds)", "Cleo (bust odds)"]
+
+
+# --------------------------------------------------------------------------- acting
+
+
+def test_an_action_that_is_not_one_of_the_games_or_from_no_seat_is_refused() -> None:
+    harness = seated("ann", "bob")
+    harness.client("bob").ready()
+    harness.client("ann").start()
+    mover = harness.room.seats[harness.room.engine.state.to_act].player
+    refused(ErrorCode.BAD_ACTION, harness.client(mover).act, {"type": "fold"})
+    refused(ErrorCode.BAD_ACTION, harness.client(mover).act, {"nope": 1})
+    harness.client("cid").spectate()
+    refused(ErrorCode.NOT_SEATED, harness.client("cid").act, {"type": "hit"})
+
+
+# --------------------------------------------------------------------------- commands and logs
+
+
+def test_a_game_started_without_a_seed_or_an_unknown_command_is_refused() -> None:
+    harness = seated("ann", "bob")
+    harness.client("bob").ready()
+    with pytest.raises(RoomError) as error:
+        execute(
+            harness.room, LogEntry(now=harness.now, command=v1.StartGame(table="t"), player="ann")
+        )
+    assert error.value.code == ErrorCode.INTERNAL
+    with pytest.raises(RoomError) as error:
+        execute(harness.room, LogEntry(now=harness.now, command=v1.Ping(), player="ann"))
+    assert error.value.code == ErrorCode.UNKNOWN_TYPE
+
+
+def test_a_log_must_start_with_its_create_and_replay_without_refusals() -> None:
+    harness = seated("ann", "bob")
+    with pytest.raises(ValueError, match="must start with its create"):
+        rebuild(harness.log[1:])
+    impossible = encode_entry(
+        LogEntry(now=harness.now, command=v1.LeaveTable(table="t"), player="nobody")
+    )
+    with pytest.raises(ValueError, match="refused on replay"):
+        rebuild([*harness.log, impossible])
+
+
+def test_a_resync_from_too_far_back_gets_a_snapshot() -> None:
+    harness = seated("ann", "bob")
+    ann = harness.client("ann")
+    assert harness.room.events_since(-1) is None
+    harness.room.kept_events.clear()
+    replies = ann.send(v1.Resync(table="t", since=0))
+    assert [type(reply) for reply in replies] == [v1.Snapshot]
+    assert KEPT_EVENTS >= 64
+
+
+def test_a_broadcast_keeps_a_viewer_class_only_for_a_seat_with_legal_actions() -> None:
+    harness = seated("ann", "bob")
+    harness.client("bob").ready()
+    harness.client("ann").start()
+    last = harness.broadcasts[-1]
+    mover = harness.room.engine.state.to_act
+    assert last.variant(mover) == mover
+    assert last.variant(1 - mover) is None
+    assert last.variant(None) is None
+    assert last.for_seat(None).legal == []
+
+
+def test_a_timer_with_nothing_due_changes_nothing() -> None:
+    harness = seated("ann", "bob")
+    before = harness.room.state_key()
+    entry = timer_entry(harness.room, harness.now)
+    assert isinstance(entry.command, Tick)
+    execute(harness.room, entry)
+    assert harness.room.state_key() == before
+
+
+def test_a_closed_tables_record_keeps_its_games_and_its_whole_log() -> None:
+    harness = seated("ann", "bob")
+    harness.client("bob").ready()
+    harness.client("ann").start()
+    while harness.room.status is TableStatus.PLAYING:
+        mover = harness.room.seats[harness.room.engine.state.to_act].player
+        harness.client(mover).act({"type": "withdraw"})
+    record = decode_table_record(table_record(harness.log, 123.0))
+    assert (record.table, record.game, record.closed) == (harness.table, "blackdrez", 123.0)
+    assert len(record.games) == 1
+    assert record.games[0].commitment == harness.room.engine.commitment
+    assert record_log(record) == harness.log
+    assert players_seated(harness.log) == {"ann", "bob"}
+    assert isinstance(decode_entry(record_log(record)[0]).command, Create)
+
+
+@pytest.mark.parametrize("game", [name for name, spec in GAMES.items() if spec.solitaire])
+def test_a_solitaire_session_refuses_a_second_player(game: str) -> None:
+    harness = TableHarness(game=game, host="ann")
+    harness.client("ann").join()
+    refused(ErrorCode.TABLE_FULL, harness.client("bob").join)
+    assert msgspec.to_builtins(harness.room.info().seats[0].player) == "ann"
