@@ -36,6 +36,8 @@ GameName = Literal[tuple(GAMES)]  # type: ignore[valid-type]
 """A game's wire name: one per folder of ``games/`` (the registry)."""
 SolitaireName = Literal[SOLITAIRES]  # type: ignore[valid-type]
 """A one-seat game's wire name."""
+TABLE_GAME = "blackdrez"
+"""The game of the tables ``create_table`` and ``quick_join`` make (their options are its)."""
 
 
 class Message(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=False):

@@ -32,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from games import GAMES
 from protocol import v1
 from protocol.errors import ErrorCode
 from server import bus
@@ -120,13 +121,13 @@ class Hosting:
         self, game: str, host: str, options: v1.TableOptions, deal: int | None
     ) -> Room:
         """Create a room hosted here: leased, logged and listed before anyone hears of it."""
-        table_id = ("t" if game == "blackdrez" else "s") + secrets.token_hex(5)
+        table_id = ("s" if GAMES[game].solitaire else "t") + secrets.token_hex(5)
         create = Create(
             table=table_id,
             game=game,
             host=host,
             options=options,
-            listed=game == "blackdrez" and not options.private,
+            listed=not GAMES[game].solitaire and not options.private,
             invite=secrets.token_urlsafe(6) if options.private else None,
             deal=deal,
         )

@@ -34,7 +34,7 @@ class Lobby:
     async def _quick_join(self, client: Connection, message: v1.QuickJoin) -> Answer:
         for info in await self.list_tables():
             if (
-                info.game == "blackdrez"
+                info.game == v1.TABLE_GAME
                 and info.status == "open"
                 and not info.private
                 and any(seat is None for seat in info.seats)
@@ -55,7 +55,7 @@ class Lobby:
         self, client: Connection, options: v1.TableOptions, request_id: int | None
     ) -> Answer:
         """A new BlackDrez table hosted here, with its creator in the first seat as host."""
-        room = await self._new_room("blackdrez", client.player, options, None)
+        room = await self._new_room(v1.TABLE_GAME, client.player, options, None)
         sit = v1.JoinTable(id=request_id, table=room.id)
         return await self._execute(room, client.player, client.name, sit, bot=client.bot)
 

@@ -22,6 +22,10 @@ sends the update before the ``ok``). The parent reads the server's RSS (``/proc/
 before the first connection and while they are all held, and its CPU time over the window.
 
 Every loop here is bounded in count and time, and the tool refuses any host but 127.0.0.x.
+
+This module plans, runs and reports; the workers (``workers``), what they send and read
+(``frames``, built on ``protocol.v1``), the server's process and ``/proc`` figures (``procfs``),
+the profiler (``profiler``) and the chart (``charts``) are its siblings.
 """
 
 from __future__ import annotations
