@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.assist import Assist, forced_finish, hint_strategy
+from server.assist import forced_finish, hint_strategy
 from server.games import blue_jacket
 from server.games.records import decode_record, encode_record
 from server.games.registry import GAMES, record_of, replay

@@ -135,5 +135,6 @@ async def test_an_abandoned_session_is_resigned_and_closed(make_server, connect,
             break
         await asyncio.sleep(0.05)
     assert table not in server.node.rooms, "the abandoned session was closed"
-    board = await (await connect(server, name="Other")).request(v1.GetLeaderboard(game=game, deal="random"))
+    other = await connect(server, name="Other")
+    board = await other.request(v1.GetLeaderboard(game=game, deal="random"))
     assert [entry.name for entry in board.entries] == ["Gone"], "resigned, and scored"
