@@ -112,6 +112,7 @@ async def test_the_daily_deal_is_ranked_and_its_entry_shows_day_and_record(
     await entry.wait_for()
     text = await entry.text_content() or ""
     assert "daily" in text and "1 hint" in text
+    await screenshot(page, "lobby-leaderboards", element=".solitaire-panel")
     await entry.locator("button.record").click()
     await page.locator(".toast", has_text="sealed until the day is over").wait_for()
 
@@ -133,7 +134,9 @@ async def test_a_random_deals_record_downloads_and_verifies(
     await page.locator("input[name=assisted]").check()
     entry = page.locator(".board[data-board=blue_jacket] ol.leaderboard li", has_text="Rand")
     await entry.wait_for()
-    await screenshot(page, "lobby-leaderboards-phone")
+    for close in await page.locator(".toast button").all():
+        await close.click()
+    await screenshot(page, "lobby-leaderboards-phone", element=".solitaire-panel")
     async with page.expect_download() as download:
         await entry.locator("button.record").click()
     path = tmp_path / "record.json"
