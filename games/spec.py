@@ -113,7 +113,3 @@ class GameSpec:
     def turn_seconds(self, options: Any) -> float | None:
         """The turn timer, or ``None`` for no timer (solitaires)."""
         return None
-
-    def final_score(self, engine: Any) -> int | None:
-        """The leaderboard score of a finished game, or ``None`` for games without one."""
-        return int(engine.result().score)

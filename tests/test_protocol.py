@@ -20,6 +20,7 @@ from typing import Any, get_args
 import msgspec
 import pytest
 
+from clients.bots import run_bot
 from protocol import schema, v1
 from protocol.codec import CLIENT_DECODERS, SERVER_DECODERS, FrameError, decode_hello, encode
 from protocol.errors import ErrorCode
@@ -302,7 +303,7 @@ async def test_the_node_example_client_plays_a_game_against_a_bot() -> None:
     node = _node_with_websocket()
     if node is None:
         pytest.skip("no Node.js with WebSocket")
-    server = GameServer(Settings(port=0, ping_interval=None))
+    server = GameServer(Settings(port=0, ping_interval=None), bot_client=run_bot)
     await server.start()
     try:
         process = await asyncio.create_subprocess_exec(

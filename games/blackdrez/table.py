@@ -70,8 +70,5 @@ class BlackDrezSpec(GameSpec):
     def turn_seconds(self, options: Any) -> float | None:
         return options.turn_seconds
 
-    def final_score(self, engine: Any) -> int | None:
-        return None
-
     def leave_action(self, engine: Any) -> Any:
         return None

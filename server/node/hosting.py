@@ -118,7 +118,14 @@ class Hosting:
         return sent + self.lease_ttl * (1 - LEASE_MARGIN)
 
     async def _new_room(
-        self, game: str, host: str, options: v1.TableOptions, deal: int | None
+        self,
+        game: str,
+        host: str,
+        options: v1.TableOptions,
+        deal: int | None,
+        *,
+        daily: str | None = None,
+        ranked: bool = False,
     ) -> Room:
         """Create a room hosted here: leased, logged and listed before anyone hears of it."""
         table_id = ("s" if GAMES[game].solitaire else "t") + secrets.token_hex(5)
@@ -130,6 +137,8 @@ class Hosting:
             listed=not GAMES[game].solitaire and not options.private,
             invite=secrets.token_urlsafe(6) if options.private else None,
             deal=deal,
+            daily=daily,
+            ranked=ranked,
         )
         now = self.clock()
         room = new_room(create, now)
@@ -185,7 +194,14 @@ class Hosting:
         return True
 
     async def _execute(
-        self, room: Room, player: str, name: str, message: Any, *, bot: bool = False
+        self,
+        room: Room,
+        player: str,
+        name: str,
+        message: Any,
+        *,
+        bot: bool = False,
+        seed: str | None = None,
     ) -> Answer:
         """Run one command on a hosted room, log it, then let everyone see its effects.
 
@@ -193,6 +209,7 @@ class Hosting:
         lobby change goes out. Nothing runs while the store is down, nor from a room whose lease
         is not confirmed (see the module docstring). If the write fails the room is rebuilt
         from its log as it was (nothing half-applied) and the requester gets ``unavailable``.
+        A command that starts a game uses ``seed`` if given (a daily deal's), else a new one.
         """
         async with self._lock(room.id):
             current = self.rooms.get(room.id)
@@ -219,7 +236,7 @@ class Hosting:
                 player=player,
                 name=name,
                 bot=bot,
-                seed=self.seed_source() if isinstance(message, NEEDS_SEED) else None,
+                seed=(seed or self.seed_source()) if isinstance(message, NEEDS_SEED) else None,
             )
             version = room.version
             try:
@@ -457,8 +474,8 @@ class Hosting:
     async def _publish(self, item: Publication) -> None:
         """One outbox item; may be called again after :class:`StoreUnavailable` (idempotent)."""
         room, broadcast, outcome, store = item.room, item.broadcast, item.outcome, self.store
-        for player, name, score in outcome.scores:
-            await store.submit_score(room.spec.name, player, name, score)
+        for result in outcome.ranked:
+            await self._rank(result)
         if item.closing_log is not None:
             await self._retire(room.id, item.token, item.closing_log)
             if room.listed:

@@ -1,11 +1,13 @@
-"""Lobby: the table list, quick join, create-and-sit, bots at a table, the lobby pushes.
+"""Lobby: the table list, quick join, create-and-sit, bots, solitaires, daily deals, boards.
 
 Theory of operation
 -------------------
 The table list comes from the store's lobby (every node's listed tables); its changes arrive on
 the lobby channel and are pushed to every lobby watcher of this node. Quick join picks an open
 table with a free seat or creates one; bots are named here and started by the server's
-``spawn_bot`` (the server gets the bot client from whoever started it).
+``spawn_bot`` (the server gets the bot client from whoever started it). A solitaire session
+starts here (a random, numbered or daily deal); ranked results go on the leaderboards
+(``server.table.assist`` names the boards) with their records, from the hosting outbox.
 """
 
 from __future__ import annotations
@@ -15,17 +17,24 @@ import logging
 import msgspec
 
 from games.blackdrez.bots import BOT_NAMES
+from games.shuffle import commitment
 from protocol import v1
 from protocol.codec import encode
+from protocol.errors import ErrorCode
 from server import bus
 from server.connection import Connection
-from server.node.routing import error_answer, refused
+from server.node.routing import SOLITAIRE_GRACE, error_answer, refused
+from server.table import assist
 from server.table.commands import (
     Answer,
+    Begin,
+    joined,
 )
 from server.table.room import Room, RoomError
 
 log = logging.getLogger("blackdrez.node")
+_entry_decoder = msgspec.msgpack.Decoder(v1.LeaderboardEntry)
+_kept_decoder = msgspec.msgpack.Decoder(assist.KeptRecord)
 
 
 class Lobby:
@@ -65,6 +74,8 @@ class Lobby:
         return [msgspec.msgpack.decode(record, type=v1.TableInfo) for record in records]
 
     def _add_bots(self, room: Room, player: str, message: v1.AddBots) -> Answer:
+        if self.spawn_bot is None:  # a server given no bot client: refused, nothing changed
+            return error_answer(message, ErrorCode.UNAVAILABLE, "this server cannot start bots")
         try:
             count = room.bot_seats(player, message.count)
         except RoomError as error:
@@ -94,3 +105,108 @@ class Lobby:
             if frame is None:
                 frame = frames[client.binary] = encode(update, client.binary)
             client.send_frame(frame)
+
+    async def _start_solitaire(self, client: Connection, message: v1.StartSolitaire) -> Answer:
+        """A new solitaire session hosted here, its game begun: a random deal (ranked), a
+        numbered deal (public seed: never ranked), or today's daily deal (ranked the first time
+        the player starts it that day)."""
+        if message.daily and message.deal is not None:
+            return error_answer(message, ErrorCode.BAD_MESSAGE, "a daily deal has no deal number")
+        options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
+        day = seed = None
+        ranked = message.deal is None
+        if message.daily:
+            day = assist.day_of(self.clock())
+            seed = await self.store.daily_seed(message.game, day, self.seed_source())
+            ranked = await self.store.claim_daily(message.game, day, client.player)
+        room = await self._new_room(
+            message.game, client.player, options, message.deal, daily=day, ranked=ranked
+        )
+        for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
+            answer = await self._execute(room, client.player, client.name, step, seed=seed)
+            if refused(answer):
+                return answer  # the store failed: the error says why
+        room = self.rooms.get(room.id, room)
+        return joined(room, client.player, message.id, 0)
+
+    async def _daily(self, message: v1.GetDaily) -> Answer:
+        """A day's daily deal: its commitment, and its seed once the day has ended."""
+        now = self.clock()
+        day = message.day or assist.day_of(now)
+        starts, ends = assist.day_bounds(day)
+        if starts > now:
+            return error_answer(
+                message, ErrorCode.SEALED, f"the daily deal of {day} is not dealt yet"
+            )
+        seed = await self.store.daily_seed(message.game, day, self.seed_source())
+        daily = v1.Daily(
+            id=message.id,
+            game=message.game,
+            day=day,
+            commitment=commitment(seed),
+            starts=starts,
+            ends=ends,
+            seed=None if assist.sealed(day, now) else seed,
+        )
+        return Answer(replies=[daily])
+
+    async def _leaderboard(self, message: v1.GetLeaderboard) -> Answer:
+        """One leaderboard: a game's ranked results of one kind of deal, period and help."""
+        await self._settled()  # read your own writes: scores of games just finished
+        name = assist.board(message.game, message.deal, message.assisted, message.day)
+        rows = await self.store.top_scores(name, message.limit)
+        entries = [
+            msgspec.structs.replace(_entry_decoder.decode(entry), rank=i + 1)
+            for i, (_, entry, _) in enumerate(rows)
+        ]
+        board = v1.Leaderboard(
+            id=message.id,
+            game=message.game,
+            entries=entries,
+            deal=message.deal,
+            day=message.day,
+            assisted=message.assisted,
+        )
+        return Answer(replies=[board])
+
+    async def _kept_record(self, message: v1.GetRecord) -> Answer:
+        """A ranked game's record; a daily deal's stays sealed until its day has ended."""
+        data = await self.store.kept_record(message.record)
+        if data is None:
+            return error_answer(message, ErrorCode.NOT_FOUND, f"no game record {message.record!r}")
+        kept = _kept_decoder.decode(data)
+        if assist.sealed(kept.daily, self.clock()):
+            return error_answer(
+                message,
+                ErrorCode.SEALED,
+                f"the record of a daily deal is sealed until the day {kept.daily} has ended (UTC)",
+            )
+        text = kept.record.decode()
+        return Answer(replies=[v1.GameRecord(id=message.id, record=message.record, text=text)])
+
+    async def _rank(self, result: assist.Finished) -> None:
+        """Put a ranked game on its boards (its day's and all time's) with its record;
+        idempotent, like every outbox step."""
+        now = self.clock()
+        day = result.daily or assist.day_of(now)
+        deal = "daily" if result.daily else "random"
+        kept = assist.KeptRecord(daily=result.daily, record=result.record)
+        await self.store.keep_record(result.id, msgspec.msgpack.encode(kept))
+        entry = v1.LeaderboardEntry(
+            rank=0,
+            player=result.player,
+            name=result.name,
+            score=result.score,
+            won=result.won,
+            day=day,
+            deal=deal,
+            hints=result.hints,
+            undos=result.undos,
+            record=result.id,
+            finished=now,
+        )
+        data = msgspec.msgpack.encode(entry)
+        assisted = bool(result.hints or result.undos)
+        for period in (day, None):
+            name = assist.board(result.game, deal, assisted, period)
+            await self.store.submit_score(name, result.player, data, result.score)

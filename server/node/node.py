@@ -50,10 +50,6 @@ SWEEP_INTERVAL = 5.0
 """Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
 
 
-def _no_bots(table: str, strategy: str, invite: str | None, name: str) -> None:
-    raise RoomError(ErrorCode.UNAVAILABLE, "this node cannot start bots")
-
-
 class Node(Hosting, Routing, Failover, Fanout, Lobby):
     """One server process's share of the game world (see ``server.node``)."""
 
@@ -101,7 +97,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         """One-off tasks, kept until done so none is lost and every failure is logged."""
-        self.spawn_bot: Callable[[str, str, str | None, str], None] = _no_bots
+        self.spawn_bot: Callable[[str, str, str | None, str], None] | None = None
         """Starts one bot client ``(table, strategy, invite, name)`` (set by the server, which
         knows its own address)."""
         self._bots_named: dict[str, int] = {}

@@ -26,8 +26,6 @@ from server.stores import StoreUnavailable
 from server.stores.base import Whereabouts, node_channel
 from server.table.commands import (
     Answer,
-    Begin,
-    joined,
 )
 
 log = logging.getLogger("blackdrez.node")
@@ -79,25 +77,13 @@ class Routing:
             case v1.QuickJoin():
                 return await self._quick_join(client, message)
             case v1.StartSolitaire():
-                options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
-                room = await self._new_room(message.game, client.player, options, message.deal)
-                for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
-                    answer = await self._execute(room, client.player, client.name, step)
-                    if refused(answer):
-                        return answer  # the store failed: the error says why
-                room = self.rooms.get(room.id, room)
-                return joined(room, client.player, message.id, 0)
+                return await self._start_solitaire(client, message)
+            case v1.GetDaily():
+                return await self._daily(message)
             case v1.GetLeaderboard():
-                await self._settled()  # read your own writes: scores of games just finished
-                limit = message.limit
-                rows = await self.store.top_scores(message.game, limit)
-                entries = [
-                    v1.LeaderboardEntry(rank=i + 1, player=p, name=n, score=s)
-                    for i, (p, n, s) in enumerate(rows)
-                ]
-                return Answer(
-                    replies=[v1.Leaderboard(id=message.id, game=message.game, entries=entries)]
-                )
+                return await self._leaderboard(message)
+            case v1.GetRecord():
+                return await self._kept_record(message)
             case v1.Hello():
                 return error_answer(
                     message, ErrorCode.ALREADY_GREETED, "hello was already answered"

@@ -39,6 +39,7 @@ with the error code shown, or ignored (``~``: accepted, changes nothing)::
     add_bots   host          host           host            host           host       not_found
     remove_bot host          host (c)       host            host           host       not_found
     act        not_in_round  yes            not_your_turn   not_your_turn  game_over  not_found
+    hint, undo not_in_round  yes (f)        not_your_turn   not_your_turn  game_over  not_found
     resync     yes           yes            yes             yes            yes        not_found
     presence   yes           yes            yes             yes            yes        ~
     begin      yes           game_running   game_running    game_running   yes        not_found
@@ -51,7 +52,9 @@ the table is open again and nobody is dropped into the last game's result. (c) A
 round plays on by the default action and the seat is freed when the round ends. (d) ``ready``
 false during a game: the player finishes the round in play, then sits out the following rounds
 (keeping the pile and the place in the ranking) until ready again. (e) The host who starts is
-marked ready and plays (if seated); at least two ready players are needed.
+marked ready and plays (if seated); at least two ready players are needed. (f) Solitaire
+sessions only (``not_a_solitaire`` otherwise), for the seated player; ``undo`` takes back only
+moves since the last card was revealed (``nothing_to_undo``), see ``server.table.assist``.
 
 A status changes only by :meth:`Room._enter`, along :data:`TRANSITIONS`. A start enters
 ``playing``; from there the status follows from the engine and the seats (:meth:`Room._settle`,
@@ -115,6 +118,8 @@ class TableCommand(enum.StrEnum):
     REMOVE_BOT = "remove_bot"
     ACT = "act"
     RESYNC = "resync"
+    HINT = "hint"
+    UNDO = "undo"
     PRESENCE = "presence"
     BEGIN = "begin"
     TICK = "tick"
@@ -147,11 +152,15 @@ def _row(default: Verdict = ALLOWED, **exceptions: Verdict) -> dict[TableCommand
 
 
 COMMANDS: dict[TableStatus, dict[TableCommand, Verdict]] = {
-    TableStatus.OPEN: _row(act=_NO_GAME),
+    TableStatus.OPEN: _row(act=_NO_GAME, hint=_NO_GAME, undo=_NO_GAME),
     TableStatus.PLAYING: _row(start=_RUNNING, begin=_RUNNING),
-    TableStatus.BETWEEN_ROUNDS: _row(start=_RUNNING, begin=_RUNNING, act=_NO_ROUND),
-    TableStatus.WAITING: _row(start=_RUNNING, begin=_RUNNING, act=_NO_ROUND),
-    TableStatus.FINISHED: _row(act=_OVER),
+    TableStatus.BETWEEN_ROUNDS: _row(
+        start=_RUNNING, begin=_RUNNING, act=_NO_ROUND, hint=_NO_ROUND, undo=_NO_ROUND
+    ),
+    TableStatus.WAITING: _row(
+        start=_RUNNING, begin=_RUNNING, act=_NO_ROUND, hint=_NO_ROUND, undo=_NO_ROUND
+    ),
+    TableStatus.FINISHED: _row(act=_OVER, hint=_OVER, undo=_OVER),
     TableStatus.CLOSED: _row(_GONE, presence=IGNORED, tick=IGNORED, resume=IGNORED, close=IGNORED),
 }
 """For each status, each command: allowed, ignored, or refused (see the module docstring)."""

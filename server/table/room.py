@@ -41,6 +41,7 @@ from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
 from games.spec import GameSpec
 from protocol import v1
 from protocol.errors import ErrorCode
+from server.table.assist import Assist, Finished, forced_finish, hint, ranked_result
 from server.table.lifecycle import (
     ALLOWED,
     COMMANDS,
@@ -144,8 +145,8 @@ class _KeptEvent:
 class Outcome:
     """What the runtime must do besides broadcasting: side effects outside the room."""
 
-    scores: list[tuple[str, str, int]] = field(default_factory=list)
-    """Finished solitaire games: ``(player, name, score)`` for the leaderboard."""
+    ranked: list[Finished] = field(default_factory=list)
+    """Finished games of ranked solitaire sessions, for the leaderboards."""
     seated: list[str] = field(default_factory=list)
     unseated: list[str] = field(default_factory=list)
     closed: bool = False
@@ -182,6 +183,8 @@ class Room:
         listed: bool,
         invite: str | None = None,
         deal: int | None = None,
+        daily: str | None = None,
+        ranked: bool = False,
     ) -> None:
         self.id = table_id
         self.spec = spec
@@ -190,6 +193,11 @@ class Room:
         self.listed = listed
         self.invite = invite if options.private else None
         self.deal = deal
+        self.daily = daily
+        """The UTC day of the daily deal this session plays: its seed is never shown here."""
+        self.ranked = ranked and deal is None and spec.solitaire
+        """The games of this session go on the leaderboards (hidden seeds only)."""
+        self.assist = Assist() if spec.solitaire else None
         self.seats: list[Seat | None] = [None] * spec.seat_count(options)
         self.spectators: set[str] = set()
         self.status = TableStatus.OPEN
@@ -260,7 +268,25 @@ class Room:
             round=self.spec.round_number(self.engine) if self.engine is not None else 0,
             options=self.options,
             commitment=self.engine.commitment if self.engine is not None else None,
+            ranked=self.ranked,
+            daily=self.daily,
+            hints=self.assist.hints if self.assist is not None else 0,
+            undos=self.assist.undos if self.assist is not None else 0,
+            undoable=len(self.assist.undo) if self.assist is not None else 0,
         )
+
+    def view(self, seat: int | None) -> Any:
+        """The game as ``seat`` sees it (``None`` without a game); a daily deal's seed is
+        left out even after its game: it is revealed only once its day has ended."""
+        if self.engine is None:
+            return None
+        return self._sealed(self.engine.view(seat))
+
+    def _sealed(self, item: Any) -> Any:
+        """A view or event without the seed, in a daily deal's session."""
+        if self.daily is not None and getattr(item, "seed", None) is not None:
+            return msgspec.structs.replace(item, seed=None)
+        return item
 
     def legal(self, seat: int | None) -> list[Any]:
         """The legal actions of ``seat`` now (none for spectators or without a game)."""
@@ -275,7 +301,7 @@ class Room:
             seq=self.seq,
             info=self.info(),
             seat=seat,
-            view=self.engine.view(seat) if self.engine is not None else None,
+            view=self.view(seat),
             legal=self.legal(seat),
             deadline=self.turn_deadline,
             recent=self.recent_events(),
@@ -356,6 +382,7 @@ class Room:
             self.close_at,
             tuple(sorted(self.newcomers)),
             self._info_dirty,
+            self.assist.key() if self.assist is not None else None,
         )
 
     # ------------------------------------------------------------------ commands
@@ -496,7 +523,45 @@ class Room:
         except msgspec.ValidationError as error:
             raise RoomError(ErrorCode.BAD_ACTION, f"not an action of this game: {error}") from None
         self._apply(seat, move)
+        if self.assist is not None:
+            for step in forced_finish(self.spec.name, self.engine):
+                self._apply(seat, step)
         self._settle(now)
+
+    def hint(self, player: str, now: float) -> Any:
+        """The hint bot's move for the player's own seat (see ``server.table.assist``); the game is
+        marked as helped."""
+        self._check(TableCommand.HINT)
+        seat = self._seat_required(player)
+        assist = self._assist()
+        move = hint(self.spec.name, self.engine, seat)
+        assist.hints += 1
+        self._info_dirty = True
+        self._settle(now)
+        return move
+
+    def undo(self, player: str, now: float) -> None:
+        """Take back the player's last move, if it was played since the last card was revealed;
+        the game is marked as helped."""
+        self._check(TableCommand.UNDO)
+        self._seat_required(player)
+        assist = self._assist()
+        if not assist.undo:
+            raise RoomError(
+                ErrorCode.NOTHING_TO_UNDO,
+                "nothing to undo: a move before the last card was revealed cannot be taken back",
+            )
+        action = assist.take_back(self.engine)
+        self._applied += 1
+        self._acted = True
+        self._event(v1.Undone(action=action, undoable=len(assist.undo)))
+        self._info_dirty = True
+        self._settle(now)
+
+    def _assist(self) -> Assist:
+        if self.assist is None:
+            raise RoomError(ErrorCode.NOT_A_SOLITAIRE, "hints and undo are for solitaires only")
+        return self.assist
 
     def resync(self, player: str, now: float) -> int | None:
         """A viewer asks to catch up: return their seat (``None`` for a spectator); a seated
@@ -582,7 +647,7 @@ class Room:
             return None
         pending, self._pending = self._pending, []
         events = [v1.Numbered(seq=e.seq, event=e.event) for e in pending]
-        view = self.engine.view(None) if self.engine is not None else None
+        view = self.view(None) if self.engine is not None else None
         info = self.info() if self._info_dirty else None
         self._info_dirty = False
         return Broadcast(
@@ -685,6 +750,8 @@ class Room:
         if self.deal is not None:
             seed = self.spec.deal_seed(self.deal)
         self.engine = self.spec.create(self.options, seed)
+        if self.assist is not None:
+            self.assist.new_game()
         self.newcomers.clear()
         self._enter(TableStatus.PLAYING)
         self.game_start_seq = self.seq + 1
@@ -709,9 +776,18 @@ class Room:
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}
-        score = self.spec.final_score(self.engine)
-        if score is not None and self.seats[0] is not None and self.deal is None:
-            self.outcome.scores.append((self.seats[0].player, self.seats[0].name, score))
+        player = self.seats[0]
+        if self.ranked and self.assist is not None and player is not None:
+            self.outcome.ranked.append(
+                ranked_result(
+                    f"{self.id}.{self.game_start_seq}",
+                    self.engine,
+                    self.assist,
+                    player.player,
+                    player.name,
+                    self.daily,
+                )
+            )
         for seat in self.seats:
             if seat is not None and not seat.bot:
                 seat.ready = False
@@ -734,13 +810,19 @@ class Room:
 
     def _engine_events(self, events: list[Any]) -> None:
         for event in events:
-            self._event(self.engine.event_view(event, None))
+            self._event(self._sealed(self.engine.event_view(event, None)))
 
     def _apply(self, seat: int, action: Any) -> None:
+        engine = self.engine
+        if self.assist is not None:
+            before, revealed = engine.dump(), engine.dealt()
         try:
-            events = self.engine.apply(seat, action)
+            events = engine.apply(seat, action)
         except Rejected as rejected:
             raise RoomError(REJECTIONS[rejected.reason], rejected.detail) from None
+        if self.assist is not None:
+            self.assist.applied(seat, action, before, revealed, engine)
+            self._info_dirty = True  # the moves that can be taken back changed
         self._applied += 1
         self._engine_events(events)
         self._acted = True

@@ -148,6 +148,8 @@ class TableHarness:
         host: str = "host",
         seeds: list[str] | None = None,
         invite: str | None = None,
+        daily: str | None = None,
+        ranked: bool = False,
         **options: Any,
     ) -> None:
         self.now = START
@@ -160,6 +162,8 @@ class TableHarness:
             options=v1.TableOptions(**options),
             listed=game == "blackdrez",
             invite=invite,
+            daily=daily,
+            ranked=ranked,
         )
         self.room: Room = new_room(create, self.now)
         self.log: list[bytes] = [encode_entry(LogEntry(now=self.now, command=create))]

@@ -105,3 +105,22 @@ async def test_a_bot_removed_during_a_round_leaves_after_it(server, connect) -> 
     await play_out(host, table)
     await host.wait_until(lambda: state.info.seats[1] is None)
     assert state.view["phase"] == "over"
+
+
+async def test_a_server_given_no_bot_client_refuses_bots_and_changes_nothing(connect) -> None:
+    from server.app import Settings
+
+    server = GameServer(Settings(port=0, ping_interval=None))  # no bot_client: an embedder's
+    await server.start()
+    try:
+        host = await connect(server, name="Ann")
+        created = await host.request(v1.CreateTable(options=v1.TableOptions(seats=4)))
+        table = created.table.id
+        seq = host.tables[table].seq
+        with pytest.raises(ServerError) as error:
+            await host.request(v1.AddBots(table=table, count=2))
+        assert error.value.code == ErrorCode.UNAVAILABLE
+        assert server.node.rooms[table].seats[1:] == [None, None, None]
+        assert host.tables[table].seq == seq
+    finally:
+        await server.stop()
