@@ -14,9 +14,9 @@ from pathlib import Path
 import msgspec
 from playwright.async_api import Page
 
+from games import GAMES
 from games.blue_jacket import rules as bj
 from games.records import read_record
-from games.spec import ADAPTERS
 from games.verify import verify
 from server.table.assist import hint
 from tests.browser.helpers import click_and_wait, seq, table_state
@@ -39,7 +39,7 @@ async def resign(page: Page) -> None:
 async def test_hint_highlights_the_move_and_undo_takes_it_back(new_page, screenshot) -> None:
     page = await new_page("Sol")
     await start_deal(page, "blue_jacket", DEAL)
-    engine = bj.BlueJacket.new(bj.Config(), ADAPTERS["blue_jacket"].deal_seed(DEAL))
+    engine = bj.BlueJacket.new(bj.Config(), GAMES["blue_jacket"].deal_seed(DEAL))
     expected = msgspec.to_builtins(hint("blue_jacket", engine, 0))
     assert expected["type"] == "move"
     undo = page.locator("#undo")
