@@ -288,19 +288,25 @@ def _applies(requirement: Requirement, markers: dict[str, str], extras: Iterable
 def missing_requirements(wheelhouse: Path, wanted: list[str], target: dict) -> list[str]:
     """Requirements (``wanted`` and those of every wheel present) that no wheel satisfies."""
     versions: dict[str, list[str]] = {}
+    declared: dict[str, list[Requirement]] = {}
     for wheel in wheelhouse.glob("*.whl"):
         name, version, _, _ = parse_wheel_filename(wheel.name)
         versions.setdefault(name, []).append(str(version))
+        declared.setdefault(name, []).extend(Requirement(line) for line in _requires(wheel))
     extras: dict[str, set[str]] = {}
-    needs = [Requirement(r) for r in wanted]
-    for requirement in needs:
-        extras.setdefault(canonicalize_name(requirement.name), set()).update(requirement.extras)
-    for wheel in wheelhouse.glob("*.whl"):
-        owner = canonicalize_name(parse_wheel_filename(wheel.name)[0])
-        for line in _requires(wheel):
-            requirement = Requirement(line)
-            if _applies(requirement, target["markers"], extras.get(owner, ())):
-                needs.append(requirement)
+    while True:  # until the extras asked for stop growing (an extra may ask for another)
+        needs = [Requirement(r) for r in wanted] + [
+            requirement
+            for owner, requirements in declared.items()
+            for requirement in requirements
+            if _applies(requirement, target["markers"], extras.get(owner, ()))
+        ]
+        asked: dict[str, set[str]] = {}
+        for requirement in needs:
+            asked.setdefault(canonicalize_name(requirement.name), set()).update(requirement.extras)
+        if asked == extras:
+            break
+        extras = asked
     missing = []
     for requirement in needs:
         have = versions.get(canonicalize_name(requirement.name), [])

@@ -1,0 +1,251 @@
+"""A Docker engine and the compose deployment, driven as an operator would drive them.
+
+Theory of operation
+-------------------
+:func:`docker_engine` uses the engine that answers, or starts ``dockerd`` (root, Debian's
+``docker.io``) and stops that one alone afterwards. When no engine can run it raises
+:class:`NoDocker` with the reason: the fixtures turn it into a failure under CI and a skip
+elsewhere. :func:`exclusive` serialises deployments on one machine: they would share the engine,
+and one run must not stop the ``dockerd`` another still uses.
+
+:class:`Deployment` runs ``docker-compose.yml`` (with ``tests/deploy/compose.test.yml``) under a
+project name of its own, with every profile the file declares, the load balancer published on a
+free port of 127.0.0.1. Containers are found by their compose labels, so the same code drives the
+``docker compose`` plugin and Debian's ``docker-compose``. Every command has a time bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+TEST_FILE = Path(__file__).resolve().parent / "compose.test.yml"
+PROJECT = "blackdreztest"
+LOCK_FILE = Path(tempfile.gettempdir()) / "blackdrez-compose-test.lock"
+LOCK_WAIT = 1200.0
+"""How long a run waits for another run's deployment on the same machine to finish."""
+ENGINE_START = 60.0
+PREPARE_TIMEOUT = 1200.0
+"""Stand-ins, base image and wheelhouse from nothing (measured: about 3 to 5 minutes)."""
+UP_TIMEOUT = 900.0
+HEALTHY_TIMEOUT = 240.0
+COMMAND_TIMEOUT = 120.0
+
+
+class NoDocker(Exception):
+    """No Docker engine can run here; the message says why."""
+
+
+def _answers() -> bool:
+    try:
+        info = subprocess.run(["docker", "info"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return info.returncode == 0
+
+
+def compose_command() -> list[str]:
+    """``docker compose`` where the plugin is installed, else Debian's ``docker-compose``."""
+    plugin = subprocess.run(["docker", "compose", "version"], capture_output=True)
+    if plugin.returncode == 0:
+        return ["docker", "compose"]
+    legacy = shutil.which("docker-compose")
+    if legacy is None:
+        raise NoDocker(
+            "neither `docker compose` nor docker-compose: apt-get install docker-compose"
+        )
+    return [legacy]
+
+
+@contextlib.contextmanager
+def docker_engine(log_dir: Path) -> Iterator[str]:
+    """Yield with an engine answering: the running one, or a ``dockerd`` started (and stopped)
+    here. The value says which, for the report."""
+    if shutil.which("docker") is None:
+        raise NoDocker("no docker command: apt-get install docker.io (as root)")
+    if _answers():
+        yield "the running Docker engine"
+        return
+    if shutil.which("dockerd") is None:
+        raise NoDocker(
+            "no Docker engine runs and dockerd is not installed: apt-get install docker.io"
+        )
+    if os.geteuid() != 0:
+        raise NoDocker("no Docker engine runs and starting dockerd needs root")
+    log_path = log_dir / "dockerd.log"
+    with log_path.open("wb") as log:
+        dockerd = subprocess.Popen(
+            ["dockerd"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + ENGINE_START
+        while not _answers():
+            if dockerd.poll() is not None or time.monotonic() > deadline:
+                tail = log_path.read_text(errors="replace")[-3000:]
+                raise NoDocker(f"dockerd did not start (exit {dockerd.poll()}):\n{tail}")
+            time.sleep(0.5)
+        yield f"a dockerd started for this test (pid {dockerd.pid}, log {log_path})"
+    finally:
+        dockerd.terminate()  # it stops the containerd it started
+        try:
+            dockerd.wait(60)
+        except subprocess.TimeoutExpired:
+            dockerd.kill()
+            dockerd.wait()
+
+
+@contextlib.contextmanager
+def exclusive() -> Iterator[None]:
+    """Hold the machine-wide lock of compose deployments (waiting for another run to end)."""
+    with LOCK_FILE.open("w") as lock:
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                assert time.monotonic() < deadline, f"another compose test holds {LOCK_FILE}"
+                time.sleep(2)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def compose_profiles(compose: dict[str, Any]) -> list[str]:
+    """Every profile that some service of the compose file belongs to."""
+    return sorted(
+        {p for service in compose["services"].values() for p in service.get("profiles", [])}
+    )
+
+
+def run(command: list[str], timeout: float = COMMAND_TIMEOUT, **options: Any) -> str:
+    """Run a command; its output, or an assertion error with the output when it fails."""
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, **options
+    )
+    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def output(container: str) -> str:
+    """Everything a container wrote, standard output and error interleaved."""
+    done = subprocess.run(
+        ["docker", "logs", container],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=COMMAND_TIMEOUT,
+    )  # fmt: skip
+    return done.stdout
+
+
+class Deployment:
+    """The compose file brought up under :data:`PROJECT`, every profile included."""
+
+    def __init__(self) -> None:
+        self.compose = yaml.safe_load(COMPOSE_FILE.read_text())
+        self.profiles = compose_profiles(self.compose)
+        self.lb_port = free_port()
+        self.redis_port = free_port()
+        self.env = {
+            **os.environ,
+            "BLACKDREZ_OFFLINE": "1",
+            "BLACKDREZ_PUBLISH": f"127.0.0.1:{self.lb_port}",
+            "BLACKDREZ_TEST_REDIS_PORT": str(self.redis_port),
+        }
+        self.command = [
+            *compose_command(),
+            "-p", PROJECT,
+            "-f", str(COMPOSE_FILE),
+            "-f", str(TEST_FILE),
+            *(option for profile in self.profiles for option in ("--profile", profile)),
+        ]  # fmt: skip
+
+    @property
+    def services(self) -> list[str]:
+        """Every service of the compose file (all profiles are enabled)."""
+        return sorted(self.compose["services"])
+
+    def run(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> str:
+        """A compose subcommand on this deployment."""
+        return run([*self.command, *args], timeout=timeout, env=self.env)
+
+    def up(self) -> None:
+        """Build and start everything, after removing what a crashed earlier run left."""
+        self.run("down", "-v", "--remove-orphans", timeout=COMMAND_TIMEOUT)
+        self.run("up", "-d", "--build", timeout=UP_TIMEOUT)
+
+    def down(self) -> None:
+        """Remove the containers, the network and the volumes."""
+        self.run("down", "-v", "--remove-orphans", timeout=COMMAND_TIMEOUT)
+
+    def containers(self) -> dict[str, dict[str, Any]]:
+        """``docker inspect`` of this project's containers, by service name."""
+        ids = run(
+            ["docker", "ps", "-aq", "--filter", f"label=com.docker.compose.project={PROJECT}"]
+        ).split()
+        if not ids:
+            return {}
+        inspected = json.loads(run(["docker", "inspect", *ids]))
+        return {c["Config"]["Labels"]["com.docker.compose.service"]: c for c in inspected}
+
+    def container(self, service: str) -> str:
+        """The id of ``service``'s container."""
+        return self.containers()[service]["Id"]
+
+    def wait_ready(self, timeout: float = HEALTHY_TIMEOUT) -> dict[str, str]:
+        """Wait until every service runs (healthy, if it has a health check) or ended with 0."""
+        deadline = time.monotonic() + timeout
+        while True:
+            states = {service: _state(c) for service, c in self.containers().items()}
+            failed = {s: state for s, state in states.items() if state.startswith("exited")}
+            failed = {s: state for s, state in failed.items() if state != "exited 0"}
+            assert not failed, f"services ended badly: {failed}\n{self.logs()}"
+            if set(states) == set(self.services) and all(
+                state in ("running", "healthy", "exited 0") for state in states.values()
+            ):
+                return states
+            assert time.monotonic() < deadline, f"not ready in {timeout:.0f} s: {states}"
+            time.sleep(1.0)
+
+    def wait_exit(self, service: str, timeout: float) -> int:
+        """Wait for ``service``'s container to end; its exit code."""
+        container = self.container(service)
+        waited = run(["docker", "wait", container], timeout=timeout)
+        return int(waited.strip())
+
+    def published(self, service: str, port: int) -> tuple[str, int]:
+        """The host address where ``service``'s container ``port`` is published."""
+        address = run(["docker", "port", self.container(service), f"{port}/tcp"]).splitlines()[0]
+        host, _, number = address.rpartition(":")
+        return host, int(number)
+
+    def logs(self, tail: int = 40) -> str:
+        """The last lines of every service's output (for failure messages)."""
+        done = subprocess.run(
+            [*self.command, "logs", "--no-color", "--tail", str(tail)],
+            capture_output=True, text=True, timeout=COMMAND_TIMEOUT, cwd=ROOT, env=self.env,
+        )  # fmt: skip
+        return done.stdout + done.stderr
+
+
+def _state(container: dict[str, Any]) -> str:
+    """``running``, ``healthy``, ``starting``, ``unhealthy`` or ``exited N``."""
+    state = container["State"]
+    if state["Status"] != "running":
+        return f"{state['Status']} {state['ExitCode']}"
+    health = state.get("Health")
+    return health["Status"] if health else "running"
