@@ -40,9 +40,9 @@ LOCK_FILE = Path(tempfile.gettempdir()) / "blackdrez-compose-test.lock"
 LOCK_WAIT = 1200.0
 """How long a run waits for another run's deployment on the same machine to finish."""
 ENGINE_START = 60.0
-PREPARE_TIMEOUT = 1200.0
+PREPARE_TIMEOUT = 900.0
 """Stand-ins, base image and wheelhouse from nothing (measured: about 3 to 5 minutes)."""
-UP_TIMEOUT = 900.0
+UP_TIMEOUT = 600.0
 HEALTHY_TIMEOUT = 240.0
 COMMAND_TIMEOUT = 120.0
 
