@@ -25,7 +25,8 @@ from protocol import v1
 from server.hosting import Resume, decode_entry
 from tests.deploy.harness import Deployment, output, run
 
-pytestmark = pytest.mark.timeout(1200)  # the first test includes building every image
+# The first test includes building every image.
+pytestmark = [pytest.mark.deploy, pytest.mark.timeout(1200)]
 TABLES = 6
 """Tables per fault: spread over the three nodes by the load balancer."""
 SWARM = dict(per_table=3, think=0.3, round_pause=1.0)
