@@ -349,6 +349,10 @@ class Snapshot(Message, tag="snapshot", kw_only=True):
     """This viewer's legal actions now."""
     deadline: float | None = None
     """When the player on turn gets the default action (Unix time, seconds)."""
+    recent: list[Numbered] = []
+    """The table's last events up to ``seq`` (at most 64, none before the current or last game
+    started), as this viewer saw them: history for a table log. ``view`` already includes them;
+    they are not to be applied again."""
 
 
 class Update(Message, tag="update", kw_only=True):

@@ -10,6 +10,14 @@ game. A room is deterministic given its commands and their times, so :func:`repl
 exactly the same room (same seats, engine state, event numbers and event log) on any node: that is
 how a table survives the death of its node, and how a failed log write is undone.
 
+A command that changes nothing (a second ``ready``, a presence that was already known, a timer
+with nothing due...) leaves :attr:`Room.version <server.room.Room.version>` as it was: the host
+neither logs nor broadcasts it, so a replay never sees it either.
+
+A due timer runs :func:`timer_entry`'s command: a :class:`Tick`, or a :class:`Stop` when the
+room's timer fires faster than any game can (a bug, never a player, makes that happen). The stop
+is logged like any command, so a replay closes the room at the same point.
+
 When a table closes its log is replaced in the store by a :class:`TableRecord`: the seed,
 commitment and result of every game played there, and the whole log compressed (so it still
 replays), kept for the node's record retention.
@@ -27,7 +35,7 @@ import msgspec
 from protocol import v1
 from protocol.errors import ErrorCode
 from server.adapters import ADAPTERS
-from server.room import Room, RoomError
+from server.room import RUNAWAY_RATE, Room, RoomError
 
 
 class Create(msgspec.Struct, tag="create", tag_field="type", kw_only=True):
@@ -50,6 +58,12 @@ class Tick(msgspec.Struct, tag="tick", tag_field="type"):
     """A timer fired: default actions, the next round, abandoned seats."""
 
 
+class Stop(msgspec.Struct, tag="stop", tag_field="type"):
+    """Close a room whose timer fires faster than any game can (see :func:`timer_entry`)."""
+
+    reason: str
+
+
 class Resume(msgspec.Struct, tag="resume", tag_field="type"):
     """The room was adopted by another node."""
 
@@ -61,7 +75,7 @@ class ConnectionChanged(msgspec.Struct, tag="connection", tag_field="type"):
     connected: bool
 
 
-Command = v1.ClientMessage | ConnectionChanged | Begin | Tick | Resume | Create
+Command = v1.ClientMessage | ConnectionChanged | Begin | Tick | Stop | Resume | Create
 
 
 class Entry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -103,13 +117,14 @@ def decode_entry(data: bytes) -> Entry:
     return _decoder.decode(data)
 
 
-def new_room(create: Create) -> Room:
-    """The empty room a ``create`` command makes."""
+def new_room(create: Create, now: float) -> Room:
+    """The empty room a ``create`` command makes at ``now``."""
     return Room(
         create.table,
         ADAPTERS[create.game],
         create.host,
         create.options,
+        created=now,
         listed=create.listed,
         invite=create.invite,
         deal=create.deal,
@@ -117,7 +132,28 @@ def new_room(create: Create) -> Room:
 
 
 def execute(room: Room, entry: Entry) -> Answer:
-    """Run one command on ``room``; raise :class:`RoomError` (nothing changed) if refused."""
+    """Run one command on ``room``; raise :class:`RoomError` (nothing changed) if refused.
+
+    ``room.version`` grows by one if and only if the command changed the room: only then must
+    the host log it and broadcast the room's changes.
+    """
+    before = room.state_key()
+    answer = _run(room, entry)
+    if room.state_key() != before:
+        room.version += 1
+    return answer
+
+
+def timer_entry(room: Room, now: float) -> Entry:
+    """The command to run when ``room``'s timer fires at ``now``: a :class:`Tick`, or a
+    :class:`Stop` once the timer fires faster than :data:`~server.room.RUNAWAY_RATE`."""
+    if room.timer_budget.spend(now):
+        return Entry(now=now, command=Tick())
+    reason = f"stopped: its timer fired more than {RUNAWAY_RATE:.0f} times a second"
+    return Entry(now=now, command=Stop(reason=reason))
+
+
+def _run(room: Room, entry: Entry) -> Answer:
     command, player, now = entry.command, entry.player, entry.now
     request_id = getattr(command, "id", None)
     match command:
@@ -127,13 +163,13 @@ def execute(room: Room, entry: Entry) -> Answer:
             )
             return joined(room, player, request_id, seat)
         case v1.Spectate():
-            room.spectate(player, command.invite)
+            room.spectate(player, command.invite, now)
             return joined(room, player, request_id, room.seat_of(player))
         case v1.LeaveTable():
             room.leave(player, now)
             return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)], unwatch=room.id)
         case v1.SetReady():
-            room.set_ready(player, command.ready)
+            room.set_ready(player, command.ready, now)
         case v1.StartGame():
             room.start(player, now, _seed(entry))
         case Begin():
@@ -144,17 +180,16 @@ def execute(room: Room, entry: Entry) -> Answer:
         case v1.Act():
             room.act(player, command.action, now)
         case v1.Resync():
-            seat = room.seat_of(player)
-            if seat is None and player not in room.spectators:
-                raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
-            room.presence(player, True, now)
+            seat = room.resync(player, now)
             return resynced(room, request_id, seat, command.since)
         case ConnectionChanged():
-            if command.connected or room.seat_of(player) is not None:
-                room.presence(player, command.connected, now)
+            room.presence(player, command.connected, now)
             return Answer()
         case Tick():
             room.tick(now)
+            return Answer()
+        case Stop():
+            room.close(command.reason)
             return Answer()
         case Resume():
             room.resume(now)
@@ -183,7 +218,7 @@ def _rebuilding(entries: list[bytes]) -> Iterator[Room]:
     first = decode_entry(entries[0])
     if not isinstance(first.command, Create):
         raise ValueError("a room's log must start with its create command")
-    room = new_room(first.command)
+    room = new_room(first.command, first.now)
     yield room
     for index, data in enumerate(entries[1:], start=1):
         entry = decode_entry(data)

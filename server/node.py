@@ -70,7 +70,7 @@ from server.hosting import (
     Create,
     Entry,
     Resume,
-    Tick,
+    Stop,
     encode_entry,
     execute,
     joined,
@@ -78,6 +78,7 @@ from server.hosting import (
     players_seated,
     replay,
     table_record,
+    timer_entry,
 )
 from server.identity import BOT_NAMES
 from server.metrics import Metrics
@@ -106,6 +107,8 @@ RECORD_RETENTION = 24 * 3600.0
 """Seconds a closed table's game record stays in the store (for audits and replays)."""
 STORE_RETRY = Backoff(first=0.05, cap=2.0)
 """The retry policy of the outbox and of a table whose log write failed."""
+SWEEP_INTERVAL = 5.0
+"""Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
 
 
 def _no_bots(table: str, strategy: str, invite: str | None, name: str) -> None:
@@ -228,6 +231,7 @@ class Node:
             loop.create_task(self._heartbeat()),
             loop.create_task(self._keep_leases()),
             loop.create_task(self._adopt_orphans()),
+            loop.create_task(self._sweep()),
         ]
         self._scan_soon()
 
@@ -275,6 +279,14 @@ class Node:
             log.debug("background task %s gave up: %r", task.get_coro(), error)
         elif error is not None:
             log.error("background task %s failed", task.get_coro(), exc_info=error)
+
+    async def _sweep(self) -> None:
+        """Close every hosted room the rules say should be closed, in case its timer did not."""
+        while True:
+            await asyncio.sleep(SWEEP_INTERVAL)
+            now = self.clock()
+            for room in [r for r in self.rooms.values() if r.should_close(now)]:
+                await self._tick(room)
 
     async def _heartbeat(self) -> None:
         """Tell the other nodes this one is alive (they look for orphans when one goes)."""
@@ -530,8 +542,9 @@ class Node:
             invite=secrets.token_urlsafe(6) if options.private else None,
             deal=deal,
         )
-        room = new_room(create)
-        first = encode_entry(Entry(now=self.clock(), command=create))
+        now = self.clock()
+        room = new_room(create, now)
+        first = encode_entry(Entry(now=now, command=create))
         sent = asyncio.get_running_loop().time()
         token = await self.store.acquire_lease(table_id, self.lease_ttl)
         if token is None:
@@ -615,10 +628,13 @@ class Node:
                 bot=bot,
                 seed=self.seed_source() if isinstance(message, NEEDS_SEED) else None,
             )
+            version = room.version
             try:
                 answer = execute(room, entry)
             except RoomError as error:
                 return _error(message, error.code, error.message)
+            if room.version == version:
+                return answer  # nothing changed: nothing to log or broadcast
             entry.seq = room.seq
             broadcast, failure = await self._log(room, entry)
             if failure is not None:
@@ -899,10 +915,13 @@ class Node:
                 return
             if not confirmed:
                 return
-            before = room.fingerprint()
-            entry = Entry(now=self.clock(), command=Tick())
+            version = room.version
+            entry = timer_entry(room, self.clock())
+            if isinstance(entry.command, Stop):
+                self.metrics.tables_stopped.inc()
+                log.error("table %s stopped: its timer fires faster than any game can", room.id)
             execute(room, entry)
-            if room.fingerprint() == before:
+            if room.version == version:
                 self._arm(room)
                 return
             entry.seq = room.seq

@@ -169,6 +169,9 @@ async def test_updates_apply_in_order_and_a_gap_resyncs(new_page) -> None:
     ann = await new_page("Ann")
     bob = await new_page("Bob")
     await seat_up(ann, bob, "Order table")
+    # a round won on the deal is followed by the pause, then the next deal: wait for a round in
+    # play, so that no update is due while the test feeds the client its own
+    await ann.wait_for_function("window.blackdrez.table().view.phase !== 'between_rounds'")
     state = await table_state(ann)
     held = state["seq"]
     await ann.evaluate(
