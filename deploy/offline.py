@@ -201,9 +201,11 @@ def _unmount_below(path: Path) -> None:
 def build_standin(image: str) -> None:
     """Build the stand-in for ``image`` on the Debian base and tag it with ``image``'s name."""
     dockerfile = standin_dockerfile(image)
+    # On the host's network: apt-get reaches the mirror as the host does, even from an engine
+    # that sets up no NAT for its bridge (dockerd --iptables=false).
     run(
         [
-            "docker", "build", "--build-arg", f"BASE={BASE_IMAGE}",
+            "docker", "build", "--network", "host", "--build-arg", f"BASE={BASE_IMAGE}",
             "-t", image, "-f", str(dockerfile), str(STANDINS),
         ]
     )  # fmt: skip

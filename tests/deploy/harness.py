@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 :func:`docker_engine` uses the engine that answers, or starts ``dockerd`` (root, Debian's
-``docker.io``) and stops that one alone afterwards. When no engine can run it raises
+``docker.io``; with fallbacks for a machine without iptables or overlay2, see
+:data:`ENGINE_CONFIGURATIONS`) and stops that one alone afterwards. When no engine can run it raises
 :class:`NoDocker` with the reason: the fixtures turn it into a failure under CI and a skip
 elsewhere. :func:`exclusive` serialises deployments on one machine: they would share the engine,
 and one run must not stop the ``dockerd`` another still uses.
@@ -21,6 +22,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -72,6 +74,20 @@ def compose_command() -> list[str]:
     return [legacy]
 
 
+ENGINE_CONFIGURATIONS: tuple[tuple[str, ...], ...] = (
+    (),
+    ("--iptables=false",),
+    ("--iptables=false", "--storage-driver=vfs"),
+)
+"""How ``dockerd`` is started, in order, until one answers. First its own choices (overlay2 where
+the kernel has it, else vfs; its bridge network with iptables rules). Without a working iptables
+(a kernel with neither nf_tables nor legacy tables) it cannot set up its bridge's NAT: then
+without iptables rules, which the deployment does not need: containers reach each other on the
+compose network's bridge and published ports go through docker-proxy; only builds reach out, on
+the host's network (``deploy/offline.py``). Last, vfs storage, for a data directory on a file
+system overlay2 cannot stack on (slower: every container copies its image)."""
+
+
 @contextlib.contextmanager
 def docker_engine(log_dir: Path) -> Iterator[str]:
     """Yield with an engine answering: the running one, or a ``dockerd`` started (and stopped)
@@ -87,26 +103,48 @@ def docker_engine(log_dir: Path) -> Iterator[str]:
         )
     if os.geteuid() != 0:
         raise NoDocker("no Docker engine runs and starting dockerd needs root")
-    log_path = log_dir / "dockerd.log"
+    failures = []
+    for attempt, options in enumerate(ENGINE_CONFIGURATIONS):
+        log_path = log_dir / f"dockerd-{attempt}.log"
+        dockerd = _start_dockerd(options, log_path)
+        if dockerd is not None:
+            break
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
+        failures.append(f"dockerd {' '.join(options)}:\n  " + "\n  ".join(tail))
+    else:
+        raise NoDocker("dockerd did not start:\n" + "\n".join(failures))
+    try:
+        configured = " ".join(options) or "its default configuration"
+        yield f"a dockerd started for this test ({configured}; pid {dockerd.pid}, log {log_path})"
+    finally:
+        _stop(dockerd)
+
+
+def _start_dockerd(options: tuple[str, ...], log_path: Path) -> subprocess.Popen | None:
+    """``dockerd options``, once it answers; None (and stopped) if it does not in time."""
     with log_path.open("wb") as log:
         dockerd = subprocess.Popen(
-            ["dockerd"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            ["dockerd", *options], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
+    deadline = time.monotonic() + ENGINE_START
+    while not _answers():
+        if dockerd.poll() is not None or time.monotonic() > deadline:
+            _stop(dockerd)
+            return None
+        time.sleep(0.5)
+    return dockerd
+
+
+def _stop(dockerd: subprocess.Popen) -> None:
+    """Stop a ``dockerd`` started here, and what it started (its containerd)."""
+    dockerd.terminate()  # it stops its containerd, and containers still running
     try:
-        deadline = time.monotonic() + ENGINE_START
-        while not _answers():
-            if dockerd.poll() is not None or time.monotonic() > deadline:
-                tail = log_path.read_text(errors="replace")[-3000:]
-                raise NoDocker(f"dockerd did not start (exit {dockerd.poll()}):\n{tail}")
-            time.sleep(0.5)
-        yield f"a dockerd started for this test (pid {dockerd.pid}, log {log_path})"
-    finally:
-        dockerd.terminate()  # it stops the containerd it started
-        try:
-            dockerd.wait(60)
-        except subprocess.TimeoutExpired:
-            dockerd.kill()
-            dockerd.wait()
+        dockerd.wait(60)
+    except subprocess.TimeoutExpired:
+        dockerd.kill()
+        dockerd.wait()
+    with contextlib.suppress(ProcessLookupError):  # a containerd left behind by a failed start
+        os.killpg(dockerd.pid, signal.SIGKILL)
 
 
 @contextlib.contextmanager
