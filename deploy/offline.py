@@ -12,8 +12,8 @@ no image registry is reachable, this script makes both work without touching eit
    stand-in is built from ``deploy/standins/NAME-TAG.Dockerfile`` and tagged with the real name,
    so the compose file finds it. Stand-ins are Debian bookworm with the same program from
    Debian's packages, on a base image made once by ``debootstrap --variant=minbase`` and
-   ``docker import`` (only when a stand-in is needed). An image that is present, or that a
-   registry gives, is never replaced.
+   ``docker import`` (only when a stand-in is needed); the stand-ins build side by side, on
+   the host's network. An image that is present, or that a registry gives, is never replaced.
 3. It fills ``deploy/wheelhouse`` with wheels for the Python inside the Dockerfile's base image
    (its version, ABI, glibc and environment markers, read from the image itself: Debian's Python
    3.11.2 needs ``async-timeout``, a newer one does not), plus the build backend. Then
@@ -28,6 +28,7 @@ project's dependencies.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
@@ -198,17 +199,22 @@ def _unmount_below(path: Path) -> None:
         subprocess.run(["umount", "-l", point], check=False)
 
 
-def build_standin(image: str) -> None:
-    """Build the stand-in for ``image`` on the Debian base and tag it with ``image``'s name."""
+def build_standin(image: str) -> str:
+    """Build the stand-in for ``image`` on the Debian base and tag it with ``image``'s name;
+    what the build printed."""
     dockerfile = standin_dockerfile(image)
     # On the host's network: apt-get reaches the mirror as the host does, even from an engine
     # that sets up no NAT for its bridge (dockerd --iptables=false).
-    run(
+    built = subprocess.run(
         [
             "docker", "build", "--network", "host", "--build-arg", f"BASE={BASE_IMAGE}",
             "-t", image, "-f", str(dockerfile), str(STANDINS),
-        ]
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
+    if built.returncode != 0:
+        raise Failed(f"the stand-in for {image} did not build:\n{built.stdout[-3000:]}")
+    return built.stdout
 
 
 def prepare_images(images: list[str], pull: bool, mirror: str, security_mirror: str) -> dict:
@@ -230,10 +236,18 @@ def prepare_images(images: list[str], pull: bool, mirror: str, security_mirror: 
         started = time.monotonic()
         build_base(mirror, security_mirror)
         done[BASE_IMAGE] = f"built with debootstrap ({time.monotonic() - started:.0f} s)"
+    started = time.monotonic()
+    # Side by side: each build mostly waits for the mirror and dpkg, not for the same thing.
+    with concurrent.futures.ThreadPoolExecutor(max(1, len(missing))) as builds:
+        for image in missing:
+            print(f"+ docker build -t {image} -f {standin_dockerfile(image).relative_to(ROOT)}")
+        for image, printed in zip(missing, builds.map(build_standin, missing), strict=True):
+            print(f"--- {image}:\n{printed}", flush=True)
     for image in missing:
-        started = time.monotonic()
-        build_standin(image)
-        done[image] = f"stand-in built from Debian {SUITE} ({time.monotonic() - started:.0f} s)"
+        done[image] = (
+            f"stand-in built from Debian {SUITE} ({len(missing)} side by side, "
+            f"{time.monotonic() - started:.0f} s)"
+        )
     return done
 
 

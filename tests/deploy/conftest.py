@@ -17,12 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.deploy.harness import (
+    COMPOSE_FILE,
     PREPARE_TIMEOUT,
     ROOT,
     Deployment,
     NoDocker,
+    compose_subnets,
     docker_engine,
     exclusive,
 )
@@ -39,7 +42,8 @@ def deployment() -> Iterator[Deployment]:
         shutil.rmtree(logs, ignore_errors=True)
         logs.mkdir(parents=True)
         try:
-            engine = cleanup.enter_context(docker_engine(logs))
+            subnets = compose_subnets(yaml.safe_load(COMPOSE_FILE.read_text()))
+            engine = cleanup.enter_context(docker_engine(logs, subnets))
         except NoDocker as error:
             message = f"the compose deployment cannot run here: {error}"
             if os.environ.get("CI"):

@@ -89,9 +89,10 @@ system overlay2 cannot stack on (slower: every container copies its image)."""
 
 
 @contextlib.contextmanager
-def docker_engine(log_dir: Path) -> Iterator[str]:
+def docker_engine(log_dir: Path, subnets: list[str]) -> Iterator[str]:
     """Yield with an engine answering: the running one, or a ``dockerd`` started (and stopped)
-    here. The value says which, for the report."""
+    here, under which containers in ``subnets`` reach each other. The value says which engine,
+    for the report."""
     if shutil.which("docker") is None:
         raise NoDocker("no docker command: apt-get install docker.io (as root)")
     if _answers():
@@ -115,9 +116,40 @@ def docker_engine(log_dir: Path) -> Iterator[str]:
         raise NoDocker("dockerd did not start:\n" + "\n".join(failures))
     try:
         configured = " ".join(options) or "its default configuration"
-        yield f"a dockerd started for this test ({configured}; pid {dockerd.pid}, log {log_path})"
+        with contextlib.ExitStack() as forwarding:
+            if "--iptables=false" in options:
+                configured += forwarding.enter_context(_bridged_traffic_accepted(subnets))
+            yield f"a dockerd started for this test ({configured}; pid {dockerd.pid}, {log_path})"
     finally:
         _stop(dockerd)
+
+
+@contextlib.contextmanager
+def _bridged_traffic_accepted(subnets: list[str]) -> Iterator[str]:
+    """Accept forwarded traffic within ``subnets`` while in the context, if it would be dropped.
+
+    A ``dockerd --iptables=false`` adds no rule for its bridges, yet where ``br_netfilter`` is
+    loaded, traffic between two containers on one bridge still crosses the FORWARD chain, whose
+    policy may be DROP (an earlier ``dockerd`` leaves it so): then nodes never reach Redis. The
+    rules added are removed afterwards. Yields what it did, for the report."""
+    bridged = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")
+    if not bridged.exists() or bridged.read_text().strip() != "1" or not shutil.which("iptables"):
+        yield ""
+        return
+    chain = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True)
+    if chain.returncode != 0 or "-P FORWARD DROP" not in chain.stdout.splitlines():
+        yield ""
+        return
+    rules = [["FORWARD", "-s", subnet, "-d", subnet, "-j", "ACCEPT"] for subnet in subnets]
+    added = []
+    try:
+        for rule in rules:
+            run(["iptables", "-I", *rule])
+            added.append(rule)
+        yield f"; bridged traffic within {', '.join(subnets)} accepted by iptables FORWARD rules"
+    finally:
+        for rule in added:
+            subprocess.run(["iptables", "-D", *rule], capture_output=True)
 
 
 def _start_dockerd(options: tuple[str, ...], log_path: Path) -> subprocess.Popen | None:
@@ -163,6 +195,16 @@ def exclusive() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def compose_subnets(compose: dict[str, Any]) -> list[str]:
+    """The subnets the compose file gives its networks."""
+    return [
+        pool["subnet"]
+        for network in (compose.get("networks") or {}).values()
+        for pool in ((network or {}).get("ipam") or {}).get("config", [])
+        if "subnet" in pool
+    ]
 
 
 def compose_profiles(compose: dict[str, Any]) -> list[str]:
