@@ -10,7 +10,7 @@ elsewhere. :func:`exclusive` serialises deployments on one machine: they would s
 and one run must not stop the ``dockerd`` another still uses.
 
 :class:`Deployment` runs ``docker-compose.yml`` (with ``tests/deploy/compose.test.yml``) under a
-project name of its own, with every profile the file declares, the load balancer published on a
+project name of its own, with every profile the file declares, the load balancers published on
 free port of 127.0.0.1. Containers are found by their compose labels, so the same code drives the
 ``docker compose`` plugin and Debian's ``docker-compose``. Every command has a time bound.
 """
@@ -246,6 +246,7 @@ class Deployment:
             **os.environ,
             "BLACKDREZ_OFFLINE": "1",
             "BLACKDREZ_PUBLISH": f"127.0.0.1:{self.lb_port}",
+            "BLACKDREZ_CLUSTER_PUBLISH": f"127.0.0.1:{free_port()}",
             "BLACKDREZ_TEST_REDIS_PORT": str(self.redis_port),
         }
         self.command = [
