@@ -11,7 +11,7 @@ and one run must not stop the ``dockerd`` another still uses.
 
 :class:`Deployment` runs ``docker-compose.yml`` (with ``tests/deploy/compose.test.yml``) under a
 project name of its own, with every profile the file declares, the load balancers published on
-free port of 127.0.0.1. Containers are found by their compose labels, so the same code drives the
+free ports of 127.0.0.1. Containers are found by their compose labels, so the same code drives the
 ``docker compose`` plugin and Debian's ``docker-compose``. Every command has a time bound.
 """
 
