@@ -249,13 +249,13 @@ class Deployment:
             "BLACKDREZ_CLUSTER_PUBLISH": f"127.0.0.1:{free_port()}",
             "BLACKDREZ_TEST_REDIS_PORT": str(self.redis_port),
         }
-        self.command = [
+        self.base = [
             *compose_command(),
             "-p", PROJECT,
             "-f", str(COMPOSE_FILE),
             "-f", str(TEST_FILE),
-            *(option for profile in self.profiles for option in ("--profile", profile)),
         ]  # fmt: skip
+        self.command = [*self.base, *_enabling(self.profiles)]
 
     @property
     def services(self) -> list[str]:
@@ -267,9 +267,26 @@ class Deployment:
         return run([*self.command, *args], timeout=timeout, env=self.env)
 
     def up(self) -> None:
-        """Build and start everything, after removing what a crashed earlier run left."""
+        """Build and start everything, after removing what a crashed earlier run left.
+
+        One profile at a time, each once the services before it are ready, the bots (a load)
+        last: on a small machine, 80 bots playing while six Redis form a cluster starved the
+        nodes' Redis calls until tables failed to be created."""
         self.run("down", "-v", "--remove-orphans", timeout=COMMAND_TIMEOUT)
-        self.run("up", "-d", "--build", timeout=UP_TIMEOUT)
+        enabled: list[str] = []
+        for profile in [None, *sorted(self.profiles, key=lambda p: p == "bots")]:
+            enabled += [profile] if profile else []
+            command = [*self.base, *_enabling(enabled), "up", "-d", "--build"]
+            run(command, timeout=UP_TIMEOUT, env=self.env)
+            self.wait_ready(services=self.services_of(enabled))
+
+    def services_of(self, profiles: list[str]) -> list[str]:
+        """The services started with ``profiles`` enabled (and those in no profile)."""
+        return sorted(
+            name
+            for name, definition in self.compose["services"].items()
+            if not definition.get("profiles") or set(definition["profiles"]) & set(profiles)
+        )
 
     def down(self) -> None:
         """Remove the containers, the network and the volumes."""
@@ -289,15 +306,18 @@ class Deployment:
         """The id of ``service``'s container."""
         return self.containers()[service]["Id"]
 
-    def wait_ready(self, timeout: float = HEALTHY_TIMEOUT) -> dict[str, str]:
-        """Wait until every service runs (healthy, if it has a health check) or ended with 0."""
+    def wait_ready(
+        self, timeout: float = HEALTHY_TIMEOUT, services: list[str] | None = None
+    ) -> dict[str, str]:
+        """Wait until every service (or ``services``) runs (healthy, if it has a health check)
+        or ended with 0."""
         deadline = time.monotonic() + timeout
         while True:
             states = {service: _state(c) for service, c in self.containers().items()}
             failed = {s: state for s, state in states.items() if state.startswith("exited")}
             failed = {s: state for s, state in failed.items() if state != "exited 0"}
             assert not failed, f"services ended badly: {failed}\n{self.logs()}"
-            if set(states) == set(self.services) and all(
+            if set(states) == set(services or self.services) and all(
                 state in ("running", "healthy", "exited 0") for state in states.values()
             ):
                 return states
@@ -323,6 +343,11 @@ class Deployment:
             capture_output=True, text=True, timeout=COMMAND_TIMEOUT, cwd=ROOT, env=self.env,
         )  # fmt: skip
         return done.stdout + done.stderr
+
+
+def _enabling(profiles: list[str]) -> list[str]:
+    """The compose options that enable ``profiles``."""
+    return [option for profile in profiles for option in ("--profile", profile)]
 
 
 def _state(container: dict[str, Any]) -> str:
