@@ -16,5 +16,7 @@ RUN pip install --no-cache-dir ${OFFLINE:+--no-index} --find-links /tmp/wheelhou
 USER blackdrez
 
 EXPOSE 8765
-HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8765/healthz', timeout=2)"
+# A generous timeout: the check starts a Python interpreter, which took more than 3 s on a loaded
+# host and marked healthy nodes unhealthy.
+HEALTHCHECK --interval=10s --timeout=10s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8765/healthz', timeout=2)"
 CMD ["blackdrez", "serve", "--host", "0.0.0.0", "--port", "8765"]
