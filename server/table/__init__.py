@@ -2,6 +2,7 @@
 
 ``lifecycle`` (statuses, transitions, what each status allows), ``room`` (seats, engine, kept
 events, deadlines, broadcasts), ``commands`` (the logged commands, executing one, rebuilding a
-room from its log) and ``records`` (what a closed table leaves). The node (``server.node``)
+room from its log), ``records`` (what a closed table leaves) and ``assist`` (a solitaire's
+hints, undo, auto-finish, daily deals and ranked results). The node (``server.node``)
 runs these under asyncio; the tests drive them directly (``tests/server/harness.py``).
 """
