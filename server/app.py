@@ -10,6 +10,10 @@ origin; a handshake without ``Origin`` is not a browser's and passes. An accepte
 counted against its client address (the peer's, or from a trusted proxy the ``X-Forwarded-For``
 hop it names) and closed with 4006 past ``max_connections_per_ip``.
 
+Every response, the WebSocket handshake's included, carries the security headers of
+:func:`secure_headers`: a Content-Security-Policy allowing only this origin's scripts, styles and
+WebSocket, no framing, ``nosniff`` and no referrer.
+
 A WebSocket connection must then send ``hello`` within ``hello_timeout``; the server negotiates
 the version, checks the session token (signature, lifetime from its first issue, the store's list
 of revoked tokens) or issues one, and answers ``welcome``. After that every frame is decoded (JSON
@@ -30,6 +34,7 @@ import ipaddress
 import logging
 import mimetypes
 import os
+import re
 import secrets
 import signal
 import time
@@ -171,6 +176,7 @@ class GameServer:
             s.host,
             s.port,
             process_request=self._http,
+            process_response=_secure,
             compression="deflate" if s.compression else None,
             max_size=s.max_frame_bytes,
             close_timeout=s.close_timeout,
@@ -184,6 +190,7 @@ class GameServer:
                 s.metrics_host,
                 s.metrics_port,
                 process_request=self._metrics_http,
+                process_response=_secure,
                 server_header=f"blackdrez/{VERSION}",
             )
         log.info("node %s listening on %s:%s", s.node_id, s.host, self.port)
@@ -585,6 +592,39 @@ def _request_id(frame: str | bytes) -> int | None:
         return _id_decoders[isinstance(frame, bytes)].decode(frame).id
     except (msgspec.DecodeError, RecursionError):
         return None
+
+
+_SAFE_HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
+
+
+def secure_headers(host: str | None) -> list[tuple[str, str]]:
+    """The security headers of every response. The browser client is plain ES modules and one
+    stylesheet from this origin (no inline script or style, CSSOM only), images inline as
+    ``data:`` (the icon), and one WebSocket back to the page's own host: ``'self'`` covers
+    ``ws:``/``wss:`` in CSP 3, the explicit ``ws://host`` and ``wss://host`` older browsers.
+    A ``Host`` that is not a plain host name and port is left out rather than echoed."""
+    sockets = ""
+    if host and _SAFE_HOST.fullmatch(host):
+        sockets = f" ws://{host} wss://{host}"
+    policy = (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'{sockets}; base-uri 'none'; form-action 'self'; "
+        "frame-ancestors 'none'"
+    )
+    return [
+        ("Content-Security-Policy", policy),
+        ("X-Content-Type-Options", "nosniff"),
+        ("X-Frame-Options", "DENY"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cross-Origin-Opener-Policy", "same-origin"),
+    ]
+
+
+def _secure(connection: ServerConnection, request: Request, response: Response) -> None:
+    """``process_response``: add the security headers to whatever is answered."""
+    hosts = request.headers.get_all("Host")
+    for name, value in secure_headers(hosts[0] if len(hosts) == 1 else None):
+        response.headers[name] = value
 
 
 def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:

@@ -62,7 +62,8 @@ async def browser() -> AsyncIterator[Browser]:
 
 @pytest.fixture
 async def new_page(browser: Browser, base_url: str) -> AsyncIterator[PageFactory]:
-    """Open the client as a new player (own storage) named ``name``; JS errors fail the test."""
+    """Open the client as a new player (own storage) named ``name``; JS errors and anything the
+    Content-Security-Policy blocks fail the test."""
     contexts: list[BrowserContext] = []
     errors: list[str] = []
 
@@ -76,6 +77,15 @@ async def new_page(browser: Browser, base_url: str) -> AsyncIterator[PageFactory
         )
         page = await context.new_page()
         page.on("pageerror", lambda error: errors.append(f"{name}: {error}"))
+        # Whatever the Content-Security-Policy blocks is reported on the console: a failure too.
+        page.on(
+            "console",
+            lambda message: (
+                errors.append(f"{name}: {message.text}")
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
         page.on("dialog", lambda dialog: dialog.accept())
         await page.goto(base_url)
         await page.locator("#status[data-state=open]").wait_for()
