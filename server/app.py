@@ -39,7 +39,7 @@ import secrets
 import signal
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -54,6 +54,8 @@ from protocol import handshake, v1
 from protocol.codec import CLIENT_DECODERS, FrameError, decode_hello, encode
 from protocol.errors import CloseCode, ErrorCode
 from server import identity
+from server.admin import PREFIX as ADMIN_PREFIX
+from server.admin import AdminApi
 from server.connection import Client
 from server.metrics import Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, Node
@@ -115,6 +117,8 @@ class Settings:
     record_retention: float = RECORD_RETENTION
     """Seconds a closed table's compact game record is kept in the store."""
     static_dir: Path = STATIC_DIR
+    admin_token: str | None = None
+    """Enables the ``/admin/`` calls (drain, the admin view) for whoever sends this token."""
 
     def limits(self) -> v1.Limits:
         """The limits announced in ``welcome``."""
@@ -150,6 +154,10 @@ class GameServer:
         self._limits = settings.limits()
         self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
         self._per_address: Counter[str] = Counter()
+        self.admin = AdminApi(self)
+        self.finished = asyncio.Event()
+        """Set once :meth:`stop` has finished (after a signal, or a drain)."""
+        self._draining: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
@@ -195,9 +203,15 @@ class GameServer:
             )
         log.info("node %s listening on %s:%s", s.node_id, s.host, self.port)
 
+    def drain(self) -> None:
+        """Start a graceful stop now, as for a rolling upgrade (see :mod:`server.admin`)."""
+        if self._draining is None and not self.stopping:
+            self._draining = asyncio.get_running_loop().create_task(self.stop())
+
     async def stop(self) -> None:
-        """Stop accepting, tell every client, close cleanly."""
+        """Stop accepting, tell every client, hand the tables over (or close them), close."""
         if self.stopping:
+            await self.finished.wait()
             return
         self.stopping = True
         self._sweeper.cancel()
@@ -222,6 +236,7 @@ class GameServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.metrics_server.wait_closed(), 5.0)
         await self.store.close()
+        self.finished.set()
 
     def _spawn_bot(self, table: str, strategy: str, invite: str | None, name: str) -> None:
         """Start a bot client that connects to this server like anyone else. It stays seated
@@ -257,7 +272,9 @@ class GameServer:
         self.metrics.closes.labels(str(int(code))).inc()
 
     # ------------------------------------------------------------------ HTTP
-    def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+    def _http(
+        self, connection: ServerConnection, request: Request
+    ) -> Response | Awaitable[Response] | None:
         if request.headers.get("Upgrade", "").lower() == "websocket":
             origins = request.headers.get_all("Origin")
             if not origins:
@@ -272,6 +289,8 @@ class GameServer:
                 "text/plain",
             )
         path = request.path.split("?", 1)[0]
+        if path.startswith(ADMIN_PREFIX):
+            return self.admin.handle(request)
         if path == "/healthz":
             return self._health()
         if path == "/metrics" and self.metrics_server is None:
@@ -673,5 +692,9 @@ async def run(settings: Settings) -> None:
         f"({'redis' if settings.redis_url else 'in-memory'} lobby)",
         flush=True,
     )
-    await stop.wait()
-    await server.stop()
+    # A signal, or a drain through the admin API (which stops the server itself), ends the run.
+    waits = [loop.create_task(stop.wait()), loop.create_task(server.finished.wait())]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for wait in waits:
+        wait.cancel()
+    await server.stop()  # returns once stopped, whoever started the stop

@@ -245,14 +245,15 @@ class Node:
         for timer in self._timers.values():
             timer.cancel()
         handed_over = False
-        for room in list(self.rooms.values()):
-            if self.store.shared:
-                await self._handover(room)
-                handed_over = True
-            else:
-                async with self._lock(room.id):
-                    room.close(reason)
-                    self._after(room)
+        while self.rooms:  # again if a table was created here meanwhile
+            for room in list(self.rooms.values()):
+                if self.store.shared:
+                    await self._handover(room)
+                    handed_over = True
+                else:
+                    async with self._lock(room.id):
+                        room.close(reason)
+                        self._after(room)
         if handed_over:
             with contextlib.suppress(StoreUnavailable):
                 await self.store.publish(
@@ -368,6 +369,8 @@ class Node:
                 client.lobby = False
                 self.lobby_watchers.discard(client)
                 return Answer(replies=[v1.Ok(id=message.id)])
+            case v1.CreateTable() | v1.QuickJoin() | v1.StartSolitaire() if self.stopping:
+                return _error(message, ErrorCode.UNAVAILABLE, "this node is shutting down")
             case v1.CreateTable():
                 problems = message.options.problems()
                 if problems:

@@ -1,0 +1,82 @@
+"""The admin API: only with a token, only for whoever sends it; drain hands tables over."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from clients.bots import play_table
+from clients.client import Client
+from protocol import v1
+from server.admin import DrainError, drain
+
+TOKEN = "s3cret-admin-token"
+
+
+def call(port: int, path: str, method: str = "GET", token: str | None = TOKEN) -> tuple[int, dict]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", method=method, headers=headers
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+async def test_without_a_configured_token_there_is_no_admin_api(make_server) -> None:
+    server = await make_server()
+    status, _ = await asyncio.to_thread(call, server.port, "/admin/drain", "POST")
+    assert status == 404
+    assert not server.stopping
+
+
+async def test_a_missing_or_wrong_token_is_refused_and_changes_nothing(make_server) -> None:
+    server = await make_server(admin_token=TOKEN)
+    for token in (None, "wrong", TOKEN + "x"):
+        status, body = await asyncio.to_thread(call, server.port, "/admin/drain", "POST", token)
+        assert (status, body) == (401, {"error": "admin token required"})
+    status, _ = await asyncio.to_thread(call, server.port, "/admin/drain", "GET")
+    assert status == 405
+    status, _ = await asyncio.to_thread(call, server.port, "/admin/nope")
+    assert status == 404
+    assert not server.stopping
+
+
+async def test_drain_hands_the_tables_over_and_the_game_goes_on(make_server, redis_url_clean):
+    """Node A hosts a game; ``drain`` stops A; B adopts the table; the players, who reconnect
+    by themselves, play on at B."""
+    a = await make_server(redis_url=redis_url_clean, admin_token=TOKEN, node_id="a")
+    b = await make_server(redis_url=redis_url_clean, node_id="b")
+    urls = [f"ws://127.0.0.1:{s.port}/" for s in (a, b)]
+    admin_url = f"http://127.0.0.1:{a.port}"
+    players = [
+        await Client.connect(urls[0], name=n, reconnect=True, also=tuple(urls)) for n in "PQ"
+    ]
+    try:
+        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0)
+        table = (await players[0].request(v1.CreateTable(options=options))).table.id
+        await players[1].request(v1.JoinTable(table=table))
+        for player in players:
+            await player.request(v1.SetReady(table=table))
+        await players[0].request(v1.StartGame(table=table))
+        assert table in a.node.rooms
+        lines: list[str] = []
+        took = await asyncio.to_thread(drain, admin_url, TOKEN, 30, lines.append)
+        await asyncio.wait_for(a.finished.wait(), 10)
+        assert lines[0] == "node a draining: 1 table(s) to hand over"
+        assert took < 30
+        await players[0].wait_until(lambda: table in b.node.rooms, 15)
+        results = await asyncio.gather(*(play_table(p, table, timeout=60) for p in players))
+        assert all(r.fair and r.final["phase"] == "over" for r in results)
+        assert all(p.reconnects >= 1 for p in players)
+        with pytest.raises(DrainError):  # gone: nothing to drain
+            await asyncio.to_thread(drain, admin_url, TOKEN, 5, lines.append)
+    finally:
+        for player in players:
+            await player.close()
