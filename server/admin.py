@@ -1,4 +1,4 @@
-"""The operator's HTTP API: drain a node for an upgrade (and the admin view's calls).
+"""The operator's HTTP API: the admin view's calls, and draining a node for an upgrade.
 
 Theory of operation
 -------------------
@@ -13,6 +13,24 @@ table from then on, tells its clients to reconnect (``shutdown``, then close 100
 on another node), hands every table it hosts over to the other nodes (they adopt it from its log
 at once) and the process exits. :func:`drain` is the client side (``blackdrez drain``): it asks,
 then waits until the node stops answering ``/healthz`` as ``stopping``.
+
+The admin view (``/admin.html`` in the browser client; any node answers for all of them):
+
+=========================================  ==================================================
+``GET /admin/tables``                      every live table of every node: its info (game,
+                                           seats, status...) and ``host_node``
+``GET /admin/table?id=T&limit=30``         one table and its last log entries (the commands
+                                           that made it, with their event numbers)
+``POST /admin/close?table=T&reason=...``   close the table (logged as a ``stop`` command)
+``POST /admin/remove?table=T&player=P``    take the player's seat away (as if they left)
+``GET /admin/nodes``                       live nodes and their load: tables hosted, people
+                                           seated; connections for the node answering
+=========================================  ==================================================
+
+Closing and removing are run by the table's host like any command (forwarded over the bus when
+the table lives elsewhere), so they are logged and survive a failover. A ``stop`` forwarded to a
+node older than this module cannot be decoded there: during a rolling upgrade, close a table
+once its host runs the new version.
 """
 
 from __future__ import annotations
@@ -32,10 +50,17 @@ import msgspec
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from protocol import v1
+from protocol.errors import ErrorCode
+from server.hosting import Stop, decode_entry
+from server.stores import StoreUnavailable
+
 if TYPE_CHECKING:
     from server.app import GameServer
 
 PREFIX = "/admin/"
+OPERATOR = "operator"
+"""The name an operator's commands are logged with."""
 
 
 def json_response(status: http.HTTPStatus, value: Any) -> Response:
@@ -122,6 +147,11 @@ class AdminApi:
         self.server = server
         self.routes: dict[str, Route] = {
             "drain": Route("POST", self._drain),
+            "tables": Route("GET", self._tables),
+            "table": Route("GET", self._table),
+            "close": Route("POST", self._close),
+            "remove": Route("POST", self._remove),
+            "nodes": Route("GET", self._nodes),
         }
 
     async def handle(self, request: Request) -> Response:
@@ -139,7 +169,16 @@ class AdminApi:
                 http.HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"{name} takes {route.method}"}
             )
         params = dict(urllib.parse.parse_qsl(query))
-        return await route.handler(rest, params)
+        try:
+            return await route.handler(rest, params)
+        except KeyError as missing:
+            return json_response(http.HTTPStatus.BAD_REQUEST, {"error": f"give {missing}"})
+        except ValueError as error:
+            return json_response(http.HTTPStatus.BAD_REQUEST, {"error": str(error)})
+        except StoreUnavailable:
+            return json_response(
+                http.HTTPStatus.SERVICE_UNAVAILABLE, {"error": "the store cannot be reached"}
+            )
 
     async def _drain(self, rest: str, params: dict[str, str]) -> Response:
         server = self.server
@@ -149,3 +188,82 @@ class AdminApi:
             http.HTTPStatus.ACCEPTED,
             {"node": server.settings.node_id, "status": "draining", "tables": tables},
         )
+
+    async def _live_tables(self) -> list[dict[str, Any]]:
+        found = []
+        for _, node, record in await self.server.store.all_tables():
+            info = msgspec.msgpack.decode(record, type=v1.TableInfo)
+            found.append({**msgspec.to_builtins(info), "host_node": node})
+        return [t for t in found if t["status"] != "closed"]
+
+    async def _tables(self, rest: str, params: dict[str, str]) -> Response:
+        return json_response(http.HTTPStatus.OK, {"tables": await self._live_tables()})
+
+    async def _table(self, rest: str, params: dict[str, str]) -> Response:
+        table = params["id"]
+        limit = max(1, min(int(params.get("limit", "30")), 500))
+        store = self.server.store
+        hosted = await store.get_table(table)
+        entries = await store.read_log(table)
+        if hosted is None or not entries:
+            return json_response(http.HTTPStatus.NOT_FOUND, {"error": f"no live table {table!r}"})
+        info = msgspec.msgpack.decode(hosted[1], type=v1.TableInfo)
+        recent = []
+        for data in entries[-limit:]:
+            entry = decode_entry(data)
+            recent.append(
+                {
+                    "seq": entry.seq,
+                    "at": entry.now,
+                    "player": entry.player,
+                    "name": entry.name,
+                    "command": msgspec.to_builtins(entry.command),
+                }
+            )
+        body = {
+            "table": {**msgspec.to_builtins(info), "host_node": hosted[0]},
+            "log_entries": len(entries),
+            "recent": recent,
+        }
+        return json_response(http.HTTPStatus.OK, body)
+
+    async def _command(self, table: str, player: str, message: Any) -> Response:
+        answer = await self.server.node.route(player, OPERATOR, table, message)
+        errors = [r for r in answer.replies if isinstance(r, v1.Error)]
+        if errors:
+            status = {
+                ErrorCode.NOT_FOUND: http.HTTPStatus.NOT_FOUND,
+                ErrorCode.MOVING: http.HTTPStatus.CONFLICT,
+                ErrorCode.UNAVAILABLE: http.HTTPStatus.SERVICE_UNAVAILABLE,
+            }.get(errors[0].code, http.HTTPStatus.BAD_REQUEST)
+            return json_response(status, {"error": errors[0].message, "code": errors[0].code})
+        return json_response(http.HTTPStatus.OK, {"ok": True, "table": table})
+
+    async def _close(self, rest: str, params: dict[str, str]) -> Response:
+        reason = params.get("reason") or "closed by an operator"
+        return await self._command(params["table"], "", Stop(reason=reason[:200]))
+
+    async def _remove(self, rest: str, params: dict[str, str]) -> Response:
+        table = params["table"]
+        return await self._command(table, params["player"], v1.LeaveTable(table=table))
+
+    async def _nodes(self, rest: str, params: dict[str, str]) -> Response:
+        server = self.server
+        live = await server.store.live_nodes()
+        nodes: dict[str, dict[str, Any]] = {
+            node: {"id": node, "live": True, "tables": 0, "players": 0} for node in sorted(live)
+        }
+        for table in await self._live_tables():
+            node = nodes.setdefault(
+                table["host_node"],
+                {"id": table["host_node"], "live": False, "tables": 0, "players": 0},
+            )
+            node["tables"] += 1
+            node["players"] += sum(1 for seat in table["seats"] if seat and not seat["bot"])
+        me = nodes.setdefault(
+            server.settings.node_id,
+            {"id": server.settings.node_id, "live": True, "tables": 0, "players": 0},
+        )
+        me["connections"] = len(server.node.clients)
+        me["answering"] = True
+        return json_response(http.HTTPStatus.OK, {"nodes": list(nodes.values())})

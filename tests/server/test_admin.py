@@ -80,3 +80,70 @@ async def test_drain_hands_the_tables_over_and_the_game_goes_on(make_server, red
     finally:
         for player in players:
             await player.close()
+
+
+async def test_the_admin_view_across_two_nodes(make_server, redis_url_clean) -> None:
+    """Tables of both nodes, with their host; a table's recent log; close a table hosted on
+    the other node; remove a player; nodes with their load."""
+    a = await make_server(redis_url=redis_url_clean, admin_token=TOKEN, node_id="a")
+    b = await make_server(redis_url=redis_url_clean, node_id="b")
+    ann = await Client.connect(f"ws://127.0.0.1:{a.port}/", name="Ann")
+    bob = await Client.connect(f"ws://127.0.0.1:{b.port}/", name="Bob")
+    cid = await Client.connect(f"ws://127.0.0.1:{b.port}/", name="Cid")
+    try:
+        on_a = (await ann.request(v1.CreateTable())).table.id
+        on_b = (await bob.request(v1.CreateTable())).table.id
+        await cid.request(v1.JoinTable(table=on_b))
+        status, body = await asyncio.to_thread(call, a.port, "/admin/tables")
+        assert status == 200
+        hosts = {t["id"]: t["host_node"] for t in body["tables"]}
+        assert hosts == {on_a: "a", on_b: "b"}
+
+        status, body = await asyncio.to_thread(call, a.port, f"/admin/table?id={on_b}")
+        assert status == 200 and body["table"]["host_node"] == "b"
+        kinds = [entry["command"]["type"] for entry in body["recent"]]
+        assert kinds[:3] == ["create", "join", "join"]
+        assert body["recent"][1]["name"] == "Bob"
+
+        status, body = await asyncio.to_thread(call, a.port, "/admin/nodes")
+        nodes = {n["id"]: n for n in body["nodes"]}
+        assert nodes["a"]["tables"] == 1 and nodes["b"]["tables"] == 1
+        assert nodes["b"]["players"] == 2 and nodes["a"]["connections"] == 1
+
+        # remove Cid from the table hosted by b, through a
+        path = f"/admin/remove?table={on_b}&player={cid.player}"
+        status, body = await asyncio.to_thread(call, a.port, path, "POST")
+        assert status == 200, body
+        state = bob.tables[on_b]
+        await bob.wait_until(
+            lambda: (
+                state.info and all(s is None or s.player != cid.player for s in state.info.seats)
+            )
+        )
+        # close it: Bob sees it closed, and it is no longer listed
+        path = f"/admin/close?table={on_b}&reason=cheating"
+        status, body = await asyncio.to_thread(call, a.port, path, "POST")
+        assert status == 200, body
+        await bob.wait_until(lambda: state.info and state.info.status == "closed")
+        closed = [e.event for e in state.events if e.event["type"] == "table_closed"]
+        assert closed and closed[0]["reason"] == "cheating"
+        for _ in range(50):
+            status, body = await asyncio.to_thread(call, a.port, "/admin/tables")
+            if [t["id"] for t in body["tables"]] == [on_a]:
+                break
+            await asyncio.sleep(0.1)
+        assert [t["id"] for t in body["tables"]] == [on_a]
+
+        # bad calls change nothing
+        for path, code in (
+            ("/admin/close", 400),
+            ("/admin/close?table=tnope", 404),
+            ("/admin/table?id=tnope", 404),
+            ("/admin/table?id=x&limit=many", 400),
+        ):
+            method = "POST" if "close" in path else "GET"
+            status, _ = await asyncio.to_thread(call, a.port, path, method)
+            assert status == code, path
+    finally:
+        for client in (ann, bob, cid):
+            await client.close()
