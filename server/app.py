@@ -138,6 +138,7 @@ class GameServer:
         self.settings = settings
         self.metrics = Metrics()
         self.store = store or open_store(settings.redis_url, settings.node_id)
+        self.metrics.store_up.set_function(lambda: float(self.store.health.up))
         self.node = Node(
             self.store,
             self.metrics,

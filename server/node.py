@@ -294,7 +294,9 @@ class Node:
         while True:
             await self.store.health.wait_up()
             with contextlib.suppress(StoreUnavailable):
+                sent = time.perf_counter()
                 await self.store.heartbeat(self.lease_ttl)
+                self.metrics.store_rtt.observe(time.perf_counter() - sent)
             await asyncio.sleep(self.lease_ttl / 3)
 
     def _on_store_back(self) -> None:
@@ -727,6 +729,7 @@ class Node:
         async with self._lock(room.id):
             lease = self._leases.get(room.id)
             self._unhost(room.id)
+            self.metrics.tables_handed_over.inc()
             if lease is not None:
                 with contextlib.suppress(StoreUnavailable):
                     await self.store.release_lease(room.id, lease.token)
@@ -844,6 +847,7 @@ class Node:
                 with contextlib.suppress(StoreUnavailable):
                     await self.store.unsubscribe(table_channel(table), self._on_table_message)
             log.info("adopted table %s at event %d", table, room.seq)
+            self.metrics.tables_adopted.inc()
             self._after(room, broadcast)
 
     async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:

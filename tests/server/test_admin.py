@@ -13,6 +13,7 @@ from clients.bots import play_table
 from clients.client import Client
 from protocol import v1
 from server.admin import DrainError, drain
+from server.app import GameServer
 
 TOKEN = "s3cret-admin-token"
 
@@ -27,6 +28,10 @@ def call(port: int, path: str, method: str = "GET", token: str | None = TOKEN) -
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
+
+
+def sample(server: GameServer, name: str) -> float | None:
+    return server.metrics.registry.get_sample_value(name)
 
 
 async def test_without_a_configured_token_there_is_no_admin_api(make_server) -> None:
@@ -75,6 +80,11 @@ async def test_drain_hands_the_tables_over_and_the_game_goes_on(make_server, red
         results = await asyncio.gather(*(play_table(p, table, timeout=60) for p in players))
         assert all(r.fair and r.final["phase"] == "over" for r in results)
         assert all(p.reconnects >= 1 for p in players)
+        # the failover metrics of the dashboard
+        assert sample(a, "blackdrez_tables_handed_over_total") == 1
+        assert sample(b, "blackdrez_tables_adopted_total") == 1
+        assert sample(b, "blackdrez_store_up") == 1
+        assert sample(b, "blackdrez_store_rtt_seconds_count") >= 1
         with pytest.raises(DrainError):  # gone: nothing to drain
             await asyncio.to_thread(drain, admin_url, TOKEN, 5, lines.append)
     finally:
