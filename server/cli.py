@@ -57,9 +57,10 @@ def serve_settings(args: argparse.Namespace) -> Any:
 
 def _serve(args: argparse.Namespace) -> int:
     from server.app import ListenError, run
+    from server.logs import configure
 
     settings = serve_settings(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure(args.log_format, settings.node_id)
     try:
         _run_async(run(settings))
     except ListenError as error:
@@ -640,6 +641,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="enable the /admin/ calls (drain, the admin view) for this bearer token; prefer the "
         "environment variable, which other users cannot read (default: none, no admin calls; "
         "env BLACKDREZ_ADMIN_TOKEN)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=("plain", "json"),
+        default=os.environ.get("BLACKDREZ_LOG_FORMAT", "plain"),
+        help="plain lines, or one JSON object per line with the node, table and player ids "
+        "(default plain; env BLACKDREZ_LOG_FORMAT)",
     )
     serve.set_defaults(run=_serve, parser=serve)
 
