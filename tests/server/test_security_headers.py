@@ -35,8 +35,7 @@ def assert_secure(headers: dict[str, str], port: int) -> None:
     for name, value in EXPECTED.items():
         assert headers.get(name) == value, (name, headers)
     policy = {
-        part.split()[0]: part.split()[1:]
-        for part in headers["content-security-policy"].split("; ")
+        part.split()[0]: part.split()[1:] for part in headers["content-security-policy"].split("; ")
     }
     assert policy["default-src"] == ["'none'"]
     assert policy["script-src"] == ["'self'"]
