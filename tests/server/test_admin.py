@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 
@@ -157,3 +160,26 @@ async def test_the_admin_view_across_two_nodes(make_server, redis_url_clean) -> 
     finally:
         for client in (ann, bob, cid):
             await client.close()
+
+
+async def test_the_drain_command_line(make_server) -> None:
+    """``blackdrez drain``: says what it does, exits 0 once the node is gone; 1 when refused."""
+    server = await make_server(admin_token=TOKEN)
+    url = f"http://127.0.0.1:{server.port}"
+    command = [sys.executable, "-m", "server.cli", "drain", "--url", url]
+    refused = await asyncio.to_thread(
+        subprocess.run, [*command, "--token", "wrong"], capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 1 and "refused the drain (401)" in refused.stderr
+    assert not server.stopping
+    done = await asyncio.to_thread(
+        subprocess.run,
+        command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "BLACKDREZ_ADMIN_TOKEN": TOKEN},
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"node {server.settings.node_id} drained and exited" in done.stdout
+    assert server.finished.is_set()
