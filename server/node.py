@@ -245,7 +245,7 @@ class Node:
         for timer in self._timers.values():
             timer.cancel()
         handed_over = False
-        while self.rooms:  # again if a table was created here meanwhile
+        for _ in range(2):  # twice: a table being created when the stop began comes after
             for room in list(self.rooms.values()):
                 if self.store.shared:
                     await self._handover(room)
