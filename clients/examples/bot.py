@@ -37,14 +37,14 @@ async def main(url: str, table: str | None) -> None:
     state = client.tables[table]
     await client.request(v1.SetReady(table=table))
     if state.info is not None and state.info.host == client.player:
-        await client.wait_until(lambda: all(state.info.seats), timeout=30)
+        await client.wait_until(lambda: all(state.info.seats), None)
         await client.request(v1.StartGame(table=table))
     while True:
         await client.wait_until(lambda: state.legal or state.view["phase"] == "over", None)
         if state.view["phase"] == "over":
             break
         done = (await client.act(table, choose(state.view, state.legal, state.seat))).seq
-        await client.wait_until(lambda s=done: state.seq >= s)  # our move is in the view
+        await client.wait_until(lambda s=done: state.seq >= s, None)  # our move is in the view
     print("game over:", state.view["result"]["ranking"], flush=True)
     await client.close()
 

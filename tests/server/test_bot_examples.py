@@ -43,7 +43,7 @@ async def run(command: list[str], *args: str) -> str:
         stderr=asyncio.subprocess.STDOUT,
     )
     try:
-        output, _ = await asyncio.wait_for(process.communicate(), 120)
+        output, _ = await asyncio.wait_for(process.communicate(), 240)
     finally:
         if process.returncode is None:
             process.kill()
