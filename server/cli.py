@@ -38,6 +38,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
         token_lifetime=args.token_days * 24 * 3600.0,
         send_buffer=args.send_buffer,
         close_timeout=args.close_timeout,
+        admin_token=args.admin_token or None,
     )
     if args.node_id:
         settings.node_id = args.node_id
@@ -57,14 +58,28 @@ def serve_settings(args: argparse.Namespace) -> Any:
 
 def _serve(args: argparse.Namespace) -> int:
     from server.app import ListenError, run
+    from server.logs import configure
 
     settings = serve_settings(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure(args.log_format, settings.node_id)
     try:
         _run_async(run(settings))
     except ListenError as error:
         print(f"blackdrez serve: {error}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _drain(args: argparse.Namespace) -> int:
+    from server.admin import DrainError, drain
+
+    if not args.token:
+        args.parser.error("give --token or set BLACKDREZ_ADMIN_TOKEN")
+    try:
+        drain(args.url, args.token, args.timeout)
+    except DrainError as error:
+        print(f"blackdrez drain: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -659,7 +674,39 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long a closed table's game record is kept in the store (default 86400)",
     )
+    serve.add_argument(
+        "--admin-token",
+        default=os.environ.get("BLACKDREZ_ADMIN_TOKEN"),
+        metavar="TOKEN",
+        help="enable the /admin/ calls (drain, the admin view) for this bearer token; prefer the "
+        "environment variable, which other users cannot read (default: none, no admin calls; "
+        "env BLACKDREZ_ADMIN_TOKEN)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=("plain", "json"),
+        default=os.environ.get("BLACKDREZ_LOG_FORMAT", "plain"),
+        help="plain lines, or one JSON object per line with the node, table and player ids "
+        "(default plain; env BLACKDREZ_LOG_FORMAT)",
+    )
     serve.set_defaults(run=_serve, parser=serve)
+
+    drain = commands.add_parser(
+        "drain",
+        help="drain a node for an upgrade: hand its tables over, then it exits",
+        description="Ask a node to stop taking tables, move its players and hand its tables over "
+        "to the other nodes, then exit; wait until it is gone. See docs/operations.md.",
+    )
+    drain.add_argument("--url", required=True, help="the node's HTTP address, http://host:port")
+    drain.add_argument(
+        "--token",
+        default=os.environ.get("BLACKDREZ_ADMIN_TOKEN"),
+        help="the node's admin token (default: env BLACKDREZ_ADMIN_TOKEN)",
+    )
+    drain.add_argument(
+        "--timeout", type=_positive, default=60.0, help="seconds to wait for it (default 60)"
+    )
+    drain.set_defaults(run=_drain, parser=drain)
 
     simulate = commands.add_parser(
         "simulate",

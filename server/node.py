@@ -247,14 +247,15 @@ class Node:
         for timer in self._timers.values():
             timer.cancel()
         handed_over = False
-        for room in list(self.rooms.values()):
-            if self.store.shared:
-                await self._handover(room)
-                handed_over = True
-            else:
-                async with self._lock(room.id):
-                    room.close(reason)
-                    self._after(room)
+        for _ in range(2):  # twice: a table being created when the stop began comes after
+            for room in list(self.rooms.values()):
+                if self.store.shared:
+                    await self._handover(room)
+                    handed_over = True
+                else:
+                    async with self._lock(room.id):
+                        room.close(reason)
+                        self._after(room)
         if handed_over:
             with contextlib.suppress(StoreUnavailable):
                 await self.store.publish(
@@ -295,7 +296,9 @@ class Node:
         while True:
             await self.store.health.wait_up()
             with contextlib.suppress(StoreUnavailable):
+                sent = time.perf_counter()
                 await self.store.heartbeat(self.lease_ttl)
+                self.metrics.store_rtt.observe(time.perf_counter() - sent)
             await asyncio.sleep(self.lease_ttl / 3)
 
     def _on_store_back(self) -> None:
@@ -370,6 +373,8 @@ class Node:
                 client.lobby = False
                 self.lobby_watchers.discard(client)
                 return Answer(replies=[v1.Ok(id=message.id)])
+            case v1.CreateTable() | v1.QuickJoin() | v1.StartSolitaire() if self.stopping:
+                return _error(message, ErrorCode.UNAVAILABLE, "this node is shutting down")
             case v1.CreateTable():
                 problems = message.options.problems()
                 if problems:
@@ -830,6 +835,7 @@ class Node:
         async with self._lock(room.id):
             lease = self._leases.get(room.id)
             self._unhost(room.id)
+            self.metrics.tables_handed_over.inc()
             if lease is not None:
                 with contextlib.suppress(StoreUnavailable):
                     await self.store.release_lease(room.id, lease.token)
@@ -947,6 +953,7 @@ class Node:
                 with contextlib.suppress(StoreUnavailable):
                     await self.store.unsubscribe(table_channel(table), self._on_table_message)
             log.info("adopted table %s at event %d", table, room.seq)
+            self.metrics.tables_adopted.inc()
             self._after(room, broadcast)
 
     async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
