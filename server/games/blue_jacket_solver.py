@@ -28,12 +28,14 @@ from); the budget counts nodes. The techniques, each one a switch of :class:`Tec
   rows on the bottom row plus those misplaced in rows outside ``S``. When that fails, no deal can
   ever come again and the stock can never be won: the branch is lost.
 * **Safe moves.** Some foundation moves are played at once, without branching, because any win
-  from the position is also a win after them (see :func:`_safe_move` for the exact conditions):
-  an Ace, a build whose available copies do not outnumber its targets, a starting rank into an
-  empty row pile when every starting rank of that row still to come has a hole waiting. While
-  deals remain they come only from bottom piles of two or more cards: a lone bottom card is a
-  placeholder (a card dealt onto it can later be moved to an empty bottom pile, which a card
-  dealt onto an empty pile cannot), and taking a row card home leaves a hole that blocks the deal.
+  from the position is also a win after them (:meth:`Search.safe_move` gives the conditions and
+  why): an Ace, a build whose copies still off the foundations do not outnumber its targets, a
+  starting rank into an empty row pile when every starting rank of that row still to come has
+  a hole waiting. While deals remain they come only from bottom piles of two or more cards (a
+  lone bottom card is a placeholder) and only with at most one deal left. Two relaxations that
+  are not proved but make the search several times faster (*likely safe moves*: count only the
+  available copies, and allow them earlier) are played too; when the search then finds no win,
+  it searches again without them, so ``not_winnable`` is always proved.
 * **Parks then use.** Moving a card to an empty bottom pile (*parking* it) only ever matters for
   the card it uncovers, or for where the next deal covers it. So a park must be followed at once
   by a move of the uncovered card (home, or parked in turn), or else only by more parks and the
@@ -57,9 +59,11 @@ whose stock can never be dealt again cannot score more than the cards already ou
 from __future__ import annotations
 
 import random
+import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -79,6 +83,7 @@ from server.games.blue_jacket import (
     row_location,
 )
 from server.games.cards import standard_deck
+from server.games.stats import percentile, wilson
 
 Outcome = Literal["winnable", "not_winnable", "unknown"]
 
@@ -97,6 +102,13 @@ _FOUNDATION = 64
 """Row pile codes: 0 empty, ``1 + card`` a misplaced card, ``64 + top`` a foundation."""
 _HEIGHT = [0] * _FOUNDATION + [(rank - 2) // 3 + 1 if rank >= 2 else 0 for rank in _RANK]
 """Cards on a foundation row pile, by its code."""
+_HOLDS = [
+    frozenset(_FOUNDATION + top for top in range(card, card + 13 - _RANK[card] + 1, 3))
+    for card in range(52)
+]
+"""The codes of the foundation row piles that hold ``card`` (same suit, its rank or above)."""
+_FOLLOW = [-1] * _FOUNDATION + _NEXT
+"""The card that builds on a row pile, by its code (-1: none)."""
 _NO_FOCUS = -1
 _PRE_DEAL = PILES
 """Focus values: none, a bottom pile index (its top must move next), or "only parks and deal"."""
@@ -115,8 +127,8 @@ class Techniques:
     merge: bool = True
     cut: bool = True
     safe_moves: bool = True
-    early_safe_moves: bool = True
-    """Also before the last two deals (see :meth:`Search.safe_move`: fast, not proved)."""
+    likely_safe_moves: bool = True
+    """Also moves that are safe in practice but not proved (see :meth:`Search.safe_move`)."""
     focus: bool = True
     macros: bool = True
     restarts: bool = True
@@ -124,7 +136,7 @@ class Techniques:
 
 ALL = Techniques()
 """Every technique: the default."""
-PROVED = replace(ALL, early_safe_moves=False)
+PROVED = replace(ALL, likely_safe_moves=False)
 """Only the reductions proved to keep every win (and the best score)."""
 
 
@@ -193,6 +205,12 @@ class Search:
         self.stock_left = [len(cards) - PILES * dealt for dealt in range(self.last_deal + 1)]
         off = sum(len(pile) for pile in piles) + sum(1 for c in codes if 0 < c < _FOUNDATION)
         self.total = _score(self.start) + off + len(cards)
+        self.in_game = [0] * 52
+        """Copies of each card in the game (two in a full game)."""
+        for name in [card for row in rows for pile in row for card in pile]:
+            self.in_game[_INDEX[name]] += 1
+        for card in [*(c for pile in piles for c in pile), *cards]:
+            self.in_game[card] += 1
         """Cards in the game: the score of a win."""
         self.budget = budget
         self.t = techniques
@@ -230,68 +248,63 @@ class Search:
 
     def rows_info(self, rows: tuple[int, ...]) -> tuple:
         """What the moves need to know about the row piles, cached (parks leave rows alone):
-        ``(wanted, holes, holes per row, misplaced per row, misplaced, copies, targets)``.
+        ``(wanted, holes, need, misplaced per row, misplaced, targets, cross)``.
 
         ``wanted`` maps a card to the foundations it builds on and ``holes`` lists each row's
-        empty piles (one of each when merging); ``misplaced`` lists ``(index, card)``, identical
-        piles of a row merged; ``copies`` counts misplaced cards by card, ``targets`` the
-        foundations waiting for each card.
+        empty piles (only the first of each when merging); ``need`` counts the holes of each
+        row; ``misplaced`` lists ``(index, card)``, identical piles of a row merged; ``targets``
+        counts the foundations waiting for each card;
+        ``cross[r][t]`` the starting ranks of row ``t`` misplaced in row ``r``.
         """
         info = self.rows_cache.get(rows)
         if info is not None:
             return info
         merge = self.t.merge
         wanted: dict[int, list[int]] = {}
+        targets: dict[int, int] = {}
         holes: list[list[int]] = [[], [], []]
         misplaced_in_row = [0, 0, 0]
         misplaced: list[tuple[int, int]] = []
-        copies: dict[int, int] = {}
+        cross = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
         for index, code in enumerate(rows):
-            if code == 0:
-                holes[index >> 3].append(index)
-            elif code >= _FOUNDATION:
-                follow = _NEXT[code - _FOUNDATION]
-                if follow >= 0:
-                    if follow in wanted:
+            if code >= _FOUNDATION:
+                follow = _FOLLOW[code]
+                if follow < 0:
+                    continue
+                if follow in targets:
+                    targets[follow] += 1
+                    if not merge:
                         wanted[follow].append(index)
-                    else:
-                        wanted[follow] = [index]
-            else:
-                card = code - 1
-                misplaced_in_row[index >> 3] += 1
-                if card in copies:
-                    copies[card] += 1
-                    if merge and code in rows[index & ~7 : index]:
-                        continue
                 else:
-                    copies[card] = 1
-                misplaced.append((index, card))
-        targets = {card: len(piles) for card, piles in wanted.items()}
-        if merge:
-            wanted = {card: piles[:1] for card, piles in wanted.items()}
-        need = [len(h) for h in holes]
+                    targets[follow] = 1
+                    wanted[follow] = [index]
+            elif code:
+                card = code - 1
+                row = index >> 3
+                misplaced_in_row[row] += 1
+                starts = _STARTER_ROW[card]
+                if starts >= 0:
+                    cross[row][starts] += 1
+                if not merge or code not in rows[index & ~7 : index]:
+                    misplaced.append((index, card))
+            else:
+                holes[index >> 3].append(index)
+        need = [len(holes[0]), len(holes[1]), len(holes[2])]
         if merge:
             holes = [h[:1] for h in holes]
-        info = (wanted, holes, need, misplaced_in_row, misplaced, copies, targets)
+        info = (wanted, holes, need, misplaced_in_row, misplaced, targets, cross)
         if len(self.rows_cache) > 50_000:
             self.rows_cache.clear()
         self.rows_cache[rows] = info
         return info
 
-    def blocked(self, rows: tuple[int, ...], bottom: tuple[tuple[int, ...], ...], need) -> bool:
+    @staticmethod
+    def blocked(bottom: tuple[tuple[int, ...], ...], need: list[int], cross) -> bool:
         """The starter-supply cut (module docstring): no deal can ever come again."""
-        supply = [0, 0, 0]
+        supply = [0, 0, 0, 0]  # a card that starts no row (-1) counts in the spare last slot
         for pile in bottom:
             for card in pile:
-                row = _STARTER_ROW[card]
-                if row >= 0:
-                    supply[row] += 1
-        cross = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
-        for index, code in enumerate(rows):
-            if 0 < code < _FOUNDATION:
-                row = _STARTER_ROW[code - 1]
-                if row >= 0:
-                    cross[index >> 3][row] += 1
+                supply[_STARTER_ROW[card]] += 1
         for rows_set in range(1, 8):
             holes = have = 0
             for row in range(3):
@@ -308,27 +321,31 @@ class Search:
     def safe_move(self, p: Position, info: tuple) -> Step | None:
         """A foundation move that loses no win, or ``None``.
 
-        Safe: an Ace; a build when the available copies of the card do not outnumber the piles
-        waiting for it (the copies are the same card, so the order changes nothing but which
-        source is freed, and every copy has a target); a starting rank into an empty pile of a
-        row with no misplaced card (every starting rank of that row still to come then has its
-        own hole, so none competes for this one).
+        Proved safe: an Ace; a build when the copies of the card not yet on a foundation do
+        not outnumber the piles waiting for it (the copies are the same card, so every one has
+        a target and the order changes nothing but which source is freed first); a starting
+        rank into an empty pile of a row with no misplaced card (every starting rank of that
+        row still to come then has a hole of its own, so none competes for this one). Sources:
+        after the last deal any available card; before it only the top of a bottom pile of two
+        or more cards (taking a row card home leaves a hole that blocks the deal, and a lone
+        bottom card is a placeholder: a card dealt onto it can be parked later, one dealt onto
+        an empty pile cannot), and only while at most one deal remains (the card's one other
+        use is then as a placeholder for the last deal, and after it a lone card is as free as
+        a parked one).
 
-        Sources: after the last deal, any available card. Before it, only the top of a bottom
-        pile of two or more cards: taking a row card home leaves a hole that blocks the deal,
-        and a lone bottom card is a placeholder (a card dealt onto it can be parked later, one
-        dealt onto an empty pile cannot). That much is proved while at most one deal remains:
-        the card's only other use is as such a placeholder for the last deal, and after the
-        last deal a lone card is as free as a parked one. Earlier (``early_safe_moves``) it is
-        not: a card parked as a placeholder lets the card dealt onto it be parked in turn, so
-        the player chooses which card of the following deal covers it. Those moves make the
-        search several times faster, so :func:`solve_position` plays them too and checks a
-        loss found that way again without them.
+        ``likely_safe_moves`` adds two relaxations that are safe in practice but not proved.
+        Builds count only the *available* copies: a buried copy might be better placed first,
+        keeping the available one where it is. And sources qualify with two or more deals
+        left: a card parked as a placeholder then lets the card dealt onto it be parked in
+        turn, choosing which card of the following deal covers it. They make the search several
+        times faster, so :func:`solve_position` plays them and checks a loss found that way
+        again without them.
         """
-        _, bottom, dealt, _, _ = p
-        wanted, holes, _, misplaced_in_row, misplaced, copies, targets = info
+        rows, bottom, dealt, _, _ = p
+        wanted, holes, _, misplaced_in_row, misplaced, targets, _ = info
+        likely = self.t.likely_safe_moves
         post = dealt == self.last_deal
-        if dealt < self.last_deal - 1 and not self.t.early_safe_moves:
+        if dealt < self.last_deal - 1 and not likely:
             return None
         least = 1 if post else 2
         tops = [pile[-1] if pile else -1 for pile in bottom]
@@ -338,12 +355,23 @@ class Search:
         for source, card in sources:
             if _RANK[card] == 1:
                 return (_HOME, source, _TO_ACES)
-            if card in wanted and tops.count(card) + copies.get(card, 0) <= targets[card]:
-                return (_HOME, source, wanted[card][0])
+            if card in wanted:
+                if likely:
+                    copies = tops.count(card) + rows.count(card + 1)
+                else:
+                    copies = self.unplaced(rows, card)
+                if copies <= targets[card]:
+                    return (_HOME, source, wanted[card][0])
             row = _STARTER_ROW[card]
             if row >= 0 and holes[row] and not misplaced_in_row[row]:
                 return (_HOME, source, holes[row][0])
         return None
+
+    def unplaced(self, rows: tuple[int, ...], card: int) -> int:
+        """How many copies of ``card`` in the game are not on a foundation yet."""
+        start = _STARTER_ROW[card - (_RANK[card] - 2) // 3 * 3] * PILES
+        home = sum(1 for code in rows[start : start + PILES] if code in _HOLDS[card])
+        return self.in_game[card] - home
 
     def expand(self, p: Position) -> tuple[Step | None, list[Step], int]:
         """``(safe move, moves, state)``: ``state`` 1 won, -1 blocked (no deal can come again,
@@ -351,7 +379,7 @@ class Search:
         rows, bottom, dealt, _, focus = p
         t = self.t
         info = self.rows_info(rows)
-        wanted, holes, need, _, misplaced, _, _ = info
+        wanted, holes, need, _, misplaced, _, cross = info
         post = dealt == self.last_deal
         if post and not misplaced and not any(bottom):
             return None, [], 1
@@ -364,7 +392,7 @@ class Search:
             not post
             and t.cut
             and (need[0] or need[1] or need[2])
-            and self.blocked(rows, bottom, need)
+            and self.blocked(bottom, need, cross)
         ):
             if not self.maximize:
                 return None, [], -1
@@ -673,9 +701,9 @@ def solve_position(
     search = Search(rows, bottom, aces, stock, budget, techniques)
     found = search.run()
     spent = search.spent
-    if found is False and techniques.early_safe_moves:
+    if found is False and techniques.likely_safe_moves:
         search = Search(
-            rows, bottom, aces, stock, budget - spent, replace(techniques, early_safe_moves=False)
+            rows, bottom, aces, stock, budget - spent, replace(techniques, likely_safe_moves=False)
         )
         found = search.run()
         spent += search.spent
@@ -689,7 +717,7 @@ def solve_position(
 
 
 def solve_deal(seed: str, budget: int = DEFAULT_BUDGET, techniques: Techniques = ALL) -> Solution:
-    """Solve the deal of ``seed`` (e.g. ``"blue_jacket:deal:7"``) from its start."""
+    """Solve the deal of ``seed`` (e.g. :func:`deal_seed`) from its start."""
     return solve(BlueJacket.new(Config(progress_budget=0), seed), budget, techniques)
 
 
@@ -705,3 +733,66 @@ def best_score(engine: BlueJacket, budget: int = DEFAULT_BUDGET) -> BestScore:
     search = Search(state.rows, state.bottom, len(state.aces), stock, budget, PROVED, True)
     found = search.run()
     return BestScore(score=search.best, exact=found is not None, nodes=won.nodes + search.spent)
+
+
+# Numbered deals ------------------------------------------------------------------------------
+
+
+def deal_seed(number: int) -> str:
+    """The public seed of numbered deal ``number``, as the server deals it."""
+    return f"{BlueJacket.game}:deal:{number}"
+
+
+class DealResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One numbered deal solved: the outcome, solver nodes, CPU seconds, actions in the win."""
+
+    deal: int
+    outcome: Outcome
+    nodes: int
+    seconds: float
+    actions: int
+
+
+def solve_numbered(
+    number: int, budget: int = DEFAULT_BUDGET, techniques: Techniques = ALL
+) -> tuple[DealResult, Solution]:
+    """Solve numbered deal ``number``, timing it in CPU seconds (the process's own time, which
+    other load on the machine disturbs less than wall time)."""
+    started = time.process_time()
+    solution = solve_deal(deal_seed(number), budget, techniques)
+    result = DealResult(
+        deal=number,
+        outcome=solution.outcome,
+        nodes=solution.nodes,
+        seconds=time.process_time() - started,
+        actions=len(solution.moves),
+    )
+    return result, solution
+
+
+def summarize(results: Sequence[DealResult]) -> dict[str, Any]:
+    """Figures over many solved deals: outcomes, the decided and winnable fractions (with 95%
+    Wilson intervals), and CPU seconds and nodes per deal (median, 95th percentile, max)."""
+    deals = len(results)
+    counts = Counter(result.outcome for result in results)
+    decided = counts["winnable"] + counts["not_winnable"]
+    seconds = [result.seconds for result in results]
+    nodes = [result.nodes for result in results]
+    return {
+        "deals": deals,
+        "winnable": counts["winnable"],
+        "not_winnable": counts["not_winnable"],
+        "unknown": counts["unknown"],
+        "decided_fraction": decided / deals,
+        "decided_ci95": list(wilson(decided, deals)),
+        "winnable_fraction": counts["winnable"] / deals,
+        "winnable_ci95": list(wilson(counts["winnable"], deals)),
+        "seconds_median": percentile(seconds, 0.5),
+        "seconds_p95": percentile(seconds, 0.95),
+        "seconds_max": max(seconds),
+        "nodes_median": percentile(nodes, 0.5),
+        "nodes_p95": percentile(nodes, 0.95),
+        "nodes_max": max(nodes),
+        "undecided": [result.deal for result in results if result.outcome == "unknown"],
+        "not_winnable_deals": [r.deal for r in results if r.outcome == "not_winnable"],
+    }
