@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import statistics
 import sys
 import tempfile
@@ -34,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from clients.bots import play_table, run_swarm
 from clients.client import Client
 from protocol import v1
-from tests.redis_server import RedisServer
-from tests.server.test_failover import Nodes, lease_holders
+from server.testing.nodes import Nodes, lease_holders
+from server.testing.redis_server import RedisServer
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -102,7 +101,7 @@ async def measure_resume(redis_url: str) -> list[float]:
         watchers = [await Client.connect(nodes.urls[1], name="W", binary=True) for _ in victims]
         for watcher, table in zip(watchers, victims, strict=True):
             await watcher.request(v1.Spectate(table=table))
-        nodes.processes[0].send_signal(signal.SIGKILL)
+        nodes[0].kill()
         killed = time.monotonic()
         marks = {t: w.tables[t].seq for w, t in zip(watchers, victims, strict=True)}
         while len(seen) < len(victims) and time.monotonic() - killed < 30:

@@ -9,9 +9,11 @@ mismatch is reported loudly (logged as an error and counted in the summary).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,13 +22,21 @@ import msgspec
 from clients.client import Client, ServerError, TableState
 from protocol import v1
 from server.games import blackdrez, blackdrez_bots, shuffle
+from server.identity import BOT_NAMES, BOT_STRATEGY_LABELS
 
 log = logging.getLogger("blackdrez.bot")
 
 BOT_CLIENT = "blackdrez-bot/0.1"
 STRATEGIES = tuple(blackdrez_bots.STRATEGIES)
-RETRYABLE = frozenset({"unavailable", "not_your_turn", "not_found"})
-"""Errors a bot meets while its table moves between nodes: look at the table again."""
+RETRYABLE = frozenset(
+    {"unavailable", "moving", "not_your_turn", "game_over", "illegal_action", "not_in_round"}
+)
+"""Refusals a bot meets while its table moves between nodes (or the store is down), or when it
+acted on a view that was already stale: look at the table again (resync) and carry on."""
+MAX_REFUSALS = 50
+"""Refusals in a row after which a bot gives up: its table is not coming back."""
+STALL = 10.0
+"""Seconds a bot waits for its turn (or for its action's update) before it resyncs anyway."""
 
 
 @dataclass
@@ -42,6 +52,18 @@ class BotResult:
     final: Any = None
     fair: bool | None = None
     problem: str | None = None
+    games: int = 0
+    """Games this bot played to the end (the other fields describe the last one)."""
+    removed: bool = False
+    """The bot lost its seat (the host removed it) or the table closed before a game ended."""
+
+
+def _backoff() -> Iterator[float]:
+    """Capped exponential delays with jitter: 0.1 s doubling up to 2 s."""
+    delay = 0.1
+    while True:
+        yield delay * random.uniform(0.5, 1.0)
+        delay = min(delay * 2, 2.0)
 
 
 def dealt_cards(events: list[v1.Numbered]) -> list[str]:
@@ -97,34 +119,75 @@ async def play_table(
     def over() -> bool:
         return bool(state.view and state.view["phase"] == "over")
 
+    async def look_again() -> None:
+        with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
+            await client.resync(table)
+
+    async def wait_for(condition: Callable[[], Any]) -> None:
+        """Wait until ``condition``, resyncing every STALL s (an update may have been lost
+        while the table moved), for at most ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await client.wait_until(condition, timeout=min(STALL, timeout))
+                return
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    raise
+            await look_again()
+
+    refusals = 0
+    delays = _backoff()
     while True:
-        await client.wait_until(lambda: state.legal or over(), timeout=timeout)
+        await wait_for(lambda: state.legal or over() or unseated(state, client.player))
+        if unseated(state, client.player):
+            result.removed = True
+            return result
         if over():
             break
         if think:
             await asyncio.sleep(think)
+            if not state.legal or over() or unseated(state, client.player):
+                continue  # the turn passed meanwhile (a timer, or the seat was taken away)
         view = msgspec.convert(state.view, blackdrez.View)
         legal = [msgspec.convert(action, blackdrez.Action) for action in state.legal]
         seq = state.seq
         try:
             ok = await client.act(table, choose(view, legal))
         except (ConnectionError, TimeoutError):
-            await asyncio.sleep(0.1)  # the connection dropped: it comes back by itself
+            await asyncio.sleep(next(delays))  # the connection dropped: it comes back by itself
             continue
         except ServerError as error:
-            if error.code in RETRYABLE:
-                await asyncio.sleep(0.2)  # the table is moving to another node
-                continue
-            raise
+            refusals += 1
+            if error.code not in RETRYABLE or refusals > MAX_REFUSALS:
+                raise
+            await asyncio.sleep(next(delays))
+            await look_again()
+            continue
+        refusals = 0
+        delays = _backoff()
         result.actions += 1
         result.acked.append(ok.seq)
-        await client.wait_until(lambda s=seq: state.seq > s or over(), timeout=timeout)
+        await wait_for(lambda s=seq: state.seq > s or over())
     result.final = state.view
+    result.games = 1
     result.problem = check_fairness(state)
     result.fair = result.problem is None
     if result.problem:
         log.error("UNFAIR GAME at table %s: %s", table, result.problem)
     return result
+
+
+def unseated(state: TableState, player: str) -> bool:
+    """Whether ``player`` no longer sits at the table (removed by the host, or it closed)."""
+    info = state.info
+    if info is None:
+        return False
+    return info.status == "closed" or all(s is None or s.player != player for s in info.seats)
+
+
+def _games_started(state: TableState) -> int:
+    return sum(1 for e in state.events if e.event["type"] == "game_started")
 
 
 async def run_bot(
@@ -136,10 +199,21 @@ async def run_bot(
     name: str | None = None,
     binary: bool = True,
     invite: str | None = None,
+    games: int | None = 1,
+    think: float = 0.0,
 ) -> BotResult:
-    """Connect, take a seat (at ``table`` or by quick-join), get ready and play one game."""
+    """Connect, take a seat (at ``table`` or by quick-join), get ready and play ``games`` games
+    (``None``: every game the table plays until the bot loses its seat or the table closes),
+    waiting ``think`` seconds before each action.
+
+    Returns the record of the last game played, with the number of games in ``games``.
+    """
     client = await Client.connect(
-        url, name=name or f"Bot {strategy}", binary=binary, reconnect=True, client_name=BOT_CLIENT
+        url,
+        name=name or random_bot_name(strategy),
+        binary=binary,
+        reconnect=True,
+        client_name=BOT_CLIENT,
     )
     try:
         if table is not None:
@@ -149,10 +223,36 @@ async def run_bot(
         else:
             raise ValueError("give a table or quick=True")
         client_table = joined.table.id
+        state = client.tables[client_table]
         await client.request(v1.SetReady(table=client_table))
-        return await play_table(client, client_table, strategy, timeout=3600)
+        played = 0
+        result = BotResult(table=client_table, seat=joined.seat or 0, player=client.player)
+        while games is None or played < games:
+            if played:  # wait for the host to start the next game (bots stay ready)
+                seen = _games_started(state)
+                await client.wait_until(
+                    lambda s=seen: _games_started(state) > s or unseated(state, client.player),
+                    timeout=None,
+                )
+                if unseated(state, client.player):
+                    result.removed = True
+                    break
+            game = await play_table(client, client_table, strategy, think=think, timeout=3600)
+            if game.removed:
+                result.removed = True
+                break
+            played += 1
+            result = game
+        result.games = played
+        return result
     finally:
         await client.close()
+
+
+def random_bot_name(strategy: str) -> str:
+    """A display name for a bot started on its own: a first name and its strategy."""
+    label = BOT_STRATEGY_LABELS.get(strategy, strategy)
+    return f"{random.choice(BOT_NAMES)} ({label})"
 
 
 @dataclass
@@ -246,15 +346,15 @@ async def _swarm_table(
     try:
         host = clients[0]
         options = v1.TableOptions(seats=per_table, round_pause_seconds=round_pause)
-        joined = await host.request(v1.CreateTable(options=options))
+        joined = await _setup_step(host, v1.CreateTable(options=options), dropped_ok=False)
         table = joined.table.id
         for client in clients[1:]:
-            await client.request(v1.JoinTable(table=table))
+            await _setup_step(client, v1.JoinTable(table=table))
         for client in clients:
-            await client.request(v1.SetReady(table=table))
-        await host.request(v1.StartGame(table=table))
+            await _setup_step(client, v1.SetReady(table=table))
+        await _setup_step(host, v1.StartGame(table=table), done=frozenset({"game_running"}))
         for client in clients:
-            await client.wait_until(lambda c=client: c.tables[table].view is not None)
+            await client.wait_until(lambda c=client: c.tables[table].view is not None, 60)
         return list(
             await asyncio.gather(
                 *(
@@ -266,6 +366,29 @@ async def _swarm_table(
     finally:
         for client in clients:
             await client.close()
+
+
+async def _setup_step(
+    client: Client, request: Any, *, done: frozenset[str] = frozenset(), dropped_ok: bool = True
+) -> Any:
+    """A request that sets a table up, sent again while the table or the store is briefly away
+    (a node dying or Redis restarting during the set-up). ``done``: refusals that mean an
+    earlier try succeeded. A request whose connection dropped is sent again only if
+    ``dropped_ok`` (sending it twice is harmless: joining or getting ready again)."""
+    delays = _backoff()
+    for _ in range(MAX_REFUSALS):
+        try:
+            return await client.request(request)
+        except ServerError as error:
+            if error.code in done:
+                return None
+            if error.code not in ("unavailable", "moving"):
+                raise
+        except (ConnectionError, TimeoutError):
+            if not dropped_ok:
+                raise
+        await asyncio.sleep(next(delays))
+    raise TimeoutError(f"{type(request).__name__} kept failing")
 
 
 def _inconsistency(results: list[BotResult]) -> str | None:

@@ -11,6 +11,10 @@ Use::
 The client keeps, per table, the last snapshot or update applied (``TableState``): its event
 number, view, legal actions and info. Updates are applied only in order: an update whose events do
 not follow the last number held triggers a ``resync`` (no gap, no duplicate).
+
+A request for a table that is moving between nodes is answered ``moving`` (nothing changed):
+:meth:`Client.request` waits it out, sending the request again with backoff, so callers only see
+real answers (``not_found`` is never a table in transit).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import asyncio
 import contextlib
 import itertools
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +39,9 @@ from protocol.handshake import Hello
 
 CLIENT_NAME = "blackdrez-py/0.1"
 RECONNECT_TRIES = 15
+MOVING_PATIENCE = 30.0
+"""Seconds a request answered ``moving`` is retried before the error is raised: a table moves
+to another node within a few seconds (its lease TTL and an adoption)."""
 FINAL_CLOSE_CODES = frozenset(
     {
         CloseCode.UNSUPPORTED_VERSION,
@@ -199,19 +207,38 @@ class Client:
         except ConnectionClosed as closed:
             raise ConnectionError(f"connection lost: {closed}") from None
 
-    async def request(self, message: Any, timeout: float = 10.0) -> Any:
-        """Send a request with a fresh id and return its reply; raise ServerError on error."""
+    async def request(
+        self, message: Any, timeout: float = 10.0, *, moving_patience: float = MOVING_PATIENCE
+    ) -> Any:
+        """Send a request with a fresh id and return its reply; raise ServerError on error.
+
+        A table that is moving between nodes answers ``moving`` (nothing was changed): the
+        request is sent again with backoff, for up to ``moving_patience`` seconds.
+        """
+        deadline = time.monotonic() + moving_patience
+        delay = 0.05
+        while True:
+            reply = await self._request_once(message, timeout)
+            if not isinstance(reply, v1.Error):
+                return reply
+            if reply.code != ErrorCode.MOVING or time.monotonic() >= deadline:
+                raise ServerError(reply)
+            await asyncio.sleep(min(delay * (0.5 + random.random()), deadline - time.monotonic()))
+            delay = min(delay * 2, 1.0)
+
+    async def _request_once(self, message: Any, timeout: float) -> Any:
         message.id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[message.id] = future
         try:
             await self.send(message)
-            reply = await asyncio.wait_for(future, timeout)
+            return await asyncio.wait_for(future, timeout)
         finally:
             self._pending.pop(message.id, None)
-        if isinstance(reply, v1.Error):
-            raise ServerError(reply)
-        return reply
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: a lost connection may have failed it unawaited
+            else:
+                future.cancel()
 
     async def act(self, table: str, action: Any) -> v1.Ok:
         """Play an action (a game Struct or its dict form) at a table."""
@@ -237,7 +264,7 @@ class Client:
                 await self.resync(table)
                 return
             except ServerError as error:
-                if error.code != ErrorCode.UNAVAILABLE:
+                if error.code not in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING):
                     return  # gone, or not ours any more: nothing to retry
             except (ConnectionError, TimeoutError):
                 if self.closed.done():
@@ -245,8 +272,9 @@ class Client:
             await asyncio.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 2.0)
 
-    async def wait_until(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
-        """Wait until ``predicate()`` is true (checked after every message); return its value."""
+    async def wait_until(self, predicate: Callable[[], Any], timeout: float | None = 10.0) -> Any:
+        """Wait until ``predicate()`` is true (checked after every message); return its value
+        (``timeout`` ``None``: as long as it takes)."""
         async with asyncio.timeout(timeout):
             async with self._changed:
                 while True:

@@ -1368,6 +1368,7 @@ def _spawn_server(
     command = [
         sys.executable, "-m", "server.cli", "serve", "--host", host, "--port", str(port),
         "--rate", str(args.server_rate), "--burst", str(args.server_burst),
+        "--max-connections-per-ip", "0",  # every load connection comes from this machine
     ]  # fmt: skip
     if redis_url:
         command += ["--redis-url", redis_url]
@@ -1395,14 +1396,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.spawn_server:
             redis_url = None
             if args.redis:
-                from tests.redis_server import RedisServer
+                from server.testing.redis_server import RedisServer
 
                 redis = RedisServer()
                 redis.start()
                 redis_url = redis.url
                 if args.worker_cpus:  # keep Redis off the server's core
                     with contextlib.suppress(OSError, AttributeError):
-                        os.sched_setaffinity(redis._process.pid, _cpu_list(args.worker_cpus))
+                        os.sched_setaffinity(redis.pid, _cpu_list(args.worker_cpus))
             server, url = _spawn_server(args, redis_url)
         _, port = check_loopback(url)
         pid = args.server_pid or (server.pid if server else find_server_pid(port))

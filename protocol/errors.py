@@ -25,7 +25,7 @@ class ErrorCode(enum.StrEnum):
     ALREADY_GREETED = "already_greeted"
     """``hello`` was sent twice on one connection."""
     BAD_TOKEN = "bad_token"
-    """The session token is forged, malformed or expired."""
+    """The session token is forged, malformed, expired or ended by ``logout``."""
     # Lobby and tables
     NOT_FOUND = "not_found"
     """No such table, session or game."""
@@ -41,6 +41,8 @@ class ErrorCode(enum.StrEnum):
     GAME_RUNNING = "game_running"
     """Not possible while a round is being played."""
     NOT_ENOUGH_PLAYERS = "not_enough_players"
+    TOO_MANY_SESSIONS = "too_many_sessions"
+    """The player already holds the most open solitaire sessions allowed; leave one first."""
     # Game actions (the engines' rejection reasons)
     NOT_YOUR_TURN = "not_your_turn"
     ILLEGAL_ACTION = "illegal_action"
@@ -51,6 +53,11 @@ class ErrorCode(enum.StrEnum):
     RATE_LIMITED = "rate_limited"
     UNAVAILABLE = "unavailable"
     """A service the request needs (the store) cannot be reached; nothing was changed."""
+    MOVING = "moving"
+    """The table exists but is moving between nodes (its node went away, or another node is
+    taking it over); nothing was changed. Retryable: send the same request again after a short
+    wait (about 0.1 s, backing off to a second or two) until it gets a real answer. Never means
+    the table is gone: that is ``not_found``."""
     SHUTTING_DOWN = "shutting_down"
     INTERNAL = "internal"
 
@@ -77,3 +84,5 @@ class CloseCode(enum.IntEnum):
     """The same player connected again elsewhere; this older connection is closed."""
     IDLE_TIMEOUT = 4005
     """Nothing was received for too long."""
+    TOO_MANY_CONNECTIONS = 4006
+    """The client's address already holds the most connections a node allows."""

@@ -215,6 +215,15 @@ class AddBots(Message, tag="add_bots", kw_only=True):
     strategy: BotStrategy = "threshold"
 
 
+class RemoveBot(Message, tag="remove_bot", kw_only=True):
+    """Host only: the bot in ``seat`` leaves the table (after the round it is playing, like any
+    player who leaves) and disconnects."""
+
+    id: RequestId | None = None
+    table: TableId
+    seat: Annotated[int, msgspec.Meta(ge=0, le=7)]
+
+
 class Act(Message, tag="act", kw_only=True):
     """Play an action: one of the table's game's actions, e.g. ``{"type": "hit"}``."""
 
@@ -251,6 +260,13 @@ class Ping(Message, tag="ping", kw_only=True):
     id: RequestId | None = None
 
 
+class Logout(Message, tag="logout", kw_only=True):
+    """End this connection's session token on every node (reply ``ok``, then the server closes
+    the connection with 1000); ``hello`` with it is refused from then on."""
+
+    id: RequestId | None = None
+
+
 ClientMessage = (
     Hello
     | WatchLobby
@@ -264,11 +280,13 @@ ClientMessage = (
     | SetReady
     | StartGame
     | AddBots
+    | RemoveBot
     | Act
     | Resync
     | StartSolitaire
     | GetLeaderboard
     | Ping
+    | Logout
 )
 
 
@@ -281,6 +299,8 @@ class Welcome(Message, tag="welcome", kw_only=True):
     version: int
     token: str
     """Keep it: ``hello`` with it brings back the same player, seats and sessions."""
+    token_expires: float
+    """Unix time after which ``token`` is refused: its first issue plus the token lifetime."""
     player: str
     name: str
     limits: Limits
@@ -329,6 +349,10 @@ class Snapshot(Message, tag="snapshot", kw_only=True):
     """This viewer's legal actions now."""
     deadline: float | None = None
     """When the player on turn gets the default action (Unix time, seconds)."""
+    recent: list[Numbered] = []
+    """The table's last events up to ``seq`` (at most 64, none before the current or last game
+    started), as this viewer saw them: history for a table log. ``view`` already includes them;
+    they are not to be applied again."""
 
 
 class Update(Message, tag="update", kw_only=True):

@@ -2,7 +2,8 @@
 
 An adapter is the thin, game-specific glue between a :class:`~server.room.Room` and an engine: how
 many seats, how a game is created from table options, which system actions the table plays itself
-(BlackDrez: starting each round), and what counts as a score for the leaderboard.
+(BlackDrez: starting each round, and ending the game when fewer than two can play), and what
+counts as a score for the leaderboard.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ class GameAdapter:
     def system_action(self, engine: Any, seats: list[int], newcomers: list[int]) -> Any:
         """``(seat, action)`` the table plays itself now, or ``None``."""
         return None
+
+    def end_game_action(self, engine: Any) -> tuple[int, Any]:
+        """``(seat, action)`` that ends the game between rounds when fewer than
+        ``min_players`` can play (only games with rounds between which players come and go)."""
+        raise NotImplementedError(f"{self.name} never waits for players between rounds")
 
     def leave_action(self, engine: Any) -> Any:
         """What a player who leaves mid-game plays at once (solitaires: resign), or ``None`` to
@@ -98,6 +104,9 @@ class BlackDrezAdapter(GameAdapter):
             return None
         fresh = [seat for seat in newcomers if seat in seats]
         return blackdrez.SYSTEM, blackdrez.StartRound(seats=seats, newcomers=fresh)
+
+    def end_game_action(self, engine: Any) -> tuple[int, Any]:
+        return blackdrez.SYSTEM, blackdrez.EndGame()
 
     def between_rounds(self, engine: Any) -> bool:
         return engine.state.phase == "between_rounds"

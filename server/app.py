@@ -3,12 +3,21 @@
 Theory of operation
 -------------------
 ``websockets`` accepts every connection. A plain HTTP request (no ``Upgrade`` header) is answered
-in ``process_request``: ``/healthz``, ``/metrics`` and the browser client's static files. A
-WebSocket connection must send ``hello`` within ``hello_timeout``; the server negotiates the
-version, checks or issues the session token and answers ``welcome``. After that every frame is
-decoded (JSON in text frames, MessagePack in binary frames), rate-limited by a token bucket, and
-handed to the :class:`~server.node.Node`. Bad frames get a typed ``error`` and change nothing; a
-flood is closed with 1008, a frame over ``max_frame_bytes`` with 1009 (by ``websockets``).
+in ``process_request``: ``/healthz``, ``/metrics`` (unless ``metrics_port`` gives them a listener
+of their own) and the browser client's static files. A WebSocket handshake from a browser page is
+refused there (403) unless its ``Origin`` names the request's own host and port or an allowed
+origin; a handshake without ``Origin`` is not a browser's and passes. An accepted connection is
+counted against its client address (the peer's, or from a trusted proxy the ``X-Forwarded-For``
+hop it names) and closed with 4006 past ``max_connections_per_ip``.
+
+A WebSocket connection must then send ``hello`` within ``hello_timeout``; the server negotiates
+the version, checks the session token (signature, lifetime from its first issue, the store's list
+of revoked tokens) or issues one, and answers ``welcome``. After that every frame is decoded (JSON
+in text frames, MessagePack in binary frames), rate-limited by a token bucket, and handed to the
+:class:`~server.node.Node`, except what this layer answers itself: ``logout`` (revoke the token,
+close) and a ``start_solitaire`` past the player's session cap. Bad frames get a typed ``error``
+and change nothing; a flood is closed with 1008, a frame over ``max_frame_bytes`` with 1009 and a
+text frame that is not UTF-8 with 1007 (both by ``websockets``).
 """
 
 from __future__ import annotations
@@ -17,13 +26,18 @@ import asyncio
 import contextlib
 import gc
 import http
+import ipaddress
 import logging
 import mimetypes
+import os
 import secrets
 import signal
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import msgspec
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -37,7 +51,7 @@ from protocol.errors import CloseCode, ErrorCode
 from server import identity
 from server.connection import Client
 from server.metrics import Metrics
-from server.node import Node
+from server.node import LEASE_TTL, RECORD_RETENTION, Node
 from server.ratelimit import TokenBucket
 from server.room import LOG_SIZE
 from server.stores import Store, StoreUnavailable, open_store
@@ -50,6 +64,10 @@ BOT_CLIENT_PREFIX = "blackdrez-bot"
 VIOLATION_WINDOW = 10.0
 """More than ``burst`` rate-limited messages within this many seconds close the connection."""
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
+BOT_THINK = 0.6
+"""Seconds a bot the host added waits before each action, so people at the table can follow."""
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass
@@ -69,8 +87,28 @@ class Settings:
     ping_timeout: float | None = 20.0
     send_buffer: int = 1024 * 1024
     """Bytes a client may leave unread before it is disconnected as too slow (4003)."""
+    close_timeout: float = 10.0
+    """Seconds a closing connection has to take its close frame before it is cut off."""
+    token_lifetime: float = identity.TOKEN_LIFETIME
+    """Seconds a session token is accepted, from its first issue (never renewed)."""
+    max_connections_per_ip: int = 256
+    """WebSocket connections one client address may hold at once (0: no cap); more get 4006."""
+    trusted_proxies: list[str] = field(default_factory=list)
+    """Addresses or networks (CIDR) of proxies whose ``X-Forwarded-For`` names the client."""
+    max_solitaire_sessions: int = 10
+    """Solitaire sessions one player may hold open at once (0: no cap)."""
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = None
+    """Serve ``/metrics`` (and ``/healthz``) on this port only, not on the game port (0: any
+    free port); ``None`` keeps them on the game port."""
     allowed_origins: list[str] | None = None
+    """Origins accepted besides the page's own host (see :func:`origin_allowed`)."""
     compression: bool = False
+    lease_ttl: float = LEASE_TTL
+    """Seconds a table's lease lasts unless its host renews it (how soon a dead node's tables
+    move to another node)."""
+    record_retention: float = RECORD_RETENTION
+    """Seconds a closed table's compact game record is kept in the store."""
     static_dir: Path = STATIC_DIR
 
     def limits(self) -> v1.Limits:
@@ -91,19 +129,35 @@ class GameServer:
         self.settings = settings
         self.metrics = Metrics()
         self.store = store or open_store(settings.redis_url, settings.node_id)
-        self.node = Node(self.store, self.metrics)
+        self.node = Node(
+            self.store,
+            self.metrics,
+            lease_ttl=settings.lease_ttl,
+            record_retention=settings.record_retention,
+        )
         self.node.spawn_bot = self._spawn_bot
         self._bots: set[asyncio.Task[object]] = set()
+        self.bot_think = BOT_THINK
         self.secret = b""
         self.server: Server | None = None
+        self.metrics_server: Server | None = None
         self.stopping = False
         self._limits = settings.limits()
+        self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
+        self._per_address: Counter[str] = Counter()
 
     @property
     def port(self) -> int:
         """The port actually bound (useful with port 0)."""
         assert self.server is not None
         return self.server.sockets[0].getsockname()[1]
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port of the metrics listener, when ``/metrics`` has one of its own."""
+        if self.metrics_server is None:
+            return None
+        return self.metrics_server.sockets[0].getsockname()[1]
 
     async def start(self) -> None:
         """Connect the store, start the node and listen."""
@@ -117,13 +171,21 @@ class GameServer:
             s.host,
             s.port,
             process_request=self._http,
-            origins=[*s.allowed_origins, None] if s.allowed_origins else None,
             compression="deflate" if s.compression else None,
             max_size=s.max_frame_bytes,
+            close_timeout=s.close_timeout,
             ping_interval=s.ping_interval,
             ping_timeout=s.ping_timeout,
             server_header=f"blackdrez/{VERSION}",
         )
+        if s.metrics_port is not None:
+            self.metrics_server = await serve(
+                _refuse_websocket,
+                s.metrics_host,
+                s.metrics_port,
+                process_request=self._metrics_http,
+                server_header=f"blackdrez/{VERSION}",
+            )
         log.info("node %s listening on %s:%s", s.node_id, s.host, self.port)
 
     async def stop(self) -> None:
@@ -148,15 +210,28 @@ class GameServer:
             self.server.close()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.server.wait_closed(), 5.0)
+        if self.metrics_server is not None:
+            self.metrics_server.close()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.metrics_server.wait_closed(), 5.0)
         await self.store.close()
 
-    def _spawn_bot(self, table: str, strategy: str, invite: str | None) -> None:
-        """Start a bot client that connects to this server like anyone else."""
+    def _spawn_bot(self, table: str, strategy: str, invite: str | None, name: str) -> None:
+        """Start a bot client that connects to this server like anyone else. It stays seated
+        for the table's next games, until the host removes it or the table closes."""
         from clients.bots import run_bot
 
         host = "127.0.0.1" if self.settings.host in ("", "0.0.0.0", "::") else self.settings.host
         task = asyncio.get_running_loop().create_task(
-            run_bot(f"ws://{host}:{self.port}/", table=table, strategy=strategy, invite=invite)
+            run_bot(
+                f"ws://{host}:{self.port}/",
+                table=table,
+                strategy=strategy,
+                invite=invite,
+                name=name,
+                games=None,
+                think=self.bot_think,
+            )
         )
         self._bots.add(task)
         task.add_done_callback(self._bots.discard)
@@ -169,28 +244,56 @@ class GameServer:
             cutoff = time.monotonic() - timeout
             for client in list(self.node.clients.values()):
                 if client.last_seen < cutoff:
-                    self.metrics.closes.labels(str(int(CloseCode.IDLE_TIMEOUT))).inc()
                     client.close(CloseCode.IDLE_TIMEOUT, "idle for too long")
+
+    def _count_close(self, code: int) -> None:
+        self.metrics.closes.labels(str(int(code))).inc()
 
     # ------------------------------------------------------------------ HTTP
     def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            return None
+            origins = request.headers.get_all("Origin")
+            if not origins:
+                return None  # not a browser: browsers always send Origin with a WebSocket
+            host = request.headers.get_all("Host")
+            allowed = self.settings.allowed_origins or []
+            if len(origins) == 1 and origin_allowed(origins[0], host[0] if host else None, allowed):
+                return None
+            return _response(
+                http.HTTPStatus.FORBIDDEN,
+                f"origin not allowed: {' '.join(origins)}\n".encode(),
+                "text/plain",
+            )
         path = request.path.split("?", 1)[0]
         if path == "/healthz":
-            body = msgspec.json.encode(
-                {
-                    "status": "stopping" if self.stopping else "ok",
-                    "node": self.settings.node_id,
-                    "connections": len(self.node.clients),
-                    "tables": len(self.node.rooms),
-                }
-            )
-            status = http.HTTPStatus.SERVICE_UNAVAILABLE if self.stopping else http.HTTPStatus.OK
-            return _response(status, body, "application/json")
-        if path == "/metrics":
-            return _response(http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4")
+            return self._health()
+        if path == "/metrics" and self.metrics_server is None:
+            return self._metrics()
         return self._static(path)
+
+    def _metrics_http(self, connection: ServerConnection, request: Request) -> Response:
+        """The metrics listener: ``/metrics`` and ``/healthz``, nothing else (no WebSocket)."""
+        path = request.path.split("?", 1)[0]
+        if path == "/metrics":
+            return self._metrics()
+        if path == "/healthz":
+            return self._health()
+        return _response(http.HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+
+    def _health(self) -> Response:
+        body = msgspec.json.encode(
+            {
+                "status": "stopping" if self.stopping else "ok",
+                "node": self.settings.node_id,
+                "connections": len(self.node.clients),
+                "tables": len(self.node.rooms),
+            }
+        )
+        status = http.HTTPStatus.SERVICE_UNAVAILABLE if self.stopping else http.HTTPStatus.OK
+        return _response(status, body, "application/json")
+
+    def _metrics(self) -> Response:
+        return _response(http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4")
 
     def _static(self, path: str) -> Response:
         root = self.settings.static_dir.resolve()
@@ -208,6 +311,26 @@ class GameServer:
         if self.stopping:
             await ws.close(CloseCode.GOING_AWAY, "server shutting down")
             return
+        assert ws.request is not None
+        address = client_address(
+            ws.remote_address[0], ws.request.headers.get_all("X-Forwarded-For"), self._trusted
+        )
+        self._per_address[address] += 1
+        try:
+            cap = self.settings.max_connections_per_ip
+            if cap and self._per_address[address] > cap:
+                self._count_close(CloseCode.TOO_MANY_CONNECTIONS)
+                await ws.close(
+                    CloseCode.TOO_MANY_CONNECTIONS, f"too many connections from {address}"
+                )
+                return
+            await self._play(ws)
+        finally:
+            self._per_address[address] -= 1
+            if not self._per_address[address]:
+                del self._per_address[address]
+
+    async def _play(self, ws: ServerConnection) -> None:
         client = await self._greet(ws)
         if client is None:
             return
@@ -256,17 +379,25 @@ class GameServer:
             )
             return None
         if hello.token is not None:
-            known = identity.read_token(self.secret, hello.token)
-            if known is None:
+            token = identity.read_token(self.secret, hello.token, s.token_lifetime)
+            try:
+                revoked = token is not None and await self.store.token_revoked(token.id)
+            except StoreUnavailable:
+                # Let players come back during a store outage (their tables wait for the store
+                # anyway); a revocation is enforced again as soon as the store answers.
+                log.warning("store unavailable: token accepted without the revocation check")
+                revoked = False
+            if token is None or revoked:
                 await refuse(
-                    ErrorCode.BAD_TOKEN, "the session token is not valid here", CloseCode.BAD_TOKEN
+                    ErrorCode.BAD_TOKEN,
+                    "the session token is not valid here (forged, expired or logged out)",
+                    CloseCode.BAD_TOKEN,
                 )
                 return None
-            player, name = known
-            token = identity.issue_token(self.secret, player, name)  # a fresh lifetime
         else:
-            player, name = identity.new_player_id(), identity.clean_name(hello.name)
-            token = identity.issue_token(self.secret, player, name)
+            player = identity.new_player_id()
+            token = identity.issue_token(self.secret, player, identity.clean_name(hello.name))
+        player, name = token.player, token.name
         try:
             tables = await self.store.player_tables(player)
         except StoreUnavailable:
@@ -279,11 +410,15 @@ class GameServer:
             bucket=TokenBucket(s.messages_per_second, s.burst, time.monotonic()),
             max_buffer=s.send_buffer,
             bot=(hello.client or "").startswith(BOT_CLIENT_PREFIX),
+            close_timeout=s.close_timeout,
+            on_close=self._count_close,
+            token=token,
         )
         client.send(
             v1.Welcome(
                 version=version,
-                token=token,
+                token=token.text,
+                token_expires=token.expires(s.token_lifetime),
                 player=player,
                 name=name,
                 limits=self._limits,
@@ -327,7 +462,63 @@ class GameServer:
                 client.send(reply)
                 continue
             metrics.messages_in.labels(type(message).__name__).inc()
+            if isinstance(message, v1.Logout):
+                if await self._logout(client, message):
+                    return  # nothing sent after a logout is executed
+                continue
+            if isinstance(message, v1.StartSolitaire) and not await self._may_start(
+                client, message
+            ):
+                continue
             await self.node.handle(client, message)
+
+    async def _may_start(self, client: Client, message: v1.StartSolitaire) -> bool:
+        """Whether the player may open one more solitaire session; if not, say why."""
+        cap = self.settings.max_solitaire_sessions
+        if not cap:
+            return True
+        await self.node._settled()  # read your own writes: a session just left no longer counts
+        try:
+            tables = await self.store.player_tables(client.player)
+        except StoreUnavailable:
+            return True  # the node answers ``unavailable``: it cannot start a session either
+        held = sum(1 for table in tables if table.startswith("s"))
+        if held < cap:
+            return True
+        self.metrics.errors.labels(ErrorCode.TOO_MANY_SESSIONS).inc()
+        client.send(
+            v1.Error(
+                id=message.id,
+                code=ErrorCode.TOO_MANY_SESSIONS,
+                message=f"you hold {held} solitaire sessions, the most allowed: leave one first",
+            )
+        )
+        return False
+
+    async def _logout(self, client: Client, message: v1.Logout) -> bool:
+        """End the client's token everywhere (until it would have expired), then close; return
+        whether it did (when the store is unreachable the token stays valid)."""
+        remaining = client.token.expires(self.settings.token_lifetime) - time.time()
+        try:
+            await self.store.revoke_token(client.token.id, max(remaining, 1.0))
+        except StoreUnavailable:
+            self.metrics.errors.labels(ErrorCode.UNAVAILABLE).inc()
+            client.send(
+                v1.Error(
+                    id=message.id,
+                    code=ErrorCode.UNAVAILABLE,
+                    message="the session store cannot be reached: the token is still valid",
+                )
+            )
+            return False
+        client.send(v1.Ok(id=message.id))
+        await client.close_now(CloseCode.NORMAL, "logged out")
+        return True
+
+
+async def _refuse_websocket(ws: ServerConnection) -> None:
+    """Never reached: the metrics listener answers every request in ``process_request``."""
+    await ws.close(CloseCode.POLICY_VIOLATION, "no WebSocket here")
 
 
 async def _close_discarding(ws: ServerConnection, code: int, reason: str) -> None:
@@ -338,6 +529,47 @@ async def _close_discarding(ws: ServerConnection, code: int, reason: str) -> Non
         while True:
             await ws.recv()
     await closing
+
+
+def origin_allowed(origin: str, host: str | None, allowed: Sequence[str]) -> bool:
+    """Whether a browser page from ``origin`` may open a WebSocket: the origin is one of
+    ``allowed`` (compared exactly), or names the same host and port as the request's ``Host``
+    header (the page this server, or the proxy in front of it, served), whatever the scheme."""
+    if origin in allowed:
+        return True
+    page = urlsplit(origin)
+    if page.scheme not in ("http", "https") or not page.hostname or host is None:
+        return False
+    default = 443 if page.scheme == "https" else 80
+    target = urlsplit("//" + host)
+    try:
+        return (page.hostname, page.port or default) == (target.hostname, target.port or default)
+    except ValueError:  # a port out of range
+        return False
+
+
+def client_address(peer: str, forwarded: Sequence[str], trusted: Sequence[Network]) -> str:
+    """The address a connection counts against: its peer's, or, when the peer is a trusted
+    proxy, the nearest address in ``X-Forwarded-For`` (read from the right) that is not one."""
+    hops = [hop.strip() for header in forwarded for hop in header.split(",")]
+    address = _plain_ip(peer)
+    while hops and address is not None and any(address in network for network in trusted):
+        hop = _plain_ip(hops.pop())
+        if hop is None:  # the proxy's own entries are well formed: anything else is forged
+            break
+        address = hop
+    return str(address if address is not None else peer)
+
+
+def _plain_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``text`` as an address (an IPv4 address mapped into IPv6 as IPv4), or None."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
 
 
 class _JustTheId(msgspec.Struct):
@@ -366,11 +598,27 @@ def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Respon
     return Response(status.value, status.phrase, headers, body)
 
 
+class ListenError(Exception):
+    """The server could not listen on its address (say, the port is in use); the message
+    says which address and why, in one line."""
+
+
 async def run(settings: Settings) -> None:
-    """Run a server until SIGTERM or SIGINT, then shut it down cleanly."""
+    """Run a server until SIGTERM or SIGINT, then shut it down cleanly.
+
+    Raises :class:`ListenError` when the address cannot be listened on.
+    """
     logging.getLogger("websockets").setLevel(logging.WARNING)
     server = GameServer(settings)
-    await server.start()
+    try:
+        await server.start()
+    except OSError as error:
+        with contextlib.suppress(Exception):  # undo what started; the listen error is the news
+            await server.stop()
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        raise ListenError(
+            f"cannot listen on {settings.host}:{settings.port}: {reason.lower()}"
+        ) from None
     # Fewer, cheaper garbage collections: what exists at start-up is never collectable, and a
     # busy node allocates many short-lived objects (measured: +36-50 % actions/s under load).
     gc.collect()

@@ -12,12 +12,14 @@ import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+DEFAULT_URL = "ws://127.0.0.1:8765/"
 GAME_NAMES = ("blackdrez", "blackjack_piles", "blue_jacket")
 """The games the tools know (``server.games.registry.GAMES``, imported lazily for ``serve``)."""
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from server.app import Settings, run
+def serve_settings(args: argparse.Namespace) -> Any:
+    """The :class:`~server.app.Settings` that ``blackdrez serve`` options describe."""
+    from server.app import Settings
 
     settings = Settings(
         host=args.host,
@@ -28,12 +30,76 @@ def _serve(args: argparse.Namespace) -> int:
         burst=args.burst,
         allowed_origins=args.allowed_origin or None,
         compression=args.compression,
+        max_connections_per_ip=args.max_connections_per_ip,
+        trusted_proxies=args.trusted_proxy or [],
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+        max_solitaire_sessions=args.max_solitaire_sessions,
+        token_lifetime=args.token_days * 24 * 3600.0,
+        send_buffer=args.send_buffer,
+        close_timeout=args.close_timeout,
     )
     if args.node_id:
         settings.node_id = args.node_id
+    for option, value in (
+        ("--lease-ttl", args.lease_ttl),
+        ("--record-retention", args.record_retention),
+    ):
+        if value is not None and not value > 0:
+            args.parser.error(f"{option} must be a positive number of seconds")
+    if args.lease_ttl is not None:
+        settings.lease_ttl = args.lease_ttl
+    if args.record_retention is not None:
+        settings.record_retention = args.record_retention
+    return settings
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from server.app import ListenError, run
+
+    settings = serve_settings(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    _run_async(run(settings))
+    try:
+        _run_async(run(settings))
+    except ListenError as error:
+        print(f"blackdrez serve: {error}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _whole(low: int, high: int | None = None) -> Any:
+    """An argparse type: a whole number from ``low`` (to ``high``)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low or (high is not None and value > high):
+            raise ValueError(text)
+        return value
+
+    parse.__name__ = f"whole number from {low}" + (f" to {high}" if high is not None else "")
+    return parse
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a number above zero."""
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+_positive.__name__ = "positive number"
+
+
+def _network(text: str) -> str:
+    """An argparse type: an IP address or network in CIDR notation."""
+    import ipaddress
+
+    ipaddress.ip_network(text, strict=False)
+    return text
+
+
+_network.__name__ = "address or network"
 
 
 def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str] | None:
@@ -74,22 +140,30 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.games < 1:
         args.parser.error("--games must be at least 1")
     report: dict[str, Any]
-    if args.game == "blackdrez":
-        report = blackdrez_bots.simulate(
-            args.games, args.seed, seats=args.seats or 4, strategies=strategies
-        )
-    elif args.game == "blackjack_piles":
-        report = blackjack_piles_bots.simulate(
-            args.games,
-            args.seed,
-            per_round=args.per_round,
-            strategy=strategies[0] if strategies else "greedy",
-            deals=args.deals,
-        )
-    else:
-        report = blue_jacket_bots.simulate(
-            args.games, args.seed, strategy=strategies[0] if strategies else "heuristic"
-        )
+    steps = args.games
+    if args.per_round:
+        steps += 7 * (args.deals if args.deals is not None else args.games)
+    with _progress(steps, f"simulating {args.game}", quiet=args.json) as tick:
+        if args.game == "blackdrez":
+            report = blackdrez_bots.simulate(
+                args.games, args.seed, seats=args.seats or 4, strategies=strategies, progress=tick
+            )
+        elif args.game == "blackjack_piles":
+            report = blackjack_piles_bots.simulate(
+                args.games,
+                args.seed,
+                per_round=args.per_round,
+                strategy=strategies[0] if strategies else "greedy",
+                deals=args.deals,
+                progress=tick,
+            )
+        else:
+            report = blue_jacket_bots.simulate(
+                args.games,
+                args.seed,
+                strategy=strategies[0] if strategies else "heuristic",
+                progress=tick,
+            )
     report = {"game": args.game, "seed": args.seed, **report}
     if args.json:
         import msgspec
@@ -100,15 +174,58 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _number(value: Any) -> str:
-    """A figure as a table shows it: floats to four decimals without trailing zeros."""
+@contextlib.contextmanager
+def _progress(total: int, what: str, quiet: bool = False) -> Iterator[Callable[[], None]]:
+    """A progress bar on the terminal for a long run; yields the function to call per step.
+
+    Nothing is shown with ``quiet`` or when the output is not a terminal (piped, redirected),
+    so what a script reads is only the report.
+    """
+    if quiet or not (sys.stdout.isatty() and sys.stderr.isatty()):
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = (
+        "{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(what, total=total)
+        yield lambda: bar.advance(task)
+
+
+PROPORTIONS = ("rate", "share", "_se", "completed")
+"""Report keys whose figures are fractions of 1: shown with three decimals."""
+NOTES = {
+    "wins_by_seat": "wins by seat: first places; a shared first place counts as a win for each "
+    "seat sharing it, so the wins can add up to more than the games",
+    "split_share": "split share: the fraction of rounds whose pot was split (several 11s on the "
+    "deal, or everyone standing on level hands)",
+    "pass_rate_se": "pass rate se: the standard error of the pass rate (one standard deviation "
+    "of the estimate)",
+    "completed": "completed: the fraction of games that passed all seven rounds",
+}
+"""What a report's less obvious figures mean, printed below the table when they appear."""
+
+
+def _number(value: Any, key: str = "") -> str:
+    """A figure as a table shows it: fractions of 1 to three decimals, figures per second as
+    whole numbers, other decimals to two; the same key always the same way."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
-        text = f"{value:.4f}".rstrip("0").rstrip(".")
-        return text or "0"
+        if key.endswith("per_second"):
+            return f"{value:.0f}"
+        decimals = 3 if any(mark in key for mark in PROPORTIONS) else 2
+        return f"{value:.{decimals}f}"
     if isinstance(value, list):
-        return " ".join(_number(item) for item in value)
+        return " ".join(_number(item, key) for item in value)
     if isinstance(value, dict):
-        return ", ".join(f"{key} {_number(item)}" for key, item in value.items())
+        return ", ".join(f"{name} {_number(item, name)}" for name, item in value.items())
     if value is None:
         return "-"
     return str(value)
@@ -124,18 +241,32 @@ def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _report_table(report: dict[str, Any]) -> str:
-    """A simulation report as a readable table: one figure a line, then any per-round table."""
+    """A simulation report as a readable table: one figure a line, then any per-round table,
+    then what the less obvious figures mean."""
     pairs = []
     tables = []
+    keys = set(report)
     for key, value in report.items():
         if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
             header = list(value[0])
+            keys.update(header)
             rows = [[key.replace("_", " ") for key in header]]
-            rows += [[_number(item.get(column)) for column in header] for item in value]
+            rows += [[_number(item.get(column), column) for column in header] for item in value]
             tables.append(f"{key}:\n" + "\n".join("  " + line for line in _columns(rows)))
         else:
-            pairs.append([key.replace("_", " "), _number(value)])
-    return "\n\n".join(["\n".join(_columns(pairs)), *tables])
+            figure = _number(value, key)
+            if key == "wins_by_seat" and sum(value) > report.get("games", sum(value)):
+                figure += f" ({sum(value)} wins in {report['games']} games: some shared)"
+            pairs.append([key.replace("_", " "), figure])
+    sections = ["\n".join(_columns(pairs)), *tables]
+    notes = [
+        textwrap.fill(text, 100, initial_indent="  ", subsequent_indent="    ")
+        for key, text in NOTES.items()
+        if key in keys
+    ]
+    if notes:
+        sections.append("\n".join(["notes:", *notes]))
+    return "\n\n".join(sections)
 
 
 def _load(path: str) -> Any:
@@ -156,29 +287,35 @@ def _replay(args: argparse.Namespace) -> int:
     import msgspec
 
     from server.games.registry import ReplayError, start, steps
+    from server.games.transcript import describe, opening
 
     try:
         record = _load(args.file)
         engine = start(record)
-        origin = f"seed {record.seed!r}" if record.seed is not None else "an explicit card order"
         if not args.json:
-            print(
-                f"{record.game} from {origin}, config {msgspec.json.encode(record.config).decode()}"
+            origin = f"seed {record.seed!r}" if record.seed is not None else "a given card order"
+            settings = ", ".join(
+                f"{key.replace('_', ' ')} {value}"
+                for key, value in record.config.items()
+                if value is not None
             )
+            print(f"{record.game} from {origin}" + (f" ({settings})" if settings else ""))
             if record.commitment:
                 print(f"commitment {record.commitment}")
+            for line in opening(record.game, engine.view(0)):
+                print(line)
         for step in steps(engine, record):
-            action = msgspec.json.encode(step.action).decode()
-            events = [msgspec.json.encode(event).decode() for event in step.events]
             if args.json:
+                action = msgspec.json.encode(step.action).decode()
+                events = [msgspec.json.encode(event).decode() for event in step.events]
                 print(
                     f'{{"index":{step.index},"seat":{step.seat},"action":{action},'
                     f'"events":[{",".join(events)}]}}'
                 )
             else:
-                print(f"#{step.index} seat {step.seat}: {action}")
-                for event in events:
-                    print(f"    {event}")
+                for event in step.events:
+                    for line in describe(record.game, event):
+                        print(line)
     except (ValueError, ReplayError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -189,6 +326,8 @@ def _replay(args: argparse.Namespace) -> int:
     if not args.json:
         state = "over" if engine.over else "not over"
         print(f"{len(record.actions)} actions; the game is {state}")
+        if engine.over and record.seed is not None:
+            print(f"seed revealed at the end: {record.seed}")
     return 0
 
 
@@ -241,24 +380,63 @@ def _run_async(coroutine: Any) -> Any:
     return uvloop.run(coroutine)
 
 
+CONNECT_FAILURES: tuple[type[BaseException], ...] = (OSError, TimeoutError)
+"""What connecting to a server that is not there (or not a BlackDrez server) raises."""
+
+
+def _cannot_connect(command: str, url: str, error: BaseException) -> int:
+    """Say in one line why ``url`` could not be reached; the exit code for it (2)."""
+    errno = getattr(error, "errno", None)
+    if errno:
+        reason = f"{os.strerror(errno).lower()} (is the server running?)"
+    elif isinstance(error, TimeoutError):
+        reason = "no answer in time"
+    elif isinstance(error, OSError):
+        reason = "connection refused (is the server running?)"  # several addresses, all refused
+    else:
+        reason = str(error).split("\n")[0] or type(error).__name__
+    print(f"blackdrez {command}: cannot connect to {url}: {reason}", file=sys.stderr)
+    return 2
+
+
+def _connect_failures() -> tuple[type[BaseException], ...]:
+    from websockets.exceptions import InvalidHandshake, InvalidURI
+
+    return (*CONNECT_FAILURES, InvalidHandshake, InvalidURI)
+
+
 def _bot(args: argparse.Namespace) -> int:
     from clients.bots import run_bot
+    from clients.client import ServerError
 
     if not args.table and not args.quick:
         args.parser.error("give --table ID or --quick")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    result = _run_async(
-        run_bot(
-            args.url,
-            table=args.table,
-            quick=args.quick,
-            strategy=args.strategy,
-            name=args.name,
-            invite=args.invite,
+    if args.games is not None and args.games < 1:
+        args.parser.error("--games must be at least 1")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    try:
+        result = _run_async(
+            run_bot(
+                args.url,
+                table=args.table,
+                quick=args.quick,
+                strategy=args.strategy,
+                name=args.name,
+                invite=args.invite,
+                games=args.games,
+            )
         )
-    )
+    except ServerError as error:
+        print(f"blackdrez bot: the server refused: {error.error.message}", file=sys.stderr)
+        return 1
+    except _connect_failures() as error:
+        return _cannot_connect("bot", args.url, error)
+    if result.removed and not result.games:
+        print(f"table {result.table}, seat {result.seat}: removed before a game ended")
+        return 0
     ranking = (result.final or {}).get("result") or {}
-    print(f"table {result.table}, seat {result.seat}: {result.actions} actions")
+    games = f"{result.games} games, the last with " if result.games > 1 else ""
+    print(f"table {result.table}, seat {result.seat}: {games}{result.actions} actions")
     for place in ranking.get("ranking", []):
         print(f"  place {place['place']}: seats {place['seats']} with {place['cards']} cards")
     print("fairness proof: " + ("verified" if result.fair else f"FAILED: {result.problem}"))
@@ -267,17 +445,24 @@ def _bot(args: argparse.Namespace) -> int:
 
 def _bots(args: argparse.Namespace) -> int:
     from clients.bots import STRATEGIES, run_swarm
+    from clients.client import ServerError
 
-    summary = _run_async(
-        run_swarm(
-            args.url,
-            args.tables,
-            args.per_table,
-            tuple(args.strategy or STRATEGIES),
-            round_pause=args.round_pause,
-            think=args.think,
+    try:
+        summary = _run_async(
+            run_swarm(
+                args.url,
+                args.tables,
+                args.per_table,
+                tuple(args.strategy or STRATEGIES),
+                round_pause=args.round_pause,
+                think=args.think,
+            )
         )
-    )
+    except ServerError as error:
+        print(f"blackdrez bots: the server refused: {error.error.message}", file=sys.stderr)
+        return 1
+    except _connect_failures() as error:
+        return _cannot_connect("bots", args.url, error)
     print("\n".join(summary.lines()))
     return 0 if summary.unfair == 0 and not summary.inconsistent else 1
 
@@ -375,8 +560,8 @@ def _add_game_options(command: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME",
         help="the bot: blackdrez threshold or bust_probability (once for every seat, or once "
-        "per seat; default: alternating), blackjack_piles greedy (default) or expert, "
-        "blue_jacket heuristic (default), expert, greedy, first or random",
+        "per seat; default: the two alternating), blackjack_piles greedy (default) or "
+        "expert, blue_jacket heuristic (default), expert, greedy, first or random",
     )
 
 
@@ -385,25 +570,139 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blackdrez", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run a game server node")
-    serve.add_argument("--host", default=os.environ.get("BLACKDREZ_HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("BLACKDREZ_PORT", "8765")))
+    serve = commands.add_parser(
+        "serve",
+        help="run a game server node",
+        description="Run a game server node: WebSocket and HTTP on one port. Every option is "
+        "described in docs/operations.md.",
+    )
+    serve.add_argument(
+        "--host",
+        default=os.environ.get("BLACKDREZ_HOST", "127.0.0.1"),
+        help="the address to listen on (default 127.0.0.1; env BLACKDREZ_HOST)",
+    )
+    serve.add_argument(
+        "--port",
+        type=_whole(0, 65535),
+        default=int(os.environ.get("BLACKDREZ_PORT", "8765")),
+        help="the port for WebSocket and HTTP (default 8765; env BLACKDREZ_PORT)",
+    )
     serve.add_argument(
         "--redis-url",
         default=os.environ.get("BLACKDREZ_REDIS_URL"),
         help="share the lobby through Redis (default: in memory; env BLACKDREZ_REDIS_URL)",
     )
-    serve.add_argument("--node-id", default=os.environ.get("BLACKDREZ_NODE_ID"))
-    serve.add_argument("--max-frame-bytes", type=int, default=16 * 1024)
-    serve.add_argument("--rate", type=float, default=30.0, help="messages per second per client")
-    serve.add_argument("--burst", type=int, default=60)
     serve.add_argument(
-        "--allowed-origin", action="append", help="accept browsers only from this Origin"
+        "--node-id",
+        default=os.environ.get("BLACKDREZ_NODE_ID"),
+        help="this node's name among the nodes sharing a Redis; each needs its own "
+        "(default: random; env BLACKDREZ_NODE_ID)",
     )
     serve.add_argument(
-        "--compression", action="store_true", help="enable permessage-deflate (off by default)"
+        "--max-frame-bytes",
+        type=_whole(64),
+        default=16 * 1024,
+        metavar="BYTES",
+        help="the largest frame a client may send; a larger one closes with 1009 (default 16384)",
     )
-    serve.set_defaults(run=_serve)
+    serve.add_argument(
+        "--rate",
+        type=_positive,
+        default=30.0,
+        help="messages per second per connection, on average (default 30)",
+    )
+    serve.add_argument(
+        "--burst",
+        type=_whole(1),
+        default=60,
+        help="messages a connection may send at once; also how many refused messages within "
+        "10 s close it with 1008 (default 60)",
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="also accept browser pages from this Origin (scheme://host[:port]); repeat for "
+        "several (default: only pages whose Origin has the Host header's host and port)",
+    )
+    serve.add_argument(
+        "--compression", action="store_true", help="enable permessage-deflate (default: off)"
+    )
+    serve.add_argument(
+        "--max-connections-per-ip",
+        type=_whole(0),
+        default=256,
+        metavar="N",
+        help="WebSocket connections one client address may hold at once; more are closed with "
+        "4006 (0: no cap; default 256)",
+    )
+    serve.add_argument(
+        "--trusted-proxy",
+        action="append",
+        type=_network,
+        metavar="ADDRESS",
+        help="an address or network (CIDR) of a reverse proxy whose X-Forwarded-For header names "
+        "the client; repeat for several (default: none, the header is ignored)",
+    )
+    serve.add_argument(
+        "--max-solitaire-sessions",
+        type=_whole(0),
+        default=10,
+        metavar="N",
+        help="open solitaire sessions one player may hold; one more gets too_many_sessions "
+        "(0: no cap; default 10)",
+    )
+    serve.add_argument(
+        "--token-days",
+        type=_positive,
+        default=30.0,
+        metavar="DAYS",
+        help="how long a session token is accepted, counted from its first issue; it is never "
+        "renewed (default 30)",
+    )
+    serve.add_argument(
+        "--send-buffer",
+        type=_whole(1024),
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="bytes sent to a client and not yet read by it past which the client is closed "
+        "with 4003 (default 1048576)",
+    )
+    serve.add_argument(
+        "--close-timeout",
+        type=_positive,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a connection the server closes has to take its close frame before the "
+        "TCP connection is cut (default 10)",
+    )
+    serve.add_argument(
+        "--metrics-port",
+        type=_whole(0, 65535),
+        metavar="PORT",
+        help="serve /metrics (and /healthz) on this port, and no longer on the game port "
+        "(default: none, /metrics is on the game port)",
+    )
+    serve.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the address the --metrics-port listener binds (default 127.0.0.1)",
+    )
+    serve.add_argument(
+        "--lease-ttl",
+        type=float,
+        metavar="SECONDS",
+        help="how long a table's lease lasts unless renewed: how soon a dead node's tables move "
+        "to another node (default 3)",
+    )
+    serve.add_argument(
+        "--record-retention",
+        type=float,
+        metavar="SECONDS",
+        help="how long a closed table's game record is kept in the store (default 86400)",
+    )
+    serve.set_defaults(run=_serve, parser=serve)
 
     simulate = commands.add_parser(
         "simulate",
@@ -414,7 +713,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_game_options(simulate)
     simulate.add_argument("--games", type=int, default=100, help="games to play (default 100)")
     simulate.add_argument("--seed", default="simulate", help="seed prefix (default 'simulate')")
-    simulate.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    simulate.add_argument(
+        "--json", action="store_true", help="print JSON instead of a table (and no progress bar)"
+    )
     simulate.add_argument(
         "--per-round",
         action="store_true",
@@ -422,7 +723,7 @@ def build_parser() -> argparse.ArgumentParser:
         "hands and cards left",
     )
     simulate.add_argument(
-        "--deals", type=int, help="with --per-round: deals per round (default: --games)"
+        "--deals", type=int, help="with --per-round: deals per round (default: as --games)"
     )
     simulate.set_defaults(run=_simulate, parser=simulate)
 
@@ -450,18 +751,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Play one game with the reference bots and write its record (JSON).",
     )
     _add_game_options(record)
-    record.add_argument("--seed", required=True, help="the game's seed")
+    record.add_argument("--seed", required=True, help="the game's seed (required)")
     record.add_argument("--out", metavar="FILE", help="write here (default: standard output)")
     record.set_defaults(run=_record, parser=record)
 
     replay = commands.add_parser(
         "replay",
-        help="replay a game record and print its events",
-        description="Replay a game record and print every action with its events.",
+        help="replay a game record and print what happened, move by move",
+        description="Replay a game record and print a readable transcript of the game (every "
+        "deal, move and result, cards named in words), or its events as JSON.",
     )
     replay.add_argument("file", metavar="FILE", help="a record written by 'blackdrez record'")
     replay.add_argument(
-        "--json", action="store_true", help="one JSON object per action (index, seat, events)"
+        "--json",
+        action="store_true",
+        help="one JSON object per action (index, seat, action, events) instead of the transcript",
     )
     replay.set_defaults(run=_replay)
 
@@ -481,15 +785,32 @@ def build_parser() -> argparse.ArgumentParser:
         "bot",
         help="play one game as a bot over the public protocol",
         description="Connect as a bot, take a seat (at a table, or by quick-join), get ready and "
-        "play one game from what the seat sees; then check the game's fairness proof.",
+        "play from what the seat sees; then check the game's fairness proof. Exit code 2 when "
+        "the server cannot be reached.",
     )
-    bot.add_argument("--url", default="ws://127.0.0.1:8765/")
+    bot.add_argument(
+        "--url", default=DEFAULT_URL, help=f"the server's WebSocket address (default {DEFAULT_URL})"
+    )
     where = bot.add_mutually_exclusive_group()
-    where.add_argument("--table", help="the table to join")
+    where.add_argument("--table", help="the table to join (default: none, give this or --quick)")
     where.add_argument("--quick", action="store_true", help="quick-join an open table")
-    bot.add_argument("--invite", help="invite code of a private table")
-    bot.add_argument("--strategy", choices=STRATEGIES, default="threshold")
-    bot.add_argument("--name", help="display name")
+    bot.add_argument("--invite", help="invite code of a private table (default: none)")
+    bot.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="threshold",
+        help="how the bot plays: %(choices)s (default %(default)s)",
+    )
+    bot.add_argument(
+        "--name",
+        help="display name (default: a first name and the strategy, e.g. 'Ada (threshold)')",
+    )
+    bot.add_argument(
+        "--games",
+        type=int,
+        default=1,
+        help="games to play before leaving (default 1)",
+    )
     bot.set_defaults(run=_bot, parser=bot)
 
     bots = commands.add_parser(
@@ -498,17 +819,26 @@ def build_parser() -> argparse.ArgumentParser:
         description="Create N tables, seat K bots at each, play every game to the end, and "
         "print a summary: games, actions, fairness proofs and consistency checks.",
     )
-    bots.add_argument("--url", default="ws://127.0.0.1:8765/")
-    bots.add_argument("--tables", type=int, default=10)
-    bots.add_argument("--per-table", type=int, default=4)
+    bots.add_argument(
+        "--url", default=DEFAULT_URL, help=f"the server's WebSocket address (default {DEFAULT_URL})"
+    )
+    bots.add_argument("--tables", type=int, default=10, help="tables to create (default 10)")
+    bots.add_argument(
+        "--per-table", type=int, default=4, help="bots at each table, 2 to 8 (default 4)"
+    )
     bots.add_argument(
         "--strategy",
         action="append",
         choices=STRATEGIES,
-        help="strategies, taken in turn by the bots of a table (default: all)",
+        help="strategies, taken in turn by the bots of a table: %(choices)s (default: all, "
+        "alternating)",
     )
-    bots.add_argument("--round-pause", type=float, default=0.0, help="seconds between rounds")
-    bots.add_argument("--think", type=float, default=0.0, help="seconds before each action")
+    bots.add_argument(
+        "--round-pause", type=float, default=0.0, help="seconds between rounds (default 0)"
+    )
+    bots.add_argument(
+        "--think", type=float, default=0.0, help="seconds before each action (default 0)"
+    )
     bots.set_defaults(run=_bots, parser=bots)
 
     load = commands.add_parser(

@@ -4,13 +4,19 @@ Frames to a client are written at once, without awaiting (as ``websockets.broadc
 one slow reader never stalls a table or the other viewers. What a client does not read piles up
 in its connection's write buffer; past ``max_buffer`` bytes the client is disconnected (close code
 4003) and may reconnect and resync.
+
+Every close the server starts goes through :meth:`Client.close`, which counts it (``on_close``)
+and bounds it: the close frame follows what is already written, and a client that has not taken
+it within ``close_timeout`` seconds (one that has stopped reading cannot) is cut off. Without that
+bound, closing a client whose buffer is past the transport's high-water mark waits for the buffer
+to drain, that is forever, and the connection and its buffer are never let go.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +26,7 @@ from websockets.protocol import State
 
 from protocol.codec import Frame, encode
 from protocol.errors import CloseCode
+from server.identity import Token
 from server.ratelimit import TokenBucket
 
 
@@ -42,6 +49,8 @@ class Client:
     bucket: TokenBucket
     max_buffer: int
     """Bytes written but not yet taken by the client beyond which it is disconnected."""
+    token: Token
+    """The session token this connection greeted with (or was given)."""
     tables: dict[str, Watch] = field(default_factory=dict)
     lobby: bool = False
     bot: bool = False
@@ -50,6 +59,10 @@ class Client:
     violations_since: float = 0.0
     last_seen: float = field(default_factory=time.monotonic)
     closing: bool = False
+    close_timeout: float = 10.0
+    """Seconds the client has to take its close frame before the connection is cut off."""
+    on_close: Callable[[int], None] = lambda code: None
+    """Told the code of every close the server starts (for the metrics)."""
 
     def send(self, message: Any) -> None:
         """Encode ``message`` in this client's encoding and write it."""
@@ -72,8 +85,14 @@ class Client:
         asyncio.get_running_loop().create_task(self._close(code, reason))
 
     async def _close(self, code: int, reason: str) -> None:
-        with contextlib.suppress(ConnectionClosed):
-            await self.ws.close(code, reason)
+        self.on_close(code)
+        try:
+            async with asyncio.timeout(self.close_timeout):
+                await self.ws.close(code, reason)
+        except TimeoutError:
+            self.ws.transport.abort()
+        except ConnectionClosed:
+            pass
 
     async def close_now(self, code: int, reason: str) -> None:
         """Close the connection after what is already written (graceful shutdown)."""

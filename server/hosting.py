@@ -9,10 +9,25 @@ as an :class:`Entry` carrying the time it ran, who sent it, and the seed it used
 game. A room is deterministic given its commands and their times, so :func:`replay` rebuilds
 exactly the same room (same seats, engine state, event numbers and event log) on any node: that is
 how a table survives the death of its node, and how a failed log write is undone.
+
+A command that changes nothing (a second ``ready``, a presence that was already known, a timer
+with nothing due...) leaves :attr:`Room.version <server.room.Room.version>` as it was: the host
+neither logs nor broadcasts it, so a replay never sees it either.
+
+A due timer runs :func:`timer_entry`'s command: a :class:`Tick`, or a :class:`Stop` when the
+room's timer fires faster than any game can (a bug, never a player, makes that happen). The stop
+is logged like any command, so a replay closes the room at the same point.
+
+When a table closes its log is replaced in the store by a :class:`TableRecord`: the seed,
+commitment and result of every game played there, and the whole log compressed (so it still
+replays), kept for the node's record retention.
 """
 
 from __future__ import annotations
 
+import collections
+import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -20,7 +35,7 @@ import msgspec
 from protocol import v1
 from protocol.errors import ErrorCode
 from server.adapters import ADAPTERS
-from server.room import Room, RoomError
+from server.room import RUNAWAY_RATE, Room, RoomError
 
 
 class Create(msgspec.Struct, tag="create", tag_field="type", kw_only=True):
@@ -43,18 +58,24 @@ class Tick(msgspec.Struct, tag="tick", tag_field="type"):
     """A timer fired: default actions, the next round, abandoned seats."""
 
 
+class Stop(msgspec.Struct, tag="stop", tag_field="type"):
+    """Close a room whose timer fires faster than any game can (see :func:`timer_entry`)."""
+
+    reason: str
+
+
 class Resume(msgspec.Struct, tag="resume", tag_field="type"):
     """The room was adopted by another node."""
 
 
-class Presence(msgspec.Struct, tag="presence", tag_field="type"):
-    """A player's connection to a table dropped or came back."""
+class ConnectionChanged(msgspec.Struct, tag="connection", tag_field="type"):
+    """A player's connection to a table dropped or came back (sent by the player's node)."""
 
     table: str
     connected: bool
 
 
-Command = v1.ClientMessage | Presence | Begin | Tick | Resume | Create
+Command = v1.ClientMessage | ConnectionChanged | Begin | Tick | Stop | Resume | Create
 
 
 class Entry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -71,9 +92,9 @@ class Entry(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class Answer(msgspec.Struct):
-    """What a request produced for its requester."""
+    """What a request produced for its requester (typed on the bus too: see ``server.bus``)."""
 
-    replies: list[Any] = []
+    replies: list[v1.ServerMessage] = []
     watch: tuple[str, int | None, int] | None = None
     """``(table, seat, seq)``: the requester now watches ``table`` up to event ``seq``."""
     unwatch: str | None = None
@@ -96,13 +117,14 @@ def decode_entry(data: bytes) -> Entry:
     return _decoder.decode(data)
 
 
-def new_room(create: Create) -> Room:
-    """The empty room a ``create`` command makes."""
+def new_room(create: Create, now: float) -> Room:
+    """The empty room a ``create`` command makes at ``now``."""
     return Room(
         create.table,
         ADAPTERS[create.game],
         create.host,
         create.options,
+        created=now,
         listed=create.listed,
         invite=create.invite,
         deal=create.deal,
@@ -110,7 +132,28 @@ def new_room(create: Create) -> Room:
 
 
 def execute(room: Room, entry: Entry) -> Answer:
-    """Run one command on ``room``; raise :class:`RoomError` (nothing changed) if refused."""
+    """Run one command on ``room``; raise :class:`RoomError` (nothing changed) if refused.
+
+    ``room.version`` grows by one if and only if the command changed the room: only then must
+    the host log it and broadcast the room's changes.
+    """
+    before = room.state_key()
+    answer = _run(room, entry)
+    if room.state_key() != before:
+        room.version += 1
+    return answer
+
+
+def timer_entry(room: Room, now: float) -> Entry:
+    """The command to run when ``room``'s timer fires at ``now``: a :class:`Tick`, or a
+    :class:`Stop` once the timer fires faster than :data:`~server.room.RUNAWAY_RATE`."""
+    if room.timer_budget.spend(now):
+        return Entry(now=now, command=Tick())
+    reason = f"stopped: its timer fired more than {RUNAWAY_RATE:.0f} times a second"
+    return Entry(now=now, command=Stop(reason=reason))
+
+
+def _run(room: Room, entry: Entry) -> Answer:
     command, player, now = entry.command, entry.player, entry.now
     request_id = getattr(command, "id", None)
     match command:
@@ -120,32 +163,33 @@ def execute(room: Room, entry: Entry) -> Answer:
             )
             return joined(room, player, request_id, seat)
         case v1.Spectate():
-            room.spectate(player, command.invite)
+            room.spectate(player, command.invite, now)
             return joined(room, player, request_id, room.seat_of(player))
         case v1.LeaveTable():
             room.leave(player, now)
             return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)], unwatch=room.id)
         case v1.SetReady():
-            room.set_ready(player, command.ready)
+            room.set_ready(player, command.ready, now)
         case v1.StartGame():
             room.start(player, now, _seed(entry))
         case Begin():
             room.begin(now, _seed(entry))
             return Answer()
+        case v1.RemoveBot():
+            room.remove_bot(player, command.seat, now)
         case v1.Act():
             room.act(player, command.action, now)
         case v1.Resync():
-            seat = room.seat_of(player)
-            if seat is None and player not in room.spectators:
-                raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
-            room.presence(player, True, now)
+            seat = room.resync(player, now)
             return resynced(room, request_id, seat, command.since)
-        case Presence():
-            if command.connected or room.seat_of(player) is not None:
-                room.presence(player, command.connected, now)
+        case ConnectionChanged():
+            room.presence(player, command.connected, now)
             return Answer()
         case Tick():
             room.tick(now)
+            return Answer()
+        case Stop():
+            room.close(command.reason)
             return Answer()
         case Resume():
             room.resume(now)
@@ -163,10 +207,19 @@ def _seed(entry: Entry) -> str:
 
 def replay(entries: list[bytes]) -> Room:
     """Rebuild a room from its whole log (the first entry creates it)."""
+    room = collections.deque(_rebuilding(entries), maxlen=1)[0]
+    room.flush()
+    room.take_outcome()
+    return room
+
+
+def _rebuilding(entries: list[bytes]) -> Iterator[Room]:
+    """Rebuild a room from its log, yielding it after each entry (the same room every time)."""
     first = decode_entry(entries[0])
     if not isinstance(first.command, Create):
         raise ValueError("a room's log must start with its create command")
-    room = new_room(first.command)
+    room = new_room(first.command, first.now)
+    yield room
     for index, data in enumerate(entries[1:], start=1):
         entry = decode_entry(data)
         try:
@@ -174,9 +227,79 @@ def replay(entries: list[bytes]) -> Room:
         except RoomError as error:
             # Only accepted commands are logged, so a refusal here means the replay diverged.
             raise ValueError(f"log entry {index} of {room.id} refused on replay: {error}") from None
-    room.flush()
-    room.take_outcome()
-    return room
+        yield room
+
+
+class GamePlayed(msgspec.Struct, kw_only=True):
+    """One game played at a table, as its record keeps it."""
+
+    seed: str | None
+    """Revealed: with the commitment, anyone can check the deal (``blackdrez verify``)."""
+    commitment: str | None
+    deal: int | None = None
+    result: Any = None
+    """The engine's result in wire form, if the game was played to its end."""
+
+
+class TableRecord(msgspec.Struct, kw_only=True):
+    """What a closed table leaves in the store: a compact record of its games, kept for the
+    node's record retention instead of its log.
+
+    ``log`` is the whole log, compressed: :func:`record_log` gives the entries back, and
+    :func:`replay` rebuilds the table from them (every action, every time, every result).
+    """
+
+    table: str
+    game: str
+    closed: float
+    games: list[GamePlayed]
+    log: bytes
+
+
+_record_encoder = msgspec.msgpack.Encoder()
+_record_decoder = msgspec.msgpack.Decoder(TableRecord)
+_entries_decoder = msgspec.msgpack.Decoder(list[bytes])
+
+
+def table_record(entries: list[bytes], closed: float) -> bytes:
+    """The encoded :class:`TableRecord` of a table with this log, closed at ``closed``."""
+    engines: list[Any] = []
+    for room in _rebuilding(entries):
+        if room.engine is not None and (not engines or room.engine is not engines[-1]):
+            engines.append(room.engine)
+    games = [
+        GamePlayed(
+            seed=engine.seed,
+            commitment=engine.commitment,
+            deal=room.deal,
+            result=msgspec.to_builtins(engine.result()) if engine.over else None,
+        )
+        for engine in engines
+    ]
+    record = TableRecord(
+        table=room.id,
+        game=room.adapter.name,
+        closed=closed,
+        games=games,
+        log=zlib.compress(_record_encoder.encode(entries)),
+    )
+    return _record_encoder.encode(record)
+
+
+def players_seated(entries: list[bytes]) -> set[str]:
+    """Every player who ever took a seat at the table whose log this is."""
+    commands = (decode_entry(data) for data in entries)
+    return {entry.player for entry in commands if isinstance(entry.command, v1.JoinTable)}
+
+
+def decode_table_record(data: bytes) -> TableRecord:
+    """A table record from the bytes kept in the store."""
+    return _record_decoder.decode(data)
+
+
+def record_log(record: TableRecord) -> list[bytes]:
+    """The log entries a table record keeps (oldest first)."""
+    return _entries_decoder.decode(zlib.decompress(record.log))
 
 
 def joined(room: Room, player: str, request_id: int | None, seat: int | None) -> Answer:

@@ -17,6 +17,11 @@ class Metrics:
             "blackdrez_messages_in", "Messages received", ["type"], registry=r
         )
         self.messages_out = Counter("blackdrez_messages_out", "Frames sent", registry=r)
+        self.tables_stopped = Counter(
+            "blackdrez_tables_stopped",
+            "Tables stopped for changing faster than any game can (a bug: see the error log)",
+            registry=r,
+        )
         self.errors = Counter("blackdrez_errors", "Error replies by code", ["code"], registry=r)
         self.closes = Counter(
             "blackdrez_closes", "Connections closed by the server", ["code"], registry=r

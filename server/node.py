@@ -2,12 +2,37 @@
 
 Theory of operation
 -------------------
-Every table (and solitaire session) is hosted by exactly one node: the one that created it. Its
-:class:`~server.room.Room` lives there, and only there are its commands executed (synchronously, so
-one table's commands never interleave). A node that receives a request for a table hosted
-elsewhere forwards it over the store's bus to the host's channel and relays the answer; the host
-publishes every table update on the table's channel, and each node with viewers of that table
-fans the update out to them. With the in-memory store there is one node and everything is local.
+Every table (and solitaire session) is hosted by exactly one node process: the one holding its
+lease (see "Hosting and fencing" in ``server.stores.base``). Its :class:`~server.room.Room` lives
+there, and only there are its commands executed (synchronously, under the table's lock, so one
+table's commands never interleave). A node that receives a request for a table hosted elsewhere
+forwards it over the store's bus to the host (typed messages: ``server.bus``) and relays the
+answer; the host publishes every table update on the table's channel, and each node with viewers
+of that table fans the update out to them. With the in-memory store there is one node and
+everything is local.
+
+Fencing on the node's side: each hosted room has its lease's token and a local *validity
+deadline* (the event-loop time when the last successful acquisition or renewal was sent, plus the
+TTL, minus a margin): Redis cannot have let the lease lapse before then. Before serving any
+request from a room, and before running its timer, the node checks that deadline; past it (the
+process was paused, or renewals failed) it renews the lease first, fenced, and if the lease is
+gone it drops the room at once. A dropped room is never served from memory again: the table can
+only come back by adoption, rebuilt from its log. So a node resumed after a pause never answers
+from a stale copy, and its writes are refused by the store anyway (token and log position).
+
+While a table is moving (its lease lapsed, another node is adopting it, or the lease names a
+node that no longer has the room) its requests are answered ``moving``: retry shortly. Only a
+table that does not exist, or was closed, is ``not_found``. At start-up a node looks for tables
+its own earlier process (same node id, older incarnation) still holds and takes them over at
+once, instead of leaving them ``moving`` until the old leases lapse.
+
+The store's health (``server.retry``) is shared by the whole node: while the store is down, no
+command runs (requests are answered ``unavailable`` at once), timers wait for the store to be
+back rather than retrying on their own, and the periodic work (heartbeat, lease renewals,
+orphan scans) waits too; when it is back, leases are renewed and orphans looked for at once. A
+failed log write undoes its command by rebuilding the room from the log once; then the table
+waits. Side effects outside the room (lobby record, player sets, scores, retirement) are done in
+order by one outbox task, retried on the shared backoff while the store is down.
 
 A request's answer is an :class:`Answer`: the messages for the requester, and whether the requester
 now watches the table (with which seat) or stops watching it. Updates go to every watcher in
@@ -25,7 +50,8 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -33,27 +59,33 @@ import msgspec
 from protocol import v1
 from protocol.codec import encode
 from protocol.errors import ErrorCode
+from server import bus
 from server.connection import Client, Watch
 from server.games.shuffle import new_seed
 from server.hosting import (
     NEEDS_SEED,
     Answer,
     Begin,
+    ConnectionChanged,
     Create,
     Entry,
-    Presence,
     Resume,
-    Tick,
+    Stop,
     encode_entry,
     execute,
     joined,
     new_room,
+    players_seated,
     replay,
+    table_record,
+    timer_entry,
 )
+from server.identity import BOT_NAMES
 from server.metrics import Metrics
-from server.room import Broadcast, Room, RoomError
+from server.retry import Backoff
+from server.room import Broadcast, Outcome, Room, RoomError
 from server.stores import LeaseLost, Store, StoreUnavailable
-from server.stores.base import LOBBY_CHANNEL, node_channel, table_channel
+from server.stores.base import LOBBY_CHANNEL, Whereabouts, node_channel, table_channel
 
 log = logging.getLogger("blackdrez.node")
 
@@ -62,46 +94,73 @@ SOLITAIRE_GRACE = 3600.0
 RECENT_UPDATES = 64
 LEASE_TTL = 3.0
 """Seconds a table's lease lasts unless its host renews it (three times per TTL)."""
+LEASE_MARGIN = 0.1
+"""Share of the TTL a host does not count on: its clock and Redis's may run at slightly
+different rates, so it stops trusting a lease a little before Redis could let it lapse."""
 ORPHAN_SCAN = 0.5
 """Seconds between looks for tables whose host died or handed them over (while likely)."""
 FULL_SCAN = 10.0
 """Seconds between looks for orphans when no node was seen going."""
-HANDOVER_CHANNEL = "bd:handover"
-KEEP_LOG = 3600.0
-"""Seconds a closed table's log stays in the store (for audits and replays)."""
+SCAN_GAP = 0.25
+"""Seconds at least between two looks for orphans, however often something asks for one."""
+RECORD_RETENTION = 24 * 3600.0
+"""Seconds a closed table's game record stays in the store (for audits and replays)."""
+STORE_RETRY = Backoff(first=0.05, cap=2.0)
+"""The retry policy of the outbox and of a table whose log write failed."""
+SWEEP_INTERVAL = 5.0
+"""Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
 
 
-class _Forward(msgspec.Struct, tag="req", tag_field="k"):
-    origin: str
-    rid: int
-    player: str
-    name: str
-    table: str
-    message: Any
-    bot: bool = False
-
-
-class _Reply(msgspec.Struct, tag="rep", tag_field="k"):
-    rid: int
-    answer: Answer
-
-
-_bus_encoder = msgspec.msgpack.Encoder()
-_bus_decoder = msgspec.msgpack.Decoder(_Forward | _Reply)
-_broadcast_decoder = msgspec.msgpack.Decoder(Broadcast)
-
-
-def _no_bots(table: str, strategy: str, invite: str | None) -> None:
+def _no_bots(table: str, strategy: str, invite: str | None, name: str) -> None:
     raise RoomError(ErrorCode.UNAVAILABLE, "this node cannot start bots")
-
-
-def _is_unavailable(reply: Any) -> bool:
-    code = reply.get("code") if isinstance(reply, dict) else getattr(reply, "code", None)
-    return code == ErrorCode.UNAVAILABLE
 
 
 def _error(request: Any, code: ErrorCode, message: str) -> Answer:
     return Answer(replies=[v1.Error(id=getattr(request, "id", None), code=code, message=message)])
+
+
+def _moving(request: Any) -> Answer:
+    return _error(request, ErrorCode.MOVING, "the table is moving to another node: try again")
+
+
+def _closed(request: Any, table: str) -> Answer:
+    return _error(request, ErrorCode.NOT_FOUND, f"table {table!r} is closed")
+
+
+def _refused(answer: Answer) -> bool:
+    return any(isinstance(reply, v1.Error) for reply in answer.replies)
+
+
+def _away(broadcast: Broadcast) -> list[int]:
+    """The seats an update marks away."""
+    return [
+        numbered.event.seat
+        for numbered in broadcast.events
+        if isinstance(numbered.event, v1.PresenceChanged) and not numbered.event.connected
+    ]
+
+
+@dataclass
+class _Lease:
+    """A lease this node holds: its fencing token, and until when (event-loop time) the node
+    may trust it without renewing it first."""
+
+    token: int
+    valid_until: float
+
+
+@dataclass
+class _Publication:
+    """An outbox item: what a room change needs outside this process."""
+
+    room: Room
+    broadcast: Broadcast | None
+    outcome: Outcome
+    """Taken right after the logged change: a later command that fails and is undone must
+    not add its side effects to this one's."""
+    token: int
+    closing_log: list[bytes] | None = None
+    """The room's whole log when the change closed it (its game record is made from it)."""
 
 
 class Node:
@@ -115,6 +174,7 @@ class Node:
         seed_source: Callable[[], str] = new_seed,
         clock: Callable[[], float] = time.time,
         lease_ttl: float = LEASE_TTL,
+        record_retention: float = RECORD_RETENTION,
     ) -> None:
         self.store = store
         self.id = store.node_id
@@ -122,39 +182,58 @@ class Node:
         self.seed_source = seed_source
         self.clock = clock
         self.lease_ttl = lease_ttl
+        self.record_retention = record_retention
         self.stopping = False
         self._scan_until = 0.0
+        self._scan_now = asyncio.Event()
+        self._renew_now = asyncio.Event()
         self.rooms: dict[str, Room] = {}
         self._logs: dict[str, list[bytes]] = {}
         """Per hosted room, its log as written: what a failed write is undone from."""
+        self._leases: dict[str, _Lease] = {}
+        """Per hosted room (and room being retired), the lease this node holds."""
+        self._closing: set[str] = set()
+        """Tables closed here whose retirement is not yet written: ``not_found`` already."""
         self._locks: dict[str, asyncio.Lock] = {}
         self.watchers: dict[str, dict[Client, Watch]] = {}
         self.lobby_watchers: set[Client] = set()
         self.clients: dict[str, Client] = {}
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._outbox: asyncio.Queue[tuple[Room, Broadcast | None]] = asyncio.Queue()
+        self._timers: dict[str, asyncio.TimerHandle | asyncio.Task[None]] = {}
+        """At most one pending timer per hosted room (a timer, or a wait for the store)."""
+        self._retry_at: dict[str, tuple[float, Iterator[float]]] = {}
+        """Rooms whose last timer write failed: not before when to try again, and the backoff."""
+        self._outbox: asyncio.Queue[_Publication] = asyncio.Queue()
         self._pending: dict[int, asyncio.Future[Answer]] = {}
         self._rids = itertools.count(1)
         self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
         """Tables hosted elsewhere that this node follows, with their last few updates."""
         self._tasks: list[asyncio.Task[None]] = []
-        self.spawn_bot: Callable[[str, str, str | None], None] = _no_bots
-        """Starts one bot client for a table (set by the server, which knows its own address)."""
+        self._spawned: set[asyncio.Task[Any]] = set()
+        """One-off tasks, kept until done so none is lost and every failure is logged."""
+        self.spawn_bot: Callable[[str, str, str | None, str], None] = _no_bots
+        """Starts one bot client ``(table, strategy, invite, name)`` (set by the server, which
+        knows its own address)."""
+        self._bots_named: dict[str, int] = {}
+        """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        """Subscribe to this node's channels and start the background work."""
+        """Subscribe to this node's channels, start the background work, and take over at once
+        the tables an earlier process of this node left (same node id)."""
         self.store.on_bus_recovered = self._on_bus_recovered
+        self.store.health.listeners.append(self._on_store_back)
         await self.store.subscribe(node_channel(self.id), self._on_node_message)
         await self.store.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
-        await self.store.subscribe(HANDOVER_CHANNEL, self._on_handover)
+        await self.store.subscribe(bus.HANDOVER_CHANNEL, self._on_handover)
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._drain_outbox()),
             loop.create_task(self._heartbeat()),
             loop.create_task(self._keep_leases()),
             loop.create_task(self._adopt_orphans()),
+            loop.create_task(self._sweep()),
         ]
+        self._scan_soon()
 
     async def stop(self, reason: str = "server shutting down") -> None:
         """Stop hosting: hand every room over to the other nodes when the store is shared
@@ -163,8 +242,8 @@ class Node:
         drain, *others = self._tasks
         for task in others:
             task.cancel()
-        for handle in self._timers.values():
-            handle.cancel()
+        for timer in self._timers.values():
+            timer.cancel()
         handed_over = False
         for room in list(self.rooms.values()):
             if self.store.shared:
@@ -176,16 +255,52 @@ class Node:
                     self._after(room)
         if handed_over:
             with contextlib.suppress(StoreUnavailable):
-                await self.store.publish(HANDOVER_CHANNEL, self.id.encode())
+                await self.store.publish(
+                    bus.HANDOVER_CHANNEL, bus.encode(bus.Handover(node=self.id))
+                )
         await self._settled()
         drain.cancel()
+        for task in list(self._spawned):
+            task.cancel()
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coroutine`` as a task that is kept until done and whose failure is logged."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._spawned.add(task)
+        task.add_done_callback(self._reap)
+        return task
+
+    def _reap(self, task: asyncio.Task[Any]) -> None:
+        self._spawned.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if isinstance(error, StoreUnavailable | TimeoutError | LeaseLost):
+            log.debug("background task %s gave up: %r", task.get_coro(), error)
+        elif error is not None:
+            log.error("background task %s failed", task.get_coro(), exc_info=error)
+
+    async def _sweep(self) -> None:
+        """Close every hosted room the rules say should be closed, in case its timer did not."""
+        while True:
+            await asyncio.sleep(SWEEP_INTERVAL)
+            now = self.clock()
+            for room in [r for r in self.rooms.values() if r.should_close(now)]:
+                await self._tick(room)
 
     async def _heartbeat(self) -> None:
         """Tell the other nodes this one is alive (they look for orphans when one goes)."""
         while True:
+            await self.store.health.wait_up()
             with contextlib.suppress(StoreUnavailable):
                 await self.store.heartbeat(self.lease_ttl)
             await asyncio.sleep(self.lease_ttl / 3)
+
+    def _on_store_back(self) -> None:
+        """The store answers again: renew leases and look for orphans now, not at the next
+        period (every lease may have lapsed meanwhile)."""
+        self._renew_now.set()
+        self._scan_soon()
 
     # ------------------------------------------------------------------ clients
     def attach(self, client: Client) -> Client | None:
@@ -206,7 +321,7 @@ class Node:
             if self.stopping or self.clients.get(client.player) is not None:
                 continue  # handed over (the new host counts everyone away), or back already
             message: Any = (
-                Presence(table=table, connected=False)
+                ConnectionChanged(table=table, connected=False)
                 if watch.seat is not None
                 else v1.LeaveTable(table=table)
             )
@@ -218,7 +333,7 @@ class Node:
         try:
             answer = await self._dispatch(client, message)
         except StoreUnavailable as error:
-            log.warning("%s failed, the store is unavailable: %s", type(message).__name__, error)
+            log.debug("%s failed, the store is unavailable: %s", type(message).__name__, error)
             answer = _error(message, ErrorCode.UNAVAILABLE, "the lobby store cannot be reached")
         except TimeoutError:
             answer = _error(message, ErrorCode.UNAVAILABLE, "the table's node did not answer")
@@ -265,7 +380,7 @@ class Node:
                 room = await self._new_room(message.game, client.player, options, message.deal)
                 for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
                     answer = await self._execute(room, client.player, client.name, step)
-                    if any(isinstance(reply, v1.Error) for reply in answer.replies):
+                    if _refused(answer):
                         return answer  # the store failed: the error says why
                 room = self.rooms.get(room.id, room)
                 return joined(room, client.player, message.id, 0)
@@ -304,7 +419,7 @@ class Node:
                     v1.JoinTable(id=message.id, table=info.id),
                     bot=client.bot,
                 )
-                if not any(isinstance(reply, v1.Error) for reply in answer.replies):
+                if not _refused(answer):
                     return answer
         return await self._create_and_sit(client, v1.TableOptions(), message.id)
 
@@ -325,17 +440,25 @@ class Node:
     async def route(
         self, player: str, name: str, table: str, message: Any, *, bot: bool = False
     ) -> Answer:
-        """Execute a table request here if this node hosts the table, else forward it."""
+        """Execute a table request here if this node hosts the table, else forward it to the
+        table's host; ``moving`` while it has none, ``not_found`` if it does not exist."""
         room = self.rooms.get(table)
         if room is not None:
             return await self._execute(room, player, name, message, bot=bot)
-        found = await self.store.get_table(table)
-        if found is None or found[0] == self.id:
+        if table in self._closing:
+            return _closed(message, table)
+        place = await self.store.locate(table)
+        if place.where is Whereabouts.CLOSED:
+            return _closed(message, table)
+        if place.where is Whereabouts.UNKNOWN:
             return _error(message, ErrorCode.NOT_FOUND, f"no table {table!r}")
+        if place.where is Whereabouts.MOVING or place.node == self.id or place.node is None:
+            self._scan_soon()  # an orphan, or this node's own (from its earlier process)
+            return _moving(message)
         if isinstance(message, v1.JoinTable | v1.Spectate | v1.Resync):
             await self._follow(table)  # before the request, so no update can slip between
         try:
-            return await self._forward(found[0], player, name, table, message, bot)
+            return await self._forward(place.node, player, name, table, message, bot)
         finally:
             await self._unfollow_if_unwatched(table)
 
@@ -346,7 +469,7 @@ class Node:
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         try:
-            request = _Forward(
+            request = bus.Request(
                 origin=self.id,
                 rid=rid,
                 player=player,
@@ -355,36 +478,44 @@ class Node:
                 message=message,
                 bot=bot,
             )
-            await self.store.publish(node_channel(host), _bus_encoder.encode(request))
+            await self.store.publish(node_channel(host), bus.encode(request))
             return await asyncio.wait_for(future, REMOTE_TIMEOUT)
         finally:
             self._pending.pop(rid, None)
 
     def _on_node_message(self, data: bytes) -> None:
         try:
-            envelope = _bus_decoder.decode(data)
+            message = bus.decode(data)
         except msgspec.DecodeError:
             log.warning("undecodable bus message dropped")
             return
-        if isinstance(envelope, _Reply):
-            future = self._pending.get(envelope.rid)
-            if future is not None and not future.done():
-                future.set_result(envelope.answer)
-            return
-        asyncio.get_running_loop().create_task(self._serve_forward(envelope))
+        match message:
+            case bus.Reply():
+                future = self._pending.get(message.rid)
+                if future is not None and not future.done():
+                    future.set_result(message.answer)
+            case bus.Request():
+                self._spawn(self._serve_forward(message))
+            case _:
+                log.warning("unexpected %s on this node's channel", type(message).__name__)
 
-    async def _serve_forward(self, request: _Forward) -> None:
-        message = msgspec.convert(request.message, v1.ClientMessage | Presence)
+    async def _serve_forward(self, request: bus.Request) -> None:
+        message = request.message
         room = self.rooms.get(request.table)
         if room is None:
-            answer = _error(message, ErrorCode.NOT_FOUND, f"no table {request.table!r}")
+            closed = request.table in self._closing
+            answer = _closed(message, request.table) if closed else _moving(message)
         else:
-            answer = await self._execute(
-                room, request.player, request.name, message, bot=request.bot
-            )
-        reply = _Reply(rid=request.rid, answer=answer)
+            try:
+                answer = await self._execute(
+                    room, request.player, request.name, message, bot=request.bot
+                )
+            except Exception:
+                log.exception("forwarded request %r failed", message)
+                answer = _error(message, ErrorCode.INTERNAL, "the server failed on this request")
+        reply = bus.Reply(rid=request.rid, answer=answer)
         with contextlib.suppress(StoreUnavailable):
-            await self.store.publish(node_channel(request.origin), _bus_encoder.encode(reply))
+            await self.store.publish(node_channel(request.origin), bus.encode(reply))
 
     # ------------------------------------------------------------------ hosting
     def _lock(self, table: str) -> asyncio.Lock:
@@ -392,6 +523,10 @@ class Node:
         if lock is None:
             lock = self._locks[table] = asyncio.Lock()
         return lock
+
+    def _valid_until(self, sent: float) -> float:
+        """Until when a lease acquired or renewed by a call sent at ``sent`` can be trusted."""
+        return sent + self.lease_ttl * (1 - LEASE_MARGIN)
 
     async def _new_room(
         self, game: str, host: str, options: v1.TableOptions, deal: int | None
@@ -407,31 +542,58 @@ class Node:
             invite=secrets.token_urlsafe(6) if options.private else None,
             deal=deal,
         )
-        room = new_room(create)
-        first = encode_entry(Entry(now=self.clock(), command=create))
-        if not await self.store.acquire_lease(table_id, self.lease_ttl):
+        now = self.clock()
+        room = new_room(create, now)
+        first = encode_entry(Entry(now=now, command=create))
+        sent = asyncio.get_running_loop().time()
+        token = await self.store.acquire_lease(table_id, self.lease_ttl)
+        if token is None:
             raise StoreUnavailable("a fresh table id was already leased")
-        await self.store.append_log(table_id, first)
-        await self.store.put_table(
-            table_id, self.id, msgspec.msgpack.encode(room.info()), room.listed
-        )
-        self._host(room, [first])
+        await self.store.append_log(table_id, token, 1, first)
+        record = msgspec.msgpack.encode(room.info())
+        await self.store.put_table(table_id, self.id, record, room.listed, token)
+        self._host(room, [first], _Lease(token, self._valid_until(sent)))
         return room
 
-    def _host(self, room: Room, log_entries: list[bytes]) -> None:
+    def _host(self, room: Room, log_entries: list[bytes], lease: _Lease) -> None:
         self.rooms[room.id] = room
         self._logs[room.id] = log_entries
+        self._leases[room.id] = lease
         self.metrics.tables.labels(room.adapter.name).inc()
 
-    def _unhost(self, table: str) -> Room | None:
+    def _unhost(self, table: str, *, keep_lease: bool = False) -> Room | None:
         room = self.rooms.pop(table, None)
+        self._bots_named.pop(table, None)
         self._logs.pop(table, None)
-        handle = self._timers.pop(table, None)
-        if handle is not None:
-            handle.cancel()
+        self._retry_at.pop(table, None)
+        if not keep_lease:
+            self._leases.pop(table, None)
+        timer = self._timers.pop(table, None)
+        if timer is not None:
+            timer.cancel()
         if room is not None:
             self.metrics.tables.labels(room.adapter.name).dec()
         return room
+
+    async def _lease_confirmed(self, table: str) -> bool:
+        """Whether this node may still serve ``table`` from memory: its lease's validity has not
+        run out, or a fenced renewal says the lease is still this node's. A lost lease drops
+        the room. Raises :class:`StoreUnavailable` if the renewal cannot be made."""
+        lease = self._leases.get(table)
+        if lease is None:
+            return False
+        loop = asyncio.get_running_loop()
+        if loop.time() < lease.valid_until:
+            return True
+        sent = loop.time()
+        lost = await self.store.renew_leases({table: lease.token}, self.lease_ttl)
+        if self._leases.get(table) is not lease:
+            return False
+        if table in lost:
+            self._lose(table)
+            return False
+        lease.valid_until = self._valid_until(sent)
+        return True
 
     async def _execute(
         self, room: Room, player: str, name: str, message: Any, *, bot: bool = False
@@ -439,13 +601,21 @@ class Node:
         """Run one command on a hosted room, log it, then let everyone see its effects.
 
         The command runs synchronously; its log entry is written before any update, reply or
-        lobby change goes out. If the write fails the room is rebuilt from its log as it was
-        (nothing half-applied) and the requester gets ``unavailable``.
+        lobby change goes out. Nothing runs while the store is down, nor from a room whose lease
+        is not confirmed (see the module docstring). If the write fails the room is rebuilt
+        from its log as it was (nothing half-applied) and the requester gets ``unavailable``.
         """
         async with self._lock(room.id):
             current = self.rooms.get(room.id)
             if current is None:
-                return _error(message, ErrorCode.UNAVAILABLE, "the table moved: try again")
+                return _closed(message, room.id) if room.id in self._closing else _moving(message)
+            if not self.store.health.up:
+                return _error(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
+            try:
+                if not await self._lease_confirmed(room.id):
+                    return _moving(message)
+            except StoreUnavailable:
+                return _error(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
             room = current  # it may have been rebuilt while this request waited
             started = time.perf_counter()
             if isinstance(message, v1.AddBots):
@@ -458,14 +628,17 @@ class Node:
                 bot=bot,
                 seed=self.seed_source() if isinstance(message, NEEDS_SEED) else None,
             )
+            version = room.version
             try:
                 answer = execute(room, entry)
             except RoomError as error:
                 return _error(message, error.code, error.message)
+            if room.version == version:
+                return answer  # nothing changed: nothing to log or broadcast
             entry.seq = room.seq
             broadcast, failure = await self._log(room, entry)
             if failure is not None:
-                return _error(message, ErrorCode.UNAVAILABLE, failure)
+                return _error(message, *failure)
             self._after(room, broadcast)
             if isinstance(message, v1.Act):
                 self.metrics.action_latency.observe(time.perf_counter() - started)
@@ -476,79 +649,130 @@ class Node:
             count = room.bot_seats(player, message.count)
         except RoomError as error:
             return _error(message, error.code, error.message)
-        for _ in range(count):
-            self.spawn_bot(room.id, message.strategy, room.invite)
+        # Names are picked before the bots sit down: skip the names given here before, so two
+        # quick requests do not name two bots alike.
+        spawned = self._bots_named.get(room.id, 0)
+        self._bots_named[room.id] = spawned + count
+        for name in room.bot_names(count, message.strategy, skip=spawned % len(BOT_NAMES)):
+            self.spawn_bot(room.id, message.strategy, room.invite, name)
         return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
 
-    async def _log(self, room: Room, entry: Entry) -> tuple[Broadcast | None, str | None]:
-        """Append ``entry`` to the room's log, announcing the room's update to the other nodes
-        in the same step; on failure undo the command and say why.
+    async def _log(
+        self, room: Room, entry: Entry
+    ) -> tuple[Broadcast | None, tuple[ErrorCode, str] | None]:
+        """Append ``entry`` to the room's log (fenced by its lease's token and the position it
+        must take), announcing the room's update to the other nodes in the same step; on
+        failure undo the command (or drop the room, if fenced out) and say why.
 
         Returns the update (to fan out here) and the failure, if any.
         """
         data = encode_entry(entry)
+        entries = self._logs[room.id]
+        token = self._leases[room.id].token
         broadcast = room.flush()
-        announce = (
-            _bus_encoder.encode(broadcast) if broadcast is not None and self.store.shared else None
-        )
+        announce = None
+        if broadcast is not None and self.store.shared:
+            announce = bus.encode(bus.TableUpdate(broadcast=broadcast, away=_away(broadcast)))
         try:
-            await self.store.append_log(room.id, data, table_channel(room.id), announce)
+            await self.store.append_log(
+                room.id, token, len(entries) + 1, data, table_channel(room.id), announce
+            )
         except StoreUnavailable as error:
-            log.warning("logging a command of %s failed, undone: %s", room.id, error)
+            log.debug("logging a command of %s failed, undone: %s", room.id, error)
             self._restore(room.id)
-            return None, "the store cannot be reached: nothing was changed, try again"
+            return None, (ErrorCode.UNAVAILABLE, "the store cannot be reached: try again")
         except LeaseLost:
             self._lose(room.id)
-            return None, "the table moved to another node: try again"
-        self._logs[room.id].append(data)
+            return None, (ErrorCode.MOVING, "the table is moving to another node: try again")
+        except Exception:
+            log.exception("logging a command of %s failed, undone", room.id)
+            self._restore(room.id)
+            return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")
+        entries.append(data)
+        self._retry_at.pop(room.id, None)
         return broadcast, None
 
     def _restore(self, table: str) -> None:
-        """Undo an unlogged command: rebuild the room from the log written so far."""
+        """Undo an unlogged command: rebuild the room from the log written so far (once: its
+        timer then waits for the store, or for the retry backoff)."""
         entries = self._logs[table]
+        lease = self._leases[table]
+        retry = self._retry_at.get(table)
         self._unhost(table)
-        self._host(replay(entries), entries)
-        room = self.rooms[table]
+        room = replay(entries)
+        self._host(room, entries, lease)
+        if retry is not None:
+            self._retry_at[table] = retry
         self._arm(room)
 
     def _lose(self, table: str) -> None:
-        """Another node hosts the table now: stop hosting, follow it like any remote table."""
+        """Fenced out, or the lease is gone: stop hosting at once and never serve this copy
+        again; the table comes back only by adoption from its log (here or elsewhere)."""
+        lease = self._leases.get(table)
         if self._unhost(table) is None:
             return
-        log.warning("lease of %s lost: another node hosts it now", table)
+        log.warning("lease of %s lost: the table must be adopted again from its log", table)
+        if lease is not None:
+            # Still held by this process if only the log position was off: free it at once.
+            self._spawn(self.store.release_lease(table, lease.token))
+        self._scan_soon()
         if self.watchers.get(table):
-            asyncio.get_running_loop().create_task(self._follow(table))
+            self._spawn(self._follow(table))
 
     async def _handover(self, room: Room) -> None:
         """Give a room up to the other nodes (graceful shutdown with a shared store)."""
         async with self._lock(room.id):
+            lease = self._leases.get(room.id)
             self._unhost(room.id)
-            with contextlib.suppress(StoreUnavailable):
-                await self.store.release_lease(room.id)
+            if lease is not None:
+                with contextlib.suppress(StoreUnavailable):
+                    await self.store.release_lease(room.id, lease.token)
 
     async def _keep_leases(self) -> None:
-        """Renew this node's leases; drop the rooms another node has taken."""
+        """Renew this node's leases (fenced); drop the rooms whose lease is gone."""
+        loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(self.lease_ttl / 3)
+            await _nap(self.lease_ttl / 3, self._renew_now)
+            self._renew_now.clear()
+            await self.store.health.wait_up()
+            held = {table: lease.token for table, lease in self._leases.items()}
+            sent = loop.time()
             try:
-                lost = await self.store.renew_leases(sorted(self.rooms), self.lease_ttl)
+                lost = await self.store.renew_leases(held, self.lease_ttl)
             except StoreUnavailable:
                 continue
-            for table in lost:
-                self._lose(table)
+            for table, token in held.items():
+                lease = self._leases.get(table)
+                if lease is None or lease.token != token:
+                    continue  # dropped or adopted again meanwhile
+                if table in lost:
+                    if table in self.rooms:
+                        self._lose(table)
+                    else:
+                        self._leases.pop(table, None)  # a table being retired: another node does
+                else:
+                    lease.valid_until = max(lease.valid_until, self._valid_until(sent))
+
+    def _scan_soon(self) -> None:
+        """Look for tables to adopt now, and often for a while."""
+        self._scan_until = asyncio.get_running_loop().time() + 2 * self.lease_ttl
+        self._scan_now.set()
 
     async def _adopt_orphans(self) -> None:
         """Adopt tables whose host died or handed them over: rebuild them from their logs.
 
         Looking for orphans costs a look at every hosted table, so it is done often only
-        while it can find some: after a node stopped heartbeating or handed its tables over
-        (until the dead node's leases have surely lapsed), and otherwise every FULL_SCAN s.
+        while it can find some: after a node stopped heartbeating or handed its tables over,
+        a table was found moving, or the store came back (until the leases have surely
+        lapsed), and otherwise every FULL_SCAN s.
         """
         loop = asyncio.get_running_loop()
         known: set[str] = set()
         next_full = loop.time()
         while True:
-            await asyncio.sleep(ORPHAN_SCAN)
+            await _nap(ORPHAN_SCAN, self._scan_now)
+            self._scan_now.clear()
+            await self.store.health.wait_up()
             now = loop.time()
             try:
                 live = await self.store.live_nodes()
@@ -559,101 +783,158 @@ class Node:
                     continue
                 if now >= next_full:
                     next_full = now + FULL_SCAN
-                orphans = await self.store.orphaned_tables()
+                orphans = await self.store.adoptable_tables()
             except StoreUnavailable:
                 continue
             await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))
+            await asyncio.sleep(SCAN_GAP)
 
     def _on_handover(self, data: bytes) -> None:
         """Another node is handing its tables over: look for them now."""
-        self._scan_until = asyncio.get_running_loop().time() + 2 * self.lease_ttl
+        try:
+            message = bus.decode(data)
+        except msgspec.DecodeError:
+            log.warning("undecodable handover message dropped")
+            return
+        if isinstance(message, bus.Handover):
+            self._scan_soon()
 
     async def _try_adopt(self, table: str) -> None:
+        sent = asyncio.get_running_loop().time()
         try:
-            if await self.store.acquire_lease(table, self.lease_ttl):
-                await self._adopt(table)
+            token = await self.store.acquire_lease(table, self.lease_ttl)
         except StoreUnavailable:
-            pass  # the lease lapses again and someone retries
+            return  # the next scan tries again
+        if token is None:
+            return
+        lease = _Lease(token, self._valid_until(sent))
+        try:
+            await self._adopt(table, lease)
+        except (StoreUnavailable, LeaseLost) as error:
+            log.debug("adopting %s failed: %r", table, error)
         except Exception:
             log.exception("adopting %s failed", table)
+        if self._leases.get(table) is not lease:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.release_lease(table, token)  # let the next scan try again
 
-    async def _adopt(self, table: str) -> None:
+    async def _adopt(self, table: str, lease: _Lease) -> None:
         entries = await self.store.read_log(table)
-        if not entries:
-            await self.store.retire_table(table, KEEP_LOG)
+        if not entries:  # its node died before it was created: nothing to host
+            await self.store.retire_table(table, lease.token, b"", self.record_retention)
             return
         room = replay(entries)
-        if room.status == "closed":
-            await self.store.retire_table(table, KEEP_LOG)
+        if room.status == "closed":  # closed, but its node died before retiring it
+            await self._retire(table, lease.token, entries)
             return
         async with self._lock(table):
-            self._host(room, entries)
-            resume = Entry(now=self.clock(), command=Resume(), seq=room.seq)
+            self._host(room, entries, lease)
+            resume = Entry(now=self.clock(), command=Resume())
             execute(room, resume)
+            resume.seq = room.seq  # after the presence events the resume made
             broadcast, failure = await self._log(room, resume)
             if failure is not None:
+                self._unhost(table)  # never hosted without its resume: adopted again later
                 return
-            await self.store.put_table(
-                table, self.id, msgspec.msgpack.encode(room.info()), room.listed
-            )
             if table in self._remote_tables:
                 del self._remote_tables[table]  # local now: fan out directly
                 with contextlib.suppress(StoreUnavailable):
                     await self.store.unsubscribe(table_channel(table), self._on_table_message)
             log.info("adopted table %s at event %d", table, room.seq)
             self._after(room, broadcast)
-        for client, watch in list(self.watchers.get(table, {}).items()):
-            if watch.seat is not None:  # still connected here: not away after all
-                await self._execute(room, client.player, client.name, Presence(table, True))
+
+    async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
+        """Write a closed table's game record in place of its log, for good."""
+        record = table_record(entries, self.clock())
+        players = players_seated(entries)
+        await self.store.retire_table(table, token, record, self.record_retention, players)
 
     def _after(self, room: Room, broadcast: Broadcast | None = None) -> None:
         """After a room changed: fan its update out here, queue the rest, re-arm its timer.
 
         ``broadcast`` is the update already announced with the log entry; without one, the
         room's pending changes are flushed here (they were not logged: closing at shutdown).
+        A closed room is let go at once: it refuses everything from now on.
         """
         if broadcast is None:
             broadcast = room.flush()
         if broadcast is not None:
             self._fan_out(broadcast)
-        self._outbox.put_nowait((room, broadcast))
+            self._correct_presence(broadcast.table, _away(broadcast))
+        token = self._leases[room.id].token
+        outcome = room.take_outcome()
+        if room.status == "closed":
+            closing_log = self._logs[room.id]
+            self._unhost(room.id, keep_lease=True)
+            self._closing.add(room.id)
+            self._outbox.put_nowait(_Publication(room, broadcast, outcome, token, closing_log))
+            return
+        self._outbox.put_nowait(_Publication(room, broadcast, outcome, token))
         self._arm(room)
 
     def _arm(self, room: Room) -> None:
-        handle = self._timers.pop(room.id, None)
-        if handle is not None:
-            handle.cancel()
+        """Set the room's one timer for its next deadline (replacing any other): a plain timer,
+        or, while the store is down, a wait for it to be back."""
+        timer = self._timers.pop(room.id, None)
+        if timer is not None:
+            timer.cancel()
         deadline = room.next_deadline()
         if deadline is None or room.status == "closed":
             return
+        if not self.store.health.up:
+            self._timers[room.id] = self._spawn(self._arm_when_store_is_up(room))
+            return
         loop = asyncio.get_running_loop()
         delay = max(0.0, deadline - self.clock())
+        retry = self._retry_at.get(room.id)
+        if retry is not None:
+            delay = max(delay, retry[0] - loop.time())
         self._timers[room.id] = loop.call_later(delay, self._on_timer, room)
+
+    async def _arm_when_store_is_up(self, room: Room) -> None:
+        await self.store.health.wait_up()
+        if self._timers.get(room.id) is asyncio.current_task():
+            del self._timers[room.id]
+        if self.rooms.get(room.id) is room:
+            self._arm(room)
 
     def _on_timer(self, room: Room) -> None:
         self._timers.pop(room.id, None)
         if self.rooms.get(room.id) is room:
-            asyncio.get_running_loop().create_task(self._tick(room))
+            self._spawn(self._tick(room))
 
     async def _tick(self, room: Room) -> None:
         """Run a due timer as a logged command (only if it changed anything)."""
         async with self._lock(room.id):
             if self.rooms.get(room.id) is not room:
                 return
-            before = room.fingerprint()
-            entry = Entry(now=self.clock(), command=Tick())
+            try:
+                confirmed = await self._lease_confirmed(room.id)
+            except StoreUnavailable:
+                self._arm(room)  # waits for the store
+                return
+            if not confirmed:
+                return
+            version = room.version
+            entry = timer_entry(room, self.clock())
+            if isinstance(entry.command, Stop):
+                self.metrics.tables_stopped.inc()
+                log.error("table %s stopped: its timer fires faster than any game can", room.id)
             execute(room, entry)
-            if room.fingerprint() == before:
+            if room.version == version:
                 self._arm(room)
                 return
             entry.seq = room.seq
             broadcast, failure = await self._log(room, entry)
             if failure is not None:
-                retry = self.rooms.get(room.id)
-                if retry is not None:  # undone: try again shortly
-                    self._timers[room.id] = asyncio.get_running_loop().call_later(
-                        0.5, self._on_timer, retry
-                    )
+                # Undone (and re-armed), or dropped: a rebuilt room waits for the store to be
+                # back, then for the backoff, before its timer tries again.
+                rebuilt = self.rooms.get(room.id)
+                if rebuilt is not None:
+                    loop = asyncio.get_running_loop()
+                    _, delays = self._retry_at.get(room.id, (0.0, STORE_RETRY.delays()))
+                    self._retry_at[room.id] = (loop.time() + next(delays), delays)
+                    self._arm(rebuilt)
                 return
             self._after(room, broadcast)
 
@@ -663,43 +944,57 @@ class Node:
             await asyncio.wait_for(self._outbox.join(), timeout)
 
     async def _drain_outbox(self) -> None:
-        """Do, in order, what a room change needs outside this process: store and bus."""
+        """Do, in order, what a room change needs outside this process: store and bus. While
+        the store is down an item waits for it (on the shared backoff), in order."""
         while True:
-            room, broadcast = await self._outbox.get()
+            item = await self._outbox.get()
             try:
-                await self._publish(room, broadcast)
-            except StoreUnavailable as error:
-                log.warning("store unavailable: update of %s not shared: %s", room.id, error)
+                delays = STORE_RETRY.delays()
+                while True:
+                    try:
+                        await self._publish(item)
+                        break
+                    except StoreUnavailable:
+                        await self.store.health.wait_up()
+                        await asyncio.sleep(next(delays))
+            except LeaseLost:
+                lease = self._leases.get(item.room.id)
+                if lease is not None and lease.token == item.token:
+                    self._lose(item.room.id)
+                    self._leases.pop(item.room.id, None)
             except Exception:
-                log.exception("publishing an update of %s failed", room.id)
+                log.exception("publishing an update of %s failed", item.room.id)
             finally:
+                if item.closing_log is not None:
+                    self._closing.discard(item.room.id)
+                    self._locks.pop(item.room.id, None)
+                    lease = self._leases.get(item.room.id)
+                    if lease is not None and lease.token == item.token:
+                        del self._leases[item.room.id]
                 self._outbox.task_done()
 
-    async def _publish(self, room: Room, broadcast: Broadcast | None) -> None:
-        outcome = room.take_outcome()
-        store = self.store
+    async def _publish(self, item: _Publication) -> None:
+        """One outbox item; may be called again after :class:`StoreUnavailable` (idempotent)."""
+        room, broadcast, outcome, store = item.room, item.broadcast, item.outcome, self.store
+        for player, name, score in outcome.scores:
+            await store.submit_score(room.adapter.name, player, name, score)
+        if item.closing_log is not None:
+            await self._retire(room.id, item.token, item.closing_log)
+            if room.listed:
+                removed = bus.LobbyChanged(update=v1.LobbyUpdate(removed=[room.id]))
+                with contextlib.suppress(StoreUnavailable):  # listings drop it anyway
+                    await store.publish(LOBBY_CHANNEL, bus.encode(removed))
+            return
         for player in outcome.seated:
             await store.add_player_table(player, room.id)
         for player in outcome.unseated:
             await store.remove_player_table(player, room.id)
-        for player, name, score in outcome.scores:
-            await store.submit_score(room.adapter.name, player, name, score)
-        if outcome.closed or room.status == "closed":
-            self._unhost(room.id)
-            self._locks.pop(room.id, None)
-            await store.remove_table(room.id)
-            await store.retire_table(room.id, KEEP_LOG)
-            if room.listed:
-                await store.publish(
-                    LOBBY_CHANNEL, _bus_encoder.encode(v1.LobbyUpdate(removed=[room.id]))
-                )
-        elif broadcast is not None and broadcast.info is not None:
+        if broadcast is not None and broadcast.info is not None:
             record = msgspec.msgpack.encode(broadcast.info)
-            await store.put_table(room.id, self.id, record, room.listed)
+            await store.put_table(room.id, self.id, record, room.listed, item.token)
             if room.listed:
-                await store.publish(
-                    LOBBY_CHANNEL, _bus_encoder.encode(v1.LobbyUpdate(tables=[broadcast.info]))
-                )
+                changed = v1.LobbyUpdate(tables=[broadcast.info])
+                await store.publish(LOBBY_CHANNEL, bus.encode(bus.LobbyChanged(update=changed)))
 
     # ------------------------------------------------------------------ fan-out
     async def _watch(self, client: Client, table: str, seat: int | None, seq: int) -> None:
@@ -723,7 +1018,11 @@ class Node:
         """Subscribe to a remote table's updates (keeping the last few for late watchers)."""
         if table not in self._remote_tables:
             self._remote_tables[table] = collections.deque(maxlen=RECENT_UPDATES)
-            await self.store.subscribe(table_channel(table), self._on_table_message)
+            try:
+                await self.store.subscribe(table_channel(table), self._on_table_message)
+            except BaseException:
+                self._remote_tables.pop(table, None)  # not followed: the next try subscribes
+                raise
 
     async def _unfollow_if_unwatched(self, table: str) -> None:
         if table in self._remote_tables and not self.watchers.get(table):
@@ -733,18 +1032,22 @@ class Node:
 
     def _on_table_message(self, data: bytes) -> None:
         try:
-            broadcast = _broadcast_decoder.decode(data)
+            update = bus.decode(data)
         except msgspec.DecodeError:
             log.warning("undecodable table update dropped")
             return
+        if not isinstance(update, bus.TableUpdate):
+            log.warning("unexpected %s on a table's channel", type(update).__name__)
+            return
+        broadcast = update.broadcast
         recent = self._remote_tables.get(broadcast.table)
         if recent is not None:
             recent.append(broadcast)
             self._fan_out(broadcast)
-            self._correct_presence(broadcast)
+            self._correct_presence(broadcast.table, update.away)
 
     def _on_bus_recovered(self) -> None:
-        asyncio.get_running_loop().create_task(self._catch_up())
+        self._spawn(self._catch_up())
 
     async def _catch_up(self) -> None:
         """After a bus outage: what was published meanwhile is lost, so fetch what each local
@@ -765,8 +1068,8 @@ class Node:
 
     async def _catch_up_viewer(self, client: Client, table: str) -> None:
         """Resync one viewer of a remote table, retrying while its host is not reachable yet
-        (the host's own bus may come back later than this node's)."""
-        delay = 0.1
+        (the host's own bus may come back later than this node's) or the table is moving."""
+        delays = STORE_RETRY.delays()
         for _ in range(12):
             watch = client.tables.get(table)
             if watch is None or client.closing:
@@ -777,32 +1080,28 @@ class Node:
             except (StoreUnavailable, TimeoutError):
                 answer = None
             if answer is not None and not any(
-                isinstance(reply, v1.Error | dict) and _is_unavailable(reply)
+                isinstance(reply, v1.Error)
+                and reply.code in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING)
                 for reply in answer.replies
             ):
                 await self._deliver_answer(client, answer)
                 return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            await asyncio.sleep(next(delays))
 
-    def _correct_presence(self, broadcast: Broadcast) -> None:
-        """A table's new host counts every player away until told otherwise: tell it about
-        the players still connected here."""
-        away = {
-            numbered.event.get("seat")
-            for numbered in broadcast.events
-            if isinstance(numbered.event, dict)
-            and numbered.event.get("type") == "presence"
-            and not numbered.event.get("connected")
-        }
+    def _correct_presence(self, table: str, away: list[int]) -> None:
+        """A table's host counts a player away (its new host counts everyone away until told
+        otherwise, and a player's old connection may close after they came back elsewhere):
+        tell it about the players still connected here."""
         if not away:
             return
-        for client, watch in list(self.watchers.get(broadcast.table, {}).items()):
+        for client, watch in list(self.watchers.get(table, {}).items()):
             if watch.seat in away and not client.closing:
-                message = Presence(table=broadcast.table, connected=True)
-                asyncio.get_running_loop().create_task(
-                    self.route(client.player, client.name, broadcast.table, message)
-                )
+                self._spawn(self._still_connected(client, table))
+
+    async def _still_connected(self, client: Client, table: str) -> None:
+        message = ConnectionChanged(table=table, connected=True)
+        with contextlib.suppress(StoreUnavailable, TimeoutError):
+            await self.route(client.player, client.name, table, message)
 
     def _fan_out(self, broadcast: Broadcast) -> None:
         """Send one update to every local watcher of its table, encoded once per class."""
@@ -843,12 +1142,23 @@ class Node:
         if not self.lobby_watchers:
             return
         try:
-            update = msgspec.msgpack.decode(data, type=v1.LobbyUpdate)
+            message = bus.decode(data)
         except msgspec.DecodeError:
+            log.warning("undecodable lobby update dropped")
             return
+        if not isinstance(message, bus.LobbyChanged):
+            return
+        update = message.update
         frames: dict[bool, str | bytes] = {}
         for client in list(self.lobby_watchers):
             frame = frames.get(client.binary)
             if frame is None:
                 frame = frames[client.binary] = encode(update, client.binary)
             client.send_frame(frame)
+
+
+async def _nap(seconds: float, wake: asyncio.Event) -> None:
+    """Sleep ``seconds``, or less if ``wake`` is set meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await wake.wait()

@@ -3,21 +3,87 @@
 Theory of operation
 -------------------
 A :class:`Room` holds the seats, the engine of the running game, the numbered event log, and the
-deadlines (turn timer, next round, disconnect grace). Every method takes the current time ``now``
-and either raises :class:`RoomError` (nothing changed) or changes the room and queues numbered
-events. The runtime (``server.tables``) calls :meth:`Room.flush` after each command to get one
-:class:`Broadcast` for every viewer, and calls :meth:`Room.tick` when :meth:`Room.next_deadline`
-comes. Because every method is synchronous, one room's commands never interleave.
+deadlines (turn timer, next deal, waiting for players, disconnect grace, closing). Every command
+method takes the current time ``now`` and either raises :class:`RoomError` (nothing changed) or
+changes the room and queues numbered events. The runtime (``server.hosting`` and the node) calls
+:meth:`Room.flush` after each command to get one :class:`Broadcast` for every viewer, and calls
+:meth:`Room.tick` when :meth:`Room.next_deadline` comes. :meth:`Room.state_key` tells whether a
+command changed anything at all: one that changed nothing is neither logged nor broadcast.
+Because every method is synchronous, one room's commands never interleave.
 
-Lifecycle (``status``) and what each command may do there::
+Lifecycle
+---------
+The room's :class:`TableStatus`, and what gets it out of each status::
 
-    status     join/spectate  leave            ready  start        act
-    open       yes            frees the seat   yes    host, >=2    -
-    playing    free seats(1)  after the round  yes    -            players in the round
-    finished   yes            frees the seat   yes    host, >=2    -
-    closed     -              -                -      -            -
+    status          meaning                                  ways out
+    open            seats being filled, no game yet          start; deserted: closes (1)
+    playing         a round (or a solitaire game) is played  the round ends (turn timer) (2)
+    between_rounds  the pause before the next deal           the pause ends: next deal
+    waiting         between rounds, fewer than two can play  two can play again; or, after
+                                                             grace_seconds, the game ends (3)
+    finished        the game is over                         start; a join (clean table);
+                                                             deserted: closes (1)
+    closed          gone for good                            none: the node drops the room
 
-(1) a newcomer plays from the next round on.
+(1) A table is *deserted* while no human holds a seat: bots and spectators do not keep open a
+table people came to (a table only bots ever sat at, a bot swarm's, is deserted once no seat is
+taken). A deserted table closes as soon as no game is running, whoever left last: host, player
+(a disconnected player's seat is freed after ``grace_seconds``) or spectator. A game that goes on
+with nobody seated ends at its wait for players (note 3). A table nobody ever sat at closes
+``grace_seconds`` after it was created. :meth:`Room.should_close` says whether a close is due;
+the node's sweeper asks it too, in case a timer was lost.
+(2) A solitaire has no turn timer: its player's disconnect grace resigns it.
+(3) RULES.md, "fewer than two can play": while the table waits no timer fires (but the one that
+ends the wait) and nothing is logged; then the table ends the game with the usual ranking (reason
+``players``).
+
+Every command is first looked up in :data:`COMMANDS` (:meth:`Room._check`): allowed, refused
+with the error code shown, or ignored (``~``: accepted, changes nothing)::
+
+    command    open          playing        between_rounds  waiting        finished   closed
+    join       yes           yes (a)        yes (a)         yes (a)        yes (b)    not_found
+    spectate   yes           yes            yes             yes            yes        not_found
+    leave      yes           yes (c)        yes             yes            yes        not_found
+    ready      yes           yes (d)        yes (d)         yes (d)        yes        not_found
+    start      host (e)      game_running   game_running    game_running   host (e)   not_found
+    add_bots   host          host           host            host           host       not_found
+    remove_bot host          host (c)       host            host           host       not_found
+    act        not_in_round  yes            not_your_turn   not_your_turn  game_over  not_found
+    resync     yes           yes            yes             yes            yes        not_found
+    presence   yes           yes            yes             yes            yes        ~
+    begin      yes           game_running   game_running    game_running   yes        not_found
+    tick       yes           yes            yes             yes            yes        ~
+    resume     yes           yes            yes             yes            yes        ~
+    close      yes           yes            yes             yes            yes        ~
+
+(a) A newcomer plays from the next round on. (b) Joining a finished table clears the old game:
+the table is open again and nobody is dropped into the last game's result. (c) A player in the
+round plays on by the default action and the seat is freed when the round ends. (d) ``ready``
+false during a game: the player finishes the round in play, then sits out the following rounds
+(keeping the pile and the place in the ranking) until ready again. (e) The host who starts is
+marked ready and plays (if seated); at least two ready players are needed.
+
+A status changes only by :meth:`Room._enter`, along :data:`TRANSITIONS`. A start enters
+``playing``; from there the status follows from the engine and the seats (:meth:`Room._settle`,
+after every command)::
+
+    open            -> playing (start), closed
+    playing         -> between_rounds (the round ended), waiting (it ended and fewer than two
+                       can play the next), finished (the game ended), closed
+    between_rounds  -> playing (the deal), waiting (a player left or un-readied), finished (the
+                       deal ended the game: stock too short, or a last round won on the deal),
+                       closed
+    waiting         -> between_rounds (two can play again), finished (grace over), closed
+    finished        -> open (a newcomer joins), playing (start), closed
+
+Every round ends in ``between_rounds`` (or ``waiting``) for the pause, even one won on the deal:
+the next deal comes ``round_pause_seconds`` later, never in the same command.
+
+A room whose timer fires more than :data:`RUNAWAY_RATE` times a second (beyond a burst of
+:data:`RUNAWAY_BURST`) is stopped (:class:`TimerBudget`, see ``server.hosting.timer_entry``): its
+host logs a ``stop`` that closes it, and reports it. A timer fires only when a deadline is due, and
+each firing uses one up, so no game comes near that rate; the guard keeps a bug from ever spinning
+a node again. Players' requests are not counted: each is one message of a rate-limited connection.
 
 Visibility: every event is passed through the engine's ``event_view`` and every view through
 ``view`` for each viewer class: the spectator (``None``) and each seat. Only where a seat's copy
@@ -27,20 +93,138 @@ differs from the spectator's is it kept apart, so the common case is encoded onc
 from __future__ import annotations
 
 import collections
+import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
 from protocol import v1
 from protocol.errors import ErrorCode
 from server.adapters import GameAdapter
-from server.games.base import Rejected
+from server.games.base import Reason, Rejected
+from server.identity import BOT_NAMES, BOT_STRATEGY_LABELS
 
 _INFO_EVENTS = (v1.SeatTaken, v1.SeatFreed, v1.ReadyChanged, v1.PresenceChanged, v1.TableClosed)
 
 LOG_SIZE = 256
 """Events kept for ``resync``; a client further behind gets a snapshot."""
+RECENT_EVENTS = 64
+"""Events of the current game a snapshot carries as ``recent``, for the client's table log."""
+RUNAWAY_RATE = 100.0
+"""Timer firings per second a table may keep up (one per round or turn timeout at most)."""
+RUNAWAY_BURST = 500.0
+"""Timer firings a table may have at any speed before :data:`RUNAWAY_RATE` applies."""
+
+
+class TableStatus(enum.StrEnum):
+    """Where a table is in its lifecycle (see the module docstring)."""
+
+    OPEN = "open"
+    PLAYING = "playing"
+    BETWEEN_ROUNDS = "between_rounds"
+    WAITING = "waiting"
+    FINISHED = "finished"
+    CLOSED = "closed"
+
+
+GAME_RUNNING = frozenset({TableStatus.PLAYING, TableStatus.BETWEEN_ROUNDS, TableStatus.WAITING})
+"""The statuses during a game."""
+
+WIRE_STATUS: dict[TableStatus, Literal["open", "playing", "finished", "closed"]] = {
+    TableStatus.OPEN: "open",
+    TableStatus.PLAYING: "playing",
+    TableStatus.BETWEEN_ROUNDS: "playing",
+    TableStatus.WAITING: "playing",
+    TableStatus.FINISHED: "finished",
+    TableStatus.CLOSED: "closed",
+}
+"""``TableInfo.status`` for each status: the wire knows a game as ``playing`` throughout."""
+
+
+class TableCommand(enum.StrEnum):
+    """Everything that can be asked of a room: players' requests and the host node's own."""
+
+    JOIN = "join"
+    SPECTATE = "spectate"
+    LEAVE = "leave"
+    READY = "ready"
+    START = "start"
+    ADD_BOTS = "add_bots"
+    REMOVE_BOT = "remove_bot"
+    ACT = "act"
+    RESYNC = "resync"
+    PRESENCE = "presence"
+    BEGIN = "begin"
+    TICK = "tick"
+    RESUME = "resume"
+    CLOSE = "close"
+
+
+class Refusal(NamedTuple):
+    """Why a command is refused in a status: the code on the wire and its message."""
+
+    code: ErrorCode
+    message: str
+
+
+ALLOWED: Literal["allowed"] = "allowed"
+IGNORED: Literal["ignored"] = "ignored"
+Verdict = Literal["allowed", "ignored"] | Refusal
+
+_NO_GAME = Refusal(ErrorCode.NOT_IN_ROUND, "no game is running at this table")
+_RUNNING = Refusal(ErrorCode.GAME_RUNNING, "a game is already running")
+_NO_ROUND = Refusal(ErrorCode.NOT_YOUR_TURN, "no round is in progress: wait for the next deal")
+_OVER = Refusal(ErrorCode.GAME_OVER, "the game is over: the host may start another")
+_GONE = Refusal(ErrorCode.NOT_FOUND, "this table is closed")
+
+
+def _row(default: Verdict = ALLOWED, **exceptions: Verdict) -> dict[TableCommand, Verdict]:
+    row = dict.fromkeys(TableCommand, default)
+    row.update({TableCommand(name): verdict for name, verdict in exceptions.items()})
+    return row
+
+
+COMMANDS: dict[TableStatus, dict[TableCommand, Verdict]] = {
+    TableStatus.OPEN: _row(act=_NO_GAME),
+    TableStatus.PLAYING: _row(start=_RUNNING, begin=_RUNNING),
+    TableStatus.BETWEEN_ROUNDS: _row(start=_RUNNING, begin=_RUNNING, act=_NO_ROUND),
+    TableStatus.WAITING: _row(start=_RUNNING, begin=_RUNNING, act=_NO_ROUND),
+    TableStatus.FINISHED: _row(act=_OVER),
+    TableStatus.CLOSED: _row(_GONE, presence=IGNORED, tick=IGNORED, resume=IGNORED, close=IGNORED),
+}
+"""For each status, each command: allowed, ignored, or refused (see the module docstring)."""
+
+TRANSITIONS: dict[TableStatus, frozenset[TableStatus]] = {
+    TableStatus.OPEN: frozenset({TableStatus.PLAYING, TableStatus.CLOSED}),
+    TableStatus.PLAYING: frozenset(
+        {
+            TableStatus.BETWEEN_ROUNDS,
+            TableStatus.WAITING,
+            TableStatus.FINISHED,
+            TableStatus.CLOSED,
+        }
+    ),
+    TableStatus.BETWEEN_ROUNDS: frozenset(
+        {TableStatus.PLAYING, TableStatus.WAITING, TableStatus.FINISHED, TableStatus.CLOSED}
+    ),
+    TableStatus.WAITING: frozenset(
+        {TableStatus.BETWEEN_ROUNDS, TableStatus.FINISHED, TableStatus.CLOSED}
+    ),
+    TableStatus.FINISHED: frozenset({TableStatus.OPEN, TableStatus.PLAYING, TableStatus.CLOSED}),
+    TableStatus.CLOSED: frozenset(),
+}
+"""The status changes there are (see the module docstring); staying put is always allowed."""
+
+
+REJECTIONS: dict[Reason, ErrorCode] = {
+    Reason.NOT_YOUR_TURN: ErrorCode.NOT_YOUR_TURN,
+    Reason.ILLEGAL: ErrorCode.ILLEGAL_ACTION,
+    Reason.GAME_OVER: ErrorCode.GAME_OVER,
+    Reason.NOT_IN_ROUND: ErrorCode.NOT_IN_ROUND,
+    Reason.BAD_ACTION: ErrorCode.BAD_ACTION,
+}
+"""The error code of each reason an engine rejects an action for."""
 
 
 class RoomError(Exception):
@@ -63,6 +247,8 @@ class Seat:
     bot: bool = False
     leaving: bool = False
     """Asked to leave during a round: plays the default action at each turn, freed at round end."""
+    leaving_reason: Literal["left", "timeout", "kicked"] = "left"
+    """Why the seat is being given up (``seat_freed.reason``)."""
     away_since: float | None = None
 
 
@@ -121,6 +307,23 @@ class Outcome:
     closed: bool = False
 
 
+@dataclass
+class TimerBudget:
+    """A token bucket over a room's timer firings (see :data:`RUNAWAY_RATE`). It lives with the
+    live room only: what it decides is logged as a command of its own."""
+
+    tokens: float = RUNAWAY_BURST
+    last: float | None = None
+
+    def spend(self, now: float) -> bool:
+        """Count one firing at ``now``; ``False`` when the timer fires faster than allowed."""
+        if self.last is not None:
+            self.tokens = min(RUNAWAY_BURST, self.tokens + max(0.0, now - self.last) * RUNAWAY_RATE)
+        self.last = now
+        self.tokens -= 1.0
+        return self.tokens >= 0.0
+
+
 class Room:
     """A table or solitaire session (see the module docstring)."""
 
@@ -131,6 +334,7 @@ class Room:
         host: str,
         options: v1.TableOptions,
         *,
+        created: float,
         listed: bool,
         invite: str | None = None,
         deal: int | None = None,
@@ -144,23 +348,45 @@ class Room:
         self.deal = deal
         self.seats: list[Seat | None] = [None] * adapter.seat_count(options)
         self.spectators: set[str] = set()
-        self.status: str = "open"
+        self.status = TableStatus.OPEN
         self.engine: Any = None
         self.seq = 0
         self.log: collections.deque[_Entry] = collections.deque(maxlen=LOG_SIZE)
+        self.game_start_seq = 1
+        """The first event of the current (or last) game, or of the table since it was cleared:
+        where ``recent`` history starts."""
         self.turn_deadline: float | None = None
         self.turn_seats: tuple[int, ...] = ()
         self.legal_now: dict[int, list[Any]] = {}
         """Each seat's legal actions as of the last change (only seats that have some)."""
         self.next_round_at: float | None = None
+        """While ``between_rounds``: when the next round is dealt."""
+        self.waiting_until: float | None = None
+        """While ``waiting``: when the game ends unless two seats can play again."""
+        self.close_at: float | None = created + options.grace_seconds
+        """While deserted: from when the table closes (once no game is running)."""
+        self.humans_came = False
+        """A human has sat at this table: from then on bots alone do not keep it open."""
+        self.host_left = False
+        """The host gave up their seat and no human was left to take over: the next human to sit
+        becomes the host (a table whose host is gone can still start a game)."""
         self.outcome = Outcome()
+        self.timer_budget = TimerBudget()
+        self.version = 0
+        """Counts the commands that changed the room (kept by :func:`server.hosting.execute`)."""
+        self._applied = 0
         self._pending: list[_Entry] = []
-        self._info_dirty = True
+        self._info_dirty = False
         self._acted = False
         self.newcomers: set[int] = set()
         """Seats taken while a game runs: their piles start empty at their first round."""
 
     # ------------------------------------------------------------------ queries
+    @property
+    def closed(self) -> bool:
+        """Whether the room is gone for good."""
+        return self.status is TableStatus.CLOSED
+
     def seat_of(self, player: str) -> int | None:
         """The seat ``player`` holds, or ``None``."""
         for index, seat in enumerate(self.seats):
@@ -174,7 +400,7 @@ class Room:
             id=self.id,
             game=self.adapter.name,
             name=self.options.name,
-            status=self.status,
+            status=WIRE_STATUS[self.status],
             seats=[
                 None
                 if s is None
@@ -198,7 +424,7 @@ class Room:
         return self.engine.legal_actions(seat)
 
     def snapshot(self, seat: int | None) -> v1.Snapshot:
-        """The complete state for one viewer."""
+        """The complete state for one viewer, with the current game's recent events."""
         return v1.Snapshot(
             table=self.id,
             seq=self.seq,
@@ -207,7 +433,14 @@ class Room:
             view=self.engine.view(seat) if self.engine is not None else None,
             legal=self.legal(seat),
             deadline=self.turn_deadline,
+            recent=self.recent_events(seat),
         )
+
+    def recent_events(self, seat: int | None) -> list[v1.Numbered]:
+        """The last :data:`RECENT_EVENTS` events of the current game (or of the table since it
+        was last cleared), as ``seat`` saw them."""
+        first = max(self.game_start_seq, self.seq - RECENT_EVENTS + 1)
+        return self.events_since(first - 1, seat) or []
 
     def events_since(self, since: int, seat: int | None) -> list[v1.Numbered] | None:
         """The events after ``since`` for one viewer, or ``None`` if the log no longer has them."""
@@ -225,12 +458,65 @@ class Room:
 
     def next_deadline(self) -> float | None:
         """The earliest time :meth:`tick` has something to do."""
-        times = [t for t in (self.turn_deadline, self.next_round_at) if t is not None]
+        times = [
+            t for t in (self.turn_deadline, self.next_round_at, self.waiting_until) if t is not None
+        ]
+        if self.close_at is not None and self.status in (TableStatus.OPEN, TableStatus.FINISHED):
+            times.append(self.close_at)
         grace = self.options.grace_seconds
         times += [
             s.away_since + grace for s in self.seats if s is not None and s.away_since is not None
         ]
         return min(times) if times else None
+
+    def should_close(self, now: float) -> bool:
+        """Whether the rules say this room should be closed by ``now``: deserted, and no game
+        running (a game waiting for players past the end of its wait is over)."""
+        if self.close_at is None or now < self.close_at:
+            return False
+        if self.status in (TableStatus.OPEN, TableStatus.FINISHED):
+            return True
+        return self.waiting_until is not None and now >= self.waiting_until
+
+    def state_key(self) -> tuple[Any, ...]:
+        """Everything a command can change, as one comparable value: equal before and after a
+        command means it changed nothing (it need not be logged or broadcast).
+
+        The engine's state changes only by an applied action, counted apart (and every applied
+        action also adds events); spectators come and go one per command, so their count will do;
+        a table info not yet broadcast is a change to send.
+        """
+        return (
+            self.seq,
+            self._applied,
+            self.status,
+            self.host,
+            self.host_left,
+            self.humans_came,
+            len(self.spectators),
+            tuple(
+                None
+                if s is None
+                else (
+                    s.player,
+                    s.name,
+                    s.ready,
+                    s.connected,
+                    s.bot,
+                    s.leaving,
+                    s.leaving_reason,
+                    s.away_since,
+                )
+                for s in self.seats
+            ),
+            self.turn_deadline,
+            self.turn_seats,
+            self.next_round_at,
+            self.waiting_until,
+            self.close_at,
+            tuple(sorted(self.newcomers)),
+            self._info_dirty,
+        )
 
     # ------------------------------------------------------------------ commands
     def join(
@@ -244,7 +530,7 @@ class Room:
         bot: bool = False,
     ) -> int:
         """Seat ``player`` (in ``seat`` or the first free one) and return the seat number."""
-        self._require_open()
+        self._check(TableCommand.JOIN)
         existing = self.seat_of(player)
         if existing is not None:
             if seat is None or seat == existing:
@@ -260,108 +546,111 @@ class Room:
             raise RoomError(ErrorCode.BAD_MESSAGE, f"seat must be 0 to {len(self.seats) - 1}")
         elif self.seats[seat] is not None:
             raise RoomError(ErrorCode.SEAT_TAKEN, f"seat {seat} is taken")
+        if self.status is TableStatus.FINISHED:
+            self._clear_game()
         self.spectators.discard(player)
         self.seats[seat] = Seat(player=player, name=name, ready=bot, bot=bot)
-        if self.status == "playing":
+        self.humans_came = self.humans_came or not bot
+        if self.status in GAME_RUNNING:
             self.newcomers.add(seat)
+        if not bot and self.host_left:
+            self.host = player
+            self.host_left = False
         self.outcome.seated.append(player)
         self._event(v1.SeatTaken(seat=seat, player=player, name=name, bot=bot))
+        self._settle(now)
         return seat
 
-    def spectate(self, player: str, invite: str | None) -> None:
-        """Let ``player`` watch."""
-        self._require_open()
+    def spectate(self, player: str, invite: str | None, now: float) -> None:
+        """Let ``player`` watch (a seated player already does)."""
+        self._check(TableCommand.SPECTATE)
         if self.seat_of(player) is not None:
             return
         self._check_invite(player, invite)
         if player not in self.spectators:
             self.spectators.add(player)
             self._info_dirty = True
+        self._settle(now)
 
     def leave(self, player: str, now: float) -> None:
         """Give up a seat (after the current round if the player is in it) or stop watching."""
+        self._check(TableCommand.LEAVE)
         seat = self.seat_of(player)
         if seat is None:
-            if player in self.spectators:
-                self.spectators.discard(player)
-                self._info_dirty = True
-                return
-            raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
-        self._abandon(seat, now, "left")
+            if player not in self.spectators:
+                raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
+            self.spectators.discard(player)
+            self._info_dirty = True
+        else:
+            self._abandon(seat, "left")
         self._settle(now)
-
-    def _abandon(self, seat: int, now: float, reason: str) -> None:
-        """A player leaves (or stayed away past the grace period): free the seat now, or
-        after the round they are playing (a solitaire is resigned at once)."""
-        occupant = self.seats[seat]
-        assert occupant is not None
-        if self._in_round(seat):
-            occupant.leaving = True
-            quit_now = self.adapter.leave_action(self.engine)
-            if quit_now is not None:
-                self._apply(seat, quit_now)
-            self._settle(now)
-            if self._in_round(seat):
-                return
-        if self.seats[seat] is occupant:
-            self._free(seat, reason)
 
     def bot_seats(self, player: str, wanted: int) -> int:
         """Host only: how many of ``wanted`` bots can sit down now (at least one)."""
+        self._check(TableCommand.ADD_BOTS)
         if player != self.host:
             raise RoomError(ErrorCode.NOT_HOST, "only the host can add bots")
-        self._require_open()
         free = sum(1 for seat in self.seats if seat is None)
         if free == 0:
             raise RoomError(ErrorCode.TABLE_FULL, "every seat is taken")
         return min(wanted, free)
 
-    def set_ready(self, player: str, ready: bool) -> None:
-        """Mark a seated player ready (or not) to play."""
+    # ------------------------------------------------------------------ bots the host manages
+    def remove_bot(self, player: str, seat: int, now: float) -> None:
+        """Host only: the bot in ``seat`` leaves, as a player who leaves would (after the round
+        it is playing). Its client sees its seat freed and disconnects."""
+        self._check(TableCommand.REMOVE_BOT)
+        if player != self.host:
+            raise RoomError(ErrorCode.NOT_HOST, "only the host can remove a bot")
+        occupant = self.seats[seat] if 0 <= seat < len(self.seats) else None
+        if occupant is None or not occupant.bot:
+            raise RoomError(ErrorCode.BAD_MESSAGE, f"seat {seat} holds no bot")
+        self._abandon(seat, "kicked")
+        self._settle(now)
+
+    def bot_names(self, count: int, strategy: str, skip: int = 0) -> list[str]:
+        """``count`` display names for new bots, none used at this table yet: a first name
+        from :data:`BOT_NAMES` (after the first ``skip``) and the bot's strategy."""
+        taken = {s.name.split(" (")[0] for s in self.seats if s is not None}
+        free = [n for n in BOT_NAMES[skip:] + BOT_NAMES[:skip] if n not in taken]
+        label = BOT_STRATEGY_LABELS.get(strategy, strategy)
+        return [f"{free[i % len(free)]} ({label})" for i in range(count)]
+
+    def set_ready(self, player: str, ready: bool, now: float) -> None:
+        """Mark a seated player ready (or not) to play (see the module docstring, note d)."""
+        self._check(TableCommand.READY)
         seat = self._seat_required(player)
-        occupant = self.seats[seat]
-        assert occupant is not None
-        if occupant.ready != ready:
-            occupant.ready = ready
-            self._event(v1.ReadyChanged(seat=seat, ready=ready))
+        self._mark_ready(seat, ready)
+        self._settle(now)
 
     def start(self, player: str, now: float, seed: str) -> None:
-        """Host only: start a game with the ready players, shuffled from ``seed``."""
+        """Host only: start a game with the ready players, shuffled from ``seed``. The host, if
+        seated, is marked ready: the host who starts plays."""
+        self._check(TableCommand.START)
         if player != self.host:
             raise RoomError(ErrorCode.NOT_HOST, "only the host can start the game")
-        if self.status not in ("open", "finished"):
-            raise RoomError(ErrorCode.GAME_RUNNING, "a game is already running")
-        players = self._ready_seats()
-        if len(players) < self.adapter.min_players:
+        own = self.seat_of(player)
+        ready = set(self._ready_seats()) | ({own} if own is not None else set())
+        if len(ready) < self.adapter.min_players:
             raise RoomError(
                 ErrorCode.NOT_ENOUGH_PLAYERS,
-                f"{self.adapter.min_players} ready players are needed, {len(players)} are ready",
+                f"{self.adapter.min_players} ready players are needed, {len(ready)} would play",
             )
-        self.begin(now, seed)
+        if own is not None:
+            self._mark_ready(own, True)
+        self._begin(now, seed)
 
     def begin(self, now: float, seed: str) -> None:
         """Start a new game now (solitaire sessions start at once; tables via :meth:`start`).
 
         A numbered deal ignores ``seed``: its seed is public, so anyone can replay it."""
-        if self.deal is not None:
-            seed = self.adapter.deal_seed(self.deal)
-        self.engine = self.adapter.create(self.options, seed)
-        self.newcomers.clear()
-        self.status = "playing"
-        self._info_dirty = True
-        self._event(
-            v1.GameStarted(
-                game=self.adapter.name, commitment=self.engine.commitment, deal=self.deal
-            )
-        )
-        self._run_system(now)
-        self._settle(now)
+        self._check(TableCommand.BEGIN)
+        self._begin(now, seed)
 
     def act(self, player: str, action: dict[str, Any], now: float) -> None:
         """Play ``action`` (its wire form) for the player's own seat."""
+        self._check(TableCommand.ACT)
         seat = self._seat_required(player)
-        if self.engine is None:
-            raise RoomError(ErrorCode.NOT_IN_ROUND, "no game is running at this table")
         try:
             move = msgspec.convert(action, self.adapter.action_type)
         except msgspec.ValidationError as error:
@@ -369,21 +658,36 @@ class Room:
         self._apply(seat, move)
         self._settle(now)
 
+    def resync(self, player: str, now: float) -> int | None:
+        """A viewer asks to catch up: return their seat (``None`` for a spectator); a seated
+        player is connected again."""
+        self._check(TableCommand.RESYNC)
+        seat = self.seat_of(player)
+        if seat is None and player not in self.spectators:
+            raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
+        self.presence(player, True, now)
+        return seat
+
     def presence(self, player: str, connected: bool, now: float) -> None:
-        """Note that a seated player's connection dropped or came back."""
+        """Note that a seated player's connection dropped or came back (others: nothing)."""
+        if not self._check(TableCommand.PRESENCE):
+            return
         seat = self.seat_of(player)
         if seat is None:
             return
         occupant = self.seats[seat]
         assert occupant is not None
-        if occupant.connected == connected:
-            return
-        occupant.connected = connected
-        occupant.away_since = None if connected else now
-        self._event(v1.PresenceChanged(seat=seat, connected=connected))
+        if occupant.connected != connected:
+            occupant.connected = connected
+            occupant.away_since = None if connected else now
+            self._event(v1.PresenceChanged(seat=seat, connected=connected))
+        self._settle(now)
 
     def tick(self, now: float) -> None:
-        """Do what is due: default actions, the next round, freeing abandoned seats."""
+        """Do what is due: default actions, the next deal, the end of a wait, freeing abandoned
+        seats, closing a deserted table. Nothing due, nothing changes."""
+        if not self._check(TableCommand.TICK):
+            return
         if self.turn_deadline is not None and now >= self.turn_deadline and self.engine is not None:
             for seat in self.turn_seats:
                 action = self.engine.default_action(seat)
@@ -392,8 +696,9 @@ class Room:
                     self._apply(seat, action)
             self.turn_deadline = None
         if self.next_round_at is not None and now >= self.next_round_at:
-            self.next_round_at = None
-            self._run_system(now)
+            self._deal()
+        if self.waiting_until is not None and now >= self.waiting_until:
+            self._apply(*self.adapter.end_game_action(self.engine))
         grace = self.options.grace_seconds
         for index, occupant in enumerate(self.seats):
             if (
@@ -402,13 +707,15 @@ class Room:
                 and now >= occupant.away_since + grace
             ):
                 occupant.away_since = None
-                self._abandon(index, now, "timeout")
+                self._abandon(index, "timeout")
         self._settle(now)
 
     def resume(self, now: float) -> None:
         """After the room moved to another node: the player on turn gets a full turn again
         (nobody could act while no node hosted the table), and every player counts as away
         until their client resyncs here."""
+        if not self._check(TableCommand.RESUME):
+            return
         if self.turn_deadline is not None:
             seconds = self.adapter.turn_seconds(self.options)
             self.turn_deadline = None if seconds is None else now + seconds
@@ -418,23 +725,13 @@ class Room:
             if occupant is not None and occupant.connected:
                 self.presence(occupant.player, False, now)  # back when they resync here
         self._info_dirty = True
-
-    def fingerprint(self) -> tuple[Any, ...]:
-        """What a timer tick can change; equal before and after means the tick did nothing."""
-        return (
-            self.seq,
-            self.status,
-            self.turn_deadline,
-            self.next_round_at,
-            tuple(None if s is None else (s.leaving, s.away_since) for s in self.seats),
-        )
+        self._settle(now)
 
     def close(self, reason: str) -> None:
         """End the room for good."""
-        self.status = "closed"
-        self.turn_deadline = self.next_round_at = None
-        self.turn_seats = ()
-        self.legal_now = {}
+        if not self._check(TableCommand.CLOSE):
+            return
+        self._enter(TableStatus.CLOSED)
         self._event(v1.TableClosed(reason=reason))
         self.outcome.closed = True
 
@@ -477,6 +774,131 @@ class Room:
         outcome, self.outcome = self.outcome, Outcome()
         return outcome
 
+    # ------------------------------------------------------------------ the lifecycle
+    def _check(self, command: TableCommand) -> bool:
+        """Look ``command`` up in :data:`COMMANDS`: ``True`` to go on, ``False`` when it is
+        ignored here; raise :class:`RoomError` when it is refused."""
+        verdict = COMMANDS[self.status][command]
+        if verdict == ALLOWED:
+            return True
+        if verdict == IGNORED:
+            return False
+        assert isinstance(verdict, Refusal)
+        raise RoomError(verdict.code, verdict.message)
+
+    def _enter(self, status: TableStatus) -> None:
+        """Change the status along :data:`TRANSITIONS`, dropping the old status's timer."""
+        old = self.status
+        if status is old:
+            return
+        if status not in TRANSITIONS[old]:
+            raise AssertionError(f"table {self.id}: no transition from {old} to {status}")
+        self.status = status
+        self._info_dirty = True
+        if old is TableStatus.BETWEEN_ROUNDS:
+            self.next_round_at = None
+        elif old is TableStatus.WAITING:
+            self.waiting_until = None
+        if status is TableStatus.FINISHED:
+            self._finish()
+        elif status is TableStatus.CLOSED:
+            self.turn_deadline = self.next_round_at = self.waiting_until = self.close_at = None
+            self.turn_seats = ()
+            self.legal_now = {}
+
+    def _settle(self, now: float) -> None:
+        """After every command: auto-play for leaving players, the status that follows from the
+        engine and the seats, its timers, freed seats, and closing a deserted table."""
+        if self.closed:
+            return
+        self._autoplay()
+        engine = self.engine
+        if engine is not None and self.status in GAME_RUNNING:
+            if engine.over:
+                self._enter(TableStatus.FINISHED)
+            elif not self.adapter.between_rounds(engine):
+                self._enter(TableStatus.PLAYING)
+            elif len(self._round_seats()) >= self.adapter.min_players:
+                self._enter(TableStatus.BETWEEN_ROUNDS)
+            else:
+                self._enter(TableStatus.WAITING)
+        for index, occupant in enumerate(self.seats):
+            if occupant is not None and occupant.leaving and not self._in_round(index):
+                self._free(index, occupant.leaving_reason)
+        if self.status is TableStatus.BETWEEN_ROUNDS and self.next_round_at is None:
+            self.next_round_at = now + self.adapter.round_pause(self.options)
+        if self.status is TableStatus.WAITING and self.waiting_until is None:
+            self.waiting_until = now + self.options.grace_seconds
+        self._arm_turn(now)
+        if not self._deserted():
+            self.close_at = None
+        elif self.close_at is None:
+            self.close_at = now
+        if self.should_close(now):
+            self.close("everyone left")
+
+    def _arm_turn(self, now: float) -> None:
+        """The legal actions of each seat and the turn timer (only while a round is played)."""
+        if self.status is not TableStatus.PLAYING:
+            self.turn_deadline = None
+            self.turn_seats = ()
+            self.legal_now = {}
+            self._acted = False
+            return
+        self.legal_now = {
+            i: moves for i, s in enumerate(self.seats) if s is not None and (moves := self.legal(i))
+        }
+        on_turn = tuple(self.legal_now)
+        if self._acted or on_turn != self.turn_seats or self.turn_deadline is None:
+            self.turn_seats = on_turn
+            seconds = self.adapter.turn_seconds(self.options)
+            self.turn_deadline = None if seconds is None or not on_turn else now + seconds
+        self._acted = False
+
+    def _begin(self, now: float, seed: str) -> None:
+        if self.deal is not None:
+            seed = self.adapter.deal_seed(self.deal)
+        self.engine = self.adapter.create(self.options, seed)
+        self.newcomers.clear()
+        self._enter(TableStatus.PLAYING)
+        self.game_start_seq = self.seq + 1
+        self._event(
+            v1.GameStarted(
+                game=self.adapter.name, commitment=self.engine.commitment, deal=self.deal
+            )
+        )
+        if self.adapter.between_rounds(self.engine):
+            self._deal()
+        self._settle(now)
+
+    def _deal(self) -> None:
+        """Start the next round with the seats that can play it (BlackDrez)."""
+        self.next_round_at = None
+        seats = self._round_seats()
+        step = self.adapter.system_action(self.engine, seats, sorted(self.newcomers))
+        if step is not None:
+            self._apply(*step)
+            self.newcomers.difference_update(seats)
+            self._info_dirty = True
+
+    def _finish(self) -> None:
+        self.turn_deadline = None
+        self.turn_seats = ()
+        self.legal_now = {}
+        score = self.adapter.final_score(self.engine)
+        if score is not None and self.seats[0] is not None and self.deal is None:
+            self.outcome.scores.append((self.seats[0].player, self.seats[0].name, score))
+        for seat in self.seats:
+            if seat is not None and not seat.bot:
+                seat.ready = False
+
+    def _clear_game(self) -> None:
+        """Forget a finished game: the table is open for a new one (a newcomer joins)."""
+        self.engine = None
+        self.newcomers.clear()
+        self.game_start_seq = self.seq + 1
+        self._enter(TableStatus.OPEN)
+
     # ------------------------------------------------------------------ internals
     def _event(self, event: Any, seat_events: dict[int, Any] | None = None) -> None:
         self.seq += 1
@@ -503,52 +925,25 @@ class Room:
         try:
             events = self.engine.apply(seat, action)
         except Rejected as rejected:
-            raise RoomError(ErrorCode(rejected.reason.value), rejected.detail) from None
+            raise RoomError(REJECTIONS[rejected.reason], rejected.detail) from None
+        self._applied += 1
         self._engine_events(events)
         self._acted = True
 
-    def _run_system(self, now: float) -> None:
-        """Play the system's own actions (BlackDrez: start the next round) while there are any."""
-        while self.engine is not None and not self.engine.over:
-            seats = self._round_seats()
-            step = self.adapter.system_action(self.engine, seats, sorted(self.newcomers))
-            if step is None:
-                return
-            seat, action = step
-            self._apply(seat, action)
-            self.newcomers.difference_update(seats)
-            self._info_dirty = True
+    def _abandon(self, seat: int, reason: Literal["left", "timeout", "kicked"]) -> None:
+        """A player leaves (or stayed away past the grace period, or the host removed a bot): the
+        seat is freed once they are out of the round (a solitaire is resigned at once); see
+        :meth:`_settle`."""
+        occupant = self.seats[seat]
+        assert occupant is not None
+        occupant.leaving = True
+        occupant.leaving_reason = reason
+        if self._in_round(seat):
+            quit_now = self.adapter.leave_action(self.engine)
+            if quit_now is not None:
+                self._apply(seat, quit_now)
 
-    def _settle(self, now: float) -> None:
-        """After any change: auto-play for leaving players, rounds, timers, game end."""
-        self._autoplay(now)
-        engine = self.engine
-        if engine is None or self.status != "playing":
-            return
-        if engine.over:
-            self._finish()
-            return
-        if self.adapter.between_rounds(engine):
-            for index, occupant in enumerate(self.seats):
-                if occupant is not None and occupant.leaving:
-                    self._free(index, "left" if occupant.connected else "timeout")
-            if self.next_round_at is None:
-                self.next_round_at = now + self.adapter.round_pause(self.options)
-            self.turn_deadline = None
-            self.turn_seats = ()
-            self.legal_now = {}
-            return
-        self.legal_now = {
-            i: moves for i, s in enumerate(self.seats) if s is not None and (moves := self.legal(i))
-        }
-        on_turn = tuple(self.legal_now)
-        if self._acted or on_turn != self.turn_seats:
-            self.turn_seats = on_turn
-            seconds = self.adapter.turn_seconds(self.options)
-            self.turn_deadline = None if seconds is None or not on_turn else now + seconds
-        self._acted = False
-
-    def _autoplay(self, now: float) -> None:
+    def _autoplay(self) -> None:
         """Play the default action for seats whose players are leaving."""
         engine = self.engine
         for _ in range(64):
@@ -564,18 +959,12 @@ class Room:
             if not moved:
                 return
 
-    def _finish(self) -> None:
-        self.status = "finished"
-        self.turn_deadline = self.next_round_at = None
-        self.turn_seats = ()
-        self.legal_now = {}
-        self._info_dirty = True
-        score = self.adapter.final_score(self.engine)
-        if score is not None and self.seats[0] is not None and self.deal is None:
-            self.outcome.scores.append((self.seats[0].player, self.seats[0].name, score))
-        for seat in self.seats:
-            if seat is not None and not seat.bot:
-                seat.ready = False
+    def _mark_ready(self, seat: int, ready: bool) -> None:
+        occupant = self.seats[seat]
+        assert occupant is not None
+        if occupant.ready != ready:
+            occupant.ready = ready
+            self._event(v1.ReadyChanged(seat=seat, ready=ready))
 
     def _free(self, seat: int, reason: str) -> None:
         occupant = self.seats[seat]
@@ -587,8 +976,14 @@ class Room:
             others = [s for s in self.seats if s is not None and not s.bot]
             if others:
                 self.host = others[0].player
-        if all(s is None or s.bot for s in self.seats) and not self.spectators:
-            self.close("everyone left")
+            else:
+                self.host_left = True
+
+    def _deserted(self) -> bool:
+        """No human holds a seat (see the module docstring, note 1)."""
+        if self.humans_came:
+            return all(s is None or s.bot for s in self.seats)
+        return all(s is None for s in self.seats)
 
     def _in_round(self, seat: int) -> bool:
         return (
@@ -608,10 +1003,6 @@ class Room:
         if seat is None:
             raise RoomError(ErrorCode.NOT_SEATED, "you have no seat at this table")
         return seat
-
-    def _require_open(self) -> None:
-        if self.status == "closed":
-            raise RoomError(ErrorCode.NOT_FOUND, "this table is closed")
 
     def _check_invite(self, player: str, invite: str | None) -> None:
         if self.invite is not None and player != self.host and invite != self.invite:

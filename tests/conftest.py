@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.redis_server import RedisServer
+from server.testing.postgres_server import PostgresServer
+from server.testing.redis_server import RedisServer
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +30,11 @@ def redis_url_clean(redis_url: str) -> str:
     with redis.Redis.from_url(redis_url) as client:
         client.flushall()
     return redis_url
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the whole session (started on first use); each test that
+    needs a database makes its own with ``create_schema()`` or ``create_database()``."""
+    with PostgresServer() as server:
+        yield server

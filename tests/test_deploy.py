@@ -81,8 +81,8 @@ def test_the_image_runs_the_server_by_default() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(NODES))
-def test_the_failover_tests_run_the_compose_command(name: str) -> None:
-    from tests.server.test_failover import node_command
+def test_the_node_launcher_runs_the_compose_command(name: str) -> None:
+    from server.testing.nodes import node_command
 
     command = node_command(port=9999, redis_url="redis://127.0.0.1:1/0", node_id="x")
     assert command[:3] == [command[0], "-m", "server.cli"]
@@ -112,3 +112,18 @@ def test_docker_compose_accepts_the_file_and_rejects_a_broken_one(tmp_path) -> N
     )
     assert refused.returncode != 0
     assert "portz" in refused.stderr
+
+
+def test_the_nodes_trust_the_load_balancers_forwarded_for_and_no_one_elses() -> None:
+    """Nodes cap connections per client address: behind nginx that is X-Forwarded-For, believed
+    from nginx's fixed address only; and the Host nginx passes on keeps its port for the Origin
+    check."""
+    import ipaddress
+
+    lb_address = SERVICES["lb"]["networks"]["default"]["ipv4_address"]
+    subnet = COMPOSE["networks"]["default"]["ipam"]["config"][0]["subnet"]
+    assert ipaddress.ip_address(lb_address) in ipaddress.ip_network(subnet)
+    for service in NODES.values():
+        assert parse(service["command"]).trusted_proxy == [lb_address]
+    assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in NGINX
+    assert "proxy_set_header Host $http_host;" in NGINX

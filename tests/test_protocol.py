@@ -227,7 +227,10 @@ def test_a_message_built_in_code_round_trips_in_both_encodings() -> None:
         ("not json", ErrorCode.BAD_FRAME),
         ('{"type": "ping"', ErrorCode.BAD_FRAME),
         (b"\xc1", ErrorCode.BAD_FRAME),
-        ('{"type": "act", "table": "t", "action": ' + "[" * 100_000 + "]" * 100_000 + "}", None),
+        (
+            '{"type": "act", "table": "t", "action": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            ErrorCode.BAD_FRAME,
+        ),
         ('{"type": "fly", "id": 1}', ErrorCode.UNKNOWN_TYPE),
         ('{"type": 5}', ErrorCode.UNKNOWN_TYPE),
         ('{"id": 1}', ErrorCode.UNKNOWN_TYPE),
@@ -241,13 +244,10 @@ def test_a_message_built_in_code_round_trips_in_both_encodings() -> None:
         (msgspec.msgpack.encode({"type": "join", "table": 5}), ErrorCode.BAD_MESSAGE),
     ],
 )
-def test_bad_frames_are_classified(frame: str | bytes, code: ErrorCode | None) -> None:
+def test_bad_frames_are_classified(frame: str | bytes, code: ErrorCode) -> None:
     with pytest.raises(FrameError) as failure:
         CLIENT_DECODERS[1].decode(frame)
-    if code is None:  # nested too deeply: either malformed or too deep, never a crash
-        assert failure.value.code in (ErrorCode.BAD_FRAME, ErrorCode.BAD_MESSAGE)
-    else:
-        assert failure.value.code == code
+    assert failure.value.code == code
 
 
 def test_valid_frames_decode_to_their_messages() -> None:

@@ -7,16 +7,24 @@ key layout, and Redis going away and coming back under a live store.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 import redis.asyncio as aioredis
 
-from server.stores.base import Store, StoreUnavailable, node_channel, table_channel
+from server.stores.base import (
+    LeaseLost,
+    Store,
+    StoreUnavailable,
+    Whereabouts,
+    node_channel,
+    table_channel,
+)
 from server.stores.memory import MemoryStore
 from server.stores.redis import RedisStore
-from tests.redis_server import RedisServer
+from server.testing.redis_server import RedisServer
 
 OpenRedisStore = Callable[..., Awaitable[RedisStore]]
 
@@ -273,6 +281,122 @@ async def test_a_failing_handler_does_not_stop_the_bus(store: Store) -> None:
     await eventually(lambda: inbox.messages == [b"one", b"two"])
 
 
+# ---------------------------------------------------------------------- hosting and fencing
+async def test_a_lease_yields_a_token_that_only_grows(store: Store) -> None:
+    first = await store.acquire_lease("t1", 5)
+    assert first is not None
+    assert await store.acquire_lease("t1", 5) is None, "held: not taken twice"
+    await store.release_lease("t1", first + 1)  # not the holder's token: nothing happens
+    assert await store.acquire_lease("t1", 5) is None
+    await store.release_lease("t1", first)
+    second = await store.acquire_lease("t1", 5)
+    assert second is not None and second > first
+    assert (await store.locate("t1")).where is Whereabouts.HOSTED
+
+
+async def test_renewal_extends_only_the_lease_held_with_that_token(store: Store) -> None:
+    token = await store.acquire_lease("t1", 1.0)
+    other = await store.acquire_lease("t2", 1.0)
+    assert token is not None and other is not None
+    assert await store.renew_leases({"t1": token, "t2": other + 1}, 1.0) == {"t2"}
+    await asyncio.sleep(0.6)
+    assert await store.renew_leases({"t1": token}, 1.0) == set()
+    await asyncio.sleep(0.6)
+    assert (await store.locate("t1")).where is Whereabouts.HOSTED, "renewed: still held"
+    await asyncio.sleep(1.0)
+    # Lapsed: the renewal reports it lost and does not take it again.
+    assert await store.renew_leases({"t1": token}, 5) == {"t1"}
+    assert (await store.locate("t1")).node is None
+    again = await store.acquire_lease("t1", 5)
+    assert again is not None and again > token
+
+
+async def test_an_append_needs_the_token_and_the_expected_position(store: Store) -> None:
+    token = await store.acquire_lease("t1", 5)
+    assert token is not None
+    await store.append_log("t1", token, 1, b"create")
+    await store.append_log("t1", token, 2, b"join")
+    for stale_token, position in ((token, 2), (token, 4), (token, 1), (token + 1, 3)):
+        with pytest.raises(LeaseLost):
+            await store.append_log("t1", stale_token, position, b"stale")
+    with pytest.raises(LeaseLost):
+        await store.append_log("t-unleased", token, 1, b"create")
+    assert await store.read_log("t1") == [b"create", b"join"], "nothing was written"
+    await store.append_log("t1", token, 3, b"act")
+    assert await store.read_log("t1") == [b"create", b"join", b"act"]
+    with pytest.raises(LeaseLost):
+        await store.put_table("t1", store.node_id, b"record", listed=True, token=token + 1)
+    assert await store.get_table("t1") is None
+
+
+async def test_a_lapsed_lease_fences_its_old_holder_out(store: Store) -> None:
+    token = await store.acquire_lease("t1", 0.2)
+    assert token is not None
+    await store.append_log("t1", token, 1, b"create")
+    await asyncio.sleep(0.3)
+    with pytest.raises(LeaseLost):
+        await store.append_log("t1", token, 2, b"late")
+    assert (await store.locate("t1")).where is Whereabouts.MOVING
+    assert await store.adoptable_tables() == ["t1"]
+    adopted = await store.acquire_lease("t1", 5)
+    assert adopted is not None and adopted > token
+    assert await store.adoptable_tables() == []
+    with pytest.raises(LeaseLost):
+        await store.append_log("t1", token, 2, b"late")
+    await store.append_log("t1", adopted, 2, b"resume")
+    assert await store.read_log("t1") == [b"create", b"resume"]
+
+
+async def test_a_retired_table_leaves_its_record_and_is_never_leased_again(store: Store) -> None:
+    token = await store.acquire_lease("t1", 5)
+    assert token is not None
+    await store.append_log("t1", token, 1, b"create")
+    await store.put_table("t1", store.node_id, b"info", listed=True, token=token)
+    await store.add_player_table("alice", "t1")
+    await store.add_player_table("alice", "t2")
+    await store.add_player_table("bob", "t1")
+    with pytest.raises(LeaseLost):
+        await store.retire_table("t1", token + 1, b"game", 60, ["alice", "bob"])
+    await store.retire_table("t1", token, b"game", 60, ["alice", "bob"])
+    assert (await store.locate("t1")).where is Whereabouts.CLOSED
+    assert await store.acquire_lease("t1", 5) is None
+    assert await store.game_record("t1") == b"game"
+    assert await store.read_log("t1") == []
+    assert await store.get_table("t1") is None
+    assert await store.list_tables() == []
+    assert await store.adoptable_tables() == []
+    assert await store.player_tables("alice") == ["t2"]
+    assert await store.player_tables("bob") == []
+    with pytest.raises(LeaseLost):
+        await store.append_log("t1", token, 2, b"late")
+
+
+async def test_a_game_record_is_kept_for_its_retention(store: Store) -> None:
+    token = await store.acquire_lease("t1", 5)
+    assert token is not None
+    await store.append_log("t1", token, 1, b"create")
+    await store.retire_table("t1", token, b"game", 1.0)
+    assert await store.game_record("t1") == b"game"
+    await asyncio.sleep(1.2)
+    assert await store.game_record("t1") is None
+    assert (await store.locate("t1")).where is Whereabouts.UNKNOWN
+
+
+async def test_locate_tells_unknown_from_moving(store: Store) -> None:
+    assert (await store.locate("nowhere")).where is Whereabouts.UNKNOWN
+    token = await store.acquire_lease("t1", 5)
+    assert token is not None
+    await store.append_log("t1", token, 1, b"create")
+    here = await store.locate("t1")
+    assert (here.where, here.node, here.incarnation) == (
+        Whereabouts.HOSTED,
+        store.node_id,
+        store.incarnation,
+    )
+    await store.release_lease("t1", token)
+    assert (await store.locate("t1")).where is Whereabouts.MOVING
+
+
 # ---------------------------------------------------------------------- Redis: several nodes
 async def test_nodes_share_one_redis(open_redis_store: OpenRedisStore) -> None:
     node_a = await open_redis_store("node-a")
@@ -360,6 +484,97 @@ async def test_close_stops_the_reader(open_redis_store: OpenRedisStore) -> None:
     await store.close()
     names = {task.get_name() for task in asyncio.all_tasks()}
     assert "redis-store-pubsub" not in names
+
+
+async def test_a_paused_holder_is_fenced_out_by_the_adopter(
+    open_redis_store: OpenRedisStore,
+) -> None:
+    node_a = await open_redis_store("node-a")
+    node_b = await open_redis_store("node-b")
+    token_a = await node_a.acquire_lease("t1", 0.2)
+    assert token_a is not None
+    assert await node_b.acquire_lease("t1", 5) is None, "held by A"
+    assert await node_b.adoptable_tables() == []
+    await node_a.append_log("t1", token_a, 1, b"create")
+    await asyncio.sleep(0.3)  # A pauses past its lease
+    assert await node_b.adoptable_tables() == ["t1"]
+    token_b = await node_b.acquire_lease("t1", 1.0)
+    assert token_b == token_a + 1
+    await node_b.append_log("t1", token_b, 2, b"b acts")
+    assert await node_a.renew_leases({"t1": token_a}, 5) == {"t1"}
+    with pytest.raises(LeaseLost):
+        await node_a.append_log("t1", token_a, 2, b"a acts on its stale copy")
+    with pytest.raises(LeaseLost):
+        await node_a.put_table("t1", "node-a", b"stale", listed=True, token=token_a)
+    await asyncio.sleep(1.2)  # B pauses past its lease too; A's renewal must not revive A's
+    assert await node_a.renew_leases({"t1": token_a}, 5) == {"t1"}
+    assert (await node_a.locate("t1")).where is Whereabouts.MOVING
+    token_a2 = await node_a.acquire_lease("t1", 5)
+    assert token_a2 == token_b + 1
+    with pytest.raises(LeaseLost):
+        await node_a.append_log("t1", token_a2, 2, b"a's stale position")
+    await node_a.append_log("t1", token_a2, 3, b"a resumes from the log")
+    assert await node_a.read_log("t1") == [b"create", b"b acts", b"a resumes from the log"]
+
+
+async def test_a_restarted_node_takes_its_earlier_incarnations_tables_at_once(
+    open_redis_store: OpenRedisStore,
+) -> None:
+    before = await open_redis_store("node-a")
+    other = await open_redis_store("node-b")
+    token = await before.acquire_lease("t1", 60)
+    other_token = await other.acquire_lease("t2", 60)
+    assert token is not None and other_token is not None
+    await before.append_log("t1", token, 1, b"create")
+    await other.append_log("t2", other_token, 1, b"create")
+    after = await open_redis_store("node-a")  # same node id, a new process
+    assert after.incarnation != before.incarnation
+    assert await after.adoptable_tables() == ["t1"], "its own earlier tables, not node-b's"
+    assert await other.adoptable_tables() == []
+    taken = await after.acquire_lease("t1", 60)
+    assert taken == token + 1
+    assert await after.acquire_lease("t2", 60) is None
+    place = await other.locate("t1")
+    assert (place.node, place.incarnation) == ("node-a", after.incarnation)
+    with pytest.raises(LeaseLost):
+        await before.append_log("t1", token, 2, b"the old process")
+    assert await before.acquire_lease("t1", 60) is None, "no stealing back from a newer one"
+
+
+async def test_every_table_key_gets_a_lifetime_when_retired(
+    open_redis_store: OpenRedisStore, redis_url_clean: str
+) -> None:
+    store = await open_redis_store()
+    token = await store.acquire_lease("t1", 5)
+    assert token is not None
+    await store.append_log("t1", token, 1, b"create")
+    await store.put_table("t1", "node-a", b"info", listed=True, token=token)
+    await store.add_player_table("alice", "t1")
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        assert await raw.ttl("bd:p:{alice}:tables") > 0, "a player's set has a TTL"
+        await store.retire_table("t1", token, b"game", 3600, ["alice"])
+        keys = {key.decode() for key in await raw.keys("*")}
+        assert {k for k in keys if "{t1}" in k} == {
+            "bd:t:{t1}:epoch",
+            "bd:t:{t1}:state",
+            "bd:t:{t1}:game",
+        }
+        for key in keys - {"bd:secret", "bd:nodes", "bd:hosted", "bd:lobby:tables"}:
+            assert 0 < await raw.ttl(key) <= 3600, f"{key} has no lifetime"
+        assert await raw.smembers("bd:hosted") == set()
+        assert await raw.smembers("bd:lobby:tables") == set()
+
+
+async def test_adoptable_tables_forgets_tables_that_are_gone(
+    open_redis_store: OpenRedisStore, redis_url_clean: str
+) -> None:
+    store = await open_redis_store()
+    token = await store.acquire_lease("t1", 0.1)  # its node died before writing anything
+    assert token is not None
+    await asyncio.sleep(0.2)
+    assert await store.adoptable_tables() == []
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        assert await raw.smembers("bd:hosted") == set()
 
 
 # ---------------------------------------------------------------------- Redis: outages
@@ -465,3 +680,26 @@ async def test_data_survives_a_restart_with_persistence(
         assert await store.list_tables() == [b"kept"]
         assert await store.get_table("t1") == ("node-a", b"kept")
         assert await store.top_scores("piles", 1) == [("p1", "Ann", 7)]
+
+
+async def test_health_warns_once_and_sees_redis_back_by_itself(
+    open_redis_store: OpenRedisStore, private_redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await open_redis_store(url=private_redis.url)
+    await store.list_tables()
+    assert store.health.up
+    caplog.set_level("WARNING", logger="blackdrez.store")
+    private_redis.stop()
+    for _ in range(20):
+        with pytest.raises(StoreUnavailable):
+            await store.get_table("t1")
+    assert not store.health.up
+    await asyncio.sleep(1.0)  # the probe keeps trying meanwhile, quietly
+    private_redis.start()
+    await asyncio.wait_for(store.health.wait_up(), 3.0)  # no call of ours: the probe saw it
+    assert store.health.outages == 1
+    warnings = [r.getMessage() for r in caplog.records if r.name == "blackdrez.store"]
+    assert len(warnings) == 2, warnings
+    assert "unavailable" in warnings[0]
+    assert "back after" in warnings[1]
+    assert int(re.search(r"\((\d+) failed", warnings[1])[1]) >= 20, "counted, probes included"

@@ -1,15 +1,22 @@
-// The browser client: connection, table state, and the screen now shown (lobby or a table).
+// The browser client: connection, table state, the screen now shown (lobby or a table), and
+// what the whole page does: messages (toasts) in words, the "your turn" signals, keyboard
+// shortcuts, the rules dialog and the player's settings (theme, sound).
 
 import { Connection } from "./net.js";
 import { TableStore } from "./tables.js";
 import { h, swap } from "./dom.js";
 import { Lobby } from "./lobby.js";
-import { renderBlackDrez, describeEvent } from "./blackdrez.js";
+import { renderBlackDrez } from "./blackdrez.js";
 import { renderPiles, resetPiles } from "./piles.js";
 import { renderBlueJacket, resetBlueJacket } from "./bluejacket.js";
+import { showHelp } from "./help.js";
+import { motion } from "./motion.js";
+import { THEMES, applyTheme, setSound, setTheme, signalTurn, soundOn, theme } from "./prefs.js";
+import { describeEvent, errorText } from "./words.js";
 
 const CURRENT_KEY = "blackdrez.current";
 const RENDERERS = { blackdrez: renderBlackDrez, blackjack_piles: renderPiles, blue_jacket: renderBlueJacket };
+const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
 
 const conn = new Connection();
 const store = new TableStore(conn);
@@ -17,6 +24,7 @@ const screen = document.getElementById("screen");
 const statusBadge = document.getElementById("status");
 const whoami = document.getElementById("whoami");
 const toasts = document.getElementById("toasts");
+const announcer = document.getElementById("announce");
 
 /** What the app offers to the screens. */
 const ctx = {
@@ -24,12 +32,14 @@ const ctx = {
   store,
   get me() { return conn.welcome?.player; },
   toast,
-  /** Send a request; show its error unobtrusively; resolve with the reply or null. */
+  help: showHelp,
+  shortcuts: {},
+  /** Send a request; show its error as a sentence; resolve with the reply or null. */
   async send(message) {
     try {
       return await conn.request(message);
     } catch (error) {
-      toast(error.message);
+      toast(errorText(error));
       return null;
     }
   },
@@ -44,30 +54,47 @@ const ctx = {
     sessionStorage.removeItem(CURRENT_KEY);
     show();
   },
+  /** Leave a table (asking first when a game is running there). */
   async leave(id) {
+    const table = store.get(id);
+    if (table?.info?.game === "blackdrez" && table.seat !== null && table.info.status === "playing"
+      && !confirm("Leave this table? A game is running: in the current round you withdraw at each of your turns, and your seat is freed when the round ends.")) return;
     leaving.add(id);
     const reply = await ctx.send({ type: "leave", table: id });
     if (reply) {
       store.forget(id);
       ctx.lobby();
-    }
+    } else leaving.delete(id);
   },
 };
 
 const leaving = new Set(); // tables this client is leaving: their closing is no news
+const fresh = new Map(); // table id -> events received since the table was last drawn
 let current = JSON.parse(sessionStorage.getItem(CURRENT_KEY) || "null");
 const lobby = new Lobby(ctx);
 
-function toast(text) {
-  const note = h("div.toast", { role: "status" }, text);
+/** A short message at the bottom of the screen; errors stay longer and can be dismissed. */
+function toast(text, kind = "error") {
+  const note = h("div.toast", { class: kind, role: kind === "error" ? "alert" : "status" },
+    h("span", text),
+    h("button.close", { "aria-label": "Dismiss", onclick: () => note.remove() }, "✕"));
   toasts.append(note);
-  setTimeout(() => note.classList.add("fade"), 4500);
-  setTimeout(() => note.remove(), 5200);
+  const stay = kind === "error" ? 9000 : 6000;
+  setTimeout(() => note.classList.add("fade"), stay);
+  setTimeout(() => note.remove(), stay + 700);
+}
+
+/** Say something to screen-reader users without showing it (a persistent live region). */
+function announce(text) {
+  announcer.textContent = "";
+  setTimeout(() => { announcer.textContent = text; }, 50);
 }
 
 function show() {
   document.body.dataset.screen = current ? "table" : "lobby";
   if (!current) {
+    ctx.shortcuts = {};
+    signalTurn(false);
     lobby.mount(screen);
     return;
   }
@@ -77,10 +104,18 @@ function show() {
     swap(screen, h("p.loading", "Loading the table…"));
     return;
   }
-  const render = RENDERERS[table.info.game];
-  screen.dataset.game = table.info.game;
-  render(ctx, table, screen);
+  const game = table.info.game;
+  const render = RENDERERS[game];
+  screen.dataset.game = game;
+  const events = fresh.get(table.id) ?? [];
+  fresh.delete(table.id);
+  render(ctx, table, screen, events);
+  const myTurn = game === "blackdrez" && table.legal.length > 0;
+  if (myTurn && !wasMyTurn) announce("Your turn.");
+  wasMyTurn = myTurn;
+  signalTurn(myTurn, table.info.name || GAME_NAMES[game]);
 }
+let wasMyTurn = false;
 
 conn.addEventListener("status", ({ detail }) => {
   const text = {
@@ -91,6 +126,19 @@ conn.addEventListener("status", ({ detail }) => {
   statusBadge.textContent = text;
   statusBadge.dataset.state = detail.state;
 });
+
+conn.addEventListener("moving", () => {
+  statusBadge.textContent = "Table moving…";
+  statusBadge.dataset.state = "waiting";
+  clearTimeout(movingTimer);
+  movingTimer = setTimeout(() => {
+    if (conn.connected) {
+      statusBadge.textContent = "Connected";
+      statusBadge.dataset.state = "open";
+    }
+  }, 2500);
+});
+let movingTimer = null;
 
 conn.addEventListener("welcome", async ({ detail: welcome }) => {
   whoami.textContent = welcome.name;
@@ -110,11 +158,11 @@ conn.addEventListener("message", ({ detail: message }) => {
   if (message.type === "lobby" || message.type === "tables" || message.type === "leaderboard") {
     lobby.receive(message);
   } else if (message.type === "shutdown") {
-    toast(`The server is restarting: ${message.reason}`);
+    toast("The server is restarting: you will be reconnected in a moment.", "info");
   }
 });
 
-conn.addEventListener("error", ({ detail }) => toast(detail));
+conn.addEventListener("error", ({ detail }) => toast(errorText(detail)));
 
 store.addEventListener("change", ({ detail: id }) => {
   if (current && current.id === id && !store.get(id)) ctx.lobby(); // gone: closed or left
@@ -123,16 +171,18 @@ store.addEventListener("change", ({ detail: id }) => {
 });
 
 store.addEventListener("event", ({ detail: { table, event } }) => {
+  if (!fresh.has(table)) fresh.set(table, []);
+  fresh.get(table).push(event);
   if (event.type === "game_started") {
     resetPiles(table);
     resetBlueJacket(table);
   }
   if (event.type === "game_over" && !current) lobby.refreshLeaderboards();
-  if (current && current.id === table && event.type === "timed_out") {
-    toast(describeEvent(store.get(table), event));
-  }
+  const here = current && current.id === table && store.get(table)?.info?.game === "blackdrez";
+  if (here && event.type === "timed_out") toast(describeEvent(store.get(table), event), "info");
+  if (here && ["round_won", "pot_split", "game_over"].includes(event.type)) announce(describeEvent(store.get(table), event));
   if (event.type === "table_closed") {
-    if (!leaving.has(table)) toast(describeEvent(store.get(table), event));
+    if (!leaving.has(table)) toast(describeEvent(store.get(table), event), "info");
     store.forget(table);
     if (current && current.id === table) ctx.lobby();
   }
@@ -142,7 +192,13 @@ document.getElementById("rename").addEventListener("submit", (e) => {
   e.preventDefault();
   const field = e.target.elements.name;
   const name = field.value.trim();
-  if (!name) return;
+  if (!name) {
+    field.setAttribute("aria-invalid", "true");
+    field.focus();
+    toast("Type a new name first (1 to 24 characters).", "info");
+    return;
+  }
+  field.removeAttribute("aria-invalid");
   const held = [...store.tables.keys()];
   if (held.length && !confirm("A new name makes you a new guest: you lose your seats. Go on?")) return;
   for (const id of held) store.forget(id);
@@ -150,6 +206,29 @@ document.getElementById("rename").addEventListener("submit", (e) => {
   sessionStorage.removeItem(CURRENT_KEY);
   conn.renew(name);
   field.value = "";
+});
+
+// Settings: theme and sound, remembered in localStorage.
+const settings = document.getElementById("settings");
+settings.append(
+  h("label", h("span.visually-hidden", "Theme"),
+    h("select", { id: "theme", "aria-label": "Theme", onchange: (e) => setTheme(e.target.value) },
+      THEMES.map(([value, label]) => h("option", { value, selected: value === theme() }, label)))),
+  h("label.check", h("input", { type: "checkbox", id: "sound", checked: soundOn(), onchange: (e) => setSound(e.target.checked) }), " Sound on your turn"),
+  h("button", { type: "button", onclick: () => showHelp(current ? store.get(current.id)?.info?.game ?? "blackdrez" : "blackdrez") }, "Rules and help"));
+applyTheme();
+matchMedia("(prefers-color-scheme: dark)").addEventListener("change", applyTheme);
+
+// Keyboard shortcuts of the screen on show (never while typing, nor with a modifier but Shift).
+document.addEventListener("keydown", (event) => {
+  if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+  if (event.target.closest?.("input, select, textarea, dialog")) return;
+  const keys = ctx.shortcuts;
+  const single = keys[event.key.toLowerCase()];
+  if (single && !event.shiftKey) {
+    single();
+    event.preventDefault();
+  } else if (keys.key && keys.key(event)) event.preventDefault();
 });
 
 setInterval(() => {
@@ -169,6 +248,6 @@ document.querySelector(".top h1 a").addEventListener("click", (e) => {
 });
 
 // For debugging and the browser tests: the table on screen, as the client holds it.
-window.blackdrez = { conn, store, ctx, table: () => (current ? store.get(current.id) ?? null : null) };
+window.blackdrez = { conn, store, ctx, motion, table: () => (current ? store.get(current.id) ?? null : null) };
 show();
 conn.start();

@@ -1,13 +1,18 @@
 // Blue Jacket: three rows of eight piles, the Aces pile, the bottom row and the stock. Click a
 // card then its destination, or drag it there; dropping a card on another single row card
-// interchanges them when that is legal. Clicking the stock deals.
+// interchanges them when that is legal. Clicking the stock deals; when it cannot, the stock
+// says why. A move that empties a row pile while no starting card for that row is in play
+// asks first: until the pile is filled again, the stock cannot deal.
+// Keys: D deals, A sends a bottom-row Ace to the Aces pile, Esc clears the selection.
 
 import { h, swap } from "./dom.js";
 import { standardCard, cardBack } from "./cards.js";
 import { fairness } from "./fairness.js";
 import { playAgain } from "./piles.js";
+import { count, listing, standardName } from "./words.js";
 
 const ROW_BUILDS = ["2 · 5 · 8 · J", "3 · 6 · 9 · Q", "4 · 7 · 10 · K"];
+const STARTERS = ["Two", "Three", "Four"];
 const selections = new Map(); // table id -> { seq, source }
 const AUTO_ACES_KEY = "blackdrez.autoAces";
 const autoPlayed = new Map(); // table id -> the seq at which an automatic Ace move was sent
@@ -65,6 +70,11 @@ export function renderBlueJacket(ctx, table, screen) {
   };
   const tryPlay = (source, target) => {
     const action = actionFor(legal, source, target);
+    if (action && deadEnd(view, action) && !confirm(deadEnd(view, action))) {
+      selection.source = null;
+      redraw();
+      return true;
+    }
     if (action) play(action);
     return Boolean(action);
   };
@@ -91,7 +101,7 @@ export function renderBlueJacket(ctx, table, screen) {
     return h("button", {
       class: classes,
       dataset: { loc: location, key: location },
-      "aria-label": `${label}: ${cards.length ? cards.join(" ") : "empty"}${selection.source === location ? ", selected" : ""}${targets.has(location) ? ", legal target" : ""}`,
+      "aria-label": `${label}: ${cards.length ? cards.map(standardName).join(", ") : "empty"}${selection.source === location ? ", selected" : ""}${targets.has(location) ? ", a legal target" : ""}`,
       "aria-pressed": selection.source === location ? "true" : null,
       draggable: available && !view.over ? "true" : null,
       disabled: view.over,
@@ -112,13 +122,14 @@ export function renderBlueJacket(ctx, table, screen) {
         if (source && source !== location && !tryPlay(source, location)) ctx.toast("That card cannot go there");
       },
       ondragend: () => { if (selection.source) { selection.source = null; redraw(); } },
-    }, cards.length ? cards.map((c) => standardCard(c)) : h("span.slot-label", label.split(",")[0]));
+    }, cards.length ? cards.map((c) => standardCard(c)) : h("span.slot-label", emptyLabel(location, label)));
   };
 
   const rows = view.rows.map((row, r) => h("div.bj-row", { dataset: { row: r + 1 } },
     h("div.row-label", h("strong", `Row ${r + 1}`), h("span.muted", ROW_BUILDS[r])),
     h("div.row-piles", row.map((cards, p) => pile(`r${r + 1}.${p + 1}`, cards, `Row ${r + 1} pile ${p + 1}`, cards.length && Number(rankOf(cards[0])) === r + 2 ? "foundation" : "")))));
   const canDeal = legal.some((a) => a.type === "deal");
+  const stockWhy = canDeal ? "" : stockReason(view);
   const aces = view.aces;
   swap(screen, h("div.solitaire.bluejacket",
     h("div.table-head",
@@ -128,9 +139,12 @@ export function renderBlueJacket(ctx, table, screen) {
     h("div.bj-top",
       h("button", {
         id: "stock", class: `bj-stock ${canDeal ? "target" : ""}`, disabled: !canDeal, dataset: { key: "stock" },
-        "aria-label": `Stock, ${view.stock_count} cards${canDeal ? ": deal" : ""}`,
+        "aria-label": `Stock, ${count(view.stock_count, "card")}${canDeal ? ": deal one card on every bottom pile" : `: cannot deal. ${stockWhy}`}`,
+        "aria-describedby": canDeal ? null : "stock-why",
+        title: canDeal ? "Deal a card on every bottom pile (D)" : stockWhy,
         onclick: () => play({ type: "deal" }),
       }, cardBack(String(view.stock_count)), h("span.deal-label", canDeal ? "Deal" : "Stock")),
+      !canDeal && !view.over ? h("p.stock-why", { id: "stock-why" }, stockWhy) : null,
       h("div.aces-wrap",
         pile("aces", aces.length ? [aces[aces.length - 1]] : [], `Aces pile, ${aces.length} of 8`, "aces"),
         h("span.muted", `Aces ${aces.length}/8`))),
@@ -143,18 +157,79 @@ export function renderBlueJacket(ctx, table, screen) {
         type: "checkbox", id: "auto-aces", checked: autoAces,
         onchange: (e) => { localStorage.setItem(AUTO_ACES_KEY, e.target.checked ? "1" : "0"); redraw(); },
       }), " Move bottom-row Aces automatically"),
-      !view.over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game?")) play({ type: "resign" }); } }, "Resign") : null,
+      !view.over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game? Your score stays as it is now.")) play({ type: "resign" }); } }, "Resign") : null,
       h("span.spacer"),
+      h("button", { dataset: { key: "help" }, onclick: () => ctx.help("blue_jacket") }, "How to play"),
       view.over ? h("button.primary", { dataset: { key: "again" }, onclick: () => playAgain(ctx, table, "blue_jacket") }, "Play again") : null,
       view.over
         ? h("button", { dataset: { key: "leave" }, onclick: () => ctx.leave(table.id) }, "Back to lobby")
         : h("button", { dataset: { key: "lobby" }, onclick: () => ctx.lobby() }, "Lobby")),
-    view.over ? h("p.final", { role: "status" }, view.won ? "You won! " : "Game over — ", "final score ", h("strong", { id: "final-score" }, String(view.score))) : null,
+    view.over ? h("div.final", { role: "status" },
+      h("p.final-score", view.won ? "You won! " : "Game over — ", "final score ", h("strong", { id: "final-score" }, String(view.score)), " of 104"),
+      h("p.why", ENDINGS[view.ending] ?? "")) : null,
     fairness(view.commitment, view.seed)));
+
+  ctx.shortcuts = view.over ? {} : {
+    key: (event) => {
+      if (event.key === "d" && canDeal) play({ type: "deal" });
+      else if (event.key === "a") {
+        const ace = legal.find((a) => a.type === "move" && a.target === "aces" && a.source.startsWith("b"));
+        if (ace) play(ace);
+        else ctx.toast("No Ace is on top of a bottom pile.", "info");
+      } else if (event.key === "Escape" && selection.source) { selection.source = null; redraw(); }
+      else return false;
+      return true;
+    },
+  };
+}
+
+const ENDINGS = {
+  won: "Every card is on a foundation.",
+  resigned: "You resigned.",
+  no_moves: "No move was left.",
+};
+
+/** The empty row piles (as "row R pile P"), row by row. */
+function emptyRowPiles(view) {
+  return view.rows.flatMap((row, r) => row.map((cards, p) => (cards.length ? null : { row: r, pile: p })).filter(Boolean));
+}
+
+/** Why the stock cannot deal now. */
+function stockReason(view) {
+  if (view.over) return "The game is over.";
+  if (!view.stock_count) return "The stock is empty: there are no more deals.";
+  const empty = emptyRowPiles(view);
+  if (!empty.length) return "";
+  const where = listing(empty.map((e) => `row ${e.row + 1} pile ${e.pile + 1}`));
+  const needs = listing([...new Set(empty.map((e) => STARTERS[e.row]))]);
+  return `The stock deals only while every row pile holds a card: ${where} ${empty.length === 1 ? "is" : "are"} empty. Fill ${empty.length === 1 ? "it" : "them"} with a ${needs} (any suit).`;
+}
+
+/** The warning for a move that leaves a row pile empty with no starting card for its row in
+ * play (and cards still in the stock), or "" when there is nothing to fear. */
+function deadEnd(view, action) {
+  if (action.type !== "move" || !action.source.startsWith("r") || !view.stock_count) return "";
+  const row = Number(action.source[1]) - 1;
+  const starter = row + 2;
+  // In play: the top card of each bottom pile, and the misplaced cards of the rows.
+  const inPlay = [
+    ...view.bottom.map((pile) => pile.at(-1)),
+    ...view.rows.flatMap((piles, r) => piles.map((pile, p) => (
+      pile.length === 1 && rankOf(pile[0]) !== r + 2 && `r${r + 1}.${p + 1}` !== action.source ? pile[0] : undefined))),
+  ].filter(Boolean);
+  if (inPlay.some((card) => rankOf(card) === starter)) return "";
+  const [r, p] = action.source.slice(1).split(".");
+  return `This move empties row ${r} pile ${p}, and no ${STARTERS[row]} is in play to fill it. Until one fills it, the stock cannot deal. Move anyway?`;
+}
+
+/** What an empty pile shows: a row pile, the starting rank it takes. */
+function emptyLabel(location, label) {
+  if (!location.startsWith("r")) return label.split(",")[0];
+  return `takes a ${STARTERS[Number(location[1]) - 1]}`;
 }
 
 function rankOf(card) {
-  return { A: 1, T: 10, J: 11, Q: 12, K: 13 }[card[0]] ?? Number(card[0]);
+  return { A: 1, T: 10, J: 11, Q: 12, K: 13 }[card[0]] ?? Number(card[0] ?? 0);
 }
 
 function stat(label, value, id) {

@@ -1,27 +1,9 @@
-// Cards on screen: PokerDrez cards (figure, number 1-9, the number's colour) and standard cards.
+// Cards on screen: PokerDrez cards (what counts, the points, is the biggest mark; the figure in
+// the middle; the number that only tells cards apart is a small badge in its colour) and
+// standard cards. Every card says what it is in words on hover and to screen readers.
 
 import { h } from "./dom.js";
-
-export const FIGURES = {
-  Q: { name: "Queen", glyph: "♛", points: "5" },
-  R: { name: "Rook", glyph: "♜", points: "4" },
-  B: { name: "Bishop", glyph: "♝", points: "3" },
-  N: { name: "Knight", glyph: "♞", points: "2" },
-  P: { name: "Pawn", glyph: "♟", points: "1" },
-  J: { name: "Joker", glyph: null, points: "6/1" },
-};
-
-export const NUMBER_COLOURS = [
-  null, "gray", "red", "magenta", "purple", "blue", "yellow", "cyan", "orange", "green",
-];
-
-const SUITS = {
-  C: { name: "Clubs", glyph: "♣", red: false },
-  D: { name: "Diamonds", glyph: "♦", red: true },
-  H: { name: "Hearts", glyph: "♥", red: true },
-  S: { name: "Spades", glyph: "♠", red: false },
-};
-const RANK_NAMES = { A: "Ace", T: "10", J: "Jack", Q: "Queen", K: "King" };
+import { FIGURES, NUMBER_COLOURS, pokerName, standardName } from "./words.js";
 
 /** A jester's cap: the Joker has no chess piece. */
 function jokerSvg() {
@@ -38,40 +20,30 @@ function jokerSvg() {
   return svg;
 }
 
-/** Describe a PokerDrez card ("Q7") for screen readers and titles. */
-export function pokerName(code) {
-  const figure = FIGURES[code[0]];
-  const number = Number(code.slice(1));
-  return `${figure.name} ${number} (${NUMBER_COLOURS[number]}), ${figure.points} points`;
-}
-
 /** A PokerDrez card. ``tag`` may be "button" for a clickable card. */
 export function pokerCard(code, { tag = "span", small = false, ...attrs } = {}) {
   const figure = FIGURES[code[0]];
   const number = Number(code.slice(1));
   const colour = NUMBER_COLOURS[number];
+  const name = pokerName(code);
   return h(`${tag}.card.poker.n-${colour}${small ? ".small" : ""}`,
-    { title: pokerName(code), "aria-label": pokerName(code), role: tag === "span" ? "img" : null, dataset: { card: code }, ...attrs },
-    h("span.band", { "aria-hidden": "true" }, String(number)),
+    { title: name, "aria-label": name, role: tag === "span" ? "img" : null, dataset: { card: code }, ...attrs },
+    h("span.points", { "aria-hidden": "true" }, figure.points === "6/1" ? ["6", h("small", "/1")] : figure.points),
+    h("span.number", { "aria-hidden": "true" }, String(number)),
     h("span.figure", { "aria-hidden": "true" }, figure.glyph ?? jokerSvg()),
-    h("span.points", { "aria-hidden": "true" }, figure.points),
+    h("span.figure-name", { "aria-hidden": "true" }, figure.name),
   );
-}
-
-/** Describe a standard card ("TD") for screen readers. */
-export function standardName(code) {
-  const rank = RANK_NAMES[code[0]] ?? code[0];
-  return `${rank} of ${SUITS[code[1]].name}`;
 }
 
 /** A standard playing card. */
 export function standardCard(code, { tag = "span", ...attrs } = {}) {
-  const suit = SUITS[code[1]];
+  const suit = { C: "♣", D: "♦", H: "♥", S: "♠" }[code[1]];
+  const red = code[1] === "D" || code[1] === "H";
   const rank = code[0] === "T" ? "10" : code[0];
-  return h(`${tag}.card.standard${suit.red ? ".red" : ""}`,
+  return h(`${tag}.card.standard${red ? ".red" : ""}`,
     { title: standardName(code), "aria-label": standardName(code), role: tag === "span" ? "img" : null, dataset: { card: code }, ...attrs },
-    h("span.corner", { "aria-hidden": "true" }, rank, h("br"), suit.glyph),
-    h("span.pip", { "aria-hidden": "true" }, suit.glyph),
+    h("span.corner", { "aria-hidden": "true" }, rank, h("br"), suit),
+    h("span.pip", { "aria-hidden": "true" }, suit),
   );
 }
 

@@ -5,6 +5,7 @@
 import { h, swap } from "./dom.js";
 
 const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
+const STATUS_WORDS = { open: "waiting", playing: "playing", finished: "game over", closed: "closed" };
 
 export class Lobby {
   constructor(ctx) {
@@ -113,23 +114,36 @@ export class Lobby {
       e.preventDefault();
       const [table, code] = inviteField.value.trim().split(":");
       if (!table || !code) {
-        this.ctx.toast("An invite code looks like t0123456789:AbCdEf12");
+        this.ctx.toast("An invite code looks like t0123456789:AbCdEf12 (the table, a colon, the code).");
         return;
       }
       if (watch) this.spectate(table, code);
       else this.join(table, { invite: code });
     };
-    this.tableList = h("div.table-list", { "aria-live": "polite" });
+    // The list changes often; only a short count is announced (see renderTables).
+    this.tableList = h("div.table-list");
+    this.tableCount = h("p.visually-hidden", { role: "status", "aria-live": "polite" });
     this.mine = h("div.mine");
     this.boardBox = h("div.boards");
     return h("div.lobby",
       h("section.panel.tables-panel", { "aria-labelledby": "tables-title" },
         h("div.panel-head",
           h("h2#tables-title", "Tables"),
-          h("button.primary", { id: "quick-join", onclick: () => this.quickJoin() }, "Quick join")),
+          h("span.buttons",
+            h("button", { onclick: () => this.ctx.help("blackdrez") }, "How to play"),
+            h("button.primary", { id: "quick-join", title: "Sit at the first open table with a free seat (or get a new one)", onclick: () => this.quickJoin() }, "Quick join"))),
+        this.tableCount,
         this.tableList),
       h("section.panel.mine-panel", { "aria-labelledby": "mine-title" },
         h("h2#mine-title", "Your tables and games"), this.mine),
+      h("section.panel.welcome-panel", { "aria-labelledby": "welcome-title" },
+        h("h2#welcome-title", "New here? Your first game"),
+        h("ol.steps",
+          h("li", "Press ", h("strong", "Quick join"), " (or create a table)."),
+          h("li", "Press ", h("strong", "Add bot"), " for each empty seat, then ", h("strong", "Start game"), ": you play too."),
+          h("li", "On your turn: ", h("strong", "Hit"), " for a card, ", h("strong", "Withdraw"), " to keep half your cards. Exactly 11 wins the round; the biggest pile wins the game.")),
+        h("p.muted", "The big number on a card is its points. Keys: H, S, W."),
+        h("button", { type: "button", onclick: () => this.ctx.help("blackdrez") }, "Read the rules")),
       h("section.panel.create-panel", { "aria-labelledby": "create-title" },
         h("h2#create-title", "Create a table"),
         h("form#create", { onsubmit: (e) => { e.preventDefault(); this.create(e.target); } },
@@ -162,7 +176,8 @@ export class Lobby {
   solitaireMenu(game) {
     const deal = h("input", { type: "number", min: "0", max: "2147483647", placeholder: "deal #", "aria-label": `${GAME_NAMES[game]} deal number`, name: "deal" });
     return h("form.solitaire", { dataset: { game }, onsubmit: (e) => { e.preventDefault(); this.solitaire(game, deal.value === "" ? null : Number(deal.value)); } },
-      h("h3", GAME_NAMES[game]),
+      h("div.panel-head", h("h3", GAME_NAMES[game]),
+        h("button.link", { type: "button", onclick: () => this.ctx.help(game) }, "How to play")),
       h("div.buttons",
         h("button.primary", { type: "button", dataset: { start: game }, onclick: () => this.solitaire(game, null) }, "Random deal"),
         deal,
@@ -171,7 +186,12 @@ export class Lobby {
 
   async quickJoin() {
     const reply = await this.ctx.send({ type: "quick_join" });
-    if (reply) this.ctx.open(reply.table.id, "seat");
+    if (!reply) return;
+    const others = reply.table.seats.filter((s) => s && s.player !== this.ctx.me);
+    if (!others.length && reply.table.host === this.ctx.me) {
+      this.ctx.toast("No open table had a free seat, so a new table was made for you: add bots, or wait for players to join.", "info");
+    }
+    this.ctx.open(reply.table.id, "seat");
   }
 
   // ---------------------------------------------------------------- lists
@@ -179,8 +199,11 @@ export class Lobby {
     if (!this.root) return;
     const me = this.ctx.me;
     const rows = [...this.tables.values()].filter((t) => t.status !== "closed");
+    const announce = rows.length ? `${rows.length} table${rows.length === 1 ? "" : "s"} in the lobby` : "No tables in the lobby";
+    clearTimeout(this.countTimer); // announce the count once things settle, not at every push
+    this.countTimer = setTimeout(() => { if (this.tableCount.textContent !== announce) this.tableCount.textContent = announce; }, 1500);
     if (!rows.length) {
-      swap(this.tableList, h("p.empty", "No public tables yet: create one, or quick-join."));
+      swap(this.tableList, h("p.empty", "No public tables yet: create one, or press Quick join to get a table to yourself."));
       return;
     }
     swap(this.tableList, h("ul.tables", rows.map((t) => {
@@ -188,7 +211,7 @@ export class Lobby {
       const seated = taken.some((s) => s.player === me);
       const full = taken.length === t.seats.length;
       return h("li.table-row", { dataset: { table: t.id } },
-        h("div.table-name", h("strong", t.name || "Unnamed table"), h("span.status", { dataset: { status: t.status } }, t.status)),
+        h("div.table-name", h("strong", t.name || "Unnamed table"), h("span.status", { dataset: { status: t.status } }, STATUS_WORDS[t.status] ?? t.status)),
         h("div.table-meta",
           `${taken.length}/${t.seats.length} seated`,
           t.round ? ` · round ${t.round}` : "",
@@ -210,7 +233,7 @@ export class Lobby {
       return;
     }
     swap(this.mine, h("ul.mine-list", held.map((t) => h("li",
-      h("span", `${GAME_NAMES[t.info.game]}${t.info.name ? ` “${t.info.name}”` : ""} — ${t.info.status}`,
+      h("span", `${GAME_NAMES[t.info.game]}${t.info.name ? ` “${t.info.name}”` : ""} — ${STATUS_WORDS[t.info.status] ?? t.info.status}`,
         t.view && t.view.score !== undefined ? ` · score ${t.view.score}` : ""),
       h("div.buttons",
         h("button.primary", { dataset: { key: `mine-open-${t.id}` }, onclick: () => this.ctx.open(t.id, t.seat === null ? "watch" : "seat") }, "Open"),

@@ -3,12 +3,14 @@
 //
 // A Connection emits: "welcome" (after every successful hello), "message" (every server message
 // that is not a reply awaited by request()), "status" ({state: "connecting" | "open" | "waiting", wait}),
-// and "error" (the text of an error reply nobody awaited).
+// "moving" ({table}: a request is waiting for its table to finish moving to another node), and
+// "error" (an error reply nobody awaited: {code, message}).
 
 const TOKEN_KEY = "blackdrez.token";
 const NAME_KEY = "blackdrez.name";
 const MIN_DELAY = 100;
 const MAX_DELAY = 5000;
+const MOVING_PATIENCE = 30000; // ms to keep retrying a request while its table moves between nodes
 
 export class Connection extends EventTarget {
   constructor(url = defaultUrl()) {
@@ -67,7 +69,7 @@ export class Connection extends EventTarget {
           this.measureClock();
         } else if (message.type === "error") {
           if (message.code === "bad_token") localStorage.removeItem(TOKEN_KEY);
-          this.emit("error", message.message);
+          this.emit("error", message);
         }
         return;
       }
@@ -77,7 +79,7 @@ export class Connection extends EventTarget {
       if (this.ws !== ws) return;
       this.ws = null;
       this.greeted = false;
-      for (const { reject } of this.pending.values()) reject(new Error("connection closed"));
+      for (const { reject } of this.pending.values()) reject(Object.assign(new Error("connection closed"), { code: "closed" }));
       this.pending.clear();
       this.retry();
     };
@@ -104,13 +106,30 @@ export class Connection extends EventTarget {
       }
       return;
     }
-    if (message.type === "error") this.emit("error", message.message);
+    if (message.type === "error") this.emit("error", message);
     else this.emit("message", message);
   }
 
-  /** Send a request with a fresh id; resolve with its reply, reject with the error's text. */
-  request(message) {
-    if (!this.connected) return Promise.reject(new Error("not connected: reconnecting…"));
+  /** Send a request with a fresh id; resolve with its reply, reject with an Error carrying the
+   * error's ``code``. A table that is ``moving`` to another node is waited out: the request is
+   * sent again (a little later each time) for up to MOVING_PATIENCE ms, since nothing was done. */
+  async request(message) {
+    const started = Date.now();
+    let wait = 200;
+    for (;;) {
+      try {
+        return await this.requestOnce(message);
+      } catch (error) {
+        if (error.code !== "moving" || Date.now() - started > MOVING_PATIENCE) throw error;
+        this.emit("moving", { table: message.table ?? null });
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        wait = Math.min(wait * 2, 2000);
+      }
+    }
+  }
+
+  requestOnce(message) {
+    if (!this.connected) return Promise.reject(Object.assign(new Error("not connected: reconnecting…"), { code: "closed" }));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });

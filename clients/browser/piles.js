@@ -1,10 +1,16 @@
-// Blackjack Piles: click cards to select them (grey overlay); a selection that makes a legal hand
-// of exactly 21 (2 to 6 cards) is cashed at once. An empty pile takes the stock's top card (or a
-// selected pile top: a move); with the stock selected, clicking a pile puts the card there.
+// Blackjack Piles. One gesture, one meaning:
+// - clicking a card (a pile's top card, or the stock's card in rounds that allow it) selects it
+//   for a hand; a selection that makes a legal hand of exactly 21 (2 to 6 cards) is cashed at once;
+// - placing the stock's card is its own gesture: click an empty pile, a pile's "Place here"
+//   button, or drag the stock's card onto a pile;
+// - a selected pile top followed by a click on an empty pile moves it there.
+// Keys: 1-5 select a pile's top, S the stock's card, Shift+1-5 place on a pile, E end the
+// round, Esc clear the selection.
 
 import { h, swap } from "./dom.js";
 import { standardCard } from "./cards.js";
 import { fairness } from "./fairness.js";
+import { count, standardName } from "./words.js";
 
 const selections = new Map(); // table id -> { seq, items: Set<"stock" | number> }
 
@@ -55,10 +61,18 @@ export function renderPiles(ctx, table, screen) {
   const placeable = new Set(legal.filter((a) => a.type === "place").map((a) => a.pile));
   const onlyPile = items.size === 1 && !items.has("stock") ? [...items][0] : null;
   const movable = new Set(legal.filter((a) => a.type === "move" && a.source === onlyPile).map((a) => a.target));
-  const stockSelected = items.size === 1 && items.has("stock");
   const hints = partners(legal, items);
+  const stockTop = view.stock_top;
+  const place = (index) => {
+    if (placeable.has(index)) play({ type: "place", pile: index });
+    else ctx.toast(`Pile ${index + 1} cannot take the stock's card: it is full.`, "info");
+  };
 
   const toggle = (item) => {
+    if (item === "stock" && !view.rules.stock_in_hand) {
+      ctx.toast("In this round the stock's card cannot join a hand: place it on a pile (Place here, or an empty pile).", "info");
+      return;
+    }
     if (items.has(item)) items.delete(item);
     else items.add(item);
     if (items.size >= 2) {
@@ -70,89 +84,129 @@ export function renderPiles(ctx, table, screen) {
     }
     redraw();
   };
-  const clickPile = (index) => {
-    const pile = view.piles[index];
-    if (!pile.length) {
-      if (onlyPile !== null && movable.has(index)) play({ type: "move", source: onlyPile, target: index });
-      else if (placeable.has(index) && (items.size === 0 || stockSelected)) play({ type: "place", pile: index });
-      else ctx.toast("That pile cannot take a card now");
-      return;
-    }
-    if (stockSelected) {
-      const cash = findCash(legal, new Set(["stock", index]));
-      if (cash) play(cash);
-      else if (placeable.has(index)) play({ type: "place", pile: index });
-      else ctx.toast(`Pile ${index + 1} is full`);
-      return;
-    }
-    toggle(index);
+  const clickEmpty = (index) => {
+    if (onlyPile !== null && movable.has(index)) play({ type: "move", source: onlyPile, target: index });
+    else if (onlyPile !== null) ctx.toast("That card cannot move there.", "info");
+    else place(index);
   };
 
   const cap = view.rules.cap;
+  const over = view.over;
   const piles = view.piles.map((pile, index) => {
     const full = cap !== null && pile.length >= cap;
-    const target = (stockSelected && placeable.has(index)) || movable.has(index) || (!pile.length && placeable.has(index) && items.size === 0);
+    const target = movable.has(index) || (!pile.length && placeable.has(index) && onlyPile === null);
     const label = `Pile ${index + 1}`;
-    const column = h("div.pile-column", { class: `${target ? "target" : ""} ${full ? "full" : ""}`, dataset: { pile: index } },
-      h("div.pile-label", label, cap !== null ? h("span.muted", ` ${pile.length}/${cap}`) : null),
-      pile.length
-        ? h("div.stack", pile.map((card, i) => (i === pile.length - 1
-          ? standardCard(card, {
-            tag: "button",
-            class: `${items.has(index) ? "selected" : ""} ${hints.has(index) ? "hint" : ""} ${target ? "target" : ""}`,
-            "aria-pressed": items.has(index) ? "true" : "false",
-            "aria-label": `${label}, top card ${card}${items.has(index) ? ", selected" : ""}`,
-            dataset: { key: `pile-${index}`, card },
-            disabled: view.over,
-            onclick: () => clickPile(index),
-          })
-          : standardCard(card))))
-        : h("button.slot", { dataset: { key: `pile-${index}` }, disabled: view.over, "aria-label": `${label}, empty`, onclick: () => clickPile(index) }, "empty"));
-    return column;
+    const canPlace = !over && pile.length > 0 && placeable.has(index) && stockTop;
+    return h("div.pile-column", {
+      class: `${target ? "target" : ""} ${full ? "full" : ""}`,
+      dataset: { pile: index },
+      ondragover: (e) => { if (placeable.has(index)) e.preventDefault(); },
+      ondrop: (e) => { e.preventDefault(); if (e.dataTransfer.getData("text/plain") === "stock") place(index); },
+    },
+    h("div.pile-label", label, cap !== null ? h("span.muted", ` ${pile.length}/${cap}`) : null),
+    // Placing has its own button, above the pile (one place for it, whatever the pile holds).
+    canPlace
+      ? h("button.place-here", { dataset: { key: `place-${index}` }, "aria-label": `Place the ${standardName(stockTop)} on ${label.toLowerCase()}`, title: `Put the stock's card on ${label.toLowerCase()} (Shift+${index + 1})`, onclick: () => place(index) }, "⤓ Place", h("span.wide-only", " here"))
+      : h("span.place-spacer"),
+    pile.length
+      ? h("div.stack", pile.map((card, i) => (i === pile.length - 1 && !over
+        ? standardCard(card, {
+          tag: "button",
+          class: `${items.has(index) ? "selected" : ""} ${hints.has(index) ? "hint" : ""}`,
+          "aria-pressed": items.has(index) ? "true" : "false",
+          "aria-label": `${label}, top card ${standardName(card)}${items.has(index) ? ", selected for a hand" : ""}`,
+          title: `${standardName(card)}: click to select it for a hand of 21 (key ${index + 1})`,
+          dataset: { key: `pile-${index}`, card },
+          onclick: () => toggle(index),
+        })
+        : standardCard(card))))
+      : over
+        ? h("span.slot", "empty")
+        : h("button.slot", { dataset: { key: `pile-${index}` }, "aria-label": `${label}, empty${onlyPile !== null ? ": move the selected card here" : stockTop ? `: place the ${standardName(stockTop)} here` : ""}`, onclick: () => clickEmpty(index) }, onlyPile !== null ? "move here" : "place here"));
   });
 
-  const stockTop = view.stock_top;
   const stock = h("div.stock-area",
     h("div.pile-label", "Stock ", h("strong", { id: "stock-count" }, String(view.stock_count))),
-    stockTop
+    stockTop && !over
       ? standardCard(stockTop, {
         tag: "button", id: "stock",
         class: `${items.has("stock") ? "selected" : ""} ${hints.has("stock") ? "hint" : ""}`,
         "aria-pressed": items.has("stock") ? "true" : "false",
-        "aria-label": `Stock top ${stockTop}${items.has("stock") ? ", selected" : ""}`,
+        "aria-label": `Stock's card, ${standardName(stockTop)}${items.has("stock") ? ", selected for a hand" : ""}`,
+        title: view.rules.stock_in_hand ? "Click to use it in a hand (S); drag it onto a pile to place it" : "Drag it onto a pile, or use a pile's Place here button",
+        draggable: "true",
         dataset: { key: "stock", card: stockTop },
-        disabled: view.over,
+        ondragstart: (e) => { e.dataTransfer.setData("text/plain", "stock"); e.dataTransfer.effectAllowed = "move"; },
         onclick: () => toggle("stock"),
       })
-      : h("span.slot.empty-stock", "empty"),
-    h("p.muted.rule", view.rules.stock_in_hand ? "The stock's top may join a hand." : "The stock's top may not join a hand."));
+      : stockTop ? standardCard(stockTop) : h("span.slot.empty-stock", "empty"),
+    h("p.rule", view.rules.stock_in_hand ? "This round the stock's card may join a hand." : "This round the stock's card may not join a hand."));
 
   const can = (type) => legal.some((a) => a.type === type);
   const last = view.results[view.results.length - 1];
-  swap(screen, h("div.solitaire.piles",
+  swap(screen, h("div.solitaire.piles", { class: over ? "over" : "" },
     h("div.table-head",
       h("h2", "Blackjack Piles"),
       h("dl.stats",
         stat("Round", `${view.round} / 7`, "round"), stat("Hands", view.hands, "hands"),
         stat("Cards left", view.left, "left"), stat("Score", view.score, "score"))),
-    h("p.hint-text", view.over ? null : "Click cards to make 21 with 2 to 6 of them. Click an empty pile to put the stock's card there, or select the stock and then a pile."),
+    over ? finalPanel(ctx, table) : h("p.hint-text",
+      "Select cards that make 21 (2 to 6 of them): the hand is taken at once. ",
+      "Put the stock's card on a pile with ", h("em", "Place here"), ", a click on an empty pile, or by dragging it."),
+    last && !over && last.round === view.round - 1 ? h("p.round-result", { role: "status" }, `Round ${last.round} passed: ${count(last.hands, "hand")}, ${last.left} left, +${last.score} points. Round ${view.round}: ${roundRules(view.rules)}`) : null,
     h("div.board", stock, h("div.piles-row", piles)),
     h("div.controls",
       can("end_round") ? h("button.primary", { id: "end-round", dataset: { key: "end-round" }, onclick: () => play({ type: "end_round" }) }, "End round") : null,
       items.size ? h("button", { dataset: { key: "clear" }, onclick: () => { items.clear(); redraw(); } }, "Clear selection") : null,
-      !view.over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game?")) play({ type: "resign" }); } }, "Resign") : null,
+      !over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game? The round you are in scores as it stands.")) play({ type: "resign" }); } }, "Resign") : null,
       h("span.spacer"),
-      view.over ? h("button.primary", { dataset: { key: "again" }, onclick: () => playAgain(ctx, table, "blackjack_piles") }, "Play again") : null,
-      view.over
+      h("button", { dataset: { key: "help" }, onclick: () => ctx.help("blackjack_piles") }, "How to play"),
+      over ? h("button.primary", { dataset: { key: "again" }, onclick: () => playAgain(ctx, table, "blackjack_piles") }, "Play again") : null,
+      over
         ? h("button", { dataset: { key: "leave" }, onclick: () => ctx.leave(table.id) }, "Back to lobby")
         : h("button", { dataset: { key: "lobby" }, onclick: () => ctx.lobby() }, "Lobby")),
-    view.over ? h("p.final", { role: "status" }, `Game over — final score `, h("strong", { id: "final-score" }, String(view.score))) : null,
-    last && !view.over && last.round === view.round - 1 ? h("p.round-result", `Round ${last.round} passed: ${last.hands} hands, ${last.left} left, +${last.score}`) : null,
     view.results.length ? h("table.results",
       h("caption", "Rounds"),
       h("thead", h("tr", ["Round", "Hands", "Left", "Bonus", "Score", ""].map((t) => h("th", t)))),
       h("tbody", view.results.map((r) => h("tr", [r.round, r.hands, r.left, r.bonus, r.score, r.passed ? "passed" : "ended"].map((v) => h("td", String(v))))))) : null,
     fairness(view.commitment, view.seed)));
+
+  ctx.shortcuts = over ? {} : {
+    key: (event) => {
+      const digit = /^Digit([1-9])$/.exec(event.code);
+      if (digit) {
+        const index = Number(digit[1]) - 1;
+        if (index >= view.piles.length) return false;
+        if (event.shiftKey || !view.piles[index].length) place(index);
+        else toggle(index);
+        return true;
+      }
+      if (event.key === "s" && stockTop) toggle("stock");
+      else if (event.key === "e" && can("end_round")) play({ type: "end_round" });
+      else if (event.key === "Escape" && items.size) { items.clear(); redraw(); }
+      else return false;
+      return true;
+    },
+  };
+}
+
+function roundRules(rules) {
+  const cap = rules.cap === null ? "no cap on a pile" : `at most ${rules.cap} cards a pile`;
+  return `${rules.piles} piles, ${cap}; the stock's card ${rules.stock_in_hand ? "may" : "may not"} join a hand.`;
+}
+
+/** Why the game ended and the final score. */
+function finalPanel(ctx, table) {
+  const view = table.view;
+  const last = view.results[view.results.length - 1];
+  const ended = table.log.findLast((n) => n.event.type === "round_ended")?.event;
+  let why = "";
+  if (ended?.ended_by === "resign" && last) why = `You resigned in round ${last.round}.`;
+  else if (last && last.round === 7 && last.passed) why = "All seven rounds passed!";
+  else if (last && !last.passed) why = `Round ${last.round} was not passed: ${count(last.hands, "hand")} against ${count(last.left, "card")} left.`;
+  return h("div.final", { role: "status" },
+    h("p.final-score", "Game over — final score ", h("strong", { id: "final-score" }, String(view.score))),
+    why ? h("p.why", why) : null);
 }
 
 function stat(label, value, id) {

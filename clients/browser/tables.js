@@ -1,6 +1,11 @@
 // What the client knows of each table: the last snapshot or update applied, by event number.
 // Updates are applied only in order (first event = last + 1); older ones are ignored and a gap
 // asks for a resync. The last number held is kept in localStorage so a reload resyncs from it.
+//
+// The table log (the last LOG_SIZE events, as {seq, event}) survives a reload or a late arrival
+// (a spectator): when a table is (re)loaded with an empty log, its recent history is fetched once
+// (the snapshot's ``history`` field when the server sends one, else a ``resync`` from further
+// back) and put in front of the log without being replayed as news.
 
 const SEQ_PREFIX = "blackdrez.seq.";
 const LOG_SIZE = 40;
@@ -20,7 +25,7 @@ export class TableStore extends EventTarget {
       const stored = Number(localStorage.getItem(SEQ_PREFIX + id));
       table = {
         id, seq: 0, stored: Number.isFinite(stored) ? stored : 0, seat: null, info: null,
-        view: null, legal: [], deadline: null, log: [], resyncing: false,
+        view: null, legal: [], deadline: null, log: [], resyncing: false, backfilled: false,
       };
       this.tables.set(id, table);
     }
@@ -50,8 +55,10 @@ export class TableStore extends EventTarget {
           seq: message.seq, seat: message.seat, info: message.info, view: message.view,
           legal: message.legal || [], deadline: message.deadline ?? null, resyncing: false,
         });
+        if (Array.isArray(message.history)) this.prepend(table, message.history);
         this.remember(table);
         this.changed(table.id);
+        this.backfill(table);
         return true;
       }
       case "update":
@@ -71,9 +78,9 @@ export class TableStore extends EventTarget {
       this.resync(table.id);
       return;
     }
-    for (const { event } of events) {
-      table.log.push(event);
-      this.dispatchEvent(new CustomEvent("event", { detail: { table: table.id, event } }));
+    for (const numbered of events) {
+      table.log.push(numbered);
+      this.dispatchEvent(new CustomEvent("event", { detail: { table: table.id, event: numbered.event } }));
     }
     if (this.tables.get(table.id) !== table) return; // an event closed the table
     if (table.log.length > LOG_SIZE) table.log.splice(0, table.log.length - LOG_SIZE);
@@ -88,6 +95,7 @@ export class TableStore extends EventTarget {
     }
     this.remember(table);
     this.changed(table.id);
+    this.backfill(table);
   }
 
   /** Ask for what was missed since the last event held (after a reload: the stored number). */
@@ -104,6 +112,26 @@ export class TableStore extends EventTarget {
       if (error.code === "not_found" || error.code === "not_seated") this.forget(id);
       else throw error;
     }
+  }
+
+  /** Once per table load: fetch the recent events before the first one held, for the log. */
+  async backfill(table) {
+    if (table.backfilled || table.log.length || !table.seq || !table.info) return;
+    table.backfilled = true;
+    try {
+      const reply = await this.connection.request({ type: "resync", table: table.id, since: Math.max(0, table.seq - LOG_SIZE) });
+      if (reply.type === "update") this.prepend(table, reply.events);
+      this.changed(table.id);
+    } catch { /* no history then: the log starts now */ }
+  }
+
+  /** Put ``events`` that are older than everything in the log in front of it (no news). */
+  prepend(table, events) {
+    table.backfilled = true;
+    const first = table.log.length ? table.log[0].seq : table.seq + 1;
+    const older = events.filter((e) => e && e.seq < first && e.seq <= table.seq);
+    if (!older.length) return;
+    table.log = [...older, ...table.log].slice(-LOG_SIZE);
   }
 
   remember(table) {

@@ -263,8 +263,16 @@ async def session(rec: Recorder) -> None:
             await settle(rec, clients)
             if ann.tables[practice].seq >= 3:
                 break
+        await request(rec, "ann", ann, v1.RemoveBot(table=practice, seat=1))
+        await settle(rec, clients)
         await request(rec, "ann", ann, v1.LeaveTable(table=practice))
         await settle(rec, clients)
+        rec.step = "logout"
+        await request(rec, "cy", cy, v1.Logout())
+        await asyncio.wait_for(cy.closed, 5)
+        await settle(rec, clients)
+        comeback = Hello(versions=[1], token=cy.token, client="blackdrez-py/0.1")
+        await raw(rec, port, "cy", [encode(comeback, False)])
         rec.step = "flood"
         hi = '{"type": "hello", "versions": [1], "name": "Flo"}'
         await raw(rec, port, "flo", [hi] + [f'{{"type": "ping", "id": {i}}}' for i in range(200)])

@@ -4,14 +4,15 @@ Theory of operation
 -------------------
 A game is a series of rounds played from one stock that is shuffled once and never reshuffled.
 The engine is created between rounds (round 0). The runtime starts every round with a
-:class:`StartRound` action from the pseudo-seat :data:`SYSTEM`, naming the seats that play it.
+:class:`StartRound` action from the pseudo-seat :data:`SYSTEM`, naming the seats that play it,
+and may end the game between rounds with :class:`EndGame` (when fewer than two seats can play).
 Each of them gets two face-up cards, dealt one at a time from the seat right of the dealer round
 to the dealer. Then the lowest hand acts until it is no longer lowest (ties go to the first tied
 seat found going right from the last actor; at the start from the dealer). The round ends with one
 winner (a hand of exactly 11, or the last player left), or a split (several 11s on the deal, or
 everyone standing on level hands). Won cards go to piles and leave play; the most cards in a pile
 wins the game. The game ends at a round's end, or at a start, when the stock cannot give two cards
-to each player, or after ``max_rounds`` rounds.
+to each player, after ``max_rounds`` rounds, or when the table ends it (``EndGame``).
 
 Every card is dealt face up, so all viewers see the same thing: only the stock's order (and the
 seed, until the game is over) is hidden.
@@ -21,6 +22,7 @@ Which action is allowed in which phase (``phase`` in the state)::
     phase            SYSTEM            seat on turn                    other seats
     ---------------  ----------------  ------------------------------  -------------
     between_rounds   start_round       -                               -
+                     end_game
     playing          -                 hit (stock not empty)           -
                                        withdraw (always)
                                        stand (every hand level)
@@ -35,6 +37,9 @@ Decisions where RULES.md is silent
 ----------------------------------
 * **Dealer rotation.** After each round the deal passes to the seat right of the seat that dealt.
   If that seat does not play the next round, the first playing seat further right deals.
+  ``state.dealer`` (and the view's ``dealer``) is the dealer of the round in play or, between
+  rounds, of the round just played, so it always matches the last ``round_started``; the view's
+  ``next_dealer`` names the seat due to deal next (before the first round, the first dealer).
 * **Withdrawal.** A player withdrawing with ``n`` cards keeps the ``n // 2`` cards they received
   first; the later ones stay in the pot.
 * **Bust and withdrawn cards** move from the hand to the ``pot``; the table is the pot, the hands
@@ -48,7 +53,11 @@ Decisions where RULES.md is silent
 * **Ranking** covers the seats that played at least one round (since their last newcomer); equal
   piles share a place and the next place is skipped (1, 1, 3).
 * ``legal_actions(SYSTEM)`` lists a :class:`StartRound` for every set of two or more seats (all
-  seats first) without newcomers; any valid ``newcomers`` subset of those seats is also accepted.
+  seats first) without newcomers, then :class:`EndGame`; any valid ``newcomers`` subset of those
+  seats is also accepted.
+* **The table ends the game** (RULES.md, "fewer than two can play"): :class:`EndGame`, between
+  rounds only, ends it with reason ``players`` and the usual ranking of the seats that played a
+  round (none if no round was played). The carry-over is set aside, the stock stays where it is.
 """
 
 from __future__ import annotations
@@ -143,6 +152,10 @@ class StartRound(msgspec.Struct, frozen=True, tag="start_round", tag_field="type
     newcomers: list[int] = []
 
 
+class EndGame(msgspec.Struct, frozen=True, tag="end_game", tag_field="type"):
+    """End the game now (SYSTEM only, between rounds): fewer than two seats can play."""
+
+
 class Hit(msgspec.Struct, frozen=True, tag="hit", tag_field="type"):
     """Take the top card of the stock."""
 
@@ -155,7 +168,7 @@ class Stand(msgspec.Struct, frozen=True, tag="stand", tag_field="type"):
     """Pass the turn right; only when every hand in the round is level."""
 
 
-Action = StartRound | Hit | Withdraw | Stand
+Action = StartRound | EndGame | Hit | Withdraw | Stand
 
 
 # Events
@@ -170,11 +183,13 @@ class Place(msgspec.Struct, frozen=True):
 
 
 class Result(msgspec.Struct, frozen=True):
-    """The final outcome: the ranking by pile size, rounds played and why the game ended."""
+    """The final outcome: the ranking by pile size, rounds played and why the game ended
+    (``stock`` too short for another round, ``max_rounds`` played, or ``players``: fewer than
+    two seats could play the next round)."""
 
     ranking: list[Place]
     rounds: int
-    reason: Literal["stock", "max_rounds"]
+    reason: Literal["stock", "max_rounds", "players"]
 
 
 class RoundStarted(msgspec.Struct, frozen=True, tag="round_started", tag_field="type"):
@@ -298,14 +313,18 @@ class View(msgspec.Struct, frozen=True, kw_only=True):
     """The game as every viewer sees it (all cards are face up; the stock is a count). It names
     no viewer, so one encoding serves every seat and spectator alike.
 
-    ``dealer`` is the dealer of the round in play, or between rounds the seat due to deal next
-    (if it plays). ``seats[i].in_round`` and ``status`` describe the current or last round.
+    ``dealer`` is the dealer of the round in play or, between rounds, of the round just played
+    (the first dealer before round 1). ``next_dealer`` is the seat due to deal the next round
+    (if it plays it; otherwise the first playing seat to its right), ``None`` while a round is
+    played and once the game is over. ``seats[i].in_round`` and ``status`` describe the current
+    or last round.
     """
 
     game: str = "blackdrez"
     round: int
     phase: Phase
     dealer: int
+    next_dealer: int | None
     to_act: int | None
     last_actor: int | None
     seats: list[SeatView]
@@ -413,11 +432,12 @@ class BlackDrez:
             if seat != SYSTEM:
                 return []
             seats = range(state.config.seats)
-            return [
+            starts: list[Action] = [
                 StartRound(seats=list(chosen))
                 for size in range(len(seats), 1, -1)
                 for chosen in itertools.combinations(seats, size)
             ]
+            return [*starts, EndGame()]
         if state.phase != "playing" or seat != state.to_act:
             return []
         actions: list[Action] = []
@@ -447,6 +467,14 @@ class BlackDrez:
             if state.phase == "playing":
                 raise Rejected(Reason.ILLEGAL, "a round is in progress")
             return self._start_round(action)
+        if kind is EndGame:
+            if state.phase == "over":
+                raise Rejected(Reason.GAME_OVER, "the game is over")
+            if seat != SYSTEM:
+                raise Rejected(Reason.NOT_YOUR_TURN, "only the table ends a game")
+            if state.phase == "playing":
+                raise Rejected(Reason.ILLEGAL, "a round is in progress")
+            return [self._game_over("players")]
         if kind is not Hit and kind is not Withdraw and kind is not Stand:
             raise Rejected(Reason.BAD_ACTION, f"not a BlackDrez action: {action!r}")
         if state.phase != "playing":
@@ -521,7 +549,7 @@ class BlackDrez:
         playing = sorted(seats)
         if len(state.order) - state.drawn < 2 * len(playing):
             return [self._game_over("stock")]
-        dealer = state.dealer
+        dealer = state.dealer if state.round == 0 else (state.dealer + 1) % n
         while dealer not in playing:
             dealer = (dealer + 1) % n
         state.phase = "playing"
@@ -699,9 +727,8 @@ class BlackDrez:
             events.append(self._game_over("stock"))
         else:
             state.phase = "between_rounds"
-            state.dealer = (state.dealer + 1) % state.config.seats
 
-    def _game_over(self, reason: Literal["stock", "max_rounds"]) -> GameOver:
+    def _game_over(self, reason: Literal["stock", "max_rounds", "players"]) -> GameOver:
         state = self.state
         state.phase = "over"
         state.to_act = None
@@ -739,10 +766,14 @@ class BlackDrez:
             )
             for seat, status in enumerate(state.status)
         ]
+        next_dealer = None
+        if state.phase == "between_rounds":
+            next_dealer = state.dealer if state.round == 0 else (state.dealer + 1) % len(seats)
         return View(
             round=state.round,
             phase=state.phase,
             dealer=state.dealer,
+            next_dealer=next_dealer,
             to_act=state.to_act,
             last_actor=state.last_actor,
             seats=seats,

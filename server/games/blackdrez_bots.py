@@ -97,13 +97,17 @@ STRATEGIES: dict[str, Strategy] = {"threshold": threshold, "bust_probability": b
 
 
 def simulate(
-    games: int, seed: str, seats: int = 4, strategies: Sequence[str] | None = None
+    games: int,
+    seed: str,
+    seats: int = 4,
+    strategies: Sequence[str] | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Play ``games`` complete games with the bots and return JSON-able statistics.
 
     Game ``i`` uses the seed ``f"{seed}:{i}"``. ``strategies`` names each seat's bot (default:
     the strategies alternating round the table); every seat plays every round. A win is a first
-    place, shared or not.
+    place, shared or not. ``progress``, if given, is called after each game.
     """
     names = (
         list(strategies)
@@ -142,6 +146,8 @@ def simulate(
         for seat in result.ranking[0].seats:
             wins_by_seat[seat] += 1
             wins_by_strategy[names[seat]] += 1
+        if progress is not None:
+            progress()
     per_game = max(games, 1)
     return {
         "games": games,

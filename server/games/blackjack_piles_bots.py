@@ -198,12 +198,14 @@ def simulate(
     strategy: str = "greedy",
     deals: int | None = None,
     rounds: Sequence[int] = tuple(range(1, LAST_ROUND + 1)),
+    progress: Callable[[], None] | None = None,
 ) -> dict[str, object]:
     """Play ``games`` full games with the bot from seeds ``f"{seed}:{i}"`` and report scores.
 
     With ``per_round``, also play each of ``rounds`` in isolation on ``deals`` seeded deals
     (default ``games``; seeds ``f"{seed}:{r}:{i}"``) and report its pass rate (hands cashed >
     cards left), that rate's standard error, and the mean hands and cards left.
+    ``progress``, if given, is called after each game and each deal of a round played alone.
     """
     bot = STRATEGIES[strategy]
     scores: list[float] = []
@@ -214,6 +216,8 @@ def simulate(
         result = engine.result()
         scores.append(result.score)
         reached.append(result.last_round)
+        if progress is not None:
+            progress()
     report: dict[str, object] = {
         "game": BlackjackPiles.game,
         "strategy": strategy,
@@ -225,11 +229,17 @@ def simulate(
     }
     if per_round:
         count = games if deals is None else deals
-        report["rounds"] = [_measure_round(number, count, seed, bot) for number in rounds]
+        report["rounds"] = [_measure_round(number, count, seed, bot, progress) for number in rounds]
     return report
 
 
-def _measure_round(number: int, deals: int, seed: str, bot: Strategy) -> dict[str, object]:
+def _measure_round(
+    number: int,
+    deals: int,
+    seed: str,
+    bot: Strategy,
+    progress: Callable[[], None] | None = None,
+) -> dict[str, object]:
     """Play round ``number`` alone on ``deals`` seeded deals and summarise it."""
     passed = 0
     hands: list[float] = []
@@ -241,6 +251,8 @@ def _measure_round(number: int, deals: int, seed: str, bot: Strategy) -> dict[st
         passed += result.passed
         hands.append(result.hands)
         left.append(result.left)
+        if progress is not None:
+            progress()
     rate = passed / deals
     rules = ROUNDS[number - 1]
     return {

@@ -380,8 +380,10 @@ def simulate(
     strategy: str = "heuristic",
     search_budget: int = SEARCH_BUDGET,
     progress_budget: int = 0,
+    progress: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Play ``games`` games (seeds ``f"{seed}:{i}"``) with one strategy; return statistics.
+    ``progress``, if given, is called after each game.
 
     ``search_budget`` sets the ``heuristic`` look-ahead's budget (more plays slower and a little
     better). ``progress_budget`` is passed to the engine's :class:`Config` (0, the default,
@@ -410,6 +412,8 @@ def simulate(
         result = engine.result()
         scores.append(result.score)
         wins += result.won
+        if progress is not None:
+            progress()
     elapsed = time.perf_counter() - started
     return {
         "game": BlueJacket.game,

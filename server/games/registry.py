@@ -199,13 +199,28 @@ def _wire(action: Any) -> dict[str, Any]:
     return msgspec.json.decode(msgspec.json.encode(action))
 
 
+class Verification(NamedTuple):
+    """What :func:`verification` found: the problems (empty: verified) and the replayed game."""
+
+    problems: list[str]
+    engine: Any
+    """The game after replaying the record, or ``None`` when it could not be replayed."""
+
+
 def verify(record: Record) -> list[str]:
     """Check a finished game's record against its seed; return the problems (empty: verified).
 
     See the module docstring for what is checked.
     """
+    return verification(record).problems
+
+
+def verification(record: Record) -> Verification:
+    """:func:`verify`, also returning the replayed game (to read its result without a replay)."""
     if record.seed is None:
-        return ["the record has no seed: only a game dealt from a seed can be verified"]
+        return Verification(
+            ["the record has no seed: only a game dealt from a seed can be verified"], None
+        )
     problems: list[str] = []
     if record.commitment is None:
         problems.append("the record has no commitment to check the seed against")
@@ -221,7 +236,7 @@ def verify(record: Record) -> list[str]:
         for _ in steps(engine, record):
             pass
     except ReplayError as error:
-        return [*problems, f"the game does not replay from the seed: {error}"]
+        return Verification([*problems, f"the game does not replay from the seed: {error}"], None)
     game = game_of(record.game)
     config = config_of(record)
     dealt = getattr(record, "dealt", None)
@@ -231,7 +246,7 @@ def verify(record: Record) -> list[str]:
         problems.extend(_deal_problems(game, config, record.seed, dealt, engine.dealt()))
     if not engine.over:
         problems.append(f"the game is not over after the record's {len(record.actions)} actions")
-    return problems
+    return Verification(problems, engine)
 
 
 def _deal_problems(

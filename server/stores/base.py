@@ -12,13 +12,34 @@ Redis so any number of nodes share one lobby.
 Payloads are bytes (MessagePack): the store never interprets them. Every key that belongs to one
 table carries the table id as a Redis Cluster hash tag (``bd:t:{ID}:...``) so a table's keys live in
 one slot. When the store cannot be reached a method raises :class:`StoreUnavailable`; the caller
-answers ``unavailable`` and changes nothing.
+answers ``unavailable`` and changes nothing. Every call's outcome is reported to the store's
+:class:`~server.retry.StoreHealth`, which the node waits on instead of retrying by itself.
+
+Hosting and fencing
+-------------------
+A table is hosted by the node process holding its *lease*, a key with a TTL that its holder
+renews. Taking a lease increments the table's *epoch*, a counter that only grows: the epoch is the
+holder's *fencing token*. The lease names the holder (node id, process incarnation) and the token,
+and a lease is only ever extended by the holder with that very token, never taken again by a
+renewal: a holder that was paused past its TTL finds its lease gone (or someone else's) and has to
+adopt the table again from its log like any other node. Every write that only the host may make
+(log appends, the lobby record, retiring) is checked against the lease in the same atomic step,
+and a log append also names the position it expects to take in the log, so a writer with a stale
+token or a stale copy of the log changes nothing (:class:`LeaseLost`). A retired table can never
+be leased again. Process incarnations let a node restarted under the same id take its previous
+process's tables over at once instead of waiting for their leases to lapse.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+import enum
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from server.retry import StoreHealth
 
 Handler = Callable[[bytes], None]
 """A subscriber: called in the event loop with each message published on its channel."""
@@ -41,7 +62,42 @@ class StoreUnavailable(Exception):
 
 
 class LeaseLost(Exception):
-    """Another node now hosts the table: this node must stop hosting it. Nothing was written."""
+    """Fenced out: this process does not hold the table's lease with that token (another node
+    hosts it, or the lease lapsed), or the log has moved past the position the write expected.
+    The caller must stop hosting the table at once. Nothing was written."""
+
+
+class Whereabouts(enum.Enum):
+    """Where a table is, as far as the store knows."""
+
+    HOSTED = "hosted"
+    """A node holds its lease."""
+    MOVING = "moving"
+    """It exists but nobody holds its lease now: a node is about to adopt it."""
+    CLOSED = "closed"
+    """It was retired (its record is kept for a while; it is never hosted again)."""
+    UNKNOWN = "unknown"
+    """No trace of it (never existed, or retired long ago)."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A table's whereabouts and, when hosted, its host."""
+
+    where: Whereabouts
+    node: str | None = None
+    incarnation: str | None = None
+
+
+def holder_value(node_id: str, incarnation: str, token: int) -> str:
+    """What a lease key holds: who holds it (node and process) and with which token."""
+    return f"{node_id}/{incarnation}/{token}"
+
+
+def parse_holder(value: str) -> tuple[str, str, int]:
+    """``(node id, incarnation, token)`` from a lease value (node ids may contain ``/``)."""
+    node_id, incarnation, token = value.rsplit("/", 2)
+    return node_id, incarnation, int(token)
 
 
 class Store(abc.ABC):
@@ -52,6 +108,11 @@ class Store(abc.ABC):
 
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
+        self.incarnation = f"{time.time_ns():016x}{secrets.token_hex(2)}"
+        """This process's own id: a node restarted under the same id is a new incarnation.
+        Incarnations sort by start time (fixed-width hex), so a newer one takes an earlier one's
+        leases and never the other way round."""
+        self.health = StoreHealth(self.ping, f"store ({type(self).__name__})")
         self.on_bus_recovered: Callable[[], None] | None = None
         """Called when the bus is back after an outage: messages sent meanwhile are lost."""
 
@@ -61,6 +122,9 @@ class Store(abc.ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Disconnect and stop every subscription."""
 
+    async def ping(self) -> None:  # noqa: B027 - the in-memory store always answers
+        """Check that the store answers (raise :class:`StoreUnavailable` if not)."""
+
     # ------------------------------------------------------------------ secrets
     @abc.abstractmethod
     async def shared_secret(self, proposed: bytes) -> bytes:
@@ -68,10 +132,14 @@ class Store(abc.ABC):
 
     # ------------------------------------------------------------------ lobby records
     @abc.abstractmethod
-    async def put_table(self, table_id: str, node_id: str, record: bytes, listed: bool) -> None:
+    async def put_table(
+        self, table_id: str, node_id: str, record: bytes, listed: bool, token: int | None = None
+    ) -> None:
         """Create or replace a table's record and note the node hosting it.
 
-        ``listed`` tables appear in :meth:`list_tables` (public BlackDrez tables).
+        ``listed`` tables appear in :meth:`list_tables` (public BlackDrez tables). With a
+        ``token`` the write is fenced: made only while this process holds the table's lease with
+        that token, else :class:`LeaseLost` and nothing is written.
         """
 
     @abc.abstractmethod
@@ -89,7 +157,8 @@ class Store(abc.ABC):
     # ------------------------------------------------------------------ players
     @abc.abstractmethod
     async def add_player_table(self, player: str, table_id: str) -> None:
-        """Note that ``player`` holds a seat at ``table_id``."""
+        """Note that ``player`` holds a seat at ``table_id`` (the note lives for a bounded time,
+        renewed by each note; :meth:`retire_table` removes it)."""
 
     @abc.abstractmethod
     async def remove_player_table(self, player: str, table_id: str) -> None:
@@ -118,41 +187,71 @@ class Store(abc.ABC):
         """Return up to ``limit`` ``(player, name, score)``, best first (ties: earlier first)."""
 
     # ------------------------------------------------------------------ hosting
-    # A table is hosted by the node holding its lease (a key with a TTL that the host renews).
-    # Its log holds every command that changed it, in order: enough to rebuild it elsewhere.
+    # See "Hosting and fencing" in the module docstring. Tokens are the epochs returned by
+    # acquire_lease; log positions count from 1 (the create command).
 
     @abc.abstractmethod
-    async def acquire_lease(self, table_id: str, ttl: float) -> bool:
-        """Take the table's lease if nobody holds it; mark the table hosted. True if taken."""
+    async def acquire_lease(self, table_id: str, ttl: float) -> int | None:
+        """Take the table's lease for ``ttl`` seconds and mark the table hosted; return the new
+        fencing token, or ``None`` if someone holds the lease or the table was retired.
+
+        A lease held by an earlier incarnation of this node (same node id, an older process) is
+        taken over at once: that process is gone, and the new token fences it out anyway."""
 
     @abc.abstractmethod
-    async def renew_leases(self, table_ids: list[str], ttl: float) -> set[str]:
-        """Extend this node's leases (re-taking any that lapsed); return the ids another node
-        holds now."""
+    async def renew_leases(self, leases: dict[str, int], ttl: float) -> set[str]:
+        """Extend, by ``ttl`` seconds, each lease this process holds with the given token;
+        return the ids of those it no longer holds. A lapsed lease is not taken again."""
 
     @abc.abstractmethod
-    async def release_lease(self, table_id: str) -> None:
-        """Give the lease up (if this node holds it) so another node adopts the table."""
+    async def release_lease(self, table_id: str, token: int) -> None:
+        """Give the lease up (if held with ``token``) so another node adopts the table."""
 
     @abc.abstractmethod
-    async def orphaned_tables(self) -> list[str]:
-        """Tables still hosted (not retired) whose lease nobody holds."""
+    async def adoptable_tables(self) -> list[str]:
+        """Tables still hosted (not retired) whose lease nobody holds, or an earlier
+        incarnation of this node holds. Forgets the ids of tables that are gone."""
+
+    @abc.abstractmethod
+    async def locate(self, table_id: str) -> Location:
+        """Where the table is: hosted (by whom), moving, closed or unknown."""
 
     @abc.abstractmethod
     async def append_log(
-        self, table_id: str, entry: bytes, channel: str = "", announce: bytes | None = None
+        self,
+        table_id: str,
+        token: int,
+        position: int,
+        entry: bytes,
+        channel: str = "",
+        announce: bytes | None = None,
     ) -> None:
-        """Append a command to the table's log, only while this node holds its lease (else
-        :class:`LeaseLost`, nothing written); then, in the same step, publish ``announce`` (the
-        update the command caused) on ``channel``, so no update goes out unlogged."""
+        """Append a command to the table's log as its entry number ``position`` (1 for the
+        first), only while this process holds the lease with ``token`` and the log holds exactly
+        ``position - 1`` entries (else :class:`LeaseLost`, nothing written); then, in the same
+        step, publish ``announce`` (the update the command caused) on ``channel``, so no update
+        goes out unlogged."""
 
     @abc.abstractmethod
     async def read_log(self, table_id: str) -> list[bytes]:
         """The table's whole log, oldest first."""
 
     @abc.abstractmethod
-    async def retire_table(self, table_id: str, keep_log: float) -> None:
-        """The table is closed: no longer hosted, its lease gone, its log kept ``keep_log`` s."""
+    async def retire_table(
+        self,
+        table_id: str,
+        token: int,
+        record: bytes,
+        keep: float,
+        players: Iterable[str] = (),
+    ) -> None:
+        """The table is closed, for good (fenced like :meth:`append_log`): its log is replaced
+        by ``record`` (its compact game record, kept ``keep`` seconds), its lease and lobby
+        record go, ``players`` no longer sit there, and it can never be leased again."""
+
+    @abc.abstractmethod
+    async def game_record(self, table_id: str) -> bytes | None:
+        """The compact record a retired table left, while it is kept."""
 
     # ------------------------------------------------------------------ bus
     @abc.abstractmethod
@@ -166,3 +265,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def unsubscribe(self, channel: str, handler: Handler) -> None:
         """Stop calling ``handler`` for ``channel``."""
+
+    # ------------------------------------------------------------------ revoked session tokens
+    @abc.abstractmethod
+    async def revoke_token(self, token_id: str, ttl: float) -> None:
+        """Remember for ``ttl`` seconds (the token's remaining lifetime) that the token is ended."""
+
+    @abc.abstractmethod
+    async def token_revoked(self, token_id: str) -> bool:
+        """Whether the token was revoked (and would not have expired yet)."""

@@ -1,13 +1,30 @@
-"""The in-memory store: the default, for one server process with nothing to install."""
+"""The in-memory store: the default, for one server process with nothing to install.
+
+It keeps the same contract as the Redis store, fencing included (tokens, expected log positions,
+retired tables never leased again), so the store tests hold the two to one behaviour. Retired
+tables' game records expire after their retention like Redis keys would; nothing else outlives
+what owns it (a player's table set goes when its last table does).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import itertools
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 
-from server.stores.base import Handler, LeaseLost, Store
+from server.stores.base import (
+    Handler,
+    LeaseLost,
+    Location,
+    Store,
+    Whereabouts,
+    holder_value,
+    parse_holder,
+)
 
 
 class MemoryStore(Store):
@@ -25,15 +42,22 @@ class MemoryStore(Store):
         self._order = itertools.count()
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
         self._leases: dict[str, tuple[str, float]] = {}
+        self._epochs: dict[str, int] = {}
         self._hosted: set[str] = set()
-        self._logs: dict[str, list[bytes]] = defaultdict(list)
+        self._logs: dict[str, list[bytes]] = {}
+        self._retired: collections.OrderedDict[str, tuple[float, bytes]] = collections.OrderedDict()
+        """Retired tables' game records with their expiry, oldest first."""
 
     async def shared_secret(self, proposed: bytes) -> bytes:
         if self._secret is None:
             self._secret = proposed
         return self._secret
 
-    async def put_table(self, table_id: str, node_id: str, record: bytes, listed: bool) -> None:
+    async def put_table(
+        self, table_id: str, node_id: str, record: bytes, listed: bool, token: int | None = None
+    ) -> None:
+        if token is not None:
+            self._check_lease(table_id, token)
         self._tables[table_id] = (node_id, record, listed)
 
     async def get_table(self, table_id: str) -> tuple[str, bytes] | None:
@@ -50,7 +74,11 @@ class MemoryStore(Store):
         self._player_tables[player].add(table_id)
 
     async def remove_player_table(self, player: str, table_id: str) -> None:
-        self._player_tables[player].discard(table_id)
+        tables = self._player_tables.get(player)
+        if tables is not None:
+            tables.discard(table_id)
+            if not tables:
+                del self._player_tables[player]
 
     async def player_tables(self, player: str) -> list[str]:
         return sorted(self._player_tables.get(player, ()))
@@ -73,53 +101,127 @@ class MemoryStore(Store):
         ranked = sorted(board.items(), key=lambda item: (-item[1][0], item[1][1]))
         return [(player, name, score) for player, (score, _, name) in ranked[:limit]]
 
+    # ------------------------------------------------------------------ hosting
     def _holder(self, table_id: str) -> str | None:
         lease = self._leases.get(table_id)
         if lease is None or lease[1] <= time.monotonic():
             return None
         return lease[0]
 
-    async def acquire_lease(self, table_id: str, ttl: float) -> bool:
-        if self._holder(table_id) is not None:
-            return False
-        self._leases[table_id] = (self.node_id, time.monotonic() + ttl)
-        self._hosted.add(table_id)
-        return True
+    def _mine(self, token: int) -> str:
+        return holder_value(self.node_id, self.incarnation, token)
 
-    async def renew_leases(self, table_ids: list[str], ttl: float) -> set[str]:
+    def _check_lease(self, table_id: str, token: int) -> None:
+        if self._holder(table_id) != self._mine(token):
+            raise LeaseLost(table_id)
+
+    def _is_retired(self, table_id: str) -> bool:
+        self._expire_records()
+        return table_id in self._retired
+
+    def _expire_records(self) -> None:
+        now = time.monotonic()
+        while self._retired:
+            table_id, (expiry, _) = next(iter(self._retired.items()))
+            if expiry > now:
+                return
+            del self._retired[table_id]
+            self._epochs.pop(table_id, None)
+
+    def _earlier_self(self, holder: str) -> bool:
+        node_id, incarnation, _ = parse_holder(holder)
+        return node_id == self.node_id and incarnation < self.incarnation
+
+    async def acquire_lease(self, table_id: str, ttl: float) -> int | None:
+        if self._is_retired(table_id):
+            return None
+        holder = self._holder(table_id)
+        if holder is not None and not self._earlier_self(holder):
+            return None
+        token = self._epochs[table_id] = self._epochs.get(table_id, 0) + 1
+        self._leases[table_id] = (self._mine(token), time.monotonic() + ttl)
+        self._hosted.add(table_id)
+        return token
+
+    async def renew_leases(self, leases: dict[str, int], ttl: float) -> set[str]:
         lost = set()
-        for table_id in table_ids:
-            holder = self._holder(table_id)
-            if holder in (None, self.node_id):
-                self._leases[table_id] = (self.node_id, time.monotonic() + ttl)
+        for table_id, token in leases.items():
+            if self._holder(table_id) == self._mine(token):
+                self._leases[table_id] = (self._mine(token), time.monotonic() + ttl)
             else:
                 lost.add(table_id)
         return lost
 
-    async def release_lease(self, table_id: str) -> None:
-        if self._holder(table_id) == self.node_id:
+    async def release_lease(self, table_id: str, token: int) -> None:
+        if self._holder(table_id) == self._mine(token):
             del self._leases[table_id]
 
-    async def orphaned_tables(self) -> list[str]:
-        return sorted(t for t in self._hosted if self._holder(t) is None)
+    async def adoptable_tables(self) -> list[str]:
+        gone = {t for t in self._hosted if self._is_retired(t) or t not in self._logs}
+        self._hosted -= {t for t in gone if self._holder(t) is None}
+        return sorted(
+            t
+            for t in self._hosted - gone
+            if (holder := self._holder(t)) is None or self._earlier_self(holder)
+        )
+
+    async def locate(self, table_id: str) -> Location:
+        if self._is_retired(table_id):
+            return Location(Whereabouts.CLOSED)
+        holder = self._holder(table_id)
+        if holder is not None:
+            node_id, incarnation, _ = parse_holder(holder)
+            return Location(Whereabouts.HOSTED, node_id, incarnation)
+        if table_id in self._logs or table_id in self._tables:
+            return Location(Whereabouts.MOVING)
+        return Location(Whereabouts.UNKNOWN)
 
     async def append_log(
-        self, table_id: str, entry: bytes, channel: str = "", announce: bytes | None = None
+        self,
+        table_id: str,
+        token: int,
+        position: int,
+        entry: bytes,
+        channel: str = "",
+        announce: bytes | None = None,
     ) -> None:
-        if self._holder(table_id) != self.node_id:
-            raise LeaseLost(table_id)
-        self._logs[table_id].append(entry)
+        self._check_lease(table_id, token)
+        entries = self._logs.setdefault(table_id, [])
+        if len(entries) != position - 1:
+            if not entries:
+                del self._logs[table_id]
+            raise LeaseLost(f"{table_id}: the log holds {len(entries)} entries, not {position - 1}")
+        entries.append(entry)
         if announce is not None:
             await self.publish(channel, announce)
 
     async def read_log(self, table_id: str) -> list[bytes]:
         return list(self._logs.get(table_id, ()))
 
-    async def retire_table(self, table_id: str, keep_log: float) -> None:
+    async def retire_table(
+        self,
+        table_id: str,
+        token: int,
+        record: bytes,
+        keep: float,
+        players: Iterable[str] = (),
+    ) -> None:
+        self._check_lease(table_id, token)
+        del self._leases[table_id]
         self._hosted.discard(table_id)
-        self._leases.pop(table_id, None)
-        self._logs.pop(table_id, None)  # one process: nobody else will read it
+        self._logs.pop(table_id, None)
+        self._tables.pop(table_id, None)
+        for player in players:
+            await self.remove_player_table(player, table_id)
+        self._expire_records()
+        self._retired[table_id] = (time.monotonic() + keep, record)
 
+    async def game_record(self, table_id: str) -> bytes | None:
+        self._expire_records()
+        kept = self._retired.get(table_id)
+        return None if kept is None else kept[1]
+
+    # ------------------------------------------------------------------ bus
     async def publish(self, channel: str, data: bytes) -> None:
         loop = asyncio.get_running_loop()
         for handler in list(self._handlers.get(channel, ())):
@@ -134,3 +236,18 @@ class MemoryStore(Store):
             handlers.remove(handler)
             if not handlers:
                 del self._handlers[channel]
+
+    # ------------------------------------------------------------------ revoked session tokens
+    @functools.cached_property
+    def _revoked(self) -> dict[str, float]:
+        """Revoked token ids -> when they would have expired anyway (monotonic clock)."""
+        return {}
+
+    async def revoke_token(self, token_id: str, ttl: float) -> None:
+        now = time.monotonic()
+        for expired in [key for key, until in self._revoked.items() if until <= now]:
+            del self._revoked[expired]  # each revocation sweeps: the list never outgrows its TTLs
+        self._revoked[token_id] = now + ttl
+
+    async def token_revoked(self, token_id: str) -> bool:
+        return self._revoked.get(token_id, 0.0) > time.monotonic()

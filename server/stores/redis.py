@@ -2,26 +2,46 @@
 
 Theory of operation
 -------------------
-Key layout (every key of one table, player or game carries its id as a Redis Cluster hash tag,
-so a multi-key write about one of them stays in one slot)::
+Key layout. Every key of one table, player or game carries its id as a Redis Cluster hash tag, so
+a multi-key write about one of them stays in one slot. Each key has an owner (who writes it) and a
+lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (default one day)::
 
-    bd:secret                   string  the token-signing secret (SET NX, then GET)
-    bd:t:{TABLE}:record         hash    node, record, listed ("1" / "0")
-    bd:lobby:tables             set     ids of listed tables
-    bd:p:{PLAYER}:tables        set     ids of the tables where the player holds a seat
-    bd:nodes                    zset    node id -> expiry time (ms, Redis's clock)
-    bd:lb:{GAME}                zset    "<rank key>:<player>" -> best score
-    bd:lb:{GAME}:entries        hash    player -> their member in bd:lb:{GAME}
-    bd:lb:{GAME}:names          hash    player -> display name sent with the best score
-    bd:lb:{GAME}:seq            string  counter of improved scores (the tie-breaker)
-    bd:t:{TABLE}:lease          string  the hosting node's id, with a TTL its host renews
-    bd:t:{TABLE}:log            stream  every command that changed the table (field "e")
-    bd:hosted                   set     ids of tables not yet retired (orphans: no lease)
+    key                    type    owner              lifetime
+    bd:t:{T}:lease         string  the table's host   TTL = lease TTL, renewed by its holder;
+                                                      deleted when the table is retired
+    bd:t:{T}:epoch         string  lease acquisitions the table's life; TTL = retention once retired
+    bd:t:{T}:log           stream  the table's host   the table's life; deleted when retired
+    bd:t:{T}:record        hash    the table's host   the table's life; deleted when retired
+    bd:t:{T}:state         string  the retiring host  set ("closed") at retirement, TTL = retention
+    bd:t:{T}:game          string  the retiring host  set at retirement, TTL = retention
+    bd:p:{P}:tables        set     the tables' hosts  TTL PLAYER_TABLES_TTL, renewed by each add;
+                                                      members removed when the seat is freed or
+                                                      the table retired (empty: gone)
+    bd:secret              string  every node         fixed (no TTL): the token-signing secret
+    bd:revoked:{ID}        string  the node a player  TTL = the token's remaining lifetime: a
+                           logged out on      token ended by ``logout``
+    bd:nodes               zset    every node         fixed; a member expires by its score
+    bd:hosted              set     tables' hosts      fixed; a member leaves when its table is
+                                                      retired (or is found gone by a scan)
+    bd:lobby:tables        set     tables' hosts      fixed; a member leaves when its table is
+                                                      retired (or is found gone by a listing)
+    bd:lb:{G}, bd:lb:{G}:entries, bd:lb:{G}:names, bd:lb:{G}:seq
+                           zset, hash, hash, string   fixed: the leaderboards (one entry per
+                                                      player and game)
 
-Writes that touch several keys run in one MULTI/EXEC transaction or one Lua script, so a lost
-connection changes all or nothing. (``bd:lobby:tables`` lives in another slot than a table's
-record: under Redis Cluster that pair would need two steps, which :meth:`list_tables` tolerates
-by dropping ids whose record is gone.)
+The fixed keys above are the only ones that may exist without a TTL, besides a live table's
+epoch, log and record (owned by its host, deleted or given a TTL when it is retired; a table whose
+host died is adopted by another node, so its keys always have an owner). Field details:
+``record`` holds node, record, listed ("1" / "0"); ``lease`` holds ``node/incarnation/token``;
+``log`` entries have the field ``e`` and the ID ``<position>-0``, position 1 being the create
+command; ``game`` is the table's compact game record (``server.hosting.TableRecord``).
+
+Writes that touch several keys of one slot run in one Lua script (every fenced write: see
+"Hosting and fencing" in :mod:`server.stores.base`) or one MULTI/EXEC transaction, so a lost
+connection changes all or nothing. The sets ``bd:lobby:tables`` and ``bd:hosted`` live in other
+slots than a table's keys: they are updated in a second step, and every reader tolerates and
+removes ids whose table is gone (:meth:`RedisStore.list_tables`,
+:meth:`RedisStore.adoptable_tables`).
 
 Presence and leaderboards run as Lua scripts: presence reads Redis's clock so nodes need no
 synchronised clocks, and a leaderboard entry is compared and replaced atomically. Equal scores
@@ -30,10 +50,12 @@ rank by who reached them first: a member starts with ``999999999999999 - seq``, 
 
 The bus uses one pub/sub connection per store, read by one background task that hands each
 message to the channel's handlers with ``loop.call_soon`` (the same as the in-memory store).
-When the connection drops the task reconnects with backoff and subscribes every channel that
-still has handlers; messages published while it was down are lost, as Redis pub/sub never keeps
-them. Commands fail fast (short socket timeouts, no retries) and raise :class:`StoreUnavailable`,
-so the caller can answer ``unavailable`` at once; the connection pool reconnects on the next call.
+When the connection drops the task reconnects on the retry policy's backoff (woken at once when
+the store's health sees Redis back) and subscribes every channel that still has handlers;
+messages published while it was down are lost, as Redis pub/sub never keeps them. Commands fail
+fast (short socket timeouts, no retries) and raise :class:`StoreUnavailable`, so the caller can
+answer ``unavailable`` at once; every outcome is reported to the store's health, and the
+connection pool reconnects on the next call.
 """
 
 from __future__ import annotations
@@ -41,8 +63,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -50,7 +71,16 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from server.stores.base import Handler, LeaseLost, Store, StoreUnavailable
+from server.retry import Backoff
+from server.stores.base import (
+    Handler,
+    LeaseLost,
+    Location,
+    Store,
+    StoreUnavailable,
+    Whereabouts,
+    holder_value,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +101,16 @@ SUBSCRIBE_TIMEOUT = 2.0
 """How long :meth:`RedisStore.subscribe` waits for the connection and for Redis's confirmation."""
 KEEPALIVE = 5.0
 """Idle seconds before the pub/sub reader pings; no reply by the next idle period is a dead link."""
-BACKOFF_FIRST = 0.1
-BACKOFF_MAX = 2.0
+PROBE_TIMEOUT = 0.5
+"""How long a health probe (PING) waits: a frozen Redis must not hold the probe for long."""
+PUBSUB_BACKOFF = Backoff(first=0.1, cap=2.0)
+"""Between attempts to reconnect the pub/sub link (woken early when Redis is seen back)."""
+PLAYER_TABLES_TTL = 7 * 24 * 3600
+"""Seconds a player's table set lives after its last addition (its tables close long before)."""
 
+CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
+FIXED_KEYS: tuple[str, ...] = ("bd:secret", "bd:nodes", "bd:hosted", "bd:lobby:tables", "bd:lb:*")
+"""Patterns (``fnmatch``) of the only keys that may live without a TTL (see the key table)."""
 HOSTED_KEY = "bd:hosted"
 SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
@@ -90,27 +127,64 @@ def log_key(table_id: str) -> str:
     return f"bd:t:{{{table_id}}}:log"
 
 
-RENEW_SCRIPT = """
+def epoch_key(table_id: str) -> str:
+    """The counter of a table's lease acquisitions: the fencing tokens."""
+    return f"bd:t:{{{table_id}}}:epoch"
+
+
+def state_key(table_id: str) -> str:
+    """Set when a table is retired: it can never be leased again."""
+    return f"bd:t:{{{table_id}}}:state"
+
+
+def game_key(table_id: str) -> str:
+    """A retired table's compact game record."""
+    return f"bd:t:{{{table_id}}}:game"
+
+
+ACQUIRE_SCRIPT = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-elseif not holder then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
+if holder then
+  local node, incarnation = string.match(holder, '^(.*)/([^/]*)/[^/]*$')
+  if node ~= ARGV[1] or incarnation >= ARGV[2] then return 0 end
+end
+local epoch = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. '/' .. ARGV[2] .. '/' .. epoch, 'PX', ARGV[3])
+return epoch
+"""
+
+RENEW_SCRIPT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 """
 
 APPEND_SCRIPT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return false
+  return 0
 end
-local id = redis.call('XADD', KEYS[2], '*', 'e', ARGV[2])
-if ARGV[3] ~= '' then
-  redis.call('PUBLISH', ARGV[3], ARGV[4])
+local expected = tonumber(ARGV[2]) - 1
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if expected == 0 then
+  if #last ~= 0 then return -1 end
+elseif #last == 0 or last[1][1] ~= expected .. '-0' then
+  return -1
 end
-return id
+redis.call('XADD', KEYS[2], ARGV[2] .. '-0', 'e', ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('PUBLISH', ARGV[4], ARGV[5])
+end
+return 1
+"""
+
+PUT_RECORD_SCRIPT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[2], 'node', ARGV[2], 'record', ARGV[3], 'listed', ARGV[4])
+return 1
 """
 
 RELEASE_SCRIPT = """
@@ -118,6 +192,27 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
+"""
+
+RETIRE_SCRIPT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('DEL', KEYS[1], KEYS[4], KEYS[5])
+redis.call('SET', KEYS[3], 'closed', 'PX', ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('SET', KEYS[6], ARGV[3], 'PX', ARGV[2])
+return 1
+"""
+
+LOCATE_SCRIPT = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return {'closed'} end
+local holder = redis.call('GET', KEYS[1])
+if holder then return {'hosted', holder} end
+if redis.call('EXISTS', KEYS[3]) == 1 or redis.call('EXISTS', KEYS[4]) == 1 then
+  return {'moving'}
+end
+return {'unknown'}
 """
 
 
@@ -178,15 +273,6 @@ return out
 """
 
 
-@contextlib.contextmanager
-def reaching_redis() -> Iterator[None]:
-    """Turn a lost or refused Redis connection into :class:`StoreUnavailable`."""
-    try:
-        yield
-    except UNREACHABLE as error:
-        raise StoreUnavailable(f"redis: {error}") from error
-
-
 class RedisStore(Store):
     """The lobby, presence, leaderboards and bus in Redis (see the module docstring)."""
 
@@ -208,9 +294,13 @@ class RedisStore(Store):
         self._live_nodes = self._redis.register_script(LIVE_NODES_SCRIPT)
         self._submit_score = self._redis.register_script(SUBMIT_SCORE_SCRIPT)
         self._top_scores = self._redis.register_script(TOP_SCORES_SCRIPT)
+        self._acquire = self._redis.register_script(ACQUIRE_SCRIPT)
         self._renew = self._redis.register_script(RENEW_SCRIPT)
         self._append = self._redis.register_script(APPEND_SCRIPT)
+        self._put_record = self._redis.register_script(PUT_RECORD_SCRIPT)
         self._release = self._redis.register_script(RELEASE_SCRIPT)
+        self._retire = self._redis.register_script(RETIRE_SCRIPT)
+        self._locate = self._redis.register_script(LOCATE_SCRIPT)
         self._pubsub: PubSub = self._redis.pubsub()
         self._handlers: dict[str, list[Handler]] = {}
         self._confirmations: dict[str, asyncio.Future[None]] = {}
@@ -219,6 +309,23 @@ class RedisStore(Store):
         self._retry_now = asyncio.Event()
         self._attempt_failed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
+        self.health.listeners.append(self._retry_now.set)
+
+    @contextlib.contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """Turn a lost or refused Redis connection into :class:`StoreUnavailable`, and tell the
+        store's health how the call went."""
+        try:
+            yield
+        except UNREACHABLE as error:
+            self.health.failed(error)
+            raise StoreUnavailable(f"redis: {error}") from error
+        self.health.succeeded()
+
+    async def ping(self) -> None:
+        with self._reaching():
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                await self._redis.ping()
 
     async def start(self) -> None:
         """Start the pub/sub reader; Redis need not be up yet (it connects when it can)."""
@@ -232,6 +339,7 @@ class RedisStore(Store):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
             self._reader = None
+        self.health.close()
         self._online.clear()
         self._handlers.clear()
         with contextlib.suppress(*UNREACHABLE):
@@ -241,7 +349,7 @@ class RedisStore(Store):
 
     # ------------------------------------------------------------------ secrets
     async def shared_secret(self, proposed: bytes) -> bytes:
-        with reaching_redis():
+        with self._reaching():
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.set(SECRET_KEY, proposed, nx=True)
                 pipe.get(SECRET_KEY)
@@ -249,33 +357,43 @@ class RedisStore(Store):
         return secret
 
     # ------------------------------------------------------------------ lobby records
-    async def put_table(self, table_id: str, node_id: str, record: bytes, listed: bool) -> None:
-        fields = {"node": node_id, "record": record, "listed": "1" if listed else "0"}
-        with reaching_redis():
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.hset(table_key(table_id), mapping=fields)
-                if listed:
-                    pipe.sadd(LOBBY_KEY, table_id)
-                else:
-                    pipe.srem(LOBBY_KEY, table_id)
-                await pipe.execute()
+    async def put_table(
+        self, table_id: str, node_id: str, record: bytes, listed: bool, token: int | None = None
+    ) -> None:
+        flag = "1" if listed else "0"
+        with self._reaching():
+            if token is None:
+                fields = {"node": node_id, "record": record, "listed": flag}
+                await self._redis.hset(table_key(table_id), mapping=fields)
+            else:
+                written = await self._put_record(
+                    keys=[lease_key(table_id), table_key(table_id)],
+                    args=[self._holder(token), node_id, record, flag],
+                )
+                if not written:
+                    raise LeaseLost(table_id)
+            # The lobby set lives in another slot: a second step (listings drop stale ids).
+            if listed:
+                await self._redis.sadd(LOBBY_KEY, table_id)
+            else:
+                await self._redis.srem(LOBBY_KEY, table_id)
 
     async def get_table(self, table_id: str) -> tuple[str, bytes] | None:
-        with reaching_redis():
+        with self._reaching():
             node, record = await self._redis.hmget(table_key(table_id), ["node", "record"])
         if node is None or record is None:
             return None
         return node.decode(), record
 
     async def remove_table(self, table_id: str) -> None:
-        with reaching_redis():
+        with self._reaching():
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.delete(table_key(table_id))
                 pipe.srem(LOBBY_KEY, table_id)
                 await pipe.execute()
 
     async def list_tables(self) -> list[bytes]:
-        with reaching_redis():
+        with self._reaching():
             table_ids = sorted(raw.decode() for raw in await self._redis.smembers(LOBBY_KEY))
             if not table_ids:
                 return []
@@ -291,99 +409,171 @@ class RedisStore(Store):
         return [record for record in records if record is not None]
 
     # ------------------------------------------------------------------ hosting
-    async def acquire_lease(self, table_id: str, ttl: float) -> bool:
-        with reaching_redis():
-            taken = await self._redis.set(
-                lease_key(table_id), self.node_id, nx=True, px=int(ttl * 1000)
-            )
-            if taken:
-                await self._redis.sadd(HOSTED_KEY, table_id)
-        return bool(taken)
+    def _holder(self, token: int) -> str:
+        return holder_value(self.node_id, self.incarnation, token)
 
-    async def renew_leases(self, table_ids: list[str], ttl: float) -> set[str]:
-        if not table_ids:
+    async def acquire_lease(self, table_id: str, ttl: float) -> int | None:
+        with self._reaching():
+            token = await self._acquire(
+                keys=[lease_key(table_id), epoch_key(table_id), state_key(table_id)],
+                args=[self.node_id, self.incarnation, int(ttl * 1000)],
+            )
+            if token:
+                await self._redis.sadd(HOSTED_KEY, table_id)
+        return int(token) or None
+
+    async def renew_leases(self, leases: dict[str, int], ttl: float) -> set[str]:
+        if not leases:
             return set()
-        with reaching_redis():
+        tables = list(leases)
+        with self._reaching():
             async with self._redis.pipeline(transaction=False) as pipe:
-                for table_id in table_ids:
+                for table_id in tables:
                     await self._renew(
                         keys=[lease_key(table_id)],
-                        args=[self.node_id, int(ttl * 1000)],
+                        args=[self._holder(leases[table_id]), int(ttl * 1000)],
                         client=pipe,
                     )
                 held = await pipe.execute()
-        return {t for t, ok in zip(table_ids, held, strict=True) if not ok}
+        return {t for t, ok in zip(tables, held, strict=True) if not ok}
 
-    async def release_lease(self, table_id: str) -> None:
-        with reaching_redis():
-            await self._release(keys=[lease_key(table_id)], args=[self.node_id])
+    async def release_lease(self, table_id: str, token: int) -> None:
+        with self._reaching():
+            await self._release(keys=[lease_key(table_id)], args=[self._holder(token)])
 
-    async def orphaned_tables(self) -> list[str]:
-        with reaching_redis():
+    def _locate_keys(self, table_id: str) -> list[str]:
+        return [lease_key(table_id), state_key(table_id), log_key(table_id), table_key(table_id)]
+
+    def _location(self, found: list[bytes]) -> Location:
+        where = Whereabouts(found[0].decode())
+        if where is not Whereabouts.HOSTED:
+            return Location(where)
+        node_id, incarnation, _ = found[1].decode().rsplit("/", 2)
+        return Location(where, node_id, incarnation)
+
+    async def locate(self, table_id: str) -> Location:
+        with self._reaching():
+            found = await self._locate(keys=self._locate_keys(table_id))
+        return self._location(found)
+
+    async def adoptable_tables(self) -> list[str]:
+        with self._reaching():
             hosted = sorted(raw.decode() for raw in await self._redis.smembers(HOSTED_KEY))
             if not hosted:
                 return []
             async with self._redis.pipeline(transaction=False) as pipe:
                 for table_id in hosted:
-                    pipe.exists(lease_key(table_id))
-                leased = await pipe.execute()
-        return [t for t, held in zip(hosted, leased, strict=True) if not held]
+                    await self._locate(keys=self._locate_keys(table_id), client=pipe)
+                found = await pipe.execute()
+            places = {t: self._location(f) for t, f in zip(hosted, found, strict=True)}
+            gone = [t for t, p in places.items() if p.where in (CLOSED, UNKNOWN)]
+            if gone:
+                await self._redis.srem(HOSTED_KEY, *gone)
+        return [
+            table_id
+            for table_id, place in places.items()
+            if place.where is Whereabouts.MOVING
+            or (place.node == self.node_id and (place.incarnation or "") < self.incarnation)
+        ]
 
     async def append_log(
-        self, table_id: str, entry: bytes, channel: str = "", announce: bytes | None = None
+        self,
+        table_id: str,
+        token: int,
+        position: int,
+        entry: bytes,
+        channel: str = "",
+        announce: bytes | None = None,
     ) -> None:
-        args = [self.node_id, entry, channel if announce is not None else "", announce or b""]
-        with reaching_redis():
+        args = [
+            self._holder(token),
+            position,
+            entry,
+            channel if announce is not None else "",
+            announce or b"",
+        ]
+        with self._reaching():
             written = await self._append(keys=[lease_key(table_id), log_key(table_id)], args=args)
-        if not written:
-            raise LeaseLost(table_id)
+        if written == 0:
+            raise LeaseLost(f"{table_id}: the lease is not held with token {token}")
+        if written < 0:
+            raise LeaseLost(f"{table_id}: the log is not at entry {position - 1}")
 
     async def read_log(self, table_id: str) -> list[bytes]:
-        with reaching_redis():
+        with self._reaching():
             entries = await self._redis.xrange(log_key(table_id))
         return [fields[b"e"] for _, fields in entries]
 
-    async def retire_table(self, table_id: str, keep_log: float) -> None:
-        with reaching_redis():
+    async def retire_table(
+        self,
+        table_id: str,
+        token: int,
+        record: bytes,
+        keep: float,
+        players: Iterable[str] = (),
+    ) -> None:
+        keys = [
+            lease_key(table_id),
+            epoch_key(table_id),
+            state_key(table_id),
+            log_key(table_id),
+            table_key(table_id),
+            game_key(table_id),
+        ]
+        with self._reaching():
+            retired = await self._retire(
+                keys=keys, args=[self._holder(token), max(1, int(keep * 1000)), record]
+            )
+            if not retired:
+                raise LeaseLost(table_id)
+            # The sets below live in other slots: a second step, which readers tolerate.
             async with self._redis.pipeline(transaction=False) as pipe:
                 pipe.srem(HOSTED_KEY, table_id)
-                pipe.delete(lease_key(table_id))
-                pipe.expire(log_key(table_id), max(1, int(keep_log)))
+                pipe.srem(LOBBY_KEY, table_id)
+                for player in players:
+                    pipe.srem(player_tables_key(player), table_id)
                 await pipe.execute()
+
+    async def game_record(self, table_id: str) -> bytes | None:
+        with self._reaching():
+            return await self._redis.get(game_key(table_id))
 
     # ------------------------------------------------------------------ players
     async def add_player_table(self, player: str, table_id: str) -> None:
-        with reaching_redis():
-            await self._redis.sadd(player_tables_key(player), table_id)
+        with self._reaching():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.sadd(player_tables_key(player), table_id)
+                pipe.expire(player_tables_key(player), PLAYER_TABLES_TTL)
+                await pipe.execute()
 
     async def remove_player_table(self, player: str, table_id: str) -> None:
-        with reaching_redis():
+        with self._reaching():
             await self._redis.srem(player_tables_key(player), table_id)
 
     async def player_tables(self, player: str) -> list[str]:
-        with reaching_redis():
+        with self._reaching():
             members = await self._redis.smembers(player_tables_key(player))
         return sorted(member.decode() for member in members)
 
     # ------------------------------------------------------------------ presence
     async def heartbeat(self, ttl: float) -> None:
-        with reaching_redis():
+        with self._reaching():
             await self._heartbeat(keys=[NODES_KEY], args=[self.node_id, round(ttl * 1000)])
 
     async def live_nodes(self) -> set[str]:
-        with reaching_redis():
+        with self._reaching():
             nodes = await self._live_nodes(keys=[NODES_KEY])
         return {node.decode() for node in nodes}
 
     # ------------------------------------------------------------------ leaderboards
     async def submit_score(self, game: str, player: str, name: str, score: int) -> None:
-        with reaching_redis():
+        with self._reaching():
             await self._submit_score(keys=leaderboard_keys(game), args=[player, name, score])
 
     async def top_scores(self, game: str, limit: int) -> list[tuple[str, str, int]]:
         if limit <= 0:
             return []
-        with reaching_redis():
+        with self._reaching():
             flat = await self._top_scores(keys=leaderboard_keys(game), args=[limit])
         return [
             (flat[i].decode(), flat[i + 1].decode(), int(float(flat[i + 2])))
@@ -392,7 +582,7 @@ class RedisStore(Store):
 
     # ------------------------------------------------------------------ bus
     async def publish(self, channel: str, data: bytes) -> None:
-        with reaching_redis():
+        with self._reaching():
             await self._redis.publish(channel, data)
 
     async def subscribe(self, channel: str, handler: Handler) -> None:
@@ -463,18 +653,18 @@ class RedisStore(Store):
         connection = self._pubsub.connection
         if not self._online.is_set() or connection is None or not connection.is_connected:
             raise StoreUnavailable("redis: pub/sub connection is down")
-        with reaching_redis():
+        with self._reaching():
             await self._pubsub.execute_command(*command)
 
     # ------------------------------------------------------------------ pub/sub reader
     async def _read_forever(self) -> None:
         """Keep the pub/sub connection up and dispatch what it receives, until cancelled."""
-        delay = BACKOFF_FIRST
+        delays = PUBSUB_BACKOFF.delays()
         outage = False
         while True:
             try:
                 await self._connect_pubsub()
-                delay = BACKOFF_FIRST
+                delays = PUBSUB_BACKOFF.delays()
                 if outage and self.on_bus_recovered is not None:
                     asyncio.get_running_loop().call_soon(self.on_bus_recovered)
                 outage = True  # whatever ends the next dispatch is one
@@ -496,12 +686,12 @@ class RedisStore(Store):
                 if self._pubsub.connection is not None:
                     with contextlib.suppress(*UNREACHABLE):
                         await self._pubsub.connection.disconnect(nowait=True)
-            # At most one attempt per BACKOFF_FIRST however often subscribers wake the reader.
-            await asyncio.sleep(BACKOFF_FIRST)
+            # At most one attempt per first delay however often the reader is woken.
+            first = PUBSUB_BACKOFF.first / 2
+            await asyncio.sleep(first)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay * random.uniform(0.8, 1.2) - BACKOFF_FIRST):
+                async with asyncio.timeout(max(0.0, next(delays) - first)):
                     await self._retry_now.wait()
-            delay = min(delay * 2, BACKOFF_MAX)
 
     async def _connect_pubsub(self) -> None:
         """Connect and subscribe every channel that has handlers."""
@@ -537,3 +727,18 @@ class RedisStore(Store):
                 confirmed = self._confirmations.get(message["channel"].decode())
                 if confirmed is not None and not confirmed.done():
                     confirmed.set_result(None)
+
+    # ------------------------------------------------------------------ revoked session tokens
+    async def revoke_token(self, token_id: str, ttl: float) -> None:
+        """``bd:revoked:{TOKEN}`` (string), expiring with the token itself."""
+        with self._reaching():
+            await self._redis.set(revoked_key(token_id), b"1", px=max(1, round(ttl * 1000)))
+
+    async def token_revoked(self, token_id: str) -> bool:
+        with self._reaching():
+            return bool(await self._redis.exists(revoked_key(token_id)))
+
+
+def revoked_key(token_id: str) -> str:
+    """The key whose presence says a session token was revoked (it expires with the token)."""
+    return f"bd:revoked:{{{token_id}}}"

@@ -88,11 +88,12 @@ async def new_page(browser: Browser, base_url: str) -> AsyncIterator[PageFactory
 
 
 @pytest.fixture
-def screenshot() -> Callable[[Page, str], Awaitable[None]]:
-    """Save a PNG of the page to docs/screenshots/<name>.png."""
+def screenshot() -> Callable[..., Awaitable[None]]:
+    """Save a PNG of the page to docs/screenshots/<name>.png: the whole page, or with
+    ``full=False`` what the window shows (a sticky bar stays where the player sees it)."""
 
-    async def take(page: Page, name: str) -> None:
+    async def take(page: Page, name: str, full: bool = True) -> None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full)
 
     return take

@@ -1,7 +1,9 @@
-"""Helpers for driving the browser client: wait for the table on screen to change."""
+"""Helpers for driving the browser client: create a table, play a turn, wait for the table on
+screen to change."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from playwright.async_api import Locator, Page
@@ -27,3 +29,67 @@ async def click_and_wait(page: Page, target: Locator, timeout: float = 5000) -> 
     before = await seq(page)
     await target.click()
     await page.wait_for_function(f"{SEQ} > {before}", timeout=timeout)
+
+
+async def create_table(
+    page: Page,
+    name: str,
+    seats: int = 3,
+    max_rounds: int | None = 2,
+    private: bool = False,
+    pause: float = 0.3,
+    turn_seconds: int = 30,
+) -> None:
+    """Fill the lobby's create form and open the new table."""
+    form = page.locator("#create")
+    await form.locator("input[name=name]").fill(name)
+    if private:
+        await form.locator("input[name=private]").check()
+    await form.locator("input[name=seats]").fill(str(seats))
+    await form.locator("input[name=max_rounds]").fill("" if max_rounds is None else str(max_rounds))
+    await form.locator("input[name=round_pause_seconds]").fill(str(pause))
+    await form.locator("input[name=turn_seconds]").fill(str(turn_seconds))
+    await form.get_by_role("button", name="Create table").click()
+    await page.locator(".blackdrez").wait_for()
+
+
+async def my_value(page: Page) -> int:
+    """The value of the hand in the viewer's own seat."""
+    text = await page.locator(".seat.mine .value strong").text_content()
+    return int(text or 0)
+
+
+async def play_turn(page: Page) -> bool:
+    """If it is this page's turn, play the simple policy by clicking; return whether it acted."""
+    hit, stand, withdraw = (page.locator(s) for s in ("#hit", "#stand", "#withdraw"))
+    if not await withdraw.is_enabled():
+        return False
+    value = await my_value(page)
+    if value < 8 and await hit.is_enabled():
+        button = hit
+    elif await stand.is_enabled():
+        button = stand
+    else:
+        button = withdraw
+    await click_and_wait(page, button)
+    return True
+
+
+async def page_on_turn(*pages: Page) -> Page:
+    """The page whose player is on turn (waiting up to five seconds for one)."""
+    for _ in range(100):
+        for page in pages:
+            if await page.locator("#withdraw").is_enabled():
+                return page
+        await asyncio.sleep(0.05)
+    raise AssertionError("nobody is on turn")
+
+
+async def settled(page: Page) -> None:
+    """Wait until no card is moving (before a screenshot or a bounding box); the timer bars
+    (a transition every quarter second, the pause between rounds) do not count."""
+    await page.wait_for_function(
+        "document.getAnimations().filter(a => !(a instanceof CSSTransition)"
+        " && !(a instanceof CSSAnimation)).length === 0",
+        timeout=10000,
+    )

@@ -37,13 +37,13 @@ def slot(pile: int) -> str:
 
 
 async def place(page: Page, engine: bp.BlackjackPiles, pile: int) -> None:
-    """Put the stock's top card on ``pile``: click an empty pile, else the stock then the pile."""
+    """Put the stock's top card on ``pile``: click an empty pile, else its "Place here"."""
     if not engine.state.piles[pile]:
         await click_and_wait(page, page.locator(slot(pile)))
     else:
-        await page.locator("#stock").click()
-        assert await page.locator("#stock[aria-pressed=true]").count() == 1
-        await click_and_wait(page, page.locator(top(pile)))
+        await click_and_wait(
+            page, page.locator(f".pile-column[data-pile='{pile}'] button.place-here")
+        )
     engine.apply(0, bp.Place(pile))
 
 

@@ -14,6 +14,7 @@ from server.games.blackdrez import (
     BlackDrez,
     Bust,
     Config,
+    EndGame,
     Event,
     GameOver,
     Hit,
@@ -153,10 +154,11 @@ def test_a_game_starts_between_rounds_and_only_the_system_can_act() -> None:
     engine = BlackDrez.from_order(Config(seats=3), stack(""))
     assert (engine.state.phase, engine.state.round, engine.over) == ("between_rounds", 0, False)
     assert engine.legal_actions(0) == []
-    legal = engine.legal_actions(SYSTEM)
-    assert legal[0] == StartRound(seats=[0, 1, 2])
-    assert sorted(sorted(a.seats) for a in legal) == [[0, 1], [0, 1, 2], [0, 2], [1, 2]]
-    assert len(BlackDrez.from_order(Config(seats=8), []).legal_actions(SYSTEM)) == 2**8 - 9
+    *starts, end = engine.legal_actions(SYSTEM)
+    assert starts[0] == StartRound(seats=[0, 1, 2])
+    assert sorted(sorted(a.seats) for a in starts) == [[0, 1], [0, 1, 2], [0, 2], [1, 2]]
+    assert end == EndGame()
+    assert len(BlackDrez.from_order(Config(seats=8), []).legal_actions(SYSTEM)) == 2**8 - 8
     reject(engine, 0, Hit(), Reason.NOT_YOUR_TURN)
     reject(engine, 0, StartRound(seats=[0, 1]), Reason.NOT_YOUR_TURN)
 
@@ -195,12 +197,62 @@ def test_only_playing_seats_are_dealt_and_the_dealer_skips_to_a_playing_seat() -
 def test_dealer_passes_right_after_each_round() -> None:
     engine, _ = game("QQQQJPPP", dealer=EAST)  # North wins on the deal
     assert engine.state.phase == "between_rounds"
-    assert engine.view(None).dealer == NORTH
+    # Between rounds the view names the dealer of the round just played (the one its result
+    # describes) and, apart, the seat due to deal the next one.
+    assert (engine.view(None).dealer, engine.view(None).next_dealer) == (EAST, NORTH)
     started, *_ = engine.apply(SYSTEM, StartRound(seats=[1, 2, 3]))
     assert started.dealer == WEST  # North sits out: West, right of North, deals
+    assert (engine.view(None).dealer, engine.view(None).next_dealer) == (WEST, None)
     engine.apply(engine.state.to_act, Withdraw())
     engine.apply(engine.state.to_act, Withdraw())
-    assert engine.view(None).dealer == SOUTH
+    assert (engine.view(None).dealer, engine.view(None).next_dealer) == (WEST, SOUTH)
+
+
+def test_before_the_first_round_the_first_dealer_is_due_to_deal() -> None:
+    engine = BlackDrez.from_order(Config(first_dealer=SOUTH), stack(""))
+    assert (engine.view(None).dealer, engine.view(None).next_dealer) == (SOUTH, SOUTH)
+    started, *_ = engine.apply(SYSTEM, StartRound(seats=[0, 1, 2, 3]))
+    assert started.dealer == SOUTH
+
+
+# The table ends the game (fewer than two can play)
+
+
+def test_the_table_ends_the_game_between_rounds_with_the_usual_ranking() -> None:
+    engine, _ = game("QQQQJPPP", dealer=EAST)  # North wins the first round on the deal
+    (over,) = engine.apply(SYSTEM, EndGame())
+    assert isinstance(over, GameOver)
+    assert over.result.reason == "players"
+    assert over.result.rounds == 1
+    assert over.result.ranking == [Place(1, [NORTH], 8), Place(2, [WEST, SOUTH, EAST], 0)]
+    assert engine.over and engine.view(None).result == over.result
+    assert over.seed is None and engine.stock == 54 - 8
+
+
+def test_a_game_ended_before_any_round_ranks_nobody() -> None:
+    engine = BlackDrez.new(Config(seats=3), "ended-early")
+    (over,) = engine.apply(SYSTEM, EndGame())
+    assert over.result.ranking == []
+    assert over.result.rounds == 0
+    assert over.seed == "ended-early"
+
+
+def test_a_seat_that_sat_out_every_round_is_not_ranked() -> None:
+    engine, _ = game("PQPJ", dealer=NORTH, start=[0, 1])  # North wins on the deal
+    over = engine.apply(SYSTEM, EndGame())[-1]
+    assert [place.seats for place in over.result.ranking] == [[NORTH], [WEST]]
+
+
+def test_only_the_table_ends_a_game_and_only_between_rounds() -> None:
+    engine, _ = game("BRNQBNPPQ", dealer=EAST)  # a round in play
+    reject(engine, SYSTEM, EndGame(), Reason.ILLEGAL)
+    between, _ = game("QQQQJPPP", dealer=EAST)
+    reject(between, NORTH, EndGame(), Reason.NOT_YOUR_TURN)
+    assert EndGame() in between.legal_actions(SYSTEM)
+    assert EndGame() not in between.legal_actions(NORTH)
+    between.apply(SYSTEM, EndGame())
+    reject(between, SYSTEM, EndGame(), Reason.GAME_OVER)
+    assert msgspec.convert({"type": "end_game"}, Action) == EndGame()
 
 
 # Eleven on the deal

@@ -16,6 +16,7 @@ from server.games.blackdrez import (
     Action,
     BlackDrez,
     Config,
+    EndGame,
     Hit,
     Stand,
     StartRound,
@@ -50,7 +51,7 @@ def expected_reason(engine: BlackDrez, seat: int, action: Action) -> Reason:
     state = engine.state
     if engine.over:
         return Reason.GAME_OVER
-    if isinstance(action, StartRound):
+    if isinstance(action, StartRound | EndGame):
         return Reason.NOT_YOUR_TURN if seat != SYSTEM else Reason.ILLEGAL
     if state.phase == "between_rounds":
         return Reason.NOT_YOUR_TURN
@@ -71,7 +72,7 @@ def is_legal(engine: BlackDrez, seat: int, action: Action) -> bool:
 def any_action(seats: int) -> st.SearchStrategy[Action]:
     seat_lists = st.lists(st.integers(-1, seats), max_size=seats + 1)
     return st.one_of(
-        st.sampled_from([Hit(), Withdraw(), Stand()]),
+        st.sampled_from([Hit(), Withdraw(), Stand(), EndGame()]),
         st.builds(StartRound, seats=seat_lists),
     )
 
@@ -128,9 +129,16 @@ def test_random_games_keep_every_invariant(config: Config, seed: str, data: st.D
         # The game itself moves on with a random legal action.
         if engine.state.phase == "between_rounds":
             seat = SYSTEM
-            action = data.draw(st.sampled_from(engine.legal_actions(SYSTEM)), label="start")
-            newcomers = data.draw(st.lists(st.sampled_from(action.seats), unique=True, max_size=2))
-            action = StartRound(seats=action.seats, newcomers=newcomers)
+            *starts, end = engine.legal_actions(SYSTEM)
+            assert end == EndGame()
+            if data.draw(st.integers(0, 9), label="end the game?") == 0:
+                action = end
+            else:
+                action = data.draw(st.sampled_from(starts), label="start")
+                newcomers = data.draw(
+                    st.lists(st.sampled_from(action.seats), unique=True, max_size=2)
+                )
+                action = StartRound(seats=action.seats, newcomers=newcomers)
         else:
             seat = engine.state.to_act
             assert seat is not None

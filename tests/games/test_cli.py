@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -35,6 +41,16 @@ def test_serve_keeps_its_options(capsys) -> None:
     assert code == 0
     for option in ("--host", "--port", "--redis-url", "--rate", "--burst", "--compression"):
         assert option in out
+    for option in ("--lease-ttl", "--record-retention"):
+        assert option in out
+
+
+@pytest.mark.parametrize("option", ["--lease-ttl", "--record-retention"])
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_serve_refuses_a_lifetime_that_is_not_positive(capsys, option: str, value: str) -> None:
+    code, _, err = run(capsys, "serve", option, value)
+    assert code == 2
+    assert f"{option} must be a positive number of seconds" in err
 
 
 def test_simulate_blackdrez_json(capsys) -> None:
@@ -208,15 +224,27 @@ def test_verify_a_missing_or_broken_file_fails(tmp_path: Path, capsys) -> None:
     assert code == 1 and "is not a game record" in out
 
 
-def test_replay_prints_every_action_and_its_events(recorded: Path, capsys) -> None:
+def test_replay_prints_a_readable_transcript(recorded: Path, capsys) -> None:
     record = read_record(recorded)
     code, out, _ = run(capsys, "replay", str(recorded))
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith(f"{record.game} from seed 'cli-test'")
-    assert sum(1 for line in lines if line.startswith("#")) == len(record.actions)
-    assert '"type":"game_over"' in out
-    assert lines[-1] == f"{len(record.actions)} actions; the game is over"
+    assert '{"' not in out and "type" not in out, "no raw JSON in the transcript"
+    assert any(line.startswith("Game over") for line in lines)
+    assert lines[-2] == f"{len(record.actions)} actions; the game is over"
+    assert lines[-1] == "seed revealed at the end: cli-test"
+    if record.game == "blackdrez":
+        assert "Round 1: seat" in out and " deals " in out
+        assert any(name in out for name in ("Queen", "Rook", "Bishop", "Knight", "Pawn", "Joker"))
+        assert not re.search(r"\b[QRBNPJ][1-9]\b", out), "BlackDrez cards are named in words"
+    elif record.game == "blackjack_piles":
+        assert "Round 1: 5 piles" in out and "  place " in out and "  cash " in out
+        assert re.search(r"= 21 \(hand 1\)", out)
+        assert not re.search(r"\b[2-9TJQKA][CDHS]\b", out), "cards get suit symbols"
+    else:
+        assert "The deal:" in out and "bottom row:" in out and "  move " in out
+        assert re.search(r"from (bottom|row \d) pile \d", out)
 
 
 def test_replay_json_lines(recorded: Path, capsys) -> None:
@@ -238,3 +266,108 @@ def test_replay_of_a_broken_record_names_the_action_and_fails(recorded: Path, ca
     code, _, err = run(capsys, "replay", str(recorded))
     assert code == 1
     assert "action 2 (seat 7" in err and "was rejected" in err
+
+
+def test_every_option_of_every_tool_says_its_default(capsys) -> None:
+    """Except ``serve`` (its options are documented with the security settings) and loadtest
+    (its own parser): each option has help that names its default, unless it is a flag or
+    required."""
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    checked = 0
+    for name, command in commands.choices.items():
+        if name in ("serve", "loadtest"):
+            continue
+        for action in command._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"{name} {action.option_strings[0]} has no help"
+            flag = isinstance(action, argparse._StoreTrueAction)
+            if not flag and not action.required:
+                assert "default" in action.help, f"{name} {action.option_strings[0]}"
+            checked += 1
+        code, out, _ = run(capsys, name, "--help")
+        assert code == 0 and out.startswith(f"usage: blackdrez {name}")
+    assert checked >= 20
+
+
+def test_report_figures_have_a_consistent_precision() -> None:
+    assert cli._number(0.12345, "split_share") == "0.123"
+    assert cli._number(0.5, "pass_rate") == "0.500"
+    assert cli._number(0.0147, "pass_rate_se") == "0.015"
+    assert cli._number(685.0721, "moves_per_second") == "685"
+    assert cli._number(4.6, "rounds_per_game") == "4.60"
+    assert cli._number({"mean": 124.7, "stdev": 63.0612, "min": 34}, "score") == (
+        "mean 124.70, stdev 63.06, min 34"
+    )
+    assert cli._number(True, "stock_in_hand") == "yes"
+
+
+def test_simulate_explains_shared_wins_and_the_split_share(capsys) -> None:
+    code, out, _ = run(capsys, "simulate", "blackdrez", "--games", "40", "--seed", "t")
+    assert code == 0
+    report = json.loads(run(capsys, "simulate", "blackdrez", "--games", "40", "--seed", "t",
+                            "--json")[1])  # fmt: skip
+    wins = sum(report["wins_by_seat"])
+    assert wins > 40, "this seed has shared wins"
+    line = next(line for line in out.splitlines() if line.startswith("wins by seat"))
+    assert f"({wins} wins in 40 games: some shared)" in line
+    assert "a shared first place counts as a win for each seat" in out
+    assert "split share: the fraction of rounds whose pot was split" in out
+    split = next(line for line in out.splitlines() if line.startswith("split share"))
+    assert re.fullmatch(r"split share\s+0\.\d{3}", split)
+
+
+def _in_a_terminal(*argv: str) -> tuple[int, str]:
+    """Run ``blackdrez argv...`` with standard output and error on a pseudo-terminal."""
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", *argv], stdout=follower, stderr=follower, env=env
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return process.wait(timeout=120), b"".join(chunks).decode(errors="replace")
+
+
+def test_long_runs_show_progress_on_a_terminal_only() -> None:
+    argv = ("simulate", "blue_jacket", "--games", "30", "--strategy", "first")
+    code, shown = _in_a_terminal(*argv)
+    assert code == 0
+    assert "simulating blue_jacket" in shown and "/30" in shown
+    code, shown = _in_a_terminal(*argv, "--json")
+    assert code == 0 and "simulating" not in shown
+    piped = subprocess.run(
+        [sys.executable, "-m", "server.cli", *argv], capture_output=True, text=True, timeout=120
+    )
+    assert piped.returncode == 0
+    assert "simulating" not in piped.stdout + piped.stderr
+    assert piped.stdout.startswith("game")
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"blackdrez serve: cannot listen on 127.0.0.1:{port}: address already in use"
+    ]

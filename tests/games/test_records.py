@@ -147,6 +147,15 @@ def test_verify_accepts_a_true_record(finished) -> None:
     assert registry.verify(record) == []
 
 
+def test_verification_hands_back_the_replayed_game(finished) -> None:
+    engine, record = finished
+    checked = registry.verification(record)
+    assert checked.problems == []
+    assert checked.engine.over and checked.engine.dump() == engine.dump()
+    broken = msgspec.structs.replace(record, actions=[(0, {"type": "no_such_action"})])
+    assert registry.verification(broken).engine is None
+
+
 def test_verify_rejects_a_tampered_seed(finished) -> None:
     _, record = finished
     problems = registry.verify(msgspec.structs.replace(record, seed="records-test!"))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 
-from clients.client import Client
+from clients.client import Client, ServerError, TableState
 from protocol import v1
 from server.games import blackdrez, blackdrez_bots
 
@@ -22,6 +24,11 @@ def game_over(client: Client, table: str) -> bool:
     """Whether the client has seen the game at ``table`` end."""
     state = client.tables.get(table)
     return bool(state and state.view and state.view["phase"] == "over")
+
+
+def games_started(state: TableState) -> int:
+    """How many games the client has seen start at a table."""
+    return sum(1 for e in state.events if e.event["type"] == "game_started")
 
 
 async def play_out(client: Client, table: str, strategy: str = "threshold") -> list[int]:
@@ -56,3 +63,55 @@ async def seat_and_start(host: Client, others: list[Client], **options: Any) -> 
         *(c.wait_until(lambda c=c: c.tables[table].view is not None) for c in [host, *others])
     )
     return table
+
+
+RETRY = ("unavailable", "moving", "not_your_turn")
+"""Answers a player meets while a table moves between nodes: look again and retry."""
+
+
+async def retrying(call: Callable[[], Awaitable[Any]], timeout: float = 60.0) -> Any:
+    """Run ``call`` until it is not refused as moving or unavailable (bounded in time)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await call()
+        except ServerError as error:
+            if error.code not in RETRY or time.monotonic() > deadline:
+                raise
+        except (ConnectionError, TimeoutError):
+            if time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.2)
+
+
+async def act_once(players: list[Client], table: str, timeout: float = 60.0) -> tuple[Client, int]:
+    """Let whoever is on turn play one move with a reference bot; return them and the ack."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert time.monotonic() < deadline, "nobody could act in time"
+        mover = next((p for p in players if p.tables[table].legal), None)
+        if mover is None:
+            await asyncio.sleep(0.1)
+            continue
+        state = mover.tables[table]
+        view = msgspec.convert(state.view, blackdrez.View)
+        legal = [msgspec.convert(action, blackdrez.Action) for action in state.legal]
+        try:
+            ok = await mover.act(table, blackdrez_bots.threshold(view, legal))
+        except ServerError as error:
+            if error.code not in RETRY:
+                raise
+            await asyncio.sleep(0.2)
+            await retrying(lambda m=mover: m.resync(table))
+            continue
+        except (ConnectionError, TimeoutError):
+            await asyncio.sleep(0.2)
+            continue
+        return mover, ok.seq
+
+
+async def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting: {what}"
+        await asyncio.sleep(0.05)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 
 from protocol import v1
-from tests.server.helpers import play_out
+from tests.server.helpers import games_started, play_out
 
 
 async def run_cli(*args: str) -> tuple[int, str]:
@@ -53,3 +54,39 @@ async def test_bot_needs_a_table_or_quick() -> None:
     code, out = await run_cli("bot", "--url", "ws://127.0.0.1:9/")
     assert code == 2
     assert "--table ID or --quick" in out
+
+
+async def test_bot_and_bots_without_a_server_say_so_in_one_line() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"ws://127.0.0.1:{port}/"
+    for argv in (("bot", "--url", url, "--quick"), ("bots", "--url", url, "--tables", "3")):
+        code, out = await run_cli(*argv)
+        assert code == 2, out
+        assert out.strip().splitlines() == [
+            f"blackdrez {argv[0]}: cannot connect to {url}: connection refused "
+            "(is the server running?)"
+        ]
+
+
+async def test_a_bot_plays_several_games_when_asked(server, connect) -> None:
+    host = await connect(server, name="Host")
+    options = v1.TableOptions(seats=2, round_pause_seconds=0, max_rounds=1)
+    table = (await host.request(v1.CreateTable(options=options))).table.id
+    url = f"ws://127.0.0.1:{server.port}/"
+    bot = asyncio.create_task(run_cli("bot", "--url", url, "--table", table, "--games", "2"))
+    state = host.tables[table]
+    await host.wait_until(lambda: state.info.seats[1] is not None, timeout=30)
+    assert state.info.seats[1].name.endswith("(threshold)")
+    for _ in range(2):
+        await host.wait_until(lambda: state.info.seats[1].ready, timeout=30)
+        await host.request(v1.SetReady(table=table))
+        games = games_started(state)
+        await host.request(v1.StartGame(table=table))
+        await host.wait_until(lambda g=games: games_started(state) > g)
+        await play_out(host, table)
+    code, out = await bot
+    assert code == 0, out
+    assert f"table {table}, seat 1: 2 games, the last with" in out
+    assert "fairness proof: verified" in out

@@ -10,9 +10,16 @@ import pytest
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.hosting import Entry, decode_entry, replay
+from server.hosting import (
+    Entry,
+    Resume,
+    decode_entry,
+    decode_table_record,
+    record_log,
+    replay,
+)
 from server.stores.base import LeaseLost
-from tests.redis_server import RedisServer
+from server.testing.redis_server import RedisServer
 from tests.server.helpers import play_out, seat_and_start
 
 
@@ -93,13 +100,16 @@ async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, re
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b], turn_seconds=60)
     async with aioredis.Redis.from_url(redis_url_clean) as direct:
-        await direct.set(f"bd:t:{{{table}}}:lease", "some-other-node", px=60_000)
+        await direct.set(f"bd:t:{{{table}}}:lease", "some-other-node/0/99", px=60_000)
+    token = server.node._leases[table].token
+    position = len(await server.store.read_log(table)) + 1
     with pytest.raises(LeaseLost):
-        await server.store.append_log(table, b"x")
+        await server.store.append_log(table, token, position, b"x")
     mover = a if a.tables[table].legal else b
+    act = v1.Act(table=table, action=mover.tables[table].legal[0])
     with pytest.raises(ServerError) as error:
-        await mover.act(table, mover.tables[table].legal[0])
-    assert error.value.code == ErrorCode.UNAVAILABLE
+        await mover.request(act, moving_patience=0)  # not waiting for the table to move
+    assert error.value.code == ErrorCode.MOVING
     assert table not in server.node.rooms
 
 
@@ -126,3 +136,65 @@ async def test_a_stopping_node_hands_its_tables_over(make_server, redis_url_clea
     finally:
         await a.close()
         await b.close()
+
+
+async def _queued_on(lock: asyncio.Lock, waiters: int) -> None:
+    for _ in range(500):
+        if len(lock._waiters or ()) >= waiters:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{waiters} requests never queued on the table")
+
+
+async def test_every_log_entry_records_the_event_number_after_it(
+    make_server, redis_url_clean
+) -> None:
+    first = await make_server(redis_url=redis_url_clean, node_id="leaving")
+    second = await make_server(redis_url=redis_url_clean, node_id="staying")
+    urls = [f"ws://127.0.0.1:{s.port}/" for s in (first, second)]
+    a = await Client.connect(urls[0], name="A", reconnect=True, also=tuple(urls))
+    b = await Client.connect(urls[1], name="B", reconnect=True, also=tuple(urls))
+    try:
+        table = await seat_and_start(a, [b], turn_seconds=60)
+        await first.stop()  # the second node adopts the table: a resume, seats away
+        await b.wait_until(lambda: table in second.node.rooms, timeout=10)
+        entries = await second.store.read_log(table)
+    finally:
+        await a.close()
+        await b.close()
+    resumes = [i for i, e in enumerate(entries) if isinstance(decode_entry(e).command, Resume)]
+    assert resumes, "the table was adopted"
+    for index in range(1, len(entries)):
+        logged = decode_entry(entries[index])
+        after = replay(entries[: index + 1]).seq
+        assert logged.seq == after, f"entry {index} ({type(logged.command).__name__})"
+
+
+async def test_a_closed_table_refuses_everything_at_once(
+    make_server, connect, redis_url_clean
+) -> None:
+    server = await make_server(redis_url=redis_url_clean)
+    host = await connect(server, name="Host")
+    bot = await connect(server, name="Bot", client_name="blackdrez-bot/test")
+    table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
+    await bot.request(v1.JoinTable(table=table))
+    # The host's leave closes the table (only a bot is left); the bot's leave queued behind it.
+    lock = server.node._lock(table)
+    async with lock:
+        leaving = asyncio.create_task(host.request(v1.LeaveTable(table=table)))
+        await _queued_on(lock, 1)
+        late = asyncio.create_task(bot.request(v1.LeaveTable(table=table)))
+        await _queued_on(lock, 2)
+    await leaving
+    with pytest.raises(ServerError) as error:
+        await late
+    assert error.value.code == ErrorCode.NOT_FOUND
+    assert table not in server.node.rooms
+    await server.node._settled()
+    record = decode_table_record(await server.store.game_record(table))
+    commands = [decode_entry(e).command for e in record_log(record)]
+    assert isinstance(commands[-1], v1.LeaveTable), "nothing logged after the close"
+    assert replay(record_log(record)).status == "closed"
+    with pytest.raises(ServerError) as error:
+        await bot.request(v1.Resync(table=table))
+    assert error.value.code == ErrorCode.NOT_FOUND

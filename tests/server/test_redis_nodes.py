@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -133,3 +134,77 @@ async def test_two_real_processes_share_lobby_and_game(make_server, redis_url_cl
             await client.close()
         process.terminate()
         await asyncio.to_thread(process.wait, 10)
+
+
+def _errors_counted(server, code: str) -> float:
+    """The node's ``blackdrez_errors`` counter for ``code``."""
+    value = server.metrics.registry.get_sample_value("blackdrez_errors_total", {"code": code})
+    return value or 0.0
+
+
+async def _queued_on(lock: asyncio.Lock, waiters: int) -> None:
+    """Wait until ``waiters`` requests wait for a table's lock (bounded)."""
+    for _ in range(500):
+        if len(lock._waiters or ()) >= waiters:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{waiters} requests never queued on the table")
+
+
+async def test_quick_join_goes_on_when_a_remote_table_fills_up(two_nodes, connect) -> None:
+    a, b = two_nodes
+    host = await connect(a, name="Host")
+    rival = await connect(a, name="Rival")
+    seeker = await connect(b, name="Seeker")
+    full = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
+    listing = await seeker.request(v1.ListTables())
+    assert [t.id for t in listing.tables] == [full], "the seeker's node sees one free seat"
+    # The rival's join and the seeker's (forwarded from node b) queue on the table in that order.
+    async with a.node._lock(full):
+        rival_join = asyncio.create_task(rival.request(v1.JoinTable(table=full)))
+        await _queued_on(a.node._lock(full), 1)
+        seeker_join = asyncio.create_task(seeker.request(v1.QuickJoin()))
+        await _queued_on(a.node._lock(full), 2)
+    assert (await rival_join).seat == 1
+    joined = await seeker_join  # refused there (table_full), so it went on to a table of its own
+    assert joined.table.id != full
+    assert joined.seat == 0
+    assert _errors_counted(b, "table_full") == 0, "tried, not sent to the seeker"
+    # A forwarded error is a typed error: the requester's node counts it.
+    with pytest.raises(ServerError) as error:
+        await seeker.request(v1.SetReady(table=full))
+    assert error.value.code == ErrorCode.NOT_SEATED
+    assert _errors_counted(b, "not_seated") == 1
+
+
+async def test_a_host_that_does_not_answer_leaves_no_unretrieved_task(
+    two_nodes, connect, monkeypatch
+) -> None:
+    from server import node as node_module
+    from server.stores.base import node_channel
+
+    a, b = two_nodes
+    monkeypatch.setattr(node_module, "REMOTE_TIMEOUT", 0.5)
+    problems: list[dict] = []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: problems.append(context))
+    host, guest = await connect(a, name="Host"), await connect(a, name="Guest")
+    table = await seat_and_start(host, [guest], turn_seconds=600)
+    # The guest is back on node b, and its first connection (on the host's node a) drops
+    # while node a no longer answers forwarded requests.
+    back = await connect(b, token=guest.token)
+    back.tables[table] = guest.tables[table]
+    await back.resync(table)
+    await a.store.unsubscribe(node_channel(a.node.id), a.node._on_node_message)
+    await guest.close()
+
+    def marked_away() -> bool:
+        return any(
+            e.event.get("type") == "presence" and not e.event["connected"]
+            for e in back.tables[table].events
+        )
+
+    await back.wait_until(marked_away)  # node b now tells node a the guest is still here...
+    await asyncio.sleep(1.5)  # ...and a does not answer in time
+    gc.collect()
+    await asyncio.sleep(0.1)
+    assert not [p for p in problems if "never retrieved" in p.get("message", "")], problems

@@ -1,0 +1,84 @@
+"""Messages between nodes: every bus message is a typed Struct of one tagged union.
+
+Theory of operation
+-------------------
+Nodes talk over the store's publish/subscribe bus (see ``server.stores.base``) on four kinds of
+channel, and every message on any of them is one of the Structs below, encoded with MessagePack
+and decoded by one decoder into its type (never into a plain dict):
+
+* a node's own channel carries :class:`Request` (a client's request for a table that node
+  hosts, forwarded by the client's node) and :class:`Reply` (the answer, sent back to the
+  requester's node). A reply's messages are decoded as the protocol's server messages, so a
+  forwarded ``error`` is a :class:`protocol.v1.Error` like a local one;
+* a table's channel carries :class:`TableUpdate`: what the table's host announces, in the same
+  store step as the log entry that caused it (with the seats whose players the host now counts
+  away, so other nodes can correct it for players still connected to them);
+* the lobby channel carries :class:`LobbyChanged` for lobby watchers;
+* the handover channel carries :class:`Handover` when a node gives its tables up.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from protocol import v1
+from server.hosting import Answer, ConnectionChanged
+from server.room import Broadcast
+
+HANDOVER_CHANNEL = "bd:handover"
+
+
+class Request(msgspec.Struct, tag="request", tag_field="bus", kw_only=True):
+    """A client's request for a table, forwarded to the table's host."""
+
+    origin: str
+    """The requester's node: where the reply goes."""
+    rid: int
+    player: str
+    name: str
+    table: str
+    message: v1.ClientMessage | ConnectionChanged
+    bot: bool = False
+
+
+class Reply(msgspec.Struct, tag="reply", tag_field="bus", kw_only=True):
+    """The host's answer to a :class:`Request`."""
+
+    rid: int
+    answer: Answer
+
+
+class TableUpdate(msgspec.Struct, tag="update", tag_field="bus", kw_only=True):
+    """A table's update, for the viewers its host does not serve itself."""
+
+    broadcast: Broadcast
+    away: list[int] = []
+    """Seats whose players this update marks away (a node that still serves one says so)."""
+
+
+class LobbyChanged(msgspec.Struct, tag="lobby", tag_field="bus", kw_only=True):
+    """Tables added, changed or gone, for lobby watchers."""
+
+    update: v1.LobbyUpdate
+
+
+class Handover(msgspec.Struct, tag="handover", tag_field="bus", kw_only=True):
+    """A node is giving its tables up (graceful shutdown): adopt them now."""
+
+    node: str
+
+
+BusMessage = Request | Reply | TableUpdate | LobbyChanged | Handover
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(BusMessage)
+
+
+def encode(message: BusMessage) -> bytes:
+    """A bus message as the bytes published."""
+    return _encoder.encode(message)
+
+
+def decode(data: bytes) -> BusMessage:
+    """A bus message from the bytes received; raises ``msgspec.DecodeError`` if malformed."""
+    return _decoder.decode(data)

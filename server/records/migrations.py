@@ -1,0 +1,234 @@
+"""The records database's schema, as an ordered list of versioned migrations.
+
+Theory of operation
+-------------------
+:data:`MIGRATIONS` is the schema's whole history: migration ``n`` turns schema ``n - 1`` into
+``n``. A released migration is never edited (its checksum is stored when it is applied, and
+:func:`migrate` refuses a database whose applied migrations differ from the code's); a change is
+a new migration at the end. The same SQL runs on SQLite and PostgreSQL (see ``db.py``).
+
+:func:`migrate` runs in one transaction: it takes the database's write lock (PostgreSQL: an
+advisory lock, so two nodes starting at once migrate one after the other; SQLite: the write
+lock of ``BEGIN IMMEDIATE``), creates the
+``schema_version`` table if needed, checks what was applied, and applies the rest in order. It is
+safe to run at every start; a database written by a newer version of the code (a version the code
+does not know) is refused rather than used.
+
+Times are integer milliseconds since the epoch (exact keys for keyset pagination); booleans are
+``BOOLEAN`` (0/1 in SQLite). Why each table and index exists:
+
+* ``games``: one row per finished game; ``record`` is the record file ``blackdrez verify``
+  accepts, ``summary`` the players and result as JSON (so a page of games is one query).
+  Indexes: recent games overall and per game, newest first (``ended_at``, then ``id``).
+* ``game_players``: one row per seated player and game, for "games of a player" (newest first,
+  optionally per game) without scanning ``games``.
+* ``players``: every player id seen, with its last name; ``bot`` once set stays set.
+* ``player_stats``: per player and game, the games, wins and best score, kept up to date on each
+  write so that a profile and a solitaire leaderboard are bounded index reads.
+* ``ratings`` / ``rating_history``: the current Weng-Lin rating per player and game, and one row
+  per rated game and player (the rating before and after).
+* ``accounts``: a claimed player id: unique name (case-folded), argon2 hash, token generation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+from server.records.db import Database, Script
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of the schema: its version, a short name and its statements, in order."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+    @property
+    def checksum(self) -> str:
+        """A hash of the statements: an applied migration must never change."""
+        return hashlib.sha256("\n;\n".join(self.statements).encode()).hexdigest()
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "games, players, ratings, accounts",
+        (
+            """CREATE TABLE players (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                bot BOOLEAN NOT NULL,
+                created_at BIGINT NOT NULL,
+                seen_at BIGINT NOT NULL
+            )""",
+            """CREATE TABLE games (
+                id TEXT PRIMARY KEY,
+                game TEXT NOT NULL,
+                table_id TEXT,
+                rated BOOLEAN NOT NULL,
+                started_at BIGINT NOT NULL,
+                ended_at BIGINT NOT NULL,
+                commitment TEXT NOT NULL,
+                record TEXT NOT NULL,
+                summary TEXT NOT NULL
+            )""",
+            "CREATE INDEX games_recent ON games (ended_at DESC, id DESC)",
+            "CREATE INDEX games_by_game ON games (game, ended_at DESC, id DESC)",
+            """CREATE TABLE game_players (
+                game_id TEXT NOT NULL REFERENCES games (id),
+                player TEXT NOT NULL REFERENCES players (id),
+                game TEXT NOT NULL,
+                ended_at BIGINT NOT NULL,
+                seat INTEGER NOT NULL,
+                PRIMARY KEY (game_id, player)
+            )""",
+            """CREATE INDEX game_players_recent
+                ON game_players (player, ended_at DESC, game_id DESC)""",
+            """CREATE INDEX game_players_by_game
+                ON game_players (player, game, ended_at DESC, game_id DESC)""",
+            """CREATE TABLE player_stats (
+                player TEXT NOT NULL REFERENCES players (id),
+                game TEXT NOT NULL,
+                bot BOOLEAN NOT NULL,
+                games INTEGER NOT NULL,
+                wins INTEGER NOT NULL,
+                best_score BIGINT,
+                best_at BIGINT,
+                last_at BIGINT NOT NULL,
+                PRIMARY KEY (player, game)
+            )""",
+            """CREATE INDEX player_stats_best
+                ON player_stats (game, best_score DESC, best_at, player)""",
+            """CREATE INDEX player_stats_best_kind
+                ON player_stats (game, bot, best_score DESC, best_at, player)""",
+            """CREATE TABLE ratings (
+                player TEXT NOT NULL REFERENCES players (id),
+                game TEXT NOT NULL,
+                bot BOOLEAN NOT NULL,
+                mu DOUBLE PRECISION NOT NULL,
+                sigma DOUBLE PRECISION NOT NULL,
+                ordinal DOUBLE PRECISION NOT NULL,
+                games INTEGER NOT NULL,
+                updated_at BIGINT NOT NULL,
+                PRIMARY KEY (player, game)
+            )""",
+            "CREATE INDEX ratings_board ON ratings (game, ordinal DESC, player)",
+            "CREATE INDEX ratings_board_kind ON ratings (game, bot, ordinal DESC, player)",
+            """CREATE TABLE rating_history (
+                player TEXT NOT NULL REFERENCES players (id),
+                game TEXT NOT NULL,
+                game_id TEXT NOT NULL REFERENCES games (id),
+                at BIGINT NOT NULL,
+                place INTEGER NOT NULL,
+                mu_before DOUBLE PRECISION NOT NULL,
+                sigma_before DOUBLE PRECISION NOT NULL,
+                mu DOUBLE PRECISION NOT NULL,
+                sigma DOUBLE PRECISION NOT NULL,
+                ordinal DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (player, game, game_id)
+            )""",
+            """CREATE INDEX rating_history_recent
+                ON rating_history (player, game, at DESC, game_id DESC)""",
+            """CREATE TABLE accounts (
+                player TEXT PRIMARY KEY REFERENCES players (id),
+                name TEXT NOT NULL,
+                name_key TEXT NOT NULL UNIQUE,
+                password_hash TEXT NOT NULL,
+                token_generation INTEGER NOT NULL,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL
+            )""",
+        ),
+    ),
+)
+"""Every migration, oldest first; versions are 1, 2, 3... with no gap."""
+
+_ADVISORY_LOCK = 0x6264_7265_636F_7264  # "bdrecord": one key for this schema's migrations
+
+
+class SchemaError(Exception):
+    """The database's schema is not one this code can use (newer, or edited migrations)."""
+
+
+def latest_version() -> int:
+    """The schema version the code expects."""
+    return MIGRATIONS[-1].version
+
+
+async def migrate(db: Database, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[int]:
+    """Bring ``db`` to the latest schema; return the versions applied now (empty: up to date).
+
+    Raises :class:`SchemaError` for a database with a migration the code does not have, or one
+    whose checksum differs from the code's; nothing is changed then.
+    """
+    _check_order(migrations)
+    return await db.run(_migrate(db.dialect, migrations, int(time.time() * 1000)))
+
+
+def _migrate(dialect: str, migrations: tuple[Migration, ...], now: int) -> Script[list[int]]:
+    if dialect == "postgresql":
+        yield "SELECT pg_advisory_xact_lock($1)", (_ADVISORY_LOCK,)
+    yield (
+        """CREATE TABLE IF NOT EXISTS schema_version (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            checksum TEXT NOT NULL,
+            applied_at BIGINT NOT NULL
+        )""",
+        (),
+    )
+    rows = yield "SELECT version, checksum FROM schema_version ORDER BY version", ()
+    applied = {row["version"]: row["checksum"] for row in rows}
+    _check_applied(applied, migrations)
+    done: list[int] = []
+    for migration in migrations:
+        if migration.version in applied:
+            continue
+        for statement in migration.statements:
+            yield statement, ()
+        yield (
+            "INSERT INTO schema_version (version, name, checksum, applied_at) "
+            "VALUES ($1, $2, $3, $4)",
+            (migration.version, migration.name, migration.checksum, now),
+        )
+        done.append(migration.version)
+    return done
+
+
+async def schema_version(db: Database) -> int:
+    """The database's current schema version (0 for an empty database)."""
+    if db.dialect == "postgresql":
+        exists = await db.fetchval("SELECT to_regclass('schema_version') IS NOT NULL")
+    else:
+        exists = await db.fetchval(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        )
+    if not exists:
+        return 0
+    return await db.fetchval("SELECT MAX(version) FROM schema_version") or 0
+
+
+def _check_order(migrations: tuple[Migration, ...]) -> None:
+    versions = [migration.version for migration in migrations]
+    if versions != list(range(1, len(versions) + 1)):
+        raise SchemaError(f"migrations must be numbered 1, 2, 3... in order, not {versions}")
+
+
+def _check_applied(applied: dict[int, str], migrations: tuple[Migration, ...]) -> None:
+    known = {migration.version: migration for migration in migrations}
+    unknown = sorted(set(applied) - set(known))
+    if unknown:
+        raise SchemaError(
+            f"the database has schema version {unknown[-1]}, newer than this code's "
+            f"{migrations[-1].version}: upgrade the server"
+        )
+    for version, checksum in applied.items():
+        if known[version].checksum != checksum:
+            raise SchemaError(
+                f"migration {version} ({known[version].name}) differs from the one applied to "
+                "the database: released migrations must not be edited"
+            )

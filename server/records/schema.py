@@ -1,0 +1,102 @@
+"""Export the records API's JSON Schemas, generated from the response Structs themselves.
+
+Theory of operation
+-------------------
+Like ``protocol.schema`` for the wire protocol: every body the API sends or takes is a msgspec
+Struct, so :func:`msgspec.json.schema_components` turns them into one document,
+``docs/schema/api-v1.json``, with one top-level key per body (:data:`BODIES`) and the shared
+definitions under ``$defs``. The output is stable, so a test compares the committed file with the
+code. Regenerate with ``python -m server.records.schema``; check with ``--check``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from server.records import api
+from server.records.accounts import Session
+from server.records.model import GameRecord
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "schema" / "api-v1.json"
+REGENERATE = "python -m server.records.schema"
+
+BODIES: dict[str, Any] = {
+    "games_page": api.GamesPage,
+    "game_record": GameRecord,
+    "player_profile": api.PlayerProfile,
+    "rating_history": api.RatingHistory,
+    "leaderboard": api.Leaderboard,
+    "session": Session,
+    "error": api.ErrorReply,
+    "claim_request": api.ClaimRequest,
+    "login_request": api.LoginRequest,
+    "revoke_request": api.RevokeRequest,
+}
+"""Top-level key -> the Struct of one request or response body (see docs/api.md)."""
+
+
+def build() -> dict[str, Any]:
+    """The whole API schema document as plain data."""
+    schemas, definitions = msgspec.json.schema_components(
+        list(BODIES.values()), ref_template="#/$defs/{name}"
+    )
+    document: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "BlackDrez records API v1",
+        "description": (
+            f"Generated from server/records/ by `{REGENERATE}`; do not edit. Each top-level key "
+            "other than $defs is the body of one request or response; see docs/api.md."
+        ),
+    }
+    document.update(zip(BODIES, schemas, strict=True))
+    document["$defs"] = definitions
+    return document
+
+
+def render() -> str:
+    """The schema document as the exact text committed in ``docs/schema/api-v1.json``."""
+    return json.dumps(build(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def check(path: Path = SCHEMA_PATH) -> bool:
+    """Whether the file at ``path`` is exactly what the code generates now."""
+    try:
+        return path.read_text(encoding="utf-8") == render()
+    except FileNotFoundError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the schema file, or with ``--check`` report whether it is up to date."""
+    parser = argparse.ArgumentParser(
+        prog=REGENERATE, description="Write or check docs/schema/api-v1.json."
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if the committed schema differs from the code"
+    )
+    parser.add_argument("--output", type=Path, default=SCHEMA_PATH, help="the schema file")
+    args = parser.parse_args(argv)
+    if args.check:
+        if check(args.output):
+            print(f"{args.output} is up to date")
+            return 0
+        print(
+            f"{args.output} differs from the API code: regenerate it with `{REGENERATE}` "
+            "and commit it",
+            file=sys.stderr,
+        )
+        return 1
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(render(), encoding="utf-8")
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

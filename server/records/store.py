@@ -1,0 +1,628 @@
+"""The records store: finished games, players, stats, ratings and accounts in one database.
+
+Theory of operation
+-------------------
+:meth:`RecordsStore.put_game` writes one :class:`~server.records.model.FinishedGame` in one
+transaction (a write script, ``_put_game``: see ``db.py``; a handful of multi-row statements
+whatever the number of players). The game row goes first, with ``INSERT ... ON CONFLICT (id)
+DO NOTHING``; if the id was already there the write stops and changes nothing (a retried write
+after a crash, or two nodes writing the same game, never counts a game twice). Else it goes on
+to the players, the per-player stats and, for a rated BlackDrez game with two or more ranked
+players, the ratings: read the current ratings (PostgreSQL: ``FOR UPDATE``, rows locked in
+player order so that concurrent games with common players queue instead of losing an update or
+deadlocking; SQLite has one writer at a time), compute the new ones (``ratings.rate``), write
+them and their history. Ratings therefore follow the order in which games are stored, which is
+the order they ended except after a retried write.
+
+Every read is bounded: lists take a ``limit`` (at most :data:`MAX_LIMIT`) and a keyset cursor
+(the last row's sort key) instead of an offset, so the tenth page costs what the first does, and
+each list query is one range of one index (see ``migrations.py``). A cursor is opaque text made
+here and parsed here (:class:`InvalidCursor` for anything else).
+
+The store also keeps accounts (claimed identities) for ``accounts.py``; it never sees a password,
+only the hash.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from server.games.records import encode_record
+from server.records.db import Database, Row, Script, open_database, values
+from server.records.migrations import migrate
+from server.records.model import (
+    Account,
+    FinishedGame,
+    GameRecord,
+    GameStats,
+    GameSummary,
+    Kind,
+    LeaderboardEntry,
+    Player,
+    PlayerResult,
+    Rating,
+    RatingPoint,
+)
+from server.records.ratings import INITIAL, RATED_GAMES, rate
+from server.records.ratings import Rating as Skill
+
+MAX_LIMIT = 100
+"""The most rows one list query returns."""
+
+
+class InvalidCursor(ValueError):
+    """A pagination cursor this store did not make."""
+
+
+class GameIdConflict(Exception):
+    """A game id already stored for a different game (another commitment): a caller's bug."""
+
+
+class NameTaken(Exception):
+    """Another account already holds this name (names compare case-folded)."""
+
+
+class AlreadyClaimed(Exception):
+    """This player id already has an account."""
+
+
+class _Summary(msgspec.Struct, frozen=True):
+    """What ``games.summary`` holds."""
+
+    players: list[PlayerResult]
+    result: dict[str, Any]
+
+
+_SUMMARY_ENCODER = msgspec.json.Encoder()
+_SUMMARY_DECODER = msgspec.json.Decoder(_Summary)
+_RECORD_DECODER = msgspec.json.Decoder(dict[str, Any])
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def _seconds(ms: int) -> float:
+    return ms / 1000
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _check_limit(limit: int) -> None:
+    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be an integer from 1 to {MAX_LIMIT}, not {limit!r}")
+
+
+# Cursors: "<number>~<text>", the last row's sort key; "~" never occurs in a number.
+
+
+def _cursor(number: float | int, text: str) -> str:
+    return f"{number!r}~{text}"
+
+
+def _parse_cursor(cursor: str, kind: type) -> tuple[Any, str]:
+    number, sep, text = cursor.partition("~")
+    try:
+        if not sep or not text:
+            raise ValueError
+        return kind(number), text
+    except ValueError:
+        raise InvalidCursor(f"not a cursor from this API: {cursor!r}") from None
+
+
+def _scoreboard_cursor(score: int, at: int, player: str) -> str:
+    return f"{score}~{at}~{player}"
+
+
+def _parse_scoreboard_cursor(cursor: str) -> tuple[int, int, str]:
+    parts = cursor.split("~", 2)
+    try:
+        if len(parts) != 3 or not parts[2]:
+            raise ValueError
+        return int(parts[0]), int(parts[1]), parts[2]
+    except ValueError:
+        raise InvalidCursor(f"not a cursor from this API: {cursor!r}") from None
+
+
+def _player(row: Row) -> Player:
+    return Player(
+        id=row["id"],
+        name=row["name"],
+        bot=bool(row["bot"]),
+        account=bool(row["account"]),
+        first_seen=_seconds(row["created_at"]),
+        last_seen=_seconds(row["seen_at"]),
+    )
+
+
+def _summary(row: Row) -> GameSummary:
+    summary = _SUMMARY_DECODER.decode(row["summary"])
+    return GameSummary(
+        id=row["id"],
+        game=row["game"],
+        table=row["table_id"],
+        rated=bool(row["rated"]),
+        started_at=_seconds(row["started_at"]),
+        ended_at=_seconds(row["ended_at"]),
+        players=summary.players,
+        result=summary.result,
+    )
+
+
+def _rating(row: Row) -> Rating:
+    return Rating(mu=row["mu"], sigma=row["sigma"], ordinal=row["ordinal"], games=row["games"])
+
+
+_GAME_COLUMNS = "g.id, g.game, g.table_id, g.rated, g.started_at, g.ended_at, g.summary"
+
+
+class RecordsStore:
+    """Finished games, players, ratings and accounts in one database (see the module docstring)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @classmethod
+    async def open(cls, url: str) -> RecordsStore:
+        """Connect to the database at ``url`` and bring its schema up to date."""
+        db = await open_database(url)
+        try:
+            await migrate(db)
+        except BaseException:
+            await db.close()
+            raise
+        return cls(db)
+
+    async def close(self) -> None:
+        """Close the database connections."""
+        await self.db.close()
+
+    # ------------------------------------------------------------------ writing games
+    async def put_game(self, game: FinishedGame) -> bool:
+        """Store a finished game; ``True`` if written now, ``False`` if it was already stored.
+
+        Raises :class:`GameIdConflict` (changing nothing) when the id is stored for another game.
+        """
+        return await self.db.run(_put_game(game, self.db.dialect == "postgresql"))
+
+    # ------------------------------------------------------------------ reading games
+    # ------------------------------------------------------------------ reading games
+    async def game(self, game_id: str) -> GameRecord | None:
+        """One stored game as its record file plus metadata, or ``None``."""
+        row = await self.db.fetchrow(
+            f"SELECT {_GAME_COLUMNS}, g.record FROM games g WHERE g.id = $1", game_id
+        )
+        if row is None:
+            return None
+        summary = _summary(row)
+        fields = _RECORD_DECODER.decode(row["record"])
+        return msgspec.convert(
+            {
+                **fields,
+                "id": summary.id,
+                "table": summary.table,
+                "rated": summary.rated,
+                "started_at": summary.started_at,
+                "ended_at": summary.ended_at,
+                "players": msgspec.to_builtins(summary.players),
+                "result": summary.result,
+            },
+            GameRecord,
+        )
+
+    async def games(
+        self,
+        *,
+        player: str | None = None,
+        game: str | None = None,
+        before: str | None = None,
+        limit: int = 20,
+    ) -> tuple[list[GameSummary], str | None]:
+        """Finished games, newest first, optionally of one player and/or one game.
+
+        ``before`` is the cursor a previous page returned; returns the page and the cursor of
+        the next one (``None``: this was the last page).
+        """
+        _check_limit(limit)
+        conditions: list[str] = []
+        args: list[Any] = []
+        table = "games g"
+        key = "g"
+        if player is not None:
+            table = "game_players k JOIN games g ON g.id = k.game_id"
+            key = "k"
+            args.append(player)
+            conditions.append(f"k.player = ${len(args)}")
+        if game is not None:
+            args.append(game)
+            conditions.append(f"{key}.game = ${len(args)}")
+        if before is not None:
+            ended, game_id = _parse_cursor(before, int)
+            args += [ended, game_id]
+            id_column = "k.game_id" if key == "k" else "g.id"
+            conditions.append(f"({key}.ended_at, {id_column}) < (${len(args) - 1}, ${len(args)})")
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        order_id = "k.game_id" if key == "k" else "g.id"
+        args.append(limit + 1)
+        rows = await self.db.fetch(
+            f"SELECT {_GAME_COLUMNS} FROM {table} {where} "
+            f"ORDER BY {key}.ended_at DESC, {order_id} DESC LIMIT ${len(args)}",
+            *args,
+        )
+        page = [_summary(row) for row in rows[:limit]]
+        more = len(rows) > limit
+        last = rows[limit - 1] if more else None
+        return page, _cursor(last["ended_at"], last["id"]) if last is not None else None
+
+    # ------------------------------------------------------------------ players
+    async def player(self, player: str) -> Player | None:
+        """A player as the records know them, or ``None``."""
+        row = await self.db.fetchrow(
+            "SELECT p.id, p.name, p.bot, p.created_at, p.seen_at, "
+            "EXISTS (SELECT 1 FROM accounts a WHERE a.player = p.id) AS account "
+            "FROM players p WHERE p.id = $1",
+            player,
+        )
+        return None if row is None else _player(row)
+
+    async def stats(self, player: str) -> list[GameStats]:
+        """The player's record in each game they finished, by game name."""
+        rows = await self.db.fetch(
+            "SELECT s.game, s.games AS played, s.wins, s.best_score, s.last_at, "
+            "r.mu, r.sigma, r.ordinal, r.games "
+            "FROM player_stats s LEFT JOIN ratings r ON r.player = s.player AND r.game = s.game "
+            "WHERE s.player = $1 ORDER BY s.game",
+            player,
+        )
+        return [
+            GameStats(
+                game=row["game"],
+                games=row["played"],
+                wins=row["wins"],
+                best_score=row["best_score"],
+                rating=None if row["mu"] is None else _rating(row),
+                last_played=_seconds(row["last_at"]),
+            )
+            for row in rows
+        ]
+
+    async def rating_history(
+        self, player: str, game: str, *, before: str | None = None, limit: int = 20
+    ) -> tuple[list[RatingPoint], str | None]:
+        """The player's rating after each rated game of ``game``, newest first; and the cursor."""
+        _check_limit(limit)
+        args: list[Any] = [player, game]
+        condition = ""
+        if before is not None:
+            at, game_id = _parse_cursor(before, int)
+            args += [at, game_id]
+            condition = "AND (at, game_id) < ($3, $4)"
+        args.append(limit + 1)
+        rows = await self.db.fetch(
+            "SELECT game_id, at, place, mu_before, sigma_before, mu, sigma, ordinal "
+            f"FROM rating_history WHERE player = $1 AND game = $2 {condition} "
+            f"ORDER BY at DESC, game_id DESC LIMIT ${len(args)}",
+            *args,
+        )
+        points = [
+            RatingPoint(
+                game_id=row["game_id"],
+                at=_seconds(row["at"]),
+                place=row["place"],
+                mu_before=row["mu_before"],
+                sigma_before=row["sigma_before"],
+                mu=row["mu"],
+                sigma=row["sigma"],
+                ordinal=row["ordinal"],
+            )
+            for row in rows[:limit]
+        ]
+        last = rows[limit - 1] if len(rows) > limit else None
+        return points, _cursor(last["at"], last["game_id"]) if last is not None else None
+
+    # ------------------------------------------------------------------ leaderboards
+    async def leaderboard(
+        self, game: str, kind: Kind = "all", *, after: str | None = None, limit: int = 20
+    ) -> tuple[list[LeaderboardEntry], str | None]:
+        """The best players of ``game``, best first: by rating (rated games) or best score.
+
+        ``kind`` keeps humans, bots or both; ``after`` is the cursor of the previous page.
+        """
+        _check_limit(limit)
+        if kind not in ("humans", "bots", "all"):
+            raise ValueError(f"kind must be humans, bots or all, not {kind!r}")
+        if game in RATED_GAMES:
+            return await self._rating_board(game, kind, after, limit)
+        return await self._score_board(game, kind, after, limit)
+
+    async def _rating_board(
+        self, game: str, kind: Kind, after: str | None, limit: int
+    ) -> tuple[list[LeaderboardEntry], str | None]:
+        args: list[Any] = [game]
+        conditions = ["r.game = $1"]
+        if kind != "all":
+            args.append(kind == "bots")
+            conditions.append(f"r.bot = ${len(args)}")
+        if after is not None:
+            ordinal, player = _parse_cursor(after, float)
+            args += [ordinal, player]
+            a, b = len(args) - 1, len(args)
+            # "<=" first: a range the index can start from; the rest breaks the tie
+            conditions.append(f"r.ordinal <= ${a} AND (r.ordinal < ${a} OR r.player > ${b})")
+        args.append(limit + 1)
+        rows = await self.db.fetch(
+            "SELECT r.player, p.name, r.bot, r.mu, r.sigma, r.ordinal, r.games "
+            "FROM ratings r JOIN players p ON p.id = r.player "
+            f"WHERE {' AND '.join(conditions)} "
+            f"ORDER BY r.ordinal DESC, r.player LIMIT ${len(args)}",
+            *args,
+        )
+        entries = [
+            LeaderboardEntry(
+                player=row["player"],
+                name=row["name"],
+                bot=bool(row["bot"]),
+                rating=_rating(row),
+                best_score=None,
+            )
+            for row in rows[:limit]
+        ]
+        last = rows[limit - 1] if len(rows) > limit else None
+        return entries, _cursor(last["ordinal"], last["player"]) if last is not None else None
+
+    async def _score_board(
+        self, game: str, kind: Kind, after: str | None, limit: int
+    ) -> tuple[list[LeaderboardEntry], str | None]:
+        args: list[Any] = [game]
+        conditions = ["s.game = $1", "s.best_score IS NOT NULL"]
+        if kind != "all":
+            args.append(kind == "bots")
+            conditions.append(f"s.bot = ${len(args)}")
+        if after is not None:
+            score, at, player = _parse_scoreboard_cursor(after)
+            args += [score, at, player]
+            s, t, p = len(args) - 2, len(args) - 1, len(args)
+            conditions.append(
+                f"s.best_score <= ${s} AND (s.best_score < ${s} OR s.best_at > ${t} "
+                f"OR (s.best_at = ${t} AND s.player > ${p}))"
+            )
+        args.append(limit + 1)
+        rows = await self.db.fetch(
+            "SELECT s.player, p.name, s.bot, s.best_score, s.best_at "
+            "FROM player_stats s JOIN players p ON p.id = s.player "
+            f"WHERE {' AND '.join(conditions)} "
+            f"ORDER BY s.best_score DESC, s.best_at, s.player LIMIT ${len(args)}",
+            *args,
+        )
+        entries = [
+            LeaderboardEntry(
+                player=row["player"],
+                name=row["name"],
+                bot=bool(row["bot"]),
+                rating=None,
+                best_score=row["best_score"],
+            )
+            for row in rows[:limit]
+        ]
+        last = rows[limit - 1] if len(rows) > limit else None
+        cursor = (
+            _scoreboard_cursor(last["best_score"], last["best_at"], last["player"])
+            if last is not None
+            else None
+        )
+        return entries, cursor
+
+    # ------------------------------------------------------------------ accounts
+    async def create_account(
+        self, player: str, name: str, name_key: str, password_hash: str
+    ) -> Account:
+        """Claim ``player`` under ``name``: the new account, its first token generation 1.
+
+        Raises :class:`AlreadyClaimed` or :class:`NameTaken`, changing nothing.
+        """
+        await self.db.run(_create_account(player, name, name_key, password_hash, _now_ms()))
+        return Account(player=player, name=name, password_hash=password_hash, token_generation=1)
+
+    async def account_by_name(self, name_key: str) -> Account | None:
+        """The account claimed under a (case-folded) name, or ``None``."""
+        row = await self.db.fetchrow(
+            "SELECT player, name, password_hash, token_generation FROM accounts "
+            "WHERE name_key = $1",
+            name_key,
+        )
+        if row is None:
+            return None
+        return Account(
+            player=row["player"],
+            name=row["name"],
+            password_hash=row["password_hash"],
+            token_generation=row["token_generation"],
+        )
+
+    async def token_generation(self, player: str) -> int | None:
+        """The account's current token generation, or ``None`` for a player without one."""
+        return await self.db.fetchval(
+            "SELECT token_generation FROM accounts WHERE player = $1", player
+        )
+
+    async def revoke_tokens(self, player: str) -> int | None:
+        """Raise the account's token generation (every older token is refused); return it."""
+        return await self.db.run(_one_value(
+            "UPDATE accounts SET token_generation = token_generation + 1, updated_at = $2 "
+            "WHERE player = $1 RETURNING token_generation",
+            (player, _now_ms()),
+        ))  # fmt: skip
+
+    async def set_password_hash(self, player: str, password_hash: str) -> None:
+        """Replace the account's password hash (a rehash with newer parameters)."""
+        await self.db.run(_one_value(
+            "UPDATE accounts SET password_hash = $2, updated_at = $3 WHERE player = $1",
+            (player, password_hash, _now_ms()),
+        ))  # fmt: skip
+
+
+# Write scripts (see db.py): each runs in one transaction.
+
+
+def _one_value(sql: str, args: tuple[Any, ...]) -> Script[Any]:
+    """One statement; the first column of its first row, or ``None``."""
+    rows = yield sql, args
+    return rows[0][0] if rows else None
+
+
+def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
+    """Write a game (see the module docstring); ``lock_rows``: ``FOR UPDATE`` the ratings."""
+    ended = _ms(game.ended_at)
+    inserted = yield (
+        "INSERT INTO games (id, game, table_id, rated, started_at, ended_at, commitment, "
+        "record, summary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+        "ON CONFLICT (id) DO NOTHING RETURNING id",
+        (
+            game.id, game.game, game.table, game.rated, _ms(game.started_at), ended,
+            game.record.commitment, encode_record(game.record).decode(),
+            _SUMMARY_ENCODER.encode(_Summary(game.players, game.result)).decode(),
+        ),
+    )  # fmt: skip
+    if not inserted:
+        rows = yield "SELECT commitment FROM games WHERE id = $1", (game.id,)
+        stored = rows[0]["commitment"]
+        if stored != game.record.commitment:
+            raise GameIdConflict(
+                f"game id {game.id!r} is already stored for another game "
+                f"(commitment {stored}, not {game.record.commitment})"
+            )
+        return False
+    players = sorted(game.players, key=lambda p: p.player)  # one lock order for every write
+    bots = yield from _see_players([(p.player, p.name, p.bot) for p in players], ended)
+    rows, arguments = values([(game.id, p.player, game.game, ended, p.seat) for p in players])
+    yield (
+        f"INSERT INTO game_players (game_id, player, game, ended_at, seat) VALUES {rows}",
+        arguments,
+    )
+    scored = game.game not in RATED_GAMES
+    rows, arguments = values(
+        [
+            (p.player, game.game, bots[p.player], 1, int(p.won), p.score if scored else None,
+             ended, ended)
+            for p in players
+        ]
+    )  # fmt: skip
+    yield (
+        "INSERT INTO player_stats "
+        "(player, game, bot, games, wins, best_score, best_at, last_at) "
+        f"VALUES {rows} "
+        "ON CONFLICT (player, game) DO UPDATE SET "
+        "bot = excluded.bot, "
+        "games = player_stats.games + 1, "
+        "wins = player_stats.wins + excluded.wins, "
+        "best_at = CASE WHEN excluded.best_score > player_stats.best_score "
+        "  OR player_stats.best_score IS NULL "
+        "  THEN excluded.best_at ELSE player_stats.best_at END, "
+        "best_score = CASE WHEN excluded.best_score > player_stats.best_score "
+        "  OR player_stats.best_score IS NULL "
+        "  THEN excluded.best_score ELSE player_stats.best_score END, "
+        "last_at = CASE WHEN excluded.last_at > player_stats.last_at "
+        "  THEN excluded.last_at ELSE player_stats.last_at END",
+        arguments,
+    )
+    if game.rated and game.game in RATED_GAMES:
+        yield from _rate(game, bots, ended, lock_rows)
+    return True
+
+
+def _see_players(players: list[tuple[str, str, bool]], at: int) -> Script[dict[str, bool]]:
+    """Create or update players ``(id, name, bot)`` seen at ``at`` (the newest name wins; a bot
+    stays a bot); return each one's ``bot``."""
+    rows, arguments = values([(player, name, bot, at, at) for player, name, bot in players])
+    found = yield (
+        f"INSERT INTO players (id, name, bot, created_at, seen_at) VALUES {rows} "
+        "ON CONFLICT (id) DO UPDATE SET "
+        "name = CASE WHEN excluded.seen_at >= players.seen_at "
+        "  THEN excluded.name ELSE players.name END, "
+        "bot = players.bot OR excluded.bot, "
+        "created_at = CASE WHEN excluded.created_at < players.created_at "
+        "  THEN excluded.created_at ELSE players.created_at END, "
+        "seen_at = CASE WHEN excluded.seen_at > players.seen_at "
+        "  THEN excluded.seen_at ELSE players.seen_at END "
+        "RETURNING id, bot",
+        arguments,
+    )
+    return {row["id"]: bool(row["bot"]) for row in found}
+
+
+def _rate(game: FinishedGame, bots: dict[str, bool], at: int, lock_rows: bool) -> Script[None]:
+    places = {p.player: p.place for p in game.players if p.place is not None}
+    if len(places) < 2:
+        return
+    players = sorted(places)
+    # Rows exist before they are locked, so that two games with a new player in common queue on
+    # that row (PostgreSQL) instead of both starting from the initial rating.
+    rows, arguments = values(
+        [
+            (player, game.game, bots[player], INITIAL.mu, INITIAL.sigma, INITIAL.ordinal, 0, at)
+            for player in players
+        ]
+    )
+    yield (
+        "INSERT INTO ratings (player, game, bot, mu, sigma, ordinal, games, updated_at) "
+        f"VALUES {rows} ON CONFLICT (player, game) DO NOTHING",
+        arguments,
+    )
+    found = yield (
+        "SELECT player, mu, sigma FROM ratings WHERE game = $1 "
+        f"AND player IN ({', '.join(f'${n}' for n in range(2, len(players) + 2))}) "
+        f"ORDER BY player{' FOR UPDATE' if lock_rows else ''}",
+        (game.game, *players),
+    )
+    current = {row["player"]: Skill(row["mu"], row["sigma"]) for row in found}
+    new = rate(places, current)
+    rows, arguments = values(
+        [
+            (player, game.game, bots[player], new[player].mu, new[player].sigma,
+             new[player].ordinal, 1, at)
+            for player in players
+        ]
+    )  # fmt: skip
+    yield (
+        "INSERT INTO ratings (player, game, bot, mu, sigma, ordinal, games, updated_at) "
+        f"VALUES {rows} ON CONFLICT (player, game) DO UPDATE SET "
+        "bot = excluded.bot, mu = excluded.mu, sigma = excluded.sigma, "
+        "ordinal = excluded.ordinal, games = ratings.games + 1, "
+        "updated_at = excluded.updated_at",
+        arguments,
+    )
+    rows, arguments = values(
+        [
+            (player, game.game, game.id, at, places[player], current[player].mu,
+             current[player].sigma, new[player].mu, new[player].sigma, new[player].ordinal)
+            for player in players
+        ]
+    )  # fmt: skip
+    yield (
+        "INSERT INTO rating_history (player, game, game_id, at, place, mu_before, "
+        f"sigma_before, mu, sigma, ordinal) VALUES {rows}",
+        arguments,
+    )
+
+
+def _create_account(
+    player: str, name: str, name_key: str, password_hash: str, now: int
+) -> Script[None]:
+    if (yield "SELECT 1 FROM accounts WHERE player = $1", (player,)):
+        raise AlreadyClaimed(f"player {player} already has an account")
+    if (yield "SELECT 1 FROM accounts WHERE name_key = $1", (name_key,)):
+        raise NameTaken(f"the name {name!r} is already claimed")
+    yield from _see_players([(player, name, False)], now)
+    created = yield (
+        "INSERT INTO accounts (player, name, name_key, password_hash, token_generation, "
+        "created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5) "
+        "ON CONFLICT DO NOTHING RETURNING player",
+        (player, name, name_key, password_hash, now),
+    )
+    if not created:  # a concurrent claim won between the checks and the insert
+        raise NameTaken(f"the name {name!r} is already claimed")

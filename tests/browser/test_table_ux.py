@@ -1,0 +1,406 @@
+"""The table as players feel it (issue 11): starting with bots, the round summary, playing again,
+seats that never overlap, the phone's action bar, the spectator's log, messages in words, and the
+Blue Jacket stock. The pictures in docs/screenshots/ that the README shows are taken here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from itertools import combinations
+
+import pytest
+from playwright.async_api import Page
+
+from server.app import GameServer
+from tests.browser.helpers import (
+    click_and_wait,
+    create_table,
+    play_turn,
+    seq,
+    settled,
+    table_state,
+)
+
+ROUND_ONE_WON_ON_THE_DEAL = "deal-win:13"
+"""With two seats, seat 0 is dealt 11 in round 1 (found by trying seeds with the engine)."""
+ROUND_ONE_SPLIT_ON_THE_DEAL = "split:256"
+"""With three seats, seats 0 and 2 are dealt 11 in round 1: the pot is split."""
+CARD_CODE = re.compile(r"\b[QRBNPJ][1-9]\b")
+
+
+async def add_bots(page: Page, count: int) -> None:
+    """The host presses Add bot ``count`` times, waiting for each bot to sit down."""
+    for _ in range(count):
+        seated = await page.locator(".seat:not(.empty)").count()
+        await page.locator("#add-bot").click()
+        await page.wait_for_function(
+            f"document.querySelectorAll('.seat:not(.empty)').length > {seated}", timeout=30000
+        )
+
+
+async def games_started(page: Page) -> int:
+    return int(
+        await page.evaluate(
+            "window.blackdrez.table().log.filter(n => n.event.type === 'game_started').length"
+        )
+    )
+
+
+async def play_to_the_end(page: Page, seconds: float = 90) -> None:
+    """Play the viewer's turns until the game-over screen shows."""
+    deadline = time.monotonic() + seconds
+    while not await page.locator(".game-over").count():
+        assert time.monotonic() < deadline, "the game did not end in time"
+        if not await play_turn(page):
+            await asyncio.sleep(0.05)
+
+
+async def test_the_host_who_starts_with_bots_plays(new_page, screenshot) -> None:
+    """Create, Add bot twice, Start at once (without pressing Ready): the host has a hand."""
+    host = await new_page("Hostess")
+    await create_table(host, "Bots and me", seats=3, max_rounds=3, pause=3)
+    await add_bots(host, 2)
+    names = await host.locator(".seat:not(.mine) .seat-name").all_text_contents()
+    assert len(set(names)) == 2, f"bots have distinct names: {names}"
+    start = host.locator("#start")
+    assert await start.is_enabled(), "Start needs no Ready first: the host who starts plays"
+    await start.click()
+    await host.locator(".seat.mine .hand .card").first.wait_for()
+    state = await table_state(host)
+    assert state["view"]["seats"][state["seat"]]["in_round"]
+    # A round's result stays on screen through the pause: take its picture.
+    shot = False
+    deadline = time.monotonic() + 90
+    while not await host.locator(".game-over").count():
+        assert time.monotonic() < deadline, "the game did not end in time"
+        if not shot and await host.locator(".round-summary").count():
+            summary = await host.locator(".round-summary").text_content() or ""
+            assert "Round" in summary or "round" in summary
+            await settled(host)
+            await screenshot(host, "blackdrez-round")
+            shot = True
+        elif not await play_turn(host):
+            await asyncio.sleep(0.05)
+    assert shot, "no round summary was seen in three rounds"
+    log = await host.locator(".events").text_content() or ""
+    assert not CARD_CODE.search(log), f"the log names cards in words: {log}"
+    assert "Hostess" in await host.locator(".ranking").text_content()
+
+
+async def test_play_again_keeps_the_same_bots(new_page, screenshot) -> None:
+    host = await new_page("Hostess")
+    await create_table(host, "Again", seats=3, max_rounds=1, pause=0.5)
+    await add_bots(host, 2)
+    bots = await host.locator(".seat:not(.mine) .seat-name").all_text_contents()
+    await host.locator("#start").click()
+    await play_to_the_end(host)
+    over = host.locator(".game-over")
+    text = await over.text_content() or ""
+    assert re.search(r"wins with \d+ cards?|share the win", text), text
+    assert "the biggest pile wins" in text, "the game-over screen says why"
+    assert "Final ranking" in text
+    assert "Ready for the next game:" in text and all(name in text for name in bots)
+    await settled(host)
+    await screenshot(host, "blackdrez-final")
+    before = await games_started(host)
+    await host.locator("#play-again").click()
+    await host.wait_for_function(
+        "window.blackdrez.table().log.filter(n => n.event.type === 'game_started').length"
+        f" > {before}"
+    )
+    assert await host.locator(".seat:not(.mine) .seat-name").all_text_contents() == bots
+    started = time.monotonic()
+    await play_to_the_end(host)
+    # The bots stayed connected and played at once: the second game did not crawl on timers.
+    assert time.monotonic() - started < 60
+    assert await host.locator(".seat:not(.mine) .dot.online").count() == 2
+
+
+async def test_a_round_won_on_the_deal_stays_on_screen_for_the_pause(
+    new_page, server: GameServer
+) -> None:
+    """Needs the server to pause after a round won on the deal (issue 11, flow bug 1)."""
+    server.node.seed_source = lambda: ROUND_ONE_WON_ON_THE_DEAL
+    host = await new_page("Hostess")
+    await create_table(host, "Quick eleven", seats=2, max_rounds=3, pause=4)
+    await add_bots(host, 1)
+    await host.locator("#start").click()
+    summary = host.locator(".round-summary[data-round='1']")
+    await summary.wait_for(timeout=10000)
+    assert "with 11" in (await summary.text_content() or "")
+    assert await summary.locator(".card").count() == 2, "the winning hand is shown"
+    await asyncio.sleep(1.5)
+    assert await summary.is_visible(), "the result stays up through the pause"
+    state = await table_state(host)
+    assert state["view"]["round"] == 1 and state["view"]["phase"] == "between_rounds"
+
+
+async def test_a_split_pot_is_logged_with_each_share(new_page, server: GameServer) -> None:
+    server.node.seed_source = lambda: ROUND_ONE_SPLIT_ON_THE_DEAL
+    host = await new_page("Hostess")
+    await create_table(host, "Shared", seats=3, max_rounds=2, pause=1)
+    await add_bots(host, 2)
+    third = await host.locator(".seat[data-seat='2'] .seat-name").text_content()
+    await host.locator("#start").click()
+    line = host.locator(".events li", has_text="pot is split")
+    await line.wait_for(timeout=10000)
+    text = await line.text_content() or ""
+    assert "several 11s on the deal" in text
+    assert all(f"{name} takes 3 cards" in text for name in ("Hostess", third)), text
+
+
+@pytest.mark.parametrize("seats", [6, 8])
+async def test_seats_never_overlap_at_a_full_table(new_page, screenshot, seats: int) -> None:
+    host = await new_page("Hostess", width=1280, height=900)
+    if seats == 8:
+        await host.locator(".settings-menu summary").click()
+        await host.locator("#theme").select_option("dark")
+        assert await host.evaluate("document.documentElement.dataset.theme") == "dark"
+        await host.locator(".settings-menu summary").click()
+    await create_table(host, f"{seats} at the table", seats=seats, max_rounds=None, pause=2)
+    await add_bots(host, seats - 1)
+    await host.locator("#start").click()
+    await host.locator(".seat.mine .hand .card").first.wait_for()
+    # The README's pictures: your turn at a full table (the bots wait for you: nothing moves).
+    await host.wait_for_function(
+        "!document.querySelector('#withdraw').disabled", timeout=60000, polling=100
+    )
+    await settled(host)
+    boxes = await host.locator(".seat").evaluate_all(
+        "seats => seats.map(s => { const r = s.getBoundingClientRect();"
+        " return [r.left, r.top, r.right, r.bottom]; })"
+    )
+    assert len(boxes) == seats
+    for a, b in combinations(boxes, 2):
+        apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+        assert apart, f"seats overlap: {a} and {b}"
+    # Every hand and value is on top, not covered by anything (above the sticky action bar,
+    # which covers whatever scrolls under it).
+    covered = await host.evaluate(
+        "() => { const bar = document.querySelector('.action-bar').getBoundingClientRect().top;"
+        " return [...document.querySelectorAll('.seat .value strong, .seat .hand .card')]"
+        ".filter(e => { const r = e.getBoundingClientRect();"
+        " const top = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);"
+        " return r.bottom < bar && !(top && (e === top || e.contains(top))); })"
+        ".map(e => e.outerHTML.slice(0, 80)); }"
+    )
+    assert covered == []
+    await screenshot(host, "blackdrez-table" if seats == 6 else "blackdrez-eight-dark", full=False)
+
+
+async def test_on_a_phone_the_action_bar_is_in_view_on_your_turn(new_page, screenshot) -> None:
+    host = await new_page("Hostess", width=390, height=844)
+    await create_table(host, "Pocket", seats=6, max_rounds=None, pause=1)
+    await add_bots(host, 5)
+    await host.locator("#start").click()
+    await host.wait_for_function(
+        "document.querySelector('#withdraw') && !document.querySelector('#withdraw').disabled",
+        timeout=60000,
+        polling=100,
+    )
+    await settled(host)
+    # Wherever the player has scrolled to, the buttons are on screen.
+    for scrolled in (0, 400, 10_000):
+        await host.evaluate(f"scrollTo(0, {scrolled})")
+        for button in ("#hit", "#stand", "#withdraw"):
+            box = await host.locator(button).bounding_box()
+            assert box is not None
+            assert box["y"] >= 0 and box["y"] + box["height"] <= 844, f"{button}: {box}"
+    await host.evaluate("scrollTo(0, 0)")
+    assert await host.locator(".action-bar .turn-banner").text_content() == "Your turn"
+    assert (await host.title()).startswith("● Your turn")
+    await screenshot(host, "blackdrez-narrow", full=False)
+    # The keys play too: W withdraws.
+    before = await seq(host)
+    await host.keyboard.press("w")
+    await host.wait_for_function(f"window.blackdrez.table().seq > {before}")
+    assert "Hostess withdrew" in (await host.locator(".events").text_content() or "")
+    # Out of the round, Hit looks disabled, not like the main button it is on your turn.
+    colours = await host.locator("#hit").evaluate(
+        "b => [getComputedStyle(b).backgroundColor, b.disabled]"
+    )
+    assert colours[1] and colours[0] != "rgb(27, 94, 59)", colours
+
+
+async def test_a_spectators_log_survives_a_reload(new_page) -> None:
+    host = await new_page("Hostess")
+    await create_table(host, "Watched", seats=3, max_rounds=None, pause=1)
+    await add_bots(host, 2)
+    await host.locator("#start").click()
+    await host.locator(".seat.mine .hand .card").first.wait_for()
+    fan = await new_page("Fan")
+    row = fan.locator(".table-row", has_text="Watched")
+    await row.get_by_role("button", name="Watch").click()
+    await fan.locator(".blackdrez .seat").first.wait_for()
+    # Arriving late, the spectator sees what happened before: the deal and the sitting down.
+    entries = fan.locator(".events li")
+    await fan.wait_for_function("document.querySelectorAll('.events li').length >= 4")
+    text = await entries.all_text_contents()
+    assert any("Round 1" in line for line in text), text
+    await fan.reload()
+    await fan.locator(".blackdrez .seat").first.wait_for()
+    await fan.wait_for_function("document.querySelectorAll('.events li').length >= 4")
+    again = await fan.locator(".events li").all_text_contents()
+    assert any("Round 1" in line for line in again), again
+    assert any("sat down" in line for line in again), again
+
+
+async def test_messages_are_sentences(new_page) -> None:
+    page = await new_page("Newcomer")
+    # The lobby's list is not read out at every change: only a short count is announced.
+    assert await page.locator(".table-list").get_attribute("aria-live") is None
+    # Quick join with no open table: it says that it made one.
+    await page.locator("#quick-join").click()
+    await page.locator(".toast", has_text="new table was made for you").wait_for()
+    await page.locator(".blackdrez").wait_for()
+    # The host removes a bot it added, between games: its seat is free at once.
+    await add_bots(page, 2)
+    await page.locator(".seat[data-seat='2'] .remove-bot").click()
+    await page.locator(".seat.empty[data-seat='2']").wait_for()
+    await page.locator(".events li", has_text="was removed by the host").wait_for()
+    # Leaving mid-game asks first; saying no keeps the seat.
+    await page.locator("#start").click()
+    await page.locator(".seat.mine .hand .card").first.wait_for()
+    await page.evaluate("window.confirm = (text) => { window.asked = text; return false; }")
+    await page.locator("#leave").click()
+    assert "A game is running" in await page.evaluate("window.asked")
+    assert await page.locator(".blackdrez").count() == 1
+    await page.locator("[data-key=lobby]").click()
+    # An error reply becomes a sentence, not the server's code or text.
+    await page.locator("#invite").fill("t0000000000:nothing")
+    await page.get_by_role("button", name="Join with code").click()
+    toast = page.locator(".toast", has_text="That table is gone")
+    await toast.wait_for()
+    assert "t0000000000" not in (await toast.text_content() or "")
+    # A blank name is refused with a message.
+    await page.locator("#rename input").fill("   ")
+    await page.locator("#rename button").click()
+    await page.locator(".toast", has_text="Type a new name first").wait_for()
+    assert await page.locator("#whoami").text_content() == "Newcomer"
+
+
+async def test_a_table_that_is_moving_is_waited_out(new_page) -> None:
+    """The server answers ``moving`` while a table changes node: the client sends again."""
+    page = await new_page("Patient")
+    await create_table(page, "Mover", seats=2, max_rounds=None)
+    await add_bots(page, 1)
+    # The next request is answered "moving" (as a node would), and never reaches the server.
+    await page.evaluate(
+        "() => { const conn = window.blackdrez.conn; const ws = conn.ws;"
+        " const send = ws.send.bind(ws); window.refused = 0;"
+        " ws.send = (data) => { const m = JSON.parse(data);"
+        " if (m.type === 'start' && !window.refused++) {"
+        " setTimeout(() => conn.receive({type: 'error', id: m.id, code: 'moving',"
+        " message: 'the table is moving to another node: retry shortly'}), 50); return; }"
+        " send(data); }; }"
+    )
+    await page.locator("#start").click()
+    await page.locator(".seat.mine .hand .card").first.wait_for(timeout=15000)
+    assert await page.evaluate("window.refused") >= 2, "the refused start was sent again"
+    assert await page.locator(".toast").count() == 0, "waiting out a move is no error"
+    assert await page.locator(".blackdrez").count() == 1
+
+
+async def test_blue_jacket_explains_its_stock_and_warns_before_a_dead_end(
+    new_page, screenshot
+) -> None:
+    page = await new_page("Sol")
+    form = page.locator("form.solitaire[data-game=blue_jacket]")
+    await form.locator("input[name=deal]").fill("3")
+    await form.get_by_role("button", name="Play deal").click()
+    await page.locator("#stat-score").wait_for()
+    assert await page.locator("#stock").is_enabled()
+    # Row 3 pile 2 holds an Ace, and no Four is in play: moving it asks first.
+    await page.evaluate("window.confirm = (text) => { window.asked = text; return false; }")
+    before = await seq(page)
+    await page.locator("[data-loc='r3.2']").click()
+    await page.locator("[data-loc='aces']").click()
+    warning = await page.evaluate("window.asked")
+    assert "empties row 3 pile 2" in warning and "no Four" in warning
+    assert "cannot deal" in warning
+    assert await seq(page) == before, "saying no moves nothing"
+    await page.evaluate("window.confirm = () => true")
+    await page.locator("[data-loc='r3.2']").click()
+    await click_and_wait(page, page.locator("[data-loc='aces']"))
+    stock = page.locator("#stock")
+    assert await stock.is_disabled()
+    why = await page.locator("#stock-why").text_content() or ""
+    assert "every row pile holds a card" in why and "row 3 pile 2" in why and "Four" in why
+    assert "row 3 pile 2" in (await stock.get_attribute("aria-label") or "")
+    await screenshot(page, "blue-jacket-stock", full=False)
+    # The rules are in the client.
+    await page.get_by_role("button", name="How to play").click()
+    dialog = page.locator("dialog#help")
+    await dialog.wait_for()
+    assert "Deal" in (await dialog.text_content() or "")
+    await page.keyboard.press("Escape")
+
+
+async def test_cards_say_what_they_are_and_motion_can_be_reduced(new_page) -> None:
+    calm = await new_page("Calm")
+    await calm.emulate_media(reduced_motion="reduce")
+    await create_table(calm, "Calm table", seats=2, max_rounds=None)
+    await add_bots(calm, 1)
+    await calm.locator("#start").click()
+    card = calm.locator(".seat.mine .hand .card").first
+    await card.wait_for()
+    label = await card.get_attribute("aria-label") or ""
+    figure = r"(Queen|Rook|Bishop|Knight|Pawn|Joker)"
+    assert re.fullmatch(figure + r", .*points? \(number \d, \w+\)", label), label
+    assert await card.get_attribute("title") == label
+    sizes = await card.evaluate(
+        "c => [parseFloat(getComputedStyle(c.querySelector('.points')).fontSize),"
+        " parseFloat(getComputedStyle(c.querySelector('.number')).fontSize)]"
+    )
+    assert sizes[0] > 1.5 * sizes[1], "the points are the card's biggest mark"
+    assert await calm.evaluate("window.blackdrez.motion.started") == 0
+    lively = await new_page("Lively")
+    await create_table(lively, "Lively table", seats=2, max_rounds=None)
+    await add_bots(lively, 1)
+    await lively.locator("#start").click()
+    await lively.locator(".seat.mine .hand .card").first.wait_for()
+    await lively.wait_for_function("window.blackdrez.motion.started > 0")
+
+
+async def test_solitaire_keys_and_labels_in_words(new_page) -> None:
+    page = await new_page("Keys")
+    form = page.locator("form.solitaire[data-game=blackjack_piles]")
+    await form.locator("input[name=deal]").fill("7")
+    await form.get_by_role("button", name="Play deal").click()
+    await page.locator("#stat-score").wait_for()
+    stock = await page.locator("#stock").get_attribute("data-card")
+    before = await seq(page)
+    await page.keyboard.press("Shift+Digit1")  # place the stock's card on pile 1
+    await page.wait_for_function(f"window.blackdrez.table().seq > {before}")
+    top = page.locator(".pile-column[data-pile='0'] button.card")
+    assert await top.get_attribute("data-card") == stock
+    label = await top.get_attribute("aria-label") or ""
+    assert re.fullmatch(r"Pile 1, top card (Ace|\d+|Jack|Queen|King) of \w+", label), label
+    await page.keyboard.press("Digit1")  # select it for a hand
+    assert await top.get_attribute("aria-pressed") == "true"
+    await page.keyboard.press("Escape")
+    assert await top.get_attribute("aria-pressed") == "false"
+
+
+async def test_same_names_are_told_apart_and_settings_are_remembered(new_page) -> None:
+    first = await new_page("Ann")
+    await create_table(first, "Twins", seats=3, max_rounds=1)
+    second = await new_page("Ann")
+    await second.locator(".table-row", has_text="Twins").get_by_role("button", name="Join").click()
+    await second.locator(".blackdrez").wait_for()
+    await first.locator(".seat[data-seat='1'] .seat-name", has_text="Ann (2)").wait_for()
+    names = await first.locator(".seat:not(.empty) .seat-name").all_text_contents()
+    assert sorted(names) == ["Ann (2)", "Ann (you)"]
+    # Sound is off until asked for, and the choice (and the theme) survive a reload.
+    await first.locator(".settings-menu summary").click()
+    sound = first.locator("#sound")
+    assert not await sound.is_checked()
+    await sound.check()
+    await first.locator("#theme").select_option("contrast")
+    await first.reload()
+    await first.locator("#status[data-state=open]").wait_for()
+    assert await first.evaluate("document.documentElement.dataset.theme") == "contrast"
+    await first.locator(".settings-menu summary").click()
+    assert await first.locator("#sound").is_checked()

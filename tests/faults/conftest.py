@@ -1,0 +1,112 @@
+"""Fixtures of the fault suite: a durable Redis, node processes, CPU sampling, figures.
+
+Every test here is marked ``faults`` (``pytest tests/faults`` or ``pytest -m faults`` runs the
+suite alone). Every process a test starts is stopped in teardown, whatever the outcome. Each test
+fills its ``figures``; they are printed after the test, summed up at the end of the run, and,
+when ``BD_FAULT_FIGURES`` names a file, appended to it as JSON lines (``benchmarks/faults.py``
+reads them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.testing.nodes import CpuSampler, NodeProcess, Nodes
+from server.testing.redis_server import RedisServer
+
+FIGURES_FILE = "BD_FAULT_FIGURES"
+HERE = Path(__file__).parent
+_collected: list[tuple[str, str, dict[str, Any]]] = []
+
+LaunchNodes = Callable[..., Nodes]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.faults)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call" or report.failed:
+        item.stash[_outcome] = report.outcome
+    return report
+
+
+_outcome = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _collected:
+        return
+    terminalreporter.section("fault figures")
+    for name, outcome, figures in _collected:
+        shown = ", ".join(f"{key}: {value}" for key, value in figures.items())
+        terminalreporter.write_line(f"{name} [{outcome}] {shown}")
+
+
+@pytest.fixture
+def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """The test's figures (name -> value), reported after the test whatever its outcome."""
+    found: dict[str, Any] = {}
+    yield found
+    name = request.node.name
+    outcome = request.node.stash.get(_outcome, "passed")
+    print(f"\nFIGURES {name} [{outcome}]: " + json.dumps(found, default=str))
+    _collected.append((name, outcome, found))
+    path = os.environ.get(FIGURES_FILE)
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps({"test": name, "outcome": outcome, "figures": found}) + "\n")
+
+
+@pytest.fixture
+def durable_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of its own with append-only persistence, as the compose file runs it."""
+    with RedisServer(appendonly=True, data_dir=tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+def cpu() -> Iterator[CpuSampler]:
+    """CPU sampling of the processes a test watches."""
+    with CpuSampler() as sampler:
+        yield sampler
+
+
+@pytest.fixture
+def launch_nodes(
+    durable_redis: RedisServer, cpu: CpuSampler, request: pytest.FixtureRequest
+) -> Iterator[LaunchNodes]:
+    """Start node processes on the test's Redis (``launch_nodes(2)``), CPU-sampled; all are
+    stopped after the test, and their output is printed if it failed."""
+    started: list[Nodes] = []
+
+    def launch(count: int, **options: Any) -> Nodes:
+        nodes = Nodes(durable_redis.url, count, **options)
+        started.append(nodes)
+        for node in nodes:
+            cpu.watch(node.node_id, node.pid)
+        return nodes
+
+    yield launch
+    for nodes in started:
+        nodes.stop()
+    if request.node.stash.get(_outcome, "passed") != "passed":
+        for nodes in started:
+            for node in nodes:
+                tail = node.output()[-40:]
+                print(f"--- last lines of {node.node_id} ---\n" + "".join(tail))
+
+
+def watch_again(cpu: CpuSampler, node: NodeProcess) -> None:
+    """Follow a restarted node's new process under the same name."""
+    cpu.watch(node.node_id, node.pid)

@@ -1,0 +1,219 @@
+"""Faults of the node processes: killed mid-game, paused past the lease, restarted with its id.
+
+Every scenario runs real ``serve`` processes on a Redis of its own with players over real
+sockets, then hands what the players saw to the history checker (:mod:`tests.faults.history`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+import pytest
+
+from clients.client import Client, ServerError, TableState
+from protocol import v1
+from protocol.codec import SERVER_DECODERS
+from server.node import LEASE_TTL
+from server.testing.nodes import CpuSampler
+from server.testing.redis_server import RedisServer
+from tests.faults.conftest import LaunchNodes, watch_again
+from tests.faults.history import (
+    check_history,
+    finish_and_check,
+    resume_figures,
+    wait_closed,
+)
+from tests.faults.players import (
+    STRATEGIES,
+    act_on_turn,
+    clients_of,
+    close_all,
+    connect,
+    fault_options,
+    first_event_after,
+    frame_marks,
+    mark_fault,
+    next_move,
+    open_tables,
+    play,
+    play_tables,
+    request,
+    until,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+async def test_a_node_killed_mid_game_loses_nothing(
+    launch_nodes: LaunchNodes,
+    durable_redis: RedisServer,
+    cpu: CpuSampler,
+    figures: dict[str, Any],
+) -> None:
+    """Two nodes, four tables; node 0 is killed mid-game. Its tables go on at node 1 and every
+    game ends with nothing acknowledged lost or doubled."""
+    nodes = launch_nodes(2)
+    tables = await open_tables(nodes.urls, 4, fault_options())
+    playing = asyncio.create_task(play_tables(tables, think=0.1))
+    try:
+        await asyncio.sleep(1.0)
+        # node 0 hosts the tables whose host sat down there
+        fault = mark_fault(tables[0::2])
+        nodes[0].kill()
+        resumed = await first_event_after(fault.going, fault.at, fault.seqs, timeout=30)
+        resume_figures(figures, resumed, len(fault.going))
+    except BaseException:
+        playing.cancel()
+        await close_all(clients_of(tables))
+        raise
+    problems = await finish_and_check(
+        durable_redis.url, tables, playing, fault, figures, cpu=cpu, nodes=[nodes[1]]
+    )
+    if len(resumed) < len(fault.going):
+        problems.append(f"{len(fault.going) - len(resumed)} table(s) of the killed node stalled")
+    assert not problems, "\n".join(problems)
+
+
+def stale_views(clients: list[Client], since: list[int], table: str, fresh: int) -> list[int]:
+    """Event numbers of the snapshots and updates of ``table`` older than ``fresh`` that these
+    clients received after ``since`` (from :func:`frame_marks`)."""
+    decoder = SERVER_DECODERS[1]
+    stale = []
+    for client, first in zip(clients, since, strict=True):
+        for frame in (client.frames or [])[first:]:
+            message = decoder.decode(frame)
+            if (
+                isinstance(message, v1.Snapshot | v1.Update)
+                and message.table == table
+                and message.seq < fresh
+            ):
+                stale.append(message.seq)
+    return stale
+
+
+@pytest.mark.parametrize("adopter", ["running", "paused"])
+async def test_a_node_paused_past_its_lease_never_serves_or_writes_a_stale_table(
+    adopter: str,
+    launch_nodes: LaunchNodes,
+    durable_redis: RedisServer,
+    cpu: CpuSampler,
+    figures: dict[str, Any],
+) -> None:
+    """Node A hosts a table; A pauses past its lease; B adopts the table and acknowledges two
+    actions. Then A resumes, either while B runs or (the split brain of issue 9) while B is
+    paused past its own lease. Requests sent to A while it was paused, and a new client's,
+    must never see the table as A last knew it, nor be acknowledged on top of it; B's actions
+    stay in the log, the log replays, and the game is played to its end."""
+    nodes = launch_nodes(2)
+    node_a, node_b = nodes[0], nodes[1]
+    options = fault_options(seats=2, turn_seconds=300.0, grace_seconds=300.0)
+    on_a = [await connect(node_a.url, name=f"P{i}", reconnect=False) for i in range(2)]
+    on_b: list[Client] = []
+    clients = list(on_a)
+    try:
+        joined = await on_a[0].request(v1.CreateTable(options=options))
+        table = joined.table.id
+        await on_a[1].request(v1.JoinTable(table=table))
+        for client in on_a:
+            await client.request(v1.SetReady(table=table))
+        await on_a[0].request(v1.StartGame(table=table))
+        for _ in range(3):
+            await act_on_turn(on_a, table)
+        # A is settled: someone is on turn (a round is never left half-dealt by the pause)
+        await until(lambda: any(next_move(c, table) for c in on_a), 30)
+        seq_a = max(c.tables[table].seq for c in on_a)
+
+        node_a.pause()
+        paused = time.monotonic()
+        on_b = [await connect(node_b.url, token=c.token, name=f"P{i}") for i, c in enumerate(on_a)]
+        clients += on_b
+        for client in on_b:  # answered once B has adopted the table
+            client.tables[table] = TableState(table)
+            await request(client, v1.Resync(table=table, since=0), deadline=60.0)
+        figures["adopted after s"] = round(time.monotonic() - paused, 2)
+        assert min(c.tables[table].seq for c in on_b) >= seq_a
+        acked: dict[str, list[int]] = {c.player: [] for c in on_b}
+        for _ in range(2):
+            mover, seq = await act_on_turn(on_b, table)
+            acked[mover.player].append(seq)
+        seq_b = max(c.tables[table].seq for c in on_b)
+        figures["events on A, on B"] = f"{seq_a}, {seq_b}"
+
+        if adopter == "paused":
+            node_b.pause()
+            await asyncio.sleep(LEASE_TTL + 1.5)  # B's lease lapses too
+        marks = frame_marks(on_a)
+        # Sent while A is paused: A reads them the moment it runs again.
+        resync = asyncio.create_task(on_a[0].request(v1.Resync(table=table, since=0), 60))
+        stale_mover = next(c for c in on_a if next_move(c, table) is not None)
+        stale_act = asyncio.create_task(stale_mover.act(table, next_move(stale_mover, table)))
+        node_a.resume()
+        answers = await asyncio.gather(resync, stale_act, return_exceptions=True)
+        figures["A answered"] = [type(a).__name__ for a in answers]
+        acked_by_a = answers[1].seq if isinstance(answers[1], v1.Ok) else None
+        if acked_by_a is not None:
+            acked[stale_mover.player].append(acked_by_a)
+        await asyncio.sleep(LEASE_TTL + 1.0)  # long enough for A to renew or retake a lease
+        newcomer = await connect(node_a.url, token=on_a[1].token, name="P1", reconnect=False)
+        clients.append(newcomer)
+        newcomer.tables[table] = TableState(table)
+        with contextlib.suppress(ServerError, TimeoutError, ConnectionError):
+            await request(newcomer, v1.Resync(table=table, since=0), deadline=15.0)
+        stale = stale_views([*on_a, newcomer], [*marks, 0], table, seq_b)
+        figures["stale views served"] = len(stale)
+        stale_ack = acked_by_a is not None and acked_by_a <= seq_b
+        figures["stale acks"] = int(stale_ack)
+
+        node_b.resume()
+        for client in on_a:
+            await client.close()
+        results = await asyncio.gather(
+            *(
+                play(client, table, deadline=30.0, strategy=STRATEGIES[i])
+                for i, client in enumerate(on_b)
+            )
+        )
+    finally:
+        await close_all(clients)
+    for result in results:
+        result.acked[:0] = acked[result.player]
+    await wait_closed(durable_redis.url, [table])
+    history = await check_history(durable_redis.url, results, cpu=cpu, nodes=nodes)
+    figures.update(history.figures)
+    if stale:
+        history.problems.append(f"A served the table at events {stale}, older than B's {seq_b}")
+    if stale_ack:
+        history.problems.append(f"A acknowledged an action at event {acked_by_a} on a stale copy")
+    history.assert_sound()
+
+
+async def test_a_node_restarted_with_its_id_carries_on_its_tables(
+    launch_nodes: LaunchNodes,
+    durable_redis: RedisServer,
+    cpu: CpuSampler,
+    figures: dict[str, Any],
+) -> None:
+    """One node, killed and started again at once with the same id: its tables go on at once,
+    and no client is ever told that a table of its own does not exist."""
+    nodes = launch_nodes(1)
+    node = nodes[0]
+    tables = await open_tables(nodes.urls, 3, fault_options())
+    playing = asyncio.create_task(play_tables(tables, think=0.1))
+    try:
+        await asyncio.sleep(1.0)
+        fault = mark_fault(tables)
+        await asyncio.to_thread(node.restart)
+        watch_again(cpu, node)
+        resumed = await first_event_after(fault.going, fault.at, fault.seqs, timeout=15)
+        resume_figures(figures, resumed, len(fault.going))
+    except BaseException:
+        playing.cancel()
+        await close_all(clients_of(tables))
+        raise
+    problems = await finish_and_check(
+        durable_redis.url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
+    )
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,122 @@
+"""Schema migrations on SQLite and PostgreSQL: from empty, re-run, concurrent, refused."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from server.records.db import Database, DatabaseError, Script, open_database, sqlite_path
+from server.records.migrations import (
+    MIGRATIONS,
+    Migration,
+    SchemaError,
+    latest_version,
+    migrate,
+    schema_version,
+)
+from server.records.store import RecordsStore
+from server.testing.redis_server import free_port
+
+EXTRA = Migration(2, "an extra table", ("CREATE TABLE extra (x INTEGER)",))
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    """An open, empty database (not migrated)."""
+    database = await open_database(database_url)
+    yield database
+    await database.close()
+
+
+def _statement(sql: str, *args: object) -> Script[None]:
+    yield sql, args
+
+
+async def _tables(db: Database) -> set[str]:
+    if db.dialect == "postgresql":
+        rows = await db.fetch(
+            "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()"
+        )
+    else:
+        rows = await db.fetch("SELECT name FROM sqlite_master WHERE type = 'table'")
+    return {row["name"] for row in rows}
+
+
+async def test_an_empty_database_is_migrated_to_the_latest_schema(db: Database) -> None:
+    assert await schema_version(db) == 0
+    assert await migrate(db) == [m.version for m in MIGRATIONS]
+    assert await schema_version(db) == latest_version()
+    assert {"games", "game_players", "players", "player_stats", "ratings", "rating_history",
+            "accounts", "schema_version"} <= await _tables(db)  # fmt: skip
+
+
+async def test_migrating_again_changes_nothing(db: Database, database_url: str) -> None:
+    await migrate(db)
+    assert await migrate(db) == []
+    store = await RecordsStore.open(database_url)  # what every server start does
+    await store.close()
+    assert await schema_version(db) == latest_version()
+
+
+async def test_a_new_migration_applies_on_top_of_the_old_ones(db: Database) -> None:
+    await migrate(db)
+    assert await migrate(db, (*MIGRATIONS, EXTRA)) == [2]
+    await db.run(_statement("INSERT INTO extra (x) VALUES ($1)", 7))
+    assert await db.fetchval("SELECT x FROM extra") == 7
+
+
+async def test_a_database_from_newer_code_is_refused(db: Database) -> None:
+    await migrate(db, (*MIGRATIONS, EXTRA))
+    with pytest.raises(SchemaError, match="schema version 2, newer than this code's 1"):
+        await migrate(db)
+
+
+async def test_an_edited_migration_is_refused(db: Database) -> None:
+    await migrate(db)
+    edited = Migration(1, MIGRATIONS[0].name, (*MIGRATIONS[0].statements, "SELECT 1"))
+    with pytest.raises(SchemaError, match=r"migration 1 .* differs"):
+        await migrate(db, (edited,))
+
+
+async def test_a_failing_migration_leaves_the_schema_as_it_was(db: Database) -> None:
+    await migrate(db)
+    broken = Migration(2, "broken", ("CREATE TABLE half (x INTEGER)", "THIS IS NOT SQL"))
+    with pytest.raises(Exception):  # noqa: B017 - each driver raises its own syntax error
+        await migrate(db, (*MIGRATIONS, broken))
+    assert await schema_version(db) == 1
+    assert "half" not in await _tables(db)
+
+
+async def test_migrations_must_be_numbered_in_order(db: Database) -> None:
+    with pytest.raises(SchemaError, match="numbered 1, 2, 3"):
+        await migrate(db, (EXTRA,))
+    assert await schema_version(db) == 0
+
+
+async def test_two_servers_starting_at_once_migrate_once(database_url: str) -> None:
+    first, second = await open_database(database_url), await open_database(database_url)
+    try:
+        applied = await asyncio.gather(migrate(first), migrate(second))
+        assert sorted(applied) == [[], [1]]
+        assert await first.fetchval("SELECT COUNT(*) FROM schema_version") == 1
+    finally:
+        await first.close()
+        await second.close()
+
+
+def test_database_urls() -> None:
+    assert str(sqlite_path("sqlite:///records.db")) == "records.db"
+    assert str(sqlite_path("sqlite:////var/db/records.db")) == "/var/db/records.db"
+    assert str(sqlite_path("data/records.db")) == "data/records.db"
+    assert sqlite_path("postgresql://u@h/db") is None
+    with pytest.raises(DatabaseError, match="sqlite:///FILE"):
+        sqlite_path("sqlite://records.db")
+
+
+async def test_an_unknown_or_unreachable_database_is_a_clear_error() -> None:
+    with pytest.raises(DatabaseError, match="unknown database URL scheme 'mysql'"):
+        await open_database("mysql://u@h/db")
+    with pytest.raises(DatabaseError, match="cannot connect to postgresql://u:\\*\\*\\*@"):
+        await open_database(f"postgresql://u:secret@127.0.0.1:{free_port()}/db")

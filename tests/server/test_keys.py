@@ -1,0 +1,75 @@
+"""Nothing is left behind in Redis: every key has an owner and a lifetime.
+
+Bots play tables on a Redis-backed node until every table has closed; then no key may remain
+without a TTL except the documented fixed ones (``server/stores/redis.py``), and once the game
+records' retention has passed, Redis's memory is back where it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import time
+
+import redis.asyncio as aioredis
+
+from server.games import shuffle
+from server.hosting import decode_table_record, record_log, replay
+from server.stores.redis import FIXED_KEYS
+from tests.server.helpers import play_out, seat_and_start
+
+TABLES = 4
+
+
+def fixed(key: str) -> bool:
+    return any(fnmatch.fnmatchcase(key, pattern) for pattern in FIXED_KEYS)
+
+
+async def used_memory(raw: aioredis.Redis) -> int:
+    return int((await raw.info("memory"))["used_memory"])
+
+
+async def test_no_key_outlives_its_table(make_server, connect, redis_url_clean) -> None:
+    retention = 2.0
+    server = await make_server(redis_url=redis_url_clean, record_retention=retention)
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        before = await used_memory(raw)
+        players = [
+            await connect(server, name=f"Bot {i}", client_name="blackdrez-bot/test")
+            for i in range(2 * TABLES)
+        ]
+        tables = [
+            await seat_and_start(players[2 * t], [players[2 * t + 1]], grace_seconds=0)
+            for t in range(TABLES)
+        ]
+        await asyncio.gather(
+            *(
+                play_out(p, table)
+                for t, table in enumerate(tables)
+                for p in players[2 * t : 2 * t + 2]
+            )
+        )
+        for player in players:
+            await player.close()  # away, then (no grace) their seats are freed: the tables close
+        deadline = time.monotonic() + 30
+        while server.node.rooms or server.node._closing:
+            assert time.monotonic() < deadline, f"tables still open: {list(server.node.rooms)}"
+            await asyncio.sleep(0.05)
+        await server.node._settled()
+
+        keys = sorted(key.decode() for key in await raw.keys("*"))
+        for key in keys:
+            assert fixed(key) or await raw.ttl(key) > 0, f"{key} has no lifetime"
+        assert not await raw.smembers("bd:hosted"), "no closed table counts as hosted"
+        assert not await raw.smembers("bd:lobby:tables"), "no closed table is listed"
+        for table in tables:
+            record = decode_table_record(await server.store.game_record(table))
+            [game] = record.games
+            assert game.commitment == shuffle.commitment(game.seed), "the seed is revealed"
+            assert game.result is not None, "played to its end"
+            assert replay(record_log(record)).status == "closed", "the whole log is kept"
+
+        await asyncio.sleep(retention + 0.5)
+        left = sorted(key.decode() for key in await raw.keys("*"))
+        assert [key for key in left if not fixed(key)] == []
+        assert await used_memory(raw) - before < 256 * 1024, "memory back to a bounded level"

@@ -1,0 +1,95 @@
+"""``blackdrez serve``: every option says its default, reaches the settings, and is documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from server.app import Settings
+from server.cli import build_parser, serve_settings
+
+OPERATIONS = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+
+
+def serve_options() -> list:
+    commands = next(a for a in build_parser()._actions if a.dest == "command")
+    serve = commands.choices["serve"]
+    return [a for a in serve._actions if a.option_strings and a.dest != "help"]
+
+
+@pytest.mark.parametrize("option", serve_options(), ids=lambda a: a.option_strings[0])
+def test_every_option_has_help_that_gives_its_default(option) -> None:
+    assert option.help and re.search(r"default", option.help), option.option_strings
+
+
+@pytest.mark.parametrize("option", serve_options(), ids=lambda a: a.option_strings[0])
+def test_every_option_is_in_the_operations_doc(option) -> None:
+    assert f"`{option.option_strings[0]}" in OPERATIONS, option.option_strings
+
+
+def test_the_defaults_are_the_settings_defaults() -> None:
+    parsed = serve_settings(build_parser().parse_args(["serve"]))
+    defaults = Settings()
+    for name in (
+        "host",
+        "port",
+        "max_frame_bytes",
+        "messages_per_second",
+        "burst",
+        "allowed_origins",
+        "compression",
+        "max_connections_per_ip",
+        "trusted_proxies",
+        "max_solitaire_sessions",
+        "token_lifetime",
+        "send_buffer",
+        "close_timeout",
+        "metrics_host",
+        "metrics_port",
+    ):
+        assert getattr(parsed, name) == getattr(defaults, name), name
+
+
+def test_the_options_reach_the_settings() -> None:
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--max-connections-per-ip", "7",
+            "--trusted-proxy", "10.0.0.0/8",
+            "--trusted-proxy", "192.0.2.1",
+            "--allowed-origin", "https://play.example",
+            "--max-solitaire-sessions", "3",
+            "--token-days", "2",
+            "--send-buffer", "65536",
+            "--close-timeout", "4",
+            "--metrics-host", "0.0.0.0",
+            "--metrics-port", "9100",
+        ]
+    )  # fmt: skip
+    settings = serve_settings(args)
+    assert settings.max_connections_per_ip == 7
+    assert settings.trusted_proxies == ["10.0.0.0/8", "192.0.2.1"]
+    assert settings.allowed_origins == ["https://play.example"]
+    assert settings.max_solitaire_sessions == 3
+    assert settings.token_lifetime == 2 * 86400
+    assert (settings.send_buffer, settings.close_timeout) == (65536, 4.0)
+    assert (settings.metrics_host, settings.metrics_port) == ("0.0.0.0", 9100)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--trusted-proxy", "proxy.example"],
+        ["--max-connections-per-ip", "-1"],
+        ["--max-solitaire-sessions", "lots"],
+        ["--token-days", "0"],
+        ["--close-timeout", "-1"],
+        ["--metrics-port", "70000"],
+    ],
+)
+def test_bad_values_are_refused_by_the_parser(bad, capsys) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", *bad])
+    assert "error: argument" in capsys.readouterr().err

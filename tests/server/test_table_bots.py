@@ -1,0 +1,107 @@
+"""Bots the server starts at a table: they stay for the next game, have distinct names, and the
+host can remove one."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from clients.client import Client, ServerError
+from protocol import v1
+from protocol.errors import ErrorCode
+from server.app import GameServer
+from tests.server.helpers import games_started, play_out
+
+
+async def table_with_bots(host: Client, bots: int, **options: object) -> str:
+    """A table of ``1 + bots`` seats, its empty seats filled with server bots (all seated)."""
+    options.setdefault("round_pause_seconds", 0.0)
+    joined = await host.request(
+        v1.CreateTable(options=v1.TableOptions(seats=1 + bots, **options))  # type: ignore[arg-type]
+    )
+    table = joined.table.id
+    await host.request(v1.AddBots(table=table, count=bots))
+    state = host.tables[table]
+    await host.wait_until(lambda: all(seat is not None for seat in state.info.seats), timeout=30)
+    return table
+
+
+async def play_a_game(host: Client, table: str) -> None:
+    state = host.tables[table]
+    await host.request(v1.SetReady(table=table))
+    games = games_started(state)
+    await host.request(v1.StartGame(table=table))
+    await host.wait_until(lambda: games_started(state) > games)
+    await play_out(host, table)
+
+
+async def test_server_bots_stay_seated_and_play_the_next_game(server, connect) -> None:
+    host = await connect(server, name="Host")
+    # A long turn timer: a bot that stopped playing would hold the second game up for minutes.
+    table = await table_with_bots(host, 2, turn_seconds=600.0, max_rounds=2)
+    await play_a_game(host, table)
+    state = host.tables[table]
+    await asyncio.sleep(0.3)  # a bot that quits after one game would be gone by now
+    assert all(seat is not None and seat.connected for seat in state.info.seats)
+    assert all(seat.ready for seat in state.info.seats[1:])
+    assert len(server._bots) == 2
+    started = time.monotonic()
+    await play_a_game(host, table)
+    assert time.monotonic() - started < 60
+    assert state.view["result"]["rounds"] == 2
+    assert all(seat is not None and seat.connected for seat in state.info.seats)
+
+
+async def test_bots_at_a_table_have_distinct_names_with_their_strategy(server, connect) -> None:
+    host = await connect(server, name="Host")
+    joined = await host.request(v1.CreateTable(options=v1.TableOptions(seats=8)))
+    table = joined.table.id
+    await host.request(v1.AddBots(table=table, count=3, strategy="threshold"))
+    await host.request(v1.AddBots(table=table, count=4, strategy="bust_probability"))
+    state = host.tables[table]
+    await host.wait_until(lambda: all(seat is not None for seat in state.info.seats), timeout=30)
+    names = [seat.name for seat in state.info.seats[1:]]
+    assert len(set(names)) == 7, names
+    assert sum("threshold" in name for name in names) == 3
+    assert sum("bust odds" in name for name in names) == 4
+
+
+async def test_the_host_removes_a_bot_and_it_disconnects(server: GameServer, connect) -> None:
+    host = await connect(server, name="Host")
+    guest = await connect(server, name="Guest")
+    table = await table_with_bots(host, 2)
+    await guest.request(v1.Spectate(table=table))
+    state = host.tables[table]
+    with pytest.raises(ServerError) as error:
+        await guest.request(v1.RemoveBot(table=table, seat=1))
+    assert error.value.code == ErrorCode.NOT_HOST
+    with pytest.raises(ServerError) as error:
+        await host.request(v1.RemoveBot(table=table, seat=0))
+    assert error.value.code == ErrorCode.BAD_MESSAGE
+    assert state.info.seats[0] is not None
+    await host.request(v1.RemoveBot(table=table, seat=2))
+    await host.wait_until(lambda: state.info.seats[2] is None)
+    freed = [e.event for e in state.events if e.event["type"] == "seat_freed"]
+    assert freed == [{"type": "seat_freed", "seat": 2, "reason": "kicked"}]
+    deadline = time.monotonic() + 10
+    while len(server._bots) != 1:
+        assert time.monotonic() < deadline, "the removed bot did not stop"
+        await asyncio.sleep(0.05)
+    # The seat is free again: the host can add another bot there.
+    await host.request(v1.AddBots(table=table))
+    await host.wait_until(lambda: state.info.seats[2] is not None, timeout=30)
+
+
+async def test_a_bot_removed_during_a_round_leaves_after_it(server, connect) -> None:
+    host = await connect(server, name="Host")
+    table = await table_with_bots(host, 2, max_rounds=1, turn_seconds=600.0)
+    state = host.tables[table]
+    await host.request(v1.SetReady(table=table))
+    await host.request(v1.StartGame(table=table))
+    await host.wait_until(lambda: state.view is not None)
+    await host.request(v1.RemoveBot(table=table, seat=1))
+    await play_out(host, table)
+    await host.wait_until(lambda: state.info.seats[1] is None)
+    assert state.view["phase"] == "over"
