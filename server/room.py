@@ -885,6 +885,9 @@ class Room:
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}
+        par = self.adapter.par(self.engine)
+        if par is not None:
+            self._event(par)
         score = self.adapter.final_score(self.engine)
         if score is not None and self.seats[0] is not None and self.deal is None:
             self.outcome.scores.append((self.seats[0].player, self.seats[0].name, score))

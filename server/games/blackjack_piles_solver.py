@@ -18,8 +18,10 @@ tried cashes first (each cash is a hand now), then placements, then moves to an 
 
 The search stops after ``budget`` positions; the score found is then a lower bound and the
 answer says it is not exact. :func:`round_par` solves one round from its start;
-:func:`game_par` gives the par of every round a finished game played (its decks come from the
-revealed seed, or the explicit order).
+:func:`game_par` gives the par of every round a finished game played (each round's deck is in
+the game's state). A round's par starts from what the player reached in it (a *floor*: their
+line is itself possible), so the search only looks for better lines, which prunes more, and the
+par is never below the player's score even when the budget runs out.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from server.games.blackjack_piles import (
 )
 
 DEFAULT_BUDGET = 20_000
-"""Positions per round (about a second); most rounds are searched in full well before."""
+"""Positions per round (about a second of CPU)."""
+PAR_BUDGET = 4_000
+"""Positions per round when a server computes a finished game's par (see docs/solitaire.md)."""
 
 Piles = tuple[tuple[int, ...], ...]
 Step = tuple[int, ...]
@@ -77,15 +81,23 @@ def _makes_21(points: Sequence[int]) -> bool:
 class RoundSearch:
     """A branch and bound over one round (module docstring), from any position of it."""
 
-    def __init__(self, rules: RoundRules, stock: Sequence[int], budget: int) -> None:
+    def __init__(
+        self,
+        rules: RoundRules,
+        stock: Sequence[int],
+        budget: int,
+        floor: tuple[int, int] | None = None,
+    ) -> None:
+        """Search a round dealing ``stock`` (points, top first); ``floor``: ``(hands, left)`` at
+        the end of a line known to be possible (the search then looks only for better ones)."""
         self.rules = rules
         self.stock = tuple(stock)
         """The points of the cards still to come, top first (the first is face up)."""
         self.budget = budget
         self.nodes = 0
         self.exact = True
-        self.best = -1
-        self.best_end: tuple[int, int] = (0, 0)
+        self.best = -1 if floor is None else floor[0] + round_bonus(floor[1])
+        self.best_end: tuple[int, int] = (0, 0) if floor is None else floor
         """``(hands, left)`` at the end of the best line."""
         self.best_line: list[Step] = []
         self.path: list[Step] = []
@@ -192,10 +204,17 @@ class RoundSearch:
         return tuple(sorted(changed)), drawn, hands
 
 
-def round_par(deck: Sequence[str], number: int, budget: int = DEFAULT_BUDGET) -> RoundPar:
-    """The par of round ``number`` dealt from ``deck`` (top first), from its start."""
-    search = RoundSearch(rules_of(number), [card_points(card) for card in deck], budget)
-    search.run([[] for _ in range(rules_of(number).piles)])
+def round_par(
+    deck: Sequence[str],
+    number: int,
+    budget: int = DEFAULT_BUDGET,
+    floor: tuple[int, int] | None = None,
+) -> RoundPar:
+    """The par of round ``number`` dealt from ``deck`` (top first), from its start; ``floor``:
+    ``(hands, left)`` the player reached in it, if known."""
+    rules = rules_of(number)
+    search = RoundSearch(rules, [card_points(card) for card in deck], budget, floor)
+    search.run([[] for _ in range(rules.piles)])
     hands, left = search.best_end
     bonus = round_bonus(left)
     return RoundPar(
@@ -211,8 +230,11 @@ def round_par(deck: Sequence[str], number: int, budget: int = DEFAULT_BUDGET) ->
 
 
 def game_par(engine: BlackjackPiles, budget: int = DEFAULT_BUDGET) -> list[RoundPar]:
-    """The par of every round ``engine``'s game has reached (each from its own deck)."""
+    """The par of every round ``engine``'s game has finished (each from its own deck), never
+    below the player's score in that round."""
     state = engine.state
     first = state.config.first_round
-    played = len(state.drawn)
-    return [round_par(state.decks[index], first + index, budget) for index in range(played)]
+    return [
+        round_par(state.decks[index], first + index, budget, (result.hands, result.left))
+        for index, result in enumerate(state.results)
+    ]
