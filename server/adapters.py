@@ -86,7 +86,7 @@ class GameAdapter:
     def par(self, engine: Any) -> v1.Par | None:
         """What perfect play would have scored on a finished game's deal (solitaires), or
         ``None``. A search with a node budget, so it is deterministic (a replayed table emits the
-        same par) and bounded: milliseconds for most deals, a few seconds at worst."""
+        same par) and bounded: milliseconds for most deals, a few tenths of a second at worst."""
         return None
 
     def final_score(self, engine: Any) -> int | None:

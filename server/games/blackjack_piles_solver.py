@@ -44,8 +44,9 @@ from server.games.blackjack_piles import (
 
 DEFAULT_BUDGET = 20_000
 """Positions per round (about a second of CPU)."""
-PAR_BUDGET = 4_000
-"""Positions per round when a server computes a finished game's par (see docs/solitaire.md)."""
+PAR_BUDGET = 1_000
+"""Positions per round when a server computes a finished game's par: the room computes it
+inline, so seven rounds must stay within a few tenths of a second (docs/solitaire.md)."""
 
 Piles = tuple[tuple[int, ...], ...]
 Step = tuple[int, ...]
