@@ -12,7 +12,7 @@ It is a depth-first search over positions. A position is the 24 row piles (each 
 one misplaced card, or a foundation by its top card), the eight bottom piles, how many deals
 were made and how many Aces are home. A *node* is a position the search expands (tries moves
 from); the budget counts nodes. The techniques, each one a switch of :class:`Techniques` so that
-``benchmarks/blue_jacket_solver.py`` can measure what it pays:
+the tests can check that each keeps every answer (and a measurement can turn it off):
 
 * **Transpositions.** Every expanded position is remembered by a canonical key: each row's piles
   as an unordered multiset (no rule cares where a pile sits in its row), the bottom piles in
