@@ -485,22 +485,6 @@ def _deal_numbers(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     return list(range(low, high + 1))
 
 
-@contextlib.contextmanager
-def _progress(total: int, shown: bool) -> Iterator[Callable[[], None]]:
-    """A progress bar (rich, when installed and ``shown``) and the function that advances it."""
-    if not shown:
-        yield lambda: None
-        return
-    try:
-        from rich.progress import Progress
-    except ImportError:
-        yield lambda: None
-        return
-    with Progress(transient=True) as progress:
-        task = progress.add_task("solving", total=total)
-        yield lambda: progress.advance(task)
-
-
 def _action_text(action: Any) -> str:
     """A Blue Jacket action in short form: ``b3>aces``, ``r1.2<>r2.5``, ``deal``."""
     from server.games.blue_jacket import Interchange, Move
@@ -522,7 +506,7 @@ def _solve(args: argparse.Namespace) -> int:
         args.parser.error("--budget must be at least 1")
     results = []
     solution = None
-    with _progress(len(numbers), sys.stdout.isatty() and not args.json) as advance:
+    with _progress(len(numbers), f"solving {args.game}", quiet=args.json) as advance:
         for number in numbers:
             result, solution = solver.solve_numbered(number, args.budget)
             results.append(result)
@@ -737,8 +721,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     solve.add_argument("game", choices=("blue_jacket",), help="the game (only blue_jacket)")
     which = solve.add_mutually_exclusive_group()
-    which.add_argument("--deal", type=int, metavar="N", help="one deal: print its moves")
-    which.add_argument("--deals", metavar="A-B", help="deals A to B: print a summary")
+    which.add_argument(
+        "--deal", type=int, metavar="N", help="one deal: print its moves (default: none)"
+    )
+    which.add_argument(
+        "--deals", metavar="A-B", help="deals A to B: print a summary (default: none)"
+    )
     solve.add_argument(
         "--budget", type=int, default=200_000, help="search nodes per deal (default 200000)"
     )
