@@ -28,6 +28,8 @@ class GameAdapter:
     engine: ClassVar[Any]
     action_type: ClassVar[Any]
     min_players: ClassVar[int] = 1
+    solitaire: ClassVar[bool] = True
+    """One player, no turns: hints, undo and ranked results (``server.assist``) apply."""
     same_view_for_all: ClassVar[bool] = True
     """Every viewer of this game sees the same view and events (all three games: every card a
     player may see is face up for all). Lets the room build one copy instead of one per seat;
@@ -89,10 +91,6 @@ class GameAdapter:
         same par) and bounded: milliseconds for most deals, a few tenths of a second at worst."""
         return None
 
-    def final_score(self, engine: Any) -> int | None:
-        """The leaderboard score of a finished game, or ``None`` for games without one."""
-        return int(engine.result().score)
-
 
 class BlackDrezAdapter(GameAdapter):
     name = "blackdrez"
@@ -100,6 +98,7 @@ class BlackDrezAdapter(GameAdapter):
     engine = blackdrez.BlackDrez
     action_type = blackdrez.Action
     min_players = 2
+    solitaire = False
 
     def seat_count(self, options: v1.TableOptions) -> int:
         return options.seats
@@ -134,9 +133,6 @@ class BlackDrezAdapter(GameAdapter):
 
     def turn_seconds(self, options: v1.TableOptions) -> float | None:
         return options.turn_seconds
-
-    def final_score(self, engine: Any) -> int | None:
-        return None
 
     def leave_action(self, engine: Any) -> Any:
         return None
