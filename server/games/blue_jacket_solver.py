@@ -741,10 +741,14 @@ def best_score(engine: BlueJacket, budget: int = DEFAULT_BUDGET) -> BestScore:
 
 def deal_par(engine: BlueJacket, budget: int = PAR_BUDGET) -> BestScore:
     """The par of ``engine``'s deal: the score perfect play reaches from the deal's start,
-    seeing the stock. Never below the player's score (their line is itself possible): when the
-    budget runs out first, the par is the better of the two and is not exact."""
+    seeing the stock (for a game built from a position rather than dealt: from its current
+    position). Never below the player's score (their line is itself possible): when the budget
+    runs out first, the par is the better of the two and is not exact."""
     state = _state(engine)
-    start = BlueJacket.from_order(Config(progress_budget=0), state.order)
+    try:
+        start = BlueJacket.from_order(Config(progress_budget=0), state.order)
+    except ValueError:  # a game built from a position, not dealt: its par is from here
+        start = engine
     par = best_score(start, budget)
     if par.score < engine.score:
         return BestScore(score=engine.score, exact=False, nodes=par.nodes)

@@ -57,6 +57,14 @@ def test_the_blue_jacket_expert_is_the_expert_strategy_and_plays_a_whole_game() 
     assert engine.over
 
 
+def test_a_game_built_from_a_position_has_a_par_from_that_position() -> None:
+    state = _state(BlueJacket.new(JACKET, deal_seed(3)))
+    state.order = state.order[: state.revealed + 8]  # not two full decks: no deal to restart
+    engine = BlueJacket(state)
+    par = deal_par(engine)
+    assert par.score >= engine.score
+
+
 def _piles_pair(seed: str, steps: int) -> tuple[BlackjackPiles, BlackjackPiles]:
     """A game after ``steps`` greedy actions, and the same game whose first round's undrawn
     cards (below the stock's face-up top) come in reverse order."""
