@@ -2,8 +2,8 @@
 
 An adapter is the thin, game-specific glue between a :class:`~server.room.Room` and an engine: how
 many seats, how a game is created from table options, which system actions the table plays itself
-(BlackDrez: starting each round, and ending the game when fewer than two can play), and whether
-it is a solitaire (hints, undo and leaderboards: ``server.assist``).
+(BlackDrez: starting each round, and ending the game when fewer than two can play), what counts
+as a score for the leaderboard, and (solitaires) the par of a finished deal.
 """
 
 from __future__ import annotations
@@ -11,7 +11,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from protocol import v1
-from server.games import blackdrez, blackjack_piles, blue_jacket
+from server.games import (
+    blackdrez,
+    blackjack_piles,
+    blackjack_piles_solver,
+    blue_jacket,
+    blue_jacket_solver,
+)
 
 
 class GameAdapter:
@@ -79,6 +85,12 @@ class GameAdapter:
         """The turn timer, or ``None`` for no timer (solitaires)."""
         return None
 
+    def par(self, engine: Any) -> v1.Par | None:
+        """What perfect play would have scored on a finished game's deal (solitaires), or
+        ``None``. A search with a node budget, so it is deterministic (a replayed table emits the
+        same par) and bounded: milliseconds for most deals, a few tenths of a second at worst."""
+        return None
+
 
 class BlackDrezAdapter(GameAdapter):
     name = "blackdrez"
@@ -135,6 +147,22 @@ class BlackjackPilesAdapter(GameAdapter):
     def engine_config(self, options: v1.TableOptions) -> blackjack_piles.Config:
         return blackjack_piles.Config()
 
+    def par(self, engine: Any) -> v1.Par | None:
+        rounds = [
+            v1.RoundPar(round=par.round, score=result.score, par=par.score, exact=par.exact)
+            for par, result in zip(
+                blackjack_piles_solver.game_par(engine, blackjack_piles_solver.PAR_BUDGET),
+                engine.state.results,
+                strict=True,
+            )
+        ]
+        return v1.Par(
+            score=engine.result().score,
+            par=sum(item.par for item in rounds),
+            exact=all(item.exact for item in rounds),
+            rounds=rounds,
+        )
+
 
 class BlueJacketAdapter(GameAdapter):
     name = "blue_jacket"
@@ -144,6 +172,10 @@ class BlueJacketAdapter(GameAdapter):
 
     def engine_config(self, options: v1.TableOptions) -> Any:
         return blue_jacket.Config()
+
+    def par(self, engine: Any) -> v1.Par | None:
+        par = blue_jacket_solver.deal_par(engine)
+        return v1.Par(score=engine.score, par=par.score, exact=par.exact)
 
 
 ADAPTERS: dict[str, GameAdapter] = {

@@ -961,6 +961,9 @@ class Room:
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}
+        par = self.adapter.par(self.engine)
+        if par is not None:
+            self._event(par)
         player = self.seats[0]
         if self.ranked and self.assist is not None and player is not None:
             self.outcome.ranked.append(
