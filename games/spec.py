@@ -110,6 +110,13 @@ class GameSpec:
         """Seconds between a round's end and the next round's deal."""
         return 0.0
 
+    def par(self, engine: Any) -> dict[str, Any] | None:
+        """What perfect play would have scored on a finished game's deal (solitaires), as the
+        fields of the protocol's ``par`` event, or ``None``. A search with a node budget, so it
+        is deterministic (a replayed table emits the same par) and bounded: milliseconds for
+        most deals, a few tenths of a second at worst."""
+        return None
+
     def turn_seconds(self, options: Any) -> float | None:
         """The turn timer, or ``None`` for no timer (solitaires)."""
         return None

@@ -579,6 +579,29 @@ class TableClosed(Message, tag="table_closed", kw_only=True):
     reason: str
 
 
+class RoundPar(msgspec.Struct, kw_only=True):
+    """One round of a solitaire next to its par (Blackjack Piles)."""
+
+    round: int
+    score: int
+    """The player's score in the round."""
+    par: int
+    exact: bool
+
+
+class Par(Message, tag="par", kw_only=True):
+    """After a solitaire ends: what perfect play, seeing the cards to come, would have scored on
+    the same deal, beside the player's ``score`` (docs/solitaire.md). ``par`` is never below
+    ``score``; ``exact`` is false when the bounded search ran out first (``par`` is then the best
+    line it found, a lower bound). Blackjack Piles gives each round the player played in
+    ``rounds``, and ``par`` is their sum."""
+
+    score: int
+    par: int
+    exact: bool
+    rounds: list[RoundPar] = []
+
+
 class Undone(Message, tag="undone", kw_only=True):
     """The player took ``action`` back (the view is as it was before it); ``undoable`` more
     moves can still be taken back."""
@@ -595,5 +618,6 @@ TableEvent = (
     | GameStarted
     | TimedOut
     | TableClosed
+    | Par
     | Undone
 )

@@ -10,6 +10,10 @@ origin; a handshake without ``Origin`` is not a browser's and passes. An accepte
 counted against its client address (the peer's, or from a trusted proxy the ``X-Forwarded-For``
 hop it names) and closed with 4006 past ``max_connections_per_ip``.
 
+Every response, the WebSocket handshake's included, carries the security headers of
+:func:`secure_headers`: a Content-Security-Policy allowing only this origin's scripts, styles and
+WebSocket, no framing, ``nosniff`` and no referrer.
+
 A WebSocket connection must then send ``hello`` within ``hello_timeout``; the server negotiates
 the version, checks the session token (signature, lifetime from its first issue, the store's list
 of revoked tokens) or issues one, and answers ``welcome``. After that every frame is decoded (JSON
@@ -35,6 +39,7 @@ import ipaddress
 import logging
 import mimetypes
 import os
+import re
 import secrets
 import signal
 import time
@@ -55,6 +60,8 @@ from protocol import handshake, v1
 from protocol.codec import CLIENT_DECODERS, FrameError, decode_hello, encode
 from protocol.errors import CloseCode, ErrorCode
 from server import identity
+from server.admin import PREFIX as ADMIN_PREFIX
+from server.admin import AdminApi
 from server.connection import Connection
 from server.metrics import Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, Node
@@ -143,6 +150,8 @@ class Settings:
     record_retention: float = RECORD_RETENTION
     """Seconds a closed table's compact game record is kept in the store."""
     static_dir: Path = STATIC_DIR
+    admin_token: str | None = None
+    """Enables the ``/admin/`` calls (drain, the admin view) for whoever sends this token."""
 
     def limits(self) -> v1.Limits:
         """The limits announced in ``welcome``."""
@@ -169,6 +178,7 @@ class GameServer:
             wait_replicas=settings.redis_wait_replicas,
             wait_timeout_ms=settings.redis_wait_timeout_ms,
         )
+        self.metrics.store_up.set_function(lambda: float(self.store.health.up))
         self.node = Node(
             self.store,
             self.metrics,
@@ -193,6 +203,10 @@ class GameServer:
         self._limits = settings.limits()
         self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
         self._per_address: Counter[str] = Counter()
+        self.admin = AdminApi(self)
+        self.finished = asyncio.Event()
+        """Set once :meth:`stop` has finished (after a signal, or a drain)."""
+        self._draining: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
@@ -215,6 +229,7 @@ class GameServer:
             s.host,
             s.port,
             process_request=self._http,
+            process_response=_secure,
             compression="deflate" if s.compression else None,
             max_size=s.max_frame_bytes,
             close_timeout=s.close_timeout,
@@ -228,6 +243,7 @@ class GameServer:
                 s.metrics_host,
                 s.metrics_port,
                 process_request=self._metrics_http,
+                process_response=_secure,
                 server_header=f"blackdrez/{VERSION}",
             )
         self.secret = await self._wait_for_store()
@@ -249,9 +265,15 @@ class GameServer:
                     await asyncio.sleep(next(delays))
                 await self.store.health.wait_up()
 
+    def drain(self) -> None:
+        """Start a graceful stop now, as for a rolling upgrade (see :mod:`server.admin`)."""
+        if self._draining is None and not self.stopping:
+            self._draining = asyncio.get_running_loop().create_task(self.stop())
+
     async def stop(self) -> None:
-        """Stop accepting, tell every client, close cleanly."""
+        """Stop accepting, tell every client, hand the tables over (or close them), close."""
         if self.stopping:
+            await self.finished.wait()
             return
         self.stopping = True
         if self._sweeper is not None:
@@ -278,6 +300,7 @@ class GameServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.metrics_server.wait_closed(), 5.0)
         await self.store.close()
+        self.finished.set()
 
     def _spawn_bot(self, table: str, strategy: str, invite: str | None, name: str) -> None:
         """Start a bot client that connects to this server like anyone else. It stays seated
@@ -312,7 +335,9 @@ class GameServer:
         self.metrics.closes.labels(str(int(code))).inc()
 
     # ------------------------------------------------------------------ HTTP
-    def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+    def _http(
+        self, connection: ServerConnection, request: Request
+    ) -> Response | Awaitable[Response] | None:
         if not self.ready:
             return self._health()  # starting: 503 to everything, WebSocket handshakes included
         if request.headers.get("Upgrade", "").lower() == "websocket":
@@ -329,6 +354,8 @@ class GameServer:
                 "text/plain",
             )
         path = request.path.split("?", 1)[0]
+        if path.startswith(ADMIN_PREFIX):
+            return self.admin.handle(request)
         if path == "/healthz":
             return self._health()
         if path == "/metrics" and self.metrics_server is None:
@@ -655,6 +682,39 @@ def _request_id(frame: str | bytes) -> int | None:
         return None
 
 
+_SAFE_HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
+
+
+def secure_headers(host: str | None) -> list[tuple[str, str]]:
+    """The security headers of every response. The browser client is plain ES modules and one
+    stylesheet from this origin (no inline script or style, CSSOM only), images inline as
+    ``data:`` (the icon), and one WebSocket back to the page's own host: ``'self'`` covers
+    ``ws:``/``wss:`` in CSP 3, the explicit ``ws://host`` and ``wss://host`` older browsers.
+    A ``Host`` that is not a plain host name and port is left out rather than echoed."""
+    sockets = ""
+    if host and _SAFE_HOST.fullmatch(host):
+        sockets = f" ws://{host} wss://{host}"
+    policy = (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'{sockets}; base-uri 'none'; form-action 'self'; "
+        "frame-ancestors 'none'"
+    )
+    return [
+        ("Content-Security-Policy", policy),
+        ("X-Content-Type-Options", "nosniff"),
+        ("X-Frame-Options", "DENY"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cross-Origin-Opener-Policy", "same-origin"),
+    ]
+
+
+def _secure(connection: ServerConnection, request: Request, response: Response) -> None:
+    """``process_response``: add the security headers to whatever is answered."""
+    hosts = request.headers.get_all("Host")
+    for name, value in secure_headers(hosts[0] if len(hosts) == 1 else None):
+        response.headers[name] = value
+
+
 def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:
     headers = Headers(
         [
@@ -712,5 +772,9 @@ async def run(settings: Settings, bot_client: BotClient | None = None) -> None:
         f"({'redis' if settings.redis_url else 'in-memory'} lobby)",
         flush=True,
     )
-    await stop.wait()
-    await server.stop()
+    # A signal, or a drain through the admin API (which stops the server itself), ends the run.
+    waits = [loop.create_task(stop.wait()), loop.create_task(server.finished.wait())]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for wait in waits:
+        wait.cancel()
+    await server.stop()  # returns once stopped, whoever started the stop

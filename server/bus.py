@@ -22,7 +22,7 @@ from __future__ import annotations
 import msgspec
 
 from protocol import v1
-from server.table.commands import Answer, ConnectionChanged
+from server.table.commands import Answer, ConnectionChanged, Stop
 from server.table.room import Broadcast
 
 HANDOVER_CHANNEL = "bd:handover"
@@ -37,7 +37,8 @@ class Request(msgspec.Struct, tag="request", tag_field="bus", kw_only=True):
     player: str
     name: str
     table: str
-    message: v1.ClientMessage | ConnectionChanged
+    message: v1.ClientMessage | ConnectionChanged | Stop
+    """``Stop``: an operator closes the table (``server.admin``)."""
     bot: bool = False
 
 

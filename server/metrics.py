@@ -1,4 +1,8 @@
-"""Prometheus metrics, one registry per server so tests can run several servers in a process."""
+"""Prometheus metrics, one registry per server so tests can run several servers in a process.
+
+Every metric is listed, with what to watch it for, in docs/operations.md ("Metrics"); the
+monitoring profile's dashboard (deploy/grafana/) charts them.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +34,28 @@ class Metrics:
             "blackdrez_action_seconds",
             "Time from receiving an action to handing its update to the connections",
             buckets=(0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5),
+            registry=r,
+        )
+
+        self.store_rtt = Histogram(
+            "blackdrez_store_rtt_seconds",
+            "Round trip of the node's heartbeat to the store (Redis)",
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0),
+            registry=r,
+        )
+        self.store_up = Gauge(
+            "blackdrez_store_up",
+            "1 while the store answers, 0 while it cannot be reached",
+            registry=r,
+        )
+        self.tables_adopted = Counter(
+            "blackdrez_tables_adopted",
+            "Tables this node took over from their log (a node died or handed them over)",
+            registry=r,
+        )
+        self.tables_handed_over = Counter(
+            "blackdrez_tables_handed_over",
+            "Tables this node gave up to the others when it stopped (drain or SIGTERM)",
             registry=r,
         )
 

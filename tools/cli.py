@@ -40,6 +40,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
         token_lifetime=args.token_days * 24 * 3600.0,
         send_buffer=args.send_buffer,
         close_timeout=args.close_timeout,
+        admin_token=args.admin_token or None,
     )
     if args.node_id:
         settings.node_id = args.node_id
@@ -60,14 +61,28 @@ def serve_settings(args: argparse.Namespace) -> Any:
 def _serve(args: argparse.Namespace) -> int:
     from clients.bots import run_bot
     from server.app import ListenError, run
+    from server.logs import configure
 
     settings = serve_settings(args)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure(args.log_format, settings.node_id)
     try:
         _run_async(run(settings, bot_client=run_bot))
     except ListenError as error:
         print(f"blackdrez serve: {error}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _drain(args: argparse.Namespace) -> int:
+    from server.admin import DrainError, drain
+
+    if not args.token:
+        args.parser.error("give --token or set BLACKDREZ_ADMIN_TOKEN")
+    try:
+        drain(args.url, args.token, args.timeout)
+    except DrainError as error:
+        print(f"blackdrez drain: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -495,6 +510,73 @@ def _bots(args: argparse.Namespace) -> int:
     return 0 if summary.unfair == 0 and not summary.inconsistent else 1
 
 
+def _deal_numbers(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
+    """The numbered deals of ``--deal N`` or ``--deals A-B`` (inclusive)."""
+    if (args.deal is None) == (args.deals is None):
+        parser.error("give --deal N or --deals A-B")
+    if args.deal is not None:
+        if args.deal < 0:
+            parser.error("--deal must not be negative")
+        return [args.deal]
+    first, _, last = args.deals.partition("-")
+    try:
+        low, high = int(first), int(last or first)
+    except ValueError:
+        parser.error(f"--deals takes A-B, two deal numbers, not {args.deals!r}")
+    if not 0 <= low <= high:
+        parser.error("--deals A-B needs 0 <= A <= B")
+    return list(range(low, high + 1))
+
+
+def _action_text(action: Any) -> str:
+    """A Blue Jacket action in short form: ``b3>aces``, ``r1.2<>r2.5``, ``deal``."""
+    from games.blue_jacket.rules import Interchange, Move
+
+    if isinstance(action, Move):
+        return f"{action.source}>{action.target}"
+    if isinstance(action, Interchange):
+        return f"{action.a}<>{action.b}"
+    return "deal"
+
+
+def _solve(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from games.blue_jacket import solver
+
+    numbers = _deal_numbers(args.parser, args)
+    if args.budget < 1:
+        args.parser.error("--budget must be at least 1")
+    results = []
+    solution = None
+    with _progress(len(numbers), f"solving {args.game}", quiet=args.json) as advance:
+        for number in numbers:
+            result, solution = solver.solve_numbered(number, args.budget)
+            results.append(result)
+            advance()
+    report: dict[str, Any] = {"game": args.game, "budget": args.budget}
+    if args.deal is not None and solution is not None:
+        result = results[0]
+        report |= {"deal": result.deal, "seed": solver.deal_seed(result.deal)}
+        report |= msgspec.to_builtins(result) | {"moves": msgspec.to_builtins(solution.moves)}
+        if args.json:
+            print(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
+            return 0
+        found = f" in {result.actions} actions" if result.outcome == "winnable" else ""
+        print(f"{args.game} deal {result.deal} (seed {report['seed']!r}): {result.outcome}{found}")
+        print(f"{result.nodes} nodes, {result.seconds:.3f} s CPU (budget {args.budget} nodes)")
+        if solution.moves:
+            print(textwrap.fill(" ".join(map(_action_text, solution.moves)), width=100))
+        return 0
+    report |= {"range": f"{numbers[0]}-{numbers[-1]}"} | solver.summarize(results)
+    if args.json:
+        report["results"] = msgspec.to_builtins(results)
+        print(msgspec.json.format(msgspec.json.encode(report), indent=2).decode())
+    else:
+        print(_report_table(report))
+    return 0
+
+
 def _add_game_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("game", choices=GAME_NAMES, help="the game to play")
     command.add_argument(
@@ -505,8 +587,8 @@ def _add_game_options(command: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME",
         help="the bot: blackdrez threshold or bust_probability (once for every seat, or once "
-        "per seat; default: the two alternating), blackjack_piles greedy (default), "
-        "blue_jacket heuristic (default), greedy, first or random",
+        "per seat; default: the two alternating), blackjack_piles greedy (default) or "
+        "expert, blue_jacket heuristic (default), expert, greedy, first or random",
     )
 
 
@@ -665,7 +747,39 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long a closed table's game record is kept in the store (default 86400)",
     )
+    serve.add_argument(
+        "--admin-token",
+        default=os.environ.get("BLACKDREZ_ADMIN_TOKEN"),
+        metavar="TOKEN",
+        help="enable the /admin/ calls (drain, the admin view) for this bearer token; prefer the "
+        "environment variable, which other users cannot read (default: none, no admin calls; "
+        "env BLACKDREZ_ADMIN_TOKEN)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=("plain", "json"),
+        default=os.environ.get("BLACKDREZ_LOG_FORMAT", "plain"),
+        help="plain lines, or one JSON object per line with the node, table and player ids "
+        "(default plain; env BLACKDREZ_LOG_FORMAT)",
+    )
     serve.set_defaults(run=_serve, parser=serve)
+
+    drain = commands.add_parser(
+        "drain",
+        help="drain a node for an upgrade: hand its tables over, then it exits",
+        description="Ask a node to stop taking tables, move its players and hand its tables over "
+        "to the other nodes, then exit; wait until it is gone. See docs/operations.md.",
+    )
+    drain.add_argument("--url", required=True, help="the node's HTTP address, http://host:port")
+    drain.add_argument(
+        "--token",
+        default=os.environ.get("BLACKDREZ_ADMIN_TOKEN"),
+        help="the node's admin token (default: env BLACKDREZ_ADMIN_TOKEN)",
+    )
+    drain.add_argument(
+        "--timeout", type=_positive, default=60.0, help="seconds to wait for it (default 60)"
+    )
+    drain.set_defaults(run=_drain, parser=drain)
 
     simulate = commands.add_parser(
         "simulate",
@@ -689,6 +803,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--deals", type=int, help="with --per-round: deals per round (default: as --games)"
     )
     simulate.set_defaults(run=_simulate, parser=simulate)
+
+    solve = commands.add_parser(
+        "solve",
+        help="solve numbered deals with the stock known (perfect information)",
+        description="Solve numbered deals (seed 'GAME:deal:N', as the server deals them) with "
+        "the solver, which sees the stock: each deal is winnable (with the winning moves), not "
+        "winnable (search exhausted) or unknown (node budget spent). With --deals, a summary: "
+        "decided and winnable fractions with 95% confidence intervals, CPU time per deal.",
+    )
+    solve.add_argument("game", choices=("blue_jacket",), help="the game (only blue_jacket)")
+    which = solve.add_mutually_exclusive_group()
+    which.add_argument(
+        "--deal", type=int, metavar="N", help="one deal: print its moves (default: none)"
+    )
+    which.add_argument(
+        "--deals", metavar="A-B", help="deals A to B: print a summary (default: none)"
+    )
+    solve.add_argument(
+        "--budget", type=int, default=200_000, help="search nodes per deal (default 200000)"
+    )
+    solve.add_argument("--json", action="store_true", help="print JSON (with every deal)")
+    solve.set_defaults(run=_solve, parser=solve)
 
     record = commands.add_parser(
         "record",

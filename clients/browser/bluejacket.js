@@ -11,6 +11,7 @@ import { assistButtons, assistKey, hintOf, hintSpots, rankingLine } from "./assi
 import { h, swap } from "./dom.js";
 import { standardCard, cardBack } from "./cards.js";
 import { fairness } from "./fairness.js";
+import { parLine } from "./par.js";
 import { playAgain } from "./piles.js";
 import { count, listing, standardName } from "./words.js";
 
@@ -175,7 +176,8 @@ export function renderBlueJacket(ctx, table, screen) {
         : h("button", { dataset: { key: "lobby" }, onclick: () => ctx.lobby() }, "Lobby")),
     view.over ? h("div.final", { role: "status" },
       h("p.final-score", view.won ? "You won! " : "Game over — ", "final score ", h("strong", { id: "final-score" }, String(view.score)), " of 104"),
-      h("p.why", ENDINGS[view.ending] ?? "")) : null,
+      h("p.why", ENDINGS[view.ending] ?? ""),
+      parLine(table, "seeing the stock")) : null,
     fairness(view.commitment, view.seed)));
 
   ctx.shortcuts = view.over ? {} : {

@@ -12,6 +12,7 @@ import { assistButtons, assistKey, hintOf, hintSpots, rankingLine } from "./assi
 import { h, swap } from "./dom.js";
 import { standardCard } from "./cards.js";
 import { fairness } from "./fairness.js";
+import { parLine, parOf } from "./par.js";
 import { count, standardName } from "./words.js";
 
 const selections = new Map(); // table id -> { seq, items: Set<"stock" | number> }
@@ -172,10 +173,7 @@ export function renderPiles(ctx, table, screen) {
       over
         ? h("button", { dataset: { key: "leave" }, onclick: () => ctx.leave(table.id) }, "Back to lobby")
         : h("button", { dataset: { key: "lobby" }, onclick: () => ctx.lobby() }, "Lobby")),
-    view.results.length ? h("table.results",
-      h("caption", "Rounds"),
-      h("thead", h("tr", ["Round", "Hands", "Left", "Bonus", "Score", ""].map((t) => h("th", t)))),
-      h("tbody", view.results.map((r) => h("tr", [r.round, r.hands, r.left, r.bonus, r.score, r.passed ? "passed" : "ended"].map((v) => h("td", String(v))))))) : null,
+    view.results.length ? resultsTable(view.results, over ? parOf(table) : null) : null,
     fairness(view.commitment, view.seed)));
 
   ctx.shortcuts = over ? {} : {
@@ -195,6 +193,18 @@ export function renderPiles(ctx, table, screen) {
       return true;
     },
   };
+}
+
+/** The rounds played, with each round's par once the game is over and the server sent it. */
+function resultsTable(results, par) {
+  const pars = new Map((par?.rounds ?? []).map((r) => [r.round, `${r.par}${r.exact ? "" : "+"}`]));
+  const heads = ["Round", "Hands", "Left", "Bonus", "Score", ...(par ? ["Par"] : []), ""];
+  return h("table.results",
+    h("caption", "Rounds"),
+    h("thead", h("tr", heads.map((t) => h("th", t)))),
+    h("tbody", results.map((r) => h("tr",
+      [r.round, r.hands, r.left, r.bonus, r.score, ...(par ? [pars.get(r.round) ?? "–"] : []), r.passed ? "passed" : "ended"]
+        .map((v) => h("td", String(v)))))));
 }
 
 /** A hinted action in words. */
@@ -228,7 +238,8 @@ function finalPanel(ctx, table) {
   else if (last && !last.passed) why = `Round ${last.round} was not passed: ${count(last.hands, "hand")} against ${count(last.left, "card")} left.`;
   return h("div.final", { role: "status" },
     h("p.final-score", "Game over — final score ", h("strong", { id: "final-score" }, String(view.score))),
-    why ? h("p.why", why) : null);
+    why ? h("p.why", why) : null,
+    parLine(table, "seeing every card, in the rounds you played"));
 }
 
 function stat(label, value, id) {

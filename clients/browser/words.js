@@ -94,6 +94,7 @@ export function describeEvent(table, e) {
       return `The pot is split (${e.reason === "eleven" ? "several 11s on the deal" : "everyone stood"}): ${shares}${carry}`;
     }
     case "game_over": return "The game is over";
+    case "par": return `Par for this deal (perfect play, seeing every card): ${e.par}${e.exact ? "" : " or more"}; you scored ${e.score}`;
     case "table_closed": return `The table closed: ${e.reason}`;
     case "undone": return "A move was taken back";
     default: return e.type.replaceAll("_", " ");

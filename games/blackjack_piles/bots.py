@@ -4,7 +4,9 @@ A bot is a pure function of the player's :class:`~games.blackjack_piles.rules.Vi
 actions; it never sees the stock below its top. :func:`greedy` looks one action ahead: it scores
 the position each legal action leads to by the cards it removes and by how near the groups of
 pile tops are to 21, one or two cards short (the *potential*, computed against a full deck's
-value frequencies, since the view does not say which cards were cashed).
+value frequencies, since the view does not say which cards were cashed). The ``expert``
+(:class:`~games.blackjack_piles.expert.PilesExpert`) counts the cards it has seen
+instead and looks a stock card ahead.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 
+from games.blackjack_piles.expert import PilesExpert
 from games.blackjack_piles.rules import (
     LAST_ROUND,
     MAX_HAND,
@@ -168,8 +171,8 @@ def greedy(view: View, legal: list[Action]) -> Action:
     return next((action for action in legal if isinstance(action, EndRound)), legal[0])
 
 
-STRATEGIES: dict[str, Strategy] = {"greedy": greedy}
-"""The reference bots by name."""
+STRATEGIES: dict[str, Strategy] = {"greedy": greedy, "expert": PilesExpert()}
+"""The reference bots by name (``expert``: :mod:`games.blackjack_piles.expert`)."""
 
 
 def _play(engine: BlackjackPiles, strategy: Strategy, rounds: int) -> None:

@@ -1,5 +1,7 @@
 """Blackjack Piles as the rest of the project sees it: a solitaire with the engine's defaults.
 
+Its par (``solver``) is computed round by round.
+
 Each of the seven rounds is shuffled on its own (context ``round:N``), so a record's dealt cards
 come one list per round, from the config's first round on. A leaver resigns.
 """
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.blackjack_piles import bots, rules
+from games.blackjack_piles import bots, rules, solver
 from games.cards import standard_deck
 from games.spec import GameSpec
 
@@ -29,6 +31,20 @@ class BlackjackPilesSpec(GameSpec):
 
     def deck(self, config: Any) -> list[str]:
         return standard_deck()
+
+    def par(self, engine: Any) -> dict[str, Any] | None:
+        rounds = [
+            {"round": par.round, "score": result.score, "par": par.score, "exact": par.exact}
+            for par, result in zip(
+                solver.game_par(engine, solver.PAR_BUDGET), engine.state.results, strict=True
+            )
+        ]
+        return {
+            "score": engine.result().score,
+            "par": sum(item["par"] for item in rounds),
+            "exact": all(item["exact"] for item in rounds),
+            "rounds": rounds,
+        }
 
     def contexts(self, config: Any) -> list[str]:
         return [f"round:{number}" for number in range(config.first_round, rules.LAST_ROUND + 1)]

@@ -7,7 +7,9 @@ Strategies (``STRATEGIES``):
 * ``greedy``: the best legal action by the fixed priorities below, no search;
 * ``first``: the first legal action that is not resign;
 * ``random``: a legal action other than resign, from a generator seeded by the view (so it too
-  is a pure function).
+  is a pure function);
+* ``expert``: imagines the stock and solves (:mod:`games.blue_jacket.expert`); it keeps
+  the plan of the current phase between moves.
 
 The look-ahead sees what the player sees: every card but the stock. It applies the *safe*
 foundation plays (those that take nothing another card could want) and searches the others and
@@ -44,6 +46,7 @@ from typing import Any
 
 import msgspec
 
+from games.blue_jacket.expert import ExpertBot
 from games.blue_jacket.rules import (
     ACES,
     PILES,
@@ -62,6 +65,7 @@ from games.blue_jacket.rules import (
     row_location,
 )
 from games.cards import rank_of, standard_deck
+from games.stats import wilson
 
 Strategy = Callable[[View, Sequence[Action]], Action]
 
@@ -356,6 +360,7 @@ STRATEGIES: dict[str, Strategy] = {
     "greedy": greedy,
     "first": first,
     "random": random_play,
+    "expert": ExpertBot(),
 }
 
 
@@ -393,6 +398,8 @@ def simulate(
     chosen: Strategy = STRATEGIES[strategy]
     if strategy == "heuristic":
         chosen = functools.partial(heuristic, budget=search_budget)
+    elif strategy == "expert":
+        chosen = ExpertBot()
 
     config = Config(progress_budget=progress_budget)
     scores: list[int] = []
@@ -415,6 +422,7 @@ def simulate(
         "games": games,
         "wins": wins,
         "win_rate": wins / games,
+        "win_rate_ci95": list(wilson(wins, games)),
         "mean_score": statistics.fmean(scores),
         "median_score": statistics.median(scores),
         "best_score": max(scores),

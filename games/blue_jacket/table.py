@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.blue_jacket import bots, rules
+from games.blue_jacket import bots, rules, solver
 from games.cards import standard_deck
 from games.spec import GameSpec
 
@@ -27,3 +27,7 @@ class BlueJacketSpec(GameSpec):
 
     def deck(self, config: Any) -> list[str]:
         return standard_deck(2)
+
+    def par(self, engine: Any) -> dict[str, Any] | None:
+        par = solver.deal_par(engine)
+        return {"score": engine.score, "par": par.score, "exact": par.exact}

@@ -53,6 +53,7 @@ class Failover:
         async with self._lock(room.id):
             lease = self._leases.get(room.id)
             self._unhost(room.id)
+            self.metrics.tables_handed_over.inc()
             if lease is not None:
                 with contextlib.suppress(StoreUnavailable):
                     await self.store.release_lease(room.id, lease.token)
@@ -145,4 +146,5 @@ class Failover:
                 with contextlib.suppress(StoreUnavailable):
                     await self.store.unsubscribe(table_channel(table), self._on_table_message)
             log.info("adopted table %s at event %d", table, room.seq)
+            self.metrics.tables_adopted.inc()
             self._publish_change(room, broadcast)

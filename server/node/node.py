@@ -131,14 +131,15 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         for timer in self._timers.values():
             timer.cancel()
         handed_over = False
-        for room in list(self.rooms.values()):
-            if self.store.shared:
-                await self._handover(room)
-                handed_over = True
-            else:
-                async with self._lock(room.id):
-                    room.close(reason)
-                    self._publish_change(room)
+        for _ in range(2):  # twice: a table being created when the stop began comes after
+            for room in list(self.rooms.values()):
+                if self.store.shared:
+                    await self._handover(room)
+                    handed_over = True
+                else:
+                    async with self._lock(room.id):
+                        room.close(reason)
+                        self._publish_change(room)
         if handed_over:
             with contextlib.suppress(StoreUnavailable):
                 await self.store.publish(
@@ -179,7 +180,9 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         while True:
             await self.store.health.wait_up()
             with contextlib.suppress(StoreUnavailable):
+                sent = time.perf_counter()
                 await self.store.heartbeat(self.lease_ttl)
+                self.metrics.store_rtt.observe(time.perf_counter() - sent)
             await asyncio.sleep(self.lease_ttl / 3)
 
     def _on_store_back(self) -> None:

@@ -69,6 +69,8 @@ class Routing:
                 client.lobby = False
                 self.lobby_watchers.discard(client)
                 return Answer(replies=[v1.Ok(id=message.id)])
+            case v1.CreateTable() | v1.QuickJoin() | v1.StartSolitaire() if self.stopping:
+                return error_answer(message, ErrorCode.UNAVAILABLE, "this node is shutting down")
             case v1.CreateTable():
                 problems = message.options.problems()
                 if problems:

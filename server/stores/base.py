@@ -154,6 +154,11 @@ class Store(abc.ABC):
     async def list_tables(self) -> list[bytes]:
         """Return the records of every listed table."""
 
+    @abc.abstractmethod
+    async def all_tables(self) -> list[tuple[str, str, bytes]]:
+        """``(table id, hosting node, record)`` of every table not retired, listed or not, by
+        id: the operator's view (it reads every table, so the game's own paths never use it)."""
+
     # ------------------------------------------------------------------ players
     @abc.abstractmethod
     async def add_player_table(self, player: str, table_id: str) -> None:

@@ -73,6 +73,9 @@ class MemoryStore(Store):
     async def list_tables(self) -> list[bytes]:
         return [record for _, record, listed in self._tables.values() if listed]
 
+    async def all_tables(self) -> list[tuple[str, str, bytes]]:
+        return sorted((t, node, record) for t, (node, record, _) in self._tables.items())
+
     async def add_player_table(self, player: str, table_id: str) -> None:
         self._player_tables[player].add(table_id)
 

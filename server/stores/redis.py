@@ -504,6 +504,19 @@ class RedisStore(Store):
                 pipe.srem(LOBBY_KEY, table_id)
                 await pipe.execute()
 
+    async def all_tables(self) -> list[tuple[str, str, bytes]]:
+        with self._reaching():
+            table_ids = sorted(raw.decode() for raw in await self._redis.smembers(HOSTED_KEY))
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for table_id in table_ids:
+                    pipe.hmget(table_key(table_id), ["node", "record"])
+                found = await pipe.execute() if table_ids else []
+        return [
+            (table_id, node.decode(), record)
+            for table_id, (node, record) in zip(table_ids, found, strict=True)
+            if node is not None and record is not None
+        ]
+
     async def list_tables(self) -> list[bytes]:
         with self._reaching():
             table_ids = sorted(raw.decode() for raw in await self._redis.smembers(LOBBY_KEY))

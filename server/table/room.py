@@ -776,6 +776,9 @@ class Room:
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}
+        par = self.spec.par(self.engine)
+        if par is not None:
+            self._event(msgspec.convert(par, v1.Par))
         player = self.seats[0]
         if self.ranked and self.assist is not None and player is not None:
             self.outcome.ranked.append(

@@ -63,12 +63,18 @@ async def browser() -> AsyncIterator[Browser]:
 
 @pytest.fixture
 async def new_page(browser: Browser, base_url: str) -> AsyncIterator[PageFactory]:
-    """Open the client as a new player (own storage) named ``name``; JS errors fail the test."""
+    """Open the client as a new player (own storage) named ``name``; JS errors, and with
+    ``csp=True`` anything the Content-Security-Policy blocks, fail the test."""
     contexts: list[BrowserContext] = []
     errors: list[str] = []
 
-    async def open_page(name: str, width: int = 1280, height: int = 900) -> Page:
-        context = await browser.new_context(viewport={"width": width, "height": height})
+    async def open_page(name: str, width: int = 1280, height: int = 900, csp: bool = False) -> Page:
+        # Playwright's wait_for_function evaluates its predicate with eval, which the server's
+        # Content-Security-Policy forbids: pages bypass the policy unless a test asks for it
+        # (``csp=True``; then it must not use wait_for_function).
+        context = await browser.new_context(
+            viewport={"width": width, "height": height}, bypass_csp=not csp
+        )
         contexts.append(context)
         # A name chosen before the first hello: the client greets as this new guest.
         await context.add_init_script(
@@ -77,6 +83,15 @@ async def new_page(browser: Browser, base_url: str) -> AsyncIterator[PageFactory
         )
         page = await context.new_page()
         page.on("pageerror", lambda error: errors.append(f"{name}: {error}"))
+        # Whatever the Content-Security-Policy blocks is reported on the console: a failure too.
+        page.on(
+            "console",
+            lambda message: (
+                errors.append(f"{name}: {message.text}")
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
         page.on("dialog", lambda dialog: dialog.accept())
         await page.goto(base_url)
         await page.locator("#status[data-state=open]").wait_for()

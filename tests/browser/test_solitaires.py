@@ -107,6 +107,11 @@ async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
     assert await page.locator("#final-score").text_content() == str(final.score)
     assert await page.locator("#stat-score").text_content() == str(final.score)
     assert await page.locator("table.results tbody tr").count() == 1
+    par = GAMES["blackjack_piles"].par(engine)  # the par shown next to the score
+    assert par is not None and par["par"] >= final.score
+    shown_par = f"{par['par']}{'' if par['exact'] else '+'}"
+    assert await page.locator("#par-score").text_content() == shown_par
+    assert await page.locator("table.results tbody td").nth(5).text_content() == shown_par
     await page.get_by_role("button", name="Back to lobby").click()
 
     # ------------------------------------------------------------ Blue Jacket
@@ -150,6 +155,8 @@ async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
     await click_and_wait(page, page.locator("#resign"))
     game.apply(0, bj.Resign())
     assert await page.locator("#final-score").text_content() == str(game.score)
+    assert await page.locator("#par-score").text_content() == "104"  # the deal is winnable
+    assert f"you scored {game.score}" in (await page.locator("#par").text_content() or "")
     await page.locator(".fairness summary").click()
     await page.locator(".verdict.ok").wait_for()
     await page.get_by_role("button", name="Back to lobby").click()

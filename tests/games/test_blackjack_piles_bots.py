@@ -127,7 +127,7 @@ def test_greedy_ends_the_round_when_nothing_helps() -> None:
 
 def test_simulate_reports_full_games_and_rounds() -> None:
     report = simulate(5, "sim", per_round=True, deals=3)
-    assert set(STRATEGIES) == {"greedy"}
+    assert set(STRATEGIES) == {"greedy", "expert"}
     assert json.loads(json.dumps(report)) == report
     assert report["games"] == 5
     score = report["score"]

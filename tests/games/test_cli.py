@@ -268,6 +268,44 @@ def test_replay_of_a_broken_record_names_the_action_and_fails(recorded: Path, ca
     assert "action 2 (seat 7" in err and "was rejected" in err
 
 
+def test_solve_one_deal_prints_a_line_that_wins(capsys) -> None:
+    from games.blue_jacket.rules import Action, BlueJacket, Config
+    from games.blue_jacket.solver import deal_seed
+
+    code, out, _ = run(capsys, "solve", "blue_jacket", "--deal", "0", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["outcome"] == "winnable" and report["seed"] == deal_seed(0)
+    engine = BlueJacket.new(Config(progress_budget=0), deal_seed(0))
+    for move in report["moves"]:
+        engine.apply(0, msgspec.convert(move, Action))
+    assert engine.score == 104
+
+
+def test_solve_a_range_summarises_with_intervals(capsys) -> None:
+    code, out, _ = run(capsys, "solve", "blue_jacket", "--deals", "0-2")
+    assert code == 0
+    assert "winnable" in out and "decided" in out and "seconds" in out
+    code, out, _ = run(capsys, "solve", "blue_jacket", "--deals", "0-1", "--json")
+    report = json.loads(out)
+    assert report["deals"] == 2 and len(report["results"]) == 2
+    assert report["decided_ci95"][1] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--deals", "5-3"), "0 <= A <= B"),
+        (("--deals", "x"), "A-B"),
+        (("--deal", "1", "--budget", "0"), "budget"),
+        ((), "--deal N or --deals A-B"),
+    ],
+)
+def test_solve_refuses_bad_ranges_and_budgets(capsys, argv, message) -> None:
+    code, _, err = run(capsys, "solve", "blue_jacket", *argv)
+    assert code == 2 and message in err
+
+
 def test_every_option_of_every_tool_says_its_default(capsys) -> None:
     """Except ``serve`` (its options are documented with the security settings) and loadtest
     (its own parser): each option has help that names its default, unless it is a flag or

@@ -1,0 +1,304 @@
+"""The Blackjack Piles expert: counts the cards it has seen and chooses by expected value.
+
+Theory of operation
+-------------------
+In a round the player has seen every card drawn so far: those on the piles, the stock's face-up
+top, and those cashed. The rest of the stock is therefore known as a multiset (the round's deck
+less the seen cards), and so is the chance that the next card is worth each of 1 to 10 points
+(:class:`Odds`). The reference ``greedy`` bot scores positions against a full deck's odds; the
+expert uses the true ones, which matter more and more as the stock runs down.
+
+A position (the piles) is scored by its *potential*: for every group of pile tops, the chance
+that the next card completes it to 21, plus :data:`PAIR_WEIGHT` times the chance that the next
+two do (without the stock's top in hands, the completing card needs another pile to go on);
+less :data:`FULL_PILE_PENALTY` per full pile. The expert looks two cards ahead: for each legal
+action it takes the expectation, over the next card's points, of the best reply (cash when a
+hand is there, else the placement or move with the best potential), and adds
+:data:`CASH_WEIGHT` per card an action takes off the table.
+
+The view does not list the cards cashed earlier in the round, so :class:`PilesExpert` (the
+``expert`` strategy) remembers its own cashes; :func:`hint` takes them as an argument, and
+:func:`seen_cashed` reads them from a game (they were all shown to the player).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+
+from games.blackjack_piles.rules import (
+    MAX_HAND,
+    TARGET,
+    Action,
+    BlackjackPiles,
+    Cash,
+    EndRound,
+    Move,
+    Place,
+    RoundRules,
+    View,
+    card_points,
+)
+from games.cards import standard_deck
+
+PAIR_WEIGHT = 5.0
+"""How much a group two cards short of 21 counts against one a single card short."""
+CASH_WEIGHT = 4.0
+"""What one card taken off the table is worth, in units of potential."""
+LOOK_AHEAD = 1
+"""Stock cards the expert looks ahead."""
+FULL_PILE_PENALTY = 1.0
+"""What a full pile costs: it takes no more cards, so it brings a stuck round nearer."""
+
+_DECK_POINTS = Counter(card_points(card) for card in standard_deck())
+
+
+class Odds:
+    """The next card's points, drawn from the multiset of cards not yet seen."""
+
+    def __init__(self, unseen: Counter[int]) -> None:
+        total = sum(unseen.values())
+        self.memo: dict[tuple[int, ...], float] = {}
+        self.seen: dict[tuple[tuple[int, bool], ...], float] = {}
+        self.single = [unseen.get(value, 0) / total if total else 0.0 for value in range(11)]
+        """``single[v]``: the chance that the next card is worth ``v`` points."""
+        self.pair = [0.0] * (TARGET + 1)
+        """``pair[m]``: the chance that the next two cards can total ``m`` (Aces 1 or 11)."""
+        if total >= 2:
+            for first, second in itertools.product(range(1, 11), repeat=2):
+                ways = unseen.get(first, 0) * (unseen.get(second, 0) - (first == second))
+                if ways <= 0:
+                    continue
+                chance = ways / (total * (total - 1))
+                aces = (first == 1) + (second == 1)
+                for missing in {first + second + 10 * soft for soft in range(aces + 1)}:
+                    if missing <= TARGET:
+                        self.pair[missing] += chance
+
+    def completes(self, values: tuple[int, ...]) -> float:
+        """How promising a group of cards worth ``values`` (sorted) is (module docstring)."""
+        known = self.memo.get(values)
+        if known is not None:
+            return known
+        low = sum(values)
+        aces = values.count(1)
+        needed: set[int] = set()
+        pair = 0.0
+        for soft in range(aces + 1):
+            missing = TARGET - low - 10 * soft
+            if 2 <= missing <= 10:
+                needed.add(missing)
+            elif missing in (1, 11):
+                needed.add(1)
+            if missing >= 2 and len(values) <= MAX_HAND - 2:
+                pair = max(pair, self.pair[missing])
+        value = sum(self.single[value] for value in needed) + PAIR_WEIGHT * pair
+        self.memo[values] = value
+        return value
+
+    def potential(self, piles: Sequence[Sequence[int]], rules: RoundRules) -> float:
+        """The potential of piles of points (module docstring), remembered by their shape."""
+        cap = rules.cap
+        shape = tuple(
+            sorted((pile[-1] if pile else 0, cap is None or len(pile) < cap) for pile in piles)
+        )
+        known = self.seen.get(shape)
+        if known is None:
+            known = self.seen[shape] = _potential(shape, rules.stock_in_hand, self)
+        return known
+
+
+def _potential(shape: tuple[tuple[int, bool], ...], stock_in_hand: bool, odds: Odds) -> float:
+    """The potential of piles given as ``(top points or 0 when empty, takes a card)``."""
+    tops = [(index, top) for index, (top, _) in enumerate(shape) if top]
+    total = -FULL_PILE_PENALTY * sum(not takes for _, takes in shape)
+    for size in range(1, min(MAX_HAND - 1, len(tops)) + 1):
+        for group in itertools.combinations(tops, size):
+            if not stock_in_hand:
+                members = {index for index, _ in group}
+                if not any(takes for i, (_, takes) in enumerate(shape) if i not in members):
+                    continue
+            total += odds.completes(tuple(sorted(value for _, value in group)))
+    return total
+
+
+Piles = tuple[tuple[int, ...], ...]
+"""Piles of points, sorted (piles are interchangeable): the look-ahead's positions."""
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _hands(tops: tuple[int, ...], top: int) -> tuple[tuple[tuple[int, ...], bool], ...]:
+    """Every hand among pile tops worth ``tops`` (0: an empty pile) and the stock's card worth
+    ``top`` (0: it may not join): ``(pile indices, whether the stock's card is in it)``."""
+    sources = [(index, points) for index, points in enumerate(tops) if points]
+    if top:
+        sources.append((-1, top))
+    found = []
+    for size in range(2, min(MAX_HAND, len(sources)) + 1):
+        for combo in itertools.combinations(sources, size):
+            points = [value for _, value in combo]
+            missing = TARGET - sum(points)
+            if missing >= 0 and missing % 10 == 0 and missing // 10 <= points.count(1):
+                chosen = tuple(index for index, _ in combo if index >= 0)
+                found.append((chosen, len(chosen) < size))
+    return tuple(found)
+
+
+class _Lookahead:
+    """Expected values a few stock cards ahead (module docstring), remembered per position."""
+
+    def __init__(self, rules: RoundRules, odds: Odds) -> None:
+        self.rules = rules
+        self.odds = odds
+        self.memo: dict[tuple[Piles, int | None, int], float] = {}
+
+    def value(self, piles: Piles, top: int | None, cards: int) -> float:
+        """The value of ``piles`` with ``top`` showing (``None``: to be drawn), looking
+        ``cards`` more stock cards ahead."""
+        key = (piles, top, cards)
+        known = self.memo.get(key)
+        if known is not None:
+            return known
+        odds = self.odds
+        if top is None:
+            if cards == 0:
+                value = odds.potential(piles, self.rules)
+            else:
+                value = sum(
+                    chance * self.value(piles, points, cards - 1)
+                    for points, chance in enumerate(odds.single)
+                    if chance > 0
+                )
+        else:
+            replies = self.replies(piles, top)
+            value = max(
+                (
+                    CASH_WEIGHT * gain + self.value(after, top if keeps else None, cards)
+                    for gain, after, keeps in replies
+                ),
+                default=-CASH_WEIGHT * 10,
+            )
+        self.memo[key] = value
+        return value
+
+    def replies(self, piles: Piles, top: int) -> list[tuple[int, Piles, bool]]:
+        """``(cards cashed, piles after, the stock's card still showing)`` for each distinct
+        reply to ``top``: every hand when there is one, else every placement."""
+        rules = self.rules
+        tops = tuple(pile[-1] if pile else 0 for pile in piles)
+        hands = _hands(tops, top if rules.stock_in_hand else 0)
+        found: dict[Piles, tuple[int, Piles, bool]] = {}
+        if hands:
+            for chosen, stock in hands:
+                changed = list(piles)
+                for index in chosen:
+                    changed[index] = piles[index][:-1]
+                after = tuple(sorted(changed))
+                found.setdefault(after, (len(chosen) + stock, after, not stock))
+        else:
+            cap = rules.cap
+            for index, pile in enumerate(piles):
+                if cap is None or len(pile) < cap:
+                    after = tuple(sorted((*piles[:index], (*pile, top), *piles[index + 1 :])))
+                    found.setdefault(after, (0, after, False))
+        return list(found.values())
+
+
+def _after(piles: Sequence[Sequence[int]], top: int | None, action: Action) -> Piles:
+    changed = [list(pile) for pile in piles]
+    match action:
+        case Place(pile):
+            assert top is not None
+            changed[pile].append(top)
+        case Cash(indices, _):
+            for index in indices:
+                changed[index].pop()
+        case Move(source, target):
+            changed[target].append(changed[source].pop())
+    return tuple(sorted(tuple(pile) for pile in changed))
+
+
+def unseen_points(view: View, cashed: Sequence[str]) -> Counter[int]:
+    """The points of the round's cards the player has not seen: below the stock's top."""
+    seen = Counter(card_points(card) for pile in view.piles for card in pile)
+    seen += Counter(card_points(card) for card in cashed)
+    if view.stock_top is not None:
+        seen[card_points(view.stock_top)] += 1
+    return _DECK_POINTS - seen
+
+
+def choose(view: View, legal: Sequence[Action], cashed: Sequence[str] = ()) -> Action:
+    """The expert's action for ``view`` (one of ``legal``), knowing the cards ``cashed`` so far
+    this round (module docstring)."""
+    rules = view.rules
+    piles = [[card_points(card) for card in pile] for pile in view.piles]
+    top = card_points(view.stock_top) if view.stock_top is not None else None
+    unseen = unseen_points(view, cashed)
+    odds = Odds(unseen)
+    cashes = [action for action in legal if isinstance(action, Cash)]
+    candidates = cashes or [a for a in legal if isinstance(a, Place | Move)]
+    look = _Lookahead(rules, odds)
+    best: Action | None = None
+    best_value = 0.0
+    for action in candidates:
+        after = _after(piles, top, action)
+        removed = len(action.piles) + action.stock if isinstance(action, Cash) else 0
+        consumed = isinstance(action, Place) or (isinstance(action, Cash) and action.stock)
+        cards = min(LOOK_AHEAD, view.stock_count - 1 if consumed else view.stock_count)
+        ahead = look.value(after, None if consumed else top, max(cards, 0))
+        value = CASH_WEIGHT * removed + ahead
+        if best is None or value > best_value:
+            best, best_value = action, value
+    if best is not None:
+        return best
+    return next((action for action in legal if isinstance(action, EndRound)), legal[0])
+
+
+def hint(view: View, legal: Sequence[Action], cashed: Sequence[str] = ()) -> Action | None:
+    """The expert's suggestion for ``view`` (``None`` once the game is over)."""
+    return choose(view, legal, cashed) if legal else None
+
+
+def seen_cashed(engine: BlackjackPiles) -> list[str]:
+    """The cards cashed so far in the current round: every one was shown to the player."""
+    state = engine.state
+    deck = state.decks[state.round - state.config.first_round]
+    drawn = deck[: state.drawn[-1]]
+    rest = Counter(drawn) - Counter(card for pile in state.piles for card in pile)
+    return sorted(rest.elements())
+
+
+class PilesExpert:
+    """The ``expert`` strategy: :func:`choose`, remembering the cards it cashed this round.
+
+    It checks each view against the one its last action should lead to; on anything else (a
+    new round, another game) it starts counting afresh.
+    """
+
+    def __init__(self) -> None:
+        self.cashed: list[str] = []
+        self.expect: tuple[int, list[list[str]]] | None = None
+
+    def __call__(self, view: View, legal: Sequence[Action]) -> Action:
+        """The next action for ``view`` (one of ``legal``)."""
+        if self.expect != (view.round, view.piles):
+            self.cashed = []
+        action = choose(view, legal, self.cashed)
+        piles = [list(pile) for pile in view.piles]
+        if isinstance(action, Cash):
+            self.cashed += [piles[index][-1] for index in action.piles]
+            if action.stock and view.stock_top is not None:
+                self.cashed.append(view.stock_top)
+        top = view.stock_top
+        match action:
+            case Place(pile) if top is not None:
+                piles[pile].append(top)
+            case Cash(indices, _):
+                for index in indices:
+                    piles[index].pop()
+            case Move(source, target):
+                piles[target].append(piles[source].pop())
+        self.expect = (view.round, piles)
+        return action

@@ -1,0 +1,47 @@
+"""The admin page in a real browser: log in with the token, see the live tables and a table's
+log, close a table; under the Content-Security-Policy, with no error."""
+
+from __future__ import annotations
+
+from playwright.async_api import Browser, expect
+
+from clients.client import Client
+from protocol import v1
+from server.app import GameServer
+
+TOKEN = "admin-page-token"
+
+
+async def test_the_admin_page_lists_shows_and_closes_a_table(
+    browser: Browser, server: GameServer, base_url: str
+) -> None:
+    server.settings.admin_token = TOKEN
+    ann = await Client.connect(f"ws://127.0.0.1:{server.port}/", name="<b>Ann</b>")
+    context = await browser.new_context()
+    errors: list[str] = []
+    try:
+        table = (await ann.request(v1.CreateTable())).table.id
+        page = await context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("dialog", lambda dialog: dialog.accept())
+        await page.goto(base_url + "admin.html")
+        await page.fill("#token", "wrong")
+        await page.click("#login button[type=submit]")
+        await expect(page.locator("#status")).to_contain_text("401")
+        errors.clear()  # the browser logs the refused fetch itself
+        await page.fill("#token", TOKEN)
+        await page.click("#login button[type=submit]")
+        row = page.locator(f"#tables tr[data-table={table}]")
+        await expect(row).to_contain_text("<b>Ann</b>")  # a name is text, never markup
+        await expect(page.locator("#nodes tbody")).to_contain_text(server.settings.node_id)
+        await row.get_by_role("button", name="Events").click()
+        await expect(page.locator("#events tbody")).to_contain_text('"type":"create"')
+        await row.get_by_role("button", name="Close").click()
+        await expect(page.locator("#tables tbody")).to_contain_text("No live table.")
+        state = ann.tables[table]
+        await ann.wait_until(lambda: state.info and state.info.status == "closed")
+        assert not errors, errors
+    finally:
+        await context.close()
+        await ann.close()

@@ -1,0 +1,53 @@
+"""A minimal BlackDrez bot on the Python client library (walk-through: docs/bots.md).
+
+    python3 -m tools.examples.bot ws://127.0.0.1:8765/          # host a game against a bot
+    python3 -m tools.examples.bot ws://127.0.0.1:8765/ TABLE    # take a seat at TABLE
+
+Hosting, it creates a two-seat table of one round, asks the server for a bot opponent and starts;
+at a given table it sits, says it is ready and waits for the host. Either way it plays one game,
+hitting below 8, and prints the ranking. The client library keeps the table's state in step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from clients.client import Client
+from protocol import v1
+
+
+def choose(view: dict[str, Any], legal: list[dict[str, Any]], seat: int) -> dict[str, Any]:
+    """The whole strategy: hit below 8; else stand if allowed, else withdraw."""
+    kinds = {action["type"] for action in legal}
+    if (view["seats"][seat]["value"] or 0) < 8 and "hit" in kinds:
+        return {"type": "hit"}
+    return {"type": "stand" if "stand" in kinds else "withdraw"}
+
+
+async def main(url: str, table: str | None) -> None:
+    client = await Client.connect(url, name="MiniPy", reconnect=True)
+    if table is None:
+        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0)
+        table = (await client.request(v1.CreateTable(options=options))).table.id
+        await client.request(v1.AddBots(table=table, count=1))
+    else:
+        await client.request(v1.JoinTable(table=table))
+    state = client.tables[table]
+    await client.request(v1.SetReady(table=table))
+    if state.info is not None and state.info.host == client.player:
+        await client.wait_until(lambda: all(state.info.seats), None)
+        await client.request(v1.StartGame(table=table))
+    while True:
+        await client.wait_until(lambda: state.legal or state.view["phase"] == "over", None)
+        if state.view["phase"] == "over":
+            break
+        done = (await client.act(table, choose(state.view, state.legal, state.seat))).seq
+        await client.wait_until(lambda s=done: state.seq >= s, None)  # our move is in the view
+    print("game over:", state.view["result"]["ranking"], flush=True)
+    await client.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))
