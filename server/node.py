@@ -92,17 +92,25 @@ log = logging.getLogger("blackdrez.node")
 REMOTE_TIMEOUT = 3.0
 SOLITAIRE_GRACE = 3600.0
 RECENT_UPDATES = 64
-LEASE_TTL = 3.0
-"""Seconds a table's lease lasts unless its host renews it (three times per TTL)."""
+LEASE_TTL = 1.0
+"""Seconds a table's lease lasts unless its host renews it: a killed node's tables are adopted
+about this long after the kill. Fencing (tokens checked by every write) makes a short lease safe;
+what bounds it from below is the longest stall a live node must survive without losing its
+tables (see RENEWALS)."""
+RENEWALS = 4
+"""Lease renewals (and heartbeats) per TTL. A node that stalls (a long garbage collection, a VM
+pause) keeps its leases if it resumes within ``TTL * (1 - 1 / RENEWALS)`` minus a Redis round
+trip: 0.75 s with the default TTL, so a 300 ms stall leaves 0.45 s to spare."""
 LEASE_MARGIN = 0.1
 """Share of the TTL a host does not count on: its clock and Redis's may run at slightly
 different rates, so it stops trusting a lease a little before Redis could let it lapse."""
-ORPHAN_SCAN = 0.5
-"""Seconds between looks for tables whose host died or handed them over (while likely)."""
+ORPHAN_SCAN = 1 / 6
+"""Share of the TTL between looks for tables whose host died or handed them over (while likely:
+0.17 s with the default TTL, so adoption follows a lapse closely)."""
 FULL_SCAN = 10.0
 """Seconds between looks for orphans when no node was seen going."""
-SCAN_GAP = 0.25
-"""Seconds at least between two looks for orphans, however often something asks for one."""
+SCAN_GAP = 1 / 12
+"""Share of the TTL at least between two looks for orphans, however often something asks."""
 RECORD_RETENTION = 24 * 3600.0
 """Seconds a closed table's game record stays in the store (for audits and replays)."""
 STORE_RETRY = Backoff(first=0.05, cap=2.0)
@@ -294,7 +302,7 @@ class Node:
             await self.store.health.wait_up()
             with contextlib.suppress(StoreUnavailable):
                 await self.store.heartbeat(self.lease_ttl)
-            await asyncio.sleep(self.lease_ttl / 3)
+            await asyncio.sleep(self.lease_ttl / RENEWALS)
 
     def _on_store_back(self) -> None:
         """The store answers again: renew leases and look for orphans now, not at the next
@@ -732,7 +740,7 @@ class Node:
         """Renew this node's leases (fenced); drop the rooms whose lease is gone."""
         loop = asyncio.get_running_loop()
         while True:
-            await _nap(self.lease_ttl / 3, self._renew_now)
+            await _nap(self.lease_ttl / RENEWALS, self._renew_now)
             self._renew_now.clear()
             await self.store.health.wait_up()
             held = {table: lease.token for table, lease in self._leases.items()}
@@ -770,7 +778,7 @@ class Node:
         known: set[str] = set()
         next_full = loop.time()
         while True:
-            await _nap(ORPHAN_SCAN, self._scan_now)
+            await _nap(self.lease_ttl * ORPHAN_SCAN, self._scan_now)
             self._scan_now.clear()
             await self.store.health.wait_up()
             now = loop.time()
@@ -787,7 +795,7 @@ class Node:
             except StoreUnavailable:
                 continue
             await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))
-            await asyncio.sleep(SCAN_GAP)
+            await asyncio.sleep(self.lease_ttl * SCAN_GAP)
 
     def _on_handover(self, data: bytes) -> None:
         """Another node is handing its tables over: look for them now."""
@@ -861,7 +869,13 @@ class Node:
         if broadcast is not None:
             self._fan_out(broadcast)
             self._correct_presence(broadcast.table, _away(broadcast))
-        token = self._leases[room.id].token
+        lease = self._leases.get(room.id)
+        if lease is None or self.rooms.get(room.id) is not room:
+            # The lease was found lost while the entry was being written: the entry is logged
+            # and its update announced; the next host carries on from the log (what the outbox
+            # would have written goes as when a node dies right after a write).
+            return
+        token = lease.token
         outcome = room.take_outcome()
         if room.status == "closed":
             closing_log = self._logs[room.id]
