@@ -109,6 +109,8 @@ class Settings:
     move to another node)."""
     record_retention: float = RECORD_RETENTION
     """Seconds a closed table's compact game record is kept in the store."""
+    reuse_port: bool = False
+    """Bind with ``SO_REUSEPORT``, so that several workers share the port (``server.workers``)."""
     static_dir: Path = STATIC_DIR
 
     def limits(self) -> v1.Limits:
@@ -177,6 +179,7 @@ class GameServer:
             ping_interval=s.ping_interval,
             ping_timeout=s.ping_timeout,
             server_header=f"blackdrez/{VERSION}",
+            reuse_port=s.reuse_port or None,
         )
         if s.metrics_port is not None:
             self.metrics_server = await serve(
