@@ -131,11 +131,13 @@ class GameServer:
         self.settings = settings
         self.metrics = Metrics()
         self.store = store or open_store(settings.redis_url, settings.node_id)
+        redis_url = settings.redis_url if store is None else None
         self.node = Node(
             self.store,
             self.metrics,
             lease_ttl=settings.lease_ttl,
             record_retention=settings.record_retention,
+            renewal_store=(lambda: open_store(redis_url, settings.node_id)) if redis_url else None,
         )
         self.node.spawn_bot = self._spawn_bot
         self._bots: set[asyncio.Task[object]] = set()

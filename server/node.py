@@ -49,6 +49,7 @@ import contextlib
 import itertools
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -101,6 +102,9 @@ RENEWALS = 4
 """Lease renewals (and heartbeats) per TTL. A node that stalls (a long garbage collection, a VM
 pause) keeps its leases if it resumes within ``TTL * (1 - 1 / RENEWALS)`` minus a Redis round
 trip: 0.75 s with the default TTL, so a 300 ms stall leaves 0.45 s to spare."""
+LOOP_PATIENCE = 10.0
+"""Seconds the renewal thread keeps renewing while the event loop takes none of its results:
+past that the loop is stuck, and the node lets its tables go."""
 LEASE_MARGIN = 0.1
 """Share of the TTL a host does not count on: its clock and Redis's may run at slightly
 different rates, so it stops trusting a lease a little before Redis could let it lapse."""
@@ -183,6 +187,7 @@ class Node:
         clock: Callable[[], float] = time.time,
         lease_ttl: float = LEASE_TTL,
         record_retention: float = RECORD_RETENTION,
+        renewal_store: Callable[[], Store] | None = None,
     ) -> None:
         self.store = store
         self.id = store.node_id
@@ -195,6 +200,13 @@ class Node:
         self._scan_until = 0.0
         self._scan_now = asyncio.Event()
         self._renew_now = asyncio.Event()
+        self._open_renewal_store = renewal_store
+        """Opens a second store on the same Redis for the renewal thread (``None``: leases are
+        renewed in the event loop)."""
+        self._renew_wake = threading.Event()
+        self._stop_renewing = threading.Event()
+        self._loop_seen = time.monotonic()
+        self._renewer: threading.Thread | None = None
         self.rooms: dict[str, Room] = {}
         self._logs: dict[str, list[bytes]] = {}
         """Per hosted room, its log as written: what a failed write is undone from."""
@@ -237,10 +249,17 @@ class Node:
         self._tasks = [
             loop.create_task(self._drain_outbox()),
             loop.create_task(self._heartbeat()),
-            loop.create_task(self._keep_leases()),
             loop.create_task(self._adopt_orphans()),
             loop.create_task(self._sweep()),
         ]
+        if self._open_renewal_store is None:
+            self._tasks.append(loop.create_task(self._keep_leases()))
+        else:
+            self._loop_seen = time.monotonic()
+            self._renewer = threading.Thread(
+                target=self._renew_off_loop, args=(loop,), name="lease-renewal", daemon=True
+            )
+            self._renewer.start()
         self._scan_soon()
 
     async def stop(self, reason: str = "server shutting down") -> None:
@@ -268,6 +287,10 @@ class Node:
                 )
         await self._settled()
         drain.cancel()
+        if self._renewer is not None:
+            self._stop_renewing.set()
+            self._renew_wake.set()
+            await asyncio.to_thread(self._renewer.join, 5.0)
         for task in list(self._spawned):
             task.cancel()
 
@@ -308,6 +331,7 @@ class Node:
         """The store answers again: renew leases and look for orphans now, not at the next
         period (every lease may have lapsed meanwhile)."""
         self._renew_now.set()
+        self._renew_wake.set()
         self._scan_soon()
 
     # ------------------------------------------------------------------ clients
@@ -553,14 +577,20 @@ class Node:
         now = self.clock()
         room = new_room(create, now)
         first = encode_entry(Entry(now=now, command=create))
-        sent = asyncio.get_running_loop().time()
+        sent = time.monotonic()
         token = await self.store.acquire_lease(table_id, self.lease_ttl)
         if token is None:
             raise StoreUnavailable("a fresh table id was already leased")
-        await self.store.append_log(table_id, token, 1, first)
-        record = msgspec.msgpack.encode(room.info())
-        await self.store.put_table(table_id, self.id, record, room.listed, token)
-        self._host(room, [first], _Lease(token, self._valid_until(sent)))
+        lease = _Lease(token, self._valid_until(sent))
+        self._leases[table_id] = lease  # renewed from now on: the writes below may take a while
+        try:
+            await self.store.append_log(table_id, token, 1, first)
+            record = msgspec.msgpack.encode(room.info())
+            await self.store.put_table(table_id, self.id, record, room.listed, token)
+        except BaseException:
+            self._leases.pop(table_id, None)
+            raise
+        self._host(room, [first], lease)
         return room
 
     def _host(self, room: Room, log_entries: list[bytes], lease: _Lease) -> None:
@@ -590,10 +620,9 @@ class Node:
         lease = self._leases.get(table)
         if lease is None:
             return False
-        loop = asyncio.get_running_loop()
-        if loop.time() < lease.valid_until:
+        if time.monotonic() < lease.valid_until:
             return True
-        sent = loop.time()
+        sent = time.monotonic()
         lost = await self.store.renew_leases({table: lease.token}, self.lease_ttl)
         if self._leases.get(table) is not lease:
             return False
@@ -737,29 +766,64 @@ class Node:
                     await self.store.release_lease(room.id, lease.token)
 
     async def _keep_leases(self) -> None:
-        """Renew this node's leases (fenced); drop the rooms whose lease is gone."""
-        loop = asyncio.get_running_loop()
+        """Renew this node's leases (fenced) in the event loop: without a renewal store (see
+        :meth:`_renew_off_loop`), as with the in-memory store."""
         while True:
             await _nap(self.lease_ttl / RENEWALS, self._renew_now)
             self._renew_now.clear()
             await self.store.health.wait_up()
             held = {table: lease.token for table, lease in self._leases.items()}
-            sent = loop.time()
+            sent = time.monotonic()
             try:
                 lost = await self.store.renew_leases(held, self.lease_ttl)
             except StoreUnavailable:
                 continue
-            for table, token in held.items():
-                lease = self._leases.get(table)
-                if lease is None or lease.token != token:
-                    continue  # dropped or adopted again meanwhile
-                if table in lost:
-                    if table in self.rooms:
-                        self._lose(table)
-                    else:
-                        self._leases.pop(table, None)  # a table being retired: another node does
+            self._renewed(held, lost, sent)
+
+    def _renewed(self, held: dict[str, int], lost: set[str], sent: float) -> None:
+        """A renewal sent at ``sent`` (``time.monotonic()``) of the ``held`` leases came back:
+        extend their validity, drop the rooms whose lease is gone."""
+        self._loop_seen = time.monotonic()
+        for table, token in held.items():
+            lease = self._leases.get(table)
+            if lease is None or lease.token != token:
+                continue  # dropped or adopted again meanwhile
+            if table in lost:
+                if table in self.rooms:
+                    self._lose(table)
                 else:
-                    lease.valid_until = max(lease.valid_until, self._valid_until(sent))
+                    self._leases.pop(table, None)  # a table being retired: another node does
+            else:
+                lease.valid_until = max(lease.valid_until, self._valid_until(sent))
+
+    def _renew_off_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The renewal thread: renew every lease RENEWALS times per TTL on a store connection of
+        its own, so that a busy event loop (a burst of reconnections after another node died,
+        a starved machine) does not lose its tables; results go back to the loop.
+
+        It stops renewing when the loop has not taken a result for LOOP_PATIENCE s: a node
+        whose loop is stuck must let its tables go. A stall of the whole process (SIGSTOP, a
+        garbage collection, a VM pause) stops this thread too: that is what the TTL covers.
+        """
+        assert self._open_renewal_store is not None
+        store = self._open_renewal_store()
+        store.incarnation = self.store.incarnation  # the same holder as the node's own store
+
+        async def renew() -> None:
+            try:
+                while not self._stop_renewing.is_set():
+                    if time.monotonic() - self._loop_seen < LOOP_PATIENCE:
+                        held = {t: lease.token for t, lease in dict(self._leases).items()}
+                        sent = time.monotonic()
+                        with contextlib.suppress(StoreUnavailable, RuntimeError):
+                            lost = await store.renew_leases(held, self.lease_ttl)
+                            loop.call_soon_threadsafe(self._renewed, held, lost, sent)
+                    self._renew_wake.wait(self.lease_ttl / RENEWALS)  # this loop has no other work
+                    self._renew_wake.clear()
+            finally:
+                await store.close()
+
+        asyncio.run(renew())
 
     def _scan_soon(self) -> None:
         """Look for tables to adopt now, and often for a while."""
@@ -808,7 +872,7 @@ class Node:
             self._scan_soon()
 
     async def _try_adopt(self, table: str) -> None:
-        sent = asyncio.get_running_loop().time()
+        sent = time.monotonic()
         try:
             token = await self.store.acquire_lease(table, self.lease_ttl)
         except StoreUnavailable:
@@ -816,13 +880,16 @@ class Node:
         if token is None:
             return
         lease = _Lease(token, self._valid_until(sent))
+        self._leases[table] = lease  # renewed from now on, while the log is read and replayed
         try:
             await self._adopt(table, lease)
         except (StoreUnavailable, LeaseLost) as error:
             log.debug("adopting %s failed: %r", table, error)
         except Exception:
             log.exception("adopting %s failed", table)
-        if self._leases.get(table) is not lease:
+        if table not in self.rooms or self._leases.get(table) is not lease:
+            if self._leases.get(table) is lease:
+                del self._leases[table]
             with contextlib.suppress(StoreUnavailable):
                 await self.store.release_lease(table, token)  # let the next scan try again
 
@@ -1016,7 +1083,8 @@ class Node:
         self.watchers.setdefault(table, {})[client] = client.tables[table] = watch
         if table not in self.rooms:
             await self._follow(table)
-            for broadcast in self._remote_tables[table]:
+            # The table may have been adopted here meanwhile: then its updates come directly.
+            for broadcast in self._remote_tables.get(table, ()):
                 self._send_update(client, watch, broadcast, {})
 
     async def _unwatch(self, client: Client, table: str) -> None:
