@@ -226,6 +226,8 @@ class Node:
         """Rooms whose last timer write failed: not before when to try again, and the backoff."""
         self._outbox: asyncio.Queue[_Publication] = asyncio.Queue()
         self._pending: dict[int, asyncio.Future[Answer]] = {}
+        self._forwarded: dict[int, str] = {}
+        """The node each pending forwarded request went to."""
         self._rids = itertools.count(1)
         self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
         """Tables hosted elsewhere that this node follows, with their last few updates."""
@@ -369,6 +371,11 @@ class Node:
         except StoreUnavailable as error:
             log.debug("%s failed, the store is unavailable: %s", type(message).__name__, error)
             answer = _error(message, ErrorCode.UNAVAILABLE, "the lobby store cannot be reached")
+        except LeaseLost as error:
+            # A new table's lease lapsed before it was written (the store was too slow): the
+            # table never existed for anyone; the next try makes another.
+            log.debug("%s failed, a lease lapsed meanwhile: %s", type(message).__name__, error)
+            answer = _error(message, ErrorCode.UNAVAILABLE, "the store answered too late: retry")
         except TimeoutError:
             answer = _error(message, ErrorCode.UNAVAILABLE, "the table's node did not answer")
         except Exception:
@@ -589,6 +596,7 @@ class Node:
         rid = next(self._rids)
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
+        self._forwarded[rid] = host
         try:
             request = bus.Request(
                 origin=self.id,
@@ -603,6 +611,17 @@ class Node:
             return await asyncio.wait_for(future, REMOTE_TIMEOUT)
         finally:
             self._pending.pop(rid, None)
+            self._forwarded.pop(rid, None)
+
+    def _give_up_on(self, nodes: set[str]) -> None:
+        """Stop waiting for the answers of requests forwarded to nodes that stopped
+        heartbeating: their requesters hear "did not answer" now, not after REMOTE_TIMEOUT, and
+        retry once the table has moved (whether a dead host ran the request is unknown, as
+        after a timeout)."""
+        for rid, host in list(self._forwarded.items()):
+            future = self._pending.get(rid)
+            if host in nodes and future is not None and not future.done():
+                future.set_exception(TimeoutError(f"node {host} stopped heartbeating"))
 
     def _on_node_message(self, data: bytes) -> None:
         try:
@@ -958,6 +977,7 @@ class Node:
                 live = await self.store.live_nodes()
                 if known - live:
                     self._scan_until = now + 2 * self.lease_ttl
+                    self._give_up_on(known - live)
                 known = live
                 if now >= self._scan_until and now < next_full:
                     continue
