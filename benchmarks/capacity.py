@@ -295,7 +295,10 @@ def main() -> None:
             )
             for n in (1, 2)
         }
-    all_costs = [costs(c, idle) for c in calibrations]
+    usable = [c for c in calibrations if c["actions"] > 0]
+    if not usable:
+        raise SystemExit("no calibration run made any action: the machine is too loaded")
+    all_costs = [costs(c, idle) for c in usable]
     cost = {k: statistics.median(c[k] for c in all_costs) for k in all_costs[0]}
     report: dict[str, Any] = {
         "load_average_before": load,
