@@ -49,6 +49,7 @@ import contextlib
 import itertools
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -94,17 +95,28 @@ _kept_decoder = msgspec.msgpack.Decoder(assist.KeptRecord)
 REMOTE_TIMEOUT = 3.0
 SOLITAIRE_GRACE = 3600.0
 RECENT_UPDATES = 64
-LEASE_TTL = 3.0
-"""Seconds a table's lease lasts unless its host renews it (three times per TTL)."""
+LEASE_TTL = 1.0
+"""Seconds a table's lease lasts unless its host renews it: a killed node's tables are adopted
+about this long after the kill. Fencing (tokens checked by every write) makes a short lease safe;
+what bounds it from below is the longest stall a live node must survive without losing its
+tables (see RENEWALS)."""
+RENEWALS = 4
+"""Lease renewals (and heartbeats) per TTL. A node that stalls (a long garbage collection, a VM
+pause) keeps its leases if it resumes within ``TTL * (1 - 1 / RENEWALS)`` minus a Redis round
+trip: 0.75 s with the default TTL, so a 300 ms stall leaves 0.45 s to spare."""
+LOOP_PATIENCE = 10.0
+"""Seconds the renewal thread keeps renewing while the event loop takes none of its results:
+past that the loop is stuck, and the node lets its tables go."""
 LEASE_MARGIN = 0.1
 """Share of the TTL a host does not count on: its clock and Redis's may run at slightly
 different rates, so it stops trusting a lease a little before Redis could let it lapse."""
-ORPHAN_SCAN = 0.5
-"""Seconds between looks for tables whose host died or handed them over (while likely)."""
+ORPHAN_SCAN = 1 / 6
+"""Share of the TTL between looks for tables whose host died or handed them over (while likely:
+0.17 s with the default TTL, so adoption follows a lapse closely)."""
 FULL_SCAN = 10.0
 """Seconds between looks for orphans when no node was seen going."""
-SCAN_GAP = 0.25
-"""Seconds at least between two looks for orphans, however often something asks for one."""
+SCAN_GAP = 1 / 12
+"""Share of the TTL at least between two looks for orphans, however often something asks."""
 RECORD_RETENTION = 24 * 3600.0
 """Seconds a closed table's game record stays in the store (for audits and replays)."""
 STORE_RETRY = Backoff(first=0.05, cap=2.0)
@@ -177,6 +189,7 @@ class Node:
         clock: Callable[[], float] = time.time,
         lease_ttl: float = LEASE_TTL,
         record_retention: float = RECORD_RETENTION,
+        renewal_store: Callable[[], Store] | None = None,
     ) -> None:
         self.store = store
         self.id = store.node_id
@@ -189,6 +202,13 @@ class Node:
         self._scan_until = 0.0
         self._scan_now = asyncio.Event()
         self._renew_now = asyncio.Event()
+        self._open_renewal_store = renewal_store
+        """Opens a second store on the same Redis for the renewal thread (``None``: leases are
+        renewed in the event loop)."""
+        self._renew_wake = threading.Event()
+        self._stop_renewing = threading.Event()
+        self._loop_seen = time.monotonic()
+        self._renewer: threading.Thread | None = None
         self.rooms: dict[str, Room] = {}
         self._logs: dict[str, list[bytes]] = {}
         """Per hosted room, its log as written: what a failed write is undone from."""
@@ -206,6 +226,8 @@ class Node:
         """Rooms whose last timer write failed: not before when to try again, and the backoff."""
         self._outbox: asyncio.Queue[_Publication] = asyncio.Queue()
         self._pending: dict[int, asyncio.Future[Answer]] = {}
+        self._forwarded: dict[int, str] = {}
+        """The node each pending forwarded request went to."""
         self._rids = itertools.count(1)
         self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
         """Tables hosted elsewhere that this node follows, with their last few updates."""
@@ -231,10 +253,17 @@ class Node:
         self._tasks = [
             loop.create_task(self._drain_outbox()),
             loop.create_task(self._heartbeat()),
-            loop.create_task(self._keep_leases()),
             loop.create_task(self._adopt_orphans()),
             loop.create_task(self._sweep()),
         ]
+        if self._open_renewal_store is None:
+            self._tasks.append(loop.create_task(self._keep_leases()))
+        else:
+            self._loop_seen = time.monotonic()
+            self._renewer = threading.Thread(
+                target=self._renew_off_loop, args=(loop,), name="lease-renewal", daemon=True
+            )
+            self._renewer.start()
         self._scan_soon()
 
     async def stop(self, reason: str = "server shutting down") -> None:
@@ -263,6 +292,10 @@ class Node:
                 )
         await self._settled()
         drain.cancel()
+        if self._renewer is not None:
+            self._stop_renewing.set()
+            self._renew_wake.set()
+            await asyncio.to_thread(self._renewer.join, 5.0)
         for task in list(self._spawned):
             task.cancel()
 
@@ -299,12 +332,13 @@ class Node:
                 sent = time.perf_counter()
                 await self.store.heartbeat(self.lease_ttl)
                 self.metrics.store_rtt.observe(time.perf_counter() - sent)
-            await asyncio.sleep(self.lease_ttl / 3)
+            await asyncio.sleep(self.lease_ttl / RENEWALS)
 
     def _on_store_back(self) -> None:
         """The store answers again: renew leases and look for orphans now, not at the next
         period (every lease may have lapsed meanwhile)."""
         self._renew_now.set()
+        self._renew_wake.set()
         self._scan_soon()
 
     # ------------------------------------------------------------------ clients
@@ -340,6 +374,11 @@ class Node:
         except StoreUnavailable as error:
             log.debug("%s failed, the store is unavailable: %s", type(message).__name__, error)
             answer = _error(message, ErrorCode.UNAVAILABLE, "the lobby store cannot be reached")
+        except LeaseLost as error:
+            # A new table's lease lapsed before it was written (the store was too slow): the
+            # table never existed for anyone; the next try makes another.
+            log.debug("%s failed, a lease lapsed meanwhile: %s", type(message).__name__, error)
+            answer = _error(message, ErrorCode.UNAVAILABLE, "the store answered too late: retry")
         except TimeoutError:
             answer = _error(message, ErrorCode.UNAVAILABLE, "the table's node did not answer")
         except Exception:
@@ -562,6 +601,7 @@ class Node:
         rid = next(self._rids)
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
+        self._forwarded[rid] = host
         try:
             request = bus.Request(
                 origin=self.id,
@@ -576,6 +616,17 @@ class Node:
             return await asyncio.wait_for(future, REMOTE_TIMEOUT)
         finally:
             self._pending.pop(rid, None)
+            self._forwarded.pop(rid, None)
+
+    def _give_up_on(self, nodes: set[str]) -> None:
+        """Stop waiting for the answers of requests forwarded to nodes that stopped
+        heartbeating: their requesters hear "did not answer" now, not after REMOTE_TIMEOUT, and
+        retry once the table has moved (whether a dead host ran the request is unknown, as
+        after a timeout)."""
+        for rid, host in list(self._forwarded.items()):
+            future = self._pending.get(rid)
+            if host in nodes and future is not None and not future.done():
+                future.set_exception(TimeoutError(f"node {host} stopped heartbeating"))
 
     def _on_node_message(self, data: bytes) -> None:
         try:
@@ -648,14 +699,20 @@ class Node:
         now = self.clock()
         room = new_room(create, now)
         first = encode_entry(Entry(now=now, command=create))
-        sent = asyncio.get_running_loop().time()
+        sent = time.monotonic()
         token = await self.store.acquire_lease(table_id, self.lease_ttl)
         if token is None:
             raise StoreUnavailable("a fresh table id was already leased")
-        await self.store.append_log(table_id, token, 1, first)
-        record = msgspec.msgpack.encode(room.info())
-        await self.store.put_table(table_id, self.id, record, room.listed, token)
-        self._host(room, [first], _Lease(token, self._valid_until(sent)))
+        lease = _Lease(token, self._valid_until(sent))
+        self._leases[table_id] = lease  # renewed from now on: the writes below may take a while
+        try:
+            await self.store.append_log(table_id, token, 1, first)
+            record = msgspec.msgpack.encode(room.info())
+            await self.store.put_table(table_id, self.id, record, room.listed, token)
+        except BaseException:
+            self._leases.pop(table_id, None)
+            raise
+        self._host(room, [first], lease)
         return room
 
     def _host(self, room: Room, log_entries: list[bytes], lease: _Lease) -> None:
@@ -685,10 +742,9 @@ class Node:
         lease = self._leases.get(table)
         if lease is None:
             return False
-        loop = asyncio.get_running_loop()
-        if loop.time() < lease.valid_until:
+        if time.monotonic() < lease.valid_until:
             return True
-        sent = loop.time()
+        sent = time.monotonic()
         lost = await self.store.renew_leases({table: lease.token}, self.lease_ttl)
         if self._leases.get(table) is not lease:
             return False
@@ -841,29 +897,66 @@ class Node:
                     await self.store.release_lease(room.id, lease.token)
 
     async def _keep_leases(self) -> None:
-        """Renew this node's leases (fenced); drop the rooms whose lease is gone."""
-        loop = asyncio.get_running_loop()
+        """Renew this node's leases (fenced) in the event loop: without a renewal store (see
+        :meth:`_renew_off_loop`), as with the in-memory store."""
         while True:
-            await _nap(self.lease_ttl / 3, self._renew_now)
+            await _nap(self.lease_ttl / RENEWALS, self._renew_now)
             self._renew_now.clear()
             await self.store.health.wait_up()
             held = {table: lease.token for table, lease in self._leases.items()}
-            sent = loop.time()
+            sent = time.monotonic()
             try:
                 lost = await self.store.renew_leases(held, self.lease_ttl)
             except StoreUnavailable:
                 continue
-            for table, token in held.items():
-                lease = self._leases.get(table)
-                if lease is None or lease.token != token:
-                    continue  # dropped or adopted again meanwhile
-                if table in lost:
-                    if table in self.rooms:
-                        self._lose(table)
-                    else:
-                        self._leases.pop(table, None)  # a table being retired: another node does
+            self._renewed(held, lost, sent)
+
+    def _renewed(self, held: dict[str, int], lost: set[str], sent: float) -> None:
+        """A renewal sent at ``sent`` (``time.monotonic()``) of the ``held`` leases came back:
+        extend their validity, drop the rooms whose lease is gone."""
+        self._loop_seen = time.monotonic()
+        for table, token in held.items():
+            lease = self._leases.get(table)
+            if lease is None or lease.token != token:
+                continue  # dropped or adopted again meanwhile
+            if table in lost:
+                if table in self.rooms:
+                    self._lose(table)
                 else:
-                    lease.valid_until = max(lease.valid_until, self._valid_until(sent))
+                    self._leases.pop(table, None)  # a table being retired: another node does
+            else:
+                lease.valid_until = max(lease.valid_until, self._valid_until(sent))
+
+    def _renew_off_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The renewal thread: renew every lease RENEWALS times per TTL on a store connection of
+        its own, so that a busy event loop (a burst of reconnections after another node died,
+        a starved machine) does not lose its tables; results go back to the loop.
+
+        It stops renewing when the loop has not taken a result for LOOP_PATIENCE s: a node
+        whose loop is stuck must let its tables go. A stall of the whole process (SIGSTOP, a
+        garbage collection, a VM pause) stops this thread too: that is what the TTL covers.
+        """
+        assert self._open_renewal_store is not None
+        store = self._open_renewal_store()
+        store.incarnation = self.store.incarnation  # the same holder as the node's own store
+
+        async def renew() -> None:
+            try:
+                with contextlib.suppress(StoreUnavailable):
+                    await store.ping()  # connect first (a cluster client reads its slot map)
+                while not self._stop_renewing.is_set():
+                    if time.monotonic() - self._loop_seen < LOOP_PATIENCE:
+                        held = {t: lease.token for t, lease in dict(self._leases).items()}
+                        sent = time.monotonic()
+                        with contextlib.suppress(StoreUnavailable, RuntimeError):
+                            lost = await store.renew_leases(held, self.lease_ttl)
+                            loop.call_soon_threadsafe(self._renewed, held, lost, sent)
+                    self._renew_wake.wait(self.lease_ttl / RENEWALS)  # this loop has no other work
+                    self._renew_wake.clear()
+            finally:
+                await store.close()
+
+        asyncio.run(renew())
 
     def _scan_soon(self) -> None:
         """Look for tables to adopt now, and often for a while."""
@@ -882,7 +975,7 @@ class Node:
         known: set[str] = set()
         next_full = loop.time()
         while True:
-            await _nap(ORPHAN_SCAN, self._scan_now)
+            await _nap(self.lease_ttl * ORPHAN_SCAN, self._scan_now)
             self._scan_now.clear()
             await self.store.health.wait_up()
             now = loop.time()
@@ -890,6 +983,7 @@ class Node:
                 live = await self.store.live_nodes()
                 if known - live:
                     self._scan_until = now + 2 * self.lease_ttl
+                    self._give_up_on(known - live)
                 known = live
                 if now >= self._scan_until and now < next_full:
                     continue
@@ -899,7 +993,7 @@ class Node:
             except StoreUnavailable:
                 continue
             await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))
-            await asyncio.sleep(SCAN_GAP)
+            await asyncio.sleep(self.lease_ttl * SCAN_GAP)
 
     def _on_handover(self, data: bytes) -> None:
         """Another node is handing its tables over: look for them now."""
@@ -912,7 +1006,7 @@ class Node:
             self._scan_soon()
 
     async def _try_adopt(self, table: str) -> None:
-        sent = asyncio.get_running_loop().time()
+        sent = time.monotonic()
         try:
             token = await self.store.acquire_lease(table, self.lease_ttl)
         except StoreUnavailable:
@@ -920,13 +1014,16 @@ class Node:
         if token is None:
             return
         lease = _Lease(token, self._valid_until(sent))
+        self._leases[table] = lease  # renewed from now on, while the log is read and replayed
         try:
             await self._adopt(table, lease)
         except (StoreUnavailable, LeaseLost) as error:
             log.debug("adopting %s failed: %r", table, error)
         except Exception:
             log.exception("adopting %s failed", table)
-        if self._leases.get(table) is not lease:
+        if table not in self.rooms or self._leases.get(table) is not lease:
+            if self._leases.get(table) is lease:
+                del self._leases[table]
             with contextlib.suppress(StoreUnavailable):
                 await self.store.release_lease(table, token)  # let the next scan try again
 
@@ -974,7 +1071,13 @@ class Node:
         if broadcast is not None:
             self._fan_out(broadcast)
             self._correct_presence(broadcast.table, _away(broadcast))
-        token = self._leases[room.id].token
+        lease = self._leases.get(room.id)
+        if lease is None or self.rooms.get(room.id) is not room:
+            # The lease was found lost while the entry was being written: the entry is logged
+            # and its update announced; the next host carries on from the log (what the outbox
+            # would have written goes as when a node dies right after a write).
+            return
+        token = lease.token
         outcome = room.take_outcome()
         if room.status == "closed":
             closing_log = self._logs[room.id]
@@ -1115,7 +1218,8 @@ class Node:
         self.watchers.setdefault(table, {})[client] = client.tables[table] = watch
         if table not in self.rooms:
             await self._follow(table)
-            for broadcast in self._remote_tables[table]:
+            # The table may have been adopted here meanwhile: then its updates come directly.
+            for broadcast in self._remote_tables.get(table, ()):
                 self._send_update(client, watch, broadcast, {})
 
     async def _unwatch(self, client: Client, table: str) -> None:
