@@ -31,8 +31,11 @@ command runs (requests are answered ``unavailable`` at once), timers wait for th
 back rather than retrying on their own, and the periodic work (heartbeat, lease renewals,
 orphan scans) waits too; when it is back, leases are renewed and orphans looked for at once. A
 failed log write undoes its command by rebuilding the room from the log once; then the table
-waits. Side effects outside the room (lobby record, player sets, scores, retirement) are done in
-order by one outbox task, retried on the shared backoff while the store is down.
+waits. Log appends of all tables are sent to the store together (its group commit); each table
+waits for its own. Every ``SNAPSHOT_EVERY`` entries the room is snapshotted (``server.snapshots``),
+so an adoption or an undo replays only the entries after the latest snapshot. Side effects
+outside the room (lobby record, player sets, scores, retirement) are done in order by one outbox
+task, retried on the shared backoff while the store is down.
 
 A request's answer is an :class:`Answer`: the messages for the requester, and whether the requester
 now watches the table (with which seat) or stops watching it. Updates go to every watcher in
@@ -76,7 +79,6 @@ from server.hosting import (
     joined,
     new_room,
     players_seated,
-    replay,
     table_record,
     timer_entry,
 )
@@ -84,6 +86,8 @@ from server.identity import BOT_NAMES
 from server.metrics import Metrics
 from server.retry import Backoff
 from server.room import Broadcast, Outcome, Room, RoomError
+from server.snapshots import SNAPSHOT_EVERY, rebuild
+from server.snapshots import take as take_snapshot
 from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, Whereabouts, node_channel, table_channel
 
@@ -189,6 +193,7 @@ class Node:
         self._renew_now = asyncio.Event()
         self.rooms: dict[str, Room] = {}
         self._logs: dict[str, list[bytes]] = {}
+        self._snapshots: dict[str, tuple[int, bytes]] = {}
         """Per hosted room, its log as written: what a failed write is undone from."""
         self._leases: dict[str, _Lease] = {}
         """Per hosted room (and room being retired), the lease this node holds."""
@@ -565,6 +570,7 @@ class Node:
         room = self.rooms.pop(table, None)
         self._bots_named.pop(table, None)
         self._logs.pop(table, None)
+        self._snapshots.pop(table, None)
         self._retry_at.pop(table, None)
         if not keep_lease:
             self._leases.pop(table, None)
@@ -690,7 +696,21 @@ class Node:
             return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")
         entries.append(data)
         self._retry_at.pop(room.id, None)
+        if len(entries) % SNAPSHOT_EVERY == 0:
+            self._take_snapshot(room, len(entries), token)
         return broadcast, None
+
+    def _take_snapshot(self, room: Room, position: int, token: int) -> None:
+        """Snapshot the room just logged (see :mod:`server.snapshots`): kept here for undoing a
+        later command, and stored (in the background, fenced) for the node that adopts it."""
+        data = take_snapshot(room)
+        self._snapshots[room.id] = (position, data)
+        self._spawn(self._store_snapshot(room.id, token, position, data))
+
+    async def _store_snapshot(self, table: str, token: int, position: int, data: bytes) -> None:
+        # A snapshot that cannot be stored costs a longer replay at adoption, nothing more.
+        with contextlib.suppress(StoreUnavailable, LeaseLost):
+            await self.store.put_snapshot(table, token, position, data)
 
     def _restore(self, table: str) -> None:
         """Undo an unlogged command: rebuild the room from the log written so far (once: its
@@ -698,9 +718,12 @@ class Node:
         entries = self._logs[table]
         lease = self._leases[table]
         retry = self._retry_at.get(table)
+        snapshot = self._snapshots.get(table)
         self._unhost(table)
-        room = replay(entries)
+        room = rebuild(entries, snapshot)
         self._host(room, entries, lease)
+        if snapshot is not None:
+            self._snapshots[table] = snapshot
         if retry is not None:
             self._retry_at[table] = retry
         self._arm(room)
@@ -823,12 +846,15 @@ class Node:
         if not entries:  # its node died before it was created: nothing to host
             await self.store.retire_table(table, lease.token, b"", self.record_retention)
             return
-        room = replay(entries)
+        snapshot = await self.store.read_snapshot(table)
+        room = rebuild(entries, snapshot)
         if room.status == "closed":  # closed, but its node died before retiring it
             await self._retire(table, lease.token, entries)
             return
         async with self._lock(table):
             self._host(room, entries, lease)
+            if snapshot is not None:
+                self._snapshots[table] = snapshot
             resume = Entry(now=self.clock(), command=Resume())
             execute(room, resume)
             resume.seq = room.seq  # after the presence events the resume made
