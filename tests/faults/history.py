@@ -120,10 +120,13 @@ async def read_table_logs(redis_url: str, tables: Iterable[str]) -> dict[str, Ta
 
 
 async def wait_closed(redis_url: str, tables: Iterable[str], timeout: float = 30.0) -> float:
-    """Wait until every table's log shows it closed (at most ``timeout`` s); return the wait.
+    """Wait until every table's log shows it closed and its node has retired it (its keys have
+    a lifetime: the retirement is written just after the closing entry), at most ``timeout`` s;
+    return the wait.
 
-    Tables still open by then are left for the checker to report.
+    Tables still open (or not retired) by then are left for the checker to report.
     """
+    tables = list(tables)
     pending = set(tables)
     started = time.monotonic()
     while pending and time.monotonic() - started < timeout:
@@ -133,6 +136,9 @@ async def wait_closed(redis_url: str, tables: Iterable[str], timeout: float = 30
         }
         if any(log.problem and "replay" in log.problem for log in logs.values()):
             break  # a log that does not replay never closes
+        if not pending:
+            left = await keys_without_ttl(redis_url)
+            pending = {t for t in tables if any(f"{{{t}}}" in key for key in left)}
         if pending:
             await asyncio.sleep(0.25)
     return time.monotonic() - started
