@@ -443,6 +443,8 @@ class RedisStore(Store):
             self._committer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._committer
+        queued, self._batch = self._batch, []
+        _settle(queued, [StoreUnavailable("redis: the store closed")] * len(queued))
         self.health.close()
         self._online.clear()
         self._handlers.clear()
