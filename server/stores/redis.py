@@ -31,8 +31,8 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
                                                       player and game)
 
 The fixed keys above are the only ones that may exist without a TTL, besides a live table's
-epoch, log and record (owned by its host, deleted or given a TTL when it is retired; a table whose
-host died is adopted by another node, so its keys always have an owner). Field details:
+epoch, log, record and snapshot (owned by its host, deleted or given a TTL when it is retired; a
+table whose host died is adopted by another node, so its keys always have an owner). Fields:
 ``record`` holds node, record, listed ("1" / "0"); ``snap`` holds position and data (the room
 just after that log entry: :mod:`server.snapshots`); ``lease`` holds ``node/incarnation/token``;
 ``log`` entries have the field ``e`` and the ID ``<position>-0``, position 1 being the create
