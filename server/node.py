@@ -79,6 +79,7 @@ from server.hosting import (
     joined,
     new_room,
     players_seated,
+    replay,
     table_record,
     timer_entry,
 )
@@ -86,7 +87,8 @@ from server.identity import BOT_NAMES
 from server.metrics import Metrics
 from server.retry import Backoff
 from server.room import Broadcast, Outcome, Room, RoomError
-from server.snapshots import SNAPSHOT_EVERY, rebuild
+from server.snapshots import SNAPSHOT_EVERY, SnapshotError, rebuild
+from server.snapshots import resume as resume_from_snapshot
 from server.snapshots import take as take_snapshot
 from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, Whereabouts, node_channel, table_channel
@@ -96,6 +98,8 @@ log = logging.getLogger("blackdrez.node")
 REMOTE_TIMEOUT = 3.0
 SOLITAIRE_GRACE = 3600.0
 RECENT_UPDATES = 64
+ELIDED = b""
+"""In a hosted table's log held here: an entry before its snapshot, not read at adoption."""
 LEASE_TTL = 3.0
 """Seconds a table's lease lasts unless its host renews it (three times per TTL)."""
 LEASE_MARGIN = 0.1
@@ -719,8 +723,13 @@ class Node:
         lease = self._leases[table]
         retry = self._retry_at.get(table)
         snapshot = self._snapshots.get(table)
+        try:
+            room = rebuild(entries, snapshot)
+        except Exception:  # the snapshot failed and the log's start was never read (ELIDED)
+            log.exception("undoing a command of %s failed: it must be adopted again", table)
+            self._lose(table)
+            return
         self._unhost(table)
-        room = rebuild(entries, snapshot)
         self._host(room, entries, lease)
         if snapshot is not None:
             self._snapshots[table] = snapshot
@@ -842,12 +851,10 @@ class Node:
                 await self.store.release_lease(table, token)  # let the next scan try again
 
     async def _adopt(self, table: str, lease: _Lease) -> None:
-        entries = await self.store.read_log(table)
-        if not entries:  # its node died before it was created: nothing to host
+        entries, snapshot, room = await self._read_table(table)
+        if room is None:  # its node died before it was created: nothing to host
             await self.store.retire_table(table, lease.token, b"", self.record_retention)
             return
-        snapshot = await self.store.read_snapshot(table)
-        room = rebuild(entries, snapshot)
         if room.status == "closed":  # closed, but its node died before retiring it
             await self._retire(table, lease.token, entries)
             return
@@ -869,8 +876,29 @@ class Node:
             log.info("adopted table %s at event %d", table, room.seq)
             self._after(room, broadcast)
 
+    async def _read_table(
+        self, table: str
+    ) -> tuple[list[bytes], tuple[int, bytes] | None, Room | None]:
+        """A table's log, snapshot and room, for adoption. With a snapshot that fits, only the
+        log from the snapshot's entry on is read: the entries before it are :data:`ELIDED`
+        (read again only to retire the table), so the time does not grow with the history.
+        Without one, the whole log is read and replayed. No log: no room."""
+        snapshot = await self.store.read_snapshot(table)
+        if snapshot is not None:
+            tail = await self.store.read_log(table, after=snapshot[0] - 1)
+            try:
+                room = resume_from_snapshot(snapshot, tail)
+            except SnapshotError as error:
+                log.warning("snapshot of %s not used, whole log replayed: %s", table, error)
+            else:
+                return [ELIDED] * (snapshot[0] - 1) + tail, snapshot, room
+        entries = await self.store.read_log(table)
+        return entries, None, replay(entries) if entries else None
+
     async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
         """Write a closed table's game record in place of its log, for good."""
+        if entries and entries[0] is ELIDED:  # adopted from a snapshot: the record needs it all
+            entries = await self.store.read_log(table)
         record = table_record(entries, self.clock())
         players = players_seated(entries)
         await self.store.retire_table(table, token, record, self.record_retention, players)

@@ -84,26 +84,29 @@ def load(data: bytes) -> Room:
 def rebuild(entries: list[bytes], snapshot: tuple[int, bytes] | None = None) -> Room:
     """The room of this log: from ``snapshot`` (its position, its bytes) and the entries after
     it when it fits the log, else by replaying the whole log."""
-    if snapshot is not None:
-        position, data = snapshot
-        if 0 < position <= len(entries):
-            try:
-                room = load(data)
-                logged = decode_entry(entries[position - 1]).seq
-                if logged is not None and room.seq != logged:
-                    raise SnapshotError(f"the room is at event {room.seq}, the log at {logged}")
-                return _replay_after(room, entries[position:])
-            except (SnapshotError, ValueError) as error:
-                log.warning("snapshot at %d not used, whole log replayed: %s", position, error)
+    if snapshot is not None and 0 < snapshot[0] <= len(entries):
+        try:
+            return resume(snapshot, entries[snapshot[0] - 1 :])
+        except SnapshotError as error:
+            log.warning("snapshot at %d not used, whole log replayed: %s", snapshot[0], error)
     return replay(entries)
 
 
-def _replay_after(room: Room, tail: list[bytes]) -> Room:
-    for index, data in enumerate(tail):
+def resume(snapshot: tuple[int, bytes], tail: list[bytes]) -> Room:
+    """The room from ``snapshot`` and ``tail``, the log from the snapshot's own entry on (that
+    one is checked against the snapshot, the others replayed); :class:`SnapshotError` if they do
+    not fit. This needs only the end of the log: what an adopting node reads."""
+    if not tail:
+        raise SnapshotError(f"the log ends before entry {snapshot[0]}")
+    room = load(snapshot[1])
+    logged = decode_entry(tail[0]).seq
+    if logged is not None and room.seq != logged:
+        raise SnapshotError(f"the room is at event {room.seq}, the log at {logged}")
+    for index, data in enumerate(tail[1:], start=1):
         try:
             execute(room, decode_entry(data))
         except RoomError as error:
-            raise ValueError(f"entry {index} after the snapshot refused: {error}") from None
+            raise SnapshotError(f"entry {index} after the snapshot refused: {error}") from None
     room.flush()
     room.take_outcome()
     return room

@@ -117,3 +117,13 @@ async def test_a_snapshot_is_stored_by_the_lease_holder_only(store: Store) -> No
     assert await store.read_snapshot("t1") == (1000, b"at 1000")
     await store.retire_table("t1", adopted, b"record", keep=60)
     assert await store.read_snapshot("t1") is None
+
+
+async def test_a_log_is_read_from_any_entry_on(store: Store) -> None:
+    token = await store.acquire_lease("t1", 5)
+    assert token is not None
+    for position in range(1, 13):
+        await store.append_log("t1", token, position, f"e{position}".encode())
+    assert await store.read_log("t1", after=9) == [b"e10", b"e11", b"e12"]
+    assert await store.read_log("t1", after=12) == []
+    assert len(await store.read_log("t1")) == 12

@@ -233,8 +233,9 @@ class Store(abc.ABC):
         goes out unlogged."""
 
     @abc.abstractmethod
-    async def read_log(self, table_id: str) -> list[bytes]:
-        """The table's whole log, oldest first."""
+    async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
+        """The table's log from entry ``after + 1`` on (the whole log by default), oldest
+        first."""
 
     @abc.abstractmethod
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:

@@ -196,8 +196,8 @@ class MemoryStore(Store):
         if announce is not None:
             await self.publish(channel, announce)
 
-    async def read_log(self, table_id: str) -> list[bytes]:
-        return list(self._logs.get(table_id, ()))
+    async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
+        return list(self._logs.get(table_id, ())[after:])
 
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
         self._check_lease(table_id, token)

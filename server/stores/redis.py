@@ -683,9 +683,9 @@ class RedisStore(Store):
             with contextlib.suppress(StoreUnavailable), self._reaching():
                 await self._redis.publish(channel, announce)
 
-    async def read_log(self, table_id: str) -> list[bytes]:
+    async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
         with self._reaching():
-            entries = await self._redis.xrange(log_key(table_id))
+            entries = await self._redis.xrange(log_key(table_id), min=f"{after + 1}-0")
         return [fields[b"e"] for _, fields in entries]
 
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
