@@ -749,7 +749,7 @@ class Node:
             self._spawn(self.store.release_lease(table, lease.token))
         self._scan_soon()
         if self.watchers.get(table):
-            self._spawn(self._follow(table))
+            self._spawn(self._follow_lost(table))
 
     async def _handover(self, room: Room) -> None:
         """Give a room up to the other nodes (graceful shutdown with a shared store)."""
@@ -1077,6 +1077,15 @@ class Node:
             except BaseException:
                 self._remote_tables.pop(table, None)  # not followed: the next try subscribes
                 raise
+
+    async def _follow_lost(self, table: str) -> None:
+        """Keep the viewers here of a table this node lost: follow it where it goes, and resync
+        each of them, since what happened to it meanwhile (an adoption elsewhere, commands its
+        new host took while this node was paused) was announced before this node listened."""
+        await self._follow(table)
+        await asyncio.gather(
+            *(self._catch_up_viewer(client, table) for client in list(self.watchers.get(table, {})))
+        )
 
     async def _unfollow_if_unwatched(self, table: str) -> None:
         if table in self._remote_tables and not self.watchers.get(table):
