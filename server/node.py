@@ -813,7 +813,11 @@ class Node:
     def _take_snapshot(self, room: Room, position: int, token: int) -> None:
         """Snapshot the room just logged (see :mod:`server.snapshots`): kept here for undoing a
         later command, and stored (in the background, fenced) for the node that adopts it."""
-        data = take_snapshot(room)
+        try:
+            data = take_snapshot(room)
+        except Exception:  # a room holding something that does not pickle: a bug to report
+            log.exception("no snapshot of %s at entry %d: it will be replayed", room.id, position)
+            return
         self._snapshots[room.id] = (position, data)
         self._spawn(self._store_snapshot(room.id, token, position, data))
 

@@ -71,3 +71,24 @@ async def test_an_adopted_table_resumes_from_its_latest_snapshot(
     finally:
         await a.close()
         await b.close()
+
+
+async def test_a_snapshot_that_fails_costs_the_command_nothing(
+    make_server: Any,
+    connect: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(server.node, "SNAPSHOT_EVERY", 1)
+
+    def unpicklable(room: Any) -> bytes:
+        raise TypeError("cannot pickle this room")
+
+    monkeypatch.setattr(server.node, "take_snapshot", unpicklable)
+    node = await make_server()
+    a, b = [await connect(node, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b], turn_seconds=60)
+    await asyncio.gather(play_out(a, table), play_out(b, table))
+    assert a.tables[table].view["phase"] == "over", "every command went through"
+    assert await node.store.read_snapshot(table) is None
+    assert any("no snapshot of" in record.message for record in caplog.records)
