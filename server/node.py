@@ -31,8 +31,11 @@ command runs (requests are answered ``unavailable`` at once), timers wait for th
 back rather than retrying on their own, and the periodic work (heartbeat, lease renewals,
 orphan scans) waits too; when it is back, leases are renewed and orphans looked for at once. A
 failed log write undoes its command by rebuilding the room from the log once; then the table
-waits. Side effects outside the room (lobby record, player sets, scores, retirement) are done in
-order by one outbox task, retried on the shared backoff while the store is down.
+waits. Log appends of all tables are sent to the store together (its group commit); each table
+waits for its own. Every ``SNAPSHOT_EVERY`` entries the room is snapshotted (``server.snapshots``),
+so an adoption or an undo replays only the entries after the latest snapshot. Side effects
+outside the room (lobby record, player sets, scores, retirement) are done in order by one outbox
+task, retried on the shared backoff while the store is down.
 
 A request's answer is an :class:`Answer`: the messages for the requester, and whether the requester
 now watches the table (with which seat) or stops watching it. Updates go to every watcher in
@@ -85,6 +88,9 @@ from server.identity import BOT_NAMES
 from server.metrics import Metrics
 from server.retry import Backoff
 from server.room import Broadcast, Outcome, Room, RoomError
+from server.snapshots import SNAPSHOT_EVERY, SnapshotError, rebuild
+from server.snapshots import resume as resume_from_snapshot
+from server.snapshots import take as take_snapshot
 from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, Whereabouts, node_channel, table_channel
 
@@ -95,6 +101,8 @@ _kept_decoder = msgspec.msgpack.Decoder(assist.KeptRecord)
 REMOTE_TIMEOUT = 3.0
 SOLITAIRE_GRACE = 3600.0
 RECENT_UPDATES = 64
+ELIDED = b""
+"""In a hosted table's log held here: an entry before its snapshot, not read at adoption."""
 LEASE_TTL = 1.0
 """Seconds a table's lease lasts unless its host renews it: a killed node's tables are adopted
 about this long after the kill. Fencing (tokens checked by every write) makes a short lease safe;
@@ -212,6 +220,8 @@ class Node:
         self.rooms: dict[str, Room] = {}
         self._logs: dict[str, list[bytes]] = {}
         """Per hosted room, its log as written: what a failed write is undone from."""
+        self._snapshots: dict[str, tuple[int, bytes]] = {}
+        """Per hosted room, its latest snapshot: the entry it was taken at, and its bytes."""
         self._leases: dict[str, _Lease] = {}
         """Per hosted room (and room being retired), the lease this node holds."""
         self._closing: set[str] = set()
@@ -725,6 +735,7 @@ class Node:
         room = self.rooms.pop(table, None)
         self._bots_named.pop(table, None)
         self._logs.pop(table, None)
+        self._snapshots.pop(table, None)
         self._retry_at.pop(table, None)
         if not keep_lease:
             self._leases.pop(table, None)
@@ -857,7 +868,25 @@ class Node:
             return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")
         entries.append(data)
         self._retry_at.pop(room.id, None)
+        if len(entries) % SNAPSHOT_EVERY == 0:
+            self._take_snapshot(room, len(entries), token)
         return broadcast, None
+
+    def _take_snapshot(self, room: Room, position: int, token: int) -> None:
+        """Snapshot the room just logged (see :mod:`server.snapshots`): kept here for undoing a
+        later command, and stored (in the background, fenced) for the node that adopts it."""
+        try:
+            data = take_snapshot(room)
+        except Exception:  # a room holding something that does not pickle: a bug to report
+            log.exception("no snapshot of %s at entry %d: it will be replayed", room.id, position)
+            return
+        self._snapshots[room.id] = (position, data)
+        self._spawn(self._store_snapshot(room.id, token, position, data))
+
+    async def _store_snapshot(self, table: str, token: int, position: int, data: bytes) -> None:
+        # A snapshot that cannot be stored costs a longer replay at adoption, nothing more.
+        with contextlib.suppress(StoreUnavailable, LeaseLost):
+            await self.store.put_snapshot(table, token, position, data)
 
     def _restore(self, table: str) -> None:
         """Undo an unlogged command: rebuild the room from the log written so far (once: its
@@ -865,9 +894,17 @@ class Node:
         entries = self._logs[table]
         lease = self._leases[table]
         retry = self._retry_at.get(table)
+        snapshot = self._snapshots.get(table)
+        try:
+            room = rebuild(entries, snapshot)
+        except Exception:  # the snapshot failed and the log's start was never read (ELIDED)
+            log.exception("undoing a command of %s failed: it must be adopted again", table)
+            self._lose(table)
+            return
         self._unhost(table)
-        room = replay(entries)
         self._host(room, entries, lease)
+        if snapshot is not None:
+            self._snapshots[table] = snapshot
         if retry is not None:
             self._retry_at[table] = retry
         self._arm(room)
@@ -884,7 +921,7 @@ class Node:
             self._spawn(self.store.release_lease(table, lease.token))
         self._scan_soon()
         if self.watchers.get(table):
-            self._spawn(self._follow(table))
+            self._spawn(self._follow_lost(table))
 
     async def _handover(self, room: Room) -> None:
         """Give a room up to the other nodes (graceful shutdown with a shared store)."""
@@ -1028,16 +1065,17 @@ class Node:
                 await self.store.release_lease(table, token)  # let the next scan try again
 
     async def _adopt(self, table: str, lease: _Lease) -> None:
-        entries = await self.store.read_log(table)
-        if not entries:  # its node died before it was created: nothing to host
+        entries, snapshot, room = await self._read_table(table)
+        if room is None:  # its node died before it was created: nothing to host
             await self.store.retire_table(table, lease.token, b"", self.record_retention)
             return
-        room = replay(entries)
         if room.status == "closed":  # closed, but its node died before retiring it
             await self._retire(table, lease.token, entries)
             return
         async with self._lock(table):
             self._host(room, entries, lease)
+            if snapshot is not None:
+                self._snapshots[table] = snapshot
             resume = Entry(now=self.clock(), command=Resume())
             execute(room, resume)
             resume.seq = room.seq  # after the presence events the resume made
@@ -1053,8 +1091,29 @@ class Node:
             self.metrics.tables_adopted.inc()
             self._after(room, broadcast)
 
+    async def _read_table(
+        self, table: str
+    ) -> tuple[list[bytes], tuple[int, bytes] | None, Room | None]:
+        """A table's log, snapshot and room, for adoption. With a snapshot that fits, only the
+        log from the snapshot's entry on is read: the entries before it are :data:`ELIDED`
+        (read again only to retire the table), so the time does not grow with the history.
+        Without one, the whole log is read and replayed. No log: no room."""
+        snapshot = await self.store.read_snapshot(table)
+        if snapshot is not None:
+            tail = await self.store.read_log(table, after=snapshot[0] - 1)
+            try:
+                room = resume_from_snapshot(snapshot, tail)
+            except SnapshotError as error:
+                log.warning("snapshot of %s not used, whole log replayed: %s", table, error)
+            else:
+                return [ELIDED] * (snapshot[0] - 1) + tail, snapshot, room
+        entries = await self.store.read_log(table)
+        return entries, None, replay(entries) if entries else None
+
     async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
         """Write a closed table's game record in place of its log, for good."""
+        if entries and entries[0] is ELIDED:  # adopted from a snapshot: the record needs it all
+            entries = await self.store.read_log(table)
         record = table_record(entries, self.clock())
         players = players_seated(entries)
         await self.store.retire_table(table, token, record, self.record_retention, players)
@@ -1240,6 +1299,15 @@ class Node:
             except BaseException:
                 self._remote_tables.pop(table, None)  # not followed: the next try subscribes
                 raise
+
+    async def _follow_lost(self, table: str) -> None:
+        """Keep the viewers here of a table this node lost: follow it where it goes, and resync
+        each of them, since what happened to it meanwhile (an adoption elsewhere, commands its
+        new host took while this node was paused) was announced before this node listened."""
+        await self._follow(table)
+        await asyncio.gather(
+            *(self._catch_up_viewer(client, table) for client in list(self.watchers.get(table, {})))
+        )
 
     async def _unfollow_if_unwatched(self, table: str) -> None:
         if table in self._remote_tables and not self.watchers.get(table):
