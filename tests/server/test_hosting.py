@@ -23,6 +23,17 @@ from server.testing.redis_server import RedisServer
 from tests.server.helpers import play_out, seat_and_start
 
 
+async def player_on_turn(players: list[Client], table: str, timeout: float = 30.0) -> Client:
+    """The player with legal actions, once one has them (a round won on the deal is followed by
+    the pause: then nobody has any until the next deal, which the clients see one by one)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            for player in players:
+                if player.tables[table].legal:
+                    return player
+            await asyncio.sleep(0.02)
+
+
 def same_room(live, rebuilt) -> None:
     assert rebuilt.seq == live.seq
     assert rebuilt.status == live.status
@@ -71,7 +82,7 @@ async def test_while_redis_is_down_requests_fail_cleanly_and_change_nothing(
     server = await make_server(redis_url=own_redis.url)
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b], turn_seconds=60)
-    mover = a if a.tables[table].legal else b
+    mover = await player_on_turn([a, b], table)
     before = server.node.rooms[table].snapshot(None)
     own_redis.stop()
     with pytest.raises(ServerError) as error:
@@ -109,7 +120,7 @@ async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, re
     position = len(await server.store.read_log(table)) + 1
     with pytest.raises(LeaseLost):
         await server.store.append_log(table, token, position, b"x")
-    mover = a if a.tables[table].legal else b
+    mover = await player_on_turn([a, b], table)
     act = v1.Act(table=table, action=mover.tables[table].legal[0])
     with pytest.raises(ServerError) as error:
         await mover.request(act, moving_patience=0)  # not waiting for the table to move
@@ -222,7 +233,7 @@ async def test_an_action_logged_while_its_lease_is_found_lost_is_acknowledged_no
         node._lose(table_id)  # the renewal's verdict, processed before this write's reply
 
     store.append_log = append_then_lose
-    mover = a if a.tables[table].legal else b
+    mover = await player_on_turn([a, b], table)
     logged = len(await store.read_log(table))
     ok = await mover.act(table, mover.tables[table].legal[0])
     assert isinstance(ok, v1.Ok)
