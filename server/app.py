@@ -149,6 +149,8 @@ class Settings:
     move to another node)."""
     record_retention: float = RECORD_RETENTION
     """Seconds a closed table's compact game record is kept in the store."""
+    reuse_port: bool = False
+    """Bind with ``SO_REUSEPORT``, so that several workers share the port (``server.workers``)."""
     static_dir: Path = STATIC_DIR
     admin_token: str | None = None
     """Enables the ``/admin/`` calls (drain, the admin view) for whoever sends this token."""
@@ -179,11 +181,13 @@ class GameServer:
             wait_timeout_ms=settings.redis_wait_timeout_ms,
         )
         self.metrics.store_up.set_function(lambda: float(self.store.health.up))
+        redis_url = settings.redis_url if store is None else None
         self.node = Node(
             self.store,
             self.metrics,
             lease_ttl=settings.lease_ttl,
             record_retention=settings.record_retention,
+            renewal_store=(lambda: open_store(redis_url, settings.node_id)) if redis_url else None,
         )
         self.bot_client = bot_client
         """Runs one bot client; given by whoever starts the server (``tools.cli`` passes
@@ -236,6 +240,7 @@ class GameServer:
             ping_interval=s.ping_interval,
             ping_timeout=s.ping_timeout,
             server_header=f"blackdrez/{VERSION}",
+            reuse_port=s.reuse_port or None,
         )
         if s.metrics_port is not None:
             self.metrics_server = await serve(

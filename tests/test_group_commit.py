@@ -5,7 +5,8 @@ On every store (in memory, one Redis, a Redis Cluster): appends started in the s
 fenced each on its own (a stale token or position refuses that append only), a table's appends
 keep their order, and an announcement is published only with its logged entry. On one Redis the
 batch is one script call; a batch that fails fails its own appends and no others (an earlier or
-later batch is untouched). On a cluster a dead master fails only the appends of its tables.
+later batch is untouched), and closing the store answers every append still queued. On a cluster
+a dead master fails only the appends of its tables.
 """
 
 from __future__ import annotations
@@ -184,3 +185,20 @@ async def test_a_dead_master_fails_only_its_own_tables_appends(
                 assert await store.read_log(table) == [b"create", b"act"]
     finally:
         await store.close()
+
+
+async def test_closing_the_store_answers_every_queued_append(durable_redis: RedisServer) -> None:
+    store = RedisStore(durable_redis.url, "node-a")
+    await store.start()
+    tables = [f"q{i}" for i in range(300)]  # more than one batch: some wait for the next
+    tokens = await leased(store, tables)
+    durable_redis.pause()  # the first batch stays out, the rest waits in the queue
+    try:
+        appends = [asyncio.create_task(store.append_log(t, tokens[t], 2, b"act")) for t in tables]
+        await asyncio.sleep(0.2)
+        await store.close()
+        done, pending = await asyncio.wait(appends, timeout=10)
+    finally:
+        durable_redis.resume()
+    assert not pending, f"{len(pending)} appends never answered"
+    assert all(isinstance(task.exception(), StoreUnavailable) for task in done)

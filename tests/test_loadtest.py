@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +90,32 @@ def test_profile_summary_ranks_own_and_total_time(tmp_path: Path) -> None:
     assert summary["own"][0] == ("main (a.py)", 60.0)
     assert summary["total"][0] == ("main (a.py)", 100.0)
     assert ("send (b.py)", 30.0) in summary["own"]
+
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("store", ["--redis", "--redis-url"])
+def test_the_installed_tool_runs_on_redis_from_any_folder(
+    store: str, tmp_path: Path, redis_url: str
+) -> None:
+    """``blackdrez loadtest --redis`` (or ``--redis-url``) from a folder outside the checkout,
+    with only the installed packages importable (no ``tests``), as after ``pip install``."""
+    site = tmp_path / "site"
+    site.mkdir()
+    for package in ("games", "protocol", "server", "clients", "tools"):  # what pyproject installs
+        (site / package).symlink_to(CHECKOUT / package)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    store_args = [store] if store == "--redis" else [store, redis_url]
+    command = [
+        sys.executable, "-m", "tools.cli", "loadtest", "--spawn-server", *store_args,
+        "--mode", "play", "-c", "8", "--workers", "1", "--warmup", "0.5", "--duration", "1",
+        "--action-rate", "50", "--server-log", "server.log", "--json", "report.json", "--quiet",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    run = subprocess.run(command, cwd=elsewhere, env=env, capture_output=True, timeout=240)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    report = json.loads((elsewhere / "report.json").read_text())
+    assert report["redis"] is True and report["failed"] == 0 and report["actions_per_s"] > 0
+    assert "(redis lobby)" in (elsewhere / "server.log").read_text()

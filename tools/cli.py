@@ -65,6 +65,14 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings = serve_settings(args)
     configure(args.log_format, settings.node_id)
+    if args.workers is not None:
+        from server.workers import WorkersRefused, supervise
+
+        try:
+            return supervise(settings, args.workers)
+        except WorkersRefused as error:
+            print(f"blackdrez serve: {error}", file=sys.stderr)
+            return 2
     try:
         _run_async(run(settings, bot_client=run_bot))
     except ListenError as error:
@@ -738,8 +746,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--lease-ttl",
         type=float,
         metavar="SECONDS",
-        help="how long a table's lease lasts unless renewed: how soon a dead node's tables move "
-        "to another node (default 3)",
+        help="how long a table's lease lasts unless renewed (4 times per lease): how soon a dead "
+        "node's tables move to another node, and how long a stalled node keeps them (default 1)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=_whole(1),
+        metavar="N",
+        help="run N node processes on the one port (SO_REUSEPORT), sharing --redis-url, which "
+        "they need; named NODE_ID-1 to NODE_ID-N (default: one process, no supervisor)",
     )
     serve.add_argument(
         "--record-retention",

@@ -27,7 +27,10 @@ command runs (requests are answered ``unavailable`` at once), timers wait for th
 back rather than retrying on their own, and the periodic work (heartbeat, lease renewals,
 orphan scans) waits too; when it is back, leases are renewed and orphans looked for at once. A
 failed log write undoes its command by rebuilding the room from the log once; then the table
-waits. Side effects outside the room (lobby record, player sets, scores, retirement) are done in
+waits. Log appends of all tables are sent to the store together (its group commit); each table
+waits for its own. Every ``SNAPSHOT_EVERY`` entries the room is snapshotted
+(``server.table.snapshots``), so an adoption or an undo replays only the entries after the latest
+snapshot. Side effects outside the room (lobby record, player sets, scores, retirement) are done in
 order by one outbox task, retried on the shared backoff while the store is down.
 """
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 import msgspec
 
 from server import bus
-from server.node.hosting import Lease, nap
+from server.node.hosting import ELIDED, Lease, nap
 from server.stores import LeaseLost, StoreUnavailable
 from server.stores.base import table_channel
 from server.table.commands import (
@@ -32,17 +33,20 @@ from server.table.commands import (
     rebuild,
 )
 from server.table.room import Room
+from server.table.snapshots import SnapshotError
+from server.table.snapshots import resume as resume_from_snapshot
 
 log = logging.getLogger("blackdrez.node")
 
-ORPHAN_SCAN = 0.5
-"""Seconds between looks for tables whose host died or handed them over (while likely)."""
+ORPHAN_SCAN = 1 / 6
+"""Share of the TTL between looks for tables whose host died or handed them over (while likely:
+0.17 s with the default TTL, so adoption follows a lapse closely)."""
 
 FULL_SCAN = 10.0
 """Seconds between looks for orphans when no node was seen going."""
 
-SCAN_GAP = 0.25
-"""Seconds at least between two looks for orphans, however often something asks for one."""
+SCAN_GAP = 1 / 12
+"""Share of the TTL at least between two looks for orphans, however often something asks."""
 
 
 class Failover:
@@ -75,7 +79,7 @@ class Failover:
         known: set[str] = set()
         next_full = loop.time()
         while True:
-            await nap(ORPHAN_SCAN, self._scan_now)
+            await nap(self.lease_ttl * ORPHAN_SCAN, self._scan_now)
             self._scan_now.clear()
             await self.store.health.wait_up()
             now = loop.time()
@@ -83,6 +87,7 @@ class Failover:
                 live = await self.store.live_nodes()
                 if known - live:
                     self._scan_until = now + 2 * self.lease_ttl
+                    self._give_up_on(known - live)
                 known = live
                 if now >= self._scan_until and now < next_full:
                     continue
@@ -92,7 +97,7 @@ class Failover:
             except StoreUnavailable:
                 continue
             await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))
-            await asyncio.sleep(SCAN_GAP)
+            await asyncio.sleep(self.lease_ttl * SCAN_GAP)
 
     def _on_handover(self, data: bytes) -> None:
         """Another node is handing its tables over: look for them now."""
@@ -105,7 +110,7 @@ class Failover:
             self._scan_soon()
 
     async def _try_adopt(self, table: str) -> None:
-        sent = asyncio.get_running_loop().time()
+        sent = time.monotonic()
         try:
             token = await self.store.acquire_lease(table, self.lease_ttl)
         except StoreUnavailable:
@@ -113,27 +118,31 @@ class Failover:
         if token is None:
             return
         lease = Lease(token, self._valid_until(sent))
+        self._leases[table] = lease  # renewed from now on, while the log is read and replayed
         try:
             await self._adopt(table, lease)
         except (StoreUnavailable, LeaseLost) as error:
             log.debug("adopting %s failed: %r", table, error)
         except Exception:
             log.exception("adopting %s failed", table)
-        if self._leases.get(table) is not lease:
+        if table not in self.rooms or self._leases.get(table) is not lease:
+            if self._leases.get(table) is lease:
+                del self._leases[table]
             with contextlib.suppress(StoreUnavailable):
                 await self.store.release_lease(table, token)  # let the next scan try again
 
     async def _adopt(self, table: str, lease: Lease) -> None:
-        entries = await self.store.read_log(table)
-        if not entries:  # its node died before it was created: nothing to host
+        entries, snapshot, room = await self._read_table(table)
+        if room is None:  # its node died before it was created: nothing to host
             await self.store.retire_table(table, lease.token, b"", self.record_retention)
             return
-        room = rebuild(entries)
         if room.status == "closed":  # closed, but its node died before retiring it
             await self._retire(table, lease.token, entries)
             return
         async with self._lock(table):
             self._host(room, entries, lease)
+            if snapshot is not None:
+                self._snapshots[table] = snapshot
             resume = LogEntry(now=self.clock(), command=Resume())
             execute(room, resume)
             resume.seq = room.seq  # after the presence events the resume made
@@ -148,3 +157,22 @@ class Failover:
             log.info("adopted table %s at event %d", table, room.seq)
             self.metrics.tables_adopted.inc()
             self._publish_change(room, broadcast)
+
+    async def _read_table(
+        self, table: str
+    ) -> tuple[list[bytes], tuple[int, bytes] | None, Room | None]:
+        """A table's log, snapshot and room, for adoption. With a snapshot that fits, only the
+        log from the snapshot's entry on is read: the entries before it are :data:`ELIDED`
+        (read again only to retire the table), so the time does not grow with the history.
+        Without one, the whole log is read and replayed. No log: no room."""
+        snapshot = await self.store.read_snapshot(table)
+        if snapshot is not None:
+            tail = await self.store.read_log(table, after=snapshot[0] - 1)
+            try:
+                room = resume_from_snapshot(snapshot, tail)
+            except SnapshotError as error:
+                log.warning("snapshot of %s not used, whole log replayed: %s", table, error)
+            else:
+                return [ELIDED] * (snapshot[0] - 1) + tail, snapshot, room
+        entries = await self.store.read_log(table)
+        return entries, None, rebuild(entries) if entries else None

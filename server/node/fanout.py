@@ -48,7 +48,8 @@ class Fanout:
         self.watchers.setdefault(table, {})[client] = client.tables[table] = watch
         if table not in self.rooms:
             await self._follow(table)
-            for broadcast in self._remote_tables[table]:
+            # The table may have been adopted here meanwhile: then its updates come directly.
+            for broadcast in self._remote_tables.get(table, ()):
                 self._send_update(client, watch, broadcast, {})
 
     async def _unwatch(self, client: Connection, table: str) -> None:
@@ -69,6 +70,15 @@ class Fanout:
             except BaseException:
                 self._remote_tables.pop(table, None)  # not followed: the next try subscribes
                 raise
+
+    async def _follow_lost(self, table: str) -> None:
+        """Keep the viewers here of a table this node lost: follow it where it goes, and resync
+        each of them, since what happened to it meanwhile (an adoption elsewhere, commands its
+        new host took while this node was paused) was announced before this node listened."""
+        await self._follow(table)
+        await asyncio.gather(
+            *(self._catch_up_viewer(client, table) for client in list(self.watchers.get(table, {})))
+        )
 
     async def _unfollow_if_unwatched(self, table: str) -> None:
         if table in self._remote_tables and not self.watchers.get(table):

@@ -16,6 +16,10 @@ gone it drops the room at once. A dropped room is never served from memory again
 only come back by adoption, rebuilt from its log. So a node resumed after a pause never answers
 from a stale copy, and its writes are refused by the store anyway (token and log position).
 
+Every ``SNAPSHOT_EVERY`` entries the room is snapshotted (kept here to undo from, stored for an
+adopter). Leases are renewed :data:`RENEWALS` times per TTL, in a thread with a store connection
+of its own when the server gives one (a busy event loop then keeps its tables), else in the loop.
+
 Side effects outside the room (lobby record, player sets, scores, retirement of a closed table)
 go through one outbox task, in order, retried on :data:`STORE_RETRY` while the store is down.
 """
@@ -49,13 +53,27 @@ from server.table.commands import (
     encode_entry,
     execute,
     new_room,
-    rebuild,
     timer_entry,
 )
 from server.table.records import players_seated, table_record
 from server.table.room import Broadcast, Outcome, Room, RoomError
+from server.table.snapshots import SNAPSHOT_EVERY
+from server.table.snapshots import rebuild as rebuild_from_snapshot
+from server.table.snapshots import take as take_snapshot
 
 log = logging.getLogger("blackdrez.node")
+
+ELIDED = b""
+"""In a hosted table's log held here: an entry before its snapshot, not read at adoption."""
+
+RENEWALS = 4
+"""Lease renewals (and heartbeats) per TTL. A node that stalls (a long garbage collection, a VM
+pause) keeps its leases if it resumes within ``TTL * (1 - 1 / RENEWALS)`` minus a Redis round
+trip: 0.75 s with the default TTL, so a 300 ms stall leaves 0.45 s to spare."""
+
+LOOP_PATIENCE = 10.0
+"""Seconds the renewal thread keeps renewing while the event loop takes none of its results:
+past that the loop is stuck, and the node lets its tables go."""
 
 LEASE_MARGIN = 0.1
 """Share of the TTL a host does not count on: its clock and Redis's may run at slightly
@@ -143,14 +161,20 @@ class Hosting:
         now = self.clock()
         room = new_room(create, now)
         first = encode_entry(LogEntry(now=now, command=create))
-        sent = asyncio.get_running_loop().time()
+        sent = time.monotonic()
         token = await self.store.acquire_lease(table_id, self.lease_ttl)
         if token is None:
             raise StoreUnavailable("a fresh table id was already leased")
-        await self.store.append_log(table_id, token, 1, first)
-        record = msgspec.msgpack.encode(room.info())
-        await self.store.put_table(table_id, self.id, record, room.listed, token)
-        self._host(room, [first], Lease(token, self._valid_until(sent)))
+        lease = Lease(token, self._valid_until(sent))
+        self._leases[table_id] = lease  # renewed from now on: the writes below may take a while
+        try:
+            await self.store.append_log(table_id, token, 1, first)
+            record = msgspec.msgpack.encode(room.info())
+            await self.store.put_table(table_id, self.id, record, room.listed, token)
+        except BaseException:
+            self._leases.pop(table_id, None)
+            raise
+        self._host(room, [first], lease)
         return room
 
     def _host(self, room: Room, log_entries: list[bytes], lease: Lease) -> None:
@@ -163,6 +187,7 @@ class Hosting:
         room = self.rooms.pop(table, None)
         self._bots_named.pop(table, None)
         self._command_logs.pop(table, None)
+        self._snapshots.pop(table, None)
         self._retry_at.pop(table, None)
         if not keep_lease:
             self._leases.pop(table, None)
@@ -180,10 +205,9 @@ class Hosting:
         lease = self._leases.get(table)
         if lease is None:
             return False
-        loop = asyncio.get_running_loop()
-        if loop.time() < lease.valid_until:
+        if time.monotonic() < lease.valid_until:
             return True
-        sent = loop.time()
+        sent = time.monotonic()
         lost = await self.store.renew_leases({table: lease.token}, self.lease_ttl)
         if self._leases.get(table) is not lease:
             return False
@@ -287,7 +311,26 @@ class Hosting:
             return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")
         entries.append(data)
         self._retry_at.pop(room.id, None)
+        if len(entries) % SNAPSHOT_EVERY == 0:
+            self._take_snapshot(room, len(entries), token)
         return broadcast, None
+
+    def _take_snapshot(self, room: Room, position: int, token: int) -> None:
+        """Snapshot the room just logged (see :mod:`server.table.snapshots`): kept here for
+        undoing a later command, and stored (in the background, fenced) for the node that adopts
+        it."""
+        try:
+            data = take_snapshot(room)
+        except Exception:  # a room holding something that does not pickle: a bug to report
+            log.exception("no snapshot of %s at entry %d: it will be replayed", room.id, position)
+            return
+        self._snapshots[room.id] = (position, data)
+        self._spawn(self._store_snapshot(room.id, token, position, data))
+
+    async def _store_snapshot(self, table: str, token: int, position: int, data: bytes) -> None:
+        # A snapshot that cannot be stored costs a longer replay at adoption, nothing more.
+        with contextlib.suppress(StoreUnavailable, LeaseLost):
+            await self.store.put_snapshot(table, token, position, data)
 
     def _restore(self, table: str) -> None:
         """Undo an unlogged command: rebuild the room from the log written so far (once: its
@@ -295,9 +338,17 @@ class Hosting:
         entries = self._command_logs[table]
         lease = self._leases[table]
         retry = self._retry_at.get(table)
+        snapshot = self._snapshots.get(table)
+        try:
+            room = rebuild_from_snapshot(entries, snapshot)
+        except Exception:  # the snapshot failed and the log's start was never read (ELIDED)
+            log.exception("undoing a command of %s failed: it must be adopted again", table)
+            self._drop_lost_table(table)
+            return
         self._unhost(table)
-        room = rebuild(entries)
         self._host(room, entries, lease)
+        if snapshot is not None:
+            self._snapshots[table] = snapshot
         if retry is not None:
             self._retry_at[table] = retry
         self._set_timer(room)
@@ -314,35 +365,74 @@ class Hosting:
             self._spawn(self.store.release_lease(table, lease.token))
         self._scan_soon()
         if self.watchers.get(table):
-            self._spawn(self._follow(table))
+            self._spawn(self._follow_lost(table))
 
     async def _keep_leases(self) -> None:
-        """Renew this node's leases (fenced); drop the rooms whose lease is gone."""
-        loop = asyncio.get_running_loop()
+        """Renew this node's leases (fenced) in the event loop: without a renewal store (see
+        :meth:`_renew_off_loop`), as with the in-memory store."""
         while True:
-            await nap(self.lease_ttl / 3, self._renew_now)
+            await nap(self.lease_ttl / RENEWALS, self._renew_now)
             self._renew_now.clear()
             await self.store.health.wait_up()
             held = {table: lease.token for table, lease in self._leases.items()}
-            sent = loop.time()
+            sent = time.monotonic()
             try:
                 lost = await self.store.renew_leases(held, self.lease_ttl)
             except StoreUnavailable:
                 continue
-            for table, token in held.items():
-                lease = self._leases.get(table)
-                if lease is None or lease.token != token:
-                    continue  # dropped or adopted again meanwhile
-                if table in lost:
-                    if table in self.rooms:
-                        self._drop_lost_table(table)
-                    else:
-                        self._leases.pop(table, None)  # a table being retired: another node does
+            self._renewed(held, lost, sent)
+
+    def _renewed(self, held: dict[str, int], lost: set[str], sent: float) -> None:
+        """A renewal sent at ``sent`` (``time.monotonic()``) of the ``held`` leases came back:
+        extend their validity, drop the rooms whose lease is gone."""
+        self._loop_seen = time.monotonic()
+        for table, token in held.items():
+            lease = self._leases.get(table)
+            if lease is None or lease.token != token:
+                continue  # dropped or adopted again meanwhile
+            if table in lost:
+                if table in self.rooms:
+                    self._drop_lost_table(table)
                 else:
-                    lease.valid_until = max(lease.valid_until, self._valid_until(sent))
+                    self._leases.pop(table, None)  # a table being retired: another node does
+            else:
+                lease.valid_until = max(lease.valid_until, self._valid_until(sent))
+
+    def _renew_off_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The renewal thread: renew every lease RENEWALS times per TTL on a store connection of
+        its own, so that a busy event loop (a burst of reconnections after another node died,
+        a starved machine) does not lose its tables; results go back to the loop.
+
+        It stops renewing when the loop has not taken a result for LOOP_PATIENCE s: a node
+        whose loop is stuck must let its tables go. A stall of the whole process (SIGSTOP, a
+        garbage collection, a VM pause) stops this thread too: that is what the TTL covers.
+        """
+        assert self._open_renewal_store is not None
+        store = self._open_renewal_store()
+        store.incarnation = self.store.incarnation  # the same holder as the node's own store
+
+        async def renew() -> None:
+            try:
+                with contextlib.suppress(StoreUnavailable):
+                    await store.ping()  # connect first (a cluster client reads its slot map)
+                while not self._stop_renewing.is_set():
+                    if time.monotonic() - self._loop_seen < LOOP_PATIENCE:
+                        held = {t: lease.token for t, lease in dict(self._leases).items()}
+                        sent = time.monotonic()
+                        with contextlib.suppress(StoreUnavailable, RuntimeError):
+                            lost = await store.renew_leases(held, self.lease_ttl)
+                            loop.call_soon_threadsafe(self._renewed, held, lost, sent)
+                    self._renew_wake.wait(self.lease_ttl / RENEWALS)  # this loop has no other work
+                    self._renew_wake.clear()
+            finally:
+                await store.close()
+
+        asyncio.run(renew())
 
     async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
         """Write a closed table's game record in place of its log, for good."""
+        if entries and entries[0] is ELIDED:  # adopted from a snapshot: the record needs it all
+            entries = await self.store.read_log(table)
         record = table_record(entries, self.clock())
         players = players_seated(entries)
         await self.store.retire_table(table, token, record, self.record_retention, players)
@@ -359,7 +449,13 @@ class Hosting:
         if broadcast is not None:
             self._fan_out(broadcast)
             self._correct_presence(broadcast.table, away_seats(broadcast))
-        token = self._leases[room.id].token
+        lease = self._leases.get(room.id)
+        if lease is None or self.rooms.get(room.id) is not room:
+            # The lease was found lost while the entry was being written: the entry is logged
+            # and its update announced; the next host carries on from the log (what the outbox
+            # would have written goes as when a node dies right after a write).
+            return
+        token = lease.token
         outcome = room.take_outcome()
         if room.status == "closed":
             closing_log = self._command_logs[room.id]

@@ -1,13 +1,11 @@
-"""Lobby: the table list, quick join, create-and-sit, bots, solitaires, daily deals, boards.
+"""Lobby: the table list, quick join, create-and-sit, bots at a table, the lobby pushes.
 
 Theory of operation
 -------------------
 The table list comes from the store's lobby (every node's listed tables); its changes arrive on
 the lobby channel and are pushed to every lobby watcher of this node. Quick join picks an open
 table with a free seat or creates one; bots are named here and started by the server's
-``spawn_bot`` (the server gets the bot client from whoever started it). A solitaire session
-starts here (a random, numbered or daily deal); ranked results go on the leaderboards
-(``server.table.assist`` names the boards) with their records, from the hosting outbox.
+``spawn_bot`` (the server gets the bot client from whoever started it).
 """
 
 from __future__ import annotations
@@ -33,12 +31,100 @@ from server.table.commands import (
 from server.table.room import Room, RoomError
 
 log = logging.getLogger("blackdrez.node")
+
 _entry_decoder = msgspec.msgpack.Decoder(v1.LeaderboardEntry)
+
 _kept_decoder = msgspec.msgpack.Decoder(assist.KeptRecord)
 
 
 class Lobby:
     """The lobby and the requests that create or fill tables."""
+
+    async def _start_solitaire(self, client: Connection, message: v1.StartSolitaire) -> Answer:
+        """A new solitaire session hosted here, its game begun: a random deal (ranked), a
+        numbered deal (public seed: never ranked), or today's daily deal (ranked the first time
+        the player starts it that day)."""
+        if message.daily and message.deal is not None:
+            return error_answer(message, ErrorCode.BAD_MESSAGE, "a daily deal has no deal number")
+        options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
+        day = seed = None
+        ranked = message.deal is None
+        if message.daily:
+            day = assist.day_of(self.clock())
+            seed = await self.store.daily_seed(message.game, day, self.seed_source())
+            ranked = await self.store.claim_daily(message.game, day, client.player)
+        room = await self._new_room(
+            message.game, client.player, options, message.deal, daily=day, ranked=ranked
+        )
+        for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
+            answer = await self._execute(room, client.player, client.name, step, seed=seed)
+            if refused(answer):
+                return answer  # the store failed: the error says why
+        room = self.rooms.get(room.id, room)
+        return joined(room, client.player, message.id, 0)
+
+    async def _daily(self, message: v1.GetDaily) -> Answer:
+        """A day's daily deal: its commitment, and its seed once the day has ended."""
+        now = self.clock()
+        day = message.day or assist.day_of(now)
+        starts, ends = assist.day_bounds(day)
+        if starts > now:
+            return error_answer(
+                message, ErrorCode.SEALED, f"the daily deal of {day} is not dealt yet"
+            )
+        seed = await self.store.daily_seed(message.game, day, self.seed_source())
+        daily = v1.Daily(
+            id=message.id,
+            game=message.game,
+            day=day,
+            commitment=commitment(seed),
+            starts=starts,
+            ends=ends,
+            seed=None if assist.sealed(day, now) else seed,
+        )
+        return Answer(replies=[daily])
+
+    async def _kept_record(self, message: v1.GetRecord) -> Answer:
+        """A ranked game's record; a daily deal's stays sealed until its day has ended."""
+        data = await self.store.kept_record(message.record)
+        if data is None:
+            return error_answer(message, ErrorCode.NOT_FOUND, f"no game record {message.record!r}")
+        kept = _kept_decoder.decode(data)
+        if assist.sealed(kept.daily, self.clock()):
+            return error_answer(
+                message,
+                ErrorCode.SEALED,
+                f"the record of a daily deal is sealed until the day {kept.daily} has ended (UTC)",
+            )
+        text = kept.record.decode()
+        return Answer(replies=[v1.GameRecord(id=message.id, record=message.record, text=text)])
+
+    async def _rank(self, result: assist.Finished) -> None:
+        """Put a ranked game on its boards (its day's and all time's) with its record;
+        idempotent, like every outbox step."""
+        now = self.clock()
+        day = result.daily or assist.day_of(now)
+        deal = "daily" if result.daily else "random"
+        kept = assist.KeptRecord(daily=result.daily, record=result.record)
+        await self.store.keep_record(result.id, msgspec.msgpack.encode(kept))
+        entry = v1.LeaderboardEntry(
+            rank=0,
+            player=result.player,
+            name=result.name,
+            score=result.score,
+            won=result.won,
+            day=day,
+            deal=deal,
+            hints=result.hints,
+            undos=result.undos,
+            record=result.id,
+            finished=now,
+        )
+        data = msgspec.msgpack.encode(entry)
+        assisted = bool(result.hints or result.undos)
+        for period in (day, None):
+            name = assist.board(result.game, deal, assisted, period)
+            await self.store.submit_score(name, result.player, data, result.score)
 
     async def _quick_join(self, client: Connection, message: v1.QuickJoin) -> Answer:
         for info in await self.list_tables():
@@ -106,50 +192,6 @@ class Lobby:
                 frame = frames[client.binary] = encode(update, client.binary)
             client.send_frame(frame)
 
-    async def _start_solitaire(self, client: Connection, message: v1.StartSolitaire) -> Answer:
-        """A new solitaire session hosted here, its game begun: a random deal (ranked), a
-        numbered deal (public seed: never ranked), or today's daily deal (ranked the first time
-        the player starts it that day)."""
-        if message.daily and message.deal is not None:
-            return error_answer(message, ErrorCode.BAD_MESSAGE, "a daily deal has no deal number")
-        options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
-        day = seed = None
-        ranked = message.deal is None
-        if message.daily:
-            day = assist.day_of(self.clock())
-            seed = await self.store.daily_seed(message.game, day, self.seed_source())
-            ranked = await self.store.claim_daily(message.game, day, client.player)
-        room = await self._new_room(
-            message.game, client.player, options, message.deal, daily=day, ranked=ranked
-        )
-        for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
-            answer = await self._execute(room, client.player, client.name, step, seed=seed)
-            if refused(answer):
-                return answer  # the store failed: the error says why
-        room = self.rooms.get(room.id, room)
-        return joined(room, client.player, message.id, 0)
-
-    async def _daily(self, message: v1.GetDaily) -> Answer:
-        """A day's daily deal: its commitment, and its seed once the day has ended."""
-        now = self.clock()
-        day = message.day or assist.day_of(now)
-        starts, ends = assist.day_bounds(day)
-        if starts > now:
-            return error_answer(
-                message, ErrorCode.SEALED, f"the daily deal of {day} is not dealt yet"
-            )
-        seed = await self.store.daily_seed(message.game, day, self.seed_source())
-        daily = v1.Daily(
-            id=message.id,
-            game=message.game,
-            day=day,
-            commitment=commitment(seed),
-            starts=starts,
-            ends=ends,
-            seed=None if assist.sealed(day, now) else seed,
-        )
-        return Answer(replies=[daily])
-
     async def _leaderboard(self, message: v1.GetLeaderboard) -> Answer:
         """One leaderboard: a game's ranked results of one kind of deal, period and help."""
         await self._settled()  # read your own writes: scores of games just finished
@@ -168,45 +210,3 @@ class Lobby:
             assisted=message.assisted,
         )
         return Answer(replies=[board])
-
-    async def _kept_record(self, message: v1.GetRecord) -> Answer:
-        """A ranked game's record; a daily deal's stays sealed until its day has ended."""
-        data = await self.store.kept_record(message.record)
-        if data is None:
-            return error_answer(message, ErrorCode.NOT_FOUND, f"no game record {message.record!r}")
-        kept = _kept_decoder.decode(data)
-        if assist.sealed(kept.daily, self.clock()):
-            return error_answer(
-                message,
-                ErrorCode.SEALED,
-                f"the record of a daily deal is sealed until the day {kept.daily} has ended (UTC)",
-            )
-        text = kept.record.decode()
-        return Answer(replies=[v1.GameRecord(id=message.id, record=message.record, text=text)])
-
-    async def _rank(self, result: assist.Finished) -> None:
-        """Put a ranked game on its boards (its day's and all time's) with its record;
-        idempotent, like every outbox step."""
-        now = self.clock()
-        day = result.daily or assist.day_of(now)
-        deal = "daily" if result.daily else "random"
-        kept = assist.KeptRecord(daily=result.daily, record=result.record)
-        await self.store.keep_record(result.id, msgspec.msgpack.encode(kept))
-        entry = v1.LeaderboardEntry(
-            rank=0,
-            player=result.player,
-            name=result.name,
-            score=result.score,
-            won=result.won,
-            day=day,
-            deal=deal,
-            hints=result.hints,
-            undos=result.undos,
-            record=result.id,
-            finished=now,
-        )
-        data = msgspec.msgpack.encode(entry)
-        assisted = bool(result.hints or result.undos)
-        for period in (day, None):
-            name = assist.board(result.game, deal, assisted, period)
-            await self.store.submit_score(name, result.player, data, result.score)

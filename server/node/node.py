@@ -15,6 +15,7 @@ import collections
 import contextlib
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
@@ -27,7 +28,7 @@ from server.connection import Connection, Watch
 from server.metrics import Metrics
 from server.node.failover import Failover
 from server.node.fanout import Fanout
-from server.node.hosting import Hosting, Lease, Publication
+from server.node.hosting import RENEWALS, Hosting, Lease, Publication
 from server.node.lobby import Lobby
 from server.node.routing import Routing, error_answer
 from server.stores import LeaseLost, Store, StoreUnavailable
@@ -40,8 +41,11 @@ from server.table.room import Broadcast, Room, RoomError
 
 log = logging.getLogger("blackdrez.node")
 
-LEASE_TTL = 3.0
-"""Seconds a table's lease lasts unless its host renews it (three times per TTL)."""
+LEASE_TTL = 1.0
+"""Seconds a table's lease lasts unless its host renews it: a killed node's tables are adopted
+about this long after the kill. Fencing (tokens checked by every write) makes a short lease safe;
+what bounds it from below is the longest stall a live node must survive without losing its
+tables (see RENEWALS)."""
 
 RECORD_RETENTION = 24 * 3600.0
 """Seconds a closed table's game record stays in the store (for audits and replays)."""
@@ -62,6 +66,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         clock: Callable[[], float] = time.time,
         lease_ttl: float = LEASE_TTL,
         record_retention: float = RECORD_RETENTION,
+        renewal_store: Callable[[], Store] | None = None,
     ) -> None:
         self.store = store
         self.id = store.node_id
@@ -74,9 +79,18 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._scan_until = 0.0
         self._scan_now = asyncio.Event()
         self._renew_now = asyncio.Event()
+        self._open_renewal_store = renewal_store
+        """Opens a second store on the same Redis for the renewal thread (``None``: leases are
+        renewed in the event loop)."""
+        self._renew_wake = threading.Event()
+        self._stop_renewing = threading.Event()
+        self._loop_seen = time.monotonic()
+        self._renewer: threading.Thread | None = None
         self.rooms: dict[str, Room] = {}
         self._command_logs: dict[str, list[bytes]] = {}
         """Per hosted room, its log as written: what a failed write is undone from."""
+        self._snapshots: dict[str, tuple[int, bytes]] = {}
+        """Per hosted room, its latest snapshot: the entry it was taken at, and its bytes."""
         self._leases: dict[str, Lease] = {}
         """Per hosted room (and room being retired), the lease this node holds."""
         self._closing: set[str] = set()
@@ -91,6 +105,8 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         """Rooms whose last timer write failed: not before when to try again, and the backoff."""
         self._outbox: asyncio.Queue[Publication] = asyncio.Queue()
         self._pending: dict[int, asyncio.Future[Answer]] = {}
+        self._forwarded: dict[int, str] = {}
+        """The node each pending forwarded request went to."""
         self._rids = itertools.count(1)
         self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
         """Tables hosted elsewhere that this node follows, with their last few updates."""
@@ -115,10 +131,17 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._tasks = [
             loop.create_task(self._drain_outbox()),
             loop.create_task(self._heartbeat()),
-            loop.create_task(self._keep_leases()),
             loop.create_task(self._adopt_orphans()),
             loop.create_task(self._sweep()),
         ]
+        if self._open_renewal_store is None:
+            self._tasks.append(loop.create_task(self._keep_leases()))
+        else:
+            self._loop_seen = time.monotonic()
+            self._renewer = threading.Thread(
+                target=self._renew_off_loop, args=(loop,), name="lease-renewal", daemon=True
+            )
+            self._renewer.start()
         self._scan_soon()
 
     async def stop(self, reason: str = "server shutting down") -> None:
@@ -147,6 +170,10 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
                 )
         await self._settled()
         drain.cancel()
+        if self._renewer is not None:
+            self._stop_renewing.set()
+            self._renew_wake.set()
+            await asyncio.to_thread(self._renewer.join, 5.0)
         for task in list(self._spawned):
             task.cancel()
 
@@ -183,12 +210,13 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
                 sent = time.perf_counter()
                 await self.store.heartbeat(self.lease_ttl)
                 self.metrics.store_rtt.observe(time.perf_counter() - sent)
-            await asyncio.sleep(self.lease_ttl / 3)
+            await asyncio.sleep(self.lease_ttl / RENEWALS)
 
     def _on_store_back(self) -> None:
         """The store answers again: renew leases and look for orphans now, not at the next
         period (every lease may have lapsed meanwhile)."""
         self._renew_now.set()
+        self._renew_wake.set()
         self._scan_soon()
 
     def attach(self, client: Connection) -> Connection | None:
@@ -224,6 +252,13 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
             log.debug("%s failed, the store is unavailable: %s", type(message).__name__, error)
             answer = error_answer(
                 message, ErrorCode.UNAVAILABLE, "the lobby store cannot be reached"
+            )
+        except LeaseLost as error:
+            # A new table's lease lapsed before it was written (the store was too slow): the
+            # table never existed for anyone; the next try makes another.
+            log.debug("%s failed, a lease lapsed meanwhile: %s", type(message).__name__, error)
+            answer = error_answer(
+                message, ErrorCode.UNAVAILABLE, "the store answered too late: retry"
             )
         except TimeoutError:
             answer = error_answer(message, ErrorCode.UNAVAILABLE, "the table's node did not answer")

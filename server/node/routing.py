@@ -127,6 +127,7 @@ class Routing:
         rid = next(self._rids)
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
+        self._forwarded[rid] = host
         try:
             request = bus.Request(
                 origin=self.id,
@@ -141,6 +142,17 @@ class Routing:
             return await asyncio.wait_for(future, REMOTE_TIMEOUT)
         finally:
             self._pending.pop(rid, None)
+            self._forwarded.pop(rid, None)
+
+    def _give_up_on(self, nodes: set[str]) -> None:
+        """Stop waiting for the answers of requests forwarded to nodes that stopped
+        heartbeating: their requesters hear "did not answer" now, not after REMOTE_TIMEOUT, and
+        retry once the table has moved (whether a dead host ran the request is unknown, as
+        after a timeout)."""
+        for rid, host in list(self._forwarded.items()):
+            future = self._pending.get(rid)
+            if host in nodes and future is not None and not future.done():
+                future.set_exception(TimeoutError(f"node {host} stopped heartbeating"))
 
     def _on_node_message(self, data: bytes) -> None:
         try:

@@ -257,8 +257,19 @@ class Store(abc.ABC):
         goes out unlogged."""
 
     @abc.abstractmethod
-    async def read_log(self, table_id: str) -> list[bytes]:
-        """The table's whole log, oldest first."""
+    async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
+        """The table's log from entry ``after + 1`` on (the whole log by default), oldest
+        first."""
+
+    @abc.abstractmethod
+    async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
+        """Keep ``data``, the table's room just after its log entry ``position``, in place of an
+        earlier snapshot (a later one stays), only while this process holds the lease with
+        ``token`` (else :class:`LeaseLost`, nothing written). See :mod:`server.table.snapshots`."""
+
+    @abc.abstractmethod
+    async def read_snapshot(self, table_id: str) -> tuple[int, bytes] | None:
+        """The table's latest snapshot (its log position and data), if any."""
 
     @abc.abstractmethod
     async def retire_table(
@@ -269,9 +280,9 @@ class Store(abc.ABC):
         keep: float,
         players: Iterable[str] = (),
     ) -> None:
-        """The table is closed, for good (fenced like :meth:`append_log`): its log is replaced
-        by ``record`` (its compact game record, kept ``keep`` seconds), its lease and lobby
-        record go, ``players`` no longer sit there, and it can never be leased again."""
+        """The table is closed, for good (fenced like :meth:`append_log`): its log and snapshot
+        are replaced by ``record`` (its compact game record, kept ``keep`` seconds), its lease and
+        lobby record go, ``players`` no longer sit there, and it can never be leased again."""
 
     @abc.abstractmethod
     async def game_record(self, table_id: str) -> bytes | None:

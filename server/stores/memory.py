@@ -48,6 +48,7 @@ class MemoryStore(Store):
         self._epochs: dict[str, int] = {}
         self._hosted: set[str] = set()
         self._logs: dict[str, list[bytes]] = {}
+        self._snapshots: dict[str, tuple[int, bytes]] = {}
         self._retired: collections.OrderedDict[str, tuple[float, bytes]] = collections.OrderedDict()
         """Retired tables' game records with their expiry, oldest first."""
 
@@ -217,8 +218,17 @@ class MemoryStore(Store):
         if announce is not None:
             await self.publish(channel, announce)
 
-    async def read_log(self, table_id: str) -> list[bytes]:
-        return list(self._logs.get(table_id, ()))
+    async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
+        return list(self._logs.get(table_id, ())[after:])
+
+    async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
+        self._check_lease(table_id, token)
+        kept = self._snapshots.get(table_id)
+        if kept is None or kept[0] < position:  # a later one stored first stays
+            self._snapshots[table_id] = (position, data)
+
+    async def read_snapshot(self, table_id: str) -> tuple[int, bytes] | None:
+        return self._snapshots.get(table_id)
 
     async def retire_table(
         self,
@@ -232,6 +242,7 @@ class MemoryStore(Store):
         del self._leases[table_id]
         self._hosted.discard(table_id)
         self._logs.pop(table_id, None)
+        self._snapshots.pop(table_id, None)
         self._tables.pop(table_id, None)
         for player in players:
             await self.remove_player_table(player, table_id)

@@ -12,6 +12,7 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
     bd:t:{T}:epoch         string  lease acquisitions the table's life; TTL = retention once retired
     bd:t:{T}:log           stream  the table's host   the table's life; deleted when retired
     bd:t:{T}:record        hash    the table's host   the table's life; deleted when retired
+    bd:t:{T}:snap          hash    the table's host   the table's life; deleted when retired
     bd:t:{T}:state         string  the retiring host  set ("closed") at retirement, TTL = retention
     bd:t:{T}:game          string  the retiring host  set at retirement, TTL = retention
     bd:p:{P}:tables        set     the tables' hosts  TTL PLAYER_TABLES_TTL, renewed by each add;
@@ -35,11 +36,12 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
                                                       never changed) and who started it
 
 The fixed keys above are the only ones that may exist without a TTL, besides a live table's
-epoch, log and record (owned by its host, deleted or given a TTL when it is retired; a table whose
-host died is adopted by another node, so its keys always have an owner). Field details:
-``record`` holds node, record, listed ("1" / "0"); ``lease`` holds ``node/incarnation/token``;
+epoch, log, record and snapshot (owned by its host, deleted or given a TTL when it is retired; a
+table whose host died is adopted by another node, so its keys always have an owner). Fields:
+``record`` holds node, record, listed ("1" / "0"); ``snap`` holds position and data (the room just
+after that log entry: :mod:`server.table.snapshots`); ``lease`` holds ``node/incarnation/token``;
 ``log`` entries have the field ``e`` and the ID ``<position>-0``, position 1 being the create
-command; ``game`` is the table's compact game record (``server.table.commands.TableRecord``).
+command; ``game`` is the table's compact game record (``server.table.records.TableRecord``).
 
 Writes that touch several keys of one slot run in one Lua script (every fenced write: see
 "Hosting and fencing" in :mod:`server.stores.base`) or one MULTI/EXEC transaction, so a lost
@@ -167,6 +169,11 @@ def state_key(table_id: str) -> str:
     return f"bd:t:{{{table_id}}}:state"
 
 
+def snapshot_key(table_id: str) -> str:
+    """A table's latest snapshot (see :mod:`server.table.snapshots`)."""
+    return f"bd:t:{{{table_id}}}:snap"
+
+
 def game_key(table_id: str) -> str:
     """A retired table's compact game record."""
     return f"bd:t:{{{table_id}}}:game"
@@ -237,11 +244,21 @@ end
 return 0
 """
 
+PUT_SNAPSHOT_SCRIPT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+local kept = redis.call('HGET', KEYS[2], 'position')
+if kept and tonumber(kept) >= tonumber(ARGV[2]) then return 1 end
+redis.call('HSET', KEYS[2], 'position', ARGV[2], 'data', ARGV[3])
+return 1
+"""
+
 RETIRE_SCRIPT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-redis.call('DEL', KEYS[1], KEYS[4], KEYS[5])
+redis.call('DEL', KEYS[1], KEYS[4], KEYS[5], KEYS[7])
 redis.call('SET', KEYS[3], 'closed', 'PX', ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('SET', KEYS[6], ARGV[3], 'PX', ARGV[2])
@@ -354,6 +371,7 @@ class RedisStore(Store):
         self._put_record = self._redis.register_script(PUT_RECORD_SCRIPT)
         self._release = self._redis.register_script(RELEASE_SCRIPT)
         self._retire = self._redis.register_script(RETIRE_SCRIPT)
+        self._put_snapshot = self._redis.register_script(PUT_SNAPSHOT_SCRIPT)
         self._locate = self._redis.register_script(LOCATE_SCRIPT)
         self._pubsub: PubSub = self._new_pubsub()
         self._handlers: dict[str, list[Handler]] = {}
@@ -450,6 +468,8 @@ class RedisStore(Store):
             self._committer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._committer
+        queued, self._batch = self._batch, []
+        _settle(queued, [StoreUnavailable("redis: the store closed")] * len(queued))
         self.health.close()
         self._online.clear()
         self._handlers.clear()
@@ -701,10 +721,26 @@ class RedisStore(Store):
             with contextlib.suppress(StoreUnavailable), self._reaching():
                 await self._redis.publish(channel, announce)
 
-    async def read_log(self, table_id: str) -> list[bytes]:
+    async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
         with self._reaching():
-            entries = await self._redis.xrange(log_key(table_id))
+            entries = await self._redis.xrange(log_key(table_id), min=f"{after + 1}-0")
         return [fields[b"e"] for _, fields in entries]
+
+    async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
+        with self._reaching():
+            written = await self._put_snapshot(
+                keys=[lease_key(table_id), snapshot_key(table_id)],
+                args=[self._holder(token), position, data],
+            )
+        if not written:
+            raise LeaseLost(table_id)
+
+    async def read_snapshot(self, table_id: str) -> tuple[int, bytes] | None:
+        with self._reaching():
+            position, data = await self._redis.hmget(snapshot_key(table_id), ["position", "data"])
+        if position is None or data is None:
+            return None
+        return int(position), data
 
     async def retire_table(
         self,
@@ -721,6 +757,7 @@ class RedisStore(Store):
             log_key(table_id),
             table_key(table_id),
             game_key(table_id),
+            snapshot_key(table_id),
         ]
         with self._reaching():
             retired = await self._retire(

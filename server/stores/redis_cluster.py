@@ -8,8 +8,9 @@ seed nodes are only where it learns the cluster's map of slots, and it follows t
 fail over or slots move. Everything in :mod:`server.stores.redis` holds; what a cluster adds:
 
 Keys and slots. Every key of one table carries the table id as a hash tag (``bd:t:{T}:...``), so
-a table's lease, epoch, log, record, state and game record share one slot, and every Lua script
-(acquire, renew, append, put-record, release, retire, locate) names keys of that one slot only. A
+a table's lease, epoch, log, record, snapshot, state and game record share one slot, and every
+Lua script (acquire, renew, append, put-record, put-snapshot, release, retire, locate) names keys
+of one table only (a batch of appends: of one slot, see "Group commit" below). A
 player's set (``bd:p:{P}:tables``) and a game's leaderboard keys (``bd:lb:{G}...``) are one slot
 each too. The cross-table structures are each one key, so each lives in one slot on purpose:
 

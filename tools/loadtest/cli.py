@@ -568,7 +568,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--server-rate", type=float, default=1000.0, help="spawned server's --rate")
     p.add_argument("--server-burst", type=int, default=1000, help="spawned server's --burst")
     p.add_argument("--server-arg", action="append", default=[], help="extra serve argument")
-    p.add_argument("--redis", action="store_true", help="spawned server uses a Redis it starts")
+    store = p.add_mutually_exclusive_group()
+    store.add_argument("--redis", action="store_true", help="spawned server uses a Redis it starts")
+    store.add_argument("--redis-url", help="spawned server uses this Redis (it is not flushed)")
     p.add_argument("--server-dir", help="start the server from this source tree (default: .)")
     p.add_argument("--server-log", default="/tmp/blackdrez-loadtest-server.log")
     p.add_argument("--baseline", action="store_true", help="also run the bare echo baseline")
@@ -615,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
     url = args.url
     try:
         if args.spawn_server:
-            redis_url = None
+            redis_url = args.redis_url
             if args.redis:
                 from server.testing.redis_server import RedisServer
 
@@ -638,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
 
         report = run_load(args, url, pid, args.quiet, on_measure)
         report["command"] = ["blackdrez", "loadtest", *(argv or sys.argv[1:])]
-        report["redis"] = bool(args.redis)
+        report["redis"] = bool(args.redis or args.redis_url)
         for spy in spies:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 spy.wait(30.0)

@@ -1,0 +1,135 @@
+"""Table snapshots: a hosted room as bytes, so that rebuilding it replays only the log after them.
+
+Theory of operation
+-------------------
+A room is rebuilt by replaying its log (:func:`server.table.commands.rebuild`), which costs one
+command per entry: a table that played for hours has a long log and a slow adoption. So every
+:data:`SNAPSHOT_EVERY` entries the host takes a snapshot, the room just after entry ``position`` as
+bytes (:func:`take`), and stores it beside the log (fenced by its lease like a log append:
+:meth:`~server.stores.base.Store.put_snapshot`). :func:`rebuild` then starts from the latest
+snapshot and replays only the entries after it, at most ``SNAPSHOT_EVERY - 1`` of them, whatever the
+log's length; the room is the same as the full replay's (``tests/test_snapshots.py``). The log
+itself stays whole: it is the record (a retired table's game record compresses it) and the truth a
+snapshot is checked against: a snapshot that does not fit the log (past its end, not readable, or
+not at the event number the log's entry at its position gives) is ignored and the whole log
+replayed.
+
+A snapshot is the room pickled (a room is plain Python data: seats, engine, event log, deadlines),
+with its game adapter by name, since adapters are shared singletons. Unpickling runs code named
+by the data, so a snapshot is loaded only from the project's own modules and a few standard
+types (:class:`_Unpickler`): a Redis that someone else could write cannot make a node import or
+call anything else. It is still Redis data the nodes trust, as they trust its log and its
+token-signing secret.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import pickle
+from typing import Any
+
+from games import GAMES
+from server.table.commands import decode_entry, execute
+from server.table.commands import rebuild as rebuild_from_log
+from server.table.room import Room, RoomError
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_EVERY = 500
+"""Log entries between snapshots: a rebuild replays fewer than this many entries. A snapshot of a
+four-seat BlackDrez table is about 15 KB and takes about 10 ms to make (``docs/benchmarks.md``),
+so one every 500 entries costs the host about 20 µs an entry and Redis 30 bytes an entry."""
+
+_ALLOWED_PREFIXES = ("server.", "protocol.", "games.")
+_ALLOWED_GLOBALS = {
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("builtins", "bytearray"),
+    ("collections", "deque"),
+    ("collections", "OrderedDict"),
+    ("collections", "defaultdict"),
+    ("collections", "Counter"),
+    ("copyreg", "_reconstructor"),
+    ("builtins", "object"),
+    ("random", "Random"),
+    ("msgspec._utils", "rebuild"),  # a Struct: its class is checked on its own
+}
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be loaded (damaged, or naming something it may not)."""
+
+
+def take(room: Room) -> bytes:
+    """The room as it is now, as bytes (see the module docstring). Take it right after a
+    logged command, once its update is flushed."""
+    out = io.BytesIO()
+    _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(room)
+    return out.getvalue()
+
+
+def load(data: bytes) -> Room:
+    """The room a snapshot holds; :class:`SnapshotError` if it cannot be loaded."""
+    try:
+        room = _Unpickler(io.BytesIO(data)).load()
+    except SnapshotError:
+        raise
+    except Exception as error:
+        raise SnapshotError(f"unreadable snapshot: {error!r}") from error
+    if not isinstance(room, Room):
+        raise SnapshotError(f"a snapshot holds a {type(room).__name__}, not a room")
+    return room
+
+
+def rebuild(entries: list[bytes], snapshot: tuple[int, bytes] | None = None) -> Room:
+    """The room of this log: from ``snapshot`` (its position, its bytes) and the entries after
+    it when it fits the log, else by replaying the whole log."""
+    if snapshot is not None and 0 < snapshot[0] <= len(entries):
+        try:
+            return resume(snapshot, entries[snapshot[0] - 1 :])
+        except SnapshotError as error:
+            log.warning("snapshot at %d not used, whole log replayed: %s", snapshot[0], error)
+    return rebuild_from_log(entries)
+
+
+def resume(snapshot: tuple[int, bytes], tail: list[bytes]) -> Room:
+    """The room from ``snapshot`` and ``tail``, the log from the snapshot's own entry on (that
+    one is checked against the snapshot, the others replayed); :class:`SnapshotError` if they do
+    not fit. This needs only the end of the log: what an adopting node reads."""
+    if not tail:
+        raise SnapshotError(f"the log ends before entry {snapshot[0]}")
+    room = load(snapshot[1])
+    logged = decode_entry(tail[0]).seq
+    if logged is not None and room.seq != logged:
+        raise SnapshotError(f"the room is at event {room.seq}, the log at {logged}")
+    for index, data in enumerate(tail[1:], start=1):
+        try:
+            execute(room, decode_entry(data))
+        except RoomError as error:
+            raise SnapshotError(f"entry {index} after the snapshot refused: {error}") from None
+    room.flush()
+    room.take_outcome()
+    return room
+
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) in _ADAPTER_TYPES:
+            return ("adapter", obj.name)
+        return None
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, pid: Any) -> Any:
+        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "adapter" and pid[1] in GAMES:
+            return GAMES[pid[1]]
+        raise SnapshotError(f"unknown reference {pid!r}")
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module.startswith(_ALLOWED_PREFIXES) or (module, name) in _ALLOWED_GLOBALS:
+            return super().find_class(module, name)
+        raise SnapshotError(f"a snapshot may not name {module}.{name}")
+
+
+_ADAPTER_TYPES = {type(adapter) for adapter in GAMES.values()}

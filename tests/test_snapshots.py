@@ -1,0 +1,129 @@
+"""Snapshots: a room rebuilt from a snapshot and the log after it is the room the whole log
+rebuilds, a snapshot that does not fit is ignored, and storing one is fenced like a log append.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pickle
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from server.stores import open_store
+from server.stores.base import LeaseLost, Store
+from server.table.commands import rebuild as rebuild_from_log
+from server.table.snapshots import SnapshotError, load, rebuild, take
+from server.testing.table_logs import play_table
+
+LIVE_ONLY = frozenset({"room.timer_budget"})
+"""What a live room keeps and a replay does not: the runaway-timer budget counts every timer
+firing, logged or not (what it decides is logged as a command of its own)."""
+
+
+def assert_same(a: Any, b: Any, path: str = "room", skip: frozenset[str] = frozenset()) -> None:
+    """Two rooms (or parts of them) hold the same state, but for the attributes at the paths
+    ``skip``; plain objects compare by attributes."""
+    if path in skip:
+        return
+    if type(a) is not type(b):
+        raise AssertionError(f"{path}: {type(a).__name__} != {type(b).__name__}")
+    if hasattr(a, "__dict__") and type(a).__eq__ is object.__eq__:
+        assert vars(a).keys() == vars(b).keys(), path
+        for name in vars(a):
+            assert_same(vars(a)[name], vars(b)[name], f"{path}.{name}", skip)
+    elif isinstance(a, list | tuple) and len(a) == len(b):
+        for index, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same(x, y, f"{path}[{index}]", skip)
+    else:
+        assert a == b, path
+
+
+def test_a_room_from_a_snapshot_is_the_room_the_whole_log_rebuilds() -> None:
+    taken: list[tuple[int, bytes]] = []
+
+    def snapshot_now(room: Any, log: list[bytes]) -> None:
+        if len(log) % 53 == 0:
+            taken.append((len(log), take(room)))
+
+    live, log = play_table(700, seed=7, after_each=snapshot_now)
+    replayed = rebuild_from_log(log)
+    assert len(taken) >= 12
+    for position, data in taken:
+        # taken from the live room, as a node does
+        rebuilt = rebuild(log, (position, data))
+        assert_same(rebuilt, replayed, "room", LIVE_ONLY)
+        assert rebuilt.spec is replayed.spec
+        # taken from a replayed room: the same in every attribute
+        exact = rebuild(log, (position, take(rebuild_from_log(log[:position]))))
+        assert_same(exact, replayed)
+    assert_same(rebuild(log, taken[-1]), live, "room", LIVE_ONLY)
+
+
+def test_a_snapshot_that_does_not_fit_the_log_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    _, log = play_table(300, seed=3)
+    good = (200, take(rebuild_from_log(log[:200])))
+    replayed = rebuild_from_log(log)
+    assert_same(rebuild(log, good), replayed)
+    with caplog.at_level(logging.WARNING, logger="server.table.snapshots"):
+        for unfit in ((len(log) + 1, good[1]), (0, good[1]), (200, b"not a snapshot")):
+            assert_same(rebuild(log, unfit), replayed)
+        # A snapshot taken later than it claims: the entries after its position do not apply.
+        assert_same(rebuild(log, (100, good[1])), replayed)
+    assert len([r for r in caplog.records if "not used" in r.message]) == 2
+
+
+class _Call:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (print, ("a snapshot ran this",))
+
+
+def test_a_snapshot_may_name_only_the_projects_types() -> None:
+    with pytest.raises(SnapshotError, match=r"may not name builtins\.print"):
+        load(pickle.dumps(_Call()))
+    with pytest.raises(SnapshotError, match="not a room"):
+        load(pickle.dumps({"a": 1}))
+
+
+@pytest.fixture(params=["memory", "redis", "cluster"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    url = {"memory": None, "redis": "redis_url_clean", "cluster": "redis_cluster_url_clean"}
+    name = url[request.param]
+    started = open_store(request.getfixturevalue(name) if name else None, "node-a")
+    await started.start()
+    yield started
+    await started.close()
+
+
+async def test_a_snapshot_is_stored_by_the_lease_holder_only(store: Store) -> None:
+    token = await store.acquire_lease("t1", 0.3)
+    assert token is not None
+    assert await store.read_snapshot("t1") is None
+    await store.put_snapshot("t1", token, 500, b"at 500")
+    with pytest.raises(LeaseLost):
+        await store.put_snapshot("t1", token + 1, 1000, b"stale token")
+    assert await store.read_snapshot("t1") == (500, b"at 500")
+    await store.put_snapshot("t1", token, 400, b"older")  # arrived late: the later one stays
+    assert await store.read_snapshot("t1") == (500, b"at 500")
+    await store.append_log("t1", token, 1, b"create")
+    await asyncio.sleep(0.4)  # the lease lapses; another node adopts
+    adopted = await store.acquire_lease("t1", 5)
+    assert adopted is not None and adopted > token
+    with pytest.raises(LeaseLost):
+        await store.put_snapshot("t1", token, 1000, b"from the old holder")
+    await store.put_snapshot("t1", adopted, 1000, b"at 1000")
+    assert await store.read_snapshot("t1") == (1000, b"at 1000")
+    await store.retire_table("t1", adopted, b"record", keep=60)
+    assert await store.read_snapshot("t1") is None
+
+
+async def test_a_log_is_read_from_any_entry_on(store: Store) -> None:
+    token = await store.acquire_lease("t1", 5)
+    assert token is not None
+    for position in range(1, 13):
+        await store.append_log("t1", token, position, f"e{position}".encode())
+    assert await store.read_log("t1", after=9) == [b"e10", b"e11", b"e12"]
+    assert await store.read_log("t1", after=12) == []
+    assert len(await store.read_log("t1")) == 12
