@@ -50,9 +50,9 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -77,13 +77,14 @@ from server.hosting import (
     new_room,
     players_seated,
     replay,
+    replay_games,
     table_record,
     timer_entry,
 )
 from server.identity import BOT_NAMES
 from server.metrics import Metrics
 from server.retry import Backoff
-from server.room import Broadcast, Outcome, Room, RoomError
+from server.room import Broadcast, GameOver, Outcome, Room, RoomError
 from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, Whereabouts, node_channel, table_channel
 
@@ -109,6 +110,16 @@ STORE_RETRY = Backoff(first=0.05, cap=2.0)
 """The retry policy of the outbox and of a table whose log write failed."""
 SWEEP_INTERVAL = 5.0
 """Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
+
+
+class GameRecords(Protocol):
+    """The records of finished games (``server.records.writer.RecordsWriter``)."""
+
+    def submit(self, games: Iterable[GameOver]) -> None:
+        """Queue games whose end is logged, to be stored (again, after a failover: harmless)."""
+
+    async def written(self, table: str) -> bool:
+        """Wait (bounded) until the table's submitted games are stored."""
 
 
 def _no_bots(table: str, strategy: str, invite: str | None, name: str) -> None:
@@ -215,6 +226,9 @@ class Node:
         knows its own address)."""
         self._bots_named: dict[str, int] = {}
         """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
+        self.records: GameRecords | None = None
+        """Where finished games go once their log entry is written (set by the server when it
+        keeps records: ``server.records.writer``)."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -823,7 +837,9 @@ class Node:
         if not entries:  # its node died before it was created: nothing to host
             await self.store.retire_table(table, lease.token, b"", self.record_retention)
             return
-        room = replay(entries)
+        room, games = replay_games(entries)
+        if self.records is not None and games:
+            self.records.submit(games)  # those its last host stored already change nothing
         if room.status == "closed":  # closed, but its node died before retiring it
             await self._retire(table, lease.token, entries)
             return
@@ -844,7 +860,10 @@ class Node:
             self._after(room, broadcast)
 
     async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
-        """Write a closed table's game record in place of its log, for good."""
+        """Write a closed table's game record in place of its log, for good (once its games are
+        in the records, if this node keeps them: the log is their source until then)."""
+        if self.records is not None:
+            await self.records.written(table)
         record = table_record(entries, self.clock())
         players = players_seated(entries)
         await self.store.retire_table(table, token, record, self.record_retention, players)
@@ -863,6 +882,8 @@ class Node:
             self._correct_presence(broadcast.table, _away(broadcast))
         token = self._leases[room.id].token
         outcome = room.take_outcome()
+        if self.records is not None and outcome.games_over:
+            self.records.submit(outcome.games_over)
         if room.status == "closed":
             closing_log = self._logs[room.id]
             self._unhost(room.id, keep_lease=True)
