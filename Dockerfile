@@ -7,7 +7,10 @@ COPY pyproject.toml README.md ./
 COPY protocol ./protocol
 COPY server ./server
 COPY clients ./clients
-RUN pip install --no-cache-dir . && useradd --create-home blackdrez
+# The records' default SQLite folder (blackdrez-data/ here) must be the server user's; compose
+# gives the nodes a PostgreSQL instead (BLACKDREZ_DB_URL).
+RUN pip install --no-cache-dir . && useradd --create-home blackdrez \
+    && mkdir blackdrez-data && chown blackdrez blackdrez-data
 USER blackdrez
 
 EXPOSE 8765

@@ -9,6 +9,7 @@ or any other HTTP front end, and the tests call it directly. Routes (``docs/api.
 
     GET  /api/v1/games?player=&game=&before=&limit=     GamesPage, newest first
     GET  /api/v1/games/{id}                             GameRecord (verifies as it is)
+    GET  /api/v1/games/{id}/replay                      GameReplay: every step, as seen
     GET  /api/v1/players/{id}                           PlayerProfile
     GET  /api/v1/players/{id}/ratings?game=&before=&limit=   RatingHistory
     GET  /api/v1/leaderboards/{game}?kind=&after=&limit=     Leaderboard
@@ -49,6 +50,7 @@ from server.records.model import (
     RatingPoint,
 )
 from server.records.ratings import RATED_GAMES
+from server.records.replay import game_replay
 from server.records.store import InvalidCursor, RecordsStore
 
 PREFIX = "/api/v1"
@@ -304,6 +306,14 @@ class RecordsApi:
             raise _not_found(f"no stored game {game_id!r}")
         return record, _FOREVER
 
+    async def _replay(self, query_text: str, game_id: str) -> tuple[Any, tuple[str, str]]:
+        _Query(query_text, frozenset())
+        record = await self.store.game(game_id) if GAME_ID.fullmatch(game_id) else None
+        if record is None:
+            raise _not_found(f"no stored game {game_id!r}")
+        # One replay and a view per step: milliseconds of CPU, off the event loop
+        return await asyncio.to_thread(game_replay, record), _FOREVER
+
     async def _player(self, query_text: str, player_id: str) -> tuple[Any, tuple[str, str]]:
         _Query(query_text, frozenset())
         player = await self.store.player(_player_id(player_id))
@@ -396,6 +406,7 @@ class RecordsApi:
 _ROUTES: Mapping[tuple[str, ...], tuple[str, str]] = {
     ("games",): ("GET", "_games"),
     ("games", "*"): ("GET", "_game"),
+    ("games", "*", "replay"): ("GET", "_replay"),
     ("players", "*"): ("GET", "_player"),
     ("players", "*", "ratings"): ("GET", "_ratings"),
     ("leaderboards", "*"): ("GET", "_leaderboard"),
