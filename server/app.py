@@ -234,7 +234,7 @@ class GameServer:
             self.records, self.secret, token_lifetime=self.settings.token_lifetime
         )
         self.api = RecordsApi(self.records, self.accounts)
-        self.writer = RecordsWriter(self.records)
+        self.writer = RecordsWriter(self.records, self.metrics)
         self.writer.start()
         self.node.records = self.writer
         log.info("records in %s", self.records.db.url)

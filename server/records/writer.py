@@ -34,6 +34,7 @@ import logging
 from collections.abc import Iterable
 
 from server.games import registry
+from server.metrics import Metrics
 from server.records.ingest import InvalidGame, finished_game
 from server.records.model import FinishedGame, SeatPlayer
 from server.records.ratings import RATED_GAMES
@@ -73,8 +74,9 @@ def finished(game: GameOver) -> FinishedGame:
 class RecordsWriter:
     """The records of finished games, written in the background (see the module docstring)."""
 
-    def __init__(self, store: RecordsStore) -> None:
+    def __init__(self, store: RecordsStore, metrics: Metrics | None = None) -> None:
         self.store = store
+        self.metrics = metrics
         self.written_count = 0
         """Games this writer stored (a game already stored does not count)."""
         self.failures = 0
@@ -102,6 +104,8 @@ class RecordsWriter:
         for game in games:
             self._pending[_table(game)] += 1
             self._queue.put_nowait(game)
+        if self.metrics is not None:
+            self.metrics.records_pending.set(self._queue.qsize())
 
     async def written(self, table: str, timeout: float = RETIRE_WAIT) -> bool:
         """Wait until every game submitted for ``table`` is stored (or dropped); ``False`` if
@@ -127,6 +131,8 @@ class RecordsWriter:
                 async with self._changed:
                     self._changed.notify_all()
                 self._queue.task_done()
+                if self.metrics is not None:
+                    self.metrics.records_pending.set(self._queue.qsize())
 
     async def _store(self, game: GameOver) -> None:
         try:
@@ -139,12 +145,16 @@ class RecordsWriter:
             try:
                 if await self.store.put_game(record):
                     self.written_count += 1
+                    if self.metrics is not None:
+                        self.metrics.records_written.inc()
                 return
             except GameIdConflict as error:
                 log.error("game %s not recorded: %s", game.game_id, error)
                 return
             except Exception as error:  # the database's own errors: down, restarting, busy
                 self.failures += 1
+                if self.metrics is not None:
+                    self.metrics.records_failures.inc()
                 log.warning("storing game %s failed, will retry: %r", game.game_id, error)
                 await asyncio.sleep(next(delays))
 

@@ -96,6 +96,9 @@ async def test_a_finished_rated_game_is_stored_verified_and_served_on_the_port(
     if winner.place != loser.place:
         assert ranked.index(winner.player) < ranked.index(loser.player)
     assert server.writer is not None and server.writer.written_count == 1
+    status, body = await http_get(server, "/metrics")
+    assert b"blackdrez_records_written_total 1.0" in body
+    assert b"blackdrez_records_pending 0.0" in body
 
 
 async def test_the_api_answers_errors_as_json_and_only_under_its_prefix(
