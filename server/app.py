@@ -53,7 +53,7 @@ from server.connection import Client
 from server.metrics import Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, Node
 from server.ratelimit import TokenBucket
-from server.records.accounts import AccountError, AccountErrorCode, Accounts
+from server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
 from server.records.api import RecordsApi
 from server.records.store import RecordsStore
 from server.records.writer import RecordsWriter
@@ -542,6 +542,8 @@ class GameServer:
             return
         try:
             if isinstance(message, v1.SignUp):
+                # A claim hashes the password (64 MiB, most of a core): limited like a login
+                accounts.limiter.check(name_key(message.name), address, time.time())
                 session = await accounts.claim(client.token.text, message.name, message.password)
             elif isinstance(message, v1.SignIn):
                 session = await accounts.login(message.name, message.password, address)

@@ -187,3 +187,18 @@ async def test_bad_account_requests_get_typed_errors_and_change_nothing(
     assert twice.value.code == "already_claimed"
     await ann.close()
     await bob.close()
+
+
+async def test_sign_ups_are_limited_per_address_like_logins(server: GameServer) -> None:
+    """A claim costs an Argon2 hash: a flood of them from one address is refused early."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    client = await Client.connect(url, name="Flood")
+    codes = []
+    for attempt in range(25):
+        try:
+            await client.request(v1.SignUp(name=f"Flood {attempt}", password="short"))
+        except ServerError as error:
+            codes.append(error.code)
+    assert codes[:20] == ["weak_password"] * 20
+    assert codes[20:] == ["rate_limited"] * 5
+    await client.close()
