@@ -237,7 +237,6 @@ class GameServer:
         self.writer = RecordsWriter(self.records, self.metrics)
         self.writer.start()
         self.node.records = self.writer
-        log.info("records in %s", self.records.db.url)
 
     def _own_url(self) -> str:
         """This node's WebSocket address, for the clients it runs itself (bots)."""
@@ -779,9 +778,10 @@ async def run(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    records = f"records in {server.records.db.url}" if server.records else "no records"
     print(
         f"blackdrez {VERSION}: node {settings.node_id} on http://{settings.host}:{server.port}/ "
-        f"({'redis' if settings.redis_url else 'in-memory'} lobby)",
+        f"({'redis' if settings.redis_url else 'in-memory'} lobby, {records})",
         flush=True,
     )
     await stop.wait()

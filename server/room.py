@@ -405,6 +405,7 @@ class Room:
         self.games_begun = 0
         """Games started at this table: the current (or last) one is game number this."""
         self.game_started_at = 0.0
+        self.game_ended_at = 0.0
         self.actions: list[tuple[int, Any]] = []
         """Every ``(seat, action)`` applied to the current (or last) game's engine."""
         self.game_players: dict[int, tuple[int, str, str, bool]] = {}
@@ -816,9 +817,8 @@ class Room:
         assert isinstance(verdict, Refusal)
         raise RoomError(verdict.code, verdict.message)
 
-    def _enter(self, status: TableStatus, now: float = 0.0) -> None:
-        """Change the status along :data:`TRANSITIONS`, dropping the old status's timer
-        (``now``: when a game ends, for its record)."""
+    def _enter(self, status: TableStatus) -> None:
+        """Change the status along :data:`TRANSITIONS`, dropping the old status's timer."""
         old = self.status
         if status is old:
             return
@@ -831,7 +831,7 @@ class Room:
         elif old is TableStatus.WAITING:
             self.waiting_until = None
         if status is TableStatus.FINISHED:
-            self._finish(now)
+            self._finish()
         elif status is TableStatus.CLOSED:
             self.turn_deadline = self.next_round_at = self.waiting_until = self.close_at = None
             self.turn_seats = ()
@@ -846,7 +846,8 @@ class Room:
         engine = self.engine
         if engine is not None and self.status in GAME_RUNNING:
             if engine.over:
-                self._enter(TableStatus.FINISHED, now)
+                self.game_ended_at = now
+                self._enter(TableStatus.FINISHED)
             elif not self.adapter.between_rounds(engine):
                 self._enter(TableStatus.PLAYING)
             elif len(self._round_seats()) >= self.adapter.min_players:
@@ -927,7 +928,7 @@ class Room:
                         del self.game_players[other]
                 self.game_players[index] = (index, s.player, s.name, s.bot)
 
-    def _finish(self, now: float) -> None:
+    def _finish(self) -> None:
         self._note_players()
         self.outcome.games_over.append(
             GameOver(
@@ -936,7 +937,7 @@ class Room:
                 actions=self.actions,
                 players=[self.game_players[index] for index in sorted(self.game_players)],
                 started_at=self.game_started_at,
-                ended_at=now,
+                ended_at=self.game_ended_at,
                 rated=self.options.rated,
             )
         )
