@@ -202,3 +202,24 @@ async def test_sign_ups_are_limited_per_address_like_logins(server: GameServer) 
     assert codes[:20] == ["weak_password"] * 20
     assert codes[20:] == ["rate_limited"] * 5
     await client.close()
+
+
+async def test_the_ladder_option_keeps_rated_bot_games_coming(database_url: str) -> None:
+    server = GameServer(Settings(port=0, ping_interval=None, db_url=database_url, ladder_tables=1))
+    await server.start()
+    try:
+        assert server.records is not None
+
+        async def rated_games() -> Any:
+            games, _ = await server.records.games(game="blackdrez")
+            return len(games) >= 2 and games
+
+        games = await eventually(rated_games, "two ladder games")
+        assert all(g.rated and all(p.bot for p in g.players) for g in games)
+        assert {p.player for g in games for p in g.players} == {
+            player for player, _, _ in ladder_bots(0)
+        }, "the same identities, game after game"
+        board, _ = await server.records.leaderboard("blackdrez", "bots")
+        assert all(entry.rating is not None and entry.rating.games >= 2 for entry in board)
+    finally:
+        await server.stop()
