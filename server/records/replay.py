@@ -60,7 +60,8 @@ class GameReplay(msgspec.Struct, frozen=True, kw_only=True):
     result: dict[str, Any]
     fairness: Fairness
     rounds: list[int]
-    """The index of the first step of each round, in order (to jump to a round)."""
+    """For each round, in order, the index of the step after its first action (to jump to a
+    round)."""
     steps: list[ReplayStep]
 
 
