@@ -96,6 +96,11 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8765
     redis_url: str | None = None
+    """``redis://...`` for one Redis, ``redis+cluster://host:port[,...]`` for a Redis Cluster."""
+    redis_wait_replicas: int = 0
+    """Replicas that must hold each log entry before a command is acknowledged (Redis WAIT)."""
+    redis_wait_timeout_ms: int = 100
+    """How long a command waits for them; then it is answered ``unavailable``."""
     node_id: str = field(default_factory=lambda: "n" + secrets.token_hex(4))
     max_frame_bytes: int = 16 * 1024
     messages_per_second: float = 30.0
@@ -153,7 +158,12 @@ class GameServer:
     def __init__(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
         self.metrics = Metrics()
-        self.store = store or open_store(settings.redis_url, settings.node_id)
+        self.store = store or open_store(
+            settings.redis_url,
+            settings.node_id,
+            wait_replicas=settings.redis_wait_replicas,
+            wait_timeout_ms=settings.redis_wait_timeout_ms,
+        )
         self.node = Node(
             self.store,
             self.metrics,

@@ -53,6 +53,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
             args.parser.error(f"{option} must be a positive number of seconds")
     if args.lease_ttl is not None:
         settings.lease_ttl = args.lease_ttl
+    _redis_options(args, settings)
     if args.record_retention is not None:
         settings.record_retention = args.record_retention
     return settings
@@ -69,6 +70,27 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"blackdrez serve: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def _redis_options(args: argparse.Namespace, settings: Any) -> None:
+    """Check and apply the Redis Cluster URL and the WAIT options."""
+    from server.stores.redis import COMMAND_TIMEOUT
+    from server.stores.redis_cluster import SCHEME, parse_cluster_url
+
+    if settings.redis_url and settings.redis_url.startswith(f"{SCHEME}:"):
+        try:
+            parse_cluster_url(settings.redis_url)
+        except ValueError as error:
+            args.parser.error(f"--redis-url: {error}")
+    if args.redis_wait_replicas < 0:
+        args.parser.error("--redis-wait-replicas must be 0 or more")
+    if args.redis_wait_replicas and not settings.redis_url:
+        args.parser.error("--redis-wait-replicas needs --redis-url")
+    limit = int(COMMAND_TIMEOUT * 1000)
+    if not 0 < args.redis_wait_timeout_ms < limit:
+        args.parser.error(f"--redis-wait-timeout-ms must be from 1 to {limit - 1}")
+    settings.redis_wait_replicas = args.redis_wait_replicas
+    settings.redis_wait_timeout_ms = args.redis_wait_timeout_ms
 
 
 def _whole(low: int, high: int | None = None) -> Any:
@@ -511,7 +533,25 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--redis-url",
         default=os.environ.get("BLACKDREZ_REDIS_URL"),
-        help="share the lobby through Redis (default: in memory; env BLACKDREZ_REDIS_URL)",
+        help="share the lobby through Redis: redis://HOST:PORT/DB for one Redis, "
+        "redis+cluster://HOST:PORT[,HOST:PORT...] for a Redis Cluster (default: in memory; "
+        "env BLACKDREZ_REDIS_URL)",
+    )
+    serve.add_argument(
+        "--redis-wait-replicas",
+        type=int,
+        default=0,
+        metavar="N",
+        help="acknowledge a command only once N Redis replicas hold its log entry (WAIT), so "
+        "that a failover loses no acknowledged command (default 0: do not wait)",
+    )
+    serve.add_argument(
+        "--redis-wait-timeout-ms",
+        type=int,
+        default=100,
+        metavar="MS",
+        help="how long a command waits for those replicas before it is answered 'unavailable' "
+        "(default 100)",
     )
     serve.add_argument(
         "--node-id",

@@ -9,6 +9,7 @@ import pytest
 import redis
 
 from server.testing.postgres_server import PostgresServer
+from server.testing.redis_cluster import LocalCluster
 from server.testing.redis_server import RedisServer
 
 # Server processes the tests start keep no records unless the test names a database: no
@@ -43,3 +44,20 @@ def postgres_server() -> Iterator[PostgresServer]:
     needs a database makes its own with ``create_schema()`` or ``create_database()``."""
     with PostgresServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalCluster]:
+    """One real Redis Cluster (3 masters, 3 replicas) for the session; tests must not kill its
+    nodes (a test that does starts a cluster of its own)."""
+    with LocalCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def redis_cluster_url_clean(redis_cluster: LocalCluster) -> str:
+    """The session cluster's ``redis+cluster://`` URL, every master emptied first."""
+    for index in redis_cluster.master_indexes():
+        with redis.Redis(port=redis_cluster.nodes[index].port) as client:
+            client.flushall()
+    return redis_cluster.url

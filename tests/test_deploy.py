@@ -15,10 +15,24 @@ from server.cli import build_parser
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
-NODES = {name: s for name, s in SERVICES.items() if s.get("command", [None, "-"])[1] == "serve"}
-NGINX = "\n".join(
-    line.split("#", 1)[0] for line in (ROOT / "deploy" / "nginx.conf").read_text().splitlines()
-)
+SERVES = {name: s for name, s in SERVICES.items() if s.get("command", [])[1:2] == ["serve"]}
+NODES = {name: s for name, s in SERVES.items() if "profiles" not in s}
+"""The nodes of the default stack (on one Redis)."""
+CLUSTER_NODES = {name: s for name, s in SERVES.items() if s.get("profiles") == ["cluster"]}
+CLUSTER_REDIS = {
+    name: s
+    for name, s in SERVICES.items()
+    if s.get("profiles") == ["cluster"] and "--cluster-enabled" in s.get("command", [])
+}
+
+
+def nginx(name: str) -> str:
+    """An nginx configuration of deploy/, without its comments."""
+    text = (ROOT / "deploy" / name).read_text()
+    return "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+
+
+NGINX = nginx("nginx.conf")
 
 
 def parse(command: list[str]):
@@ -105,6 +119,11 @@ def test_docker_compose_accepts_the_file_and_rejects_a_broken_one(tmp_path) -> N
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert checked.returncode == 0, checked.stderr
+    with_cluster = subprocess.run(
+        [tool, "-f", str(ROOT / "docker-compose.yml"), "--profile", "cluster", "config", "-q"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert with_cluster.returncode == 0, with_cluster.stderr
     broken = tmp_path / "docker-compose.yml"
     broken.write_text((ROOT / "docker-compose.yml").read_text().replace("ports:", "portz:"))
     refused = subprocess.run(
@@ -144,7 +163,7 @@ def test_the_nodes_share_the_records_database_of_the_compose_file() -> None:
         f"postgresql://{env['POSTGRES_USER']}:{env['POSTGRES_PASSWORD']}@records:5432/"
         f"{env['POSTGRES_DB']}"
     )
-    for name, service in NODES.items():
+    for name, service in {**NODES, **CLUSTER_NODES}.items():
         assert service["depends_on"]["records"]["condition"] == "service_healthy", name
         url = service["environment"]["BLACKDREZ_DB_URL"]
         assert url == expected, name
@@ -152,3 +171,48 @@ def test_the_nodes_share_the_records_database_of_the_compose_file() -> None:
             assert parse(service["command"]).db_url == url
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "chown blackdrez blackdrez-data" in dockerfile, "the default SQLite folder is writable"
+
+
+def test_the_cluster_profile_joins_six_redis_nodes_into_three_masters_with_replicas() -> None:
+    assert len(CLUSTER_REDIS) == 6
+    for name, service in CLUSTER_REDIS.items():
+        command = service["command"]
+        assert command[0] == "redis-server"
+        assert command[command.index("--cluster-enabled") + 1] == "yes"
+        assert command[command.index("--appendonly") + 1] == "yes"
+        assert any(volume.endswith(":/data") for volume in service["volumes"]), name
+        assert service["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+    init = SERVICES["redis-cluster-init"]
+    assert init["profiles"] == ["cluster"]
+    assert set(init["depends_on"]) == set(CLUSTER_REDIS)
+    assert all(d["condition"] == "service_healthy" for d in init["depends_on"].values())
+    script = " ".join(init["command"])
+    assert "--cluster create" in script and "--cluster-replicas 1 --cluster-yes" in script
+    assert f"for h in {' '.join(sorted(CLUSTER_REDIS))};" in script
+    assert "cluster_state:ok" in script, "done only once the cluster serves every slot"
+
+
+def test_the_cluster_profile_nodes_use_the_cluster_behind_their_own_load_balancer() -> None:
+    assert len(CLUSTER_NODES) >= 2
+    seeds = ",".join(f"{name}:6379" for name in sorted(CLUSTER_REDIS))
+    for name, service in CLUSTER_NODES.items():
+        args = parse(service["command"])
+        assert args.redis_url == f"redis+cluster://{seeds}", "every cluster node is a seed"
+        assert args.node_id == name and args.host == "0.0.0.0"
+        condition = service["depends_on"]["redis-cluster-init"]["condition"]
+        assert condition == "service_completed_successfully"
+        assert service["build"] == NODES["node1"]["build"], "the same image as the other nodes"
+    lb = SERVICES["cluster-lb"]
+    assert "./deploy/nginx-cluster.conf:/etc/nginx/nginx.conf:ro" in lb["volumes"]
+    upstreams = re.findall(r"^\s*server\s+([\w.-]+):(\d+)", nginx("nginx-cluster.conf"), re.M)
+    ports = {name: parse(s["command"]).port for name, s in CLUSTER_NODES.items()}
+    assert sorted(upstreams) == sorted((name, str(port)) for name, port in ports.items())
+    assert lb["ports"] != SERVICES["lb"]["ports"], "both stacks can run side by side"
+    address = lb["networks"]["default"]["ipv4_address"]
+    assert address != SERVICES["lb"]["networks"]["default"]["ipv4_address"]
+    for service in CLUSTER_NODES.values():
+        assert parse(service["command"]).trusted_proxy == [address]
+    upstream = re.compile(r"^\s*server\s+[\w.-]+:\d+[^\n]*\n", re.M)
+    assert upstream.sub("", nginx("nginx-cluster.conf")) == upstream.sub("", NGINX), (
+        "the same proxying as the other load balancer"
+    )

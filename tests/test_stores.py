@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 import pytest
 import redis.asyncio as aioredis
 
+from server.stores import open_store
 from server.stores.base import (
     LeaseLost,
     Store,
@@ -78,13 +79,16 @@ async def open_redis_store(redis_url_clean: str) -> AsyncIterator[OpenRedisStore
         await store.close()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    """A started store of each kind, empty, for node ``node-a``."""
+    """A started store of each kind, empty, for node ``node-a``: in memory, on one Redis, on
+    a Redis Cluster of three masters and three replicas."""
     if request.param == "memory":
         started: Store = MemoryStore("node-a")
-    else:
+    elif request.param == "redis":
         started = RedisStore(request.getfixturevalue("redis_url_clean"), "node-a")
+    else:
+        started = open_store(request.getfixturevalue("redis_cluster_url_clean"), "node-a")
     await started.start()
     yield started
     await started.close()

@@ -6,13 +6,25 @@ from server.stores.base import LeaseLost, Store, StoreUnavailable
 from server.stores.memory import MemoryStore
 
 
-def open_store(redis_url: str | None, node_id: str) -> Store:
-    """Return the Redis store for ``redis_url``, or the in-memory store when it is empty."""
-    if redis_url:
-        from server.stores.redis import RedisStore
+def open_store(
+    redis_url: str | None, node_id: str, *, wait_replicas: int = 0, wait_timeout_ms: int = 100
+) -> Store:
+    """Return the Redis store for ``redis_url`` (a Redis Cluster's for ``redis+cluster://``),
+    or the in-memory store when it is empty. ``wait_replicas`` and ``wait_timeout_ms``: see
+    :class:`~server.stores.redis.RedisStore`."""
+    if not redis_url:
+        return MemoryStore(node_id)
+    if redis_url.startswith("redis+cluster://"):
+        from server.stores.redis_cluster import RedisClusterStore
 
-        return RedisStore(redis_url, node_id)
-    return MemoryStore(node_id)
+        return RedisClusterStore(
+            redis_url, node_id, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms
+        )
+    from server.stores.redis import RedisStore
+
+    return RedisStore(
+        redis_url, node_id, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms
+    )
 
 
 __all__ = ["LeaseLost", "MemoryStore", "Store", "StoreUnavailable", "open_store"]

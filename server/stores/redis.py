@@ -41,7 +41,24 @@ Writes that touch several keys of one slot run in one Lua script (every fenced w
 connection changes all or nothing. The sets ``bd:lobby:tables`` and ``bd:hosted`` live in other
 slots than a table's keys: they are updated in a second step, and every reader tolerates and
 removes ids whose table is gone (:meth:`RedisStore.list_tables`,
-:meth:`RedisStore.adoptable_tables`).
+:meth:`RedisStore.adoptable_tables`). So the same keys work on a Redis Cluster: how, and why each
+cross-table index is one key in one slot, is in :mod:`server.stores.redis_cluster`.
+
+Group commit. A node's log appends are not sent one by one: :meth:`RedisStore.append_log` queues
+its append and waits; from the event-loop turn after the first one queued, a single committer task
+sends every queued append in one script call (``APPEND_SCRIPT``, at most ``MAX_BATCH`` a call),
+then whatever queued while that call was out, and so on. So the tables that acted in the same turn
+share one round trip, and a busy node sends bigger batches, not more of them. Inside the script
+each append is fenced on its own (its table's lease token and expected position) and its
+announcement is published right after its entry is logged: one table fenced out refuses its own
+append only, and nothing is seen before it is logged. If the call fails every append of that batch
+gets :class:`StoreUnavailable` (its table's host undoes that command) and nothing else is touched.
+A table's appends keep their order because its host waits for each before it runs the next
+command. On a Redis Cluster the batch is split by master (see :mod:`server.stores.redis_cluster`).
+
+With ``wait_replicas`` (``--redis-wait-replicas``) a log append is pipelined with ``WAIT`` on the
+same connection, and its announcement is published only once enough replicas hold the entry (these
+appends are sent one by one, not grouped).
 
 Presence and leaderboards run as Lua scripts: presence reads Redis's clock so nodes need no
 synchronised clocks, and a leaderboard entry is compared and replaced atomically. Equal scores
@@ -63,13 +80,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import redis.asyncio as aioredis
 import redis.exceptions
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.commands.core import AsyncScript
 
 from server.retry import Backoff
 from server.stores.base import (
@@ -88,10 +107,14 @@ UNREACHABLE = (
     redis.exceptions.ConnectionError,  # includes "no connection available" from a full pool
     redis.exceptions.TimeoutError,
     redis.exceptions.ReadOnlyError,
+    redis.exceptions.ClusterError,  # a cluster refusing a slot mid-failover (CLUSTERDOWN)...
+    redis.exceptions.TryAgainError,  # ...or mid-resharding
+    redis.exceptions.SlotNotCoveredError,
     TimeoutError,
     OSError,
 )
-"""What a lost, refused or stalled connection raises (or a replica refusing writes mid-failover)."""
+"""What a lost, refused or stalled connection raises (or a replica refusing writes mid-failover,
+or a Redis Cluster whose slot has no master for a moment)."""
 
 POOL_SIZE = 64
 """Connections to Redis per node, beside the pub/sub one."""
@@ -106,6 +129,8 @@ PROBE_TIMEOUT = 0.5
 PUBSUB_BACKOFF = Backoff(first=0.1, cap=2.0)
 """Between attempts to reconnect the pub/sub link (woken early when Redis is seen back)."""
 PLAYER_TABLES_TTL = 7 * 24 * 3600
+MAX_BATCH = 256
+"""Log appends sent in one script call at most (a bigger batch would hold Redis for longer)."""
 """Seconds a player's table set lives after its last addition (its tables close long before)."""
 
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
@@ -162,22 +187,35 @@ return 0
 """
 
 APPEND_SCRIPT = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
+local out = {}
+for i = 1, #KEYS / 2 do
+  local lease, log, a = KEYS[2 * i - 1], KEYS[2 * i], 5 * (i - 1)
+  local position = ARGV[a + 2]
+  local expected = tonumber(position) - 1
+  local written = 1
+  if redis.call('GET', lease) ~= ARGV[a + 1] then
+    written = 0
+  else
+    local last = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)
+    if expected == 0 then
+      if #last ~= 0 then written = -1 end
+    elseif #last == 0 or last[1][1] ~= expected .. '-0' then
+      written = -1
+    end
+  end
+  if written == 1 then
+    redis.call('XADD', log, position .. '-0', 'e', ARGV[a + 3])
+    if ARGV[a + 4] ~= '' then
+      redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5])
+    end
+  end
+  out[i] = written
 end
-local expected = tonumber(ARGV[2]) - 1
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if expected == 0 then
-  if #last ~= 0 then return -1 end
-elseif #last == 0 or last[1][1] ~= expected .. '-0' then
-  return -1
-end
-redis.call('XADD', KEYS[2], ARGV[2] .. '-0', 'e', ARGV[3])
-if ARGV[4] ~= '' then
-  redis.call('PUBLISH', ARGV[4], ARGV[5])
-end
-return 1
+return out
 """
+"""Appends to the logs of a batch of tables (KEYS: lease and log of each; ARGV: holder, position,
+entry, channel, announcement of each), each fenced on its own: 1 written, 0 lease not held, -1
+log not at ``position - 1``. The announcement is published right after its entry is logged."""
 
 PUT_RECORD_SCRIPT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -278,18 +316,19 @@ class RedisStore(Store):
 
     shared = True
 
-    def __init__(self, url: str, node_id: str) -> None:
+    def __init__(
+        self, url: str, node_id: str, *, wait_replicas: int = 0, wait_timeout_ms: int = 100
+    ) -> None:
         super().__init__(node_id)
-        # A bounded pool that makes a burst of commands wait for a connection (for at most
-        # COMMAND_TIMEOUT) instead of failing with "too many connections".
-        pool = aioredis.BlockingConnectionPool.from_url(
-            url,
-            max_connections=POOL_SIZE,
-            timeout=COMMAND_TIMEOUT,
-            socket_connect_timeout=CONNECT_TIMEOUT,
-            socket_timeout=COMMAND_TIMEOUT,
-        )
-        self._redis = aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
+        if wait_replicas < 0 or not 0 < wait_timeout_ms < COMMAND_TIMEOUT * 1000:
+            raise ValueError(
+                "wait_replicas must be 0 or more and wait_timeout_ms between 1 and "
+                f"{int(COMMAND_TIMEOUT * 1000) - 1}"
+            )
+        self.wait_replicas = wait_replicas
+        """Replicas that must hold a log entry before :meth:`append_log` returns (0: none)."""
+        self.wait_timeout_ms = wait_timeout_ms
+        self._redis: Any = self._client(url)
         self._heartbeat = self._redis.register_script(HEARTBEAT_SCRIPT)
         self._live_nodes = self._redis.register_script(LIVE_NODES_SCRIPT)
         self._submit_score = self._redis.register_script(SUBMIT_SCORE_SCRIPT)
@@ -301,7 +340,7 @@ class RedisStore(Store):
         self._release = self._redis.register_script(RELEASE_SCRIPT)
         self._retire = self._redis.register_script(RETIRE_SCRIPT)
         self._locate = self._redis.register_script(LOCATE_SCRIPT)
-        self._pubsub: PubSub = self._redis.pubsub()
+        self._pubsub: PubSub = self._new_pubsub()
         self._handlers: dict[str, list[Handler]] = {}
         self._confirmations: dict[str, asyncio.Future[None]] = {}
         self._subscriptions = asyncio.Lock()
@@ -309,7 +348,45 @@ class RedisStore(Store):
         self._retry_now = asyncio.Event()
         self._attempt_failed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
+        self._batch: list[PendingAppend] = []
+        self._committer: asyncio.Task[None] | None = None
         self.health.listeners.append(self._retry_now.set)
+
+    def _client(self, url: str) -> aioredis.Redis:
+        """The command client for ``url`` (fails fast: no retries, short timeouts)."""
+        # A bounded pool that makes a burst of commands wait for a connection (for at most
+        # COMMAND_TIMEOUT) instead of failing with "too many connections".
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url,
+            max_connections=POOL_SIZE,
+            timeout=COMMAND_TIMEOUT,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=COMMAND_TIMEOUT,
+        )
+        return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
+
+    def _new_pubsub(self) -> PubSub:
+        """The pub/sub link (made once: it reconnects to the same server)."""
+        return self._redis.pubsub()
+
+    async def _pubsub_for_next_attempt(self) -> PubSub:
+        """The pub/sub link the reader should connect next (the same one, for one server)."""
+        return self._pubsub
+
+    @staticmethod
+    def _queue_script(
+        pipe: Any, script: AsyncScript, keys: Sequence[str], args: Sequence[Any]
+    ) -> None:
+        """Queue a script call in a pipeline. EVAL sends the body (a few hundred bytes) but
+        needs no SCRIPT EXISTS round trip first, and works where EVALSHA could meet a server
+        that never saw the script (a promoted replica, another cluster node)."""
+        pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
+
+    async def _queue_wait(self, pipe: Any, key: str) -> Callable[[], bool]:
+        """Queue ``WAIT`` on the connection that carries the write of ``key`` just queued;
+        return a check that the write did go there (always true with one server)."""
+        pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms)
+        return lambda: True
 
     @contextlib.contextmanager
     def _reaching(self) -> Iterator[None]:
@@ -335,10 +412,19 @@ class RedisStore(Store):
     async def close(self) -> None:
         """Stop the pub/sub reader and close every connection."""
         if self._reader is not None:
-            self._reader.cancel()
+            # Python 3.11's asyncio.timeout can turn a cancellation that lands as its own
+            # deadline passes into a TimeoutError, which the reader takes for a quiet link and
+            # reads on: cancel again until it is done.
+            while not self._reader.done():
+                self._reader.cancel()
+                await asyncio.wait({self._reader}, timeout=1.0)
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
             self._reader = None
+        if self._committer is not None:
+            self._committer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._committer
         self.health.close()
         self._online.clear()
         self._handlers.clear()
@@ -386,8 +472,9 @@ class RedisStore(Store):
         return node.decode(), record
 
     async def remove_table(self, table_id: str) -> None:
+        # The lobby set lives in another slot: not one transaction (listings drop stale ids).
         with self._reaching():
-            async with self._redis.pipeline(transaction=True) as pipe:
+            async with self._redis.pipeline(transaction=False) as pipe:
                 pipe.delete(table_key(table_id))
                 pipe.srem(LOBBY_KEY, table_id)
                 await pipe.execute()
@@ -429,10 +516,11 @@ class RedisStore(Store):
         with self._reaching():
             async with self._redis.pipeline(transaction=False) as pipe:
                 for table_id in tables:
-                    await self._renew(
-                        keys=[lease_key(table_id)],
-                        args=[self._holder(leases[table_id]), int(ttl * 1000)],
-                        client=pipe,
+                    self._queue_script(
+                        pipe,
+                        self._renew,
+                        [lease_key(table_id)],
+                        [self._holder(leases[table_id]), int(ttl * 1000)],
                     )
                 held = await pipe.execute()
         return {t for t, ok in zip(tables, held, strict=True) if not ok}
@@ -463,7 +551,7 @@ class RedisStore(Store):
                 return []
             async with self._redis.pipeline(transaction=False) as pipe:
                 for table_id in hosted:
-                    await self._locate(keys=self._locate_keys(table_id), client=pipe)
+                    self._queue_script(pipe, self._locate, self._locate_keys(table_id), [])
                 found = await pipe.execute()
             places = {t: self._location(f) for t, f in zip(hosted, found, strict=True)}
             gone = [t for t, p in places.items() if p.where in (CLOSED, UNKNOWN)]
@@ -485,19 +573,95 @@ class RedisStore(Store):
         channel: str = "",
         announce: bytes | None = None,
     ) -> None:
-        args = [
-            self._holder(token),
-            position,
-            entry,
-            channel if announce is not None else "",
-            announce or b"",
-        ]
+        """See :meth:`Store.append_log`; the append waits for the group commit (module
+        docstring) and its outcome is this table's own."""
+        if self.wait_replicas:
+            await self._append_durably(table_id, token, position, entry, channel, announce)
+            return
+        pending = PendingAppend(
+            table_id,
+            [
+                self._holder(token),
+                position,
+                entry,
+                channel if announce is not None else "",
+                announce or b"",
+            ],
+            asyncio.get_running_loop().create_future(),
+        )
+        self._batch.append(pending)
+        if self._committer is None:
+            self._committer = asyncio.create_task(self._commit_batches(), name="redis-group-commit")
+        written = await pending.done
+        self._check_appended(table_id, token, position, written)
+
+    async def _commit_batches(self) -> None:
+        """The group commit: runs from the event-loop turn after the first append queued, then
+        sends whatever queued meanwhile, one batch at a time, until nothing is left."""
+        try:
+            while self._batch:
+                batch, self._batch = self._batch[:MAX_BATCH], self._batch[MAX_BATCH:]
+                try:
+                    outcomes = await self._send_appends(batch)
+                except asyncio.CancelledError:
+                    _settle(batch, [StoreUnavailable("redis: the store closed")] * len(batch))
+                    raise
+                except Exception as error:
+                    outcomes = [error] * len(batch)
+                _settle(batch, outcomes)
+        finally:
+            self._committer = None
+
+    async def _send_appends(self, batch: list[PendingAppend]) -> list[int | BaseException]:
+        """One script call for the batch (one Redis holds every key): each append's result, or
+        :class:`StoreUnavailable` for all if the call failed."""
+        keys = [key for pending in batch for key in pending.keys]
+        args = [arg for pending in batch for arg in pending.args]
         with self._reaching():
-            written = await self._append(keys=[lease_key(table_id), log_key(table_id)], args=args)
+            return list(await self._append(keys=keys, args=args))
+
+    @staticmethod
+    def _check_appended(table_id: str, token: int, position: int, written: int) -> None:
         if written == 0:
             raise LeaseLost(f"{table_id}: the lease is not held with token {token}")
         if written < 0:
             raise LeaseLost(f"{table_id}: the log is not at entry {position - 1}")
+
+    async def _append_durably(
+        self,
+        table_id: str,
+        token: int,
+        position: int,
+        entry: bytes,
+        channel: str,
+        announce: bytes | None,
+    ) -> None:
+        """The append, then ``WAIT`` for ``wait_replicas`` replicas on the same connection (one
+        round trip), then the announcement: nothing is acknowledged or seen that a failover
+        could lose. Too few replicas in time: :class:`StoreUnavailable` (the entry may stay in
+        the log: the log position fences the host's next write, and the table is adopted
+        again from whatever the log holds)."""
+        keys = [lease_key(table_id), log_key(table_id)]
+        with self._reaching():
+            async with self._redis.pipeline(transaction=False) as pipe:
+                self._queue_script(
+                    pipe, self._append, keys, [self._holder(token), position, entry, "", b""]
+                )  # a batch of one
+                went_there = await self._queue_wait(pipe, keys[1])
+                (written,), replicas = await pipe.execute()
+        self._check_appended(table_id, token, position, written)
+        if not went_there():
+            raise StoreUnavailable(f"redis: {table_id}'s slot moved during the write")
+        if replicas < self.wait_replicas:
+            raise StoreUnavailable(
+                f"redis: {replicas} of {self.wait_replicas} replicas took entry {position} of "
+                f"{table_id} within {self.wait_timeout_ms} ms"
+            )
+        if announce is not None:
+            # Logged and replicated: a lost announcement costs viewers one update, which the
+            # next one's sequence number reveals; it does not undo the acknowledged command.
+            with contextlib.suppress(StoreUnavailable), self._reaching():
+                await self._redis.publish(channel, announce)
 
     async def read_log(self, table_id: str) -> list[bytes]:
         with self._reaching():
@@ -696,6 +860,7 @@ class RedisStore(Store):
     async def _connect_pubsub(self) -> None:
         """Connect and subscribe every channel that has handlers."""
         async with self._subscriptions:
+            self._pubsub = await self._pubsub_for_next_attempt()
             await self._pubsub.connect()
             if self._handlers:
                 await self._pubsub.execute_command("SUBSCRIBE", *self._handlers)
@@ -742,3 +907,26 @@ class RedisStore(Store):
 def revoked_key(token_id: str) -> str:
     """The key whose presence says a session token was revoked (it expires with the token)."""
     return f"bd:revoked:{{{token_id}}}"
+
+
+class PendingAppend:
+    """A log append waiting for the group commit: its keys, script arguments and outcome."""
+
+    __slots__ = ("args", "done", "keys", "table_id")
+
+    def __init__(self, table_id: str, args: list[Any], done: asyncio.Future[int]) -> None:
+        self.table_id = table_id
+        self.keys = [lease_key(table_id), log_key(table_id)]
+        self.args = args
+        self.done = done
+
+
+def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseException]) -> None:
+    """Hand each waiting append its own outcome (one whose caller gave up is skipped)."""
+    for pending, outcome in zip(batch, outcomes, strict=True):
+        if pending.done.done():
+            continue
+        if isinstance(outcome, BaseException):
+            pending.done.set_exception(outcome)
+        else:
+            pending.done.set_result(int(outcome))

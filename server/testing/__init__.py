@@ -10,7 +10,8 @@ its process prints, and stops its process for good when closed (also as a contex
 caller that fails half-way leaves nothing running. :class:`~server.testing.nodes.CpuSampler`
 reads ``/proc`` to tell how much CPU each process used while something was going on.
 :class:`~server.testing.postgres_server.PostgresServer` runs a throwaway PostgreSQL cluster for
-the records store's tests and benchmark.
+the records store's tests and benchmark. :class:`~server.testing.redis_cluster.LocalCluster` runs a
+Redis Cluster (masters, replicas) whose nodes can be killed, paused and restarted.
 
 Nothing in the server imports this package; it lives here (not under ``tests/``) so that the
 installed package's tools can use it.

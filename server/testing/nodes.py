@@ -25,8 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-import redis
-
+from server.testing.redis_cluster import direct_client
 from server.testing.redis_server import free_port
 
 START_TIMEOUT = 30.0
@@ -361,9 +360,10 @@ class CpuSampler:
 
 
 def lease_holders(redis_url: str) -> dict[str, str]:
-    """The node id holding each leased table (a lease names node, incarnation and token)."""
+    """The node id holding each leased table (a lease names node, incarnation and token), on one
+    Redis or a Redis Cluster."""
     holders = {}
-    with redis.Redis.from_url(redis_url) as direct:
+    with direct_client(redis_url) as direct:
         for key in direct.scan_iter("bd:t:*:lease"):
             holder = direct.get(key)  # may expire between the scan and the read
             if holder is not None:

@@ -1,10 +1,16 @@
-"""Fixtures of the fault suite: a durable Redis, node processes, CPU sampling, figures.
+"""Fixtures of the fault suite: a durable Redis or a Redis Cluster, node processes, CPU sampling,
+figures.
 
 Every test here is marked ``faults`` (``pytest tests/faults`` or ``pytest -m faults`` runs the
 suite alone). Every process a test starts is stopped in teardown, whatever the outcome. Each test
 fills its ``figures``; they are printed after the test, summed up at the end of the run, and,
 when ``BD_FAULT_FIGURES`` names a file, appended to it as JSON lines (``benchmarks/faults.py``
 reads them).
+
+The store faults of nodes and players run twice: on one durable Redis (``[redis]``) and on the
+session's Redis Cluster of 3 masters and 3 replicas (``[cluster]``, emptied first), through the
+``store_url`` fixture. The faults of Redis itself (``test_redis.py``) pin it to one Redis;
+``test_cluster.py`` kills a cluster's master.
 """
 
 from __future__ import annotations
@@ -75,6 +81,15 @@ def durable_redis(tmp_path: Path) -> Iterator[RedisServer]:
         yield server
 
 
+@pytest.fixture(params=["redis", "cluster"])
+def store_url(request: pytest.FixtureRequest) -> str:
+    """The URL the test's nodes run on: a durable Redis of the test's own, or the session's
+    Redis Cluster emptied (``redis+cluster://``)."""
+    if request.param == "redis":
+        return request.getfixturevalue("durable_redis").url
+    return request.getfixturevalue("redis_cluster_url_clean")
+
+
 @pytest.fixture
 def cpu() -> Iterator[CpuSampler]:
     """CPU sampling of the processes a test watches."""
@@ -84,14 +99,14 @@ def cpu() -> Iterator[CpuSampler]:
 
 @pytest.fixture
 def launch_nodes(
-    durable_redis: RedisServer, cpu: CpuSampler, request: pytest.FixtureRequest
+    store_url: str, cpu: CpuSampler, request: pytest.FixtureRequest
 ) -> Iterator[LaunchNodes]:
-    """Start node processes on the test's Redis (``launch_nodes(2)``), CPU-sampled; all are
-    stopped after the test, and their output is printed if it failed."""
+    """Start node processes on the test's store, ``store_url`` (``launch_nodes(2)``),
+    CPU-sampled; all are stopped after the test, and their output is printed if it failed."""
     started: list[Nodes] = []
 
     def launch(count: int, **options: Any) -> Nodes:
-        nodes = Nodes(durable_redis.url, count, **options)
+        nodes = Nodes(store_url, count, **options)
         started.append(nodes)
         for node in nodes:
             cpu.watch(node.node_id, node.pid)

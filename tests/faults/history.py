@@ -36,14 +36,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-import redis.asyncio as aioredis
+import redis
 
 from clients.bots import BotResult
 from protocol import v1
 from server.hosting import decode_entry, decode_table_record, record_log, replay
 from server.room import Room
-from server.stores.redis import FIXED_KEYS, RedisStore
+from server.stores import open_store
+from server.stores.redis import FIXED_KEYS
 from server.testing.nodes import CpuSampler, NodeProcess
+from server.testing.redis_cluster import direct_client
 from tests.faults.players import (
     Fault,
     Table,
@@ -95,7 +97,7 @@ class History:
 
 async def read_table_logs(redis_url: str, tables: Iterable[str]) -> dict[str, TableLog]:
     """Read and replay each table's log."""
-    store = RedisStore(redis_url, CHECKER_NODE)
+    store = open_store(redis_url, CHECKER_NODE)
     logs: dict[str, TableLog] = {}
     try:
         for table in tables:
@@ -118,10 +120,13 @@ async def read_table_logs(redis_url: str, tables: Iterable[str]) -> dict[str, Ta
 
 
 async def wait_closed(redis_url: str, tables: Iterable[str], timeout: float = 30.0) -> float:
-    """Wait until every table's log shows it closed (at most ``timeout`` s); return the wait.
+    """Wait until every table's log shows it closed and its node has retired it (its keys have
+    a lifetime: the retirement is written just after the closing entry), at most ``timeout`` s;
+    return the wait.
 
-    Tables still open by then are left for the checker to report.
+    Tables still open (or not retired) by then are left for the checker to report.
     """
+    tables = list(tables)
     pending = set(tables)
     started = time.monotonic()
     while pending and time.monotonic() - started < timeout:
@@ -131,22 +136,27 @@ async def wait_closed(redis_url: str, tables: Iterable[str], timeout: float = 30
         }
         if any(log.problem and "replay" in log.problem for log in logs.values()):
             break  # a log that does not replay never closes
+        if not pending:
+            left = await keys_without_ttl(redis_url)
+            pending = {t for t in tables if any(f"{{{t}}}" in key for key in left)}
         if pending:
             await asyncio.sleep(0.25)
     return time.monotonic() - started
 
 
 async def keys_without_ttl(redis_url: str, fixed: Sequence[str] = FIXED_KEYS) -> list[str]:
-    """Every key that has no TTL and matches none of the ``fixed`` patterns."""
-    client = aioredis.Redis.from_url(redis_url)
-    try:
-        keys = [key.decode() async for key in client.scan_iter(count=1000)]
-        async with client.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.ttl(key)
-            ttls = await pipe.execute()
-    finally:
-        await client.aclose()
+    """Every key that has no TTL and matches none of the ``fixed`` patterns (on a Redis Cluster,
+    the keys of every master)."""
+    return await asyncio.to_thread(_keys_without_ttl, redis_url, fixed)
+
+
+def _keys_without_ttl(redis_url: str, fixed: Sequence[str]) -> list[str]:
+    with direct_client(redis_url) as client:
+        keys = [key.decode() for key in client.scan_iter(count=1000)]
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.ttl(key)
+        ttls = pipe.execute()
     return sorted(
         key
         for key, ttl in zip(keys, ttls, strict=True)
@@ -155,12 +165,16 @@ async def keys_without_ttl(redis_url: str, fixed: Sequence[str] = FIXED_KEYS) ->
 
 
 async def redis_memory(redis_url: str) -> int:
-    """Bytes Redis holds for data (``used_memory``)."""
-    client = aioredis.Redis.from_url(redis_url)
-    try:
-        return int((await client.info("memory"))["used_memory"])
-    finally:
-        await client.aclose()
+    """Bytes Redis holds for data (``used_memory``; on a Redis Cluster, summed over masters)."""
+    return await asyncio.to_thread(_redis_memory, redis_url)
+
+
+def _redis_memory(redis_url: str) -> int:
+    with direct_client(redis_url) as client:
+        if isinstance(client, redis.RedisCluster):
+            found = client.info("memory", target_nodes=redis.RedisCluster.PRIMARIES)
+            return sum(int(info["used_memory"]) for info in found.values())
+        return int(client.info("memory")["used_memory"])
 
 
 def check_table(

@@ -18,7 +18,6 @@ from protocol import v1
 from protocol.codec import SERVER_DECODERS
 from server.node import LEASE_TTL
 from server.testing.nodes import CpuSampler
-from server.testing.redis_server import RedisServer
 from tests.faults.conftest import LaunchNodes, watch_again
 from tests.faults.history import (
     check_history,
@@ -49,7 +48,7 @@ pytestmark = pytest.mark.timeout(180)
 
 async def test_a_node_killed_mid_game_loses_nothing(
     launch_nodes: LaunchNodes,
-    durable_redis: RedisServer,
+    store_url: str,
     cpu: CpuSampler,
     figures: dict[str, Any],
 ) -> None:
@@ -70,7 +69,7 @@ async def test_a_node_killed_mid_game_loses_nothing(
         await close_all(clients_of(tables))
         raise
     problems = await finish_and_check(
-        durable_redis.url, tables, playing, fault, figures, cpu=cpu, nodes=[nodes[1]]
+        store_url, tables, playing, fault, figures, cpu=cpu, nodes=[nodes[1]]
     )
     if len(resumed) < len(fault.going):
         problems.append(f"{len(fault.going) - len(resumed)} table(s) of the killed node stalled")
@@ -98,7 +97,7 @@ def stale_views(clients: list[Client], since: list[int], table: str, fresh: int)
 async def test_a_node_paused_past_its_lease_never_serves_or_writes_a_stale_table(
     adopter: str,
     launch_nodes: LaunchNodes,
-    durable_redis: RedisServer,
+    store_url: str,
     cpu: CpuSampler,
     figures: dict[str, Any],
 ) -> None:
@@ -180,8 +179,8 @@ async def test_a_node_paused_past_its_lease_never_serves_or_writes_a_stale_table
         await close_all(clients)
     for result in results:
         result.acked[:0] = acked[result.player]
-    await wait_closed(durable_redis.url, [table])
-    history = await check_history(durable_redis.url, results, cpu=cpu, nodes=nodes)
+    await wait_closed(store_url, [table])
+    history = await check_history(store_url, results, cpu=cpu, nodes=nodes)
     figures.update(history.figures)
     if stale:
         history.problems.append(f"A served the table at events {stale}, older than B's {seq_b}")
@@ -192,7 +191,7 @@ async def test_a_node_paused_past_its_lease_never_serves_or_writes_a_stale_table
 
 async def test_a_node_restarted_with_its_id_carries_on_its_tables(
     launch_nodes: LaunchNodes,
-    durable_redis: RedisServer,
+    store_url: str,
     cpu: CpuSampler,
     figures: dict[str, Any],
 ) -> None:
@@ -214,6 +213,6 @@ async def test_a_node_restarted_with_its_id_carries_on_its_tables(
         await close_all(clients_of(tables))
         raise
     problems = await finish_and_check(
-        durable_redis.url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
+        store_url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
     )
     assert not problems, "\n".join(problems)

@@ -17,9 +17,8 @@ from clients.bots import BotResult, check_fairness
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.stores.redis import RedisStore
+from server.stores import open_store
 from server.testing.nodes import CpuSampler, resident_bytes
-from server.testing.redis_server import RedisServer
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import check_history, wait_closed
 from tests.faults.players import (
@@ -49,7 +48,7 @@ FROZEN_CPU = 25.0
 
 async def log_length(redis_url: str, table: str) -> int:
     """How many entries the table's log holds."""
-    store = RedisStore(redis_url, "fault-test")
+    store = open_store(redis_url, "fault-test")
     try:
         return len(await store.read_log(table))
     finally:
@@ -65,7 +64,7 @@ async def reconnected(client: Client, table: str, before: int) -> None:
 
 async def test_a_player_who_drops_again_and_again_on_their_turn_loses_nothing(
     launch_nodes: LaunchNodes,
-    durable_redis: RedisServer,
+    store_url: str,
     cpu: CpuSampler,
     figures: dict[str, Any],
 ) -> None:
@@ -126,8 +125,8 @@ async def test_a_player_who_drops_again_and_again_on_their_turn_loses_nothing(
     figures["seat freed or turns timed out"] = len(lost_turns)
     found, problems = forbidden_errors([table])
     figures["forbidden errors"] = found
-    await wait_closed(durable_redis.url, [table.id])
-    history = await check_history(durable_redis.url, [mine, theirs], cpu=cpu, nodes=nodes)
+    await wait_closed(store_url, [table.id])
+    history = await check_history(store_url, [mine, theirs], cpu=cpu, nodes=nodes)
     figures.update(history.figures)
     if lost_turns:
         problems.append(f"the dropping player lost their seat or a turn: {lost_turns}")
@@ -144,7 +143,7 @@ def between_rounds(client: Client, table: str) -> bool:
 async def test_a_game_left_with_one_player_who_can_play_does_not_spin(
     how: str,
     launch_nodes: LaunchNodes,
-    durable_redis: RedisServer,
+    store_url: str,
     cpu: CpuSampler,
     figures: dict[str, Any],
 ) -> None:
@@ -169,11 +168,11 @@ async def test_a_game_left_with_one_player_who_can_play_does_not_spin(
                     await act_on_turn(players, table.id, timeout=2.0)
         figures["round played out to event"] = stayer.tables[table.id].seq
         start = time.monotonic()
-        entries = await log_length(durable_redis.url, table.id)
+        entries = await log_length(store_url, table.id)
         memory = resident_bytes(node.pid) or 0
         await asyncio.sleep(FROZEN_WINDOW)
         end = time.monotonic()
-        written = await log_length(durable_redis.url, table.id) - entries
+        written = await log_length(store_url, table.id) - entries
         grown = (resident_bytes(node.pid) or 0) - memory
         stats = cpu.stats(node.node_id, start, end)
         figures["log entries in window"] = written
@@ -184,9 +183,9 @@ async def test_a_game_left_with_one_player_who_can_play_does_not_spin(
                 await request(player, v1.LeaveTable(table=table.id))
     finally:
         await close_all(table.clients)
-    await wait_closed(durable_redis.url, [table.id])
+    await wait_closed(store_url, [table.id])
     history = await check_history(
-        durable_redis.url, tables=[table.id], finished=False, cpu=cpu, nodes=nodes
+        store_url, tables=[table.id], finished=False, cpu=cpu, nodes=nodes
     )
     figures.update(history.figures)
     problems = list(history.problems)
@@ -201,7 +200,7 @@ async def test_a_game_left_with_one_player_who_can_play_does_not_spin(
 async def test_a_table_closes_when_its_host_then_its_last_spectator_goes(
     how: str,
     launch_nodes: LaunchNodes,
-    durable_redis: RedisServer,
+    store_url: str,
     cpu: CpuSampler,
     figures: dict[str, Any],
 ) -> None:
@@ -229,7 +228,7 @@ async def test_a_table_closes_when_its_host_then_its_last_spectator_goes(
                 await player.close()
             await asyncio.sleep(grace + 0.5)
         gone = time.monotonic()
-        waited = await wait_closed(durable_redis.url, [table], timeout=grace + 10.0)
+        waited = await wait_closed(store_url, [table], timeout=grace + 10.0)
         figures["closed after s"] = round(time.monotonic() - gone + grace + 0.5, 2)
         figures["waited for close s"] = round(waited, 2)
         lister = await connect(nodes.urls[0], name="Lister", reconnect=False)
@@ -239,9 +238,7 @@ async def test_a_table_closes_when_its_host_then_its_last_spectator_goes(
     finally:
         await close_all(clients)
     figures["still listed"] = still_listed
-    history = await check_history(
-        durable_redis.url, tables=[table], finished=False, cpu=cpu, nodes=nodes
-    )
+    history = await check_history(store_url, tables=[table], finished=False, cpu=cpu, nodes=nodes)
     figures.update(history.figures)
     problems = list(history.problems)
     if still_listed:

@@ -30,7 +30,11 @@ from tests.faults.players import (
     play_tables,
 )
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [
+    pytest.mark.timeout(180),
+    # faults of one Redis process; a cluster's master killed is test_cluster.py's
+    pytest.mark.parametrize("store_url", ["redis"], indirect=True),
+]
 
 OUTAGE = 20.0
 """Seconds Redis stays down in the long outage (issue 9, section 3)."""

@@ -14,12 +14,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
-import redis
 
 from clients.bots import BotResult, SwarmSummary, run_swarm
 from protocol import v1
 from server.hosting import Resume, decode_entry, decode_table_record, record_log, replay
 from server.testing.nodes import Nodes, lease_holders
+from server.testing.redis_cluster import direct_client
 from server.testing.redis_server import RedisServer
 
 
@@ -40,7 +40,7 @@ async def wait_for_tables(redis_url: str, count: int, timeout: float = 60.0) -> 
 
 def table_log(redis_url: str, table: str) -> list[bytes]:
     """A table's whole log: its stream while it is open, else its retired game record's."""
-    with redis.Redis.from_url(redis_url) as direct:
+    with direct_client(redis_url) as direct:
         entries = [fields[b"e"] for _, fields in direct.xrange(f"bd:t:{{{table}}}:log")]
         record = direct.get(f"bd:t:{{{table}}}:game")
     if not entries and record:

@@ -1,4 +1,5 @@
-"""Two server processes' worth of nodes on one real Redis: a shared lobby and shared tables."""
+"""Two server processes' worth of nodes on one real Redis, or on a Redis Cluster: a shared lobby
+and shared tables."""
 
 from __future__ import annotations
 
@@ -13,10 +14,18 @@ from protocol.errors import ErrorCode
 from tests.server.helpers import play_out, seat_and_start
 
 
+@pytest.fixture(params=["redis", "cluster"])
+def shared_url(request) -> str:
+    """A clean Redis, or a clean Redis Cluster (3 masters, 3 replicas), for several nodes."""
+    return request.getfixturevalue(
+        {"redis": "redis_url_clean", "cluster": "redis_cluster_url_clean"}[request.param]
+    )
+
+
 @pytest.fixture
-async def two_nodes(make_server, redis_url_clean):
-    first = await make_server(redis_url=redis_url_clean, node_id="node-a")
-    second = await make_server(redis_url=redis_url_clean, node_id="node-b")
+async def two_nodes(make_server, shared_url):
+    first = await make_server(redis_url=shared_url, node_id="node-a")
+    second = await make_server(redis_url=shared_url, node_id="node-b")
     return first, second
 
 
@@ -85,7 +94,7 @@ async def test_a_remote_spectator_and_a_remote_reconnect(two_nodes, connect) -> 
     assert watcher.tables[table].view == host.tables[table].view == back.tables[table].view
 
 
-async def test_two_real_processes_share_lobby_and_game(make_server, redis_url_clean) -> None:
+async def test_two_real_processes_share_lobby_and_game(make_server, shared_url) -> None:
     """The same with the second node a separate ``blackdrez serve`` process."""
     import os
     import subprocess
@@ -94,7 +103,7 @@ async def test_two_real_processes_share_lobby_and_game(make_server, redis_url_cl
     from clients.client import Client
     from tests.server.test_http_and_limits import free_port
 
-    local = await make_server(redis_url=redis_url_clean, node_id="in-process")
+    local = await make_server(redis_url=shared_url, node_id="in-process")
     port = free_port()
     process = subprocess.Popen(
         [
@@ -105,7 +114,7 @@ async def test_two_real_processes_share_lobby_and_game(make_server, redis_url_cl
             "--port",
             str(port),
             "--redis-url",
-            redis_url_clean,
+            shared_url,
             "--node-id",
             "subprocess",
             "--rate",

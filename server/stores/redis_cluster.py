@@ -1,0 +1,282 @@
+"""The Redis store on a Redis Cluster: the same keys and scripts, spread over shards.
+
+Theory of operation
+-------------------
+``blackdrez serve --redis-url redis+cluster://HOST:PORT[,HOST:PORT...]`` runs the store of
+:mod:`server.stores.redis` on a Redis Cluster through redis-py's asyncio ``RedisCluster``: the
+seed nodes are only where it learns the cluster's map of slots, and it follows the map as masters
+fail over or slots move. Everything in :mod:`server.stores.redis` holds; what a cluster adds:
+
+Keys and slots. Every key of one table carries the table id as a hash tag (``bd:t:{T}:...``), so
+a table's lease, epoch, log, record, state and game record share one slot, and every Lua script
+(acquire, renew, append, put-record, release, retire, locate) names keys of that one slot only. A
+player's set (``bd:p:{P}:tables``) and a game's leaderboard keys (``bd:lb:{G}...``) are one slot
+each too. The cross-table structures are each one key, so each lives in one slot on purpose:
+
+* ``bd:hosted`` (every live table's id), read by the orphan scan;
+* ``bd:lobby:tables`` (the listed tables' ids), read by every lobby listing;
+* ``bd:nodes`` (one member per server node), ``bd:secret`` (one value).
+
+They hold ids, not data: 250,000 live tables (a million seated players at four a table) make a
+``bd:hosted`` of about 14 MB (measured, with our 11-character ids), and the listed (waiting)
+tables are a small share of those. One key per index keeps each read one command; the per-table
+reads that follow a listing or a scan are pipelined, and a cluster pipeline sends each master its
+own share in parallel. The price: these keys live on at most four masters, which see more
+traffic than the others. At the million-player scale the orphan scan (the whole of ``bd:hosted``
+and a LOCATE per table, every few seconds per node) is the cost to cut first, by indexing tables
+per host node; sharding an index by a hash tag of its own (``bd:hosted:{0..N}``) would spread it,
+not shrink it.
+
+Writes to these indexes are a second step after the table's own script (they are in other slots):
+every reader already tolerates an id whose table is gone, so nothing needs a cross-slot
+transaction. Single-slot transactions (the secret, a player's set with its TTL) stay MULTI/EXEC.
+
+Pipelined scripts are sent as EVAL (a cluster pipeline refuses EVALSHA, and a replica promoted
+by a failover may not have the script cached). Commands fail fast as on one Redis: no retries
+(``Retry(NoBackoff(), 0)``); a refused connection or ``CLUSTERDOWN`` is
+:class:`~server.stores.base.StoreUnavailable`, and the client rereads the slot map before its next
+command, so once a replica has taken over a dead master's slots the next call reaches it. The
+health probe pings every master: the store is up again when all of them answer.
+
+Pub/sub. ``PUBLISH`` on a cluster reaches the subscribers of every node (the cluster bus forwards
+each message to all nodes), and so does the ``PUBLISH`` inside the append script, which runs on
+the table's master. So the bus needs one pub/sub connection to any node: the reader takes the
+nodes of the slot map in turn (masters and replicas alike), and when its node dies it connects
+the next one and subscribes every channel again, like after an outage of one Redis. Sharded
+pub/sub (``SPUBLISH``/``SSUBSCRIBE``, Redis 7) would keep a table's updates inside its shard but
+needs a connection per shard and resubscription when a slot moves. Broadcasting costs every
+node of the cluster one message per update: small beside the log write for a few shards (see
+``docs/benchmarks.md``), but it does not shrink as shards are added, so past some tens of
+thousands of actions/s across the cluster sharded pub/sub is the next step.
+
+Group commit. The batch of log appends of :mod:`server.stores.redis` is split by master and sent
+to every master at once, each its own cluster pipeline of one script call per slot (a script may
+name the keys of one slot only). Each master's share succeeds or fails on its own: a dead master
+fails the appends of its tables (their hosts undo those commands), not those of the others.
+
+Durability. With ``wait_replicas`` (``--redis-wait-replicas``) a log append is followed, on the
+same connection of the table's master, by ``WAIT``: see
+:meth:`~server.stores.redis.RedisStore.append_log`. Without it, Redis replicates asynchronously
+and a master killed before its replica received an acknowledged append loses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import redis.asyncio as aioredis
+import redis.exceptions
+from redis.asyncio.client import PubSub
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from server.stores.base import StoreUnavailable
+from server.stores.redis import (
+    COMMAND_TIMEOUT,
+    CONNECT_TIMEOUT,
+    PROBE_TIMEOUT,
+    UNREACHABLE,
+    PendingAppend,
+    RedisStore,
+)
+
+SCHEME = "redis+cluster"
+DEFAULT_PORT = 6379
+POOL_SIZE = 256
+"""Connections per cluster node at most. redis-py's cluster pools refuse (rather than queue)
+a command past this, so it is larger than a single Redis's blocking pool."""
+
+
+@contextlib.contextmanager
+def _unreachable_cluster() -> Iterator[None]:
+    """Errors of redis-py's cluster client that mean "this connection is gone", as a
+    ``ConnectionError``: its generic cluster exception for "no node of the cluster answers",
+    and a command whose pooled connection another command's failure closed under it (redis-py
+    8.1 disconnects a node's free connections while other commands may be taking them: seen
+    as these two errors, at start-up and during failovers)."""
+    try:
+        yield
+    except redis.exceptions.RedisClusterException as error:
+        if "cannot be connected" not in str(error):
+            raise
+        raise redis.exceptions.ConnectionError(str(error)) from error
+    except (RuntimeError, AttributeError) as error:
+        if not _closed_under_us(error):
+            raise
+        raise redis.exceptions.ConnectionError(f"connection closed meanwhile: {error}") from error
+
+
+def _closed_under_us(error: BaseException) -> bool:
+    """Whether ``error`` is a write on a transport that was closed, raised inside redis-py."""
+    frames = traceback.extract_tb(error.__traceback__)
+    inside = bool(frames) and any(
+        part in frames[-1].filename for part in ("/redis/", "/asyncio/", "uvloop")
+    )
+    text = str(error)
+    closed = "handler is closed" in text or "'NoneType' object has no attribute" in text
+    return inside and closed
+
+
+def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict[str, str]]:
+    """``redis+cluster://[user:password@]host:port[,host:port...]`` as seed nodes and the
+    credentials; raises :class:`ValueError` for anything else."""
+    parts = urlsplit(url)
+    if parts.scheme != SCHEME:
+        raise ValueError(f"a Redis Cluster URL starts with {SCHEME}://, not {url!r}")
+    if parts.path not in ("", "/", "/0") or parts.query or parts.fragment:
+        raise ValueError(f"a Redis Cluster URL names nodes only (no database, no options): {url}")
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    options: dict[str, str] = {}
+    if credentials:
+        user, _, password = credentials.partition(":")
+        if user:
+            options["username"] = unquote(user)
+        if password:
+            options["password"] = unquote(password)
+    seeds = []
+    for seed in hosts.split(","):
+        host, _, port = seed.rpartition(":") if ":" in seed else (seed, "", "")
+        if not host or (port and not port.isdigit()):
+            raise ValueError(f"bad node {seed!r} in {url}: give host:port")
+        seeds.append((host, int(port) if port else DEFAULT_PORT))
+    return seeds, options
+
+
+class RedisClusterStore(RedisStore):
+    """The Redis store on a Redis Cluster (see the module docstring)."""
+
+    def _client(self, url: str) -> Any:
+        seeds, options = parse_cluster_url(url)
+        self._seeds = seeds
+        self._credentials = options
+        self._next_bus_node = random.randrange(1 << 16)  # nodes spread their links over the cluster
+        self._bus_client: aioredis.Redis | None = None
+        return RedisCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in seeds],
+            require_full_coverage=False,
+            retry=Retry(NoBackoff(), 0),
+            max_connections=POOL_SIZE,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=COMMAND_TIMEOUT,
+            **options,
+        )
+
+    @contextlib.contextmanager
+    def _reaching(self) -> Iterator[None]:
+        with super()._reaching(), _unreachable_cluster():
+            yield
+
+    async def start(self) -> None:
+        """Read the slot map now if the cluster answers (else at the first call): redis-py's
+        first reading races with commands sent while it is under way."""
+        with contextlib.suppress(StoreUnavailable), self._reaching():
+            await self._redis.initialize()
+        await super().start()
+
+    async def ping(self) -> None:
+        """Every master answers (so a failed-over shard counts as down until replaced)."""
+        with self._reaching():
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                await self._redis.ping(target_nodes=RedisCluster.PRIMARIES)
+
+    async def close(self) -> None:
+        await super().close()
+        if self._bus_client is not None:
+            with contextlib.suppress(Exception):
+                await self._bus_client.aclose()
+
+    # ------------------------------------------------------------------ group commit
+    async def _send_appends(self, batch: list[PendingAppend]) -> list[int | BaseException]:
+        """The batch split by master: to each, in parallel, a pipeline of one script call per
+        slot (a script names the keys of one slot). Each master's share succeeds or fails on
+        its own, so a dead master fails only the appends of its tables."""
+        with contextlib.suppress(*UNREACHABLE), _unreachable_cluster():
+            await self._redis.initialize()
+        slots: dict[int, list[int]] = {}
+        for index, pending in enumerate(batch):
+            slots.setdefault(self._redis.keyslot(pending.keys[1]), []).append(index)
+        masters: dict[str, list[list[int]]] = {}
+        for slot, indexes in slots.items():
+            masters.setdefault(self._master_name(slot), []).append(indexes)
+        shares = list(masters.values())
+        results = await asyncio.gather(*(self._send_share(batch, share) for share in shares))
+        outcomes: list[int | BaseException] = [0] * len(batch)
+        for share, found in zip(shares, results, strict=True):
+            for index, outcome in zip((i for group in share for i in group), found, strict=True):
+                outcomes[index] = outcome
+        return outcomes
+
+    def _master_name(self, slot: int) -> str:
+        """The name of the master serving ``slot`` ("" while the slot map has none for it)."""
+        try:
+            return self._redis.nodes_manager.get_node_from_slot(slot).name
+        except (redis.exceptions.RedisError, LookupError):
+            return ""
+
+    async def _send_share(
+        self, batch: list[PendingAppend], share: list[list[int]]
+    ) -> list[int | BaseException]:
+        """One master's share of a batch (its slots' groups of appends): the outcomes, in the
+        order of ``share``'s groups."""
+        count = sum(len(group) for group in share)
+        try:
+            with self._reaching():
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for group in share:
+                        keys = [key for i in group for key in batch[i].keys]
+                        args = [arg for i in group for arg in batch[i].args]
+                        self._queue_script(pipe, self._append, keys, args)
+                    replies = await pipe.execute()
+        except Exception as error:
+            return [error] * count
+        return [int(written) for reply in replies for written in reply]
+
+    # ------------------------------------------------------------------ WAIT on the master
+    async def _queue_wait(self, pipe: Any, key: str) -> Callable[[], bool]:
+        """``WAIT`` must run on the connection that made the write: the pipeline sends the
+        commands of one node on one connection, so ``WAIT`` is addressed to the key's master.
+        Should the slot have moved meanwhile (the write redirected), the check says so."""
+        with _unreachable_cluster():
+            await self._redis.initialize()
+        master = self._redis.get_node_from_key(key)
+        pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, target_nodes=master)
+        return lambda: self._redis.get_node_from_key(key).name == master.name
+
+    # ------------------------------------------------------------------ the bus's node
+    def _new_pubsub(self) -> PubSub:
+        host, port = self._seeds[0]
+        return self._bus_link(host, port).pubsub()
+
+    def _bus_link(self, host: str, port: int) -> aioredis.Redis:
+        self._bus_client = aioredis.Redis(
+            host=host,
+            port=port,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=COMMAND_TIMEOUT,
+            retry=Retry(NoBackoff(), 0),
+            **self._credentials,
+        )
+        return self._bus_client
+
+    async def _pubsub_for_next_attempt(self) -> PubSub:
+        """A fresh link to the next node of the slot map (the seeds until the map is known)."""
+        with contextlib.suppress(*UNREACHABLE), _unreachable_cluster():
+            await self._redis.initialize()
+        known = sorted({(node.host, node.port) for node in self._redis.get_nodes()})
+        candidates = known or self._seeds
+        host, port = candidates[self._next_bus_node % len(candidates)]
+        self._next_bus_node += 1
+        old = self._bus_client
+        with contextlib.suppress(Exception):
+            await self._pubsub.aclose()
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await old.aclose()
+        return self._bus_link(host, port).pubsub()

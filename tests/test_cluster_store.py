@@ -1,0 +1,288 @@
+"""The store on a real Redis Cluster: what one Redis cannot show.
+
+Slots (a table's keys in one slot, each index one key), the bus moving to another node when its
+node dies, a master's failover under a live store, and the WAIT durability setting: with it no
+acknowledged append is lost when a master is killed. (The store contract itself runs on the
+cluster in ``tests/test_stores.py``.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+import pytest
+import redis.asyncio.connection
+import redis.exceptions
+
+from server.stores import StoreUnavailable, open_store
+from server.stores.base import table_channel
+from server.stores.redis import RedisStore
+from server.stores.redis_cluster import (
+    RedisClusterStore,
+    _unreachable_cluster,
+    parse_cluster_url,
+)
+from server.testing.redis_cluster import LocalCluster, direct_client, redis_command
+from tests.test_stores import Inbox, eventually
+
+OpenStore = Callable[..., Awaitable[RedisStore]]
+
+
+@pytest.fixture
+async def open_cluster_store() -> AsyncIterator[OpenStore]:
+    """Open started stores (``open_store(url, node_id, **options)``); close them after."""
+    stores: list[RedisStore] = []
+
+    async def start(url: str, node_id: str = "node-a", **options: int) -> RedisStore:
+        store = open_store(url, node_id, **options)
+        assert isinstance(store, RedisStore)
+        await store.start()
+        stores.append(store)
+        return store
+
+    yield start
+    for store in stores:
+        await store.close()
+
+
+@pytest.fixture
+def private_cluster() -> Iterator[LocalCluster]:
+    """A cluster of this test's own, whose nodes the test may kill."""
+    with LocalCluster() as cluster:
+        yield cluster
+
+
+def slot_of(cluster: LocalCluster, key: str) -> int:
+    return int(redis_command(cluster.nodes[0].port, "CLUSTER", "KEYSLOT", key).lstrip(":"))
+
+
+def test_cluster_urls_name_nodes_and_credentials_only() -> None:
+    assert parse_cluster_url("redis+cluster://a:7000,b:7001") == (
+        [("a", 7000), ("b", 7001)],
+        {},
+    )
+    assert parse_cluster_url("redis+cluster://u:p%40ss@h") == (
+        [("h", 6379)],
+        {"username": "u", "password": "p@ss"},
+    )
+    for bad in (
+        "redis://h:1",
+        "redis+cluster://h:1/3",
+        "redis+cluster://h:1?x=1",
+        "redis+cluster://h:port",
+        "redis+cluster://",
+    ):
+        with pytest.raises(ValueError):
+            parse_cluster_url(bad)
+
+
+async def test_a_connection_closed_under_a_command_counts_as_unreachable() -> None:
+    """redis-py's cluster client can close a pooled connection while another command takes it;
+    that command's error means "connection lost", not a bug of ours; our own bugs still raise."""
+    unsent = redis.asyncio.connection.Connection(host="127.0.0.1", port=1)
+    with pytest.raises(redis.exceptions.ConnectionError), _unreachable_cluster():
+        await unsent._send_packed_command([b"PING"])  # inside redis-py, on no transport
+    with pytest.raises(AttributeError), _unreachable_cluster():
+        None.writelines  # noqa: B018 - an AttributeError of our own
+    with pytest.raises(redis.exceptions.ConnectionError), _unreachable_cluster():
+        raise redis.exceptions.RedisClusterException("Redis Cluster cannot be connected.")
+    with pytest.raises(redis.exceptions.RedisClusterException), _unreachable_cluster():
+        raise redis.exceptions.RedisClusterException("keys in request don't hash to one slot")
+
+
+async def test_a_tables_keys_share_a_slot_and_each_index_is_one_key(
+    open_cluster_store: OpenStore, redis_cluster: LocalCluster, redis_cluster_url_clean: str
+) -> None:
+    store = await open_cluster_store(redis_cluster_url_clean)
+    await store.shared_secret(b"s")
+    await store.heartbeat(5)
+    await store.submit_score("piles", "p1", "Ann", 3)
+    for table in ("t1", "t2", "t3", "t4"):
+        token = await store.acquire_lease(table, 5)
+        assert token == 1
+        await store.append_log(table, token, 1, b"create")
+        await store.put_table(table, "node-a", b"rec", listed=True, token=token)
+        await store.add_player_table("alice", table)
+    await store.retire_table("t4", 1, b"game", 60, ["alice"])
+    with direct_client(redis_cluster_url_clean) as raw:
+        keys = sorted(key.decode() for key in raw.scan_iter(match="bd:*"))
+    slots: dict[str, set[int]] = {}
+    for key in keys:
+        group = key.split("}")[0] if "{" in key else key
+        slots.setdefault(group, set()).add(slot_of(redis_cluster, key))
+    assert all(len(found) == 1 for found in slots.values()), slots
+    assert {"bd:t:{t1", "bd:t:{t4", "bd:p:{alice", "bd:lb:{piles"} <= set(slots)
+    assert {"bd:hosted", "bd:lobby:tables", "bd:nodes", "bd:secret"} <= set(slots)
+    tables = {slot for group, found in slots.items() if group.startswith("bd:t:") for slot in found}
+    assert len(tables) > 1, "tables spread over slots"
+    assert sorted(await store.list_tables()) == [b"rec"] * 3
+    assert await store.player_tables("alice") == ["t1", "t2", "t3"]
+
+
+async def test_updates_cross_the_cluster_to_a_subscriber_on_another_node(
+    open_cluster_store: OpenStore, redis_cluster_url_clean: str
+) -> None:
+    publisher = await open_cluster_store(redis_cluster_url_clean, "node-a")
+    listeners = [await open_cluster_store(redis_cluster_url_clean, f"n{i}") for i in range(4)]
+    inboxes = [Inbox() for _ in listeners]
+    for listener, inbox in zip(listeners, inboxes, strict=True):
+        await listener.subscribe(table_channel("t1"), inbox)
+    bus_ports = {listener._pubsub.connection.port for listener in listeners}
+    assert len(bus_ports) > 1, "the stores' bus links start on different nodes"
+    token = await publisher.acquire_lease("t1", 5)
+    assert token is not None
+    await publisher.append_log("t1", token, 1, b"create", table_channel("t1"), b"update")
+    await eventually(lambda: all(inbox.messages == [b"update"] for inbox in inboxes))
+
+
+async def test_the_bus_moves_to_another_node_when_its_node_dies(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    listener = await open_cluster_store(private_cluster.url, "listener")
+    publisher = await open_cluster_store(private_cluster.url, "publisher")
+    recovered = asyncio.Event()
+    listener.on_bus_recovered = recovered.set
+    inbox = Inbox()
+    await listener.subscribe("news", inbox)
+    port = listener._pubsub.connection.port
+    victim = private_cluster.ports.index(port)
+    was_master = private_cluster.role(victim) == "master"
+    private_cluster.kill(victim)
+    await asyncio.wait_for(recovered.wait(), 30)
+    assert listener._pubsub.connection.port != port
+    deadline = time.monotonic() + 30  # a killed master's slots are away until its failover
+    while not inbox.messages:
+        assert time.monotonic() < deadline, "the bus did not come back"
+        with contextlib.suppress(StoreUnavailable):
+            await publisher.publish("news", b"after")
+        await asyncio.sleep(0.1)
+    assert set(inbox.messages) == {b"after"}
+    if was_master:
+        await asyncio.to_thread(private_cluster.wait_promoted)
+
+
+async def test_a_master_failover_is_unavailable_then_served_by_its_replica(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    store = await open_cluster_store(private_cluster.url, wait_replicas=1)
+    token = await store.acquire_lease("t1", 60)
+    assert token is not None
+    await store.append_log("t1", token, 1, b"create")
+    await store.append_log("t1", token, 2, b"act")
+    private_cluster.kill(private_cluster.index_serving("bd:t:{t1}:log"))
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable):
+        await store.append_log("t1", token, 3, b"during the failover")
+    assert time.monotonic() - started < 3.0, "unavailable at once, not after a long wait"
+    assert not store.health.up
+    await asyncio.wait_for(store.health.wait_up(), 60)  # the probe sees the new master
+    # The replica took over with every acknowledged entry; WAIT now finds no replica of it.
+    assert await read_soon(store, "t1") == [b"create", b"act"]
+    with pytest.raises(StoreUnavailable, match="0 of 1 replicas"):
+        await store.append_log("t1", token, 3, b"unreplicated")
+    assert store.health.up, "a missing replica does not make the store look down"
+
+
+async def test_wait_acknowledges_only_what_enough_replicas_hold(
+    open_cluster_store: OpenStore, redis_cluster_url_clean: str, redis_url_clean: str
+) -> None:
+    one = await open_cluster_store(redis_cluster_url_clean, "one", wait_replicas=1)
+    two = await open_cluster_store(redis_cluster_url_clean, "two", wait_replicas=2)
+    alone = await open_cluster_store(redis_url_clean, "alone", wait_replicas=1)
+    assert isinstance(one, RedisClusterStore) and not isinstance(alone, RedisClusterStore)
+    inbox = Inbox()
+    await one.subscribe(table_channel("t1"), inbox)
+    for store, table in ((one, "t1"), (two, "t2"), (alone, "t3")):
+        token = await store.acquire_lease(table, 60)
+        assert token is not None
+        if store is one:
+            await store.append_log(table, token, 1, b"create", table_channel(table), b"seen")
+            continue
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="replicas took entry 1"):
+            await store.append_log(table, token, 1, b"create", table_channel("t1"), b"unseen")
+        assert time.monotonic() - started >= 0.09, "it waited for the replicas (100 ms)"
+    await eventually(lambda: inbox.messages == [b"seen"])
+    await asyncio.sleep(0.2)
+    assert inbox.messages == [b"seen"], "an unacknowledged entry is never announced"
+
+
+async def read_soon(store: RedisStore, table: str) -> list[bytes]:
+    """The table's log, read again while the cluster still settles after a failover (a call
+    can meet a connection closed by the change, as a node's calls can: it retries too)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return await store.read_log(table)
+        except StoreUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def _appends_lost_when_a_master_dies(
+    store: RedisStore, cluster: LocalCluster
+) -> tuple[int, int]:
+    """Writers append as fast as they can to tables of one master; the replica's link breaks
+    (the replica frozen, so that it cannot reconnect), and 0.5 s later the master is killed;
+    once the replica has taken over, count the acknowledged appends it does not have.
+    Returns (acknowledged, lost)."""
+    victim = cluster.index_serving("bd:t:{t0}:log")
+    tables = [f"t{i}" for i in range(200)]
+    tables = [t for t in tables if cluster.index_serving(f"bd:t:{{{t}}}:log") == victim][:8]
+    replica = cluster.replica_of(victim)
+    acked: dict[str, int] = {}
+    breaking = asyncio.Event()
+
+    async def append_until_refused(table: str) -> None:
+        token = await store.acquire_lease(table, 60)
+        assert token is not None
+        position = 1
+        while True:
+            try:
+                await store.append_log(table, token, position, b"entry %d" % position)
+            except StoreUnavailable:
+                assert breaking.is_set(), "refused only once the replica is cut off"
+                return
+            acked[table] = position
+            position += 1
+
+    writers = [asyncio.create_task(append_until_refused(table)) for table in tables]
+    await eventually(lambda: len(acked) == len(tables) and min(acked.values()) >= 20, 30)
+    breaking.set()
+    cluster.pause(replica)
+    redis_command(cluster.nodes[victim].port, "CLIENT", "KILL", "TYPE", "slave")
+    await asyncio.sleep(0.5)
+    cluster.kill(victim)
+    cluster.resume(replica)
+    await asyncio.wait_for(asyncio.gather(*writers), 30)
+    await asyncio.wait_for(store.health.wait_up(), 60)
+    lost = 0
+    for table in tables:
+        log = await read_soon(store, table)
+        kept = [b"entry %d" % i for i in range(1, len(log) + 1)]
+        assert log == kept, f"{table}: the log is a prefix of what was written"
+        lost += max(0, acked[table] - len(log))
+    return sum(acked.values()), lost
+
+
+async def test_with_wait_no_acknowledged_append_is_lost_when_a_master_dies(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    store = await open_cluster_store(private_cluster.url, wait_replicas=1, wait_timeout_ms=200)
+    acknowledged, lost = await _appends_lost_when_a_master_dies(store, private_cluster)
+    assert acknowledged >= 160
+    assert lost == 0
+
+
+async def test_without_wait_acknowledged_appends_die_with_a_cut_off_master(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    """What WAIT is for: the same fault without it loses what the master acknowledged alone."""
+    store = await open_cluster_store(private_cluster.url)
+    acknowledged, lost = await _appends_lost_when_a_master_dies(store, private_cluster)
+    print(f"acknowledged {acknowledged}, lost {lost}")
+    assert lost > 0

@@ -1,0 +1,186 @@
+"""Group commit: the log appends of one event-loop turn go to Redis together, each with its own
+outcome.
+
+On every store (in memory, one Redis, a Redis Cluster): appends started in the same turn are
+fenced each on its own (a stale token or position refuses that append only), a table's appends
+keep their order, and an announcement is published only with its logged entry. On one Redis the
+batch is one script call; a batch that fails fails its own appends and no others (an earlier or
+later batch is untouched). On a cluster a dead master fails only the appends of its tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from server.stores import open_store
+from server.stores.base import LeaseLost, Store, StoreUnavailable, table_channel
+from server.stores.redis import RedisStore
+from server.testing.redis_cluster import LocalCluster
+from server.testing.redis_server import RedisServer
+from tests.test_stores import Inbox, eventually
+
+
+@pytest.fixture(params=["memory", "redis", "cluster"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    """A started store of each kind, empty (as in ``tests/test_stores.py``)."""
+    url = {
+        "memory": None,
+        "redis": "redis_url_clean",
+        "cluster": "redis_cluster_url_clean",
+    }[request.param]
+    started = open_store(request.getfixturevalue(url) if url else None, "node-a")
+    await started.start()
+    yield started
+    await started.close()
+
+
+async def leased(store: Store, tables: list[str]) -> dict[str, int]:
+    """Lease every table and log its first entry; the tokens."""
+    tokens = {}
+    for table in tables:
+        token = await store.acquire_lease(table, 30)
+        assert token is not None
+        await store.append_log(table, token, 1, b"create")
+        tokens[table] = token
+    return tokens
+
+
+async def test_appends_of_one_turn_each_have_their_own_outcome(store: Store) -> None:
+    tokens = await leased(store, ["good1", "stale", "ahead", "good2"])
+    outcomes = await asyncio.gather(
+        store.append_log("good1", tokens["good1"], 2, b"g1"),
+        store.append_log("stale", tokens["stale"] + 1, 2, b"stale token"),
+        store.append_log("ahead", tokens["ahead"], 3, b"position ahead"),
+        store.append_log("good2", tokens["good2"], 2, b"g2"),
+        store.append_log("unleased", tokens["good1"], 1, b"no lease"),
+        return_exceptions=True,
+    )
+    assert outcomes[0] is None and outcomes[3] is None
+    assert [type(o) for o in outcomes[1:3] + outcomes[4:]] == [LeaseLost] * 3
+    assert await store.read_log("good1") == [b"create", b"g1"]
+    assert await store.read_log("good2") == [b"create", b"g2"]
+    assert await store.read_log("stale") == [b"create"]
+    assert await store.read_log("ahead") == [b"create"]
+    assert await store.read_log("unleased") == []
+
+
+async def test_each_tables_appends_keep_their_order_among_others(store: Store) -> None:
+    tables = [f"order{i}" for i in range(12)]
+    tokens = await leased(store, tables)
+
+    async def play(table: str) -> None:
+        for position in range(2, 32):
+            await store.append_log(table, tokens[table], position, f"{table}:{position}".encode())
+
+    await asyncio.gather(*(play(table) for table in tables))
+    for table in tables:
+        expected = [b"create"] + [f"{table}:{p}".encode() for p in range(2, 32)]
+        assert await store.read_log(table) == expected
+
+
+async def test_only_logged_entries_are_announced(store: Store) -> None:
+    tokens = await leased(store, ["heard", "fenced"])
+    inbox = Inbox()
+    for table in tokens:
+        await store.subscribe(table_channel(table), inbox)
+    outcomes = await asyncio.gather(
+        store.append_log("fenced", tokens["fenced"] + 1, 2, b"f", table_channel("fenced"), b"no"),
+        store.append_log("heard", tokens["heard"], 2, b"h", table_channel("heard"), b"yes"),
+        return_exceptions=True,
+    )
+    assert isinstance(outcomes[0], LeaseLost) and outcomes[1] is None
+    await store.append_log("heard", tokens["heard"], 3, b"h2", table_channel("heard"), b"yes2")
+    await eventually(lambda: b"yes2" in inbox.messages)
+    assert inbox.messages == [b"yes", b"yes2"], "the fenced append's update never went out"
+
+
+def script_calls(url: str) -> int:
+    """Scripts Redis ran so far (EVAL and EVALSHA calls)."""
+    with redis.Redis.from_url(url) as client:
+        stats = client.info("commandstats")
+    return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("eval", "evalsha"))
+
+
+async def test_one_turns_appends_are_one_script_call(redis_url_clean: str) -> None:
+    store = RedisStore(redis_url_clean, "node-a")
+    await store.start()
+    try:
+        tables = [f"t{i}" for i in range(40)]
+        tokens = await leased(store, tables)
+        before = script_calls(redis_url_clean)
+        await asyncio.gather(
+            *(store.append_log(t, tokens[t], 2, b"act", table_channel(t), b"u") for t in tables)
+        )
+        assert script_calls(redis_url_clean) - before == 1
+        for table in tables:
+            assert await store.read_log(table) == [b"create", b"act"]
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+def durable_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of this test's own that keeps its data over a restart."""
+    with RedisServer(appendonly=True, data_dir=tmp_path) as server:
+        yield server
+
+
+async def test_a_failed_batch_fails_its_own_appends_only(durable_redis: RedisServer) -> None:
+    store = RedisStore(durable_redis.url, "node-a")
+    await store.start()
+    try:
+        tables = ["a", "b", "c"]
+        tokens = await leased(store, tables)
+        await asyncio.gather(*(store.append_log(t, tokens[t], 2, b"before") for t in tables))
+        durable_redis.stop()
+        failed = await asyncio.gather(
+            *(store.append_log(t, tokens[t], 3, b"lost") for t in tables), return_exceptions=True
+        )
+        assert all(isinstance(outcome, StoreUnavailable) for outcome in failed)
+        await asyncio.to_thread(durable_redis.start)
+        await asyncio.wait_for(store.health.wait_up(), 10)
+        for table in tables:
+            assert await store.read_log(table) == [b"create", b"before"], "nothing of the batch"
+        # The next batch takes the positions the failed one could not.
+        await asyncio.gather(*(store.append_log(t, tokens[t], 3, b"after") for t in tables))
+        for table in tables:
+            assert await store.read_log(table) == [b"create", b"before", b"after"]
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+def private_cluster() -> Iterator[LocalCluster]:
+    """A cluster of this test's own, whose masters the test may kill."""
+    with LocalCluster() as cluster:
+        yield cluster
+
+
+async def test_a_dead_master_fails_only_its_own_tables_appends(
+    private_cluster: LocalCluster,
+) -> None:
+    store = open_store(private_cluster.url, "node-a")
+    await store.start()
+    try:
+        tables = [f"t{i}" for i in range(24)]
+        tokens = await leased(store, tables)
+        serving = {t: private_cluster.index_serving(f"bd:t:{{{t}}}:log") for t in tables}
+        victim = serving[tables[0]]
+        assert len(set(serving.values())) == 3, "the tables are spread over every master"
+        private_cluster.kill(victim)
+        outcomes = await asyncio.gather(
+            *(store.append_log(t, tokens[t], 2, b"act") for t in tables), return_exceptions=True
+        )
+        for table, outcome in zip(tables, outcomes, strict=True):
+            if serving[table] == victim:
+                assert isinstance(outcome, StoreUnavailable), table
+            else:
+                assert outcome is None, f"{table}: {outcome!r}"
+                assert await store.read_log(table) == [b"create", b"act"]
+    finally:
+        await store.close()
