@@ -34,6 +34,12 @@ failed log write undoes its command by rebuilding the room from the log once; th
 waits. Side effects outside the room (lobby record, player sets, scores, retirement) are done in
 order by one outbox task, retried on the shared backoff while the store is down.
 
+Finished games: once the command that ended a game is logged, the node hands the game to
+``records`` (the server's records writer, when it keeps records); adopting a table hands over
+again every game that ended in its log, since its last host may have died before writing them
+(the writer stores each game id once), and a closed table's log is retired only after its games
+are stored (see ``server.records.writer``).
+
 A request's answer is an :class:`Answer`: the messages for the requester, and whether the requester
 now watches the table (with which seat) or stops watching it. Updates go to every watcher in
 the watcher's viewer class (the spectator's copy unless the seat's differs), encoded once per class
