@@ -5,9 +5,9 @@ Theory of operation
 ``websockets`` accepts every connection. A plain HTTP request (no ``Upgrade`` header) is answered
 in ``process_request``: ``/healthz``, ``/metrics`` (unless ``metrics_port`` gives them a listener
 of their own), the records API's GET routes under ``/api/`` (``server.records.api``, when the
-server keeps records) and the browser client's static files. A WebSocket handshake from a browser page is
-refused there (403) unless its ``Origin`` names the request's own host and port or an allowed
-origin; a handshake without ``Origin`` is not a browser's and passes. An accepted connection is
+server keeps records) and the browser client's static files. A WebSocket handshake from a
+browser page is refused there (403) unless its ``Origin`` names the request's own host and port
+or an allowed origin; a handshake without ``Origin`` is not a browser's and passes. An accepted connection is
 counted against its client address (the peer's, or from a trusted proxy the ``X-Forwarded-For``
 hop it names) and closed with 4006 past ``max_connections_per_ip``.
 
