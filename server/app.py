@@ -5,24 +5,23 @@ Theory of operation
 ``websockets`` accepts every connection. A plain HTTP request (no ``Upgrade`` header) is answered
 in ``process_request``: ``/healthz``, ``/metrics`` (unless ``metrics_port`` gives them a listener
 of their own), the records API's GET routes under ``/api/`` (``server.records.api``, when the
-server keeps records) and the browser client's static files. A WebSocket handshake from a
-browser page is refused there (403) unless its ``Origin`` names the request's own host and port
-or an allowed origin; a handshake without ``Origin`` is not a browser's and passes. An accepted connection is
-counted against its client address (the peer's, or from a trusted proxy the ``X-Forwarded-For``
-hop it names) and closed with 4006 past ``max_connections_per_ip``.
+server keeps records) and the browser client's static files. A WebSocket handshake from a browser
+page is refused there (403) unless its ``Origin`` names the request's own host and port or an
+allowed origin; a handshake without ``Origin`` is not a browser's and passes. An accepted
+connection is counted against its client address (the peer's, or from a trusted proxy the
+``X-Forwarded-For`` hop it names) and closed with 4006 past ``max_connections_per_ip``.
 
-A WebSocket connection must then send ``hello`` within ``hello_timeout``; the server negotiates
-the version, checks the session token (signature, lifetime from its first issue, the store's list
-of revoked tokens, and with records its account's token generation) or issues one, and answers
-``welcome``. After that every frame is decoded (JSON
-in text frames, MessagePack in binary frames), rate-limited by a token bucket, and handed to the
-:class:`~server.node.Node`, except what this layer answers itself: ``logout`` (revoke the token,
-close), a ``start_solitaire`` past the player's session cap, and the account requests
-(``sign_up``, ``sign_in``, ``sign_out_everywhere``: the HTTP parser under this server takes GET
-only, so accounts are WebSocket messages here). With records, finished games go from the node to
-a :class:`~server.records.writer.RecordsWriter`. Bad frames get a typed ``error``
-and change nothing; a flood is closed with 1008, a frame over ``max_frame_bytes`` with 1009 and a
-text frame that is not UTF-8 with 1007 (both by ``websockets``).
+A WebSocket connection must then send ``hello`` within ``hello_timeout``; the server negotiates the
+version, checks the session token (signature, lifetime from its first issue, the store's list of
+revoked tokens, and with records its account's token generation) or issues one, and answers
+``welcome``. After that every frame is decoded (JSON in text frames, MessagePack in binary frames),
+rate-limited by a token bucket, and handed to the :class:`~server.node.Node`, except what this
+layer answers itself: ``logout`` (revoke the token, close), a ``start_solitaire`` past the player's
+session cap, and the account requests (``sign_up``, ``sign_in``, ``sign_out_everywhere``: the HTTP
+parser under this server takes GET only, so accounts are WebSocket messages here). With records,
+finished games go from the node to a :class:`~server.records.writer.RecordsWriter`. Bad frames get
+a typed ``error`` and change nothing; a flood is closed with 1008, a frame over ``max_frame_bytes``
+with 1009 and a text frame that is not UTF-8 with 1007 (both by ``websockets``).
 """
 
 from __future__ import annotations
