@@ -55,6 +55,12 @@ class ErrorCode(enum.StrEnum):
     NOT_ENOUGH_PLAYERS = "not_enough_players"
     TOO_MANY_SESSIONS = "too_many_sessions"
     """The player already holds the most open solitaire sessions allowed; leave one first."""
+    NOT_A_SOLITAIRE = "not_a_solitaire"
+    """Hints and undo are for solitaire sessions only."""
+    NOTHING_TO_UNDO = "nothing_to_undo"
+    """No move since the last card was revealed: nothing can be taken back."""
+    SEALED = "sealed"
+    """A daily deal's seed or record stays sealed until its UTC day has ended."""
     # Game actions (the engines' rejection reasons)
     NOT_YOUR_TURN = "not_your_turn"
     ILLEGAL_ACTION = "illegal_action"

@@ -30,6 +30,8 @@ RequestId = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
 """A request id: any whole number a JavaScript client can hold exactly."""
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
 TableId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+Day = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+"""A UTC day, ``YYYY-MM-DD``: the daily deals and the daily leaderboards are per UTC day."""
 
 GameName = Literal["blackdrez", "blackjack_piles", "blue_jacket"]
 SOLITAIRES: tuple[str, ...] = ("blackjack_piles", "blue_jacket")
@@ -111,6 +113,17 @@ class TableInfo(msgspec.Struct, kw_only=True):
     options: TableOptions | None = None
     commitment: str | None = None
     """SHA-256 of the running game's seed, published when the game starts."""
+    ranked: bool = False
+    """A solitaire session whose result goes on the leaderboards: its seed is hidden (a random
+    deal, or the player's first daily deal of the day), never a numbered deal."""
+    daily: Day | None = None
+    """The day of the daily deal this session plays, if it does."""
+    hints: int = 0
+    """Hints asked in this session's game: a session with hints or undos is ranked apart."""
+    undos: int = 0
+    """Moves taken back in this session's game."""
+    undoable: int = 0
+    """How many moves ``undo`` can take back now (those since the last card was revealed)."""
 
 
 class Numbered(msgspec.Struct, kw_only=True):
@@ -132,10 +145,23 @@ class Limits(msgspec.Struct, kw_only=True):
 
 
 class LeaderboardEntry(msgspec.Struct, kw_only=True):
+    """One ranked game: the player's best on this board."""
+
     rank: int
     player: str
     name: str
     score: int
+    won: bool | None = None
+    day: Day | None = None
+    """The UTC day of the deal (daily) or of the game's end (random deals)."""
+    deal: Literal["daily", "random"] | None = None
+    hints: int = 0
+    undos: int = 0
+    record: str | None = None
+    """The game's verifiable record: ask for it with ``get_record`` (the file ``blackdrez
+    verify`` checks). A daily deal's record is sealed until its day has ended."""
+    finished: float | None = None
+    """When the game ended (Unix time, seconds)."""
 
 
 # --------------------------------------------------------------------------- client -> server
@@ -244,17 +270,59 @@ class Resync(Message, tag="resync", kw_only=True):
 
 
 class StartSolitaire(Message, tag="start_solitaire", kw_only=True):
-    """Start a solitaire session: a random deal, or a numbered one anyone can replay."""
+    """Start a solitaire session: a random deal, a numbered one anyone can replay (never
+    ranked: its seed is public), or today's daily deal (``daily``; not with ``deal``)."""
 
     id: RequestId | None = None
     game: Literal["blackjack_piles", "blue_jacket"]
     deal: Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)] | None = None
+    daily: bool = False
+
+
+class Hint(Message, tag="hint", kw_only=True):
+    """Ask for a good move in your solitaire session (reply ``hint``). The session's game is
+    marked as helped from then on: it is ranked apart."""
+
+    id: RequestId | None = None
+    table: TableId
+
+
+class Undo(Message, tag="undo", kw_only=True):
+    """Take back your last move in your solitaire session (reply ``ok``, event ``undone``).
+    Only moves since the last card was revealed can be taken back (a deal in Blue Jacket, a
+    new stock card or round in Blackjack Piles), so an undo never shows anything new; nor can
+    a game that ended. The game is marked as helped: it is ranked apart."""
+
+    id: RequestId | None = None
+    table: TableId
+
+
+class GetDaily(Message, tag="daily", kw_only=True):
+    """The daily deal of a solitaire for a UTC day (default: today): its commitment, and its
+    seed once the day has ended (reply ``daily``)."""
+
+    id: RequestId | None = None
+    game: Literal["blackjack_piles", "blue_jacket"]
+    day: Day | None = None
 
 
 class GetLeaderboard(Message, tag="leaderboard", kw_only=True):
+    """A leaderboard: one game, daily deals or random deals, one UTC day (``day``) or all
+    time, games played without help or (``assisted``) with hints or undos."""
+
     id: RequestId | None = None
     game: Literal["blackjack_piles", "blue_jacket"]
     limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
+    deal: Literal["daily", "random"] = "daily"
+    day: Day | None = None
+    assisted: bool = False
+
+
+class GetRecord(Message, tag="get_record", kw_only=True):
+    """A leaderboard entry's game record (reply ``record``)."""
+
+    id: RequestId | None = None
+    record: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 
 
 class Ping(Message, tag="ping", kw_only=True):
@@ -314,7 +382,11 @@ ClientMessage = (
     | Act
     | Resync
     | StartSolitaire
+    | Hint
+    | Undo
+    | GetDaily
     | GetLeaderboard
+    | GetRecord
     | Ping
     | Logout
     | SignUp
@@ -419,6 +491,45 @@ class Leaderboard(Message, tag="leaderboard", kw_only=True):
     id: RequestId | None = None
     game: str
     entries: list[LeaderboardEntry]
+    deal: Literal["daily", "random"] = "daily"
+    day: Day | None = None
+    """The board's UTC day, or ``None`` for all time."""
+    assisted: bool = False
+
+
+class HintReply(Message, tag="hint", kw_only=True):
+    """The answer to ``hint``: the move the best bot would play now, one of your legal
+    actions (its source and destination are the ones to highlight)."""
+
+    id: RequestId | None = None
+    table: TableId
+    action: Any
+    hints: int
+    """Hints asked in this game so far."""
+
+
+class Daily(Message, tag="daily", kw_only=True):
+    """A daily deal. Its seed is drawn at random the first time the day's deal is asked for
+    and committed to at once (``commitment``, SHA-256 of the seed); ``seed`` is revealed once
+    the day has ended, so nobody can compute the stock in advance."""
+
+    id: RequestId | None = None
+    game: str
+    day: Day
+    commitment: str
+    starts: float
+    """The day's first second (Unix time)."""
+    ends: float
+    """When the day ends and the seed is revealed (Unix time)."""
+    seed: str | None = None
+
+
+class GameRecord(Message, tag="record", kw_only=True):
+    """A ranked game's record: ``text`` is the JSON file ``blackdrez verify`` checks."""
+
+    id: RequestId | None = None
+    record: str
+    text: str
 
 
 class Pong(Message, tag="pong", kw_only=True):
@@ -453,6 +564,9 @@ ServerMessage = (
     | Tables
     | LobbyUpdate
     | Leaderboard
+    | HintReply
+    | Daily
+    | GameRecord
     | Pong
     | Shutdown
     | Session
@@ -504,6 +618,21 @@ class TableClosed(Message, tag="table_closed", kw_only=True):
     reason: str
 
 
+class Undone(Message, tag="undone", kw_only=True):
+    """The player took ``action`` back (the view is as it was before it); ``undoable`` more
+    moves can still be taken back."""
+
+    action: Any
+    undoable: int
+
+
 TableEvent = (
-    SeatTaken | SeatFreed | ReadyChanged | PresenceChanged | GameStarted | TimedOut | TableClosed
+    SeatTaken
+    | SeatFreed
+    | ReadyChanged
+    | PresenceChanged
+    | GameStarted
+    | TimedOut
+    | TableClosed
+    | Undone
 )

@@ -2,8 +2,8 @@
 
 An adapter is the thin, game-specific glue between a :class:`~server.room.Room` and an engine: how
 many seats, how a game is created from table options, which system actions the table plays itself
-(BlackDrez: starting each round, and ending the game when fewer than two can play), and what
-counts as a score for the leaderboard.
+(BlackDrez: starting each round, and ending the game when fewer than two can play), and whether
+it is a solitaire (hints, undo and leaderboards: ``server.assist``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ class GameAdapter:
     engine: ClassVar[Any]
     action_type: ClassVar[Any]
     min_players: ClassVar[int] = 1
+    solitaire: ClassVar[bool] = True
+    """One player, no turns: hints, undo and ranked results (``server.assist``) apply."""
     same_view_for_all: ClassVar[bool] = True
     """Every viewer of this game sees the same view and events (all three games: every card a
     player may see is face up for all). Lets the room build one copy instead of one per seat;
@@ -77,10 +79,6 @@ class GameAdapter:
         """The turn timer, or ``None`` for no timer (solitaires)."""
         return None
 
-    def final_score(self, engine: Any) -> int | None:
-        """The leaderboard score of a finished game, or ``None`` for games without one."""
-        return int(engine.result().score)
-
 
 class BlackDrezAdapter(GameAdapter):
     name = "blackdrez"
@@ -88,6 +86,7 @@ class BlackDrezAdapter(GameAdapter):
     engine = blackdrez.BlackDrez
     action_type = blackdrez.Action
     min_players = 2
+    solitaire = False
 
     def seat_count(self, options: v1.TableOptions) -> int:
         return options.seats
@@ -122,9 +121,6 @@ class BlackDrezAdapter(GameAdapter):
 
     def turn_seconds(self, options: v1.TableOptions) -> float | None:
         return options.turn_seconds
-
-    def final_score(self, engine: Any) -> int | None:
-        return None
 
     def leave_action(self, engine: Any) -> Any:
         return None

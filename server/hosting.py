@@ -48,6 +48,9 @@ class Create(msgspec.Struct, tag="create", tag_field="type", kw_only=True):
     listed: bool
     invite: str | None = None
     deal: int | None = None
+    daily: str | None = None
+    """The UTC day of the daily deal a solitaire session plays (its seed comes with begin)."""
+    ranked: bool = False
 
 
 class Begin(msgspec.Struct, tag="begin", tag_field="type"):
@@ -128,6 +131,8 @@ def new_room(create: Create, now: float) -> Room:
         listed=create.listed,
         invite=create.invite,
         deal=create.deal,
+        daily=create.daily,
+        ranked=create.ranked,
     )
 
 
@@ -179,6 +184,14 @@ def _run(room: Room, entry: Entry) -> Answer:
             room.remove_bot(player, command.seat, now)
         case v1.Act():
             room.act(player, command.action, now)
+        case v1.Hint():
+            action = room.hint(player, now)
+            assert room.assist is not None
+            hints = room.assist.hints
+            reply = v1.HintReply(id=request_id, table=room.id, action=action, hints=hints)
+            return Answer(replies=[reply])
+        case v1.Undo():
+            room.undo(player, now)
         case v1.Resync():
             seat = room.resync(player, now)
             return resynced(room, request_id, seat, command.since)
@@ -332,7 +345,7 @@ def resynced(room: Room, request_id: int | None, seat: int | None, since: int) -
         table=room.id,
         seq=room.seq,
         events=events,
-        view=room.engine.view(seat) if room.engine is not None else None,
+        view=room.view(seat),
         legal=room.legal(seat),
         deadline=room.turn_deadline,
         info=room.info(),

@@ -65,9 +65,9 @@ import msgspec
 from protocol import v1
 from protocol.codec import encode
 from protocol.errors import ErrorCode
-from server import bus
+from server import assist, bus
 from server.connection import Client, Watch
-from server.games.shuffle import new_seed
+from server.games.shuffle import commitment, new_seed
 from server.hosting import (
     NEEDS_SEED,
     Answer,
@@ -95,6 +95,8 @@ from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, Whereabouts, node_channel, table_channel
 
 log = logging.getLogger("blackdrez.node")
+_entry_decoder = msgspec.msgpack.Decoder(v1.LeaderboardEntry)
+_kept_decoder = msgspec.msgpack.Decoder(assist.KeptRecord)
 
 REMOTE_TIMEOUT = 3.0
 SOLITAIRE_GRACE = 3600.0
@@ -396,25 +398,28 @@ class Node:
             case v1.QuickJoin():
                 return await self._quick_join(client, message)
             case v1.StartSolitaire():
-                options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
-                room = await self._new_room(message.game, client.player, options, message.deal)
-                for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
-                    answer = await self._execute(room, client.player, client.name, step)
-                    if _refused(answer):
-                        return answer  # the store failed: the error says why
-                room = self.rooms.get(room.id, room)
-                return joined(room, client.player, message.id, 0)
+                return await self._start_solitaire(client, message)
+            case v1.GetDaily():
+                return await self._daily(message)
             case v1.GetLeaderboard():
                 await self._settled()  # read your own writes: scores of games just finished
-                limit = message.limit
-                rows = await self.store.top_scores(message.game, limit)
+                name = assist.board(message.game, message.deal, message.assisted, message.day)
+                rows = await self.store.top_scores(name, message.limit)
                 entries = [
-                    v1.LeaderboardEntry(rank=i + 1, player=p, name=n, score=s)
-                    for i, (p, n, s) in enumerate(rows)
+                    msgspec.structs.replace(_entry_decoder.decode(entry), rank=i + 1)
+                    for i, (_, entry, _) in enumerate(rows)
                 ]
-                return Answer(
-                    replies=[v1.Leaderboard(id=message.id, game=message.game, entries=entries)]
+                board = v1.Leaderboard(
+                    id=message.id,
+                    game=message.game,
+                    entries=entries,
+                    deal=message.deal,
+                    day=message.day,
+                    assisted=message.assisted,
                 )
+                return Answer(replies=[board])
+            case v1.GetRecord():
+                return await self._kept_record(message)
             case v1.Hello():
                 return _error(message, ErrorCode.ALREADY_GREETED, "hello was already answered")
             case _:
@@ -422,6 +427,90 @@ class Node:
                 if not isinstance(table, str):
                     return _error(message, ErrorCode.UNKNOWN_TYPE, "unknown request")
                 return await self.route(client.player, client.name, table, message, bot=client.bot)
+
+    async def _start_solitaire(self, client: Client, message: v1.StartSolitaire) -> Answer:
+        """A new solitaire session hosted here, its game begun: a random deal (ranked), a
+        numbered deal (public seed: never ranked), or today's daily deal (ranked the first time
+        the player starts it that day)."""
+        if message.daily and message.deal is not None:
+            return _error(message, ErrorCode.BAD_MESSAGE, "a daily deal has no deal number")
+        options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
+        day = seed = None
+        ranked = message.deal is None
+        if message.daily:
+            day = assist.day_of(self.clock())
+            seed = await self.store.daily_seed(message.game, day, self.seed_source())
+            ranked = await self.store.claim_daily(message.game, day, client.player)
+        room = await self._new_room(
+            message.game, client.player, options, message.deal, daily=day, ranked=ranked
+        )
+        for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
+            answer = await self._execute(room, client.player, client.name, step, seed=seed)
+            if _refused(answer):
+                return answer  # the store failed: the error says why
+        room = self.rooms.get(room.id, room)
+        return joined(room, client.player, message.id, 0)
+
+    async def _daily(self, message: v1.GetDaily) -> Answer:
+        """A day's daily deal: its commitment, and its seed once the day has ended."""
+        now = self.clock()
+        day = message.day or assist.day_of(now)
+        starts, ends = assist.day_bounds(day)
+        if starts > now:
+            return _error(message, ErrorCode.SEALED, f"the daily deal of {day} is not dealt yet")
+        seed = await self.store.daily_seed(message.game, day, self.seed_source())
+        daily = v1.Daily(
+            id=message.id,
+            game=message.game,
+            day=day,
+            commitment=commitment(seed),
+            starts=starts,
+            ends=ends,
+            seed=None if assist.sealed(day, now) else seed,
+        )
+        return Answer(replies=[daily])
+
+    async def _kept_record(self, message: v1.GetRecord) -> Answer:
+        """A ranked game's record; a daily deal's stays sealed until its day has ended."""
+        data = await self.store.kept_record(message.record)
+        if data is None:
+            return _error(message, ErrorCode.NOT_FOUND, f"no game record {message.record!r}")
+        kept = _kept_decoder.decode(data)
+        if assist.sealed(kept.daily, self.clock()):
+            return _error(
+                message,
+                ErrorCode.SEALED,
+                f"the record of a daily deal is sealed until the day {kept.daily} has ended (UTC)",
+            )
+        text = kept.record.decode()
+        return Answer(replies=[v1.GameRecord(id=message.id, record=message.record, text=text)])
+
+    async def _rank(self, result: assist.Finished) -> None:
+        """Put a ranked game on its boards (its day's and all time's) with its record;
+        idempotent, like every outbox step."""
+        now = self.clock()
+        day = result.daily or assist.day_of(now)
+        deal = "daily" if result.daily else "random"
+        kept = assist.KeptRecord(daily=result.daily, record=result.record)
+        await self.store.keep_record(result.id, msgspec.msgpack.encode(kept))
+        entry = v1.LeaderboardEntry(
+            rank=0,
+            player=result.player,
+            name=result.name,
+            score=result.score,
+            won=result.won,
+            day=day,
+            deal=deal,
+            hints=result.hints,
+            undos=result.undos,
+            record=result.id,
+            finished=now,
+        )
+        data = msgspec.msgpack.encode(entry)
+        assisted = bool(result.hints or result.undos)
+        for period in (day, None):
+            name = assist.board(result.game, deal, assisted, period)
+            await self.store.submit_score(name, result.player, data, result.score)
 
     async def _quick_join(self, client: Client, message: v1.QuickJoin) -> Answer:
         for info in await self.list_tables():
@@ -549,7 +638,14 @@ class Node:
         return sent + self.lease_ttl * (1 - LEASE_MARGIN)
 
     async def _new_room(
-        self, game: str, host: str, options: v1.TableOptions, deal: int | None
+        self,
+        game: str,
+        host: str,
+        options: v1.TableOptions,
+        deal: int | None,
+        *,
+        daily: str | None = None,
+        ranked: bool = False,
     ) -> Room:
         """Create a room hosted here: leased, logged and listed before anyone hears of it."""
         table_id = ("t" if game == "blackdrez" else "s") + secrets.token_hex(5)
@@ -561,6 +657,8 @@ class Node:
             listed=game == "blackdrez" and not options.private,
             invite=secrets.token_urlsafe(6) if options.private else None,
             deal=deal,
+            daily=daily,
+            ranked=ranked,
         )
         now = self.clock()
         room = new_room(create, now)
@@ -616,7 +714,14 @@ class Node:
         return True
 
     async def _execute(
-        self, room: Room, player: str, name: str, message: Any, *, bot: bool = False
+        self,
+        room: Room,
+        player: str,
+        name: str,
+        message: Any,
+        *,
+        bot: bool = False,
+        seed: str | None = None,
     ) -> Answer:
         """Run one command on a hosted room, log it, then let everyone see its effects.
 
@@ -624,6 +729,7 @@ class Node:
         lobby change goes out. Nothing runs while the store is down, nor from a room whose lease
         is not confirmed (see the module docstring). If the write fails the room is rebuilt
         from its log as it was (nothing half-applied) and the requester gets ``unavailable``.
+        A command that starts a game uses ``seed`` if given (a daily deal's), else a new one.
         """
         async with self._lock(room.id):
             current = self.rooms.get(room.id)
@@ -646,7 +752,7 @@ class Node:
                 player=player,
                 name=name,
                 bot=bot,
-                seed=self.seed_source() if isinstance(message, NEEDS_SEED) else None,
+                seed=(seed or self.seed_source()) if isinstance(message, NEEDS_SEED) else None,
             )
             version = room.version
             try:
@@ -1003,8 +1109,8 @@ class Node:
     async def _publish(self, item: _Publication) -> None:
         """One outbox item; may be called again after :class:`StoreUnavailable` (idempotent)."""
         room, broadcast, outcome, store = item.room, item.broadcast, item.outcome, self.store
-        for player, name, score in outcome.scores:
-            await store.submit_score(room.adapter.name, player, name, score)
+        for result in outcome.ranked:
+            await self._rank(result)
         if item.closing_log is not None:
             await self._retire(room.id, item.token, item.closing_log)
             if room.listed:

@@ -49,6 +49,7 @@ with the error code shown, or ignored (``~``: accepted, changes nothing)::
     add_bots   host          host           host            host           host       not_found
     remove_bot host          host (c)       host            host           host       not_found
     act        not_in_round  yes            not_your_turn   not_your_turn  game_over  not_found
+    hint, undo not_in_round  yes (f)        not_your_turn   not_your_turn  game_over  not_found
     resync     yes           yes            yes             yes            yes        not_found
     presence   yes           yes            yes             yes            yes        ~
     begin      yes           game_running   game_running    game_running   yes        not_found
@@ -61,7 +62,9 @@ the table is open again and nobody is dropped into the last game's result. (c) A
 round plays on by the default action and the seat is freed when the round ends. (d) ``ready``
 false during a game: the player finishes the round in play, then sits out the following rounds
 (keeping the pile and the place in the ranking) until ready again. (e) The host who starts is
-marked ready and plays (if seated); at least two ready players are needed.
+marked ready and plays (if seated); at least two ready players are needed. (f) Solitaire
+sessions only (``not_a_solitaire`` otherwise), for the seated player; ``undo`` takes back only
+moves since the last card was revealed (``nothing_to_undo``), see ``server.assist``.
 
 A status changes only by :meth:`Room._enter`, along :data:`TRANSITIONS`. A start enters
 ``playing``; from there the status follows from the engine and the seats (:meth:`Room._settle`,
@@ -102,6 +105,7 @@ import msgspec
 from protocol import v1
 from protocol.errors import ErrorCode
 from server.adapters import GameAdapter
+from server.assist import Assist, Finished, forced_finish, hint, ranked_result
 from server.games.base import Reason, Rejected
 from server.identity import BOT_NAMES, BOT_STRATEGY_LABELS
 
@@ -154,6 +158,8 @@ class TableCommand(enum.StrEnum):
     REMOVE_BOT = "remove_bot"
     ACT = "act"
     RESYNC = "resync"
+    HINT = "hint"
+    UNDO = "undo"
     PRESENCE = "presence"
     BEGIN = "begin"
     TICK = "tick"
@@ -186,11 +192,15 @@ def _row(default: Verdict = ALLOWED, **exceptions: Verdict) -> dict[TableCommand
 
 
 COMMANDS: dict[TableStatus, dict[TableCommand, Verdict]] = {
-    TableStatus.OPEN: _row(act=_NO_GAME),
+    TableStatus.OPEN: _row(act=_NO_GAME, hint=_NO_GAME, undo=_NO_GAME),
     TableStatus.PLAYING: _row(start=_RUNNING, begin=_RUNNING),
-    TableStatus.BETWEEN_ROUNDS: _row(start=_RUNNING, begin=_RUNNING, act=_NO_ROUND),
-    TableStatus.WAITING: _row(start=_RUNNING, begin=_RUNNING, act=_NO_ROUND),
-    TableStatus.FINISHED: _row(act=_OVER),
+    TableStatus.BETWEEN_ROUNDS: _row(
+        start=_RUNNING, begin=_RUNNING, act=_NO_ROUND, hint=_NO_ROUND, undo=_NO_ROUND
+    ),
+    TableStatus.WAITING: _row(
+        start=_RUNNING, begin=_RUNNING, act=_NO_ROUND, hint=_NO_ROUND, undo=_NO_ROUND
+    ),
+    TableStatus.FINISHED: _row(act=_OVER, hint=_OVER, undo=_OVER),
     TableStatus.CLOSED: _row(_GONE, presence=IGNORED, tick=IGNORED, resume=IGNORED, close=IGNORED),
 }
 """For each status, each command: allowed, ignored, or refused (see the module docstring)."""
@@ -300,8 +310,8 @@ class _Entry:
 class Outcome:
     """What the runtime must do besides broadcasting: side effects outside the room."""
 
-    scores: list[tuple[str, str, int]] = field(default_factory=list)
-    """Finished solitaire games: ``(player, name, score)`` for the leaderboard."""
+    ranked: list[Finished] = field(default_factory=list)
+    """Finished games of ranked solitaire sessions, for the leaderboards."""
     seated: list[str] = field(default_factory=list)
     unseated: list[str] = field(default_factory=list)
     closed: bool = False
@@ -360,6 +370,8 @@ class Room:
         listed: bool,
         invite: str | None = None,
         deal: int | None = None,
+        daily: str | None = None,
+        ranked: bool = False,
     ) -> None:
         self.id = table_id
         self.adapter = adapter
@@ -368,6 +380,11 @@ class Room:
         self.listed = listed
         self.invite = invite if options.private else None
         self.deal = deal
+        self.daily = daily
+        """The UTC day of the daily deal this session plays: its seed is never shown here."""
+        self.ranked = ranked and deal is None and adapter.solitaire
+        """The games of this session go on the leaderboards (hidden seeds only)."""
+        self.assist = Assist() if adapter.solitaire else None
         self.seats: list[Seat | None] = [None] * adapter.seat_count(options)
         self.spectators: set[str] = set()
         self.status = TableStatus.OPEN
@@ -446,7 +463,25 @@ class Room:
             round=self.adapter.round_number(self.engine) if self.engine is not None else 0,
             options=self.options,
             commitment=self.engine.commitment if self.engine is not None else None,
+            ranked=self.ranked,
+            daily=self.daily,
+            hints=self.assist.hints if self.assist is not None else 0,
+            undos=self.assist.undos if self.assist is not None else 0,
+            undoable=len(self.assist.undo) if self.assist is not None else 0,
         )
+
+    def view(self, seat: int | None) -> Any:
+        """The game as ``seat`` sees it (``None`` without a game); a daily deal's seed is
+        left out even after its game: it is revealed only once its day has ended."""
+        if self.engine is None:
+            return None
+        return self._sealed(self.engine.view(seat))
+
+    def _sealed(self, item: Any) -> Any:
+        """A view or event without the seed, in a daily deal's session."""
+        if self.daily is not None and getattr(item, "seed", None) is not None:
+            return msgspec.structs.replace(item, seed=None)
+        return item
 
     def legal(self, seat: int | None) -> list[Any]:
         """The legal actions of ``seat`` now (none for spectators or without a game)."""
@@ -461,7 +496,7 @@ class Room:
             seq=self.seq,
             info=self.info(),
             seat=seat,
-            view=self.engine.view(seat) if self.engine is not None else None,
+            view=self.view(seat),
             legal=self.legal(seat),
             deadline=self.turn_deadline,
             recent=self.recent_events(seat),
@@ -547,6 +582,7 @@ class Room:
             self.close_at,
             tuple(sorted(self.newcomers)),
             self._info_dirty,
+            self.assist.key() if self.assist is not None else None,
         )
 
     # ------------------------------------------------------------------ commands
@@ -687,7 +723,45 @@ class Room:
         except msgspec.ValidationError as error:
             raise RoomError(ErrorCode.BAD_ACTION, f"not an action of this game: {error}") from None
         self._apply(seat, move)
+        if self.assist is not None:
+            for step in forced_finish(self.adapter.name, self.engine):
+                self._apply(seat, step)
         self._settle(now)
+
+    def hint(self, player: str, now: float) -> Any:
+        """The hint bot's move for the player's own seat (see ``server.assist``); the game is
+        marked as helped."""
+        self._check(TableCommand.HINT)
+        seat = self._seat_required(player)
+        assist = self._assist()
+        move = hint(self.adapter.name, self.engine, seat)
+        assist.hints += 1
+        self._info_dirty = True
+        self._settle(now)
+        return move
+
+    def undo(self, player: str, now: float) -> None:
+        """Take back the player's last move, if it was played since the last card was revealed;
+        the game is marked as helped."""
+        self._check(TableCommand.UNDO)
+        self._seat_required(player)
+        assist = self._assist()
+        if not assist.undo:
+            raise RoomError(
+                ErrorCode.NOTHING_TO_UNDO,
+                "nothing to undo: a move before the last card was revealed cannot be taken back",
+            )
+        action = assist.take_back(self.engine)
+        self._applied += 1
+        self._acted = True
+        self._event(v1.Undone(action=action, undoable=len(assist.undo)))
+        self._info_dirty = True
+        self._settle(now)
+
+    def _assist(self) -> Assist:
+        if self.assist is None:
+            raise RoomError(ErrorCode.NOT_A_SOLITAIRE, "hints and undo are for solitaires only")
+        return self.assist
 
     def resync(self, player: str, now: float) -> int | None:
         """A viewer asks to catch up: return their seat (``None`` for a spectator); a seated
@@ -780,11 +854,11 @@ class Room:
             ]
         view = seat_views = None
         if self.engine is not None:
-            view = self.engine.view(None)
+            view = self.view(None)
             seat_views = {}
             if not self.adapter.same_view_for_all:
                 for index, occupant in enumerate(self.seats):
-                    if occupant is not None and (mine := self.engine.view(index)) != view:
+                    if occupant is not None and (mine := self.view(index)) != view:
                         seat_views[index] = mine
         info = self.info() if self._info_dirty else None
         self._info_dirty = False
@@ -896,6 +970,8 @@ class Room:
         self.actions = []
         self.game_players = {}
         self._note_players()
+        if self.assist is not None:
+            self.assist.new_game()
         self.newcomers.clear()
         self._enter(TableStatus.PLAYING)
         self.game_start_seq = self.seq + 1
@@ -930,23 +1006,34 @@ class Room:
 
     def _finish(self) -> None:
         self._note_players()
-        self.outcome.games_over.append(
-            GameOver(
-                game_id=f"{self.id}:{self.games_begun}",
-                engine=self.engine,
-                actions=self.actions,
-                players=[self.game_players[index] for index in sorted(self.game_players)],
-                started_at=self.game_started_at,
-                ended_at=self.game_ended_at,
-                rated=self.options.rated,
+        if self.daily is None:  # a daily deal's seed stays secret until its day ends
+            self.outcome.games_over.append(
+                GameOver(
+                    game_id=f"{self.id}:{self.games_begun}",
+                    engine=self.engine,
+                    # A solitaire's undone moves are not part of the game as it stands
+                    actions=list(self.assist.played) if self.assist is not None else self.actions,
+                    players=[self.game_players[index] for index in sorted(self.game_players)],
+                    started_at=self.game_started_at,
+                    ended_at=self.game_ended_at,
+                    rated=self.options.rated,
+                )
             )
-        )
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}
-        score = self.adapter.final_score(self.engine)
-        if score is not None and self.seats[0] is not None and self.deal is None:
-            self.outcome.scores.append((self.seats[0].player, self.seats[0].name, score))
+        player = self.seats[0]
+        if self.ranked and self.assist is not None and player is not None:
+            self.outcome.ranked.append(
+                ranked_result(
+                    f"{self.id}.{self.game_start_seq}",
+                    self.engine,
+                    self.assist,
+                    player.player,
+                    player.name,
+                    self.daily,
+                )
+            )
         for seat in self.seats:
             if seat is not None and not seat.bot:
                 seat.ready = False
@@ -971,20 +1058,26 @@ class Room:
         engine = self.engine
         same_for_all = self.adapter.same_view_for_all
         for event in events:
-            public = engine.event_view(event, None)
+            public = self._sealed(engine.event_view(event, None))
             private = {}
             for index, occupant in enumerate(self.seats):
                 if occupant is not None and not same_for_all:
-                    mine = engine.event_view(event, index)
+                    mine = self._sealed(engine.event_view(event, index))
                     if mine != public:
                         private[index] = mine
             self._event(public, private)
 
     def _apply(self, seat: int, action: Any) -> None:
+        engine = self.engine
+        if self.assist is not None:
+            before, revealed = engine.dump(), engine.dealt()
         try:
-            events = self.engine.apply(seat, action)
+            events = engine.apply(seat, action)
         except Rejected as rejected:
             raise RoomError(REJECTIONS[rejected.reason], rejected.detail) from None
+        if self.assist is not None:
+            self.assist.applied(seat, action, before, revealed, engine)
+            self._info_dirty = True  # the moves that can be taken back changed
         self._applied += 1
         self.actions.append((seat, action))
         self._engine_events(events)

@@ -171,52 +171,70 @@ async def test_heartbeat_marks_node_alive_until_ttl(store: Store) -> None:
 # ---------------------------------------------------------------------- leaderboards
 async def test_leaderboard_keeps_each_players_best(store: Store) -> None:
     assert await store.top_scores("piles", 10) == []
-    await store.submit_score("piles", "p1", "Ann", 50)
-    await store.submit_score("piles", "p2", "Bob", 70)
-    await store.submit_score("piles", "p1", "Ann", 40)  # worse: ignored
-    await store.submit_score("piles", "p3", "Cy", 60)
+    await store.submit_score("piles", "p1", b"Ann", 50)
+    await store.submit_score("piles", "p2", b"Bob", 70)
+    await store.submit_score("piles", "p1", b"Ann", 40)  # worse: ignored
+    await store.submit_score("piles", "p3", b"Cy", 60)
     assert await store.top_scores("piles", 10) == [
-        ("p2", "Bob", 70),
-        ("p3", "Cy", 60),
-        ("p1", "Ann", 50),
+        ("p2", b"Bob", 70),
+        ("p3", b"Cy", 60),
+        ("p1", b"Ann", 50),
     ]
-    await store.submit_score("piles", "p1", "Annie", 90)  # better: replaces, with the new name
+    await store.submit_score("piles", "p1", b"Annie", 90)  # better: replaces, with the new name
     assert await store.top_scores("piles", 10) == [
-        ("p1", "Annie", 90),
-        ("p2", "Bob", 70),
-        ("p3", "Cy", 60),
+        ("p1", b"Annie", 90),
+        ("p2", b"Bob", 70),
+        ("p3", b"Cy", 60),
     ]
 
 
 async def test_leaderboard_ties_rank_who_scored_first(store: Store) -> None:
-    await store.submit_score("piles", "late", "Late", 10)
-    await store.submit_score("piles", "early", "Early", 30)
-    await store.submit_score("piles", "second", "Second", 30)
-    await store.submit_score("piles", "early", "Renamed", 30)  # equal, not better: no change
-    await store.submit_score("piles", "late", "Late", 30)  # reaches the tie last
+    await store.submit_score("piles", "late", b"Late", 10)
+    await store.submit_score("piles", "early", b"Early", 30)
+    await store.submit_score("piles", "second", b"Second", 30)
+    await store.submit_score("piles", "early", b"Renamed", 30)  # equal, not better: no change
+    await store.submit_score("piles", "late", b"Late", 30)  # reaches the tie last
     assert await store.top_scores("piles", 10) == [
-        ("early", "Early", 30),
-        ("second", "Second", 30),
-        ("late", "Late", 30),
+        ("early", b"Early", 30),
+        ("second", b"Second", 30),
+        ("late", b"Late", 30),
     ]
 
 
 async def test_leaderboard_limit_and_games_apart(store: Store) -> None:
     for rank in range(5):
-        await store.submit_score("piles", f"p{rank}", f"P{rank}", 100 - rank)
-    await store.submit_score("blue-jacket", "p9", "Nine", 1)
-    await store.submit_score("piles", "neg", "Negative", -5)
+        await store.submit_score("piles", f"p{rank}", f"P{rank}".encode(), 100 - rank)
+    await store.submit_score("blue-jacket", "p9", b"Nine", 1)
+    await store.submit_score("piles", "neg", b"Negative", -5)
     assert [player for player, _, _ in await store.top_scores("piles", 3)] == ["p0", "p1", "p2"]
     assert len(await store.top_scores("piles", 100)) == 6
-    assert (await store.top_scores("piles", 100))[-1] == ("neg", "Negative", -5)
+    assert (await store.top_scores("piles", 100))[-1] == ("neg", b"Negative", -5)
     assert await store.top_scores("piles", 0) == []
-    assert await store.top_scores("blue-jacket", 10) == [("p9", "Nine", 1)]
+    assert await store.top_scores("blue-jacket", 10) == [("p9", b"Nine", 1)]
     assert await store.top_scores("no-such-game", 10) == []
 
 
 async def test_leaderboard_names_and_players_with_odd_characters(store: Store) -> None:
-    await store.submit_score("g:{x}", "id:with:colons", "Zoë {ü}", 2**40)
-    assert await store.top_scores("g:{x}", 1) == [("id:with:colons", "Zoë {ü}", 2**40)]
+    await store.submit_score("g:{x}", "id:with:colons", "Zoë {ü}".encode(), 2**40)
+    assert await store.top_scores("g:{x}", 1) == [("id:with:colons", "Zoë {ü}".encode(), 2**40)]
+
+
+async def test_records_kept_for_good(store: Store) -> None:
+    assert await store.kept_record("s1.1") is None
+    await store.keep_record("s1.1", b"{}")
+    assert await store.kept_record("s1.1") == b"{}"
+
+
+async def test_a_daily_seed_is_drawn_once_and_a_daily_claimed_once(store: Store) -> None:
+    first = await store.daily_seed("blue_jacket", "2026-11-30", "one")
+    assert first == "one"
+    assert await store.daily_seed("blue_jacket", "2026-11-30", "two") == "one"
+    assert await store.daily_seed("blue_jacket", "2026-12-01", "three") == "three"
+    assert await store.daily_seed("blackjack_piles", "2026-11-30", "four") == "four"
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p1")
+    assert not await store.claim_daily("blue_jacket", "2026-11-30", "p1")
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p2")
+    assert await store.claim_daily("blue_jacket", "2026-12-01", "p1")
 
 
 # ---------------------------------------------------------------------- secret
@@ -418,9 +436,11 @@ async def test_nodes_share_one_redis(open_redis_store: OpenRedisStore) -> None:
     await node_b.add_player_table("alice", "t2")
     assert await node_a.player_tables("alice") == ["t1", "t2"]
 
-    await node_a.submit_score("piles", "p1", "Ann", 5)
-    await node_b.submit_score("piles", "p2", "Bob", 5)
-    assert await node_b.top_scores("piles", 5) == [("p1", "Ann", 5), ("p2", "Bob", 5)]
+    await node_a.submit_score("piles", "p1", b"Ann", 5)
+    await node_b.submit_score("piles", "p2", b"Bob", 5)
+    assert await node_b.top_scores("piles", 5) == [("p1", b"Ann", 5), ("p2", b"Bob", 5)]
+    assert await node_a.daily_seed("piles", "2026-11-30", "a") == "a"
+    assert await node_b.daily_seed("piles", "2026-11-30", "b") == "a"
 
     await node_a.heartbeat(10)
     await node_b.heartbeat(0.3)
@@ -454,7 +474,7 @@ async def test_key_layout_is_cluster_friendly(
     await store.put_table("t1", "node-a", b"rec", listed=True)
     await store.add_player_table("alice", "t1")
     await store.heartbeat(5)
-    await store.submit_score("piles", "p1", "Ann", 3)
+    await store.submit_score("piles", "p1", b"Ann", 3)
     async with aioredis.Redis.from_url(redis_url_clean) as raw:
         assert await raw.hgetall("bd:t:{t1}:record") == {
             b"node": b"node-a",
@@ -603,7 +623,7 @@ async def test_unavailable_promptly_then_recovers(
         lambda: store.player_tables("alice"),
         lambda: store.heartbeat(5),
         store.live_nodes,
-        lambda: store.submit_score("piles", "p1", "Ann", 1),
+        lambda: store.submit_score("piles", "p1", b"Ann", 1),
         lambda: store.top_scores("piles", 5),
         lambda: store.publish("news", b"lost"),
         lambda: store.subscribe("other", Inbox()),
@@ -676,14 +696,14 @@ async def test_data_survives_a_restart_with_persistence(
     with RedisServer(appendonly=True, data_dir=tmp_path) as server:
         store = await open_redis_store(url=server.url)
         await store.put_table("t1", "node-a", b"kept", listed=True)
-        await store.submit_score("piles", "p1", "Ann", 7)
+        await store.submit_score("piles", "p1", b"Ann", 7)
         server.stop()
         with pytest.raises(StoreUnavailable):
             await store.put_table("t1", "node-a", b"not written", listed=False)
         server.restart()
         assert await store.list_tables() == [b"kept"]
         assert await store.get_table("t1") == ("node-a", b"kept")
-        assert await store.top_scores("piles", 1) == [("p1", "Ann", 7)]
+        assert await store.top_scores("piles", 1) == [("p1", b"Ann", 7)]
 
 
 async def test_health_warns_once_and_sees_redis_back_by_itself(

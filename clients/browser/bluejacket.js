@@ -3,8 +3,11 @@
 // interchanges them when that is legal. Clicking the stock deals; when it cannot, the stock
 // says why. A move that empties a row pile while no starting card for that row is in play
 // asks first: until the pile is filled again, the stock cannot deal.
-// Keys: D deals, A sends a bottom-row Ace to the Aces pile, Esc clears the selection.
+// Hint highlights the suggested move's source and destination; Undo takes back moves made since
+// the last deal (see assist.js). Keys: D deals, A sends a bottom-row Ace to the Aces pile, H hint,
+// U undo, Esc clears the selection.
 
+import { assistButtons, assistKey, hintOf, hintSpots, rankingLine } from "./assist.js";
 import { h, swap } from "./dom.js";
 import { standardCard, cardBack } from "./cards.js";
 import { fairness } from "./fairness.js";
@@ -61,6 +64,8 @@ export function renderBlueJacket(ctx, table, screen) {
     }
   }
   const redraw = () => renderBlueJacket(ctx, table, screen);
+  const hinted = hintSpots(hintOf(table));
+  const describe = (action) => describeAction(view, action);
   const sources = new Set(legal.flatMap((a) => (a.type === "move" ? [a.source] : a.type === "interchange" ? [a.a, a.b] : [])));
   const targets = selection.source ? targetsOf(legal, selection.source) : new Set();
   const play = (action) => {
@@ -97,6 +102,8 @@ export function renderBlueJacket(ctx, table, screen) {
       selection.source === location ? "selected" : "",
       targets.has(location) ? "target" : "",
       available ? "available" : "",
+      hinted.from.has(location) ? "hinted-from" : "",
+      hinted.to.has(location) ? "hinted-to" : "",
     ].join(" ");
     return h("button", {
       class: classes,
@@ -135,10 +142,11 @@ export function renderBlueJacket(ctx, table, screen) {
     h("div.table-head",
       h("h2", "Blue Jacket"),
       h("dl.stats", stat("Score", `${view.score}`, "score"), stat("Moves", view.moves, "moves"), stat("Stock", view.stock_count, "stock"))),
+    rankingLine(table),
     view.progress === false && !view.over ? h("p.warning", { role: "status" }, "No sequence of moves can put another card on a foundation: your score is final.") : null,
     h("div.bj-top",
       h("button", {
-        id: "stock", class: `bj-stock ${canDeal ? "target" : ""}`, disabled: !canDeal, dataset: { key: "stock" },
+        id: "stock", class: `bj-stock ${canDeal ? "target" : ""} ${hinted.from.has("stock") ? "hinted-from" : ""}`, disabled: !canDeal, dataset: { key: "stock" },
         "aria-label": `Stock, ${count(view.stock_count, "card")}${canDeal ? ": deal one card on every bottom pile" : `: cannot deal. ${stockWhy}`}`,
         "aria-describedby": canDeal ? null : "stock-why",
         title: canDeal ? "Deal a card on every bottom pile (D)" : stockWhy,
@@ -157,6 +165,7 @@ export function renderBlueJacket(ctx, table, screen) {
         type: "checkbox", id: "auto-aces", checked: autoAces,
         onchange: (e) => { localStorage.setItem(AUTO_ACES_KEY, e.target.checked ? "1" : "0"); redraw(); },
       }), " Move bottom-row Aces automatically"),
+      ...(view.over ? [] : assistButtons(ctx, table, describe, redraw)),
       !view.over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game? Your score stays as it is now.")) play({ type: "resign" }); } }, "Resign") : null,
       h("span.spacer"),
       h("button", { dataset: { key: "help" }, onclick: () => ctx.help("blue_jacket") }, "How to play"),
@@ -177,7 +186,7 @@ export function renderBlueJacket(ctx, table, screen) {
         if (ace) play(ace);
         else ctx.toast("No Ace is on top of a bottom pile.", "info");
       } else if (event.key === "Escape" && selection.source) { selection.source = null; redraw(); }
-      else return false;
+      else return assistKey(ctx, table, describe, redraw, event);
       return true;
     },
   };
@@ -220,6 +229,32 @@ function deadEnd(view, action) {
   if (inPlay.some((card) => rankOf(card) === starter)) return "";
   const [r, p] = action.source.slice(1).split(".");
   return `This move empties row ${r} pile ${p}, and no ${STARTERS[row]} is in play to fill it. Until one fills it, the stock cannot deal. Move anyway?`;
+}
+
+/** A location in words: "bottom pile 3", "row 1 pile 2", "the Aces pile". */
+function placeName(location) {
+  if (location === "aces") return "the Aces pile";
+  if (location.startsWith("b")) return `bottom pile ${location.slice(1)}`;
+  const [r, p] = location.slice(1).split(".");
+  return `row ${r} pile ${p}`;
+}
+
+/** The card a location offers (a bottom pile's top, a row pile's card). */
+function cardAt(view, location) {
+  if (location.startsWith("b")) return view.bottom[Number(location.slice(1)) - 1].at(-1);
+  const [r, p] = location.slice(1).split(".").map(Number);
+  return view.rows[r - 1][p - 1].at(-1);
+}
+
+/** A hinted action in words. */
+function describeAction(view, action) {
+  switch (action?.type) {
+    case "move": return `move the ${standardName(cardAt(view, action.source))} from ${placeName(action.source)} to ${placeName(action.target)}.`;
+    case "interchange": return `swap the cards of ${placeName(action.a)} and ${placeName(action.b)}.`;
+    case "deal": return "deal from the stock.";
+    case "resign": return "no move helps any more: resign.";
+    default: return "no move is left.";
+  }
 }
 
 /** What an empty pile shows: a row pile, the starting rank it takes. */

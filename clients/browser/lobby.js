@@ -1,8 +1,10 @@
 // The lobby: live table list, create / join / quick-join / spectate, invite codes, your tables,
-// and the solitaire menu with both leaderboards. Built once per visit; only lists re-render, so
-// what a user types into the forms survives every push.
+// and the solitaire menu (random, numbered and daily deals) with the leaderboards: per game, of
+// daily or random deals, today or all time, without help or with hints and undos; each entry
+// links to its game's record (a file `blackdrez verify` checks). Built once per visit; only lists
+// re-render, so what a user types into the forms survives every push.
 
-import { h, swap } from "./dom.js";
+import { h, short, swap } from "./dom.js";
 
 const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
 const STATUS_WORDS = { open: "waiting", playing: "playing", finished: "game over", closed: "closed" };
@@ -12,6 +14,8 @@ export class Lobby {
     this.ctx = ctx;
     this.tables = new Map();
     this.boards = {};
+    this.daily = {}; // game -> the server's `daily` reply for today
+    this.choice = { deal: "daily", period: "today", assisted: false };
     this.root = null;
     this.watching = false;
   }
@@ -66,11 +70,27 @@ export class Lobby {
   tablesChanged() { this.renderMine(); }
 
   async refreshLeaderboards() {
+    const { deal, period, assisted } = this.choice;
     for (const game of ["blackjack_piles", "blue_jacket"]) {
-      const reply = await this.ctx.send({ type: "leaderboard", game, limit: 10 });
-      if (reply) this.boards[game] = reply.entries;
+      const daily = await this.ctx.send({ type: "daily", game });
+      if (daily) this.daily[game] = daily;
+      const day = period === "today" ? this.daily[game]?.day ?? new Date().toISOString().slice(0, 10) : null;
+      const reply = await this.ctx.send({ type: "leaderboard", game, deal, day, assisted, limit: 10 });
+      if (reply) this.boards[game] = reply;
     }
     this.renderBoards();
+    this.renderDaily();
+  }
+
+  /** Fetch a ranked game's record and save it as a file (for `blackdrez verify`). */
+  async downloadRecord(record) {
+    const reply = await this.ctx.send({ type: "get_record", record });
+    if (!reply) return;
+    const link = h("a", { href: URL.createObjectURL(new Blob([reply.text], { type: "application/json" })), download: `${record}.json` });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    this.ctx.toast(`Saved ${record}.json: check it with “blackdrez verify ${record}.json”.`, "info");
   }
 
   // ---------------------------------------------------------------- requests
@@ -101,8 +121,8 @@ export class Lobby {
     if (reply) this.ctx.open(reply.table.id, "seat");
   }
 
-  async solitaire(game, deal) {
-    const message = { type: "start_solitaire", game };
+  async solitaire(game, deal, daily = false) {
+    const message = { type: "start_solitaire", game, daily };
     if (deal !== null) message.deal = deal;
     const reply = await this.ctx.send(message);
     if (reply) this.ctx.open(reply.table.id, "seat");
@@ -126,6 +146,7 @@ export class Lobby {
     this.tableCount = h("p.visually-hidden", { role: "status", "aria-live": "polite" });
     this.mine = h("div.mine");
     this.boardBox = h("div.boards");
+    this.dailyLines = {};
     return h("div.lobby",
       h("section.panel.tables-panel", { "aria-labelledby": "tables-title" },
         h("div.panel-head",
@@ -171,19 +192,46 @@ export class Lobby {
       h("section.panel.solitaire-panel", { "aria-labelledby": "solitaire-title" },
         h("h2#solitaire-title", "Solitaire"),
         ...["blackjack_piles", "blue_jacket"].map((game) => this.solitaireMenu(game)),
+        this.boardControls(),
         this.boardBox),
     );
   }
 
   solitaireMenu(game) {
-    const deal = h("input", { type: "number", min: "0", max: "2147483647", placeholder: "deal #", "aria-label": `${GAME_NAMES[game]} deal number`, name: "deal" });
+    const deal = h("input", { type: "number", min: "0", max: "2147483647", placeholder: "deal #", "aria-label": `${GAME_NAMES[game]} deal number`, name: "deal", title: "A numbered deal anyone can replay: not ranked" });
+    this.dailyLines[game] = h("p.daily-line.muted", { dataset: { daily: game } });
     return h("form.solitaire", { dataset: { game }, onsubmit: (e) => { e.preventDefault(); this.solitaire(game, deal.value === "" ? null : Number(deal.value)); } },
       h("div.panel-head", h("h3", GAME_NAMES[game]),
         h("button.link", { type: "button", onclick: () => this.ctx.help(game) }, "How to play")),
       h("div.buttons",
-        h("button.primary", { type: "button", dataset: { start: game }, onclick: () => this.solitaire(game, null) }, "Random deal"),
+        h("button.primary", { type: "button", dataset: { start: game }, title: "A new random deal: ranked", onclick: () => this.solitaire(game, null) }, "Random deal"),
+        h("button.primary", { type: "button", dataset: { startDaily: game }, title: "Today's deal, the same for everyone (UTC day): ranked on your first try", onclick: () => this.solitaire(game, null, true) }, "Daily deal"),
         deal,
-        h("button", { type: "submit" }, "Play deal")));
+        h("button", { type: "submit" }, "Play deal")),
+      this.dailyLines[game]);
+  }
+
+  /** Which boards to show: kind of deal, today or all time, with or without help. */
+  boardControls() {
+    const pick = (key) => (e) => {
+      this.choice[key] = key === "assisted" ? e.target.checked : e.target.value;
+      this.refreshLeaderboards();
+    };
+    return h("form.board-controls", { onsubmit: (e) => e.preventDefault() },
+      h("label.field", h("span", "Leaderboard"), h("select", { name: "deal", onchange: pick("deal") },
+        h("option", { value: "daily" }, "Daily deals"), h("option", { value: "random" }, "Random deals"))),
+      h("label.field", h("span", "When"), h("select", { name: "period", onchange: pick("period") },
+        h("option", { value: "today" }, "Today (UTC)"), h("option", { value: "all" }, "All time"))),
+      h("label.check", h("input", { name: "assisted", type: "checkbox", onchange: pick("assisted") }), " Games with hints or undos"));
+  }
+
+  renderDaily() {
+    for (const [game, line] of Object.entries(this.dailyLines)) {
+      const daily = this.daily[game];
+      if (!daily) continue;
+      line.textContent = `Daily deal of ${daily.day}: same cards for everyone, commitment ${short(daily.commitment, 12)}; its seed is revealed when the day ends.`;
+      line.title = daily.commitment;
+    }
   }
 
   async quickJoin() {
@@ -246,14 +294,24 @@ export class Lobby {
   renderBoards() {
     if (!this.root) return;
     swap(this.boardBox, ["blackjack_piles", "blue_jacket"].map((game) => {
-      const entries = this.boards[game] || [];
+      const board = this.boards[game];
+      const entries = board?.entries || [];
+      const what = `${board?.deal === "random" ? "random deals" : "daily deals"}, ${board?.day ? board.day : "all time"}${board?.assisted ? ", with hints or undos" : ""}`;
       return h("div.board", { dataset: { board: game } },
-        h("h3", `${GAME_NAMES[game]} leaderboard`),
+        h("h3", `${GAME_NAMES[game]} leaderboard`, h("span.muted.board-what", ` · ${what}`)),
         entries.length
-          ? h("ol.leaderboard", entries.map((e) => h("li", { value: e.rank }, h("span.who", e.name), h("span.score", String(e.score)))))
+          ? h("ol.leaderboard", entries.map((e) => h("li", { value: e.rank },
+            h("span.who", e.name, e.won ? h("span.won", { title: "won" }, " ✓") : null),
+            h("span.entry-meta.muted", `${e.deal === "daily" ? "daily" : "random"} · ${e.day}${e.hints || e.undos ? ` · ${helpWords(e)}` : ""}`),
+            h("span.score", String(e.score)),
+            h("button.link.record", { type: "button", dataset: { record: e.record }, title: "Download this game's record: blackdrez verify checks it", onclick: () => this.downloadRecord(e.record) }, "record"))))
           : h("p.empty", "No scores yet."));
     }));
   }
+}
+
+function helpWords(entry) {
+  return [entry.hints ? `${entry.hints} hint${entry.hints === 1 ? "" : "s"}` : null, entry.undos ? `${entry.undos} undo${entry.undos === 1 ? "" : "s"}` : null].filter(Boolean).join(", ");
 }
 
 function field(label, input) {

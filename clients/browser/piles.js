@@ -5,8 +5,10 @@
 //   button, or drag the stock's card onto a pile;
 // - a selected pile top followed by a click on an empty pile moves it there.
 // Keys: 1-5 select a pile's top, S the stock's card, Shift+1-5 place on a pile, E end the
-// round, Esc clear the selection.
+// round, H hint (its cards are highlighted), U undo (moves since the last stock card), Esc clear
+// the selection.
 
+import { assistButtons, assistKey, hintOf, hintSpots, rankingLine } from "./assist.js";
 import { h, swap } from "./dom.js";
 import { standardCard } from "./cards.js";
 import { fairness } from "./fairness.js";
@@ -53,6 +55,9 @@ export function renderPiles(ctx, table, screen) {
   }
   const items = selectionOf(table);
   const redraw = () => renderPiles(ctx, table, screen);
+  const hinted = hintSpots(hintOf(table));
+  const describe = (action) => describeAction(view, action);
+  const marks = (spot) => `${hinted.from.has(spot) ? "hinted-from" : ""} ${hinted.to.has(spot) ? "hinted-to" : ""}`;
   const play = (action) => {
     items.clear();
     ctx.act(table.id, action);
@@ -98,7 +103,7 @@ export function renderPiles(ctx, table, screen) {
     const label = `Pile ${index + 1}`;
     const canPlace = !over && pile.length > 0 && placeable.has(index) && stockTop;
     return h("div.pile-column", {
-      class: `${target ? "target" : ""} ${full ? "full" : ""}`,
+      class: `${target ? "target" : ""} ${full ? "full" : ""} ${marks(index)}`,
       dataset: { pile: index },
       ondragover: (e) => { if (placeable.has(index)) e.preventDefault(); },
       ondrop: (e) => { e.preventDefault(); if (e.dataTransfer.getData("text/plain") === "stock") place(index); },
@@ -130,7 +135,7 @@ export function renderPiles(ctx, table, screen) {
     stockTop && !over
       ? standardCard(stockTop, {
         tag: "button", id: "stock",
-        class: `${items.has("stock") ? "selected" : ""} ${hints.has("stock") ? "hint" : ""}`,
+        class: `${items.has("stock") ? "selected" : ""} ${hints.has("stock") ? "hint" : ""} ${marks("stock")}`,
         "aria-pressed": items.has("stock") ? "true" : "false",
         "aria-label": `Stock's card, ${standardName(stockTop)}${items.has("stock") ? ", selected for a hand" : ""}`,
         title: view.rules.stock_in_hand ? "Click to use it in a hand (S); drag it onto a pile to place it" : "Drag it onto a pile, or use a pile's Place here button",
@@ -150,13 +155,15 @@ export function renderPiles(ctx, table, screen) {
       h("dl.stats",
         stat("Round", `${view.round} / 7`, "round"), stat("Hands", view.hands, "hands"),
         stat("Cards left", view.left, "left"), stat("Score", view.score, "score"))),
+    rankingLine(table),
     over ? finalPanel(ctx, table) : h("p.hint-text",
       "Select cards that make 21 (2 to 6 of them): the hand is taken at once. ",
       "Put the stock's card on a pile with ", h("em", "Place here"), ", a click on an empty pile, or by dragging it."),
     last && !over && last.round === view.round - 1 ? h("p.round-result", { role: "status" }, `Round ${last.round} passed: ${count(last.hands, "hand")}, ${last.left} left, +${last.score} points. Round ${view.round}: ${roundRules(view.rules)}`) : null,
     h("div.board", stock, h("div.piles-row", piles)),
     h("div.controls",
-      can("end_round") ? h("button.primary", { id: "end-round", dataset: { key: "end-round" }, onclick: () => play({ type: "end_round" }) }, "End round") : null,
+      can("end_round") ? h("button.primary", { id: "end-round", class: hintOf(table)?.type === "end_round" ? "hinted-to" : "", dataset: { key: "end-round" }, onclick: () => play({ type: "end_round" }) }, "End round") : null,
+      ...(over ? [] : assistButtons(ctx, table, describe, redraw)),
       items.size ? h("button", { dataset: { key: "clear" }, onclick: () => { items.clear(); redraw(); } }, "Clear selection") : null,
       !over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game? The round you are in scores as it stands.")) play({ type: "resign" }); } }, "Resign") : null,
       h("span.spacer"),
@@ -184,10 +191,25 @@ export function renderPiles(ctx, table, screen) {
       if (event.key === "s" && stockTop) toggle("stock");
       else if (event.key === "e" && can("end_round")) play({ type: "end_round" });
       else if (event.key === "Escape" && items.size) { items.clear(); redraw(); }
-      else return false;
+      else return assistKey(ctx, table, describe, redraw, event);
       return true;
     },
   };
+}
+
+/** A hinted action in words. */
+function describeAction(view, action) {
+  switch (action?.type) {
+    case "place": return `place the ${standardName(view.stock_top)} on pile ${action.pile + 1}.`;
+    case "cash": {
+      const cards = [...action.piles.map((i) => view.piles[i].at(-1)), ...(action.stock ? [view.stock_top] : [])];
+      return `cash ${cards.map(standardName).join(", ")} (21).`;
+    }
+    case "move": return `move the top card of pile ${action.source + 1} to the empty pile ${action.target + 1}.`;
+    case "end_round": return "end the round.";
+    case "resign": return "no move helps any more: resign.";
+    default: return "no move is left.";
+  }
 }
 
 function roundRules(rules) {

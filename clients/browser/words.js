@@ -95,6 +95,7 @@ export function describeEvent(table, e) {
     }
     case "game_over": return "The game is over";
     case "table_closed": return `The table closed: ${e.reason}`;
+    case "undone": return "A move was taken back";
     default: return e.type.replaceAll("_", " ");
   }
 }
@@ -122,6 +123,9 @@ const ERRORS = {
   shutting_down: "The server is restarting: you will be reconnected.",
   internal: "Something went wrong on the server. Try again.",
   bad_token: "Your session expired: you are playing as a new guest.",
+  nothing_to_undo: "Nothing to undo: moves made before the last card was revealed cannot be taken back.",
+  not_a_solitaire: "Hints and undo are for the solitaires only.",
+  sealed: "That stays sealed until the day is over (UTC).",
   closed: "Not connected: reconnecting…",
 };
 

@@ -224,6 +224,19 @@ async def _session(rec: Recorder, db_url: str) -> None:
                 act = v1.Act(table=started.table.id, action=chosen[0])
                 await request(rec, "bob", bob, act)
                 await settle(rec, clients)
+        rec.step = "assist"
+        helped = (await request(rec, "bob", bob, v1.StartSolitaire(game="blue_jacket"))).table.id
+        await settle(rec, clients)
+        hint = await request(rec, "bob", bob, v1.Hint(table=helped))
+        moves = [a for a in bob.tables[helped].legal if a["type"] in ("move", "interchange")]
+        await request(rec, "bob", bob, v1.Act(table=helped, action=moves[0]))
+        await settle(rec, clients)
+        await request(rec, "bob", bob, v1.Undo(table=helped))
+        await settle(rec, clients)
+        await request(rec, "bob", bob, v1.Undo(table=helped))  # nothing_to_undo
+        await request(rec, "bob", bob, v1.Act(table=helped, action=hint.action))
+        await request(rec, "bob", bob, v1.Act(table=helped, action={"type": "resign"}))
+        await settle(rec, clients)
         rec.step = "leaderboard"
         random_deal = await request(rec, "bob", bob, v1.StartSolitaire(game="blackjack_piles"))
         await settle(rec, clients)
@@ -231,7 +244,12 @@ async def _session(rec: Recorder, db_url: str) -> None:
             rec, "bob", bob, v1.Act(table=random_deal.table.id, action={"type": "resign"})
         )
         await settle(rec, clients)
-        await request(rec, "bob", bob, v1.GetLeaderboard(game="blackjack_piles", limit=5))
+        board = await request(
+            rec, "bob", bob, v1.GetLeaderboard(game="blackjack_piles", deal="random", limit=5)
+        )
+        await request(rec, "bob", bob, v1.GetRecord(record=board.entries[0].record))
+        await request(rec, "bob", bob, v1.GetDaily(game="blue_jacket"))
+        await request(rec, "bob", bob, v1.StartSolitaire(game="blue_jacket", daily=True))
         await settle(rec, clients)
         rec.step = "timer"
         quick = v1.TableOptions(seats=2, turn_seconds=1.0, max_rounds=1, round_pause_seconds=0.0)

@@ -179,12 +179,31 @@ class Store(abc.ABC):
 
     # ------------------------------------------------------------------ leaderboards
     @abc.abstractmethod
-    async def submit_score(self, game: str, player: str, name: str, score: int) -> None:
-        """Record a finished solitaire score; a player's board entry keeps their best."""
+    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> None:
+        """Record a finished solitaire score on ``board``; a player's entry there keeps their
+        best score, with ``entry`` (opaque: what the board shows) from the game that made it."""
 
     @abc.abstractmethod
-    async def top_scores(self, game: str, limit: int) -> list[tuple[str, str, int]]:
-        """Return up to ``limit`` ``(player, name, score)``, best first (ties: earlier first)."""
+    async def top_scores(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
+        """Return up to ``limit`` ``(player, entry, score)``, best first (ties: earlier first)."""
+
+    @abc.abstractmethod
+    async def keep_record(self, game_id: str, data: bytes) -> None:
+        """Keep a ranked game's record for good (leaderboard entries link to it)."""
+
+    @abc.abstractmethod
+    async def kept_record(self, game_id: str) -> bytes | None:
+        """A record kept by :meth:`keep_record`, or ``None``."""
+
+    @abc.abstractmethod
+    async def daily_seed(self, game: str, day: str, candidate: str) -> str:
+        """The seed of ``game``'s daily deal of ``day``: ``candidate`` if the day had none yet
+        (it is kept for good), else the one kept. The same for every node."""
+
+    @abc.abstractmethod
+    async def claim_daily(self, game: str, day: str, player: str) -> bool:
+        """Note that ``player`` starts ``game``'s daily deal of ``day``: ``True`` the first
+        time (that session is ranked), ``False`` after."""
 
     # ------------------------------------------------------------------ hosting
     # See "Hosting and fencing" in the module docstring. Tokens are the epochs returned by

@@ -38,7 +38,10 @@ class MemoryStore(Store):
         self._tables: dict[str, tuple[str, bytes, bool]] = {}
         self._player_tables: dict[str, set[str]] = defaultdict(set)
         self._heartbeats: dict[str, float] = {}
-        self._scores: dict[str, dict[str, tuple[int, int, str]]] = defaultdict(dict)
+        self._scores: dict[str, dict[str, tuple[int, int, bytes]]] = defaultdict(dict)
+        self._kept: dict[str, bytes] = {}
+        self._daily_seeds: dict[tuple[str, str], str] = {}
+        self._daily_players: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._order = itertools.count()
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
         self._leases: dict[str, tuple[str, float]] = {}
@@ -90,16 +93,32 @@ class MemoryStore(Store):
         now = time.monotonic()
         return {node for node, expiry in self._heartbeats.items() if expiry > now}
 
-    async def submit_score(self, game: str, player: str, name: str, score: int) -> None:
-        board = self._scores[game]
-        best = board.get(player)
+    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> None:
+        entries = self._scores[board]
+        best = entries.get(player)
         if best is None or score > best[0]:
-            board[player] = (score, next(self._order), name)
+            entries[player] = (score, next(self._order), entry)
 
-    async def top_scores(self, game: str, limit: int) -> list[tuple[str, str, int]]:
-        board = self._scores.get(game, {})
-        ranked = sorted(board.items(), key=lambda item: (-item[1][0], item[1][1]))
-        return [(player, name, score) for player, (score, _, name) in ranked[:limit]]
+    async def top_scores(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
+        entries = self._scores.get(board, {})
+        ranked = sorted(entries.items(), key=lambda item: (-item[1][0], item[1][1]))
+        return [(player, entry, score) for player, (score, _, entry) in ranked[:limit]]
+
+    async def keep_record(self, game_id: str, data: bytes) -> None:
+        self._kept[game_id] = data
+
+    async def kept_record(self, game_id: str) -> bytes | None:
+        return self._kept.get(game_id)
+
+    async def daily_seed(self, game: str, day: str, candidate: str) -> str:
+        return self._daily_seeds.setdefault((game, day), candidate)
+
+    async def claim_daily(self, game: str, day: str, player: str) -> bool:
+        players = self._daily_players[game, day]
+        if player in players:
+            return False
+        players.add(player)
+        return True
 
     # ------------------------------------------------------------------ hosting
     def _holder(self, table_id: str) -> str | None:

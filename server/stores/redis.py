@@ -25,9 +25,14 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
                                                       retired (or is found gone by a scan)
     bd:lobby:tables        set     tables' hosts      fixed; a member leaves when its table is
                                                       retired (or is found gone by a listing)
-    bd:lb:{G}, bd:lb:{G}:entries, bd:lb:{G}:names, bd:lb:{G}:seq
+    bd:lb:{B}, bd:lb:{B}:entries, bd:lb:{B}:names, bd:lb:{B}:seq
                            zset, hash, hash, string   fixed: the leaderboards (one entry per
-                                                      player and game)
+                                                      player and board; ``names`` holds each
+                                                      player's entry as the board shows it)
+    bd:rec:{G}             string  the game's host    fixed: a ranked game's record
+    bd:daily:{D}, bd:daily:{D}:players
+                           string, set  every node    fixed: a daily deal's seed (set once,
+                                                      never changed) and who started it
 
 The fixed keys above are the only ones that may exist without a TTL, besides a live table's
 epoch, log and record (owned by its host, deleted or given a TTL when it is retired; a table whose
@@ -264,10 +269,20 @@ def player_tables_key(player: str) -> str:
     return f"bd:p:{{{player}}}:tables"
 
 
-def leaderboard_keys(game: str) -> list[str]:
-    """The board, entries, names and counter keys of one game's leaderboard."""
-    board = f"bd:lb:{{{game}}}"
-    return [board, f"{board}:entries", f"{board}:names", f"{board}:seq"]
+def leaderboard_keys(board: str) -> list[str]:
+    """The board, members, entries and counter keys of one leaderboard."""
+    key = f"bd:lb:{{{board}}}"
+    return [key, f"{key}:entries", f"{key}:names", f"{key}:seq"]
+
+
+def kept_record_key(game_id: str) -> str:
+    """The key of a ranked game's kept record."""
+    return f"bd:rec:{{{game_id}}}"
+
+
+def daily_key(game: str, day: str) -> str:
+    """The key of a daily deal's seed (and, with ``:players``, of who started it)."""
+    return f"bd:daily:{{{game}:{day}}}"
 
 
 HEARTBEAT_SCRIPT = """
@@ -730,19 +745,42 @@ class RedisStore(Store):
         return {node.decode() for node in nodes}
 
     # ------------------------------------------------------------------ leaderboards
-    async def submit_score(self, game: str, player: str, name: str, score: int) -> None:
+    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> None:
         with self._reaching():
-            await self._submit_score(keys=leaderboard_keys(game), args=[player, name, score])
+            await self._submit_score(keys=leaderboard_keys(board), args=[player, entry, score])
 
-    async def top_scores(self, game: str, limit: int) -> list[tuple[str, str, int]]:
+    async def top_scores(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
         if limit <= 0:
             return []
         with self._reaching():
-            flat = await self._top_scores(keys=leaderboard_keys(game), args=[limit])
+            flat = await self._top_scores(keys=leaderboard_keys(board), args=[limit])
         return [
-            (flat[i].decode(), flat[i + 1].decode(), int(float(flat[i + 2])))
+            (flat[i].decode(), bytes(flat[i + 1]), int(float(flat[i + 2])))
             for i in range(0, len(flat), 3)
         ]
+
+    async def keep_record(self, game_id: str, data: bytes) -> None:
+        with self._reaching():
+            await self._redis.set(kept_record_key(game_id), data)
+
+    async def kept_record(self, game_id: str) -> bytes | None:
+        with self._reaching():
+            data = await self._redis.get(kept_record_key(game_id))
+        return None if data is None else bytes(data)
+
+    async def daily_seed(self, game: str, day: str, candidate: str) -> str:
+        key = daily_key(game, day)
+        with self._reaching():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.set(key, candidate, nx=True)
+                pipe.get(key)
+                _, seed = await pipe.execute()
+        return seed.decode()
+
+    async def claim_daily(self, game: str, day: str, player: str) -> bool:
+        with self._reaching():
+            added = await self._redis.sadd(f"{daily_key(game, day)}:players", player)
+        return bool(added)
 
     # ------------------------------------------------------------------ bus
     async def publish(self, channel: str, data: bytes) -> None:

@@ -90,10 +90,15 @@ async def new_page(browser: Browser, base_url: str) -> AsyncIterator[PageFactory
 @pytest.fixture
 def screenshot() -> Callable[..., Awaitable[None]]:
     """Save a PNG of the page to docs/screenshots/<name>.png: the whole page, or with
-    ``full=False`` what the window shows (a sticky bar stays where the player sees it)."""
+    ``full=False`` what the window shows (a sticky bar stays where the player sees it), or with
+    ``element`` the first element that CSS selector matches."""
 
-    async def take(page: Page, name: str, full: bool = True) -> None:
+    async def take(page: Page, name: str, full: bool = True, element: str | None = None) -> None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full)
+        path = str(SCREENSHOTS / f"{name}.png")
+        if element is not None:
+            await page.locator(element).first.screenshot(path=path)
+        else:
+            await page.screenshot(path=path, full_page=full)
 
     return take

@@ -223,3 +223,58 @@ async def test_the_ladder_option_keeps_rated_bot_games_coming(database_url: str)
         assert all(entry.rating is not None and entry.rating.games >= 2 for entry in board)
     finally:
         await server.stop()
+
+
+async def test_a_solitaire_record_leaves_out_undone_moves(server: GameServer) -> None:
+    """The stored game is the game as it stands: a move taken back is not in its record."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    client = await Client.connect(url, name="Sol")
+    table = (await client.request(v1.StartSolitaire(game="blue_jacket"))).table.id
+    state = client.tables[table]
+    undone = None
+    for _ in range(40):  # play hints until one can be taken back (it revealed nothing)
+        move = (await client.request(v1.Hint(table=table))).action
+        await client.act(table, move)
+        await client.wait_until(lambda: state.view is not None, 10)
+        try:
+            await client.request(v1.Undo(table=table))
+        except ServerError as error:
+            assert error.code == "nothing_to_undo"
+            continue
+        undone = move
+        break
+    assert undone is not None, "no move could be taken back"
+    await client.act(table, {"type": "resign"})
+    await client.wait_until(lambda: state.view is not None and state.view["over"], 10)
+    score = state.view["score"]
+    assert server.records is not None
+
+    async def stored() -> Any:
+        return await server.records.game(f"{table}:1")
+
+    record = await eventually(stored, "the solitaire's record")
+    assert registry.verify(record) == []
+    assert record.result["score"] == score == record.players[0].score
+    assert record.actions[-1] == (0, {"type": "resign"})
+    assert registry.replay(record).view(0).score == score
+    await client.close()
+
+
+async def test_a_daily_deal_is_not_published_before_its_day_ends(server: GameServer) -> None:
+    """Its record would reveal the day's seed: the records leave daily games out."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    client = await Client.connect(url, name="Day")
+    daily = (await client.request(v1.StartSolitaire(game="blue_jacket", daily=True))).table.id
+    await client.act(daily, {"type": "resign"})
+    other = (await client.request(v1.StartSolitaire(game="blue_jacket"))).table.id
+    await client.act(other, {"type": "resign"})
+    assert server.records is not None
+
+    async def stored() -> Any:
+        return await server.records.game(f"{other}:1")
+
+    await eventually(stored, "the random deal's record")  # written in order: after the daily's
+    assert await server.records.game(f"{daily}:1") is None
+    games, _ = await server.records.games(player=client.player)
+    assert [g.id for g in games] == [f"{other}:1"]
+    await client.close()

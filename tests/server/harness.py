@@ -146,6 +146,8 @@ class TableHarness:
         game: str = "blackdrez",
         host: str = "host",
         seeds: list[str] | None = None,
+        daily: str | None = None,
+        ranked: bool = False,
         **options: Any,
     ) -> None:
         self.now = START
@@ -157,6 +159,8 @@ class TableHarness:
             host=host,
             options=v1.TableOptions(**options),
             listed=game == "blackdrez",
+            daily=daily,
+            ranked=ranked,
         )
         self.room: Room = new_room(create, self.now)
         self.log: list[bytes] = [encode_entry(Entry(now=self.now, command=create))]

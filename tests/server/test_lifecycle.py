@@ -78,6 +78,8 @@ EXPECTED = {  # for each command, its verdict in each status of ORDER
     "remove_bot": ("yes", "yes", "yes", "yes", "yes", "not_found"),
     "act": ("not_in_round", "yes", "not_your_turn", "not_your_turn", "game_over", "not_found"),
     "resync": ("yes", "yes", "yes", "yes", "yes", "not_found"),
+    "hint": ("not_in_round", "yes", "not_your_turn", "not_your_turn", "game_over", "not_found"),
+    "undo": ("not_in_round", "yes", "not_your_turn", "not_your_turn", "game_over", "not_found"),
     "presence": ("yes", "yes", "yes", "yes", "yes", "~"),
     "begin": ("yes", "game_running", "game_running", "game_running", "yes", "not_found"),
     "tick": ("yes", "yes", "yes", "yes", "yes", "~"),
@@ -155,6 +157,14 @@ def issue(harness: TableHarness, command: TableCommand) -> None:
             mover.act({"type": "withdraw"})
         case TableCommand.RESYNC:
             a.resync()
+        case TableCommand.HINT | TableCommand.UNDO:
+            message = v1.Hint if command is TableCommand.HINT else v1.Undo
+            if COMMANDS[harness.room.status][command] != "allowed":
+                a.send(message(table=harness.table))  # refused by the status
+                return
+            with pytest.raises(RoomError) as error:  # allowed there, but not at a BlackDrez table
+                a.send(message(table=harness.table))
+            assert error.value.code == ErrorCode.NOT_A_SOLITAIRE
         case TableCommand.PRESENCE:
             a.drop()
         case TableCommand.BEGIN:

@@ -57,7 +57,7 @@ async def test_a_session_plays_to_the_end_and_scores(server, connect, game: str)
     module, _ = GAMES[game]
     score = module.__dict__["BlackjackPiles" if game == "blackjack_piles" else "BlueJacket"].load
     assert score
-    board = await client.request(v1.GetLeaderboard(game=game))
+    board = await client.request(v1.GetLeaderboard(game=game, deal="random"))
     assert [e.name for e in board.entries] == ["Solo"]
     assert board.entries[0].score == view["score"]
     assert started is None or started["commitment"]
@@ -113,7 +113,7 @@ async def test_leaving_a_session_resigns_and_closes_it(server, connect) -> None:
     await client.wait_until(lambda: client.tables[table].view is not None)
     await client.request(v1.LeaveTable(table=table))
     assert table not in server.node.rooms
-    board = await client.request(v1.GetLeaderboard(game="blue_jacket"))
+    board = await client.request(v1.GetLeaderboard(game="blue_jacket", deal="random"))
     assert [entry.name for entry in board.entries] == ["Quitter"]
     with pytest.raises(ServerError) as error:
         await client.act(table, {"type": "deal"})
@@ -135,5 +135,6 @@ async def test_an_abandoned_session_is_resigned_and_closed(make_server, connect,
             break
         await asyncio.sleep(0.05)
     assert table not in server.node.rooms, "the abandoned session was closed"
-    board = await (await connect(server, name="Other")).request(v1.GetLeaderboard(game=game))
+    other = await connect(server, name="Other")
+    board = await other.request(v1.GetLeaderboard(game=game, deal="random"))
     assert [entry.name for entry in board.entries] == ["Gone"], "resigned, and scored"

@@ -1,0 +1,144 @@
+"""Hint, Undo, the daily deal and the leaderboards in the browser.
+
+A numbered Blue Jacket deal makes the hint known in advance: the test asks the same bot the
+server asks and checks that the page highlights that move's source and destination. Undo brings
+the board back exactly; a daily deal's line says how the game is ranked, and the lobby's board
+shows the entry with its day and deal, and its record (sealed until the day ends; a random
+deal's record downloads and verifies).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+from playwright.async_api import Page
+
+from server.adapters import ADAPTERS
+from server.assist import hint
+from server.games import blue_jacket as bj
+from server.games.records import read_record
+from server.games.registry import verify
+from tests.browser.helpers import click_and_wait, seq, table_state
+
+DEAL = 3
+
+
+async def start_deal(page: Page, game: str, deal: int) -> None:
+    form = page.locator(f"form.solitaire[data-game={game}]")
+    await form.locator("input[name=deal]").fill(str(deal))
+    await form.get_by_role("button", name="Play deal").click()
+    await page.locator("#stat-score").wait_for()
+
+
+async def resign(page: Page) -> None:
+    await click_and_wait(page, page.locator("#resign"))  # the page accepts the confirm
+    await page.locator("#final-score").wait_for()
+
+
+async def test_hint_highlights_the_move_and_undo_takes_it_back(new_page, screenshot) -> None:
+    page = await new_page("Sol")
+    await start_deal(page, "blue_jacket", DEAL)
+    engine = bj.BlueJacket.new(bj.Config(), ADAPTERS["blue_jacket"].deal_seed(DEAL))
+    expected = msgspec.to_builtins(hint("blue_jacket", engine, 0))
+    assert expected["type"] == "move"
+    undo = page.locator("#undo")
+    assert await undo.is_disabled()
+    assert "Nothing to undo" in (await undo.get_attribute("title") or "")
+    assert "not ranked" in (await page.locator("#ranking").text_content() or "")
+
+    await page.locator("#hint").click()
+    source = page.locator(f"[data-loc='{expected['source']}']")
+    target = page.locator(f"[data-loc='{expected['target']}']")
+    await page.locator(".hinted-from").wait_for()
+    assert "hinted-from" in (await source.get_attribute("class") or "")
+    assert "hinted-to" in (await target.get_attribute("class") or "")
+    assert await page.locator(".hinted-from, .hinted-to").count() == 2
+    toast = page.locator(".toast", has_text="Hint:")
+    assert "move the" in (await toast.first.text_content() or "")
+    await screenshot(page, "blue-jacket-hint", full=False)
+
+    before = await table_state(page)
+    await source.click()
+    await click_and_wait(page, target)
+    assert await page.locator(".hinted-from").count() == 0, "the highlight goes with the move"
+    await page.wait_for_function("!document.querySelector('#undo').disabled")
+    await click_and_wait(page, undo)
+    after = await table_state(page)
+    assert after["view"] == before["view"] and after["legal"] == before["legal"]
+    assert await undo.is_disabled()
+    assert await page.locator("#stat-moves").text_content() == "0"
+
+
+async def test_undo_by_key_and_a_deal_ends_what_can_be_taken_back(new_page) -> None:
+    page = await new_page("Keys")
+    await start_deal(page, "blue_jacket", DEAL)
+    state = await table_state(page)
+    move = next(a for a in state["legal"] if a["type"] == "move")
+    await page.locator(f"[data-loc='{move['source']}']").click()
+    await click_and_wait(page, page.locator(f"[data-loc='{move['target']}']"))
+    await page.wait_for_function("!document.querySelector('#undo').disabled")
+    before = await seq(page)
+    await page.keyboard.press("u")
+    await page.wait_for_function(f"window.blackdrez.table().seq > {before}")
+    assert (await table_state(page))["view"] == state["view"]
+    await page.keyboard.press("u")  # nothing left to take back: said in words
+    toast = page.locator(".toast", has_text="Nothing to undo")
+    await toast.first.wait_for()
+
+
+async def test_the_daily_deal_is_ranked_and_its_entry_shows_day_and_record(
+    new_page, screenshot, server
+) -> None:
+    page = await new_page("Daily")
+    await page.locator("[data-daily=blue_jacket]").wait_for()
+    line = await page.locator("[data-daily=blue_jacket]").text_content() or ""
+    assert "Daily deal of" in line and "revealed when the day ends" in line
+    await page.locator("[data-start-daily=blue_jacket]").click()
+    await page.locator("#stat-score").wait_for()
+    ranking = page.locator("#ranking")
+    assert "· ranked" in (await ranking.text_content() or "")
+    await page.locator("#hint").click()
+    await page.wait_for_function(
+        "document.querySelector('#ranking').textContent.includes('ranked apart (1 hint)')"
+    )
+    await resign(page)
+    assert await page.locator("#seed").count() == 0, "the daily seed stays hidden"
+    await page.locator("[data-key=leave]").click()
+    board = page.locator(".board[data-board=blue_jacket]")
+    await page.locator("select[name=deal]").wait_for()
+    await page.locator("input[name=assisted]").check()
+    entry = board.locator("ol.leaderboard li", has_text="Daily")
+    await entry.wait_for()
+    text = await entry.text_content() or ""
+    assert "daily" in text and "1 hint" in text
+    await screenshot(page, "lobby-leaderboards", element=".solitaire-panel")
+    await entry.locator("button.record").click()
+    await page.locator(".toast", has_text="sealed until the day is over").wait_for()
+
+
+async def test_a_random_deals_record_downloads_and_verifies(
+    new_page, screenshot, tmp_path: Path
+) -> None:
+    page = await new_page("Rand", width=390, height=844)
+    await page.locator("[data-start=blue_jacket]").click()
+    await page.locator("#stat-score").wait_for()
+    await page.locator("#hint").click()
+    await page.locator(".hinted-from").wait_for()
+    await screenshot(page, "blue-jacket-hint-phone", full=False)
+    await page.locator(".toast").first.wait_for()
+    await resign(page)
+    await page.locator("[data-key=leave]").click()
+    await page.locator("select[name=deal]").select_option("random")
+    await page.locator("select[name=period]").select_option("all")
+    await page.locator("input[name=assisted]").check()
+    entry = page.locator(".board[data-board=blue_jacket] ol.leaderboard li", has_text="Rand")
+    await entry.wait_for()
+    for close in await page.locator(".toast button").all():
+        await close.click()
+    await screenshot(page, "lobby-leaderboards-phone", element=".solitaire-panel")
+    async with page.expect_download() as download:
+        await entry.locator("button.record").click()
+    path = tmp_path / "record.json"
+    await (await download.value).save_as(path)
+    assert verify(read_record(path)) == []
