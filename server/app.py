@@ -22,6 +22,11 @@ parser under this server takes GET only, so accounts are WebSocket messages here
 finished games go from the node to a :class:`~server.records.writer.RecordsWriter`. Bad frames get
 a typed ``error`` and change nothing; a flood is closed with 1008, a frame over ``max_frame_bytes``
 with 1009 and a text frame that is not UTF-8 with 1007 (both by ``websockets``).
+
+A node listens before its store answers: while Redis is still starting (or refuses this client)
+it logs one line, retries on the store's backoff, and answers every request, ``/healthz`` and
+WebSocket handshakes included, with 503 ``starting``, so an orchestrator sees an unhealthy node
+rather than a crash loop.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from server.records.accounts import AccountError, AccountErrorCode, Accounts, na
 from server.records.api import RecordsApi
 from server.records.store import RecordsStore
 from server.records.writer import RecordsWriter
+from server.retry import Backoff
 from server.room import LOG_SIZE
 from server.stores import Store, StoreUnavailable, open_store
 
@@ -74,6 +80,10 @@ VIOLATION_WINDOW = 10.0
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
 BOT_THINK = 0.6
 """Seconds a bot the host added waits before each action, so people at the table can follow."""
+
+STORE_WAIT_FIRST = 0.1
+STORE_WAIT_CAP = 5.0
+"""Backoff bounds (seconds) while the store refuses connections at start-up."""
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 AccountRequest = v1.SignUp | v1.SignIn | v1.SignOutEverywhere
@@ -185,7 +195,10 @@ class GameServer:
         self.secret = b""
         self.server: Server | None = None
         self.metrics_server: Server | None = None
+        self.ready = False
+        """True once the store answered and the node started; until then every request gets 503."""
         self.stopping = False
+        self._sweeper: asyncio.Task[None] | None = None
         self._limits = settings.limits()
         self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
         self._per_address: Counter[str] = Counter()
@@ -204,14 +217,8 @@ class GameServer:
         return self.metrics_server.sockets[0].getsockname()[1]
 
     async def start(self) -> None:
-        """Connect the store (and the records database), start the node and listen."""
+        """Listen, wait for the store (retrying with backoff), then start the node."""
         s = self.settings
-        await self.store.start()
-        self.secret = await self.store.shared_secret(secrets.token_bytes(32))
-        if s.db_url:
-            await self._open_records(s.db_url)
-        await self.node.start()
-        self._sweeper = asyncio.get_running_loop().create_task(self._close_idle())
         self.server = await serve(
             self._connection,
             s.host,
@@ -232,6 +239,13 @@ class GameServer:
                 process_request=self._metrics_http,
                 server_header=f"blackdrez/{VERSION}",
             )
+        self.secret = await self._wait_for_store()
+        await self.store.start()  # after: its bus reader would log every refused attempt
+        if s.db_url:
+            await self._open_records(s.db_url)
+        await self.node.start()
+        self._sweeper = asyncio.get_running_loop().create_task(self._close_idle())
+        self.ready = True
         log.info("node %s listening on %s:%s", s.node_id, s.host, self.port)
         if s.ladder_tables:
             from server.ladder import run_ladder
@@ -257,12 +271,25 @@ class GameServer:
         host = "127.0.0.1" if self.settings.host in ("", "0.0.0.0", "::") else self.settings.host
         return f"ws://{host}:{self.port}/"
 
+    async def _wait_for_store(self) -> bytes:
+        """Read the shared secret, waiting while the store refuses: its health logs one line
+        when it goes down and probes it with backoff until it answers."""
+        delays = Backoff(first=STORE_WAIT_FIRST, cap=STORE_WAIT_CAP).delays()
+        while True:
+            try:
+                return await self.store.shared_secret(secrets.token_bytes(32))
+            except StoreUnavailable:
+                if self.store.health.up:  # a refusal the health did not see: back off here
+                    await asyncio.sleep(next(delays))
+                await self.store.health.wait_up()
+
     async def stop(self) -> None:
         """Stop accepting, tell every client, close cleanly."""
         if self.stopping:
             return
         self.stopping = True
-        self._sweeper.cancel()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self._ladder is not None:
             self._ladder.cancel()
         for bot in list(self._bots):
@@ -272,7 +299,8 @@ class GameServer:
         clients = list(self.node.clients.values())
         for client in clients:
             client.send(v1.Shutdown(reason="server shutting down", reconnect_after=1.0))
-        await self.node.stop()
+        if self.ready:
+            await self.node.stop()
         await asyncio.gather(
             *(c.close_now(CloseCode.GOING_AWAY, "server shutting down") for c in clients),
             return_exceptions=True,
@@ -325,6 +353,8 @@ class GameServer:
 
     # ------------------------------------------------------------------ HTTP
     async def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+        if not self.ready:
+            return self._health()  # starting: 503 to everything, WebSocket handshakes included
         if request.headers.get("Upgrade", "").lower() == "websocket":
             origins = request.headers.get_all("Origin")
             if not origins:
@@ -379,15 +409,17 @@ class GameServer:
         return _response(http.HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
 
     def _health(self) -> Response:
+        state = "stopping" if self.stopping else "ok" if self.ready else "starting"
         body = msgspec.json.encode(
             {
-                "status": "stopping" if self.stopping else "ok",
+                "status": state,
                 "node": self.settings.node_id,
                 "connections": len(self.node.clients),
                 "tables": len(self.node.rooms),
             }
         )
-        status = http.HTTPStatus.SERVICE_UNAVAILABLE if self.stopping else http.HTTPStatus.OK
+        healthy = state == "ok"
+        status = http.HTTPStatus.OK if healthy else http.HTTPStatus.SERVICE_UNAVAILABLE
         return _response(status, body, "application/json")
 
     def _metrics(self) -> Response:
@@ -770,12 +802,27 @@ class ListenError(Exception):
 async def run(settings: Settings) -> None:
     """Run a server until SIGTERM or SIGINT, then shut it down cleanly.
 
-    Raises :class:`ListenError` when the address cannot be listened on.
+    Raises :class:`ListenError` when the address cannot be listened on. A SIGTERM while the
+    node still waits for its store stops it cleanly too.
     """
     logging.getLogger("websockets").setLevel(logging.WARNING)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     server = GameServer(settings)
+    starting = loop.create_task(server.start())
+    stopped = loop.create_task(stop.wait())
+    await asyncio.wait([starting, stopped], return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if not starting.done():
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+        await server.stop()
+        return
     try:
-        await server.start()
+        starting.result()
     except OSError as error:
         with contextlib.suppress(Exception):  # undo what started; the listen error is the news
             await server.stop()
@@ -788,10 +835,6 @@ async def run(settings: Settings) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(100_000, 50, 1000)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     records = f"records in {server.records.db.url}" if server.records else "no records"
     print(
         f"blackdrez {VERSION}: node {settings.node_id} on http://{settings.host}:{server.port}/ "

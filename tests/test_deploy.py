@@ -49,7 +49,7 @@ def test_at_least_two_server_nodes_with_distinct_ids_on_the_shared_redis() -> No
         assert args.redis_url == "redis://redis:6379/0"
         assert args.node_id == name
         ids.add(args.node_id)
-        assert service["build"] == "."
+        assert service["build"]["context"] == "."
         assert service["depends_on"]["redis"]["condition"] == "service_healthy"
     assert len(ids) == len(NODES)
 
@@ -59,6 +59,25 @@ def test_redis_persists_with_append_only_files() -> None:
     command = redis["command"]
     assert command[command.index("--appendonly") + 1] == "yes"
     assert any(volume.endswith(":/data") for volume in redis["volumes"])
+
+
+def test_redis_protected_mode_is_set_in_the_compose_file_not_left_to_the_image() -> None:
+    """The official image compiles it off, Debian's redis-server leaves it on: say which."""
+    command = SERVICES["redis"]["command"]
+    assert command[command.index("--protected-mode") + 1] == "no"
+    assert "ports" not in SERVICES["redis"], "Redis is reached on the compose network only"
+
+
+def test_every_built_service_can_build_offline() -> None:
+    """One build definition: the Dockerfile's OFFLINE argument from BLACKDREZ_OFFLINE."""
+    built = {name: s["build"] for name, s in SERVICES.items() if "build" in s}
+    assert built.keys() >= {*NODES, "bots"}
+    for name, build in built.items():
+        assert build == {"context": ".", "args": {"OFFLINE": "${BLACKDREZ_OFFLINE:-}"}}, name
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "ARG OFFLINE=" in dockerfile
+    assert "${OFFLINE:+--no-index} --find-links /tmp/wheelhouse" in dockerfile
+    assert "COPY deploy/wheelhouse /tmp/wheelhouse" in dockerfile
 
 
 def test_the_load_balancer_reaches_every_node_and_upgrades_websockets() -> None:
@@ -71,7 +90,9 @@ def test_the_load_balancer_reaches_every_node_and_upgrades_websockets() -> None:
     assert "ip_hash" not in NGINX and "sticky" not in NGINX, "no sticky sessions"
     lb = SERVICES["lb"]
     assert "./deploy/nginx.conf:/etc/nginx/nginx.conf:ro" in lb["volumes"]
-    assert lb["ports"] == ["8765:80"], "the README's address, http://localhost:8765/"
+    assert lb["ports"] == ["${BLACKDREZ_PUBLISH:-127.0.0.1:8765}:80"], (
+        "the README's address, http://localhost:8765/, on loopback unless told otherwise"
+    )
 
 
 def test_the_bots_profile_runs_a_swarm_through_the_load_balancer() -> None:

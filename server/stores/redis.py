@@ -412,6 +412,16 @@ class RedisStore(Store):
         except UNREACHABLE as error:
             self.health.failed(error)
             raise StoreUnavailable(f"redis: {error}") from error
+        except redis.exceptions.ResponseError as error:
+            # Protected mode answers every command of a client from another host with DENIED.
+            if not str(error).startswith("DENIED"):
+                raise
+            refused = StoreUnavailable(
+                "redis: protected mode refuses clients from other hosts "
+                "(run redis-server with --protected-mode no, a password or a bind address)"
+            )
+            self.health.failed(refused)
+            raise refused from error
         self.health.succeeded()
 
     async def ping(self) -> None:

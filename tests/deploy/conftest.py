@@ -1,0 +1,72 @@
+"""The deployment fixture: an engine, offline images, ``compose up`` with every profile, ``down``.
+
+Without a Docker engine (not root, no ``docker.io``) the deployment tests fail under CI (the
+``CI`` environment variable, which ``.ci/run`` sets) and are skipped elsewhere, with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.deploy.harness import (
+    COMPOSE_FILE,
+    PREPARE_TIMEOUT,
+    ROOT,
+    Deployment,
+    NoDocker,
+    compose_subnets,
+    docker_engine,
+    exclusive,
+)
+
+LOG_DIR = Path(tempfile.gettempdir()) / "blackdrez-compose-test"
+"""The last run's logs: dockerd, deploy/offline.py, every container."""
+
+
+@pytest.fixture(scope="module")
+def deployment() -> Iterator[Deployment]:
+    """docker-compose.yml up and ready, prepared for a machine that cannot pull images."""
+    logs = LOG_DIR  # outside pytest's temporary folders, which later runs rotate away
+    with exclusive(), contextlib.ExitStack() as cleanup:
+        shutil.rmtree(logs, ignore_errors=True)
+        logs.mkdir(parents=True)
+        try:
+            subnets = compose_subnets(yaml.safe_load(COMPOSE_FILE.read_text()))
+            engine = cleanup.enter_context(docker_engine(logs, subnets))
+        except NoDocker as error:
+            message = f"the compose deployment cannot run here: {error}"
+            if os.environ.get("CI"):
+                pytest.fail(message)
+            pytest.skip(message)
+        started = time.monotonic()
+        prepared = subprocess.run(
+            [sys.executable, str(ROOT / "deploy" / "offline.py")],
+            capture_output=True, text=True, timeout=PREPARE_TIMEOUT, cwd=ROOT,
+        )  # fmt: skip
+        (logs / "offline.log").write_text(prepared.stdout + prepared.stderr)
+        assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr
+        prepare_seconds = time.monotonic() - started
+        deployment = Deployment()
+        cleanup.callback(deployment.down)
+        cleanup.callback(lambda: (logs / "compose.log").write_text(deployment.logs(100_000)))
+        started = time.monotonic()
+        deployment.up()
+        deployment.wait_ready()
+        summary = prepared.stdout.strip().splitlines()[-8:]
+        print(
+            f"\n{engine}; deploy/offline.py {prepare_seconds:.0f} s, up and ready "
+            f"{time.monotonic() - started:.0f} s; profiles: {', '.join(deployment.profiles)}; "
+            f"logs in {logs}\n" + "\n".join(summary)
+        )
+        yield deployment
