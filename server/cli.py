@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
+DEFAULT_DB_URL = "sqlite:///blackdrez-data/records.db"
+"""``server.app.DEFAULT_DB_URL`` (not imported: the tools start without the server)."""
 GAME_NAMES = ("blackdrez", "blackjack_piles", "blue_jacket")
 """The games the tools know (``server.games.registry.GAMES``, imported lazily for ``serve``)."""
 
@@ -39,6 +41,8 @@ def serve_settings(args: argparse.Namespace) -> Any:
         send_buffer=args.send_buffer,
         close_timeout=args.close_timeout,
         admin_token=args.admin_token or None,
+        db_url=None if args.db_url.strip().lower() in ("", "none") else args.db_url,
+        ladder_tables=args.ladder_tables,
     )
     if args.node_id:
         settings.node_id = args.node_id
@@ -770,6 +774,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("BLACKDREZ_LOG_FORMAT", "plain"),
         help="plain lines, or one JSON object per line with the node, table and player ids "
         "(default plain; env BLACKDREZ_LOG_FORMAT)",
+    )
+    serve.add_argument(
+        "--db-url",
+        default=os.environ.get("BLACKDREZ_DB_URL", DEFAULT_DB_URL),
+        metavar="URL",
+        help="the records database (finished games, accounts, ratings, the /api/ routes): "
+        "sqlite:///PATH or postgresql://USER@HOST/DB; 'none' keeps no records "
+        f"(default: $BLACKDREZ_DB_URL, else {DEFAULT_DB_URL})",
+    )
+    serve.add_argument(
+        "--ladder-tables",
+        type=_whole(0, 100),
+        default=0,
+        metavar="N",
+        help="keep N rated tables of bots playing on this node: the bot ladder (needs records; "
+        "run it on one node only) (default 0)",
     )
     serve.set_defaults(run=_serve, parser=serve)
 

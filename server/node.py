@@ -37,6 +37,12 @@ so an adoption or an undo replays only the entries after the latest snapshot. Si
 outside the room (lobby record, player sets, scores, retirement) are done in order by one outbox
 task, retried on the shared backoff while the store is down.
 
+Finished games: once the command that ended a game is logged, the node hands the game to
+``records`` (the server's records writer, when it keeps records); adopting a table hands over
+again every game that ended in its log, since its last host may have died before writing them
+(the writer stores each game id once), and a closed table's log is retired only after its games
+are stored (see ``server.records.writer``).
+
 A request's answer is an :class:`Answer`: the messages for the requester, and whether the requester
 now watches the table (with which seat) or stops watching it. Updates go to every watcher in
 the watcher's viewer class (the spectator's copy unless the seat's differs), encoded once per class
@@ -54,9 +60,9 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -80,16 +86,15 @@ from server.hosting import (
     joined,
     new_room,
     players_seated,
-    replay,
+    replay_games,
     table_record,
     timer_entry,
 )
 from server.identity import BOT_NAMES
 from server.metrics import Metrics
 from server.retry import Backoff
-from server.room import Broadcast, Outcome, Room, RoomError
-from server.snapshots import SNAPSHOT_EVERY, SnapshotError, rebuild
-from server.snapshots import resume as resume_from_snapshot
+from server.room import Broadcast, GameOver, Outcome, Room, RoomError
+from server.snapshots import SNAPSHOT_EVERY, SnapshotError, rebuild, resume_games
 from server.snapshots import take as take_snapshot
 from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, Whereabouts, node_channel, table_channel
@@ -131,6 +136,16 @@ STORE_RETRY = Backoff(first=0.05, cap=2.0)
 """The retry policy of the outbox and of a table whose log write failed."""
 SWEEP_INTERVAL = 5.0
 """Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
+
+
+class GameRecords(Protocol):
+    """The records of finished games (``server.records.writer.RecordsWriter``)."""
+
+    def submit(self, games: Iterable[GameOver]) -> None:
+        """Queue games whose end is logged, to be stored (again, after a failover: harmless)."""
+
+    async def written(self, table: str) -> bool:
+        """Wait (bounded) until the table's submitted games are stored."""
 
 
 def _no_bots(table: str, strategy: str, invite: str | None, name: str) -> None:
@@ -249,6 +264,9 @@ class Node:
         knows its own address)."""
         self._bots_named: dict[str, int] = {}
         """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
+        self.records: GameRecords | None = None
+        """Where finished games go once their log entry is written (set by the server when it
+        keeps records: ``server.records.writer``)."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -1065,10 +1083,12 @@ class Node:
                 await self.store.release_lease(table, token)  # let the next scan try again
 
     async def _adopt(self, table: str, lease: _Lease) -> None:
-        entries, snapshot, room = await self._read_table(table)
+        entries, snapshot, room, games = await self._read_table(table)
         if room is None:  # its node died before it was created: nothing to host
             await self.store.retire_table(table, lease.token, b"", self.record_retention)
             return
+        if self.records is not None and games:
+            self.records.submit(games)  # those its last host stored already change nothing
         if room.status == "closed":  # closed, but its node died before retiring it
             await self._retire(table, lease.token, entries)
             return
@@ -1093,25 +1113,35 @@ class Node:
 
     async def _read_table(
         self, table: str
-    ) -> tuple[list[bytes], tuple[int, bytes] | None, Room | None]:
-        """A table's log, snapshot and room, for adoption. With a snapshot that fits, only the
-        log from the snapshot's entry on is read: the entries before it are :data:`ELIDED`
-        (read again only to retire the table), so the time does not grow with the history.
-        Without one, the whole log is read and replayed. No log: no room."""
+    ) -> tuple[list[bytes], tuple[int, bytes] | None, Room | None, list[GameOver]]:
+        """A table's log, snapshot and room, for adoption, with the games that ended in what was
+        replayed (submitted to the records again). With a snapshot that fits, only the log from
+        the snapshot's entry on is read: the entries before it are :data:`ELIDED` (read again
+        only to retire the table), so the time does not grow with the history; a game that ended
+        before the snapshot was handed to the records writer by the host that logged its end
+        (which retries until it is stored), and is lost to the records only if that host died
+        before writing it. Without a snapshot, the whole log is read and replayed. No log: no
+        room."""
         snapshot = await self.store.read_snapshot(table)
         if snapshot is not None:
             tail = await self.store.read_log(table, after=snapshot[0] - 1)
             try:
-                room = resume_from_snapshot(snapshot, tail)
+                room, games = resume_games(snapshot, tail)
             except SnapshotError as error:
                 log.warning("snapshot of %s not used, whole log replayed: %s", table, error)
             else:
-                return [ELIDED] * (snapshot[0] - 1) + tail, snapshot, room
+                return [ELIDED] * (snapshot[0] - 1) + tail, snapshot, room, games
         entries = await self.store.read_log(table)
-        return entries, None, replay(entries) if entries else None
+        if not entries:
+            return entries, None, None, []
+        room, games = replay_games(entries)
+        return entries, None, room, games
 
     async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
-        """Write a closed table's game record in place of its log, for good."""
+        """Write a closed table's game record in place of its log, for good (once its games are
+        in the records, if this node keeps them: the log is their source until then)."""
+        if self.records is not None:
+            await self.records.written(table)
         if entries and entries[0] is ELIDED:  # adopted from a snapshot: the record needs it all
             entries = await self.store.read_log(table)
         record = table_record(entries, self.clock())
@@ -1138,6 +1168,8 @@ class Node:
             return
         token = lease.token
         outcome = room.take_outcome()
+        if self.records is not None and outcome.games_over:
+            self.records.submit(outcome.games_over)
         if room.status == "closed":
             closing_log = self._logs[room.id]
             self._unhost(room.id, keep_lease=True)

@@ -31,7 +31,7 @@ from typing import Any
 
 from server.adapters import ADAPTERS
 from server.hosting import decode_entry, execute, replay
-from server.room import Room, RoomError
+from server.room import GameOver, Room, RoomError
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,12 @@ def resume(snapshot: tuple[int, bytes], tail: list[bytes]) -> Room:
     """The room from ``snapshot`` and ``tail``, the log from the snapshot's own entry on (that
     one is checked against the snapshot, the others replayed); :class:`SnapshotError` if they do
     not fit. This needs only the end of the log: what an adopting node reads."""
+    return resume_games(snapshot, tail)[0]
+
+
+def resume_games(snapshot: tuple[int, bytes], tail: list[bytes]) -> tuple[Room, list[GameOver]]:
+    """:func:`resume`, with the games that ended in ``tail`` (oldest first): what an adopting node
+    submits to the records again. Games that ended before the snapshot are not among them."""
     if not tail:
         raise SnapshotError(f"the log ends before entry {snapshot[0]}")
     room = load(snapshot[1])
@@ -108,8 +114,7 @@ def resume(snapshot: tuple[int, bytes], tail: list[bytes]) -> Room:
         except RoomError as error:
             raise SnapshotError(f"entry {index} after the snapshot refused: {error}") from None
     room.flush()
-    room.take_outcome()
-    return room
+    return room, room.take_outcome().games_over
 
 
 class _Pickler(pickle.Pickler):
