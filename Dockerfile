@@ -13,8 +13,11 @@ COPY server ./server
 COPY clients ./clients
 COPY tools ./tools
 COPY deploy/wheelhouse /tmp/wheelhouse
+# The records' default SQLite folder (blackdrez-data/ here) must be the server user's; compose
+# gives the nodes a PostgreSQL instead (BLACKDREZ_DB_URL).
 RUN pip install --no-cache-dir ${OFFLINE:+--no-index} --find-links /tmp/wheelhouse . \
- && rm -rf /tmp/wheelhouse && useradd --create-home blackdrez
+ && rm -rf /tmp/wheelhouse && useradd --create-home blackdrez \
+ && mkdir blackdrez-data && chown blackdrez blackdrez-data
 USER blackdrez
 
 EXPOSE 8765

@@ -25,7 +25,19 @@ class ErrorCode(enum.StrEnum):
     ALREADY_GREETED = "already_greeted"
     """``hello`` was sent twice on one connection."""
     BAD_TOKEN = "bad_token"
-    """The session token is forged, malformed, expired or ended by ``logout``."""
+    """The session token is forged, malformed, expired or ended by ``logout``, or a guest's
+    token for an identity since claimed, or an account token revoked by
+    ``sign_out_everywhere``."""
+    # Accounts
+    BAD_LOGIN = "bad_login"
+    """``sign_in``: wrong name or password (which one is not said)."""
+    BAD_NAME = "bad_name"
+    WEAK_PASSWORD = "weak_password"
+    """A password is 8 to 1024 characters."""
+    NAME_TAKEN = "name_taken"
+    """Another account holds that name (names compare case-folded)."""
+    ALREADY_CLAIMED = "already_claimed"
+    """This identity already has an account."""
     # Lobby and tables
     NOT_FOUND = "not_found"
     """No such table, session or game."""

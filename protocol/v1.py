@@ -66,6 +66,9 @@ class TableOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Pause between a round's result and the next deal, so people can read the result."""
     private: bool = False
     """A private table is not listed; joining it needs the invite code."""
+    rated: bool = False
+    """A rated table: each game's final ranking moves its players' ratings (BlackDrez only;
+    casual by default)."""
 
     def problems(self) -> list[str]:
         """Return what is wrong with these options (empty when they are valid)."""
@@ -340,6 +343,33 @@ class Logout(Message, tag="logout", kw_only=True):
     id: RequestId | None = None
 
 
+class SignUp(Message, tag="sign_up", kw_only=True):
+    """Claim this connection's guest identity (its player id, so its games and rating) under
+    ``name`` with ``password``. The reply ``session`` carries the token to use from now on (the
+    guest token is refused once the identity is claimed)."""
+
+    id: RequestId | None = None
+    name: Annotated[str, msgspec.Meta(max_length=64)]
+    password: Annotated[str, msgspec.Meta(max_length=1024)]
+
+
+class SignIn(Message, tag="sign_in", kw_only=True):
+    """Log in to the account claimed under ``name``: the reply ``session`` carries its token;
+    greet again with it (a new connection, or after a reload) to play as that identity.
+    Attempts are rate-limited per account name and per client address."""
+
+    id: RequestId | None = None
+    name: Annotated[str, msgspec.Meta(max_length=64)]
+    password: Annotated[str, msgspec.Meta(max_length=1024)]
+
+
+class SignOutEverywhere(Message, tag="sign_out_everywhere", kw_only=True):
+    """Refuse every token of this connection's account from now on (other browsers too); the
+    reply ``session`` carries a fresh token for this browser."""
+
+    id: RequestId | None = None
+
+
 ClientMessage = (
     Hello
     | WatchLobby
@@ -364,6 +394,9 @@ ClientMessage = (
     | GetRecord
     | Ping
     | Logout
+    | SignUp
+    | SignIn
+    | SignOutEverywhere
 )
 
 
@@ -516,6 +549,16 @@ class Shutdown(Message, tag="shutdown", kw_only=True):
     reconnect_after: float = 1.0
 
 
+class Session(Message, tag="session", kw_only=True):
+    """The answer to ``sign_up``, ``sign_in`` and ``sign_out_everywhere``: an account's identity
+    and the session token to greet with from now on."""
+
+    id: RequestId | None = None
+    player: str
+    name: str
+    token: str
+
+
 ServerMessage = (
     Welcome
     | Error
@@ -531,6 +574,7 @@ ServerMessage = (
     | GameRecord
     | Pong
     | Shutdown
+    | Session
 )
 
 

@@ -4,24 +4,28 @@ Theory of operation
 -------------------
 ``websockets`` accepts every connection. A plain HTTP request (no ``Upgrade`` header) is answered
 in ``process_request``: ``/healthz``, ``/metrics`` (unless ``metrics_port`` gives them a listener
-of their own) and the browser client's static files. A WebSocket handshake from a browser page is
-refused there (403) unless its ``Origin`` names the request's own host and port or an allowed
-origin; a handshake without ``Origin`` is not a browser's and passes. An accepted connection is
-counted against its client address (the peer's, or from a trusted proxy the ``X-Forwarded-For``
-hop it names) and closed with 4006 past ``max_connections_per_ip``.
+of their own), the records API's GET routes under ``/api/`` (``server.records.api``, when the
+server keeps records) and the browser client's static files. A WebSocket handshake from a browser
+page is refused there (403) unless its ``Origin`` names the request's own host and port or an
+allowed origin; a handshake without ``Origin`` is not a browser's and passes. An accepted
+connection is counted against its client address (the peer's, or from a trusted proxy the
+``X-Forwarded-For`` hop it names) and closed with 4006 past ``max_connections_per_ip``.
 
 Every response, the WebSocket handshake's included, carries the security headers of
 :func:`secure_headers`: a Content-Security-Policy allowing only this origin's scripts, styles and
 WebSocket, no framing, ``nosniff`` and no referrer.
 
-A WebSocket connection must then send ``hello`` within ``hello_timeout``; the server negotiates
-the version, checks the session token (signature, lifetime from its first issue, the store's list
-of revoked tokens) or issues one, and answers ``welcome``. After that every frame is decoded (JSON
-in text frames, MessagePack in binary frames), rate-limited by a token bucket, and handed to the
-:class:`~server.node.Node`, except what this layer answers itself: ``logout`` (revoke the token,
-close) and a ``start_solitaire`` past the player's session cap. Bad frames get a typed ``error``
-and change nothing; a flood is closed with 1008, a frame over ``max_frame_bytes`` with 1009 and a
-text frame that is not UTF-8 with 1007 (both by ``websockets``).
+A WebSocket connection must then send ``hello`` within ``hello_timeout``; the server negotiates the
+version, checks the session token (signature, lifetime from its first issue, the store's list of
+revoked tokens, and with records its account's token generation) or issues one, and answers
+``welcome``. After that every frame is decoded (JSON in text frames, MessagePack in binary frames),
+rate-limited by a token bucket, and handed to the :class:`~server.node.Node`, except what this
+layer answers itself: ``logout`` (revoke the token, close), a ``start_solitaire`` past the player's
+session cap, and the account requests (``sign_up``, ``sign_in``, ``sign_out_everywhere``: the HTTP
+parser under this server takes GET only, so accounts are WebSocket messages here). With records,
+finished games go from the node to a :class:`~server.records.writer.RecordsWriter`. Bad frames get
+a typed ``error`` and change nothing; a flood is closed with 1008, a frame over ``max_frame_bytes``
+with 1009 and a text frame that is not UTF-8 with 1007 (both by ``websockets``).
 
 A node listens before its store answers: while Redis is still starting (or refuses this client)
 it logs one line, retries on the store's backoff, and answers every request, ``/healthz`` and
@@ -66,6 +70,10 @@ from server.connection import Connection
 from server.metrics import Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, Node
 from server.ratelimit import TokenBucket
+from server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
+from server.records.api import RecordsApi
+from server.records.store import RecordsStore
+from server.records.writer import RecordsWriter
 from server.retry import Backoff
 from server.stores import Store, StoreUnavailable, open_store
 from server.table.room import KEPT_EVENTS
@@ -100,9 +108,26 @@ GAMES_MODULE = (
     "export const SOLITAIRES = GAMES.filter((g) => g.solitaire).map((g) => g.name);\n"
 ).encode()
 """``/games.js``: the browser's list of games, from :data:`games.GAMES`."""
+Ladder = Callable[..., Awaitable[None]]
+"""Runs the bot ladder: ``ladder(url, secret, tables, node_id)`` (``tools.ladder.run_ladder``)."""
 BotClient = Callable[..., Awaitable[object]]
 """Plays one bot over the protocol: ``bot_client(url, table=, strategy=, invite=, name=, games=,
 think=)`` (``clients.bots.run_bot``)."""
+AccountRequest = v1.SignUp | v1.SignIn | v1.SignOutEverywhere
+_ACCOUNT_ERRORS = {
+    AccountErrorCode.INVALID_TOKEN: ErrorCode.BAD_TOKEN,
+    AccountErrorCode.BAD_NAME: ErrorCode.BAD_NAME,
+    AccountErrorCode.WEAK_PASSWORD: ErrorCode.WEAK_PASSWORD,
+    AccountErrorCode.NAME_TAKEN: ErrorCode.NAME_TAKEN,
+    AccountErrorCode.ALREADY_CLAIMED: ErrorCode.ALREADY_CLAIMED,
+    AccountErrorCode.BAD_LOGIN: ErrorCode.BAD_LOGIN,
+    AccountErrorCode.RATE_LIMITED: ErrorCode.RATE_LIMITED,
+}
+"""The wire's error code for each refused account request."""
+DEFAULT_DB_URL = "sqlite:///blackdrez-data/records.db"
+"""Where ``blackdrez serve`` keeps its records unless told otherwise (relative: to the working
+directory)."""
+API_PREFIX = "/api/"
 
 
 @dataclass
@@ -154,6 +179,12 @@ class Settings:
     static_dir: Path = STATIC_DIR
     admin_token: str | None = None
     """Enables the ``/admin/`` calls (drain, the admin view) for whoever sends this token."""
+    db_url: str | None = None
+    """The records database (finished games, accounts, ratings, the ``/api/`` routes):
+    ``sqlite:///path`` or ``postgresql://...``; ``None`` keeps no records (``blackdrez serve``
+    defaults to :data:`DEFAULT_DB_URL`)."""
+    ladder_tables: int = 0
+    """Rated tables of bots this node keeps playing (the bot ladder, ``tools.ladder``)."""
 
     def limits(self) -> v1.Limits:
         """The limits announced in ``welcome``."""
@@ -170,7 +201,11 @@ class GameServer:
     """A running server node: ``await GameServer(settings).start()``, then ``stop()``."""
 
     def __init__(
-        self, settings: Settings, store: Store | None = None, bot_client: BotClient | None = None
+        self,
+        settings: Settings,
+        store: Store | None = None,
+        bot_client: BotClient | None = None,
+        ladder: Ladder | None = None,
     ) -> None:
         self.settings = settings
         self.metrics = Metrics()
@@ -190,11 +225,19 @@ class GameServer:
             renewal_store=(lambda: open_store(redis_url, settings.node_id)) if redis_url else None,
         )
         self.bot_client = bot_client
+        self.ladder = ladder
+        """Keeps ``ladder_tables`` rated tables of bots playing (``tools.ladder.run_ladder``,
+        given by ``tools.cli``: the ladder plays over the protocol, as a client)."""
         """Runs one bot client; given by whoever starts the server (``tools.cli`` passes
         ``clients.bots.run_bot``), since the server imports no client. Without it the node
         answers a request for bots with ``unavailable``."""
         if bot_client is not None:
             self.node.spawn_bot = self._spawn_bot
+        self.records: RecordsStore | None = None
+        self.accounts: Accounts | None = None
+        self.api: RecordsApi | None = None
+        self.writer: RecordsWriter | None = None
+        self._ladder: asyncio.Task[None] | None = None
         self._bots: set[asyncio.Task[object]] = set()
         self.bot_think = BOT_THINK
         self.secret = b""
@@ -253,10 +296,35 @@ class GameServer:
             )
         self.secret = await self._wait_for_store()
         await self.store.start()  # after: its bus reader would log every refused attempt
+        if s.db_url:
+            await self._open_records(s.db_url)
         await self.node.start()
         self._sweeper = asyncio.get_running_loop().create_task(self._close_idle())
         self.ready = True
         log.info("node %s listening on %s:%s", s.node_id, s.host, self.port)
+        if s.ladder_tables:
+            if self.ladder is None:
+                raise ValueError("ladder_tables needs a ladder (tools.ladder.run_ladder)")
+            self._ladder = asyncio.get_running_loop().create_task(
+                self.ladder(self._own_url(), self.secret, s.ladder_tables, s.node_id)
+            )
+
+    async def _open_records(self, url: str) -> None:
+        """Open the records database and wire it: accounts at ``hello``, the API, the writer
+        of finished games (see ``server.records``)."""
+        self.records = await RecordsStore.open(url)
+        self.accounts = Accounts(
+            self.records, self.secret, token_lifetime=self.settings.token_lifetime
+        )
+        self.api = RecordsApi(self.records, self.accounts)
+        self.writer = RecordsWriter(self.records, self.metrics)
+        self.writer.start()
+        self.node.records = self.writer
+
+    def _own_url(self) -> str:
+        """This node's WebSocket address, for the clients it runs itself (bots)."""
+        host = "127.0.0.1" if self.settings.host in ("", "0.0.0.0", "::") else self.settings.host
+        return f"ws://{host}:{self.port}/"
 
     async def _wait_for_store(self) -> bytes:
         """Read the shared secret, waiting while the store refuses: its health logs one line
@@ -283,6 +351,8 @@ class GameServer:
         self.stopping = True
         if self._sweeper is not None:
             self._sweeper.cancel()
+        if self._ladder is not None:
+            self._ladder.cancel()
         for bot in list(self._bots):
             bot.cancel()
         if self.server is not None:
@@ -304,6 +374,10 @@ class GameServer:
             self.metrics_server.close()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.metrics_server.wait_closed(), 5.0)
+        if self.writer is not None:
+            await self.writer.stop()
+        if self.records is not None:
+            await self.records.close()
         await self.store.close()
         self.finished.set()
 
@@ -311,10 +385,9 @@ class GameServer:
         """Start a bot client that connects to this server like anyone else. It stays seated
         for the table's next games, until the host removes it or the table closes."""
         assert self.bot_client is not None  # only installed as spawn_bot when given
-        host = "127.0.0.1" if self.settings.host in ("", "0.0.0.0", "::") else self.settings.host
         task = asyncio.get_running_loop().create_task(
             self.bot_client(
-                f"ws://{host}:{self.port}/",
+                self._own_url(),
                 table=table,
                 strategy=strategy,
                 invite=invite,
@@ -340,9 +413,7 @@ class GameServer:
         self.metrics.closes.labels(str(int(code))).inc()
 
     # ------------------------------------------------------------------ HTTP
-    def _http(
-        self, connection: ServerConnection, request: Request
-    ) -> Response | Awaitable[Response] | None:
+    async def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         if not self.ready:
             return self._health()  # starting: 503 to everything, WebSocket handshakes included
         if request.headers.get("Upgrade", "").lower() == "websocket":
@@ -360,14 +431,38 @@ class GameServer:
             )
         path = request.path.split("?", 1)[0]
         if path.startswith(ADMIN_PREFIX):
-            return self.admin.handle(request)
+            return await self.admin.handle(request)
         if path == "/healthz":
             return self._health()
         if path == "/metrics" and self.metrics_server is None:
             return self._metrics()
         if path == "/games.js":
             return _response(http.HTTPStatus.OK, GAMES_MODULE, "text/javascript")
+        if path.startswith(API_PREFIX):
+            return await self._api(connection, request)
         return self._static(path)
+
+    async def _api(self, connection: ServerConnection, request: Request) -> Response:
+        """A GET of the records API (``docs/api.md``). The HTTP parser under the WebSocket
+        server takes GET only: the account requests are WebSocket messages here."""
+        if self.api is None:
+            body = b'{"error": {"code": "not_found", "message": "this server keeps no records"}}'
+            return _response(http.HTTPStatus.NOT_FOUND, body, "application/json")
+        address = client_address(
+            connection.remote_address[0], request.headers.get_all("X-Forwarded-For"), self._trusted
+        )
+        try:
+            answer = await self.api.handle("GET", request.path, b"", address)
+        except Exception:  # the database's own errors: say so, as the API's errors do
+            log.warning("records API: %s failed", request.path, exc_info=True)
+            body = (
+                b'{"error": {"code": "unavailable", '
+                b'"message": "the records database cannot be reached: try again"}}'
+            )
+            return _response(http.HTTPStatus.SERVICE_UNAVAILABLE, body, "application/json")
+        headers = Headers([*answer.headers, ("Content-Length", str(len(answer.body)))])
+        status = http.HTTPStatus(answer.status)
+        return Response(status.value, status.phrase, headers, answer.body)
 
     def _metrics_http(self, connection: ServerConnection, request: Request) -> Response:
         """The metrics listener: ``/metrics`` and ``/healthz``, nothing else (no WebSocket)."""
@@ -424,14 +519,14 @@ class GameServer:
                     CloseCode.TOO_MANY_CONNECTIONS, f"too many connections from {address}"
                 )
                 return
-            await self._play(ws)
+            await self._play(ws, address)
         finally:
             self._per_address[address] -= 1
             if not self._per_address[address]:
                 del self._per_address[address]
 
-    async def _play(self, ws: ServerConnection) -> None:
-        client = await self._greet(ws)
+    async def _play(self, ws: ServerConnection, address: str) -> None:
+        client = await self._greet(ws, address)
         if client is None:
             return
         older = self.node.attach(client)
@@ -445,7 +540,7 @@ class GameServer:
             client.closing = True
             await self.node.detach(client)
 
-    async def _greet(self, ws: ServerConnection) -> Connection | None:
+    async def _greet(self, ws: ServerConnection, address: str) -> Connection | None:
         s = self.settings
         try:
             frame = await asyncio.wait_for(ws.recv(), s.hello_timeout)
@@ -479,7 +574,7 @@ class GameServer:
             )
             return None
         if hello.token is not None:
-            token = identity.read_token(self.secret, hello.token, s.token_lifetime)
+            token = await self._authenticate(hello.token)
             try:
                 revoked = token is not None and await self.store.token_revoked(token.id)
             except StoreUnavailable:
@@ -513,6 +608,7 @@ class GameServer:
             close_timeout=s.close_timeout,
             on_close=self._count_close,
             token=token,
+            address=address,
         )
         client.send(
             v1.Welcome(
@@ -527,6 +623,68 @@ class GameServer:
             )
         )
         return client
+
+    async def _authenticate(self, text: str) -> identity.Token | None:
+        """The token of a ``hello`` if it is genuine, unexpired and, with records, not revoked
+        by its account (a guest token of an identity since claimed, an account's older token
+        generation). While the records database cannot be reached the account check waits for
+        it to answer again, as the store's list of ended tokens does."""
+        if self.accounts is None:
+            return identity.read_token(self.secret, text, self.settings.token_lifetime)
+        try:
+            return await self.accounts.authenticate(text)
+        except Exception:  # the database's own errors
+            log.warning("records unavailable: token accepted without the account check")
+            return identity.read_token(self.secret, text, self.settings.token_lifetime)
+
+    async def _account(self, client: Connection, message: AccountRequest, address: str) -> None:
+        """``sign_up``, ``sign_in``, ``sign_out_everywhere``: answered with ``session``."""
+        accounts = self.accounts
+        if accounts is None:
+            self.metrics.errors.labels(ErrorCode.UNAVAILABLE).inc()
+            client.send(
+                v1.Error(
+                    id=message.id,
+                    code=ErrorCode.UNAVAILABLE,
+                    message="this server keeps no records: no accounts",
+                )
+            )
+            return
+        try:
+            if isinstance(message, v1.SignUp):
+                # A claim hashes the password (64 MiB, most of a core): limited like a login
+                accounts.limiter.check(name_key(message.name), address, time.time())
+                session = await accounts.claim(client.token.text, message.name, message.password)
+            elif isinstance(message, v1.SignIn):
+                session = await accounts.login(message.name, message.password, address)
+            else:
+                session = await accounts.revoke(client.token.text)
+        except AccountError as error:
+            code = _ACCOUNT_ERRORS[error.code]
+            self.metrics.errors.labels(code).inc()
+            client.send(v1.Error(id=message.id, code=code, message=error.message))
+            return
+        except Exception:  # the database's own errors
+            log.warning("account request failed", exc_info=True)
+            self.metrics.errors.labels(ErrorCode.UNAVAILABLE).inc()
+            client.send(
+                v1.Error(
+                    id=message.id,
+                    code=ErrorCode.UNAVAILABLE,
+                    message="the records database cannot be reached: try again",
+                )
+            )
+            return
+        if isinstance(message, v1.SignUp | v1.SignOutEverywhere):
+            # The connection's own identity goes on with the new token (the old one is refused)
+            client.token = (
+                identity.read_token(self.secret, session.token, self.settings.token_lifetime)
+                or client.token
+            )
+            client.name = session.name
+        client.send(
+            v1.Session(id=message.id, player=session.player, name=session.name, token=session.token)
+        )
 
     async def _serve(self, client: Connection) -> None:
         s = self.settings
@@ -565,6 +723,9 @@ class GameServer:
             if isinstance(message, v1.Logout):
                 if await self._logout(client, message):
                     return  # nothing sent after a logout is executed
+                continue
+            if isinstance(message, AccountRequest):
+                await self._account(client, message, client.address)
                 continue
             if isinstance(message, v1.StartSolitaire) and not await self._may_start(
                 client, message
@@ -736,7 +897,9 @@ class ListenError(Exception):
     says which address and why, in one line."""
 
 
-async def run(settings: Settings, bot_client: BotClient | None = None) -> None:
+async def run(
+    settings: Settings, bot_client: BotClient | None = None, ladder: Ladder | None = None
+) -> None:
     """Run a server until SIGTERM or SIGINT, then shut it down cleanly.
 
     Raises :class:`ListenError` when the address cannot be listened on. A SIGTERM while the
@@ -747,7 +910,7 @@ async def run(settings: Settings, bot_client: BotClient | None = None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    server = GameServer(settings, bot_client=bot_client)
+    server = GameServer(settings, bot_client=bot_client, ladder=ladder)
     starting = loop.create_task(server.start())
     stopped = loop.create_task(stop.wait())
     await asyncio.wait([starting, stopped], return_when=asyncio.FIRST_COMPLETED)
@@ -772,9 +935,10 @@ async def run(settings: Settings, bot_client: BotClient | None = None) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(100_000, 50, 1000)
+    records = f"records in {server.records.db.url}" if server.records else "no records"
     print(
         f"blackdrez {VERSION}: node {settings.node_id} on http://{settings.host}:{server.port}/ "
-        f"({'redis' if settings.redis_url else 'in-memory'} lobby)",
+        f"({'redis' if settings.redis_url else 'in-memory'} lobby, {records})",
         flush=True,
     )
     # A signal, or a drain through the admin API (which stops the server itself), ends the run.

@@ -63,6 +63,8 @@ class Connection:
     """Seconds the client has to take its close frame before the connection is cut off."""
     on_close: Callable[[int], None] = lambda code: None
     """Told the code of every close the server starts (for the metrics)."""
+    address: str = ""
+    """The client address the connection counts against (login attempts are limited by it)."""
 
     def send(self, message: Any) -> None:
         """Encode ``message`` in this client's encoding and write it."""

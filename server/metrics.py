@@ -30,6 +30,21 @@ class Metrics:
         self.closes = Counter(
             "blackdrez_closes", "Connections closed by the server", ["code"], registry=r
         )
+        self.records_written = Counter(
+            "blackdrez_records_written",
+            "Finished games this node stored in the records database",
+            registry=r,
+        )
+        self.records_failures = Counter(
+            "blackdrez_records_write_failures",
+            "Failed writes of finished games (each is retried)",
+            registry=r,
+        )
+        self.records_pending = Gauge(
+            "blackdrez_records_pending",
+            "Finished games waiting to be stored (should stay near 0)",
+            registry=r,
+        )
         self.action_latency = Histogram(
             "blackdrez_action_seconds",
             "Time from receiving an action to handing its update to the connections",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -10,6 +11,10 @@ import redis
 from server.testing.postgres_server import PostgresServer
 from server.testing.redis_cluster import LocalCluster
 from server.testing.redis_server import RedisServer
+
+# Server processes the tests start keep no records unless the test names a database: no
+# blackdrez-data/ folder in the working directory, no file shared by unrelated tests.
+os.environ.setdefault("BLACKDREZ_DB_URL", "none")
 
 
 @pytest.fixture(scope="session")

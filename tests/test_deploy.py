@@ -169,6 +169,31 @@ def test_the_nodes_trust_the_load_balancers_forwarded_for_and_no_one_elses() -> 
     assert "proxy_set_header Host $http_host;" in NGINX
 
 
+def test_the_nodes_share_the_records_database_of_the_compose_file() -> None:
+    """One PostgreSQL for every node (a SQLite file belongs to one process), with a volume; the
+    nodes wait for it and name it in BLACKDREZ_DB_URL, which ``serve`` reads."""
+    import os
+    from unittest import mock
+
+    records = SERVICES["records"]
+    assert records["image"].startswith("postgres:")
+    assert any(volume.endswith(":/var/lib/postgresql/data") for volume in records["volumes"])
+    assert "pg_isready" in records["healthcheck"]["test"]
+    env = records["environment"]
+    expected = (
+        f"postgresql://{env['POSTGRES_USER']}:{env['POSTGRES_PASSWORD']}@records:5432/"
+        f"{env['POSTGRES_DB']}"
+    )
+    for name, service in {**NODES, **CLUSTER_NODES}.items():
+        assert service["depends_on"]["records"]["condition"] == "service_healthy", name
+        url = service["environment"]["BLACKDREZ_DB_URL"]
+        assert url == expected, name
+        with mock.patch.dict(os.environ, {"BLACKDREZ_DB_URL": url}):
+            assert parse(service["command"]).db_url == url
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "chown blackdrez blackdrez-data" in dockerfile, "the default SQLite folder is writable"
+
+
 def test_the_cluster_profile_joins_six_redis_nodes_into_three_masters_with_replicas() -> None:
     assert len(CLUSTER_REDIS) == 6
     for name, service in CLUSTER_REDIS.items():

@@ -15,6 +15,8 @@ from typing import Any
 from games import GAMES
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
+DEFAULT_DB_URL = "sqlite:///blackdrez-data/records.db"
+"""``server.app.DEFAULT_DB_URL`` (not imported: the tools start without the server)."""
 GAME_NAMES = tuple(GAMES)
 """The games the tools know: one per folder of ``games/``."""
 
@@ -41,6 +43,8 @@ def serve_settings(args: argparse.Namespace) -> Any:
         send_buffer=args.send_buffer,
         close_timeout=args.close_timeout,
         admin_token=args.admin_token or None,
+        db_url=None if args.db_url.strip().lower() in ("", "none") else args.db_url,
+        ladder_tables=args.ladder_tables,
     )
     if args.node_id:
         settings.node_id = args.node_id
@@ -62,6 +66,7 @@ def _serve(args: argparse.Namespace) -> int:
     from clients.bots import run_bot
     from server.app import ListenError, run
     from server.logs import configure
+    from tools.ladder import run_ladder
 
     settings = serve_settings(args)
     configure(args.log_format, settings.node_id)
@@ -74,7 +79,7 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"blackdrez serve: {error}", file=sys.stderr)
             return 2
     try:
-        _run_async(run(settings, bot_client=run_bot))
+        _run_async(run(settings, bot_client=run_bot, ladder=run_ladder))
     except ListenError as error:
         print(f"blackdrez serve: {error}", file=sys.stderr)
         return 2
@@ -776,6 +781,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("BLACKDREZ_LOG_FORMAT", "plain"),
         help="plain lines, or one JSON object per line with the node, table and player ids "
         "(default plain; env BLACKDREZ_LOG_FORMAT)",
+    )
+    serve.add_argument(
+        "--db-url",
+        default=os.environ.get("BLACKDREZ_DB_URL", DEFAULT_DB_URL),
+        metavar="URL",
+        help="the records database (finished games, accounts, ratings, the /api/ routes): "
+        "sqlite:///PATH or postgresql://USER@HOST/DB; 'none' keeps no records "
+        f"(default: $BLACKDREZ_DB_URL, else {DEFAULT_DB_URL})",
+    )
+    serve.add_argument(
+        "--ladder-tables",
+        type=_whole(0, 100),
+        default=0,
+        metavar="N",
+        help="keep N rated tables of bots playing on this node: the bot ladder (needs records; "
+        "run it on one node only) (default 0)",
     )
     serve.set_defaults(run=_serve, parser=serve)
 

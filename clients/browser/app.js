@@ -14,6 +14,7 @@ import { showHelp } from "./help.js";
 import { motion } from "./motion.js";
 import { THEMES, applyTheme, setSound, setTheme, signalTurn, soundOn, theme } from "./prefs.js";
 import { describeEvent, errorText } from "./words.js";
+import { isAccount, recordsRoute, renderRecords } from "./records.js";
 
 const CURRENT_KEY = "blackdrez.current";
 const RENDERERS = { blackdrez: renderBlackDrez, blackjack_piles: renderPiles, blue_jacket: renderBlueJacket };
@@ -45,14 +46,36 @@ const ctx = {
   },
   act(table, action) { return ctx.send({ type: "act", table, action }); },
   open(id, mode = "seat", invite = null) {
+    leaveRecords();
     current = { id, mode, invite };
     sessionStorage.setItem(CURRENT_KEY, JSON.stringify(current));
     show();
   },
   lobby() {
+    leaveRecords();
     current = null;
     sessionStorage.removeItem(CURRENT_KEY);
     show();
+  },
+  /** Keep a new token for this identity (sign up, sign out everywhere). */
+  keep(session) {
+    conn.keep(session);
+    whoami.textContent = session.name;
+    showAccount();
+  },
+  /** Play as another identity from now on (sign in): greet again with its token. */
+  become(session) {
+    for (const id of [...store.tables.keys()]) store.forget(id);
+    current = null;
+    sessionStorage.removeItem(CURRENT_KEY);
+    conn.become(session);
+  },
+  /** Become a new guest on this browser. */
+  signOut() {
+    for (const id of [...store.tables.keys()]) store.forget(id);
+    current = null;
+    sessionStorage.removeItem(CURRENT_KEY);
+    conn.renew("");
   },
   /** Leave a table (asking first when a game is running there). */
   async leave(id) {
@@ -90,7 +113,29 @@ function announce(text) {
   setTimeout(() => { announcer.textContent = text; }, 50);
 }
 
+/** Leave a records page (#/...) for the lobby or a table. */
+function leaveRecords() {
+  if (recordsRoute()) history.pushState(null, "", location.pathname + location.search);
+}
+
+/** The header's account link: sign in, or the account's profile. */
+function showAccount() {
+  const link = document.getElementById("account-link");
+  const welcome = conn.welcome;
+  const claimed = conn.token && isAccount(conn.token);
+  link.textContent = claimed ? "Profile" : "Sign in";
+  link.href = claimed && welcome ? `#/player/${encodeURIComponent(welcome.player)}` : "#/account";
+}
+
 function show() {
+  const page = recordsRoute();
+  if (page) {
+    document.body.dataset.screen = "records";
+    signalTurn(false);
+    lobby.unmount();
+    renderRecords(ctx, page, screen);
+    return;
+  }
   document.body.dataset.screen = current ? "table" : "lobby";
   if (!current) {
     ctx.shortcuts = {};
@@ -142,6 +187,7 @@ let movingTimer = null;
 
 conn.addEventListener("welcome", async ({ detail: welcome }) => {
   whoami.textContent = welcome.name;
+  showAccount();
   lobby.welcomed(welcome);
   for (const id of welcome.tables) store.resync(id).catch(() => {});
   if (current && current.mode === "watch" && !welcome.tables.includes(current.id)) {
@@ -241,6 +287,8 @@ setInterval(() => {
     node.classList.toggle("urgent", left < 5);
   }
 }, 250);
+
+window.addEventListener("hashchange", show);
 
 document.querySelector(".top h1 a").addEventListener("click", (e) => {
   e.preventDefault();

@@ -115,6 +115,7 @@ export class Lobby {
       max_rounds: number(f.max_rounds),
       round_pause_seconds: Number(f.round_pause_seconds.value),
       private: f.private.checked,
+      rated: f.rated.checked,
     };
     const reply = await this.ctx.send({ type: "create_table", options });
     if (reply) this.ctx.open(reply.table.id, "seat");
@@ -178,7 +179,8 @@ export class Lobby {
             field("Max rounds", h("input", { name: "max_rounds", type: "number", min: "1", max: "1000", placeholder: "no limit" }))),
           h("div.row",
             field("Pause between rounds (s)", h("input", { name: "round_pause_seconds", type: "number", min: "0", max: "60", step: "0.1", value: "3" })),
-            h("label.check", h("input", { name: "private", type: "checkbox" }), " Private (invite only)")),
+            h("label.check", h("input", { name: "private", type: "checkbox" }), " Private (invite only)"),
+            h("label.check", h("input", { name: "rated", type: "checkbox" }), " Rated (the result moves the players' ratings)")),
           h("button.primary", { type: "submit" }, "Create table"))),
       h("section.panel.invite-panel", { "aria-labelledby": "invite-title" },
         h("h2#invite-title", "Private table"),

@@ -34,6 +34,19 @@ export class Connection extends EventTarget {
     this.open();
   }
 
+  /** Keep a new token for the same identity (after sign_up or sign_out_everywhere). */
+  keep(session) {
+    localStorage.setItem(TOKEN_KEY, session.token);
+    this.name = session.name;
+  }
+
+  /** Greet again as another identity (after sign_in): its token from now on. */
+  become(session) {
+    this.keep(session);
+    if (this.ws) this.ws.close(1000, "new identity");
+    else this.open();
+  }
+
   /** Forget the current identity and greet again as a new guest with ``name``. */
   renew(name) {
     localStorage.removeItem(TOKEN_KEY);

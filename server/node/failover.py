@@ -30,11 +30,10 @@ from server.table.commands import (
     LogEntry,
     Resume,
     execute,
-    rebuild,
+    rebuild_games,
 )
-from server.table.room import Room
-from server.table.snapshots import SnapshotError
-from server.table.snapshots import resume as resume_from_snapshot
+from server.table.room import GameOver, Room
+from server.table.snapshots import SnapshotError, resume_games
 
 log = logging.getLogger("blackdrez.node")
 
@@ -132,10 +131,12 @@ class Failover:
                 await self.store.release_lease(table, token)  # let the next scan try again
 
     async def _adopt(self, table: str, lease: Lease) -> None:
-        entries, snapshot, room = await self._read_table(table)
+        entries, snapshot, room, games = await self._read_table(table)
         if room is None:  # its node died before it was created: nothing to host
             await self.store.retire_table(table, lease.token, b"", self.record_retention)
             return
+        if self.records is not None and games:
+            self.records.submit(games)  # those its last host stored already change nothing
         if room.status == "closed":  # closed, but its node died before retiring it
             await self._retire(table, lease.token, entries)
             return
@@ -160,19 +161,26 @@ class Failover:
 
     async def _read_table(
         self, table: str
-    ) -> tuple[list[bytes], tuple[int, bytes] | None, Room | None]:
-        """A table's log, snapshot and room, for adoption. With a snapshot that fits, only the
-        log from the snapshot's entry on is read: the entries before it are :data:`ELIDED`
-        (read again only to retire the table), so the time does not grow with the history.
-        Without one, the whole log is read and replayed. No log: no room."""
+    ) -> tuple[list[bytes], tuple[int, bytes] | None, Room | None, list[GameOver]]:
+        """A table's log, snapshot and room, for adoption, with the games that ended in what was
+        replayed (submitted to the records again). With a snapshot that fits, only the log from
+        the snapshot's entry on is read: the entries before it are :data:`ELIDED` (read again
+        only to retire the table), so the time does not grow with the history; a game that ended
+        before the snapshot was handed to the records writer by the host that logged its end
+        (which retries until it is stored), and is lost to the records only if that host died
+        before writing it. Without a snapshot, the whole log is read and replayed. No log: no
+        room."""
         snapshot = await self.store.read_snapshot(table)
         if snapshot is not None:
             tail = await self.store.read_log(table, after=snapshot[0] - 1)
             try:
-                room = resume_from_snapshot(snapshot, tail)
+                room, games = resume_games(snapshot, tail)
             except SnapshotError as error:
                 log.warning("snapshot of %s not used, whole log replayed: %s", table, error)
             else:
-                return [ELIDED] * (snapshot[0] - 1) + tail, snapshot, room
+                return [ELIDED] * (snapshot[0] - 1) + tail, snapshot, room, games
         entries = await self.store.read_log(table)
-        return entries, None, rebuild(entries) if entries else None
+        if not entries:
+            return entries, None, None, []
+        room, games = rebuild_games(entries)
+        return entries, None, room, games

@@ -430,7 +430,10 @@ class Hosting:
         asyncio.run(renew())
 
     async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
-        """Write a closed table's game record in place of its log, for good."""
+        """Write a closed table's game record in place of its log, for good (once its games are
+        in the records, if this node keeps them: the log is their source until then)."""
+        if self.records is not None:
+            await self.records.written(table)
         if entries and entries[0] is ELIDED:  # adopted from a snapshot: the record needs it all
             entries = await self.store.read_log(table)
         record = table_record(entries, self.clock())
@@ -457,6 +460,8 @@ class Hosting:
             return
         token = lease.token
         outcome = room.take_outcome()
+        if self.records is not None and outcome.games_over:
+            self.records.submit(outcome.games_over)
         if room.status == "closed":
             closing_log = self._command_logs[room.id]
             self._unhost(room.id, keep_lease=True)

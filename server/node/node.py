@@ -17,8 +17,8 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from typing import Any, Protocol
 
 from games.shuffle import new_seed
 from protocol import v1
@@ -37,7 +37,7 @@ from server.table.commands import (
     Answer,
     ConnectionChanged,
 )
-from server.table.room import Broadcast, Room, RoomError
+from server.table.room import Broadcast, GameOver, Room, RoomError
 
 log = logging.getLogger("blackdrez.node")
 
@@ -52,6 +52,16 @@ RECORD_RETENTION = 24 * 3600.0
 
 SWEEP_INTERVAL = 5.0
 """Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
+
+
+class GameRecords(Protocol):
+    """The records of finished games (``server.records.writer.RecordsWriter``)."""
+
+    def submit(self, games: Iterable[GameOver]) -> None:
+        """Queue games whose end is logged, to be stored (again, after a failover: harmless)."""
+
+    async def written(self, table: str) -> bool:
+        """Wait (bounded) until the table's submitted games are stored."""
 
 
 class Node(Hosting, Routing, Failover, Fanout, Lobby):
@@ -118,6 +128,9 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         knows its own address)."""
         self._bots_named: dict[str, int] = {}
         """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
+        self.records: GameRecords | None = None
+        """Where finished games go once their log entry is written (set by the server when it
+        keeps records: ``server.records.writer``)."""
 
     async def start(self) -> None:
         """Subscribe to this node's channels, start the background work, and take over at once

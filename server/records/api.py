@@ -9,6 +9,7 @@ or any other HTTP front end, and the tests call it directly. Routes (``docs/api.
 
     GET  /api/v1/games?player=&game=&before=&limit=     GamesPage, newest first
     GET  /api/v1/games/{id}                             GameRecord (verifies as it is)
+    GET  /api/v1/games/{id}/replay                      GameReplay: every step, as seen
     GET  /api/v1/players/{id}                           PlayerProfile
     GET  /api/v1/players/{id}/ratings?game=&before=&limit=   RatingHistory
     GET  /api/v1/leaderboards/{game}?kind=&after=&limit=     Leaderboard
@@ -30,6 +31,7 @@ import asyncio
 import enum
 import http
 import math
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -49,6 +51,7 @@ from server.records.model import (
     RatingPoint,
 )
 from server.records.ratings import RATED_GAMES
+from server.records.replay import GameReplay, game_replay
 from server.records.store import InvalidCursor, RecordsStore
 
 PREFIX = "/api/v1"
@@ -58,6 +61,8 @@ PROFILE_GAMES = 10
 PROFILE_RATINGS = 20
 """Rating history points in a profile (the rest: ``/api/v1/players/{id}/ratings``)."""
 MAX_BODY = 4096
+REPLAYS_KEPT = 32
+"""Replays kept in memory (a stored game never changes; a shared link is opened many times)."""
 
 
 class ErrorCode(enum.StrEnum):
@@ -247,6 +252,7 @@ class RecordsApi:
     def __init__(self, store: RecordsStore, accounts: Accounts | None = None) -> None:
         self.store = store
         self.accounts = accounts
+        self._replays: OrderedDict[str, GameReplay] = OrderedDict()
 
     async def handle(
         self, method: str, target: str, body: bytes = b"", client: str = ""
@@ -303,6 +309,21 @@ class RecordsApi:
         if record is None:
             raise _not_found(f"no stored game {game_id!r}")
         return record, _FOREVER
+
+    async def _replay(self, query_text: str, game_id: str) -> tuple[Any, tuple[str, str]]:
+        _Query(query_text, frozenset())
+        replay = self._replays.get(game_id)
+        if replay is None:
+            record = await self.store.game(game_id) if GAME_ID.fullmatch(game_id) else None
+            if record is None:
+                raise _not_found(f"no stored game {game_id!r}")
+            # One replay and a view per step: milliseconds of CPU, off the event loop
+            replay = await asyncio.to_thread(game_replay, record)
+            self._replays[game_id] = replay
+            while len(self._replays) > REPLAYS_KEPT:
+                self._replays.popitem(last=False)
+        self._replays.move_to_end(game_id)
+        return replay, _FOREVER
 
     async def _player(self, query_text: str, player_id: str) -> tuple[Any, tuple[str, str]]:
         _Query(query_text, frozenset())
@@ -396,6 +417,7 @@ class RecordsApi:
 _ROUTES: Mapping[tuple[str, ...], tuple[str, str]] = {
     ("games",): ("GET", "_games"),
     ("games", "*"): ("GET", "_game"),
+    ("games", "*", "replay"): ("GET", "_replay"),
     ("players", "*"): ("GET", "_player"),
     ("players", "*", "ratings"): ("GET", "_ratings"),
     ("leaderboards", "*"): ("GET", "_leaderboard"),

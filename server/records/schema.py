@@ -22,6 +22,7 @@ import msgspec
 from server.records import api
 from server.records.accounts import Session
 from server.records.model import GameRecord
+from server.records.replay import GameReplay
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "schema" / "api-v1.json"
 REGENERATE = "python -m server.records.schema"
@@ -29,6 +30,7 @@ REGENERATE = "python -m server.records.schema"
 BODIES: dict[str, Any] = {
     "games_page": api.GamesPage,
     "game_record": GameRecord,
+    "game_replay": GameReplay,
     "player_profile": api.PlayerProfile,
     "rating_history": api.RatingHistory,
     "leaderboard": api.Leaderboard,

@@ -29,7 +29,7 @@ import msgspec
 from games import GAMES
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.table.room import RUNAWAY_RATE, Room, RoomError
+from server.table.room import RUNAWAY_RATE, GameOver, Room, RoomError
 
 
 class Create(msgspec.Struct, tag="create", tag_field="type", kw_only=True):
@@ -214,10 +214,15 @@ def _seed(entry: LogEntry) -> str:
 
 def rebuild(entries: list[bytes]) -> Room:
     """Rebuild a room from its whole log (the first entry creates it)."""
+    return rebuild_games(entries)[0]
+
+
+def rebuild_games(entries: list[bytes]) -> tuple[Room, list[GameOver]]:
+    """Rebuild a room from its whole log, with every game that ended in it (oldest first): what
+    an adopting node submits to the records again, in case its first host died before."""
     room = collections.deque(rebuilding(entries), maxlen=1)[0]
     room.flush()
-    room.take_outcome()
-    return room
+    return room, room.take_outcome().games_over
 
 
 def rebuilding(entries: list[bytes]) -> Iterator[Room]:

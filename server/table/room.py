@@ -150,6 +150,28 @@ class Outcome:
     seated: list[str] = field(default_factory=list)
     unseated: list[str] = field(default_factory=list)
     closed: bool = False
+    games_over: list[GameOver] = field(default_factory=list)
+    """Games that ended, for the records (``server.records.writer``)."""
+
+
+@dataclass(frozen=True)
+class GameOver:
+    """A game that ended at a table: what its record and the records database need.
+
+    ``game_id`` is ``{table}:{n}`` for the table's n-th game: a replay of the log finds the same
+    id, so a record written again after a failover is recognised as the same game.
+    """
+
+    game_id: str
+    engine: Any
+    """The finished engine (never changed again: the next game gets a new one)."""
+    actions: list[tuple[int, Any]]
+    """Every ``(seat, action)`` applied to it, system actions included."""
+    players: list[tuple[int, str, str, bool]]
+    """``(seat, player, name, bot)`` of each seat held when it ended."""
+    started_at: float
+    ended_at: float
+    rated: bool
 
 
 @dataclass
@@ -233,6 +255,15 @@ class Room:
         self._acted = False
         self.newcomers: set[int] = set()
         """Seats taken while a game runs: their piles start empty at their first round."""
+        self.games_begun = 0
+        """Games started at this table: the current (or last) one is game number this."""
+        self.game_started_at = 0.0
+        self.game_ended_at = 0.0
+        self.actions: list[tuple[int, Any]] = []
+        """Every ``(seat, action)`` applied to the current (or last) game's engine."""
+        self.game_players: dict[int, tuple[int, str, str, bool]] = {}
+        """Who played the current game at each seat, kept when they leave before its end (a
+        player who quits is still ranked, and rated)."""
 
     # ------------------------------------------------------------------ queries
     @property
@@ -706,6 +737,7 @@ class Room:
         engine = self.engine
         if engine is not None and self.status in GAME_RUNNING:
             if engine.over:
+                self.game_ended_at = now
                 self._enter(TableStatus.FINISHED)
             elif not self.spec.between_rounds(engine):
                 self._enter(TableStatus.PLAYING)
@@ -750,6 +782,11 @@ class Room:
         if self.deal is not None:
             seed = self.spec.deal_seed(self.deal)
         self.engine = self.spec.create(self.options, seed)
+        self.games_begun += 1
+        self.game_started_at = now
+        self.actions = []
+        self.game_players = {}
+        self._note_players()
         if self.assist is not None:
             self.assist.new_game()
         self.newcomers.clear()
@@ -772,7 +809,31 @@ class Room:
             self.newcomers.difference_update(seats)
             self._info_dirty = True
 
+    def _note_players(self) -> None:
+        """Note who holds each seat now as its player in the current game (a player who moved
+        seats is kept at the latest one only)."""
+        for index, s in enumerate(self.seats):
+            if s is not None:
+                for other, (_, player, _, _) in list(self.game_players.items()):
+                    if player == s.player and other != index:
+                        del self.game_players[other]
+                self.game_players[index] = (index, s.player, s.name, s.bot)
+
     def _finish(self) -> None:
+        self._note_players()
+        if self.daily is None:  # a daily deal's seed stays secret until its day ends
+            self.outcome.games_over.append(
+                GameOver(
+                    game_id=f"{self.id}:{self.games_begun}",
+                    engine=self.engine,
+                    # A solitaire's undone moves are not part of the game as it stands
+                    actions=list(self.assist.played) if self.assist is not None else self.actions,
+                    players=[self.game_players[index] for index in sorted(self.game_players)],
+                    started_at=self.game_started_at,
+                    ended_at=self.game_ended_at,
+                    rated=self.options.rated,
+                )
+            )
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}
@@ -827,6 +888,7 @@ class Room:
             self.assist.applied(seat, action, before, revealed, engine)
             self._info_dirty = True  # the moves that can be taken back changed
         self._applied += 1
+        self.actions.append((seat, action))
         self._engine_events(events)
         self._acted = True
 

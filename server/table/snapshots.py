@@ -32,7 +32,7 @@ from typing import Any
 from games import GAMES
 from server.table.commands import decode_entry, execute
 from server.table.commands import rebuild as rebuild_from_log
-from server.table.room import Room, RoomError
+from server.table.room import GameOver, Room, RoomError
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,12 @@ def resume(snapshot: tuple[int, bytes], tail: list[bytes]) -> Room:
     """The room from ``snapshot`` and ``tail``, the log from the snapshot's own entry on (that
     one is checked against the snapshot, the others replayed); :class:`SnapshotError` if they do
     not fit. This needs only the end of the log: what an adopting node reads."""
+    return resume_games(snapshot, tail)[0]
+
+
+def resume_games(snapshot: tuple[int, bytes], tail: list[bytes]) -> tuple[Room, list[GameOver]]:
+    """:func:`resume`, with the games that ended in ``tail`` (oldest first): what an adopting node
+    submits to the records again. Games that ended before the snapshot are not among them."""
     if not tail:
         raise SnapshotError(f"the log ends before entry {snapshot[0]}")
     room = load(snapshot[1])
@@ -109,8 +115,7 @@ def resume(snapshot: tuple[int, bytes], tail: list[bytes]) -> Room:
         except RoomError as error:
             raise SnapshotError(f"entry {index} after the snapshot refused: {error}") from None
     room.flush()
-    room.take_outcome()
-    return room
+    return room, room.take_outcome().games_over
 
 
 class _Pickler(pickle.Pickler):

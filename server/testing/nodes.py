@@ -36,15 +36,24 @@ SAMPLE_PERIOD = 0.25
 
 
 def node_command(
-    *, port: int, redis_url: str, node_id: str, host: str = "127.0.0.1", extra: Sequence[str] = ()
+    *,
+    port: int,
+    redis_url: str,
+    node_id: str,
+    host: str = "127.0.0.1",
+    db_url: str = "none",
+    extra: Sequence[str] = (),
 ) -> list[str]:
-    """The compose file's node command for this machine: this Python, a loopback port."""
+    """The compose file's node command for this machine: this Python, a loopback port, and
+    the records database ``db_url`` (``none``: no records, rather than a file in the working
+    directory)."""
     return [
         sys.executable, "-m", "tools.cli", "serve",
         "--host", host,
         "--port", str(port),
         "--redis-url", redis_url,
         "--node-id", node_id,
+        "--db-url", db_url,
         *extra,
     ]  # fmt: skip
 
@@ -58,6 +67,7 @@ class NodeProcess:
         node_id: str,
         *,
         port: int | None = None,
+        db_url: str = "none",
         extra: Sequence[str] = (),
         command: Sequence[str] | None = None,
     ) -> None:
@@ -67,7 +77,9 @@ class NodeProcess:
         self.command = (
             list(command)
             if command
-            else node_command(port=self.port, redis_url=redis_url, node_id=node_id, extra=extra)
+            else node_command(
+                port=self.port, redis_url=redis_url, node_id=node_id, db_url=db_url, extra=extra
+            )
         )
         self.lines: list[tuple[float, str]] = []
         """Every line the node printed, with its arrival time (``time.monotonic()``)."""
@@ -185,10 +197,17 @@ class Nodes:
     """Several nodes on one Redis, named ``{prefix}0``, ``{prefix}1``...; started at once."""
 
     def __init__(
-        self, redis_url: str, count: int, *, extra: Sequence[str] = (), prefix: str = "node"
+        self,
+        redis_url: str,
+        count: int,
+        *,
+        extra: Sequence[str] = (),
+        prefix: str = "node",
+        db_url: str = "none",
     ) -> None:
         self.nodes = [
-            NodeProcess(redis_url, f"{prefix}{index}", extra=extra) for index in range(count)
+            NodeProcess(redis_url, f"{prefix}{index}", db_url=db_url, extra=extra)
+            for index in range(count)
         ]
         try:
             for node in self.nodes:

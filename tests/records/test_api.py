@@ -25,6 +25,7 @@ from server.records.api import (
     Response,
 )
 from server.records.model import GameRecord
+from server.records.replay import GameReplay
 from server.records.store import RecordsStore
 from tests.records.games import finished
 
@@ -228,3 +229,31 @@ async def test_without_accounts_the_account_routes_are_404(store: RecordsStore) 
     api = RecordsApi(store)
     body = msgspec.json.encode({"name": "a", "password": "b"})
     await error(api, "/api/v1/accounts/login", 404, "not_found", method="POST", body=body)
+
+
+@pytest.mark.parametrize("game", ["blackdrez", "blackjack_piles", "blue_jacket"])
+async def test_a_replay_steps_through_the_record_as_spectators_saw_it(
+    api: RecordsApi, store: RecordsStore, game: str
+) -> None:
+    await store.put_game(finished("t9:1", game, rated=game == "blackdrez"))
+    replay = await get(api, "/api/v1/games/t9:1/replay", GameReplay)
+    record = await store.game("t9:1")
+    assert record is not None
+    engine = verify.start(record)
+    views = [msgspec.to_builtins(engine.view(None))]
+    for _ in verify.steps(engine, record):
+        views.append(msgspec.to_builtins(engine.view(None)))
+    assert [step.index for step in replay.steps] == list(range(len(record.actions) + 1))
+    assert [step.view for step in replay.steps] == views
+    assert [step.action for step in replay.steps[1:]] == [a for _, a in record.actions]
+    assert replay.steps[0].action is None and replay.steps[0].events == []
+    assert all(step.events for step in replay.steps[1:]), "every action shows what it did"
+    assert replay.fairness.verified and replay.fairness.problems == []
+    assert replay.fairness.seed == record.seed
+    rounds = [step.round for step in replay.steps]
+    firsts = [i for i in range(1, len(rounds)) if i == 1 or rounds[i] != rounds[i - 1]]
+    assert replay.rounds == [i for i in firsts if rounds[i]], "each round's first action"
+    again = await api.handle("GET", "/api/v1/games/t9:1/replay")
+    assert "immutable" in (header(again, "cache-control") or "")
+    assert msgspec.json.decode(again.body, type=GameReplay) == replay
+    await error(api, "/api/v1/games/t9:2/replay", 404, "not_found")

@@ -93,3 +93,16 @@ def test_bad_values_are_refused_by_the_parser(bad, capsys) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", *bad])
     assert "error: argument" in capsys.readouterr().err
+
+
+def test_the_records_database_is_a_file_by_default_and_can_be_turned_off(monkeypatch) -> None:
+    monkeypatch.delenv("BLACKDREZ_DB_URL", raising=False)
+    parsed = serve_settings(build_parser().parse_args(["serve"]))
+    assert parsed.db_url == "sqlite:///blackdrez-data/records.db"
+    assert serve_settings(build_parser().parse_args(["serve", "--db-url", "none"])).db_url is None
+    monkeypatch.setenv("BLACKDREZ_DB_URL", "postgresql://u@db/records")
+    assert serve_settings(build_parser().parse_args(["serve"])).db_url == (
+        "postgresql://u@db/records"
+    )
+    ladder = build_parser().parse_args(["serve", "--ladder-tables", "3"])
+    assert serve_settings(ladder).ladder_tables == 3

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,12 @@ async def settle(rec: Recorder, clients: dict[str, Client]) -> None:
 
 async def session(rec: Recorder) -> None:
     """The scripted session (see the module docstring)."""
-    server = GameServer(Settings(port=0, ping_interval=None), bot_client=run_bot)
+    with tempfile.TemporaryDirectory(prefix="bd-doc-") as folder:
+        await _session(rec, f"sqlite:///{folder}/records.db")
+
+
+async def _session(rec: Recorder, db_url: str) -> None:
+    server = GameServer(Settings(port=0, ping_interval=None, db_url=db_url), bot_client=run_bot)
     await server.start()
     server.node.seed_source = lambda: SEED
     port = server.port
@@ -285,6 +291,17 @@ async def session(rec: Recorder) -> None:
         await request(rec, "ann", ann, v1.RemoveBot(table=practice, seat=1))
         await settle(rec, clients)
         await request(rec, "ann", ann, v1.LeaveTable(table=practice))
+        await settle(rec, clients)
+        rec.step = "accounts"
+        dee = await hello(rec, port, "dee", "Dee")
+        clients["dee"] = dee
+        await request(rec, "dee", dee, v1.SignUp(name="Dee", password="correct horse battery"))
+        await request(rec, "dee", dee, v1.SignUp(name="Ann", password="too short"))
+        eli = await hello(rec, port, "eli", "Eli")
+        clients["eli"] = eli
+        await request(rec, "eli", eli, v1.SignIn(name="dee", password="wrong horse battery"))
+        await request(rec, "eli", eli, v1.SignIn(name="dee", password="correct horse battery"))
+        await request(rec, "dee", dee, v1.SignOutEverywhere())
         await settle(rec, clients)
         rec.step = "logout"
         await request(rec, "cy", cy, v1.Logout())

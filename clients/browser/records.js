@@ -1,0 +1,361 @@
+// The pages about players who come back, read from the records API (/api/v1/, docs/api.md):
+// sign in or up (#/account), a player's profile with rating and history (#/player/ID), the
+// BlackDrez ratings (#/ratings), and the replay viewer of a finished game (#/game/ID), a link
+// anyone can share. Accounts go over the WebSocket (sign_up, sign_in, sign_out_everywhere); the
+// rest are plain GETs. The replay viewer draws the steps the server replayed from the record, as
+// the table's spectators saw them: no rules here.
+
+import { h, short, swap } from "./dom.js";
+import { cardBack, pokerCard, standardCard } from "./cards.js";
+import { count, describeEvent, errorText } from "./words.js";
+
+const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
+const ROUTES = [
+  [/^#\/account$/, () => ({ page: "account" })],
+  [/^#\/ratings$/, () => ({ page: "ratings" })],
+  [/^#\/player\/([^/]+)$/, (m) => ({ page: "player", id: decodeURIComponent(m[1]) })],
+  [/^#\/game\/([^/]+)$/, (m) => ({ page: "game", id: decodeURIComponent(m[1]) })],
+];
+const ACCOUNT_ERRORS = {
+  bad_login: "Wrong name or password.",
+  bad_name: "That name cannot be used: 1 to 24 printable characters.",
+  weak_password: "A password is 8 to 1024 characters.",
+  name_taken: "Another player already claimed that name.",
+  already_claimed: "This identity already has a password.",
+  bad_token: "Sign in first.",
+  rate_limited: "Too many attempts: wait a minute and try again.",
+  unavailable: "Accounts are not available on this server right now.",
+};
+
+/** The records page ``location.hash`` names, or null (then the lobby or a table is shown). */
+export function recordsRoute(hash = location.hash) {
+  for (const [pattern, make] of ROUTES) {
+    const found = pattern.exec(hash);
+    if (found) return make(found);
+  }
+  return null;
+}
+
+/** Whether this browser's token belongs to an account (a claimed identity), from its payload. */
+export function isAccount(token) {
+  try {
+    const payload = JSON.parse(atob(token.split(".")[0].replace(/-/g, "+").replace(/_/g, "/")));
+    return (payload.g ?? 0) > 0;
+  } catch {
+    return false;
+  }
+}
+
+async function api(path) {
+  const response = await fetch(`/api/v1/${path}`);
+  const body = await response.json().catch(() => null);
+  if (!response.ok) throw Object.assign(new Error(body?.error?.message ?? response.statusText), { code: body?.error?.code, status: response.status });
+  return body;
+}
+
+function when(seconds) {
+  return new Date(seconds * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+function rating(r) {
+  return r ? `${r.ordinal.toFixed(1)}` : "unrated";
+}
+
+/** A game's page: ids are letters, digits and ``_ . : -`` (safe in a URL as they are). */
+function gameHref(id) {
+  return `#/game/${id}`;
+}
+
+function playerLink(p) {
+  return h("a", { href: `#/player/${encodeURIComponent(p.player)}` }, p.name, p.bot ? h("span.badge.bot", "bot") : null);
+}
+
+let mounted = null; // the hash whose page is on screen (a re-render keeps it: see show())
+
+/** Show the records page of ``route`` (see recordsRoute) in ``screen``. */
+export function renderRecords(ctx, route, screen) {
+  const key = `${location.hash}|${ctx.conn.welcome?.player ?? ""}`;
+  if (mounted === key && screen.querySelector(".records")) return;
+  mounted = key;
+  delete screen.dataset.game;
+  ctx.shortcuts = {};
+  const page = h("div.records", { dataset: { page: route.page } }, h("p.loading", "Loading…"));
+  swap(screen, page);
+  const pages = { account: accountPage, ratings: ratingsPage, player: playerPage, game: replayPage };
+  pages[route.page](ctx, route, page).catch((error) => {
+    swap(page, h("section.panel", h("h2", "Not found"),
+      h("p", error.status === 404 ? error.message : "The records cannot be read just now: try again."),
+      h("p", h("a", { href: "#" , onclick: (e) => { e.preventDefault(); ctx.lobby(); } }, "Back to the lobby"))));
+  });
+}
+
+/** Forget the mounted page (after signing in or out: the same hash shows something else). */
+export function remountRecords() { mounted = null; }
+
+// ------------------------------------------------------------------ account
+async function accountPage(ctx, route, page) {
+  const conn = ctx.conn;
+  const welcome = conn.welcome;
+  const claimed = conn.token && isAccount(conn.token);
+  const status = h("p.form-status", { role: "status", "aria-live": "polite" });
+  const fail = (error) => { status.textContent = ACCOUNT_ERRORS[error.code] ?? errorText(error); status.className = "form-status bad"; };
+  const busy = (form, on) => { for (const b of form.querySelectorAll("button")) b.disabled = on; };
+  const field = (label, input) => h("label.field", h("span", label), input);
+
+  const signIn = h("form#sign-in", { "aria-labelledby": "sign-in-title", onsubmit: async (e) => {
+    e.preventDefault();
+    const f = e.target.elements;
+    busy(e.target, true);
+    try {
+      const session = await conn.request({ type: "sign_in", name: f.name.value, password: f.password.value });
+      status.textContent = `Signed in as ${session.name}.`;
+      status.className = "form-status ok";
+      remountRecords();
+      ctx.become(session);
+      location.hash = `#/player/${encodeURIComponent(session.player)}`;
+    } catch (error) { fail(error); } finally { busy(e.target, false); }
+  } },
+  h("h2#sign-in-title", "Sign in"),
+  h("p.muted", "Play as your account on this browser: your name, games and rating."),
+  field("Name", h("input", { name: "name", required: true, maxlength: "24", autocomplete: "username" })),
+  field("Password", h("input", { name: "password", type: "password", required: true, minlength: "8", autocomplete: "current-password" })),
+  h("button.primary", { type: "submit" }, "Sign in"));
+
+  const signUp = h("form#sign-up", { "aria-labelledby": "sign-up-title", onsubmit: async (e) => {
+    e.preventDefault();
+    const f = e.target.elements;
+    busy(e.target, true);
+    try {
+      const session = await conn.request({ type: "sign_up", name: f.name.value, password: f.password.value });
+      ctx.keep(session);
+      status.textContent = `Your identity is yours now, ${session.name}: sign in with this name on any browser.`;
+      status.className = "form-status ok";
+      remountRecords();
+      location.hash = `#/player/${encodeURIComponent(session.player)}`;
+    } catch (error) { fail(error); } finally { busy(e.target, false); }
+  } },
+  h("h2#sign-up-title", "Keep this identity"),
+  h("p.muted", `You play as the guest ${welcome?.name ?? ""}. Choose a name and a password to keep your games and rating, and to play as yourself on another browser.`),
+  field("Name", h("input", { name: "name", required: true, maxlength: "24", value: welcome?.name ?? "", autocomplete: "username" })),
+  field("Password (8 characters or more)", h("input", { name: "password", type: "password", required: true, minlength: "8", autocomplete: "new-password" })),
+  h("button.primary", { type: "submit" }, "Sign up"));
+
+  const signedIn = h("section.panel",
+    h("h2", `Signed in as ${welcome?.name ?? ""}`),
+    h("p", h("a", { href: `#/player/${encodeURIComponent(welcome?.player ?? "")}` }, "Your profile")),
+    h("p.muted", "Signed in on a browser you do not trust any more? Sign out everywhere: every other browser loses this identity."),
+    h("div.buttons",
+      h("button", { id: "sign-out-everywhere", onclick: async () => {
+        try {
+          const session = await conn.request({ type: "sign_out_everywhere" });
+          ctx.keep(session);
+          status.textContent = "Signed out everywhere else.";
+          status.className = "form-status ok";
+        } catch (error) { fail(error); }
+      } }, "Sign out everywhere"),
+      h("button", { id: "sign-out", onclick: () => { remountRecords(); ctx.signOut(); } }, "Sign out of this browser")));
+
+  swap(page, h("div.account-grid",
+    claimed ? signedIn : h("section.panel", signUp),
+    h("section.panel", signIn),
+    status));
+}
+
+// ------------------------------------------------------------------ ratings
+async function ratingsPage(ctx, route, page) {
+  const kinds = [["all", "Everyone"], ["humans", "Humans"], ["bots", "Bots"]];
+  const boards = await Promise.all(kinds.map(([kind]) => api(`leaderboards/blackdrez?kind=${kind}&limit=50`)));
+  const table = (board) => board.entries.length
+    ? h("table.rec-board",
+      h("thead", h("tr", h("th", "#"), h("th", "Player"), h("th", "Rating"), h("th", "Games"))),
+      h("tbody", board.entries.map((e, i) => h("tr", h("td", String(i + 1)), h("td", playerLink(e)), h("td", rating(e.rating)), h("td", String(e.rating?.games ?? 0))))))
+    : h("p.muted", "No rated games yet.");
+  swap(page, h("section.panel.ratings",
+    h("h2", "BlackDrez ratings"),
+    h("p.muted", "Rated tables only (the host chooses). The rating is the conservative estimate μ − 3σ (Weng-Lin): it rises as the system becomes sure of you. Bots play the ladder and are always labelled."),
+    h("div.boards-grid", kinds.map(([, label], i) => h("div", h("h3", label), table(boards[i]))))));
+}
+
+// ------------------------------------------------------------------ profile
+function sparkline(points) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 300 80");
+  svg.setAttribute("class", "sparkline");
+  svg.setAttribute("role", "img");
+  const values = points.slice().reverse().map((p) => p.ordinal);
+  svg.setAttribute("aria-label", `Rating after each of the last ${values.length} rated games, from ${values[0].toFixed(1)} to ${values[values.length - 1].toFixed(1)}`);
+  const low = Math.min(...values);
+  const high = Math.max(...values);
+  const span = high - low || 1;
+  const x = (i) => (values.length === 1 ? 150 : 6 + (i * 288) / (values.length - 1));
+  const y = (v) => 72 - ((v - low) * 64) / span;
+  const line = document.createElementNS(ns, "polyline");
+  line.setAttribute("points", values.map((v, i) => `${x(i)},${y(v)}`).join(" "));
+  svg.append(line);
+  values.forEach((v, i) => {
+    const dot = document.createElementNS(ns, "circle");
+    dot.setAttribute("cx", x(i));
+    dot.setAttribute("cy", y(v));
+    dot.setAttribute("r", 3);
+    svg.append(dot);
+  });
+  return svg;
+}
+
+function gameRow(game, player) {
+  const me = game.players.find((p) => p.player === player);
+  const outcome = game.game === "blackdrez"
+    ? (me?.place ? `place ${me.place} of ${game.players.length}` : "not ranked")
+    : `score ${me?.score ?? "–"}${me?.won ? ", won" : ""}`;
+  const others = game.players.filter((p) => p.player !== player);
+  return h("li.game-row",
+    h("a", { href: gameHref(game.id), class: "replay-link" }, GAME_NAMES[game.game] ?? game.game),
+    game.rated ? h("span.badge.rated", "rated") : null,
+    h("span", ` ${outcome}`),
+    others.length ? h("span.muted", " vs ", others.map((p, i) => [i ? ", " : "", playerLink(p)])) : null,
+    h("span.muted.when", when(game.ended_at)));
+}
+
+async function playerPage(ctx, route, page) {
+  const profile = await api(`players/${encodeURIComponent(route.id)}`);
+  const p = profile.player;
+  const mine = ctx.conn.welcome?.player === p.id;
+  const stats = profile.stats.map((s) => h("div.rec-stat",
+    h("h3", GAME_NAMES[s.game] ?? s.game),
+    s.rating
+      ? h("p.big", { title: `μ ${s.rating.mu.toFixed(2)}, σ ${s.rating.sigma.toFixed(2)}` }, "Rating ", h("strong.rating", rating(s.rating)))
+      : s.best_score !== null ? h("p.big", "Best score ", h("strong", String(s.best_score))) : null,
+    h("p", `${count(s.games, "game")}, ${count(s.wins, "win")}`),
+    h("p.muted", `Last played ${when(s.last_played)}`)));
+  swap(page,
+    h("section.panel.profile",
+      h("div.panel-head",
+        h("h2", p.name, p.bot ? h("span.badge.bot", "bot") : null, p.account ? h("span.badge", "account") : p.bot ? null : h("span.badge", "guest")),
+        mine && !p.account ? h("a.button", { href: "#/account" }, "Keep this identity") : null),
+      h("p.muted", `Playing since ${when(p.first_seen)}`),
+      stats.length ? h("div.rec-stats", stats) : h("p.muted", "No finished games yet.")),
+    profile.ratings.length
+      ? h("section.panel", h("h2", "BlackDrez rating"), sparkline(profile.ratings),
+        h("ol.rating-history", profile.ratings.slice(0, 10).map((r) => h("li",
+          h("a", { href: gameHref(r.game_id) }, `place ${r.place}`),
+          ` ${(r.mu_before - 3 * r.sigma_before).toFixed(1)} → ${r.ordinal.toFixed(1)}`,
+          h("span.muted.when", when(r.at))))))
+      : null,
+    h("section.panel",
+      h("h2", "Recent games"),
+      profile.games.length ? h("ul.games", profile.games.map((g) => gameRow(g, p.id))) : h("p.muted", "None yet.")));
+}
+
+// ------------------------------------------------------------------ replay viewer
+function card(code, game) {
+  if (game === "blackdrez") return pokerCard(code, { small: true });
+  return /^[2-9TJQKA][CDHS]$/.test(code) ? standardCard(code) : cardBack("");
+}
+
+function cards(codes, game, empty = "none") {
+  return codes.length ? h("span.cards", codes.map((c) => card(c, game))) : h("span.muted", empty);
+}
+
+/** The table of BlackDrez as spectators saw it after a step. */
+function blackdrezBoard(view, players) {
+  const names = new Map(players.map((p) => [p.seat, p]));
+  return h("div.replay-felt",
+    h("div.replay-seats", view.seats.map((s) => {
+      const who = names.get(s.seat);
+      return h("div.replay-seat", { class: view.to_act === s.seat ? "on-turn" : "", dataset: { seat: s.seat } },
+        h("div.seat-name", who ? who.name : `Seat ${s.seat + 1}`, who?.bot ? h("span.badge.bot", "bot") : null),
+        h("div.seat-status", s.in_round ? `${s.status}${s.value !== null ? ` · ${s.value}` : ""}` : "out of the round"),
+        h("div.hand", cards(s.hand, "blackdrez", "no cards")),
+        h("div.pile", `Pile: ${count(s.pile.length, "card")}`));
+    })),
+    h("div.replay-centre",
+      h("div", h("span.label", "Pot "), cards(view.pot, "blackdrez", "empty")),
+      view.carry_over.length ? h("div", h("span.label", "Carried over "), cards(view.carry_over, "blackdrez")) : null,
+      h("div", h("span.label", "Stock "), `${view.stock} cards`, view.set_aside.length ? ` · ${view.set_aside.length} set aside` : "")));
+}
+
+/** A solitaire as its player saw it (piles of standard cards; hidden cards face down). */
+function solitaireBoard(view, game) {
+  const pile = (codes, label) => h("div.replay-pile", h("span.label", label), cards(codes, game, "empty"));
+  if (game === "blackjack_piles") {
+    return h("div.replay-felt",
+      h("div.replay-piles", view.piles.map((p, i) => pile(p, `Pile ${i + 1}`))),
+      h("div.replay-centre", h("div", "Stock: ", view.stock_top ? card(view.stock_top, game) : "—", ` ${view.stock_count} cards`),
+        h("div", `Round ${view.round} · score ${view.score}`)));
+  }
+  return h("div.replay-felt",
+    h("div.replay-piles", view.rows.flatMap((row, r) => row.map((p, i) => pile(p, `Row ${r + 1}.${i + 1}`)))),
+    h("div.replay-piles", view.bottom.map((p, i) => pile(p, `Bottom ${i + 1}`))),
+    h("div.replay-centre", h("div", "Aces: ", cards(view.aces, game, "none")), h("div", `Stock ${view.stock_count} · score ${view.score}`)));
+}
+
+function describe(replay, event) {
+  if (replay.game !== "blackdrez") return event.type.replaceAll("_", " ");
+  const seats = [];
+  for (const p of replay.players) seats[p.seat] = { name: p.name };
+  return describeEvent({ info: { seats } }, event);
+}
+
+async function replayPage(ctx, route, page) {
+  const replay = await api(`games/${encodeURIComponent(route.id)}/replay`);
+  const last = replay.steps.length - 1;
+  let at = 0;
+  const board = h("div.replay-board");
+  const counter = h("span.replay-counter", { role: "status", "aria-live": "polite" });
+  const log = h("ol.replay-events");
+  const roundPick = h("select#replay-round", { "aria-label": "Jump to a round", onchange: (e) => go(Number(e.target.value)) },
+    h("option", { value: "0" }, "Start"),
+    replay.rounds.map((index, i) => h("option", { value: String(index) }, `Round ${i + 1}`)),
+    h("option", { value: String(last) }, "End"));
+  const buttons = {
+    first: h("button#replay-first", { onclick: () => go(0), "aria-label": "First step" }, "|◀"),
+    back: h("button#replay-back", { onclick: () => go(at - 1), "aria-label": "Step back" }, "◀ Back"),
+    forward: h("button#replay-forward.primary", { onclick: () => go(at + 1), "aria-label": "Step forward" }, "Forward ▶"),
+    end: h("button#replay-end", { onclick: () => go(last), "aria-label": "Last step" }, "▶|"),
+  };
+
+  function go(index) {
+    at = Math.max(0, Math.min(last, index));
+    const step = replay.steps[at];
+    page.dataset.step = String(at);
+    counter.textContent = `Step ${at} of ${last}${step.round ? ` · round ${step.round}` : ""}`;
+    swap(board, replay.game === "blackdrez" ? blackdrezBoard(step.view, replay.players) : solitaireBoard(step.view, replay.game));
+    const actor = replay.players.find((p) => p.seat === step.seat);
+    const action = step.action
+      ? h("li.replay-action", step.seat < 0 ? "The dealer: " : `${actor?.name ?? `Seat ${step.seat + 1}`}: `, step.action.type.replaceAll("_", " "))
+      : h("li.muted", "Before the first card.");
+    swap(log, action, step.events.map((e) => h("li", describe(replay, e))));
+    buttons.first.disabled = buttons.back.disabled = at === 0;
+    buttons.forward.disabled = buttons.end.disabled = at === last;
+    const round = [...replay.rounds].reverse().find((i) => i <= at);
+    roundPick.value = at === last ? String(last) : round !== undefined ? String(round) : "0";
+  }
+
+  ctx.shortcuts = { arrowleft: () => go(at - 1), arrowright: () => go(at + 1), home: () => go(0), end: () => go(last) };
+  const fair = replay.fairness;
+  const share = `${location.origin}/${gameHref(replay.id)}`;
+  swap(page,
+    h("section.panel.replay-head",
+      h("div.panel-head",
+        h("h2", `${GAME_NAMES[replay.game] ?? replay.game}`, replay.rated ? h("span.badge.rated", "rated") : null),
+        h("span.muted", when(replay.ended_at))),
+      h("ol.replay-players", [...replay.players].sort((a, b) => (a.place ?? 99) - (b.place ?? 99) || a.seat - b.seat).map((p) => h("li",
+        p.place ? h("strong", `${p.place}. `) : null, playerLink(p),
+        p.score !== null ? h("span.muted", ` · ${replay.game === "blackdrez" ? count(p.score, "card") : `score ${p.score}`}`) : null,
+        p.won ? h("span.badge.won", "won") : null))),
+      h("p.share", "Link to this game: ", h("input#share-link", { readonly: true, value: share, "aria-label": "Link to this game", onfocus: (e) => e.target.select() }))),
+    h("section.panel.replay",
+      h("div.replay-controls", buttons.first, buttons.back, counter, buttons.forward, buttons.end, roundPick),
+      board,
+      h("div.replay-log", h("h3", "This step"), log)),
+    h("section.panel.fairness-check", { class: fair.verified ? "ok" : "bad" },
+      h("h3", fair.verified ? "✓ Fair deal, verified" : "✗ This record does not verify"),
+      h("p", "Commitment published before the first card: ", h("code", { title: fair.commitment }, short(fair.commitment ?? "", 24))),
+      h("p", "Seed revealed at the end: ", h("code", fair.seed ?? "—")),
+      fair.verified
+        ? h("p.muted", "The seed hashes to the commitment, every action replays, and the cards dealt are exactly the shuffle's. Check it yourself: download the record and run blackdrez verify.")
+        : h("ul", fair.problems.map((p) => h("li", p))),
+      h("p", h("a", { href: `/api/v1/games/${encodeURIComponent(replay.id)}`, download: `${replay.id.replace(":", "-")}.json` }, "Download the record"))));
+  go(0);
+}

@@ -1,0 +1,189 @@
+"""The records pages in a real browser: sign up, sign in on a second browser (same identity and
+history), the profile, the ratings, and the replay viewer stepping through a stored game."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import Page
+
+from clients.bots import run_bot
+from games import verify
+from server.app import GameServer, Settings
+from tools.ladder import run_ladder
+
+DEADLINE = 180.0
+PATIENCE_MS = 90_000
+"""Playwright's waits on a loaded machine (the suite shares two cores with other work)."""
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[GameServer]:
+    """A server that keeps records (a SQLite file of the test's own)."""
+    game_server = GameServer(
+        Settings(port=0, ping_interval=None, db_url=f"sqlite:///{tmp_path / 'records.db'}"),
+        bot_client=run_bot,
+    )
+    await game_server.start()
+    yield game_server
+    await game_server.stop()
+
+
+async def stored_games(server: GameServer, count: int, **filters: Any) -> list[Any]:
+    """Wait until the records hold ``count`` games (matching ``filters``); return them."""
+    assert server.records is not None
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        games, _ = await server.records.games(**filters)
+        if len(games) >= count:
+            return games
+        assert time.monotonic() < deadline, "the games were not stored in time"
+        await asyncio.sleep(0.1)
+
+
+async def resign_a_blue_jacket_game(page: Page) -> None:
+    """A finished game for this browser's player, through its own connection."""
+    await page.evaluate(
+        """async () => {
+          const ctx = window.blackdrez.ctx;
+          const joined = await ctx.conn.request({type: "start_solitaire", game: "blue_jacket"});
+          await ctx.conn.request({type: "act", table: joined.table.id, action: {type: "resign"}});
+        }"""
+    )
+
+
+async def test_sign_up_then_sign_in_on_a_second_browser_restores_identity_and_history(
+    new_page, screenshot, server: GameServer
+) -> None:
+    ann = await new_page("Ann")
+    ann.set_default_timeout(PATIENCE_MS)
+    ann_player = await ann.evaluate("window.blackdrez.conn.welcome.player")
+    await resign_a_blue_jacket_game(ann)
+    (game,) = await stored_games(server, 1, player=ann_player)
+
+    await ann.locator("#account-link").click()
+    form = ann.locator("#sign-up")
+    await form.locator("input[name=name]").fill("Ann Lee")
+    await form.locator("input[name=password]").fill("correct horse battery")
+    await screenshot(ann, "account")
+    await form.get_by_role("button", name="Sign up").click()
+    await ann.locator(".profile h2", has_text="Ann Lee").wait_for()
+    assert "account" in (await ann.locator(".profile h2").text_content() or "")
+    assert await ann.locator("#account-link").text_content() == "Profile"
+
+    other = await new_page("Zed", width=390, height=844)  # a phone
+    other.set_default_timeout(PATIENCE_MS)
+    assert await other.evaluate("window.blackdrez.conn.welcome.player") != ann_player
+    await other.goto(other.url.split("#")[0] + "#/account")
+    sign_in = other.locator("#sign-in")
+    await sign_in.locator("input[name=name]").fill("ann lee")
+    await sign_in.locator("input[name=password]").fill("wrong password")
+    await sign_in.get_by_role("button", name="Sign in").click()
+    await other.locator(".form-status.bad", has_text="Wrong name or password").wait_for()
+    await sign_in.locator("input[name=password]").fill("correct horse battery")
+    await sign_in.get_by_role("button", name="Sign in").click()
+    await other.wait_for_function(
+        f"window.blackdrez.conn.welcome && window.blackdrez.conn.welcome.player === {ann_player!r}"
+    )
+    await other.wait_for_function("document.getElementById('whoami').textContent === 'Ann Lee'")
+    await other.locator(".profile h2", has_text="Ann Lee").wait_for()
+    history = other.locator(".games .game-row")
+    await history.first.wait_for()
+    assert await history.count() == 1
+    assert "Blue Jacket" in (await history.first.text_content() or "")
+    link = await history.first.locator("a.replay-link").get_attribute("href")
+    assert link == f"#/game/{game.id}"
+    await screenshot(other, "profile-phone", full=False)
+    width = await other.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, "nothing overflows the phone's width"
+    await other.reload()  # the identity stays on this browser
+    await other.locator("#status[data-state=open]").wait_for()
+    assert await other.evaluate("window.blackdrez.conn.welcome.player") == ann_player
+
+
+async def test_the_replay_viewer_steps_through_the_record(
+    new_page, screenshot, server: GameServer
+) -> None:
+    url = f"ws://127.0.0.1:{server.port}/"
+    ladder = run_ladder(url, server.secret, 1, games=1, think=0, round_pause=0)
+    await asyncio.wait_for(ladder, DEADLINE)
+    (summary,) = await stored_games(server, 1)
+    assert server.records is not None
+    record = await server.records.game(summary.id)
+    assert record is not None
+    # The spectator's view after each action, replayed here with the engine itself
+    engine = verify.start(record)
+    hands = [[s.hand for s in engine.view(None).seats]]
+    for _ in verify.steps(engine, record):
+        hands.append([s.hand for s in engine.view(None).seats])
+
+    page = await new_page("Viewer")
+    page.set_default_timeout(PATIENCE_MS)
+    await page.goto(page.url.split("#")[0] + f"#/game/{summary.id}")
+    viewer = page.locator(".records[data-step]")
+    await viewer.wait_for()
+
+    async def shown() -> tuple[int, list[list[str]]]:
+        step = int(await viewer.get_attribute("data-step") or -1)
+        seats = page.locator(".replay-seat")
+        cards = []
+        for index in range(await seats.count()):
+            codes = seats.nth(index).locator(".hand [data-card]")
+            cards.append(await codes.evaluate_all("cards => cards.map(c => c.dataset.card)"))
+        return step, cards
+
+    assert await shown() == (0, hands[0])
+    total = len(record.actions)
+    assert f"of {total}" in (await page.locator(".replay-counter").text_content() or "")
+    forward = page.locator("#replay-forward")
+    for expected in range(1, min(total, 6) + 1):
+        await forward.click()
+        assert await shown() == (expected, hands[expected])
+    await page.locator("#replay-back").click()
+    step, cards = await shown()
+    assert (step, cards) == (step, hands[step]) and step == min(total, 6) - 1
+    await page.keyboard.press("ArrowRight")
+    assert (await shown())[0] == step + 1
+    rounds = page.locator("#replay-round option")
+    if await rounds.count() > 3:  # start, round 1, round 2..., end
+        await page.locator("#replay-round").select_option(label="Round 2")
+        step, cards = await shown()
+        assert cards == hands[step] and "round 2" in (
+            await page.locator(".replay-counter").text_content() or ""
+        )
+    await page.locator("#replay-end").click()
+    assert await shown() == (total, hands[total])
+    assert await forward.is_disabled()
+    fair = page.locator(".fairness-check")
+    assert "Fair deal, verified" in (await fair.text_content() or "")
+    assert summary.id in (await page.locator("#share-link").input_value())
+    await page.locator("#replay-first").click()
+    await forward.click()
+    await forward.click()
+    await screenshot(page, "replay")
+
+    phone = await new_page("Phone", width=390, height=844)
+    phone.set_default_timeout(PATIENCE_MS)
+    await phone.goto(phone.url.split("#")[0] + f"#/game/{summary.id}")
+    await phone.locator(".records[data-step]").wait_for()
+    for _ in range(3):
+        await phone.locator("#replay-forward").click()
+    await screenshot(phone, "replay-phone", full=False)
+    width = await phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, "nothing overflows the phone's width"
+
+    # The players' profiles and the ratings page show the ladder bots, labelled as bots
+    await page.locator(".replay-players a").first.click()
+    await page.locator(".profile h2 .badge.bot").wait_for()
+    assert await page.locator(".sparkline").count() == 1
+    await screenshot(page, "profile")
+    await page.locator(".records-nav a", has_text="Ratings").click()
+    rows = page.locator(".rec-board tbody tr")
+    await rows.first.wait_for()
+    assert await page.locator(".boards-grid > div").nth(2).locator("tbody tr").count() == 4
+    await screenshot(page, "ratings")

@@ -1,0 +1,287 @@
+"""The records wired into a running server: games written at their end, the API on the server's
+port, accounts at hello and over the WebSocket, the bot ladder. SQLite and a real PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from clients.bots import run_bot
+from clients.client import Client, ServerError
+from games import verify
+from games.records import decode_record
+from protocol import v1
+from server.app import GameServer, Settings
+from server.records.api import GamesPage, Leaderboard, PlayerProfile
+from tools.ladder import ladder_bots, run_ladder
+
+DEADLINE = 60.0
+
+
+@pytest.fixture
+async def server(database_url: str) -> AsyncIterator[GameServer]:
+    server = GameServer(
+        Settings(port=0, ping_interval=None, db_url=database_url), bot_client=run_bot
+    )
+    await server.start()
+    yield server
+    await server.stop()
+
+
+async def eventually(check: Callable[[], Any], what: str) -> Any:
+    """Poll the coroutine function ``check`` until it returns something true (bounded)."""
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        found = await check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)
+
+
+async def http_get(server: GameServer, path: str) -> tuple[int, bytes]:
+    def fetch() -> tuple[int, bytes]:
+        url = f"http://127.0.0.1:{server.port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    return await asyncio.to_thread(fetch)
+
+
+async def test_a_finished_rated_game_is_stored_verified_and_served_on_the_port(
+    server: GameServer,
+) -> None:
+    url = f"ws://127.0.0.1:{server.port}/"
+    await asyncio.wait_for(run_ladder(url, server.secret, 1, games=1, think=0, round_pause=0), 120)
+    assert server.records is not None
+
+    async def stored() -> Any:
+        games, _ = await server.records.games()
+        return games
+
+    games = await eventually(stored, "the game's record")
+    assert len(games) == 1
+    summary = games[0]
+    table, _, number = summary.id.partition(":")
+    assert table.startswith("t") and number == "1", "the id is {table}:{game number}"
+    assert summary.rated and summary.game == "blackdrez"
+    bots = {player for player, _, _ in ladder_bots(0)}
+    assert {p.player for p in summary.players} == bots
+    assert all(p.bot for p in summary.players)
+
+    status, body = await http_get(server, "/api/v1/games?game=blackdrez")
+    assert status == 200
+    assert [g.id for g in msgspec.json.decode(body, type=GamesPage).games] == [summary.id]
+    status, body = await http_get(server, f"/api/v1/games/{summary.id}")
+    assert status == 200
+    assert verify.verify(decode_record(body)) == [], "the API's record verifies"
+
+    winner = min(summary.players, key=lambda p: p.place or 99)
+    loser = max(summary.players, key=lambda p: p.place or 0)
+    status, body = await http_get(server, f"/api/v1/players/{winner.player}")
+    assert status == 200
+    profile = msgspec.json.decode(body, type=PlayerProfile)
+    assert profile.player.bot and profile.games[0].id == summary.id
+    status, body = await http_get(server, "/api/v1/leaderboards/blackdrez?kind=bots")
+    board = msgspec.json.decode(body, type=Leaderboard)
+    ranked = [entry.player for entry in board.entries]
+    assert set(ranked) == bots
+    if winner.place != loser.place:
+        assert ranked.index(winner.player) < ranked.index(loser.player)
+    assert server.writer is not None and server.writer.written_count == 1
+    status, body = await http_get(server, "/metrics")
+    assert b"blackdrez_records_written_total 1.0" in body
+    assert b"blackdrez_records_pending 0.0" in body
+
+
+async def test_the_api_answers_errors_as_json_and_only_under_its_prefix(
+    server: GameServer,
+) -> None:
+    status, body = await http_get(server, "/api/v1/games/nope")
+    assert status == 404 and b'"not_found"' in body
+    status, body = await http_get(server, "/api/v1/games?limit=1000")
+    assert status == 400 and b'"bad_request"' in body
+    status, _ = await http_get(server, "/api/v2/games")
+    assert status == 404
+    status, body = await http_get(server, "/")
+    assert status == 200 and b"<html" in body.lower()
+
+
+async def test_a_server_without_records_says_so_on_the_api_and_for_accounts() -> None:
+    server = GameServer(Settings(port=0, ping_interval=None), bot_client=run_bot)
+    await server.start()
+    try:
+        status, body = await http_get(server, "/api/v1/games")
+        assert status == 404 and b"keeps no records" in body
+        client = await Client.connect(f"ws://127.0.0.1:{server.port}/", name="Ann")
+        with pytest.raises(ServerError) as refused:
+            await client.request(v1.SignUp(name="Ann", password="correct horse"))
+        assert refused.value.code == "unavailable"
+        await client.close()
+    finally:
+        await server.stop()
+
+
+async def test_sign_up_then_sign_in_elsewhere_restores_the_identity(server: GameServer) -> None:
+    url = f"ws://127.0.0.1:{server.port}/"
+    guest = await Client.connect(url, name="Guest")
+    guest_token = guest.token
+    session = await guest.request(v1.SignUp(name="Ann Lee", password="correct horse"))
+    assert isinstance(session, v1.Session)
+    assert (session.player, session.name) == (guest.player, "Ann Lee")
+    await guest.close()
+
+    with pytest.raises(ServerError) as refused:  # the guest token died with the claim
+        await Client.connect(url, token=guest_token)
+    assert refused.value.code == "bad_token"
+    again = await Client.connect(url, token=session.token)
+    assert again.player == session.player
+    await again.close()
+
+    elsewhere = await Client.connect(url, name="Someone")
+    with pytest.raises(ServerError) as wrong:
+        await elsewhere.request(v1.SignIn(name="ann lee", password="wrong password"))
+    assert wrong.value.code == "bad_login"
+    signed_in = await elsewhere.request(v1.SignIn(name="ANN LEE", password="correct horse"))
+    assert signed_in.player == session.player, "the same identity on another browser"
+    await elsewhere.close()
+
+    other = await Client.connect(url, token=signed_in.token)
+    fresh = await other.request(v1.SignOutEverywhere())
+    await other.close()
+    for old in (session.token, signed_in.token):
+        with pytest.raises(ServerError) as revoked:
+            await Client.connect(url, token=old)
+        assert revoked.value.code == "bad_token"
+    last = await Client.connect(url, token=fresh.token)
+    assert last.player == session.player
+    await last.close()
+
+
+async def test_bad_account_requests_get_typed_errors_and_change_nothing(
+    server: GameServer,
+) -> None:
+    url = f"ws://127.0.0.1:{server.port}/"
+    ann = await Client.connect(url, name="Ann")
+    bob = await Client.connect(url, name="Bob")
+    for request, code in (
+        (v1.SignUp(name="Ann", password="short"), "weak_password"),
+        (v1.SignOutEverywhere(), "bad_token"),  # a guest has no account to sign out of
+    ):
+        with pytest.raises(ServerError) as refused:
+            await ann.request(request)
+        assert refused.value.code == code
+    await ann.request(v1.SignUp(name="Ann", password="long enough"))
+    with pytest.raises(ServerError) as taken:
+        await bob.request(v1.SignUp(name="ann", password="long enough"))
+    assert taken.value.code == "name_taken"
+    with pytest.raises(ServerError) as twice:
+        await ann.request(v1.SignUp(name="Ann2", password="long enough"))
+    assert twice.value.code == "already_claimed"
+    await ann.close()
+    await bob.close()
+
+
+async def test_sign_ups_are_limited_per_address_like_logins(server: GameServer) -> None:
+    """A claim costs an Argon2 hash: a flood of them from one address is refused early."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    client = await Client.connect(url, name="Flood")
+    codes = []
+    for attempt in range(25):
+        try:
+            await client.request(v1.SignUp(name=f"Flood {attempt}", password="short"))
+        except ServerError as error:
+            codes.append(error.code)
+    assert codes[:20] == ["weak_password"] * 20
+    assert codes[20:] == ["rate_limited"] * 5
+    await client.close()
+
+
+async def test_the_ladder_option_keeps_rated_bot_games_coming(database_url: str) -> None:
+    server = GameServer(
+        Settings(port=0, ping_interval=None, db_url=database_url, ladder_tables=1),
+        bot_client=run_bot,
+        ladder=run_ladder,
+    )
+    await server.start()
+    try:
+        assert server.records is not None
+
+        async def rated_games() -> Any:
+            games, _ = await server.records.games(game="blackdrez")
+            return len(games) >= 2 and games
+
+        games = await eventually(rated_games, "two ladder games")
+        assert all(g.rated and all(p.bot for p in g.players) for g in games)
+        assert {p.player for g in games for p in g.players} == {
+            player for player, _, _ in ladder_bots(0)
+        }, "the same identities, game after game"
+        board, _ = await server.records.leaderboard("blackdrez", "bots")
+        assert all(entry.rating is not None and entry.rating.games >= 2 for entry in board)
+    finally:
+        await server.stop()
+
+
+async def test_a_solitaire_record_leaves_out_undone_moves(server: GameServer) -> None:
+    """The stored game is the game as it stands: a move taken back is not in its record."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    client = await Client.connect(url, name="Sol")
+    table = (await client.request(v1.StartSolitaire(game="blue_jacket"))).table.id
+    state = client.tables[table]
+    undone = None
+    for _ in range(40):  # play hints until one can be taken back (it revealed nothing)
+        move = (await client.request(v1.Hint(table=table))).action
+        await client.act(table, move)
+        await client.wait_until(lambda: state.view is not None, 10)
+        try:
+            await client.request(v1.Undo(table=table))
+        except ServerError as error:
+            assert error.code == "nothing_to_undo"
+            continue
+        undone = move
+        break
+    assert undone is not None, "no move could be taken back"
+    await client.act(table, {"type": "resign"})
+    await client.wait_until(lambda: state.view is not None and state.view["over"], 10)
+    score = state.view["score"]
+    assert server.records is not None
+
+    async def stored() -> Any:
+        return await server.records.game(f"{table}:1")
+
+    record = await eventually(stored, "the solitaire's record")
+    assert verify.verify(record) == []
+    assert record.result["score"] == score == record.players[0].score
+    assert record.actions[-1] == (0, {"type": "resign"})
+    assert verify.replay(record).view(0).score == score
+    await client.close()
+
+
+async def test_a_daily_deal_is_not_published_before_its_day_ends(server: GameServer) -> None:
+    """Its record would reveal the day's seed: the records leave daily games out."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    client = await Client.connect(url, name="Day")
+    daily = (await client.request(v1.StartSolitaire(game="blue_jacket", daily=True))).table.id
+    await client.act(daily, {"type": "resign"})
+    other = (await client.request(v1.StartSolitaire(game="blue_jacket"))).table.id
+    await client.act(other, {"type": "resign"})
+    assert server.records is not None
+
+    async def stored() -> Any:
+        return await server.records.game(f"{other}:1")
+
+    await eventually(stored, "the random deal's record")  # written in order: after the daily's
+    assert await server.records.game(f"{daily}:1") is None
+    games, _ = await server.records.games(player=client.player)
+    assert [g.id for g in games] == [f"{other}:1"]
+    await client.close()
