@@ -224,7 +224,8 @@ async def test_an_action_logged_while_its_lease_is_found_lost_is_acknowledged_no
 
     async def append_then_lose(table_id: str, *args, **kwargs):
         await real_append(table_id, *args, **kwargs)
-        node._lose(table_id)  # the renewal's verdict, processed before this write's reply
+        # the renewal's verdict, processed before this write's reply
+        node._drop_lost_table(table_id)
 
     store.append_log = append_then_lose
     mover = await player_on_turn([a, b], table)
