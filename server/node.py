@@ -108,13 +108,12 @@ SOLITAIRE_GRACE = 3600.0
 RECENT_UPDATES = 64
 ELIDED = b""
 """In a hosted table's log held here: an entry before its snapshot, not read at adoption."""
-LEASE_TTL = 3.0
+LEASE_TTL = 1.0
 """Seconds a table's lease lasts unless its host renews it: a killed node's tables are adopted
-about this long after the kill. Fencing (tokens checked by every write) makes a short lease safe
-(``--lease-ttl 1`` measured: adopted 1.1 s after a SIGKILL); what bounds it from below is the
-longest stall a live node must survive without losing its tables (see RENEWALS), and work done
-on the event loop (a solitaire's par at game end) counts when leases are renewed in the loop (the
-in-memory store), so the default keeps the margin."""
+about this long after the kill. Fencing (tokens checked by every write) makes a short lease safe;
+what bounds it from below is the longest stall a live node must survive without losing its
+tables (see RENEWALS), and work done on the event loop when leases are renewed in the loop (the
+in-memory store): which is why hints use the quick bots (``server.assist``)."""
 RENEWALS = 4
 """Lease renewals (and heartbeats) per TTL. A node that stalls (a long garbage collection, a VM
 pause) keeps its leases if it resumes within ``TTL * (1 - 1 / RENEWALS)`` minus a Redis round
