@@ -217,8 +217,12 @@ def build_standin(image: str) -> str:
     return built.stdout
 
 
-def prepare_images(images: list[str], pull: bool, mirror: str, security_mirror: str) -> dict:
-    """Make every image present; return what was done for each."""
+def prepare_images(
+    images: list[str], pull: bool, mirror: str, security_mirror: str, allow_missing: bool = False
+) -> dict:
+    """Make every image present; return what was done for each. An image that cannot be pulled
+    and has no stand-in fails the whole preparation, unless ``allow_missing``: then it is only
+    reported, and the services that use it cannot run here."""
     done: dict[str, str] = {}
     missing = []
     for image in images:
@@ -229,6 +233,11 @@ def prepare_images(images: list[str], pull: bool, mirror: str, security_mirror: 
         else:
             missing.append(image)
     unknown = [image for image in missing if not standin_dockerfile(image).is_file()]
+    if unknown and allow_missing:
+        for image in unknown:
+            done[image] = f"MISSING: cannot be pulled, no {standin_dockerfile(image).name}"
+        missing = [image for image in missing if image not in unknown]
+        unknown = []
     if unknown:
         names = ", ".join(str(standin_dockerfile(i).relative_to(ROOT)) for i in unknown)
         raise Failed(f"cannot pull {', '.join(unknown)} and no stand-in is written for it: {names}")
@@ -379,6 +388,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirror", default=MIRROR, help=f"Debian mirror (default {MIRROR})")
     parser.add_argument("--security-mirror", default=SECURITY_MIRROR)
     parser.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE)
+    parser.add_argument(
+        "--allow-missing", action="store_true",
+        help="report an image that can be neither pulled nor stood in for, instead of failing "
+        "(the services that use it cannot run)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     dockerfile = ROOT / "Dockerfile"
     files = args.files or [ROOT / "docker-compose.yml"]
@@ -388,7 +402,9 @@ def main(argv: list[str] | None = None) -> int:
         if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
             raise Failed("no Docker engine answers: start dockerd (as root) first")
         images = needed_images(files, dockerfile)
-        done = prepare_images(images, not args.no_pull, args.mirror, args.security_mirror)
+        done = prepare_images(
+            images, not args.no_pull, args.mirror, args.security_mirror, args.allow_missing
+        )
         if not args.no_wheelhouse:
             started = time.monotonic()
             count = fill_wheelhouse(docker_base(dockerfile), args.wheelhouse)

@@ -32,6 +32,7 @@ from games.blackjack_piles.rules import (
     Place,
     View,
     card_points,
+    missing_to_21,
     points_make_21,
 )
 
@@ -66,18 +67,8 @@ FULL_PILE_PENALTY = 1.0
 def _completions(values: tuple[int, ...]) -> float:
     """How promising the group ``values`` (Aces as 1) is: the chance that the next card makes it
     exactly 21, plus :data:`TWO_CARD_WEIGHT` times the best chance that two more cards do."""
-    low = sum(values)
-    aces = values.count(1)
-    needed: set[int] = set()
-    pair = 0.0
-    for soft in range(aces + 1):
-        missing = TARGET - low - 10 * soft
-        if 2 <= missing <= 10:
-            needed.add(missing)
-        elif missing in (1, 11):
-            needed.add(1)
-        if missing >= 2 and len(values) <= MAX_HAND - 2:
-            pair = max(pair, _PAIR_ODDS[missing])
+    needed, pairs = missing_to_21(values)
+    pair = max((_PAIR_ODDS[missing] for missing in pairs), default=0.0)
     return sum(_VALUE_ODDS[value] for value in needed) + TWO_CARD_WEIGHT * pair
 
 

@@ -40,6 +40,7 @@ from games.blackjack_piles.rules import (
     RoundRules,
     View,
     card_points,
+    missing_to_21,
 )
 from games.cards import standard_deck
 
@@ -82,18 +83,8 @@ class Odds:
         known = self.memo.get(values)
         if known is not None:
             return known
-        low = sum(values)
-        aces = values.count(1)
-        needed: set[int] = set()
-        pair = 0.0
-        for soft in range(aces + 1):
-            missing = TARGET - low - 10 * soft
-            if 2 <= missing <= 10:
-                needed.add(missing)
-            elif missing in (1, 11):
-                needed.add(1)
-            if missing >= 2 and len(values) <= MAX_HAND - 2:
-                pair = max(pair, self.pair[missing])
+        needed, pairs = missing_to_21(values)
+        pair = max((self.pair[missing] for missing in pairs), default=0.0)
         value = sum(self.single[value] for value in needed) + PAIR_WEIGHT * pair
         self.memo[values] = value
         return value

@@ -659,3 +659,21 @@ def _well_formed(action: Action) -> bool:
         case Move(source, target):
             return _is_index(source) and _is_index(target)
     return True
+
+
+def missing_to_21(values: tuple[int, ...]) -> tuple[set[int], set[int]]:
+    """What the group ``values`` (Aces as 1) lacks to make exactly 21: the card values that
+    complete it alone (an Ace as 1), and the totals two more cards could bring (when the group
+    may take two more)."""
+    low = sum(values)
+    needed: set[int] = set()
+    pairs: set[int] = set()
+    for soft in range(values.count(1) + 1):
+        missing = TARGET - low - 10 * soft
+        if 2 <= missing <= 10:
+            needed.add(missing)
+        elif missing in (1, 11):
+            needed.add(1)
+        if missing >= 2 and len(values) <= MAX_HAND - 2:
+            pairs.add(missing)
+    return needed, pairs

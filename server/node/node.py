@@ -45,7 +45,8 @@ LEASE_TTL = 1.0
 """Seconds a table's lease lasts unless its host renews it: a killed node's tables are adopted
 about this long after the kill. Fencing (tokens checked by every write) makes a short lease safe;
 what bounds it from below is the longest stall a live node must survive without losing its
-tables (see RENEWALS)."""
+tables (see RENEWALS), and work done on the event loop when leases are renewed in the loop (the
+in-memory store): which is why hints use the quick bots (``server.table.assist``)."""
 
 RECORD_RETENTION = 24 * 3600.0
 """Seconds a closed table's game record stays in the store (for audits and replays)."""

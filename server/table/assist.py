@@ -14,9 +14,10 @@ from before a reveal: nothing new can be learnt by undoing and playing again. ``
 game's actions with the undone ones taken out: the record of the game as it stands, which
 replays from the seed to the same state.
 
-*Hints* (:func:`hint`): the move of the best reference bot that exists, by name (``expert``,
-else ``heuristic``, else ``greedy``). Bots see only what a player sees, so a hint tells nothing
-about the stock.
+*Hints* (:func:`hint`): the move of the best quick reference bot that exists, by name
+(``heuristic``, else ``greedy``). Bots see only what a player sees, so a hint tells nothing about
+the stock. The ``expert`` bots are better but slower (about a second of CPU per Blue Jacket plan),
+and a hint is computed on the node's event loop: they would hold up every table of the node.
 
 *Auto-finish* (:func:`forced_finish`): in Blue Jacket, once the stock is empty, if playing
 scoring moves in any order wins (each card to the Aces pile, a foundation, or its row by
@@ -45,7 +46,7 @@ from games.blue_jacket import rules as blue_jacket
 from games.records import encode_record
 from games.verify import record_of
 
-HINT_STRATEGIES = ("expert", "heuristic", "greedy")
+HINT_STRATEGIES = ("heuristic", "greedy")
 """The bots a hint asks, best first: the first one a game has gives its hints."""
 
 DAY = 86_400.0

@@ -256,11 +256,19 @@ class Deployment:
             "-f", str(TEST_FILE),
         ]  # fmt: skip
         self.command = [*self.base, *_enabling(self.profiles)]
+        self.unavailable = {
+            name: definition["image"]
+            for name, definition in self.compose["services"].items()
+            if "image" in definition and "build" not in definition
+            and not _image_present(definition["image"])
+        }  # fmt: skip
+        """Services whose image this machine has not got (no registry, no stand-in: Grafana):
+        they are left out, and the tests say so."""
 
     @property
     def services(self) -> list[str]:
-        """Every service of the compose file (all profiles are enabled)."""
-        return sorted(self.compose["services"])
+        """Every service of the compose file that can run here (all profiles are enabled)."""
+        return sorted(set(self.compose["services"]) - set(self.unavailable))
 
     def run(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> str:
         """A compose subcommand on this deployment."""
@@ -277,7 +285,7 @@ class Deployment:
         for profile in [None, *sorted(self.profiles, key=lambda p: p == "bots")]:
             enabled += [profile] if profile else []
             command = [*self.base, *_enabling(enabled), "up", "-d", "--build"]
-            run(command, timeout=UP_TIMEOUT, env=self.env)
+            run([*command, *self.services_of(enabled)], timeout=UP_TIMEOUT, env=self.env)
             self.wait_ready(services=self.services_of(enabled))
 
     def services_of(self, profiles: list[str]) -> list[str]:
@@ -286,6 +294,7 @@ class Deployment:
             name
             for name, definition in self.compose["services"].items()
             if not definition.get("profiles") or set(definition["profiles"]) & set(profiles)
+            if name not in self.unavailable
         )
 
     def down(self) -> None:
@@ -343,6 +352,13 @@ class Deployment:
             capture_output=True, text=True, timeout=COMMAND_TIMEOUT, cwd=ROOT, env=self.env,
         )  # fmt: skip
         return done.stdout + done.stderr
+
+
+def _image_present(image: str) -> bool:
+    """Whether the engine has ``image``."""
+    return (
+        subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode == 0
+    )
 
 
 def _enabling(profiles: list[str]) -> list[str]:

@@ -50,8 +50,10 @@ def wheel(folder: Path, name: str, version: str, *requires: str) -> None:
 def test_every_image_the_deployment_pulls_has_a_stand_in() -> None:
     images = offline.needed_images([COMPOSE_FILE], ROOT / "Dockerfile")
     assert {"python:3.11-slim", "redis:7-alpine", "nginx:1.27-alpine"} <= set(images)
-    for image in images:
-        assert offline.standin_dockerfile(image).is_file(), f"no stand-in for {image}"
+    missing = [image for image in images if not offline.standin_dockerfile(image).is_file()]
+    # Debian packages no Grafana: the monitoring profile's dashboards need a registry (the compose
+    # test leaves the service out and says so; Prometheus has its stand-in).
+    assert [image.split(":")[0] for image in missing] == ["grafana/grafana"], missing
     assert offline.docker_base(ROOT / "Dockerfile") == "python:3.11-slim"
 
 

@@ -120,12 +120,12 @@ def test_hints_are_legal_moves_all_game_long(game: str) -> None:
     assert harness.replayed().engine.dump() == harness.room.engine.dump()
 
 
-def test_the_hint_bot_is_the_best_there_is() -> None:
-    assert hint_strategy("blue_jacket") == (
-        "expert" if "expert" in GAMES["blue_jacket"].strategies else "heuristic"
-    )
+def test_the_hint_bot_is_the_best_quick_one() -> None:
+    """Hints come from the best bot that answers in milliseconds: the experts (about a second of
+    CPU a plan) would hold up the node's event loop."""
+    assert hint_strategy("blue_jacket") == "heuristic"
     assert hint_strategy("blackjack_piles") == (
-        "expert" if "expert" in GAMES["blackjack_piles"].strategies else "greedy"
+        "heuristic" if "heuristic" in GAMES["blackjack_piles"].strategies else "greedy"
     )
 
 

@@ -15,7 +15,7 @@ from clients.client import Client
 from protocol import v1
 from server.table.commands import rebuild as rebuild_from_log
 from server.table.records import decode_table_record, record_log
-from server.table.snapshots import resume
+from server.table.snapshots import resume_games
 from tests.server.helpers import play_out, seat_and_start
 
 EVERY = 5
@@ -30,9 +30,9 @@ async def test_an_adopted_table_resumes_from_its_latest_snapshot(
 
     def resume_noting(snapshot: tuple[int, bytes], tail: list[bytes]) -> Any:
         resumed.append((snapshot[0], len(tail)))
-        return resume(snapshot, tail)
+        return resume_games(snapshot, tail)
 
-    monkeypatch.setattr(server.node.failover, "resume_from_snapshot", resume_noting)
+    monkeypatch.setattr(server.node.failover, "resume_games", resume_noting)
     first = await make_server(redis_url=redis_url_clean, node_id="leaving")
     second = await make_server(redis_url=redis_url_clean, node_id="staying")
     urls = [f"ws://127.0.0.1:{s.port}/" for s in (first, second)]

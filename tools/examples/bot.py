@@ -39,9 +39,13 @@ async def main(url: str, table: str | None) -> None:
     if state.info is not None and state.info.host == client.player:
         await client.wait_until(lambda: all(state.info.seats), None)
         await client.request(v1.StartGame(table=table))
+
+    def over() -> bool:  # no view before the game starts
+        return state.view is not None and state.view["phase"] == "over"
+
     while True:
-        await client.wait_until(lambda: state.legal or state.view["phase"] == "over", None)
-        if state.view["phase"] == "over":
+        await client.wait_until(lambda: state.legal or over(), None)
+        if over():
             break
         done = (await client.act(table, choose(state.view, state.legal, state.seat))).seq
         await client.wait_until(lambda s=done: state.seq >= s, None)  # our move is in the view
