@@ -503,12 +503,16 @@ class Leaderboard(Message, tag="leaderboard", kw_only=True):
 
 
 class HintReply(Message, tag="hint", kw_only=True):
-    """The answer to ``hint``: the move the best bot would play now, one of your legal
-    actions (its source and destination are the ones to highlight)."""
+    """The answer to ``hint``: the move the expert bot would play now, one of your legal
+    actions (its source and destination are the ones to highlight). When the expert is busy
+    or does not answer within its time budget, a quicker bot's move is given: ``by`` names
+    the bot that chose it."""
 
     id: RequestId | None = None
     table: TableId
     action: Any
+    by: str = "expert"
+    """``expert``, or the quick bot's name (``heuristic``, ``greedy``)."""
     hints: int
     """Hints asked in this game so far."""
 

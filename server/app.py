@@ -63,12 +63,13 @@ from games import GAMES
 from protocol import handshake, v1
 from protocol.codec import CLIENT_DECODERS, FrameError, decode_hello, encode
 from protocol.errors import CloseCode, ErrorCode
-from server import identity
+from server import hints, identity
 from server.admin import PREFIX as ADMIN_PREFIX
 from server.admin import AdminApi
 from server.connection import Connection
 from server.metrics import Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, Node
+from server.node.hosting import HINT_BURST, HINT_RATE
 from server.ratelimit import TokenBucket
 from server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
 from server.records.api import RecordsApi
@@ -185,6 +186,13 @@ class Settings:
     defaults to :data:`DEFAULT_DB_URL`)."""
     ladder_tables: int = 0
     """Rated tables of bots this node keeps playing (the bot ladder, ``tools.ladder``)."""
+    hint_workers: int = hints.WORKERS
+    """Processes computing the experts' hints and the pars (``server.hints``)."""
+    hint_budget: float = hints.HINT_BUDGET
+    """Seconds a hint waits for the expert before a quick bot answers."""
+    hints_per_second: float = HINT_RATE
+    hint_burst: int = HINT_BURST
+    """A solitaire session may ask ``hint_burst`` hints at once, ``hints_per_second`` after."""
 
     def limits(self) -> v1.Limits:
         """The limits announced in ``welcome``."""
@@ -223,6 +231,9 @@ class GameServer:
             lease_ttl=settings.lease_ttl,
             record_retention=settings.record_retention,
             renewal_store=(lambda: open_store(redis_url, settings.node_id)) if redis_url else None,
+            hints=hints.HintWorker(settings.hint_workers, hint_budget=settings.hint_budget),
+            hint_rate=settings.hints_per_second,
+            hint_burst=settings.hint_burst,
         )
         self.bot_client = bot_client
         self.ladder = ladder

@@ -42,7 +42,9 @@ export async function askHint(ctx, table, describe, redraw) {
   const reply = await ctx.send({ type: "hint", table: table.id });
   if (!reply) return;
   hints.set(table.id, { seq, action: reply.action });
-  ctx.toast(`Hint: ${describe(reply.action)}`, "info");
+  // The expert gives hints; a quicker bot when the server's expert was busy or late.
+  const quick = reply.by && reply.by !== "expert" ? ` (a quick ${reply.by} hint: the expert was busy)` : "";
+  ctx.toast(`Hint: ${describe(reply.action)}${quick}`, "info");
   redraw();
 }
 

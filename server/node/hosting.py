@@ -41,6 +41,7 @@ from protocol import v1
 from protocol.errors import ErrorCode
 from server import bus
 from server.node.routing import closed_answer, error_answer, moving_answer
+from server.ratelimit import TokenBucket
 from server.retry import Backoff
 from server.stores import LeaseLost, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, table_channel
@@ -48,7 +49,9 @@ from server.table.commands import (
     NEEDS_SEED,
     Answer,
     Create,
+    GivenHint,
     LogEntry,
+    ParFound,
     Stop,
     encode_entry,
     execute,
@@ -74,6 +77,13 @@ trip: 0.75 s with the default TTL, so a 300 ms stall leaves 0.45 s to spare."""
 LOOP_PATIENCE = 10.0
 """Seconds the renewal thread keeps renewing while the event loop takes none of its results:
 past that the loop is stuck, and the node lets its tables go."""
+
+HINT_RATE = 1.0
+"""Hints a table may ask for per second on average (a token bucket per hosted table)..."""
+HINT_BURST = 5
+"""...and at once: a hint costs a worker up to a second of CPU (``server.hints``)."""
+PAR_RETRIES = (0.5, 1.0, 2.0, 4.0)
+"""Waits before writing a computed par again after its write failed."""
 
 LEASE_MARGIN = 0.1
 """Share of the TTL a host does not count on: its clock and Redis's may run at slightly
@@ -189,6 +199,7 @@ class Hosting:
         self._command_logs.pop(table, None)
         self._snapshots.pop(table, None)
         self._retry_at.pop(table, None)
+        self._hint_buckets.pop(table, None)
         if not keep_lease:
             self._leases.pop(table, None)
         timer = self._timers.pop(table, None)
@@ -254,6 +265,12 @@ class Hosting:
             started = time.perf_counter()
             if isinstance(message, v1.AddBots):
                 return self._add_bots(room, player, message)
+            hint = None
+            if isinstance(message, v1.Hint):
+                found = await self._find_hint(room, player, message)
+                if isinstance(found, Answer):
+                    return found
+                hint = found
             entry = LogEntry(
                 now=self.clock(),
                 command=message,
@@ -261,6 +278,7 @@ class Hosting:
                 name=name,
                 bot=bot,
                 seed=(seed or self.seed_source()) if isinstance(message, NEEDS_SEED) else None,
+                hint=hint,
             )
             version = room.version
             try:
@@ -277,6 +295,78 @@ class Hosting:
             if isinstance(message, v1.Act):
                 self.metrics.action_latency.observe(time.perf_counter() - started)
             return answer
+
+    async def _find_hint(self, room: Room, player: str, message: v1.Hint) -> GivenHint | Answer:
+        """The hint for ``player`` from the node's worker (``server.hints``), or the answer
+        refusing it: not allowed now, too many hints (``rate_limited``), or the table moved
+        meanwhile. Nothing is changed here: the caller logs the ``hint`` with its move.
+
+        The table's lock is held while the worker computes (the event loop serves everything
+        else): none of this table's commands runs meanwhile, so the move is for the state the
+        player asked in, which is still the state it is given in.
+        """
+        try:
+            job = room.hint_job(player)
+        except RoomError as error:
+            return error_answer(message, error.code, error.message)
+        bucket = self._hint_buckets.get(room.id)
+        if bucket is None:
+            bucket = TokenBucket(self.hint_rate, self.hint_burst, time.monotonic())
+            self._hint_buckets[room.id] = bucket
+        if not bucket.take(time.monotonic()):
+            return error_answer(
+                message, ErrorCode.RATE_LIMITED, "too many hints: wait a moment before the next"
+            )
+        move, by = (None, "expert") if job is None else await self.hints.move(job)
+        if self.rooms.get(room.id) is not room:  # dropped (lease lost) or rebuilt meanwhile
+            return moving_answer(message)
+        try:
+            if not await self._lease_confirmed(room.id):
+                return moving_answer(message)
+        except StoreUnavailable:
+            return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
+        return GivenHint(action=move, by=by)
+
+    def _want_par(self, room: Room) -> None:
+        """Have the worker find the par of the room's finished game, if it wants one and none
+        is being found (the room just finished, or was adopted or rebuilt before its par was
+        logged)."""
+        game = room.par_wanted
+        if game is None or (room.id, game) in self._pars:
+            return
+        self._pars.add((room.id, game))
+        self._spawn(self._find_par(room.id, game, room.spec.name, room.engine.dump()))
+
+    async def _find_par(self, table: str, game: int, name: str, dump: bytes) -> None:
+        """Compute a finished game's par off the event loop, then log it (``ParFound``) if the
+        room still wants it; a failed write is tried again a few times (:data:`PAR_RETRIES`)."""
+        try:
+            par = await self.hints.par(name, dump)
+            for wait in (0.0, *PAR_RETRIES):
+                await asyncio.sleep(wait)
+                async with self._lock(table):
+                    room = self.rooms.get(table)
+                    if room is None or room.par_wanted != game:
+                        return
+                    if not self.store.health.up:
+                        continue
+                    try:
+                        if not await self._lease_confirmed(table):
+                            return
+                    except StoreUnavailable:
+                        continue
+                    entry = LogEntry(now=self.clock(), command=ParFound(game=game, par=par))
+                    version = room.version
+                    execute(room, entry)
+                    if room.version == version:
+                        return
+                    entry.seq = room.seq
+                    broadcast, failure = await self._append_entry(room, entry)
+                    if failure is None:
+                        self._publish_change(room, broadcast)
+                        return
+        finally:
+            self._pars.discard((table, game))
 
     async def _append_entry(
         self, room: Room, entry: LogEntry
@@ -470,6 +560,7 @@ class Hosting:
             return
         self._outbox.put_nowait(Publication(room, broadcast, outcome, token))
         self._set_timer(room)
+        self._want_par(room)
 
     def _set_timer(self, room: Room) -> None:
         """Set the room's one timer for its next deadline (replacing any other): a plain timer,

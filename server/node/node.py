@@ -25,12 +25,14 @@ from protocol import v1
 from protocol.errors import ErrorCode
 from server import bus
 from server.connection import Connection, Watch
+from server.hints import HintWorker
 from server.metrics import Metrics
 from server.node.failover import Failover
 from server.node.fanout import Fanout
-from server.node.hosting import RENEWALS, Hosting, Lease, Publication
+from server.node.hosting import HINT_BURST, HINT_RATE, RENEWALS, Hosting, Lease, Publication
 from server.node.lobby import Lobby
 from server.node.routing import Routing, error_answer
+from server.ratelimit import TokenBucket
 from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import LOBBY_CHANNEL, node_channel
 from server.table.commands import (
@@ -46,7 +48,8 @@ LEASE_TTL = 1.0
 about this long after the kill. Fencing (tokens checked by every write) makes a short lease safe;
 what bounds it from below is the longest stall a live node must survive without losing its
 tables (see RENEWALS), and work done on the event loop when leases are renewed in the loop (the
-in-memory store): which is why hints use the quick bots (``server.table.assist``)."""
+in-memory store): which is why hints and pars are computed in worker processes
+(``server.hints``)."""
 
 RECORD_RETENTION = 24 * 3600.0
 """Seconds a closed table's game record stays in the store (for audits and replays)."""
@@ -78,6 +81,9 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         lease_ttl: float = LEASE_TTL,
         record_retention: float = RECORD_RETENTION,
         renewal_store: Callable[[], Store] | None = None,
+        hints: HintWorker | None = None,
+        hint_rate: float = HINT_RATE,
+        hint_burst: int = HINT_BURST,
     ) -> None:
         self.store = store
         self.id = store.node_id
@@ -87,6 +93,14 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self.lease_ttl = lease_ttl
         self.record_retention = record_retention
         self.stopping = False
+        self.hints = hints if hints is not None else HintWorker()
+        """Computes hints and pars off the event loop (``server.hints``)."""
+        self.hint_rate = hint_rate
+        self.hint_burst = hint_burst
+        self._hint_buckets: dict[str, TokenBucket] = {}
+        """Per hosted table, its hints' rate limit (made at its first hint)."""
+        self._pars: set[tuple[str, int]] = set()
+        """``(table, game)`` whose par the worker is finding."""
         self._scan_until = 0.0
         self._scan_now = asyncio.Event()
         self._renew_now = asyncio.Event()
@@ -190,6 +204,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
             await asyncio.to_thread(self._renewer.join, 5.0)
         for task in list(self._spawned):
             task.cancel()
+        self.hints.close()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coroutine`` as a task that is kept until done and whose failure is logged."""

@@ -14,10 +14,17 @@ from before a reveal: nothing new can be learnt by undoing and playing again. ``
 game's actions with the undone ones taken out: the record of the game as it stands, which
 replays from the seed to the same state.
 
-*Hints* (:func:`hint`): the move of the best quick reference bot that exists, by name
-(``heuristic``, else ``greedy``). Bots see only what a player sees, so a hint tells nothing about
-the stock. The ``expert`` bots are better but slower (about a second of CPU per Blue Jacket plan),
-and a hint is computed on the node's event loop: they would hold up every table of the node.
+*Hints*: the expert's move (:func:`expert_hint`) for what the player sees (:class:`HintJob`: the
+view, the legal actions, and in Blackjack Piles the cards cashed this round, all shown to the
+player), so a hint tells nothing about the stock. The expert takes up to about a second of CPU,
+so the node runs :func:`expert_hint` in its hint worker (``server.hints``), off the event loop,
+and logs the move it got with the ``hint`` command (``LogEntry.hint``): a table rebuilt from its
+log recomputes nothing. When the expert is busy or late, the best quick reference bot answers
+(:func:`quick_hint`: ``heuristic``, else ``greedy``; tens of milliseconds); the reply says which.
+A room run without a node (the table harness) asks the quick bot inline.
+
+*Par* (:func:`par_of`): what perfect play scores on a finished game's deal, by the game's bounded
+search; the node computes it in the same worker and logs it (``commands.ParFound``).
 
 *Auto-finish* (:func:`forced_finish`): in Blue Jacket, once the stock is empty, if playing
 scoring moves in any order wins (each card to the Aces pile, a foundation, or its row by
@@ -42,6 +49,8 @@ from typing import Any
 import msgspec
 
 from games import GAMES
+from games.blackjack_piles import expert as piles_expert
+from games.blue_jacket import expert as blue_jacket_expert
 from games.blue_jacket import rules as blue_jacket
 from games.records import encode_record
 from games.verify import record_of
@@ -104,18 +113,71 @@ class Assist:
 
 
 def hint_strategy(game: str) -> str:
-    """The name of the bot that gives ``game``'s hints."""
+    """The name of the quick bot that answers ``game``'s hints when the expert cannot."""
     strategies = GAMES[game].strategies
     return next((name for name in HINT_STRATEGIES if name in strategies), next(iter(strategies)))
 
 
-def hint(game: str, engine: Any, seat: int) -> Any:
-    """The move the hint bot plays for ``seat`` now: one of its legal actions (``None`` when
-    it has none)."""
+@dataclass(frozen=True)
+class HintJob:
+    """What a hint is computed from: what the player sees, nothing more (picklable: it goes
+    to a worker process)."""
+
+    game: str
+    view: Any
+    legal: list[Any]
+    cashed: list[str]
+    """Blackjack Piles: the cards cashed this round (all shown to the player); else empty."""
+
+    def key(self) -> bytes:
+        """The job as bytes: equal jobs have equal keys (a remembered answer serves both)."""
+        return msgspec.msgpack.encode([self.game, self.view, self.legal, self.cashed])
+
+
+def hint_job(game: str, engine: Any, seat: int) -> HintJob | None:
+    """The job of a hint for ``seat`` now, or ``None`` when it has no legal action."""
     legal = engine.legal_actions(seat)
     if not legal:
         return None
-    return GAMES[game].strategies[hint_strategy(game)](engine.view(seat), legal)
+    cashed = piles_expert.seen_cashed(engine) if game == "blackjack_piles" else []
+    return HintJob(game, engine.view(seat), legal, cashed)
+
+
+def expert_hint(job: HintJob) -> Any:
+    """The expert's move for ``job``: one of its legal actions. Pure, and up to about a second
+    of CPU (Blue Jacket): the node runs it in a worker process."""
+    if job.game == "blue_jacket":
+        move = blue_jacket_expert.hint(job.view)
+    elif job.game == "blackjack_piles":
+        move = piles_expert.hint(job.view, job.legal, job.cashed)
+    else:
+        move = GAMES[job.game].strategies[hint_strategy(job.game)](job.view, job.legal)
+    # The Blue Jacket expert finds nothing worth playing only when no line helps: then dealing
+    # (or anything but resigning) is what its bot plays too.
+    if move in job.legal:
+        return move
+    return quick_hint(job)[0]
+
+
+def quick_hint(job: HintJob) -> tuple[Any, str]:
+    """The quick bot's move for ``job`` and the bot's name (tens of milliseconds)."""
+    name = hint_strategy(job.game)
+    return GAMES[job.game].strategies[name](job.view, job.legal), name
+
+
+def hint(game: str, engine: Any, seat: int) -> Any:
+    """The quick bot's move for ``seat`` now (``None`` when it has no legal action): the hint
+    of a room run without a node's worker."""
+    job = hint_job(game, engine, seat)
+    return None if job is None else quick_hint(job)[0]
+
+
+def par_of(game: str, dump: bytes) -> dict[str, Any] | None:
+    """The par of a finished game (the engine's ``dump``), as the fields of the ``par`` event;
+    ``None`` for a game without one. Pure; bounded by node counts, up to a few seconds of CPU:
+    the node runs it in its worker."""
+    spec = GAMES[game]
+    return spec.par(spec.engine.load(dump))
 
 
 # --------------------------------------------------------------------------- auto-finish

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 
@@ -65,6 +66,14 @@ class Resume(msgspec.Struct, tag="resume", tag_field="type"):
     """The room was adopted by another node."""
 
 
+class ParFound(msgspec.Struct, tag="par_found", tag_field="type"):
+    """The host computed the par of the room's game number ``game`` (off the event loop: see
+    ``Room.par_wanted``); logged so that a rebuilt room emits the same par without searching."""
+
+    game: int
+    par: dict[str, Any] | None
+
+
 class ConnectionChanged(msgspec.Struct, tag="connection", tag_field="type"):
     """A player's connection to a table dropped or came back (sent by the player's node)."""
 
@@ -72,7 +81,14 @@ class ConnectionChanged(msgspec.Struct, tag="connection", tag_field="type"):
     connected: bool
 
 
-Command = v1.ClientMessage | ConnectionChanged | Begin | Tick | Stop | Resume | Create
+class GivenHint(msgspec.Struct, array_like=True):
+    """A hint as given: the move (wire form) and the bot that chose it."""
+
+    action: Any
+    by: str
+
+
+Command = v1.ClientMessage | ConnectionChanged | Begin | Tick | Stop | Resume | ParFound | Create
 
 
 class LogEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -84,6 +100,8 @@ class LogEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     name: str = ""
     bot: bool = False
     seed: str | None = None
+    hint: GivenHint | None = None
+    """A ``hint``'s move as the node's worker chose it (``None``: the room asks its quick bot)."""
     seq: int = 0
     """The room's last event number after the command (acknowledged actions are checkable)."""
 
@@ -179,10 +197,11 @@ def _run(room: Room, entry: LogEntry) -> Answer:
         case v1.Act():
             room.act(player, command.action, now)
         case v1.Hint():
-            action = room.hint(player, now)
+            given = None if entry.hint is None else (entry.hint.action, entry.hint.by)
+            action, by = room.hint(player, now, given)
             assert room.assist is not None
             hints = room.assist.hints
-            reply = v1.HintReply(id=request_id, table=room.id, action=action, hints=hints)
+            reply = v1.HintReply(id=request_id, table=room.id, action=action, by=by, hints=hints)
             return Answer(replies=[reply])
         case v1.Undo():
             room.undo(player, now)
@@ -200,6 +219,9 @@ def _run(room: Room, entry: LogEntry) -> Answer:
             return Answer()
         case Resume():
             room.resume(now)
+            return Answer()
+        case ParFound():
+            room.par_found(command.game, command.par)
             return Answer()
         case _:
             raise RoomError(ErrorCode.UNKNOWN_TYPE, "not a table request")

@@ -41,7 +41,15 @@ from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
 from games.spec import GameSpec
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.table.assist import Assist, Finished, forced_finish, hint, ranked_result
+from server.table.assist import (
+    Assist,
+    Finished,
+    HintJob,
+    forced_finish,
+    hint_job,
+    quick_hint,
+    ranked_result,
+)
 from server.table.lifecycle import (
     ALLOWED,
     COMMANDS,
@@ -194,6 +202,9 @@ class TimerBudget:
 class Room:
     """A table or solitaire session (see the module docstring)."""
 
+    par_wanted: int | None = None
+    """(Also the default of a room unpickled from a snapshot taken before this existed.)"""
+
     def __init__(
         self,
         table_id: str,
@@ -257,6 +268,9 @@ class Room:
         """Seats taken while a game runs: their piles start empty at their first round."""
         self.games_begun = 0
         """Games started at this table: the current (or last) one is game number this."""
+        self.par_wanted: int | None = None
+        """The finished game (its number) whose par the host is to find (see
+        :meth:`par_found`), else ``None``."""
         self.game_started_at = 0.0
         self.game_ended_at = 0.0
         self.actions: list[tuple[int, Any]] = []
@@ -559,17 +573,28 @@ class Room:
                 self._apply(seat, step)
         self._settle(now)
 
-    def hint(self, player: str, now: float) -> Any:
-        """The hint bot's move for the player's own seat (see ``server.table.assist``); the game is
-        marked as helped."""
+    def hint_job(self, player: str) -> HintJob | None:
+        """What the player's hint is computed from (``None``: they have no legal action);
+        raises :class:`RoomError` when they may not ask for one. Changes nothing."""
         self._check(TableCommand.HINT)
         seat = self._seat_required(player)
+        self._assist()
+        return hint_job(self.spec.name, self.engine, seat)
+
+    def hint(
+        self, player: str, now: float, given: tuple[Any, str] | None = None
+    ) -> tuple[Any, str]:
+        """Give the player a hint: ``given`` (the move and the bot that chose it, computed by the
+        node's worker from :meth:`hint_job`), else the quick bot's move computed here (see
+        ``server.table.assist``). The game is marked as helped. Returns the move and the bot."""
+        job = self.hint_job(player)
         assist = self._assist()
-        move = hint(self.spec.name, self.engine, seat)
+        if given is None:
+            given = (None, "expert") if job is None else quick_hint(job)
         assist.hints += 1
         self._info_dirty = True
         self._settle(now)
-        return move
+        return given
 
     def undo(self, player: str, now: float) -> None:
         """Take back the player's last move, if it was played since the last card was revealed;
@@ -662,6 +687,16 @@ class Room:
                 self.presence(occupant.player, False, now)  # back when they resync here
         self._info_dirty = True
         self._settle(now)
+
+    def par_found(self, game: int, par: dict[str, Any] | None) -> None:
+        """The par of game number ``game`` (computed by the host off the event loop, from the
+        finished engine): emitted as the ``par`` event if that game still wants it (no other
+        game began since, the room is open), else nothing changes."""
+        if self.par_wanted != game or self.closed:
+            return
+        self.par_wanted = None
+        if par is not None:
+            self._event(msgspec.convert(par, v1.Par))
 
     def close(self, reason: str) -> None:
         """End the room for good."""
@@ -783,6 +818,7 @@ class Room:
             seed = self.spec.deal_seed(self.deal)
         self.engine = self.spec.create(self.options, seed)
         self.games_begun += 1
+        self.par_wanted = None  # the last game's par is moot now
         self.game_started_at = now
         self.actions = []
         self.game_players = {}
@@ -837,9 +873,8 @@ class Room:
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}
-        par = self.spec.par(self.engine)
-        if par is not None:
-            self._event(msgspec.convert(par, v1.Par))
+        if self.spec.solitaire:
+            self.par_wanted = self.games_begun
         player = self.seats[0]
         if self.ranked and self.assist is not None and player is not None:
             self.outcome.ranked.append(

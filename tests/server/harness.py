@@ -7,7 +7,8 @@ without any I/O. It does what a node does for a hosted room, and nothing else: i
 as a logged :class:`~server.table.commands.LogEntry` through :func:`~server.table.commands.execute`,
 keeps the entry only when the room changed (as the node writes it to the store), flushes the room's
 :class:`~server.table.room.Broadcast` and hands every watcher its own copy, and fires the room's
-timers when the test moves the clock (:meth:`TableHarness.advance`). A :class:`FakeClient` keeps
+timers when the test moves the clock (:meth:`TableHarness.advance`), and finds a finished
+solitaire's par (inline, where a node uses its worker). A :class:`FakeClient` keeps
 what a real client keeps: its seat, the events it was sent, the view and its legal actions.
 
 Every test can therefore ask the two questions that matter: did the room do what the rules say,
@@ -23,12 +24,14 @@ from typing import Any
 import msgspec
 
 from protocol import v1
+from server.table.assist import par_of
 from server.table.commands import (
     NEEDS_SEED,
     Answer,
     ConnectionChanged,
     Create,
     LogEntry,
+    ParFound,
     decode_entry,
     encode_entry,
     execute,
@@ -265,6 +268,9 @@ class TableHarness:
             self.broadcasts.append(broadcast)
             for watcher, seat in list(self.watchers.items()):
                 watcher.receive(broadcast.for_seat(seat))
+        if room.par_wanted is not None:  # as the node does, but inline
+            par = par_of(room.spec.name, room.engine.dump())
+            self._run(LogEntry(now=self.now, command=ParFound(game=room.par_wanted, par=par)))
         return answer
 
     def _deliver(self, client: FakeClient, answer: Answer) -> None:
