@@ -8,13 +8,18 @@ Usage::
     # summarize the lines of one or more slices (and, for Blackjack Piles, compare them with a
     # second strategy's lines on the same deals)
     python3 benchmarks/experts.py summary FILE... [--versus FILE...] [--json]
+    # what one expert hint costs: positions met by the quick hint bot, every EVERY-th move
+    python3 benchmarks/experts.py hints GAME --seed SEED --stop GAMES [--every 10]
 
 ``play`` plays exactly the games ``blackdrez simulate GAME --strategy S --games N --seed SEED``
 plays (game ``i`` from the seed ``SEED:i``), so slices ``0..500`` and ``500..1000`` run on two
 cores together give the 1,000-game figures. ``summary`` prints the number of games, the win rate
 with its 95% Wilson interval, the mean score, CPU per game, and for Blackjack Piles the ratio of
 mean scores to the ``--versus`` lines (paired by deal, with the 95% interval of the mean paired
-difference) and, per round, how many games passed it of those that played it.
+difference) and, per round, how many games passed it of those that played it. ``hints`` times
+the expert's hint (:func:`server.table.assist.expert_hint`, the function the node's hint worker
+runs) on positions of games the quick hint bot plays, and prints the CPU seconds of one hint
+(median, 95th percentile, max) and the share over the node's budget (``server.hints``).
 
 This is a script, not a test: it asserts nothing.
 """
@@ -66,6 +71,36 @@ def _play(game: str, strategy: str, seed: str, start: int, stop: int) -> None:
             _emit(line, began)
     else:
         raise SystemExit(f"unknown game {game!r}")
+
+
+def _hints(game: str, seed: str, start: int, stop: int, every: int) -> dict[str, Any]:
+    from games import GAMES
+    from protocol import v1
+    from server.hints import HINT_BUDGET
+    from server.table.assist import expert_hint, hint_job, quick_hint
+
+    spec = GAMES[game]
+    seconds: list[float] = []
+    for index in range(start, stop):
+        engine = spec.create(v1.TableOptions(private=True), f"{seed}:{index}")  # as served
+        moves = 0
+        while not engine.over and (job := hint_job(game, engine, 0)) is not None:
+            if moves % every == 0:
+                began = time.process_time()
+                expert_hint(job)
+                seconds.append(time.process_time() - began)
+            engine.apply(0, quick_hint(job)[0])
+            moves += 1
+    ordered = sorted(seconds)
+    return {
+        "game": game,
+        "hints": len(seconds),
+        "cpu_median": round(statistics.median(ordered), 3),
+        "cpu_p95": round(ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)], 3),
+        "cpu_max": round(ordered[-1], 3),
+        "over_budget": round(sum(s > HINT_BUDGET for s in seconds) / len(seconds), 3),
+        "budget": HINT_BUDGET,
+    }
 
 
 def _emit(line: dict[str, Any], began: float) -> None:
@@ -151,6 +186,12 @@ def main() -> None:
     play.add_argument("--seed", required=True)
     play.add_argument("--start", type=int, default=0)
     play.add_argument("--stop", type=int, required=True)
+    hints = commands.add_parser("hints")
+    hints.add_argument("game", choices=["blue_jacket", "blackjack_piles"])
+    hints.add_argument("--seed", required=True)
+    hints.add_argument("--start", type=int, default=0)
+    hints.add_argument("--stop", type=int, required=True)
+    hints.add_argument("--every", type=int, default=10)
     summary = commands.add_parser("summary")
     summary.add_argument("files", nargs="+")
     summary.add_argument("--versus", nargs="*", default=[])
@@ -158,6 +199,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "play":
         _play(args.game, args.strategy, args.seed, args.start, args.stop)
+        return
+    if args.command == "hints":
+        print(json.dumps(_hints(args.game, args.seed, args.start, args.stop, args.every)))
         return
     report = _summary(args.files, args.versus)
     if args.json:

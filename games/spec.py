@@ -113,8 +113,8 @@ class GameSpec:
     def par(self, engine: Any) -> dict[str, Any] | None:
         """What perfect play would have scored on a finished game's deal (solitaires), as the
         fields of the protocol's ``par`` event, or ``None``. A search with a node budget, so it
-        is deterministic (a replayed table emits the same par) and bounded: milliseconds for
-        most deals, a few tenths of a second at worst."""
+        is deterministic (the same par wherever it is computed) and bounded: up to a second or
+        so of CPU, which a server spends in a worker process, off its event loop."""
         return None
 
     def turn_seconds(self, options: Any) -> float | None:

@@ -44,9 +44,10 @@ from games.blackjack_piles.rules import (
 
 DEFAULT_BUDGET = 20_000
 """Positions per round (about a second of CPU)."""
-PAR_BUDGET = 1_000
-"""Positions per round when a server computes a finished game's par: the room computes it
-inline, so seven rounds must stay within a few tenths of a second (docs/solitaire.md)."""
+PAR_BUDGET = 5_000
+"""Positions per round when a server computes a finished game's par (in its worker process, off
+the event loop): about 0.8 s of CPU for a whole game, and a par 6% higher on average than with
+1,000 positions (``benchmarks/par_budgets.py``, docs/solitaire.md)."""
 
 Piles = tuple[tuple[int, ...], ...]
 Step = tuple[int, ...]

@@ -91,8 +91,8 @@ DEFAULT_BUDGET = 200_000
 """Nodes for one deal: enough to decide nearly every deal (see docs/solitaire.md)."""
 PAR_BUDGET = 1_000
 """Nodes (for the win, then as many for the best score) when a server computes a finished
-deal's par. The room computes it inline, so it must stay well inside a lease (a few tenths of
-a second at worst); it is exact for about nine deals in ten (docs/solitaire.md)."""
+deal's par (in its worker process, off the event loop); it is exact for about nine deals in ten
+(docs/solitaire.md)."""
 FIRST_RUN_SHARE = 4_000
 """Nodes of the first, unshuffled run; each later run may spend twice as many as the one before."""
 
