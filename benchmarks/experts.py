@@ -8,6 +8,8 @@ Usage::
     # summarize the lines of one or more slices (and, for Blackjack Piles, compare them with a
     # second strategy's lines on the same deals)
     python3 benchmarks/experts.py summary FILE... [--versus FILE...] [--json]
+    # Blackjack Piles rounds played alone (deals 'SEED:R:i', as `simulate --per-round`)
+    python3 benchmarks/experts.py rounds --strategy S --seed rounds --rounds 3,4,5 --deals 60
     # what one expert hint costs: positions met by the quick hint bot, every EVERY-th move
     python3 benchmarks/experts.py hints GAME --seed SEED --stop GAMES [--every 10]
 
@@ -103,6 +105,35 @@ def _hints(game: str, seed: str, start: int, stop: int, every: int) -> dict[str,
     }
 
 
+def _rounds_alone(strategy: str, seed: str, rounds: list[int], deals: int) -> list[dict[str, Any]]:
+    from games.blackjack_piles import bots
+    from games.blackjack_piles.expert import PilesExpert
+    from games.blackjack_piles.rules import BlackjackPiles, Config
+
+    report = []
+    for number in rounds:
+        passed, hands, began = 0, [], time.process_time()
+        for index in range(deals):
+            bot = PilesExpert() if strategy == "expert" else bots.STRATEGIES[strategy]
+            engine = BlackjackPiles.new(Config(first_round=number), f"{seed}:{number}:{index}")
+            while not engine.over and not engine.view(0).results:
+                engine.apply(0, bot(engine.view(0), engine.legal_actions(0)))
+            result = engine.view(0).results[0]
+            passed += result.passed
+            hands.append(result.hands)
+        report.append(
+            {
+                "round": number,
+                "deals": deals,
+                "pass_rate": round(passed / deals, 3),
+                "ci95": [round(bound, 3) for bound in wilson(passed, deals)],
+                "mean_hands": round(statistics.fmean(hands), 2),
+                "cpu_per_round": round((time.process_time() - began) / deals, 3),
+            }
+        )
+    return report
+
+
 def _emit(line: dict[str, Any], began: float) -> None:
     line["cpu"] = round(time.process_time() - began, 3)
     print(json.dumps(line), flush=True)
@@ -186,6 +217,11 @@ def main() -> None:
     play.add_argument("--seed", required=True)
     play.add_argument("--start", type=int, default=0)
     play.add_argument("--stop", type=int, required=True)
+    alone = commands.add_parser("rounds")
+    alone.add_argument("--strategy", default="expert")
+    alone.add_argument("--seed", default="rounds")
+    alone.add_argument("--rounds", default="3,4,5")
+    alone.add_argument("--deals", type=int, default=60)
     hints = commands.add_parser("hints")
     hints.add_argument("game", choices=["blue_jacket", "blackjack_piles"])
     hints.add_argument("--seed", required=True)
@@ -199,6 +235,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "play":
         _play(args.game, args.strategy, args.seed, args.start, args.stop)
+        return
+    if args.command == "rounds":
+        numbers = [int(number) for number in args.rounds.split(",")]
+        for line in _rounds_alone(args.strategy, args.seed, numbers, args.deals):
+            print(json.dumps(line))
         return
     if args.command == "hints":
         print(json.dumps(_hints(args.game, args.seed, args.start, args.stop, args.every)))
