@@ -291,6 +291,20 @@ class RecordsStore:
             for row in rows
         ]
 
+    async def ratings(self, game: str, players: list[str]) -> dict[str, Rating]:
+        """The current ratings in ``game`` of those of ``players`` who have one (at most 8: the
+        players at one table)."""
+        if not 0 < len(players) <= 8:
+            raise ValueError(f"ratings are read for 1 to 8 players, not {len(players)}")
+        marks = ", ".join(f"${n}" for n in range(2, len(players) + 2))
+        rows = await self.db.fetch(
+            "SELECT player, mu, sigma, ordinal, games FROM ratings "
+            f"WHERE game = $1 AND player IN ({marks})",
+            game,
+            *players,
+        )
+        return {row["player"]: _rating(row) for row in rows}
+
     async def rating_history(
         self, player: str, game: str, *, before: str | None = None, limit: int = 20
     ) -> tuple[list[RatingPoint], str | None]:

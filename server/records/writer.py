@@ -34,10 +34,11 @@ import logging
 from collections.abc import Iterable
 
 from games import verify
+from protocol import v1
 from server.metrics import Metrics
 from server.records.ingest import InvalidGame, finished_game
 from server.records.model import FinishedGame, SeatPlayer
-from server.records.ratings import RATED_GAMES
+from server.records.ratings import INITIAL, RATED_GAMES, provisional
 from server.records.store import GameIdConflict, RecordsStore
 from server.retry import Backoff
 from server.table.room import GameOver
@@ -117,6 +118,27 @@ class RecordsWriter:
             log.warning("table %s retired before its games were stored", table)
             return False
         return True
+
+    async def seat_ratings(self, game: str, players: list[str]) -> dict[str, v1.SeatRating]:
+        """The current rating in ``game`` of each of ``players``, as a table shows it (the
+        initial rating for a player not rated yet)."""
+        stored = await self.store.ratings(game, players)
+        ratings = {}
+        for player in players:
+            found = stored.get(player)
+            mu, sigma, games = (
+                (found.mu, found.sigma, found.games)
+                if found is not None
+                else (INITIAL.mu, INITIAL.sigma, 0)
+            )
+            ratings[player] = v1.SeatRating(
+                ordinal=mu - 3 * sigma,
+                mu=mu,
+                sigma=sigma,
+                games=games,
+                provisional=provisional(games),
+            )
+        return ratings
 
     async def _work(self) -> None:
         while True:

@@ -261,6 +261,9 @@ class Room:
         self.game_ended_at = 0.0
         self.actions: list[tuple[int, Any]] = []
         """Every ``(seat, action)`` applied to the current (or last) game's engine."""
+        self.ratings: dict[str, v1.SeatRating] = {}
+        """At a rated table: the seated players' ratings, as the host node last read them from
+        the records (:meth:`set_ratings`)."""
         self.game_players: dict[int, tuple[int, str, str, bool]] = {}
         """Who played the current game at each seat, kept when they leave before its end (a
         player who quits is still ranked, and rated)."""
@@ -289,7 +292,12 @@ class Room:
                 None
                 if s is None
                 else v1.SeatInfo(
-                    player=s.player, name=s.name, ready=s.ready, connected=s.connected, bot=s.bot
+                    player=s.player,
+                    name=s.name,
+                    ready=s.ready,
+                    connected=s.connected,
+                    bot=s.bot,
+                    rating=self.ratings.get(s.player) if self.options.rated else None,
                 )
                 for s in self.seats
             ],
@@ -413,6 +421,7 @@ class Room:
             self.close_at,
             tuple(sorted(self.newcomers)),
             self._info_dirty,
+            tuple(sorted(self.ratings.items())),
             self.assist.key() if self.assist is not None else None,
         )
 
@@ -661,6 +670,18 @@ class Room:
             if occupant is not None and occupant.connected:
                 self.presence(occupant.player, False, now)  # back when they resync here
         self._info_dirty = True
+        self._settle(now)
+
+    def set_ratings(self, ratings: dict[str, v1.SeatRating], now: float) -> None:
+        """Note the ratings the host node read for seated players (a rated table shows them
+        beside the names; a casual one ignores them). Only seated players' ratings are kept."""
+        if not self._check(TableCommand.RATINGS) or not self.options.rated:
+            return
+        seated = {s.player for s in self.seats if s is not None}
+        known = {p: r for p, r in (self.ratings | ratings).items() if p in seated}
+        if known != self.ratings:
+            self.ratings = known
+            self._info_dirty = True
         self._settle(now)
 
     def close(self, reason: str) -> None:
@@ -932,6 +953,7 @@ class Room:
         occupant = self.seats[seat]
         assert occupant is not None
         self.seats[seat] = None
+        self.ratings.pop(occupant.player, None)
         self.outcome.unseated.append(occupant.player)
         self._event(v1.SeatFreed(seat=seat, reason=reason))
         if occupant.player == self.host:

@@ -13,11 +13,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from clients.bots import run_bot
+from clients.bots import BOT_CLIENT, play_table, run_bot
 from clients.client import Client, ServerError
 from games import verify
 from games.records import decode_record
 from protocol import v1
+from server import identity
 from server.app import GameServer, Settings
 from server.records.api import GamesPage, Leaderboard, PlayerProfile
 from tools.ladder import ladder_bots, run_ladder
@@ -285,3 +286,74 @@ async def test_a_daily_deal_is_not_published_before_its_day_ends(server: GameSer
     games, _ = await server.records.games(player=client.player)
     assert [g.id for g in games] == [f"{other}:1"]
     await client.close()
+
+
+def seat_ratings(info: v1.TableInfo | None) -> dict[str, v1.SeatRating | None]:
+    """Each seated player's rating as a table info shows it."""
+    return {} if info is None else {s.player: s.rating for s in info.seats if s is not None}
+
+
+async def test_a_rated_tables_seats_carry_the_players_ratings_in_the_lobby_and_at_the_table(
+    server: GameServer,
+) -> None:
+    url = f"ws://127.0.0.1:{server.port}/"
+    await asyncio.wait_for(run_ladder(url, server.secret, 1, games=1, think=0, round_pause=0), 120)
+    assert server.records is not None
+    veteran, veteran_name, _ = ladder_bots(0)[0]
+
+    async def rated_once() -> Any:
+        return (await server.records.ratings("blackdrez", [veteran])).get(veteran)
+
+    before = await eventually(rated_once, "the ladder game's ratings")
+    watcher = await Client.connect(url, name="Watcher")
+    await watcher.request(v1.WatchLobby())
+    ann = await Client.connect(url, name="Ann")
+    options = v1.TableOptions(seats=2, rated=True, round_pause_seconds=0)
+    table = (await ann.request(v1.CreateTable(options=options))).table.id
+    token = identity.issue_token(server.secret, veteran, veteran_name)
+    bot = await Client.connect(url, token=token.text, client_name=BOT_CLIENT)
+    await bot.request(v1.JoinTable(table=table))
+
+    def shows(info: v1.TableInfo | None, bot_games: int, ann_games: int) -> bool:
+        ratings = seat_ratings(info)
+        return (
+            set(ratings) == {ann.player, veteran}
+            and all(r is not None for r in ratings.values())
+            and ratings[veteran].games == bot_games  # type: ignore[union-attr]
+            and ratings[ann.player].games == ann_games  # type: ignore[union-attr]
+        )
+
+    await ann.wait_until(lambda: shows(ann.tables[table].info, 1, 0), DEADLINE)
+    await watcher.wait_until(lambda: shows(watcher.lobby.get(table), 1, 0), DEADLINE)
+    for info in (ann.tables[table].info, watcher.lobby[table]):
+        assert info is not None
+        shown = seat_ratings(info)
+        assert shown[veteran] == v1.SeatRating(
+            ordinal=pytest.approx(before.ordinal),
+            mu=pytest.approx(before.mu),
+            sigma=pytest.approx(before.sigma),
+            games=1,
+            provisional=True,
+        )
+        assert shown[ann.player] == v1.SeatRating(
+            ordinal=pytest.approx(0.0), mu=25.0, sigma=pytest.approx(25 / 3), games=0,
+            provisional=True,
+        )  # fmt: skip
+        assert [s.bot for s in info.seats if s is not None] == [False, True]
+    casual = (await ann.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
+    await bot.request(v1.JoinTable(table=casual))
+    assert all(r is None for r in seat_ratings(ann.tables[casual].info).values())
+
+    # a rated game moves the ratings: the table shows the new ones once the game is stored
+    await bot.request(v1.SetReady(table=table))
+    await ann.request(v1.StartGame(table=table))
+    await asyncio.gather(play_table(ann, table), play_table(bot, table))
+    await ann.wait_until(lambda: shows(ann.tables[table].info, 2, 1), DEADLINE)
+    await watcher.wait_until(lambda: shows(watcher.lobby.get(table), 2, 1), DEADLINE)
+    stored = await server.records.ratings("blackdrez", [ann.player, veteran])
+    shown = seat_ratings(ann.tables[table].info)
+    assert {p: (r.mu, r.sigma) for p, r in shown.items() if r} == pytest.approx(
+        {p: (r.mu, r.sigma) for p, r in stored.items()}
+    )
+    for client in (ann, bot, watcher):
+        await client.close()
