@@ -61,6 +61,9 @@ class FinishedGame(msgspec.Struct, frozen=True, kw_only=True):
     players: list[PlayerResult]
     result: dict[str, Any]
     record: FileRecord
+    sealed_until: float | None = None
+    """A daily deal's game: its record holds the day's seed, secret until the day ends, so the
+    store serves it from then on only (it is written at once all the same)."""
 
 
 class GameSummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -26,6 +26,7 @@ only the hash.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -161,11 +162,18 @@ def _rating(row: Row) -> Rating:
 _GAME_COLUMNS = "g.id, g.game, g.table_id, g.rated, g.started_at, g.ended_at, g.summary"
 
 
+def _unsealed(parameter: int) -> str:
+    """The condition that game ``g`` may be served at the time given as parameter ``$n``."""
+    return f"(g.sealed_until IS NULL OR g.sealed_until <= ${parameter})"
+
+
 class RecordsStore:
     """Finished games, players, ratings and accounts in one database (see the module docstring)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
+        self.clock = clock
+        """The time that unseals a daily deal's game (the node's clock, in a server)."""
 
     @classmethod
     async def open(cls, url: str) -> RecordsStore:
@@ -195,7 +203,9 @@ class RecordsStore:
     async def game(self, game_id: str) -> GameRecord | None:
         """One stored game as its record file plus metadata, or ``None``."""
         row = await self.db.fetchrow(
-            f"SELECT {_GAME_COLUMNS}, g.record FROM games g WHERE g.id = $1", game_id
+            f"SELECT {_GAME_COLUMNS}, g.record FROM games g WHERE g.id = $1 AND {_unsealed(2)}",
+            game_id,
+            _ms(self.clock()),
         )
         if row is None:
             return None
@@ -241,6 +251,8 @@ class RecordsStore:
         if game is not None:
             args.append(game)
             conditions.append(f"{key}.game = ${len(args)}")
+        args.append(_ms(self.clock()))
+        conditions.append(_unsealed(len(args)))
         if before is not None:
             ended, game_id = _parse_cursor(before, int)
             args += [ended, game_id]
@@ -494,12 +506,13 @@ def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
     ended = _ms(game.ended_at)
     inserted = yield (
         "INSERT INTO games (id, game, table_id, rated, started_at, ended_at, commitment, "
-        "record, summary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+        "record, summary, sealed_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
         (
             game.id, game.game, game.table, game.rated, _ms(game.started_at), ended,
             game.record.commitment, encode_record(game.record).decode(),
             _SUMMARY_ENCODER.encode(_Summary(game.players, game.result)).decode(),
+            None if game.sealed_until is None else _ms(game.sealed_until),
         ),
     )  # fmt: skip
     if not inserted:

@@ -69,6 +69,7 @@ def finished(game: GameOver) -> FinishedGame:
         ended_at=game.ended_at,
         rated=game.rated and record.game in RATED_GAMES,
         table=table,
+        sealed_until=game.sealed_until,
     )
 
 

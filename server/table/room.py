@@ -41,7 +41,14 @@ from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
 from games.spec import GameSpec
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.table.assist import Assist, Finished, forced_finish, hint, ranked_result
+from server.table.assist import (
+    Assist,
+    Finished,
+    day_bounds,
+    forced_finish,
+    hint,
+    ranked_result,
+)
 from server.table.lifecycle import (
     ALLOWED,
     COMMANDS,
@@ -172,6 +179,9 @@ class GameOver:
     started_at: float
     ended_at: float
     rated: bool
+    sealed_until: float | None = None
+    """A daily deal's game: the end of its day, before which its record (which holds the day's
+    seed) must not be served."""
 
 
 @dataclass
@@ -842,19 +852,20 @@ class Room:
 
     def _finish(self) -> None:
         self._note_players()
-        if self.daily is None:  # a daily deal's seed stays secret until its day ends
-            self.outcome.games_over.append(
-                GameOver(
-                    game_id=f"{self.id}:{self.games_begun}",
-                    engine=self.engine,
-                    # A solitaire's undone moves are not part of the game as it stands
-                    actions=list(self.assist.played) if self.assist is not None else self.actions,
-                    players=[self.game_players[index] for index in sorted(self.game_players)],
-                    started_at=self.game_started_at,
-                    ended_at=self.game_ended_at,
-                    rated=self.options.rated,
-                )
+        self.outcome.games_over.append(
+            GameOver(
+                game_id=f"{self.id}:{self.games_begun}",
+                engine=self.engine,
+                # A solitaire's undone moves are not part of the game as it stands
+                actions=list(self.assist.played) if self.assist is not None else self.actions,
+                players=[self.game_players[index] for index in sorted(self.game_players)],
+                started_at=self.game_started_at,
+                ended_at=self.game_ended_at,
+                rated=self.options.rated,
+                # a daily deal's seed stays secret until its day ends: so does its record
+                sealed_until=day_bounds(self.daily)[1] if self.daily is not None else None,
             )
+        )
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}

@@ -4,6 +4,7 @@ port, accounts at hello and over the WebSocket, the bot ladder. SQLite and a rea
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
 import urllib.error
 import urllib.request
@@ -24,6 +25,19 @@ from server.records.api import GamesPage, Leaderboard, PlayerProfile
 from tools.ladder import ladder_bots, run_ladder
 
 DEADLINE = 60.0
+
+
+class Clock:
+    """The node's clock, moved by the test (no sleeping)."""
+
+    def __init__(self, text: str) -> None:
+        self.now = datetime.datetime.fromisoformat(text).timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def set(self, text: str) -> None:
+        self.now = datetime.datetime.fromisoformat(text).timestamp()
 
 
 @pytest.fixture
@@ -268,23 +282,56 @@ async def test_a_solitaire_record_leaves_out_undone_moves(server: GameServer) ->
     await client.close()
 
 
-async def test_a_daily_deal_is_not_published_before_its_day_ends(server: GameServer) -> None:
-    """Its record would reveal the day's seed: the records leave daily games out."""
+async def test_a_daily_deals_game_is_stored_at_once_but_sealed_until_its_day_ends(
+    server: GameServer,
+) -> None:
+    """Its record reveals the day's seed (the stock of everyone's deal): the records serve it
+    (game, list, profile, replay) only once the day has ended, on the node's clock."""
+    clock = Clock("2026-11-30T10:00:00+00:00")
+    server.node.clock = clock
     url = f"ws://127.0.0.1:{server.port}/"
     client = await Client.connect(url, name="Day")
     daily = (await client.request(v1.StartSolitaire(game="blue_jacket", daily=True))).table.id
     await client.act(daily, {"type": "resign"})
     other = (await client.request(v1.StartSolitaire(game="blue_jacket"))).table.id
     await client.act(other, {"type": "resign"})
-    assert server.records is not None
+    records = server.records
+    assert records is not None
 
-    async def stored() -> Any:
-        return await server.records.game(f"{other}:1")
+    async def both_stored() -> Any:
+        return await records.db.fetchval("SELECT count(*) FROM games") == 2
 
-    await eventually(stored, "the random deal's record")  # written in order: after the daily's
-    assert await server.records.game(f"{daily}:1") is None
-    games, _ = await server.records.games(player=client.player)
-    assert [g.id for g in games] == [f"{other}:1"]
+    await eventually(both_stored, "both games' records")  # the daily's too, at once
+    paths = [
+        f"/api/v1/games/{daily}:1",
+        f"/api/v1/games/{daily}:1/replay",
+        f"/api/v1/games?player={client.player}",
+        f"/api/v1/players/{client.player}",
+    ]
+    for when in ("2026-11-30T10:00:00+00:00", "2026-11-30T23:59:59.5+00:00"):
+        clock.set(when)
+        assert await records.game(f"{daily}:1") is None
+        games, _ = await records.games(player=client.player)
+        assert [g.id for g in games] == [f"{other}:1"]
+        status, _ = await http_get(server, paths[0])
+        assert status == 404
+        status, _ = await http_get(server, paths[1])
+        assert status == 404
+        for path in paths[2:]:
+            status, body = await http_get(server, path)
+            assert status == 200 and f"{daily}:1".encode() not in body, path
+
+    clock.set("2026-12-01T00:00:00+00:00")  # the day has ended: its seed is revealed
+    revealed = await client.request(v1.GetDaily(game="blue_jacket", day="2026-11-30"))
+    assert revealed.seed is not None
+    status, body = await http_get(server, paths[0])
+    assert status == 200
+    record = decode_record(body)
+    assert verify.verify(record) == [] and record.seed == revealed.seed
+    status, body = await http_get(server, paths[2])
+    assert status == 200
+    listed = {g.id for g in msgspec.json.decode(body, type=GamesPage).games}
+    assert listed == {f"{other}:1", f"{daily}:1"}
     await client.close()
 
 
