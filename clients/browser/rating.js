@@ -15,7 +15,7 @@ export function ratingTag(rating) {
   if (!rating) return null;
   const games = `${rating.games} rated game${rating.games === 1 ? "" : "s"}`;
   const title = `Rating ${rating.ordinal.toFixed(1)} (μ ${rating.mu.toFixed(1)} − 3σ ${rating.sigma.toFixed(1)}), ${games}${rating.provisional ? ": provisional, it still moves a lot" : ""}`;
-  return h("span.rating", {
+  return h("span.rating-tag", {
     class: rating.provisional ? "provisional" : null,
     title,
     "aria-label": `rating ${rating.ordinal.toFixed(1)}${rating.provisional ? ", provisional" : ""}`,

@@ -103,6 +103,8 @@ class Rating(msgspec.Struct, frozen=True, kw_only=True):
     ordinal: float
     games: int
     """Rated games played."""
+    provisional: bool
+    """Fewer than 10 rated games: the rating still moves a lot (shown marked)."""
 
 
 class GameStats(msgspec.Struct, frozen=True, kw_only=True):

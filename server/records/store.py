@@ -47,7 +47,7 @@ from server.records.model import (
     Rating,
     RatingPoint,
 )
-from server.records.ratings import INITIAL, RATED_GAMES, rate
+from server.records.ratings import INITIAL, RATED_GAMES, provisional, rate
 from server.records.ratings import Rating as Skill
 
 MAX_LIMIT = 100
@@ -156,7 +156,13 @@ def _summary(row: Row) -> GameSummary:
 
 
 def _rating(row: Row) -> Rating:
-    return Rating(mu=row["mu"], sigma=row["sigma"], ordinal=row["ordinal"], games=row["games"])
+    return Rating(
+        mu=row["mu"],
+        sigma=row["sigma"],
+        ordinal=row["ordinal"],
+        games=row["games"],
+        provisional=provisional(row["games"]),
+    )
 
 
 _GAME_COLUMNS = "g.id, g.game, g.table_id, g.rated, g.started_at, g.ended_at, g.summary"

@@ -127,17 +127,22 @@ class RecordsWriter:
         ratings = {}
         for player in players:
             found = stored.get(player)
-            mu, sigma, games = (
-                (found.mu, found.sigma, found.games)
+            ratings[player] = (
+                v1.SeatRating(
+                    ordinal=found.ordinal,
+                    mu=found.mu,
+                    sigma=found.sigma,
+                    games=found.games,
+                    provisional=found.provisional,
+                )
                 if found is not None
-                else (INITIAL.mu, INITIAL.sigma, 0)
-            )
-            ratings[player] = v1.SeatRating(
-                ordinal=mu - 3 * sigma,
-                mu=mu,
-                sigma=sigma,
-                games=games,
-                provisional=provisional(games),
+                else v1.SeatRating(
+                    ordinal=INITIAL.ordinal,
+                    mu=INITIAL.mu,
+                    sigma=INITIAL.sigma,
+                    games=0,
+                    provisional=provisional(0),
+                )
             )
         return ratings
 

@@ -214,10 +214,10 @@ async def test_the_lobby_and_the_table_show_each_seated_players_rating_and_bots_
     try:
         await bot.request(v1.JoinTable(table=table))
         bot_seat = ann.locator(".seat[data-seat='1']")
-        await bot_seat.locator(f".rating[data-rating='{rated.ordinal:.1f}']").wait_for()
-        assert await bot_seat.locator(".rating").text_content() == expected
+        await bot_seat.locator(f".rating-tag[data-rating='{rated.ordinal:.1f}']").wait_for()
+        assert await bot_seat.locator(".rating-tag").text_content() == expected
         assert await bot_seat.locator(".badge.bot").count() == 1
-        mine = ann.locator(".seat[data-seat='0'] .rating")
+        mine = ann.locator(".seat[data-seat='0'] .rating-tag")
         assert await mine.text_content() == "0.0?", "a new player starts at 0, provisional"
         assert await mine.get_attribute("data-provisional") == "true"
         assert await ann.locator(".table-head .badge.rated").count() == 1
@@ -228,18 +228,18 @@ async def test_the_lobby_and_the_table_show_each_seated_players_rating_and_bots_
         row = phone.locator(f".table-row[data-table='{table}']")
         await row.locator(".badge.rated").wait_for()
         their = row.locator(f".player[data-player='{veteran}']")
-        await their.locator(".rating").wait_for()
-        assert await their.locator(".rating").text_content() == expected
+        await their.locator(".rating-tag").wait_for()
+        assert await their.locator(".rating-tag").text_content() == expected
         assert await their.locator(".badge.bot").count() == 1
         host = row.locator(f".player[data-player='{ann_player}']")
-        assert await host.locator(".rating").text_content() == "0.0?"
+        assert await host.locator(".rating-tag").text_content() == "0.0?"
         assert await host.locator(".badge.bot").count() == 0
         await row.scroll_into_view_if_needed()
         await screenshot(phone, "lobby-rated-phone", full=False)
         width = await phone.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, "nothing overflows the phone's width"
         await row.get_by_role("button", name="Watch").click()
-        await phone.locator(".seat[data-seat='1'] .rating").wait_for()
+        await phone.locator(".seat[data-seat='1'] .rating-tag").wait_for()
         await screenshot(phone, "blackdrez-rated-phone", full=False)
         width = await phone.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, "nothing overflows the phone's width"
