@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from clients.client import Client
-from server import cli
 from server.app import GameServer
 from server.stores.redis_cluster import RedisClusterStore
 from tests.games.test_cli import run
 from tests.server.helpers import play_out, seat_and_start
+from tools import cli
 
 
 @pytest.mark.parametrize(
