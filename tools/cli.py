@@ -517,8 +517,8 @@ def _bots(args: argparse.Namespace) -> int:
                 args.tables,
                 args.per_table,
                 tuple(args.strategy or STRATEGIES),
-                round_pause=args.round_pause,
-                think=args.think,
+                round_pause=args.round_pause or 0.0,
+                think=args.think or 0.0,
             )
         )
     except ServerError as error:
@@ -535,7 +535,7 @@ def _ladder(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from clients.bots import STRATEGIES
-    from tools.ladder import LadderError, run_account_ladder
+    from tools.ladder import ROUND_PAUSE, THINK, LadderError, run_account_ladder
 
     if args.tables < 1 or (args.games is not None and args.games < 1):
         args.parser.error("--tables and --games must be at least 1")
@@ -549,8 +549,8 @@ def _ladder(args: argparse.Namespace) -> int:
                 list(args.strategy or STRATEGIES),
                 identities,
                 games=args.games,
-                think=args.think,
-                round_pause=args.round_pause,
+                think=THINK if args.think is None else args.think,
+                round_pause=ROUND_PAUSE if args.round_pause is None else args.round_pause,
             )
         )
     except LadderError as error:
@@ -997,10 +997,14 @@ def build_parser() -> argparse.ArgumentParser:
         "alternating)",
     )
     bots.add_argument(
-        "--round-pause", type=float, default=0.0, help="seconds between rounds (default 0)"
+        "--round-pause",
+        type=float,
+        help="seconds between rounds (default 0; with --ladder 1, so that people can follow)",
     )
     bots.add_argument(
-        "--think", type=float, default=0.0, help="seconds before each action (default 0)"
+        "--think",
+        type=float,
+        help="seconds before each action (default 0; with --ladder 0.3)",
     )
     bots.add_argument(
         "--ladder",
