@@ -492,7 +492,11 @@ class Hosting:
         players = [s.player for s in room.seats if s is not None] if room is not None else []
         if room is None or not players:
             return
-        ratings = await self.records.seat_ratings(room.spec.name, players)
+        try:
+            ratings = await self.records.seat_ratings(room.spec.name, players)
+        except Exception as error:  # the database's own errors: the next sit-down reads again
+            log.warning("reading the ratings at %s failed: %r", table, error)
+            return
         await self._execute(room, "", "", Ratings(ratings=ratings))
 
     def _set_timer(self, room: Room) -> None:
