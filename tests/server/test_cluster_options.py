@@ -55,7 +55,9 @@ async def test_a_node_on_the_cluster_with_wait_plays_a_game(
 ) -> None:
     captured = {}
 
-    async def keep(settings):  # the settings the command line made, served in this loop
+    async def keep(
+        settings, **_injected
+    ):  # the settings the command line made, served in this loop
         captured["settings"] = settings
 
     monkeypatch.setattr("server.app.run", keep)
