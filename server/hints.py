@@ -20,6 +20,8 @@ Bounds, so that a flood costs the node nothing it cannot afford:
   which bot gave the move: ``expert``, or the quick bot's name;
 * moves already computed are remembered (:data:`REMEMBERED` of them, by job): asking again in the
   same position costs nothing;
+* a worker process that dies (killed, out of memory) breaks the pool: that hint is answered by
+  the quick bot, and the next job starts a new pool;
 * how often one table may ask is the host's business (a token bucket per table,
   ``server.node.hosting``): past it the request gets ``rate_limited`` and nothing changes.
 
@@ -71,8 +73,6 @@ class HintWorker:
         self._busy = 0
         """Jobs submitted whose process has not finished (waited for or not)."""
         self._moves: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
-        self.fallbacks = 0
-        """Hints answered by the quick bot because the expert was busy or late."""
 
     def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._pool is None:
@@ -101,17 +101,19 @@ class HintWorker:
             self._moves.move_to_end(key)
             return self._moves[key], "expert"
         if self._busy < self.queue:
-            future = self._submit(self.expert, job)
             try:
+                future = self._submit(self.expert, job)
                 move = await asyncio.wait_for(asyncio.shield(future), self.hint_budget)
             except TimeoutError:
                 log.info("%s expert late (over %.1f s): quick hint", job.game, self.hint_budget)
+            except concurrent.futures.BrokenExecutor:
+                log.error("the hint worker died: started again at the next job")
+                self._pool = None
             else:
                 self._moves[key] = move
                 if len(self._moves) > REMEMBERED:
                     self._moves.popitem(last=False)
                 return move, "expert"
-        self.fallbacks += 1
         return quick_hint(job)
 
     async def par(self, game: str, dump: bytes) -> dict[str, Any] | None:
@@ -119,7 +121,11 @@ class HintWorker:
         :func:`server.table.assist.par_of`): waits its turn when the pool is full."""
         while self._busy >= self.queue:
             await asyncio.sleep(0.05)
-        return await self._submit(par_of, game, dump)
+        try:
+            return await self._submit(par_of, game, dump)
+        except concurrent.futures.BrokenExecutor:
+            self._pool = None  # started again at the next job
+            raise
 
     def close(self) -> None:
         """Stop the worker processes (running jobs are abandoned)."""

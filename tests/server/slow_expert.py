@@ -1,11 +1,13 @@
-"""A hint worker's job that takes a known, long time: the expert's move after a pause.
+"""Hint worker jobs for tests: the expert's move after a known pause, and a worker that dies.
 
-It runs in the node's worker process (``server.hints``), which imports it by name, so it lives
-in a module of its own. A test uses it to hold a hint for longer than a lease lasts.
+They run in the node's worker process (``server.hints``), which imports them by name, so they
+live in a module of their own. A test holds a hint for longer than a lease lasts with the first,
+and kills the worker process with the second.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -19,3 +21,8 @@ def slow_expert_hint(job: HintJob) -> Any:
     """The expert's move for ``job``, :data:`PAUSE` seconds late."""
     time.sleep(PAUSE)
     return expert_hint(job)
+
+
+def dying_expert_hint(job: HintJob) -> Any:
+    """End the worker process at once, as a crash or the kernel's OOM killer would."""
+    os._exit(1)

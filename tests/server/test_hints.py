@@ -3,9 +3,9 @@
 Through a real node (in-memory store, real sockets): a hint is exactly the expert's move for
 what the player sees (the expert run directly on the same view agrees); while a hint is being
 computed the node goes on serving another table at once and keeps the table's 1 s lease; an
-expert too slow for the budget is replaced by the quick bot, and the reply says so; a flood of
-hints gets ``rate_limited`` and changes nothing; a finished game's par is found by the worker,
-logged, and emitted after ``game_over``.
+expert too slow for the budget is replaced by the quick bot, and the reply says so; a worker
+process that dies costs one quick hint; a flood of hints gets ``rate_limited`` and changes
+nothing; a finished game's par is found by the worker, logged, and emitted after ``game_over``.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from protocol import v1
 from protocol.errors import ErrorCode
 from server.app import GameServer
 from server.hints import HintWorker
+from server.table.assist import expert_hint, hint_job
 from server.table.commands import ParFound, Resume, decode_entry, rebuild
-from tests.server.slow_expert import PAUSE, slow_expert_hint
+from tests.server.slow_expert import PAUSE, dying_expert_hint, slow_expert_hint
 
 PATIENT = 120.0
 """A hint budget no expert reaches on a loaded machine: the expert always answers."""
@@ -120,6 +121,22 @@ async def test_a_hint_the_expert_is_too_late_for_comes_from_the_quick_bot(
     reply = await client.request(v1.Hint(table=table))
     assert (reply.by, reply.hints) == ("heuristic", 1)
     assert reply.action == wire(heuristic(view, legal))
+
+
+async def test_a_dead_worker_gives_a_quick_hint_and_the_next_hint_a_new_worker() -> None:
+    engine = GAMES["blackjack_piles"].engine.new(
+        GAMES["blackjack_piles"].engine_config(v1.TableOptions(private=True)), "dying:1"
+    )
+    job = hint_job("blackjack_piles", engine, 0)
+    assert job is not None
+    worker = HintWorker(hint_budget=PATIENT, expert=dying_expert_hint)
+    try:
+        move, by = await worker.move(job)
+        assert by == "greedy" and move in job.legal
+        worker.expert = expert_hint
+        assert await worker.move(job) == (expert_hint(job), "expert")
+    finally:
+        worker.close()
 
 
 async def test_a_flood_of_hints_is_rate_limited_and_changes_nothing(make_server, connect) -> None:
