@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
 from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
@@ -55,6 +55,9 @@ FINAL_CLOSE_CODES = frozenset(
     }
 )
 """Closes after which reconnecting cannot help."""
+PASSING_STATUSES = frozenset({429, 500, 502, 503, 504})
+"""HTTP answers to a handshake that say "not now": a node still starting (503 until its store
+answers), a proxy with no node behind it yet, too many requests. Reconnecting tries again."""
 
 
 async def _open(
@@ -162,8 +165,10 @@ class Client:
 
         With ``reconnect=True`` a dropped connection is re-opened with the session token
         (exponential backoff from 0.1 s up to 5 s, at most :data:`RECONNECT_TRIES` tries) and
-        every table held is resynced, so the client carries on where it was. ``also`` names
-        other nodes to try in turn (for several nodes with no load balancer in front).
+        every table held is resynced, so the client carries on where it was; a node that
+        answers "not now" (503 while it starts, see :data:`PASSING_STATUSES`) is tried again
+        too. ``also`` names other nodes to try in turn (for several nodes with no load
+        balancer in front).
         """
         ws, welcome = await _open(
             url,
@@ -291,22 +296,29 @@ class Client:
 
     # ------------------------------------------------------------------ reading
     async def _run(self) -> None:
-        """Read until the connection closes; reconnect when asked to; then close for good."""
-        while True:
-            await self._read()
+        """Read until the connection closes; reconnect when asked to; then close for good.
+
+        Whatever ends it (even an error nobody foresaw), the client is closed for good
+        afterwards: ``closed`` resolves and every waiter wakes, so nobody waits forever on a
+        client that stopped reading."""
+        try:
+            while True:
+                await self._read()
+                self._connected.clear()
+                for future in self._pending.values():
+                    if not future.done():
+                        future.set_exception(ConnectionError("connection lost"))
+                code = self.ws.close_code
+                if self._closing or not self.reconnect or code in FINAL_CLOSE_CODES:
+                    break
+                if not await self._reopen():
+                    break
+        finally:
             self._connected.clear()
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ConnectionError("connection lost"))
-            code = self.ws.close_code
-            if self._closing or not self.reconnect or code in FINAL_CLOSE_CODES:
-                break
-            if not await self._reopen():
-                break
-        if not self.closed.done():
-            self.closed.set_result((self.ws.close_code, self.ws.close_reason or ""))
-        async with self._changed:
-            self._changed.notify_all()
+            if not self.closed.done():
+                self.closed.set_result((self.ws.close_code, self.ws.close_reason or ""))
+            async with self._changed:
+                self._changed.notify_all()
 
     async def _reopen(self) -> bool:
         delay = 0.1
@@ -319,8 +331,12 @@ class Client:
                 self.ws, self.welcome = await _open(self.url, hello, self.binary, self._options)
             except ServerError:
                 return False  # the server refuses this token: nothing to retry
-            except (OSError, ConnectionClosed, TimeoutError):
-                continue
+            except InvalidStatus as refused:
+                if refused.response.status_code in PASSING_STATUSES:
+                    continue  # e.g. a node started again at this address, not ready yet
+                return False  # refused for good (an origin not allowed...)
+            except (OSError, ConnectionClosed, InvalidMessage, TimeoutError):
+                continue  # nothing listens yet, or it went away during the handshake
             self.reconnects += 1
             self._connected.set()
             for table in {*self.tables, *self.welcome.tables}:
