@@ -10,7 +10,9 @@ Use::
 
 The client keeps, per table, the last snapshot or update applied (``TableState``): its event
 number, view, legal actions and info. Updates are applied only in order: an update whose events do
-not follow the last number held triggers a ``resync`` (no gap, no duplicate).
+not follow the last number held triggers a ``resync`` (no gap, no duplicate), and a snapshot or
+update older than the last event held (an answer overtaken by a later update on the way) is not
+applied: the client never goes back.
 
 A request for a table that is moving between nodes is answered ``moving`` (nothing changed):
 :meth:`Client.request` waits it out, sending the request again with backoff, so callers only see
@@ -363,13 +365,7 @@ class Client:
             state.seat = message.seat
             state.info = message.table
         elif isinstance(message, v1.Snapshot):
-            state = self.tables.setdefault(message.table, TableState(message.table))
-            state.seq = message.seq
-            state.seat = message.seat
-            state.info = message.info
-            state.view = message.view
-            state.legal = message.legal
-            state.deadline = message.deadline
+            self._apply_snapshot(message)
         elif isinstance(message, v1.Update):
             self._apply_update(message)
         elif isinstance(message, v1.Tables):
@@ -388,10 +384,23 @@ class Client:
             if future is not None and not future.done():
                 future.set_result(message)
 
+    def _apply_snapshot(self, snapshot: v1.Snapshot) -> None:
+        state = self.tables.setdefault(snapshot.table, TableState(snapshot.table))
+        if snapshot.seq < state.seq:
+            return  # older than what is held (an answer overtaken by a later update)
+        state.seq = snapshot.seq
+        state.seat = snapshot.seat
+        state.info = snapshot.info
+        state.view = snapshot.view
+        state.legal = snapshot.legal
+        state.deadline = snapshot.deadline
+
     def _apply_update(self, update: v1.Update) -> None:
         state = self.tables.get(update.table)
         if state is None:
             return  # a snapshot will follow
+        if update.seq < state.seq:
+            return  # older than what is held (an answer overtaken by a later update)
         events = [e for e in update.events if e.seq > state.seq]
         if update.events and not events:
             return  # already held

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from clients.bots import check_fairness
 from clients.client import Client
 from protocol import v1
 from server import bus
@@ -120,6 +121,35 @@ async def test_a_remote_spectator_answered_after_a_later_update_holds_it(
     await spectator.wait_until(lambda: state.view["phase"] == "over", WAIT)
     seqs = [e.seq for e in state.events]
     assert seqs == sorted(set(seqs)), "no duplicate, in order"
+
+
+async def test_a_remote_resync_answered_after_a_later_update_never_takes_a_player_back(
+    nodes, connect, monkeypatch
+) -> None:
+    """A player on B resyncs; the next move, logged right after, reaches B (and the player)
+    before the answer: the older answer must not take the player back to the event before it
+    (its view and legal moves stale: it would wait for a turn it already has), nor make it count
+    the move twice (its fairness proof would fail)."""
+    a, b = nodes
+    host, other = await connect(a, name="Host"), await connect(a, name="Other")
+    remote = await connect(b, name="Remote")
+    table = await seat_and_start(host, [other, remote], turn_seconds=60)
+    mover = await a_move_on([host, other], table, remote)
+    state = remote.tables[table]
+    held = Held(reply_to("node-b"))
+    monkeypatch.setattr(a.node.store, "publish", held.wrap(a.node.store.publish))
+    held.armed = True
+    resyncing = asyncio.create_task(remote.request(v1.Resync(table=table, since=state.seq)))
+    seq = await act_while_held(mover, table, held)
+    await remote.wait_until(lambda: state.seq >= seq, WAIT)
+    latest = (state.seq, state.view, state.legal)
+    await resyncing
+    await asyncio.sleep(0.2)  # anything B sends after the answer
+    assert (state.seq, state.view, state.legal) == latest, "taken back by an older answer"
+    await asyncio.gather(*(play_out(p, table) for p in (host, other, remote)))
+    seqs = [e.seq for e in state.events]
+    assert seqs == sorted(set(seqs)), "no duplicate, in order"
+    assert check_fairness(state) is None
 
 
 async def test_a_lone_remote_viewer_misses_no_update_while_its_node_subscribes(
