@@ -26,6 +26,7 @@ from protocol import v1
 from server import bus
 from server.app import GameServer
 from server.stores.base import node_channel, table_channel
+from server.table import room as room_module
 from tests.server.helpers import play_out, seat_and_start
 
 WAIT = 15.0
@@ -123,13 +124,17 @@ async def test_a_remote_spectator_answered_after_a_later_update_holds_it(
     assert seqs == sorted(set(seqs)), "no duplicate, in order"
 
 
+@pytest.mark.parametrize("answer", ["update", "snapshot"])
 async def test_a_remote_resync_answered_after_a_later_update_never_takes_a_player_back(
-    nodes, connect, monkeypatch
+    answer, nodes, connect, monkeypatch
 ) -> None:
     """A player on B resyncs; the next move, logged right after, reaches B (and the player)
-    before the answer: the older answer must not take the player back to the event before it
-    (its view and legal moves stale: it would wait for a turn it already has), nor make it count
-    the move twice (its fairness proof would fail)."""
+    before the answer: the older answer (the events since, or a snapshot when they are no longer
+    kept) must not take the player back to the event before it (its view and legal moves stale:
+    it would wait for a turn it already has), nor make it count the move twice (its fairness
+    proof would fail)."""
+    if answer == "snapshot":
+        monkeypatch.setattr(room_module, "KEPT_EVENTS", 4)  # a resync from 0 gets a snapshot
     a, b = nodes
     host, other = await connect(a, name="Host"), await connect(a, name="Other")
     remote = await connect(b, name="Remote")
@@ -139,11 +144,13 @@ async def test_a_remote_resync_answered_after_a_later_update_never_takes_a_playe
     held = Held(reply_to("node-b"))
     monkeypatch.setattr(a.node.store, "publish", held.wrap(a.node.store.publish))
     held.armed = True
-    resyncing = asyncio.create_task(remote.request(v1.Resync(table=table, since=state.seq)))
+    since = state.seq if answer == "update" else 0
+    resyncing = asyncio.create_task(remote.request(v1.Resync(table=table, since=since)))
     seq = await act_while_held(mover, table, held)
     await remote.wait_until(lambda: state.seq >= seq, WAIT)
     latest = (state.seq, state.view, state.legal)
-    await resyncing
+    reply = await resyncing
+    assert isinstance(reply, v1.Update if answer == "update" else v1.Snapshot)
     await asyncio.sleep(0.2)  # anything B sends after the answer
     assert (state.seq, state.view, state.legal) == latest, "taken back by an older answer"
     await asyncio.gather(*(play_out(p, table) for p in (host, other, remote)))
