@@ -295,18 +295,20 @@ async def run_swarm(
     round_pause: float = 0.0,
     think: float = 0.0,
     results: list[list[BotResult]] | None = None,
+    clients: list[Client] | None = None,
 ) -> SwarmSummary:
     """Fill ``tables`` new tables with ``per_table`` bots each and play them all to the end.
 
     With several ``url``s the tables' hosts and their bots are spread over the nodes, each bot
     reconnecting to the others if its node goes away. ``results``, if given, receives every
-    bot's record (per table).
+    bot's record (per table); ``clients``, if given, every bot's client as it connects (for
+    measurements).
     """
     urls = [url] if isinstance(url, str) else list(url)
     started = time.perf_counter()
     played = await asyncio.gather(
         *(
-            _swarm_table(urls, t, per_table, strategies, binary, round_pause, think)
+            _swarm_table(urls, t, per_table, strategies, binary, round_pause, think, clients)
             for t in range(tables)
         )
     )
@@ -333,6 +335,7 @@ async def _swarm_table(
     binary: bool,
     round_pause: float,
     think: float,
+    exposed: list[Client] | None,
 ) -> list[BotResult]:
     clients = [
         await Client.connect(
@@ -345,6 +348,8 @@ async def _swarm_table(
         )
         for i in range(per_table)
     ]
+    if exposed is not None:
+        exposed.extend(clients)
     try:
         host = clients[0]
         options = v1.TableOptions(seats=per_table, round_pause_seconds=round_pause)

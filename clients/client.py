@@ -129,6 +129,8 @@ class Client:
         self.client_name = CLIENT_NAME
         self.reconnects = 0
         """How many times the connection was re-established."""
+        self.reconnected_at = 0.0
+        """``time.monotonic()`` of the last reconnection (0: none yet; for measurements)."""
         self.closed: asyncio.Future[tuple[int | None, str]] = (
             asyncio.get_running_loop().create_future()
         )
@@ -322,6 +324,7 @@ class Client:
             except (OSError, ConnectionClosed, TimeoutError):
                 continue
             self.reconnects += 1
+            self.reconnected_at = time.monotonic()
             self._connected.set()
             for table in {*self.tables, *self.welcome.tables}:
                 self.tables.setdefault(table, TableState(table))
