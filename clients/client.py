@@ -14,7 +14,9 @@ not follow the last number held triggers a ``resync`` (no gap, no duplicate).
 
 A request for a table that is moving between nodes is answered ``moving`` (nothing changed):
 :meth:`Client.request` waits it out, sending the request again with backoff, so callers only see
-real answers (``not_found`` is never a table in transit).
+real answers (``not_found`` is never a table in transit). Reconnections and retries follow the
+policies of :mod:`protocol.retry`: a connection whose node died is re-opened at once at the next
+url; a refused request is tried again after at most a quarter second, with jitter.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,16 +37,14 @@ from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
 from protocol.errors import CloseCode, ErrorCode
 from protocol.handshake import Hello
+from protocol.retry import RETRY, reconnect_delays
 
 CLIENT_NAME = "blackdrez-py/0.1"
 RECONNECT_TRIES = 15
+"""Tries to re-open a dropped connection (about a minute with :data:`protocol.retry.RECONNECT`)."""
 MOVING_PATIENCE = 30.0
 """Seconds a request answered ``moving`` is retried before the error is raised: a table moves
 to another node within a few seconds (its lease TTL and an adoption)."""
-MOVING_RETRY = 0.25
-"""Longest wait between two tries of a request answered ``moving``: a killed node's tables are
-adopted about a lease TTL (1 s by default) after the kill, and a ``moving`` answer is cheap, so
-polling this often adds at most a quarter second to a table's return."""
 FINAL_CLOSE_CODES = frozenset(
     {
         CloseCode.UNSUPPORTED_VERSION,
@@ -162,9 +161,10 @@ class Client:
     ) -> Client:
         """Open a connection, say hello and return the greeted client.
 
-        With ``reconnect=True`` a dropped connection is re-opened with the session token
-        (exponential backoff from 0.1 s up to 5 s, at most :data:`RECONNECT_TRIES` tries) and
-        every table held is resynced, so the client carries on where it was. ``also`` names
+        With ``reconnect=True`` a dropped connection is re-opened with the session token (at
+        once if its node died, then with backoff from 0.1 s up to 5 s, at most
+        :data:`RECONNECT_TRIES` tries: :mod:`protocol.retry`) and every table held is resynced,
+        so the client carries on where it was. ``also`` names
         other nodes to try in turn (for several nodes with no load balancer in front).
         """
         ws, welcome = await _open(
@@ -222,15 +222,14 @@ class Client:
         request is sent again with backoff, for up to ``moving_patience`` seconds.
         """
         deadline = time.monotonic() + moving_patience
-        delay = 0.05
+        delays = RETRY.delays()
         while True:
             reply = await self._request_once(message, timeout)
             if not isinstance(reply, v1.Error):
                 return reply
             if reply.code != ErrorCode.MOVING or time.monotonic() >= deadline:
                 raise ServerError(reply)
-            await asyncio.sleep(min(delay * (0.5 + random.random()), deadline - time.monotonic()))
-            delay = min(delay * 2, MOVING_RETRY / 1.5)
+            await asyncio.sleep(min(next(delays), deadline - time.monotonic()))
 
     async def _request_once(self, message: Any, timeout: float) -> Any:
         message.id = next(self._ids)
@@ -263,9 +262,11 @@ class Client:
         task.add_done_callback(self._tasks.discard)
 
     async def _resync_until_done(self, table: str) -> None:
-        """Resync a table, retrying while its host cannot answer (it may be moving)."""
-        delay = 0.1
-        for _ in range(RECONNECT_TRIES * 2):
+        """Resync a table, retrying while its host cannot answer (it may be moving), for up to
+        :data:`MOVING_PATIENCE` seconds."""
+        deadline = time.monotonic() + MOVING_PATIENCE
+        delays = RETRY.delays()
+        while time.monotonic() < deadline:
             try:
                 await self.resync(table)
                 return
@@ -275,8 +276,7 @@ class Client:
             except (ConnectionError, TimeoutError):
                 if self.closed.done():
                     return
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 2.0)
+            await asyncio.sleep(next(delays))
 
     async def wait_until(self, predicate: Callable[[], Any], timeout: float | None = 10.0) -> Any:
         """Wait until ``predicate()`` is true (checked after every message); return its value
@@ -311,10 +311,11 @@ class Client:
             self._changed.notify_all()
 
     async def _reopen(self) -> bool:
-        delay = 0.1
+        """Re-open the connection at the next url in turn, at once if its node died (see
+        :func:`protocol.retry.reconnect_delays`); resync every table held."""
+        delays = reconnect_delays(self.ws.close_code)
         for _ in range(RECONNECT_TRIES):
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 5.0)
+            await asyncio.sleep(next(delays))
             hello = Hello(versions=list(self.versions), token=self.token, client=self.client_name)
             self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
             try:

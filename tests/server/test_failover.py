@@ -23,6 +23,7 @@ from server.table.records import decode_table_record, record_log
 from server.testing.nodes import Nodes, lease_holders
 from server.testing.redis_cluster import direct_client
 from server.testing.redis_server import RedisServer
+from tests.server.helpers import play_out, seat_and_start
 
 
 @pytest.fixture
@@ -179,3 +180,39 @@ async def test_a_request_for_a_table_of_a_node_gone_silent_is_not_forwarded_to_i
                 await client.close()
         nodes[0].resume()
         nodes.stop()
+
+
+async def test_a_client_whose_node_is_killed_carries_on_at_another_of_its_urls(
+    durable_redis: RedisServer,
+) -> None:
+    """The client of a killed node reconnects to the next url it was given, resyncs, and plays
+    its game to the end once the table is adopted (the reconnection's timing is measured by
+    benchmarks/scaleout.py, not asserted)."""
+    nodes = Nodes(durable_redis.url, 2)
+    clients: list[Client] = []
+    try:
+        ann = await Client.connect(nodes.urls[0], name="Ann", reconnect=True, also=(nodes.urls[1],))
+        bob = await Client.connect(nodes.urls[1], name="Bob", reconnect=True)
+        clients += [ann, bob]
+        table = await seat_and_start(ann, [bob])
+        assert lease_holders(durable_redis.url)[table] == "node0"
+        nodes[0].kill()
+        killed = time.monotonic()
+        await ann.wait_until(lambda: ann.reconnects == 1, timeout=30)
+        assert ann.url == nodes.urls[1]
+        reconnected = ann.reconnected_at - killed
+        deadline = time.monotonic() + 30
+        while lease_holders(durable_redis.url).get(table) != "node1":
+            assert time.monotonic() < deadline, "node1 adopted the table"
+            await asyncio.sleep(0.05)
+        resumed = [c.tables[table] for c in clients]
+        await ann.wait_until(lambda: all(s.seq == resumed[1].seq for s in resumed), timeout=30)
+        await asyncio.gather(*(play_out(c, table) for c in clients))
+    finally:
+        for client in clients:
+            await client.close()
+        nodes.stop()
+    print(f"reconnected {reconnected:.3f} s after the kill")
+    assert ann.tables[table].view == bob.tables[table].view
+    seqs = [e.seq for e in ann.tables[table].events]
+    assert seqs == list(range(seqs[0], seqs[-1] + 1)), "no gap, no duplicate"
