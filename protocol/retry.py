@@ -7,10 +7,11 @@ exponential delays with jitter; each caller names its first delay and its cap. I
 both the server and the clients, because the clients' policies are part of how the protocol is
 meant to be used: what a client does when its node dies.
 
-* **A dropped connection** (the node died or is shutting down: no close frame, or ``going_away``)
-  is re-opened at once at the next url, after a random spread of at most
-  :data:`RECONNECT_SPREAD` so that the clients of a dead node do not all arrive in the same
-  instant; further tries, and any other close, wait on :data:`RECONNECT` (0.1 s doubling to 5 s).
+* **A connection lost without a close frame** (1006: its node died) is re-opened at once at the
+  next url, after a random spread of at most :data:`RECONNECT_SPREAD` so that the clients of a
+  dead node do not all arrive in the same instant; further tries, and any closed connection (a
+  node shutting down says when to come back; a rate limit must not be retried at once), wait on
+  :data:`RECONNECT` (0.1 s doubling to 5 s).
 * **A request answered** ``unavailable`` **or** ``moving`` (its table is between nodes, or the
   store is away; nothing changed) is sent again on :data:`RETRY`: 50 ms doubling to 0.25 s. A
   killed node's tables return about a lease (1 s) after its death, so a short cap finds them soon
@@ -47,17 +48,16 @@ class Backoff:
 
 def reconnect_delays(close_code: int | None) -> Iterator[float]:
     """Delays before each try to re-open a connection closed with ``close_code``: the first at
-    once (within the spread) if the node died or is going away, else on :data:`RECONNECT`."""
+    once (within the spread) if the connection was lost without a close frame, else on
+    :data:`RECONNECT`."""
     later = RECONNECT.delays()
-    if close_code in (ABNORMAL_CLOSURE, GOING_AWAY, None):
+    if close_code in (ABNORMAL_CLOSURE, None):
         yield random.uniform(0.0, RECONNECT_SPREAD)
     yield from later
 
 
 ABNORMAL_CLOSURE = 1006
-"""The close code of a connection lost without a close frame (its node died)."""
-GOING_AWAY = 1001
-"""The close code of a node shutting down (:class:`protocol.errors.CloseCode`)."""
+"""The close code a WebSocket library reports for a connection lost without a close frame."""
 RECONNECT_SPREAD = 0.05
 """Seconds over which the first reconnection after a node's death is spread (uniformly)."""
 RECONNECT = Backoff(first=0.1, cap=5.0)

@@ -28,7 +28,7 @@ def test_a_refused_request_is_retried_within_a_quarter_second() -> None:
 
 
 def test_a_connection_whose_node_died_is_reopened_at_once_then_with_backoff() -> None:
-    for lost in (1006, 1001, None):  # no close frame (the node died), or the node going away
+    for lost in (1006, None):  # no close frame: the node died
         delays = list(itertools.islice(reconnect_delays(lost), 12))
         assert delays[0] <= RECONNECT_SPREAD
         assert RECONNECT.first / 2 <= delays[1] <= RECONNECT.first
@@ -38,7 +38,7 @@ def test_a_connection_whose_node_died_is_reopened_at_once_then_with_backoff() ->
 
 
 def test_any_other_close_waits_before_reconnecting() -> None:
-    for code in (1000, 1008, 4003):  # normal, rate limit, slow consumer
+    for code in (1000, 1001, 1008, 4003):  # normal, shutting down, rate limit, slow consumer
         delays = list(itertools.islice(reconnect_delays(code), 12))
         assert RECONNECT.first / 2 <= delays[0] <= RECONNECT.first
         assert max(delays) <= RECONNECT.cap
