@@ -23,6 +23,7 @@ import logging
 
 from clients.bots import BOT_CLIENT, STRATEGIES, _games_started, _setup_step, play_table
 from clients.client import Client
+from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
 from protocol import v1
 from server import identity
 
@@ -43,8 +44,8 @@ def ladder_bots(table: int, seats: int = SEATS) -> list[tuple[str, str, str]]:
     for seat in range(seats):
         strategy = STRATEGIES[seat % len(STRATEGIES)]
         number = table * seats + seat
-        first = identity.BOT_NAMES[number % len(identity.BOT_NAMES)]
-        label = identity.BOT_STRATEGY_LABELS.get(strategy, strategy)
+        first = BOT_NAMES[number % len(BOT_NAMES)]
+        label = STRATEGY_LABELS.get(strategy, strategy)
         name = identity.clean_name(f"{first}{number + 1} ({label})")
         bots.append((f"ladder_{table}_{seat}", name, strategy))
     return bots

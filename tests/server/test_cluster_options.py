@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from clients.client import Client
-from server import cli
 from server.app import GameServer
 from server.stores.redis_cluster import RedisClusterStore
 from tests.games.test_cli import run
 from tests.server.helpers import play_out, seat_and_start
+from tools import cli
 
 
 @pytest.mark.parametrize(
@@ -55,7 +55,9 @@ async def test_a_node_on_the_cluster_with_wait_plays_a_game(
 ) -> None:
     captured = {}
 
-    async def keep(settings):  # the settings the command line made, served in this loop
+    async def keep(
+        settings, **_injected
+    ):  # the settings the command line made, served in this loop
         captured["settings"] = settings
 
     monkeypatch.setattr("server.app.run", keep)
