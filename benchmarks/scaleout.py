@@ -14,7 +14,9 @@ compose file's node command on loopback ports, and stops them all at the end.
   with SIGKILL; for every table it hosted, the time from the kill to the first new event a
   spectator on node 1 receives (*adopted*: lease expiry + adoption, whose resume marks the
   players away) and to the first event that is not a presence change (*next action*: the bots
-  resynced at the new host and one of them acted). With ``--baseline-ttl S`` the same is measured
+  resynced at the new host and one of them acted); the milestones in between are printed too
+  (:func:`measure_resume`: lease lapse, adoption logged, bots reconnected, first bot back), so
+  that the time can be placed. With ``--baseline-ttl S`` the same is measured
   in the same run with ``--lease-ttl S`` (the former default was 3).
 * **No false failover after a stall.** The same set-up; node 0 is frozen (SIGSTOP) for each of
   ``--stalls`` seconds, then resumed (SIGCONT); after twice the lease TTL, a table of node 0 that
