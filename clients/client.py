@@ -45,6 +45,9 @@ RECONNECT_TRIES = 15
 MOVING_PATIENCE = 30.0
 """Seconds a request answered ``moving`` is retried before the error is raised: a table moves
 to another node within a few seconds (its lease TTL and an adoption)."""
+RESYNC_PATIENCE = 60.0
+"""Seconds a table is resynced again after a reconnection or a gap while its host cannot answer
+(a Redis restarted from its append-only file under load can take tens of seconds)."""
 FINAL_CLOSE_CODES = frozenset(
     {
         CloseCode.UNSUPPORTED_VERSION,
@@ -263,8 +266,8 @@ class Client:
 
     async def _resync_until_done(self, table: str) -> None:
         """Resync a table, retrying while its host cannot answer (it may be moving), for up to
-        :data:`MOVING_PATIENCE` seconds."""
-        deadline = time.monotonic() + MOVING_PATIENCE
+        :data:`RESYNC_PATIENCE` seconds."""
+        deadline = time.monotonic() + RESYNC_PATIENCE
         delays = RETRY.delays()
         while time.monotonic() < deadline:
             try:
