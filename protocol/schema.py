@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,43 +91,61 @@ def build() -> dict[str, Any]:
     return document
 
 
-def render() -> str:
-    """The schema document as the exact text committed in ``docs/schema/v1.json``."""
-    return json.dumps(build(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+@dataclass(frozen=True)
+class SchemaFile:
+    """A generated JSON Schema document committed at ``path``: its exact text, the check that the
+    committed file is current, and the command that writes or checks it. Shared by this module
+    and the records API's schema (``server.records.schema``)."""
 
+    build: Callable[[], dict[str, Any]]
+    path: Path
+    regenerate: str
+    source: str
+    """What the document is generated from, for the message when it is stale."""
 
-def check(path: Path = SCHEMA_PATH) -> bool:
-    """Whether the file at ``path`` is exactly what the code generates now."""
-    try:
-        return path.read_text(encoding="utf-8") == render()
-    except FileNotFoundError:
-        return False
+    def render(self) -> str:
+        """The document as the exact text committed: sorted keys, two-space indent."""
+        return json.dumps(self.build(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
+    def check(self, path: Path | None = None) -> bool:
+        """Whether the file at ``path`` (the committed one by default) is what the code makes."""
+        try:
+            return (path or self.path).read_text(encoding="utf-8") == self.render()
+        except FileNotFoundError:
+            return False
 
-def main(argv: list[str] | None = None) -> int:
-    """Write the schema file, or with ``--check`` report whether it is up to date."""
-    parser = argparse.ArgumentParser(
-        prog=REGENERATE, description="Write or check docs/schema/v1.json."
-    )
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1 if the committed schema differs from the code"
-    )
-    parser.add_argument("--output", type=Path, default=SCHEMA_PATH, help="the schema file")
-    args = parser.parse_args(argv)
-    if args.check:
-        if check(args.output):
-            print(f"{args.output} is up to date")
-            return 0
-        print(
-            f"{args.output} differs from the protocol code: regenerate it with `{REGENERATE}` "
-            "and commit it",
-            file=sys.stderr,
+    def main(self, argv: list[str] | None = None) -> int:
+        """Write the schema file, or with ``--check`` report whether it is up to date."""
+        parser = argparse.ArgumentParser(
+            prog=self.regenerate, description=f"Write or check {self.path.name}."
         )
-        return 1
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(render(), encoding="utf-8")
-    print(f"wrote {args.output}")
-    return 0
+        parser.add_argument(
+            "--check",
+            action="store_true",
+            help="exit 1 if the committed schema differs from the code",
+        )
+        parser.add_argument("--output", type=Path, default=self.path, help="the schema file")
+        args = parser.parse_args(argv)
+        if args.check:
+            if self.check(args.output):
+                print(f"{args.output} is up to date")
+                return 0
+            print(
+                f"{args.output} differs from the {self.source}: regenerate it with "
+                f"`{self.regenerate}` and commit it",
+                file=sys.stderr,
+            )
+            return 1
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(self.render(), encoding="utf-8")
+        print(f"wrote {args.output}")
+        return 0
+
+
+PROTOCOL_SCHEMA = SchemaFile(build, SCHEMA_PATH, REGENERATE, "protocol code")
+render = PROTOCOL_SCHEMA.render
+check = PROTOCOL_SCHEMA.check
+main = PROTOCOL_SCHEMA.main
 
 
 if __name__ == "__main__":

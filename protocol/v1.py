@@ -90,6 +90,20 @@ class TableOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return found
 
 
+class SeatRating(msgspec.Struct, kw_only=True, frozen=True):
+    """A seated player's rating at a rated table (Weng-Lin, as on the leaderboards of the
+    records API: ``docs/api.md``)."""
+
+    ordinal: float
+    """The rating shown and ranked: ``mu - 3 sigma``, a conservative estimate (0 at first)."""
+    mu: float
+    sigma: float
+    games: int
+    """Rated games played."""
+    provisional: bool
+    """Too few rated games for the rating to mean much yet: show it marked as such."""
+
+
 class SeatInfo(msgspec.Struct, kw_only=True):
     """Who sits in a seat."""
 
@@ -98,6 +112,11 @@ class SeatInfo(msgspec.Struct, kw_only=True):
     ready: bool = False
     connected: bool = True
     bot: bool = False
+    """Always shown: a bot is labelled a bot wherever its name appears."""
+    rating: SeatRating | None = None
+    """At a rated table, on a server that keeps records: the player's rating in this game, as
+    it stood when they sat down and after each game played here (``None`` until it has been
+    read, at a casual table, or without records)."""
 
 
 class TableInfo(msgspec.Struct, kw_only=True):

@@ -313,6 +313,7 @@ class GameServer:
         """Open the records database and wire it: accounts at ``hello``, the API, the writer
         of finished games (see ``server.records``)."""
         self.records = await RecordsStore.open(url)
+        self.records.clock = lambda: self.node.clock()  # a daily deal's game unseals at day end
         self.accounts = Accounts(
             self.records, self.secret, token_lifetime=self.settings.token_lifetime
         )

@@ -503,6 +503,13 @@ def _bots(args: argparse.Namespace) -> int:
     from clients.bots import STRATEGIES, run_swarm
     from clients.client import ServerError
 
+    if not 2 <= args.per_table <= 8:
+        args.parser.error("--per-table must be 2 to 8")
+    if args.ladder:
+        return _ladder(args)
+    if args.games is not None or args.identities is not None:
+        args.parser.error("--games and --identities go with --ladder")
+
     try:
         summary = _run_async(
             run_swarm(
@@ -510,8 +517,8 @@ def _bots(args: argparse.Namespace) -> int:
                 args.tables,
                 args.per_table,
                 tuple(args.strategy or STRATEGIES),
-                round_pause=args.round_pause,
-                think=args.think,
+                round_pause=args.round_pause or 0.0,
+                think=args.think or 0.0,
             )
         )
     except ServerError as error:
@@ -521,6 +528,42 @@ def _bots(args: argparse.Namespace) -> int:
         return _cannot_connect("bots", args.url, error)
     print("\n".join(summary.lines()))
     return 0 if summary.unfair == 0 and not summary.inconsistent else 1
+
+
+def _ladder(args: argparse.Namespace) -> int:
+    """``blackdrez bots --ladder``: rated tables of bots kept playing, as accounts."""
+    from pathlib import Path
+
+    from clients.bots import STRATEGIES
+    from tools.ladder import ROUND_PAUSE, THINK, LadderError, run_account_ladder
+
+    if args.tables < 1 or (args.games is not None and args.games < 1):
+        args.parser.error("--tables and --games must be at least 1")
+    identities = Path(args.identities or LADDER_IDENTITIES)
+    try:
+        summary = _run_async(
+            run_account_ladder(
+                args.url,
+                args.tables,
+                args.per_table,
+                list(args.strategy or STRATEGIES),
+                identities,
+                games=args.games,
+                think=THINK if args.think is None else args.think,
+                round_pause=ROUND_PAUSE if args.round_pause is None else args.round_pause,
+            )
+        )
+    except LadderError as error:
+        print(f"blackdrez bots --ladder: {error}", file=sys.stderr)
+        return 1
+    except _connect_failures() as error:
+        return _cannot_connect("bots", args.url, error)
+    print("\n".join(summary.lines()))
+    return 0
+
+
+LADDER_IDENTITIES = "blackdrez-ladder.json"
+"""Where ``blackdrez bots --ladder`` keeps its bots' accounts unless told otherwise."""
 
 
 def _deal_numbers(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
@@ -934,7 +977,10 @@ def build_parser() -> argparse.ArgumentParser:
         "bots",
         help="a swarm of bots: N tables of K bots, played to the end, with a summary",
         description="Create N tables, seat K bots at each, play every game to the end, and "
-        "print a summary: games, actions, fairness proofs and consistency checks.",
+        "print a summary: games, actions, fairness proofs and consistency checks. With --ladder, "
+        "the bot ladder instead: N rated tables of K bots that keep playing (until stopped, or "
+        "--games each), the bots as accounts whose ratings carry over from run to run; it "
+        "prints the games played and the bots' leaderboard.",
     )
     bots.add_argument(
         "--url", default=DEFAULT_URL, help=f"the server's WebSocket address (default {DEFAULT_URL})"
@@ -951,10 +997,32 @@ def build_parser() -> argparse.ArgumentParser:
         "alternating)",
     )
     bots.add_argument(
-        "--round-pause", type=float, default=0.0, help="seconds between rounds (default 0)"
+        "--round-pause",
+        type=float,
+        help="seconds between rounds (default 0; with --ladder 1, so that people can follow)",
     )
     bots.add_argument(
-        "--think", type=float, default=0.0, help="seconds before each action (default 0)"
+        "--think",
+        type=float,
+        help="seconds before each action (default 0; with --ladder 0.3)",
+    )
+    bots.add_argument(
+        "--ladder",
+        action="store_true",
+        help="the bot ladder: keep the tables rated and playing game after game (until stopped, "
+        "or --games each), the bots signing in as accounts so their ratings carry over; the "
+        "server must keep records",
+    )
+    bots.add_argument(
+        "--games",
+        type=int,
+        help="with --ladder: games each table plays before the run ends (default: until "
+        "Ctrl-C or SIGTERM)",
+    )
+    bots.add_argument(
+        "--identities",
+        help="with --ladder: the file keeping the bots' names, passwords and tokens, per server "
+        f"(default ./{LADDER_IDENTITIES}; written readable by you only)",
     )
     bots.set_defaults(run=_bots, parser=bots)
 

@@ -8,6 +8,7 @@ import { h, swap } from "./dom.js";
 import { pokerCard } from "./cards.js";
 import { fairness } from "./fairness.js";
 import { arrive, capture, sweep } from "./motion.js";
+import { ratingTag, ratingText } from "./rating.js";
 import { count, describeEvent, listing, seatNames } from "./words.js";
 
 
@@ -137,11 +138,12 @@ function seatBox(ctx, table, index, names, compact) {
   const onTurn = playing && view.to_act === index;
   const dealer = view && view.round > 0 && view.phase !== "over" && view.dealer === index;
   const classes = ["seat", mine ? "mine" : "", onTurn ? "on-turn" : "", s ? `st-${s.status}` : ""].join(" ");
-  const label = `${name}${mine ? " (you)" : ""}${occupant.bot ? ", a bot" : ""}`;
+  const label = `${name}${mine ? " (you)" : ""}${occupant.bot ? ", a bot" : ""}${occupant.rating ? `, rating ${ratingText(occupant.rating)}` : ""}`;
   return h("div", { class: classes, dataset: { seat: index }, "aria-current": onTurn ? "true" : null, role: "group", "aria-label": label },
     h("div.seat-head",
       h("span.seat-name", { title: name }, name, mine ? h("span.you", " (you)") : null),
       h("span.badges",
+        ratingTag(occupant.rating),
         occupant.player === info.host ? h("span.badge.host", { title: "Host of this table" }, "host") : null,
         occupant.bot ? h("span.badge.bot", { title: "A bot started by the server" }, "bot") : null,
         dealer ? h("span.badge.dealer", { title: playing ? "Dealer of this round" : "Deals the next round" }, playing ? "D" : "deals next") : null,
@@ -307,6 +309,7 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
     h("div.table-head",
       h("h2", info.name || "BlackDrez table"),
       h("span.status", { dataset: { status: info.status } }, STATUS_WORDS[info.status] ?? info.status),
+      info.options?.rated ? h("span.badge.rated", { title: "A rated table: each game moves its players' ratings" }, "rated") : null,
       view ? h("span", `Round ${view.round}${info.options?.max_rounds ? ` of ${info.options.max_rounds}` : ""}`) : null,
       table.invite ? h("span.invite", "Invite code: ", h("code", `${table.id}:${table.invite}`)) : null),
     felt,

@@ -6,6 +6,7 @@
 
 import { h, short, swap } from "./dom.js";
 import { GAME_NAMES, SOLITAIRES } from "./games.js";
+import { botTag, ratingTag } from "./rating.js";
 
 const STATUS_WORDS = { open: "waiting", playing: "playing", finished: "game over", closed: "closed" };
 
@@ -180,7 +181,7 @@ export class Lobby {
           h("div.row",
             field("Pause between rounds (s)", h("input", { name: "round_pause_seconds", type: "number", min: "0", max: "60", step: "0.1", value: "3" })),
             h("label.check", h("input", { name: "private", type: "checkbox" }), " Private (invite only)"),
-            h("label.check", h("input", { name: "rated", type: "checkbox" }), " Rated (the result moves the players' ratings)")),
+            h("label.check", { title: "Each game's result moves the players' ratings" }, h("input", { name: "rated", type: "checkbox" }), " Rated")),
           h("button.primary", { type: "submit" }, "Create table"))),
       h("section.panel.invite-panel", { "aria-labelledby": "invite-title" },
         h("h2#invite-title", "Private table"),
@@ -261,12 +262,15 @@ export class Lobby {
       const seated = taken.some((s) => s.player === me);
       const full = taken.length === t.seats.length;
       return h("li.table-row", { dataset: { table: t.id } },
-        h("div.table-name", h("strong", t.name || "Unnamed table"), h("span.status", { dataset: { status: t.status } }, STATUS_WORDS[t.status] ?? t.status)),
+        h("div.table-name", h("strong", t.name || "Unnamed table"), h("span.status", { dataset: { status: t.status } }, STATUS_WORDS[t.status] ?? t.status),
+          t.options?.rated ? h("span.badge.rated", { title: "A rated table: each game moves its players' ratings" }, "rated") : null),
         h("div.table-meta",
           `${taken.length}/${t.seats.length} seated`,
           t.round ? ` · round ${t.round}` : "",
           t.spectators ? ` · ${t.spectators} watching` : ""),
-        h("div.table-players", taken.map((s) => s.name).join(", ") || "—"),
+        h("div.table-players", taken.length
+          ? taken.map((s, i) => h("span.player", { dataset: { player: s.player } }, i ? ", " : null, s.name, botTag(s), ratingTag(s.rating)))
+          : "—"),
         h("div.buttons",
           seated
             ? h("button.primary", { dataset: { key: `open-${t.id}` }, onclick: () => this.join(t.id) }, "Open")

@@ -8,6 +8,7 @@
 import { h, short, swap } from "./dom.js";
 import { cardBack, pokerCard, standardCard } from "./cards.js";
 import { count, describeEvent, errorText } from "./words.js";
+import { ratingText } from "./rating.js";
 
 const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
 const ROUTES = [
@@ -58,7 +59,7 @@ function when(seconds) {
 }
 
 function rating(r) {
-  return r ? `${r.ordinal.toFixed(1)}` : "unrated";
+  return r ? ratingText(r) : "unrated";
 }
 
 /** A game's page: ids are letters, digits and ``_ . : -`` (safe in a URL as they are). */
@@ -172,7 +173,7 @@ async function ratingsPage(ctx, route, page) {
     : h("p.muted", "No rated games yet.");
   swap(page, h("section.panel.ratings",
     h("h2", "BlackDrez ratings"),
-    h("p.muted", "Rated tables only (the host chooses). The rating is the conservative estimate μ − 3σ (Weng-Lin): it rises as the system becomes sure of you. Bots play the ladder and are always labelled."),
+    h("p.muted", "Rated tables only (the host chooses). The rating is the conservative estimate μ − 3σ (Weng-Lin): it rises as the system becomes sure of you; “?” marks a provisional one (fewer than 10 rated games). Bots play the ladder and are always labelled."),
     h("div.boards-grid", kinds.map(([, label], i) => h("div", h("h3", label), table(boards[i]))))));
 }
 

@@ -159,6 +159,8 @@ class Failover:
             log.info("adopted table %s at event %d", table, room.seq)
             self.metrics.tables_adopted.inc()
             self._publish_change(room, broadcast)
+            if games:
+                self._show_ratings(room, after_games=True)  # its last host may not have
 
     async def _read_table(
         self, table: str

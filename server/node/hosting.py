@@ -22,6 +22,9 @@ of its own when the server gives one (a busy event loop then keeps its tables), 
 
 Side effects outside the room (lobby record, player sets, scores, retirement of a closed table)
 go through one outbox task, in order, retried on :data:`STORE_RETRY` while the store is down.
+At a rated table the players' ratings are read from the records when someone sits down and once
+a finished game is stored, and logged as a command of the host's (``Ratings``), so the table's
+info carries them to the lobby and the table's viewers like any other change.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from server.table.commands import (
     Answer,
     Create,
     LogEntry,
+    Ratings,
     Stop,
     encode_entry,
     execute,
@@ -462,6 +466,8 @@ class Hosting:
         outcome = room.take_outcome()
         if self.records is not None and outcome.games_over:
             self.records.submit(outcome.games_over)
+        if outcome.seated or outcome.games_over:
+            self._show_ratings(room, after_games=bool(outcome.games_over))
         if room.status == "closed":
             closing_log = self._command_logs[room.id]
             self._unhost(room.id, keep_lease=True)
@@ -470,6 +476,28 @@ class Hosting:
             return
         self._outbox.put_nowait(Publication(room, broadcast, outcome, token))
         self._set_timer(room)
+
+    def _show_ratings(self, room: Room, *, after_games: bool = False) -> None:
+        """At a rated table, read the seated players' ratings from the records and log them
+        (the table shows them): when someone sat down, and once the games just ended are
+        stored (they moved the ratings). A table never waits for this."""
+        if self.records is not None and room.options.rated and not room.closed:
+            self._spawn(self._read_ratings(room.id, after_games))
+
+    async def _read_ratings(self, table: str, after_games: bool) -> None:
+        assert self.records is not None
+        if after_games:
+            await self.records.written(table)
+        room = self.rooms.get(table)
+        players = [s.player for s in room.seats if s is not None] if room is not None else []
+        if room is None or not players:
+            return
+        try:
+            ratings = await self.records.seat_ratings(room.spec.name, players)
+        except Exception as error:  # the database's own errors: the next sit-down reads again
+            log.warning("reading the ratings at %s failed: %r", table, error)
+            return
+        await self._execute(room, "", "", Ratings(ratings=ratings))
 
     def _set_timer(self, room: Room) -> None:
         """Set the room's one timer for its next deadline (replacing any other): a plain timer,

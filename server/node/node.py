@@ -64,6 +64,10 @@ class GameRecords(Protocol):
     async def written(self, table: str) -> bool:
         """Wait (bounded) until the table's submitted games are stored."""
 
+    async def seat_ratings(self, game: str, players: list[str]) -> dict[str, v1.SeatRating]:
+        """The current rating in ``game`` of each of ``players`` (the initial one for a player
+        not rated yet)."""
+
 
 class Node(Hosting, Routing, Failover, Fanout, Lobby):
     """One server process's share of the game world (see ``server.node``)."""

@@ -28,6 +28,8 @@ Times are integer milliseconds since the epoch (exact keys for keyset pagination
 * ``ratings`` / ``rating_history``: the current Weng-Lin rating per player and game, and one row
   per rated game and player (the rating before and after).
 * ``accounts``: a claimed player id: unique name (case-folded), argon2 hash, token generation.
+* ``games.sealed_until`` (2): a daily deal's game, stored at once but not served before its UTC
+  day has ended (the record reveals the day's seed, which stays secret until then).
 """
 
 from __future__ import annotations
@@ -143,6 +145,11 @@ MIGRATIONS: tuple[Migration, ...] = (
                 updated_at BIGINT NOT NULL
             )""",
         ),
+    ),
+    Migration(
+        2,
+        "daily deals' games sealed until their day ends",
+        ("ALTER TABLE games ADD COLUMN sealed_until BIGINT",),
     ),
 )
 """Every migration, oldest first; versions are 1, 2, 3... with no gap."""

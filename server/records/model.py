@@ -61,6 +61,9 @@ class FinishedGame(msgspec.Struct, frozen=True, kw_only=True):
     players: list[PlayerResult]
     result: dict[str, Any]
     record: FileRecord
+    sealed_until: float | None = None
+    """A daily deal's game: its record holds the day's seed, secret until the day ends, so the
+    store serves it from then on only (it is written at once all the same)."""
 
 
 class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -100,6 +103,8 @@ class Rating(msgspec.Struct, frozen=True, kw_only=True):
     ordinal: float
     games: int
     """Rated games played."""
+    provisional: bool
+    """Fewer than 10 rated games: the rating still moves a lot (shown marked)."""
 
 
 class GameStats(msgspec.Struct, frozen=True, kw_only=True):

@@ -46,6 +46,15 @@ class Rating(NamedTuple):
 INITIAL = Rating(MODEL.mu, MODEL.sigma)
 """A new player's rating."""
 
+PROVISIONAL_GAMES = 10
+"""A rating is *provisional* (shown marked) until its player has played this many rated games:
+before that one lucky or unlucky game moves it by several points."""
+
+
+def provisional(games: int) -> bool:
+    """Whether a rating after ``games`` rated games is still provisional."""
+    return games < PROVISIONAL_GAMES
+
 
 def rate(places: Mapping[str, int], current: Mapping[str, Rating]) -> dict[str, Rating]:
     """New ratings after a game where ``places[player]`` is each player's place (1 = first).

@@ -11,14 +11,13 @@ code. Regenerate with ``python -m server.records.schema``; check with ``--check`
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from protocol.schema import SchemaFile
 from server.records import api
 from server.records.accounts import Session
 from server.records.model import GameRecord
@@ -61,43 +60,10 @@ def build() -> dict[str, Any]:
     return document
 
 
-def render() -> str:
-    """The schema document as the exact text committed in ``docs/schema/api-v1.json``."""
-    return json.dumps(build(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def check(path: Path = SCHEMA_PATH) -> bool:
-    """Whether the file at ``path`` is exactly what the code generates now."""
-    try:
-        return path.read_text(encoding="utf-8") == render()
-    except FileNotFoundError:
-        return False
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Write the schema file, or with ``--check`` report whether it is up to date."""
-    parser = argparse.ArgumentParser(
-        prog=REGENERATE, description="Write or check docs/schema/api-v1.json."
-    )
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1 if the committed schema differs from the code"
-    )
-    parser.add_argument("--output", type=Path, default=SCHEMA_PATH, help="the schema file")
-    args = parser.parse_args(argv)
-    if args.check:
-        if check(args.output):
-            print(f"{args.output} is up to date")
-            return 0
-        print(
-            f"{args.output} differs from the API code: regenerate it with `{REGENERATE}` "
-            "and commit it",
-            file=sys.stderr,
-        )
-        return 1
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(render(), encoding="utf-8")
-    print(f"wrote {args.output}")
-    return 0
+API_SCHEMA = SchemaFile(build, SCHEMA_PATH, REGENERATE, "API code")
+render = API_SCHEMA.render
+check = API_SCHEMA.check
+main = API_SCHEMA.main
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ only the hash.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -46,7 +47,7 @@ from server.records.model import (
     Rating,
     RatingPoint,
 )
-from server.records.ratings import INITIAL, RATED_GAMES, rate
+from server.records.ratings import INITIAL, RATED_GAMES, provisional, rate
 from server.records.ratings import Rating as Skill
 
 MAX_LIMIT = 100
@@ -155,17 +156,30 @@ def _summary(row: Row) -> GameSummary:
 
 
 def _rating(row: Row) -> Rating:
-    return Rating(mu=row["mu"], sigma=row["sigma"], ordinal=row["ordinal"], games=row["games"])
+    return Rating(
+        mu=row["mu"],
+        sigma=row["sigma"],
+        ordinal=row["ordinal"],
+        games=row["games"],
+        provisional=provisional(row["games"]),
+    )
 
 
 _GAME_COLUMNS = "g.id, g.game, g.table_id, g.rated, g.started_at, g.ended_at, g.summary"
 
 
+def _unsealed(parameter: int) -> str:
+    """The condition that game ``g`` may be served at the time given as parameter ``$n``."""
+    return f"(g.sealed_until IS NULL OR g.sealed_until <= ${parameter})"
+
+
 class RecordsStore:
     """Finished games, players, ratings and accounts in one database (see the module docstring)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
+        self.clock = clock
+        """The time that unseals a daily deal's game (the node's clock, in a server)."""
 
     @classmethod
     async def open(cls, url: str) -> RecordsStore:
@@ -195,7 +209,9 @@ class RecordsStore:
     async def game(self, game_id: str) -> GameRecord | None:
         """One stored game as its record file plus metadata, or ``None``."""
         row = await self.db.fetchrow(
-            f"SELECT {_GAME_COLUMNS}, g.record FROM games g WHERE g.id = $1", game_id
+            f"SELECT {_GAME_COLUMNS}, g.record FROM games g WHERE g.id = $1 AND {_unsealed(2)}",
+            game_id,
+            _ms(self.clock()),
         )
         if row is None:
             return None
@@ -241,6 +257,8 @@ class RecordsStore:
         if game is not None:
             args.append(game)
             conditions.append(f"{key}.game = ${len(args)}")
+        args.append(_ms(self.clock()))
+        conditions.append(_unsealed(len(args)))
         if before is not None:
             ended, game_id = _parse_cursor(before, int)
             args += [ended, game_id]
@@ -290,6 +308,20 @@ class RecordsStore:
             )
             for row in rows
         ]
+
+    async def ratings(self, game: str, players: list[str]) -> dict[str, Rating]:
+        """The current ratings in ``game`` of those of ``players`` who have one (at most 8: the
+        players at one table)."""
+        if not 0 < len(players) <= 8:
+            raise ValueError(f"ratings are read for 1 to 8 players, not {len(players)}")
+        marks = ", ".join(f"${n}" for n in range(2, len(players) + 2))
+        rows = await self.db.fetch(
+            "SELECT player, mu, sigma, ordinal, games FROM ratings "
+            f"WHERE game = $1 AND player IN ({marks})",
+            game,
+            *players,
+        )
+        return {row["player"]: _rating(row) for row in rows}
 
     async def rating_history(
         self, player: str, game: str, *, before: str | None = None, limit: int = 20
@@ -480,12 +512,13 @@ def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
     ended = _ms(game.ended_at)
     inserted = yield (
         "INSERT INTO games (id, game, table_id, rated, started_at, ended_at, commitment, "
-        "record, summary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+        "record, summary, sealed_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
         (
             game.id, game.game, game.table, game.rated, _ms(game.started_at), ended,
             game.record.commitment, encode_record(game.record).decode(),
             _SUMMARY_ENCODER.encode(_Summary(game.players, game.result)).decode(),
+            None if game.sealed_until is None else _ms(game.sealed_until),
         ),
     )  # fmt: skip
     if not inserted:

@@ -34,10 +34,11 @@ import logging
 from collections.abc import Iterable
 
 from games import verify
+from protocol import v1
 from server.metrics import Metrics
 from server.records.ingest import InvalidGame, finished_game
 from server.records.model import FinishedGame, SeatPlayer
-from server.records.ratings import RATED_GAMES
+from server.records.ratings import INITIAL, RATED_GAMES, provisional
 from server.records.store import GameIdConflict, RecordsStore
 from server.retry import Backoff
 from server.table.room import GameOver
@@ -68,6 +69,7 @@ def finished(game: GameOver) -> FinishedGame:
         ended_at=game.ended_at,
         rated=game.rated and record.game in RATED_GAMES,
         table=table,
+        sealed_until=game.sealed_until,
     )
 
 
@@ -117,6 +119,32 @@ class RecordsWriter:
             log.warning("table %s retired before its games were stored", table)
             return False
         return True
+
+    async def seat_ratings(self, game: str, players: list[str]) -> dict[str, v1.SeatRating]:
+        """The current rating in ``game`` of each of ``players``, as a table shows it (the
+        initial rating for a player not rated yet)."""
+        stored = await self.store.ratings(game, players)
+        ratings = {}
+        for player in players:
+            found = stored.get(player)
+            ratings[player] = (
+                v1.SeatRating(
+                    ordinal=found.ordinal,
+                    mu=found.mu,
+                    sigma=found.sigma,
+                    games=found.games,
+                    provisional=found.provisional,
+                )
+                if found is not None
+                else v1.SeatRating(
+                    ordinal=INITIAL.ordinal,
+                    mu=INITIAL.mu,
+                    sigma=INITIAL.sigma,
+                    games=0,
+                    provisional=provisional(0),
+                )
+            )
+        return ratings
 
     async def _work(self) -> None:
         while True:

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 Everything that changes a room is a *command*: a player's request (join, ready, act...), or the
-host's own (create, begin, a timer tick, resume after a move to another node). The host runs a
+host's own (create, begin, a timer tick, resume after a move to another node, the seated
+players' ratings read from the records). The host runs a
 command with :func:`execute` and, before anyone hears of its effects, appends it to the table's log
 as an :class:`LogEntry` carrying the time it ran, who sent it, and the seed it used if it started a
 game. A room is deterministic given its commands and their times, so :func:`rebuild` rebuilds
@@ -72,7 +73,14 @@ class ConnectionChanged(msgspec.Struct, tag="connection", tag_field="type"):
     connected: bool
 
 
-Command = v1.ClientMessage | ConnectionChanged | Begin | Tick | Stop | Resume | Create
+class Ratings(msgspec.Struct, tag="ratings", tag_field="type"):
+    """The seated players' ratings, as the host node read them from the records (a rated table
+    shows them): logged like any command, so every replay shows the same."""
+
+    ratings: dict[str, v1.SeatRating]
+
+
+Command = v1.ClientMessage | ConnectionChanged | Begin | Tick | Stop | Resume | Ratings | Create
 
 
 class LogEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -200,6 +208,9 @@ def _run(room: Room, entry: LogEntry) -> Answer:
             return Answer()
         case Resume():
             room.resume(now)
+            return Answer()
+        case Ratings():
+            room.set_ratings(command.ratings, now)
             return Answer()
         case _:
             raise RoomError(ErrorCode.UNKNOWN_TYPE, "not a table request")

@@ -45,6 +45,7 @@ with the error code shown, or ignored (``~``: accepted, changes nothing)::
     begin      yes           game_running   game_running    game_running   yes        not_found
     tick       yes           yes            yes             yes            yes        ~
     resume     yes           yes            yes             yes            yes        ~
+    ratings    yes           yes            yes             yes            yes        ~
     close      yes           yes            yes             yes            yes        ~
 
 (a) A newcomer plays from the next round on. (b) Joining a finished table clears the old game:
@@ -124,6 +125,7 @@ class TableCommand(enum.StrEnum):
     BEGIN = "begin"
     TICK = "tick"
     RESUME = "resume"
+    RATINGS = "ratings"
     CLOSE = "close"
 
 
@@ -161,7 +163,9 @@ COMMANDS: dict[TableStatus, dict[TableCommand, Verdict]] = {
         start=_RUNNING, begin=_RUNNING, act=_NO_ROUND, hint=_NO_ROUND, undo=_NO_ROUND
     ),
     TableStatus.FINISHED: _row(act=_OVER, hint=_OVER, undo=_OVER),
-    TableStatus.CLOSED: _row(_GONE, presence=IGNORED, tick=IGNORED, resume=IGNORED, close=IGNORED),
+    TableStatus.CLOSED: _row(
+        _GONE, presence=IGNORED, tick=IGNORED, resume=IGNORED, ratings=IGNORED, close=IGNORED
+    ),
 }
 """For each status, each command: allowed, ignored, or refused (see the module docstring)."""
 

@@ -41,7 +41,14 @@ from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
 from games.spec import GameSpec
 from protocol import v1
 from protocol.errors import ErrorCode
-from server.table.assist import Assist, Finished, forced_finish, hint, ranked_result
+from server.table.assist import (
+    Assist,
+    Finished,
+    day_bounds,
+    forced_finish,
+    hint,
+    ranked_result,
+)
 from server.table.lifecycle import (
     ALLOWED,
     COMMANDS,
@@ -172,6 +179,9 @@ class GameOver:
     started_at: float
     ended_at: float
     rated: bool
+    sealed_until: float | None = None
+    """A daily deal's game: the end of its day, before which its record (which holds the day's
+    seed) must not be served."""
 
 
 @dataclass
@@ -261,6 +271,9 @@ class Room:
         self.game_ended_at = 0.0
         self.actions: list[tuple[int, Any]] = []
         """Every ``(seat, action)`` applied to the current (or last) game's engine."""
+        self.ratings: dict[str, v1.SeatRating] = {}
+        """At a rated table: the seated players' ratings, as the host node last read them from
+        the records (:meth:`set_ratings`)."""
         self.game_players: dict[int, tuple[int, str, str, bool]] = {}
         """Who played the current game at each seat, kept when they leave before its end (a
         player who quits is still ranked, and rated)."""
@@ -289,7 +302,12 @@ class Room:
                 None
                 if s is None
                 else v1.SeatInfo(
-                    player=s.player, name=s.name, ready=s.ready, connected=s.connected, bot=s.bot
+                    player=s.player,
+                    name=s.name,
+                    ready=s.ready,
+                    connected=s.connected,
+                    bot=s.bot,
+                    rating=self.ratings.get(s.player) if self.options.rated else None,
                 )
                 for s in self.seats
             ],
@@ -413,6 +431,7 @@ class Room:
             self.close_at,
             tuple(sorted(self.newcomers)),
             self._info_dirty,
+            tuple(sorted(self.ratings.items())),
             self.assist.key() if self.assist is not None else None,
         )
 
@@ -663,6 +682,18 @@ class Room:
         self._info_dirty = True
         self._settle(now)
 
+    def set_ratings(self, ratings: dict[str, v1.SeatRating], now: float) -> None:
+        """Note the ratings the host node read for seated players (a rated table shows them
+        beside the names; a casual one ignores them). Only seated players' ratings are kept."""
+        if not self._check(TableCommand.RATINGS) or not self.options.rated:
+            return
+        seated = {s.player for s in self.seats if s is not None}
+        known = {p: r for p, r in (self.ratings | ratings).items() if p in seated}
+        if known != self.ratings:
+            self.ratings = known
+            self._info_dirty = True
+        self._settle(now)
+
     def close(self, reason: str) -> None:
         """End the room for good."""
         if not self._check(TableCommand.CLOSE):
@@ -821,19 +852,20 @@ class Room:
 
     def _finish(self) -> None:
         self._note_players()
-        if self.daily is None:  # a daily deal's seed stays secret until its day ends
-            self.outcome.games_over.append(
-                GameOver(
-                    game_id=f"{self.id}:{self.games_begun}",
-                    engine=self.engine,
-                    # A solitaire's undone moves are not part of the game as it stands
-                    actions=list(self.assist.played) if self.assist is not None else self.actions,
-                    players=[self.game_players[index] for index in sorted(self.game_players)],
-                    started_at=self.game_started_at,
-                    ended_at=self.game_ended_at,
-                    rated=self.options.rated,
-                )
+        self.outcome.games_over.append(
+            GameOver(
+                game_id=f"{self.id}:{self.games_begun}",
+                engine=self.engine,
+                # A solitaire's undone moves are not part of the game as it stands
+                actions=list(self.assist.played) if self.assist is not None else self.actions,
+                players=[self.game_players[index] for index in sorted(self.game_players)],
+                started_at=self.game_started_at,
+                ended_at=self.game_ended_at,
+                rated=self.options.rated,
+                # a daily deal's seed stays secret until its day ends: so does its record
+                sealed_until=day_bounds(self.daily)[1] if self.daily is not None else None,
             )
+        )
         self.turn_deadline = None
         self.turn_seats = ()
         self.legal_now = {}
@@ -932,6 +964,7 @@ class Room:
         occupant = self.seats[seat]
         assert occupant is not None
         self.seats[seat] = None
+        self.ratings.pop(occupant.player, None)
         self.outcome.unseated.append(occupant.player)
         self._event(v1.SeatFreed(seat=seat, reason=reason))
         if occupant.player == self.host:

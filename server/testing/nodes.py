@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+from server.testing.launcher import OneProcess
 from server.testing.redis_cluster import direct_client
 from server.testing.redis_server import free_port
 
@@ -58,7 +59,7 @@ def node_command(
     ]  # fmt: skip
 
 
-class NodeProcess:
+class NodeProcess(OneProcess):
     """One server node process (see the module docstring); not started until :meth:`start`."""
 
     def __init__(
@@ -92,16 +93,6 @@ class NodeProcess:
     def url(self) -> str:
         """The node's WebSocket URL."""
         return f"ws://127.0.0.1:{self.port}/"
-
-    @property
-    def pid(self) -> int | None:
-        """The current process's id while it runs."""
-        return self._process.pid if self.running else None
-
-    @property
-    def running(self) -> bool:
-        """True while the current process is alive (paused counts as alive)."""
-        return self._process is not None and self._process.poll() is None
 
     def start(self) -> None:
         """Start the node and wait until it says it serves; a node that fails to start raises."""

@@ -20,8 +20,8 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from types import TracebackType
 
+from server.testing.launcher import Launcher
 from server.testing.redis_server import free_port
 
 START_TIMEOUT = 60
@@ -47,7 +47,7 @@ def find_postgres_bin() -> Path:
     )
 
 
-class PostgresServer:
+class PostgresServer(Launcher):
     """One throwaway PostgreSQL cluster (see the module docstring)."""
 
     def __init__(self, *, durable: bool = False) -> None:
@@ -148,15 +148,3 @@ class PostgresServer:
                 f"{' '.join(command)} failed ({result.returncode}):\n{result.stdout}"
                 f"{result.stderr}{tail}"
             )
-
-    def __enter__(self) -> PostgresServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

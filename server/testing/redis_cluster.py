@@ -26,10 +26,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 import redis
 
+from server.testing.launcher import Launcher
 from server.testing.redis_server import answers_ping, find_redis_server
 
 START_TIMEOUT = 20.0
@@ -129,7 +129,7 @@ class ClusterProcess:
         return {key.strip(): value.strip() for key, value in pairs}
 
 
-class LocalCluster:
+class LocalCluster(Launcher):
     """A Redis Cluster of local processes (see the module docstring)."""
 
     def __init__(
@@ -332,15 +332,3 @@ class LocalCluster:
         """Stop every node and delete the data directories."""
         self.stop()
         self._root.cleanup()
-
-    def __enter__(self) -> LocalCluster:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

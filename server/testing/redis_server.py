@@ -17,7 +17,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
+
+from server.testing.launcher import Launcher, OneProcess
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
@@ -57,7 +58,7 @@ def answers_ping(port: int) -> bool:
         return False
 
 
-class RedisServer:
+class RedisServer(Launcher, OneProcess):
     """One ``redis-server`` process; :meth:`restart` keeps its port and data directory.
 
     With ``appendonly=True`` the data survives :meth:`stop` / :meth:`restart` (AOF in the data
@@ -82,16 +83,6 @@ class RedisServer:
     def url(self) -> str:
         """The ``redis://`` URL of this server."""
         return f"redis://127.0.0.1:{self.port}/0"
-
-    @property
-    def pid(self) -> int | None:
-        """The server's process id while it runs."""
-        return self._process.pid if self.running else None
-
-    @property
-    def running(self) -> bool:
-        """True while the server process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     def start(self) -> None:
         """Start the server and wait until it answers PING."""
@@ -160,15 +151,3 @@ class RedisServer:
         self.stop()
         if self._owned_dir is not None:
             self._owned_dir.cleanup()
-
-    def __enter__(self) -> RedisServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

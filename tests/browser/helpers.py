@@ -39,12 +39,15 @@ async def create_table(
     private: bool = False,
     pause: float = 0.3,
     turn_seconds: int = 30,
+    rated: bool = False,
 ) -> None:
     """Fill the lobby's create form and open the new table."""
     form = page.locator("#create")
     await form.locator("input[name=name]").fill(name)
     if private:
         await form.locator("input[name=private]").check()
+    if rated:
+        await form.locator("input[name=rated]").check()
     await form.locator("input[name=seats]").fill(str(seats))
     await form.locator("input[name=max_rounds]").fill("" if max_rounds is None else str(max_rounds))
     await form.locator("input[name=round_pause_seconds]").fill(str(pause))

@@ -12,10 +12,14 @@ from typing import Any
 import pytest
 from playwright.async_api import Page
 
-from clients.bots import run_bot
+from clients.bots import BOT_CLIENT, run_bot
+from clients.client import Client
 from games import verify
+from protocol import v1
+from server import identity
 from server.app import GameServer, Settings
-from tools.ladder import run_ladder
+from tests.browser.helpers import create_table, table_state
+from tools.ladder import ladder_bots, run_ladder
 
 DEADLINE = 180.0
 PATIENCE_MS = 90_000
@@ -187,3 +191,57 @@ async def test_the_replay_viewer_steps_through_the_record(
     await rows.first.wait_for()
     assert await page.locator(".boards-grid > div").nth(2).locator("tbody tr").count() == 4
     await screenshot(page, "ratings")
+
+
+async def test_the_lobby_and_the_table_show_each_seated_players_rating_and_bots_as_bots(
+    new_page, screenshot, server: GameServer
+) -> None:
+    url = f"ws://127.0.0.1:{server.port}/"
+    await asyncio.wait_for(run_ladder(url, server.secret, 1, games=1, think=0, round_pause=0), 120)
+    await stored_games(server, 1)
+    assert server.records is not None
+    veteran, veteran_name, _ = ladder_bots(0)[0]
+    rated = (await server.records.ratings("blackdrez", [veteran]))[veteran]
+    expected = f"{rated.ordinal:.1f}?"  # one rated game: provisional
+
+    ann = await new_page("Ann")
+    ann.set_default_timeout(PATIENCE_MS)
+    ann_player = await ann.evaluate("window.blackdrez.conn.welcome.player")
+    await create_table(ann, "Rated evening", seats=3, rated=True)
+    table = (await table_state(ann))["id"]
+    token = identity.issue_token(server.secret, veteran, veteran_name)
+    bot = await Client.connect(url, token=token.text, client_name=BOT_CLIENT)
+    try:
+        await bot.request(v1.JoinTable(table=table))
+        bot_seat = ann.locator(".seat[data-seat='1']")
+        await bot_seat.locator(f".rating-tag[data-rating='{rated.ordinal:.1f}']").wait_for()
+        assert await bot_seat.locator(".rating-tag").text_content() == expected
+        assert await bot_seat.locator(".badge.bot").count() == 1
+        mine = ann.locator(".seat[data-seat='0'] .rating-tag")
+        assert await mine.text_content() == "0.0?", "a new player starts at 0, provisional"
+        assert await mine.get_attribute("data-provisional") == "true"
+        assert await ann.locator(".table-head .badge.rated").count() == 1
+        await screenshot(ann, "blackdrez-rated")
+
+        phone = await new_page("Bea", width=390, height=844)
+        phone.set_default_timeout(PATIENCE_MS)
+        row = phone.locator(f".table-row[data-table='{table}']")
+        await row.locator(".badge.rated").wait_for()
+        their = row.locator(f".player[data-player='{veteran}']")
+        await their.locator(".rating-tag").wait_for()
+        assert await their.locator(".rating-tag").text_content() == expected
+        assert await their.locator(".badge.bot").count() == 1
+        host = row.locator(f".player[data-player='{ann_player}']")
+        assert await host.locator(".rating-tag").text_content() == "0.0?"
+        assert await host.locator(".badge.bot").count() == 0
+        await row.scroll_into_view_if_needed()
+        await screenshot(phone, "lobby-rated-phone", full=False)
+        width = await phone.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, "nothing overflows the phone's width"
+        await row.get_by_role("button", name="Watch").click()
+        await phone.locator(".seat[data-seat='1'] .rating-tag").wait_for()
+        await screenshot(phone, "blackdrez-rated-phone", full=False)
+        width = await phone.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, "nothing overflows the phone's width"
+    finally:
+        await bot.close()

@@ -29,6 +29,7 @@ def finished(
     ended_at: float = 1_700_000_000.0,
     rated: bool = False,
     seats: int = 4,
+    sealed_until: float | None = None,
 ) -> FinishedGame:
     """A verified finished game; ``players[i]`` sits at seat ``i`` (default p0, p1...)."""
     record = bot_record(game, seed or game_id, seats)
@@ -45,6 +46,7 @@ def finished(
         ended_at=ended_at,
         rated=rated,
         table=f"t_{game_id}",
+        sealed_until=sealed_until,
     )
 
 

@@ -19,7 +19,8 @@ from server.records.migrations import (
 from server.records.store import RecordsStore
 from server.testing.redis_server import free_port
 
-EXTRA = Migration(2, "an extra table", ("CREATE TABLE extra (x INTEGER)",))
+LATEST = MIGRATIONS[-1].version
+EXTRA = Migration(LATEST + 1, "an extra table", ("CREATE TABLE extra (x INTEGER)",))
 
 
 @pytest.fixture
@@ -62,14 +63,15 @@ async def test_migrating_again_changes_nothing(db: Database, database_url: str) 
 
 async def test_a_new_migration_applies_on_top_of_the_old_ones(db: Database) -> None:
     await migrate(db)
-    assert await migrate(db, (*MIGRATIONS, EXTRA)) == [2]
+    assert await migrate(db, (*MIGRATIONS, EXTRA)) == [LATEST + 1]
     await db.run(_statement("INSERT INTO extra (x) VALUES ($1)", 7))
     assert await db.fetchval("SELECT x FROM extra") == 7
 
 
 async def test_a_database_from_newer_code_is_refused(db: Database) -> None:
     await migrate(db, (*MIGRATIONS, EXTRA))
-    with pytest.raises(SchemaError, match="schema version 2, newer than this code's 1"):
+    newer = f"schema version {LATEST + 1}, newer than this code's {LATEST}"
+    with pytest.raises(SchemaError, match=newer):
         await migrate(db)
 
 
@@ -77,15 +79,15 @@ async def test_an_edited_migration_is_refused(db: Database) -> None:
     await migrate(db)
     edited = Migration(1, MIGRATIONS[0].name, (*MIGRATIONS[0].statements, "SELECT 1"))
     with pytest.raises(SchemaError, match=r"migration 1 .* differs"):
-        await migrate(db, (edited,))
+        await migrate(db, (edited, *MIGRATIONS[1:]))
 
 
 async def test_a_failing_migration_leaves_the_schema_as_it_was(db: Database) -> None:
     await migrate(db)
-    broken = Migration(2, "broken", ("CREATE TABLE half (x INTEGER)", "THIS IS NOT SQL"))
+    broken = Migration(LATEST + 1, "broken", ("CREATE TABLE half (x INTEGER)", "THIS IS NOT SQL"))
     with pytest.raises(Exception):  # noqa: B017 - each driver raises its own syntax error
         await migrate(db, (*MIGRATIONS, broken))
-    assert await schema_version(db) == 1
+    assert await schema_version(db) == LATEST
     assert "half" not in await _tables(db)
 
 
@@ -99,8 +101,8 @@ async def test_two_servers_starting_at_once_migrate_once(database_url: str) -> N
     first, second = await open_database(database_url), await open_database(database_url)
     try:
         applied = await asyncio.gather(migrate(first), migrate(second))
-        assert sorted(applied) == [[], [1]]
-        assert await first.fetchval("SELECT COUNT(*) FROM schema_version") == 1
+        assert sorted(applied) == [[], [m.version for m in MIGRATIONS]]
+        assert await first.fetchval("SELECT COUNT(*) FROM schema_version") == LATEST
     finally:
         await first.close()
         await second.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from server.records.ratings import INITIAL, Rating, rate
+from server.records.ratings import INITIAL, PROVISIONAL_GAMES, Rating, rate
 from server.records.store import RecordsStore
 from tests.records.games import bot_record, finished, seat_order
 
@@ -148,3 +148,22 @@ async def test_a_ranked_seat_without_a_player_is_not_rated(store: RecordsStore) 
     await store.put_game(game)
     board, _ = await store.leaderboard("blackdrez")
     assert {e.player for e in board} == {"second", "third", "fourth"}
+
+
+async def test_a_rating_is_provisional_until_ten_rated_games(store: RecordsStore) -> None:
+    assert PROVISIONAL_GAMES == 10
+    players = ["a", "b"]
+    for number in range(PROVISIONAL_GAMES):
+        await store.put_game(
+            finished(f"g{number}", "blackdrez", seed=f"prov-{number}", players=players,
+                     rated=True, seats=2, ended_at=1000.0 + number)
+        )  # fmt: skip
+        ratings = await store.ratings("blackdrez", players)
+        assert [ratings[p].games for p in players] == [number + 1] * 2
+        expected = number + 1 < PROVISIONAL_GAMES
+        assert [ratings[p].provisional for p in players] == [expected] * 2, number
+    board, _ = await store.leaderboard("blackdrez")
+    assert [entry.rating.provisional for entry in board if entry.rating] == [False, False]
+    assert await store.ratings("blackdrez", ["nobody"]) == {}
+    with pytest.raises(ValueError, match="1 to 8 players"):
+        await store.ratings("blackdrez", [])

@@ -4,6 +4,7 @@ port, accounts at hello and over the WebSocket, the bot ladder. SQLite and a rea
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
 import urllib.error
 import urllib.request
@@ -13,16 +14,30 @@ from typing import Any
 import msgspec
 import pytest
 
-from clients.bots import run_bot
+from clients.bots import BOT_CLIENT, play_table, run_bot
 from clients.client import Client, ServerError
 from games import verify
 from games.records import decode_record
 from protocol import v1
+from server import identity
 from server.app import GameServer, Settings
 from server.records.api import GamesPage, Leaderboard, PlayerProfile
 from tools.ladder import ladder_bots, run_ladder
 
 DEADLINE = 60.0
+
+
+class Clock:
+    """The node's clock, moved by the test (no sleeping)."""
+
+    def __init__(self, text: str) -> None:
+        self.now = datetime.datetime.fromisoformat(text).timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def set(self, text: str) -> None:
+        self.now = datetime.datetime.fromisoformat(text).timestamp()
 
 
 @pytest.fixture
@@ -267,21 +282,125 @@ async def test_a_solitaire_record_leaves_out_undone_moves(server: GameServer) ->
     await client.close()
 
 
-async def test_a_daily_deal_is_not_published_before_its_day_ends(server: GameServer) -> None:
-    """Its record would reveal the day's seed: the records leave daily games out."""
+async def test_a_daily_deals_game_is_stored_at_once_but_sealed_until_its_day_ends(
+    server: GameServer,
+) -> None:
+    """Its record reveals the day's seed (the stock of everyone's deal): the records serve it
+    (game, list, profile, replay) only once the day has ended, on the node's clock."""
+    clock = Clock("2026-11-30T10:00:00+00:00")
+    server.node.clock = clock
     url = f"ws://127.0.0.1:{server.port}/"
     client = await Client.connect(url, name="Day")
     daily = (await client.request(v1.StartSolitaire(game="blue_jacket", daily=True))).table.id
     await client.act(daily, {"type": "resign"})
     other = (await client.request(v1.StartSolitaire(game="blue_jacket"))).table.id
     await client.act(other, {"type": "resign"})
-    assert server.records is not None
+    records = server.records
+    assert records is not None
 
-    async def stored() -> Any:
-        return await server.records.game(f"{other}:1")
+    async def both_stored() -> Any:
+        return await records.db.fetchval("SELECT count(*) FROM games") == 2
 
-    await eventually(stored, "the random deal's record")  # written in order: after the daily's
-    assert await server.records.game(f"{daily}:1") is None
-    games, _ = await server.records.games(player=client.player)
-    assert [g.id for g in games] == [f"{other}:1"]
+    await eventually(both_stored, "both games' records")  # the daily's too, at once
+    paths = [
+        f"/api/v1/games/{daily}:1",
+        f"/api/v1/games/{daily}:1/replay",
+        f"/api/v1/games?player={client.player}",
+        f"/api/v1/players/{client.player}",
+    ]
+    for when in ("2026-11-30T10:00:00+00:00", "2026-11-30T23:59:59.5+00:00"):
+        clock.set(when)
+        assert await records.game(f"{daily}:1") is None
+        games, _ = await records.games(player=client.player)
+        assert [g.id for g in games] == [f"{other}:1"]
+        status, _ = await http_get(server, paths[0])
+        assert status == 404
+        status, _ = await http_get(server, paths[1])
+        assert status == 404
+        for path in paths[2:]:
+            status, body = await http_get(server, path)
+            assert status == 200 and f"{daily}:1".encode() not in body, path
+
+    clock.set("2026-12-01T00:00:00+00:00")  # the day has ended: its seed is revealed
+    revealed = await client.request(v1.GetDaily(game="blue_jacket", day="2026-11-30"))
+    assert revealed.seed is not None
+    status, body = await http_get(server, paths[0])
+    assert status == 200
+    record = decode_record(body)
+    assert verify.verify(record) == [] and record.seed == revealed.seed
+    status, body = await http_get(server, paths[2])
+    assert status == 200
+    listed = {g.id for g in msgspec.json.decode(body, type=GamesPage).games}
+    assert listed == {f"{other}:1", f"{daily}:1"}
     await client.close()
+
+
+def seat_ratings(info: v1.TableInfo | None) -> dict[str, v1.SeatRating | None]:
+    """Each seated player's rating as a table info shows it."""
+    return {} if info is None else {s.player: s.rating for s in info.seats if s is not None}
+
+
+async def test_a_rated_tables_seats_carry_the_players_ratings_in_the_lobby_and_at_the_table(
+    server: GameServer,
+) -> None:
+    url = f"ws://127.0.0.1:{server.port}/"
+    await asyncio.wait_for(run_ladder(url, server.secret, 1, games=1, think=0, round_pause=0), 120)
+    assert server.records is not None
+    veteran, veteran_name, _ = ladder_bots(0)[0]
+
+    async def rated_once() -> Any:
+        return (await server.records.ratings("blackdrez", [veteran])).get(veteran)
+
+    before = await eventually(rated_once, "the ladder game's ratings")
+    watcher = await Client.connect(url, name="Watcher")
+    await watcher.request(v1.WatchLobby())
+    ann = await Client.connect(url, name="Ann")
+    options = v1.TableOptions(seats=2, rated=True, round_pause_seconds=0)
+    table = (await ann.request(v1.CreateTable(options=options))).table.id
+    token = identity.issue_token(server.secret, veteran, veteran_name)
+    bot = await Client.connect(url, token=token.text, client_name=BOT_CLIENT)
+    await bot.request(v1.JoinTable(table=table))
+
+    def shows(info: v1.TableInfo | None, bot_games: int, ann_games: int) -> bool:
+        ratings = seat_ratings(info)
+        return (
+            set(ratings) == {ann.player, veteran}
+            and all(r is not None for r in ratings.values())
+            and ratings[veteran].games == bot_games  # type: ignore[union-attr]
+            and ratings[ann.player].games == ann_games  # type: ignore[union-attr]
+        )
+
+    await ann.wait_until(lambda: shows(ann.tables[table].info, 1, 0), DEADLINE)
+    await watcher.wait_until(lambda: shows(watcher.lobby.get(table), 1, 0), DEADLINE)
+    for info in (ann.tables[table].info, watcher.lobby[table]):
+        assert info is not None
+        shown = seat_ratings(info)
+        assert shown[veteran] == v1.SeatRating(
+            ordinal=pytest.approx(before.ordinal),
+            mu=pytest.approx(before.mu),
+            sigma=pytest.approx(before.sigma),
+            games=1,
+            provisional=True,
+        )
+        assert shown[ann.player] == v1.SeatRating(
+            ordinal=pytest.approx(0.0), mu=25.0, sigma=pytest.approx(25 / 3), games=0,
+            provisional=True,
+        )  # fmt: skip
+        assert [s.bot for s in info.seats if s is not None] == [False, True]
+    casual = (await ann.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
+    await bot.request(v1.JoinTable(table=casual))
+    assert all(r is None for r in seat_ratings(ann.tables[casual].info).values())
+
+    # a rated game moves the ratings: the table shows the new ones once the game is stored
+    await bot.request(v1.SetReady(table=table))
+    await ann.request(v1.StartGame(table=table))
+    await asyncio.gather(play_table(ann, table), play_table(bot, table))
+    await ann.wait_until(lambda: shows(ann.tables[table].info, 2, 1), DEADLINE)
+    await watcher.wait_until(lambda: shows(watcher.lobby.get(table), 2, 1), DEADLINE)
+    stored = await server.records.ratings("blackdrez", [ann.player, veteran])
+    shown = seat_ratings(ann.tables[table].info)
+    assert {p: (r.mu, r.sigma) for p, r in shown.items() if r} == pytest.approx(
+        {p: (r.mu, r.sigma) for p, r in stored.items()}
+    )
+    for client in (ann, bot, watcher):
+        await client.close()

@@ -305,3 +305,26 @@ def test_results_per_player_follow_from_the_record() -> None:
     assert solitaire.players[0].score == outcome.score
     assert solitaire.players[0].won == outcome.won
     assert solitaire.players[0].place is None
+
+
+async def test_a_daily_deals_game_stays_sealed_until_its_day_has_ended(
+    store: RecordsStore,
+) -> None:
+    """Its record holds the day's seed: nothing serves it before the seed is revealed."""
+    day_ends = 1_700_006_400.0
+    now = [day_ends - 3600.0]
+    store.clock = lambda: now[0]
+    daily = finished("daily", "blue_jacket", players=["ann"], ended_at=now[0] - 60.0,
+                     sealed_until=day_ends)  # fmt: skip
+    other = finished("other", "blue_jacket", players=["ann"], ended_at=now[0] - 30.0)
+    assert await store.put_game(daily) and await store.put_game(other)
+    assert not await store.put_game(daily), "stored once, like any game"
+    assert await store.game("daily") is None
+    for filters in ({}, {"player": "ann"}, {"game": "blue_jacket"}):
+        games, _ = await store.games(**filters)  # type: ignore[arg-type]
+        assert [g.id for g in games] == ["other"], filters
+    now[0] = day_ends
+    fetched = await store.game("daily")
+    assert fetched is not None and verify.verify(fetched) == []
+    games, _ = await store.games(player="ann")
+    assert [g.id for g in games] == ["other", "daily"]

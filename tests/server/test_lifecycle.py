@@ -76,6 +76,7 @@ EXPECTED = {  # for each command, its verdict in each status of ORDER
     "begin": ("yes", "game_running", "game_running", "game_running", "yes", "not_found"),
     "tick": ("yes", "yes", "yes", "yes", "yes", "~"),
     "resume": ("yes", "yes", "yes", "yes", "yes", "~"),
+    "ratings": ("yes", "yes", "yes", "yes", "yes", "~"),
     "close": ("yes", "yes", "yes", "yes", "yes", "~"),
 }
 """The module docstring's table, written out again: a change to COMMANDS must be deliberate."""

@@ -1,0 +1,56 @@
+"""What every launcher of this package shares: ``with`` starts it and stops it for good.
+
+Theory of operation
+-------------------
+A launcher (a Redis server, a Redis Cluster, a PostgreSQL cluster, a node process) is started by
+the caller and must be stopped whatever happens, so that a test or benchmark that fails half-way
+leaves nothing running. :class:`Launcher` gives each the same context-manager protocol over its
+own ``start`` and ``close``; :class:`OneProcess` adds what a launcher of one OS process answers
+about it (its pid while it runs, and whether it runs).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from types import TracebackType
+from typing import Self
+
+
+class Launcher:
+    """A part that ``with`` starts (:meth:`start`) and stops for good (:meth:`close`)."""
+
+    def start(self) -> None:
+        """Start the part and wait until it serves."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop the part for good and delete what it owns."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class OneProcess:
+    """A launcher of one OS process, kept in ``_process`` while it exists."""
+
+    _process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The process's id while it runs."""
+        return self._process.pid if self.running else None
+
+    @property
+    def running(self) -> bool:
+        """True while the process is alive (paused counts as alive)."""
+        return self._process is not None and self._process.poll() is None
