@@ -41,7 +41,8 @@ from protocol.retry import RETRY, reconnect_delays
 
 CLIENT_NAME = "blackdrez-py/0.1"
 RECONNECT_TRIES = 15
-"""Tries to re-open a dropped connection (about a minute with :data:`protocol.retry.RECONNECT`)."""
+"""Tries to re-open a dropped connection: 30 to 50 s in all with
+:data:`protocol.retry.RECONNECT`."""
 MOVING_PATIENCE = 30.0
 """Seconds a request answered ``moving`` is retried before the error is raised: a table moves
 to another node within a few seconds (its lease TTL and an adoption)."""
