@@ -10,7 +10,9 @@ Use::
 
 The client keeps, per table, the last snapshot or update applied (``TableState``): its event
 number, view, legal actions and info. Updates are applied only in order: an update whose events do
-not follow the last number held triggers a ``resync`` (no gap, no duplicate).
+not follow the last number held triggers a ``resync`` (no gap, no duplicate), and a snapshot or
+update older than the last event held (an answer overtaken by a later update on the way) is not
+applied: the client never goes back.
 
 A request for a table that is moving between nodes is answered ``moving`` (nothing changed):
 :meth:`Client.request` waits it out, sending the request again with backoff, so callers only see
@@ -31,7 +33,7 @@ from typing import Any
 
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
 from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
@@ -58,6 +60,9 @@ FINAL_CLOSE_CODES = frozenset(
     }
 )
 """Closes after which reconnecting cannot help."""
+PASSING_STATUSES = frozenset({429, 500, 502, 503, 504})
+"""HTTP answers to a handshake that say "not now": a node still starting (503 until its store
+answers), a proxy with no node behind it yet, too many requests. Reconnecting tries again."""
 
 
 async def _open(
@@ -168,8 +173,9 @@ class Client:
         With ``reconnect=True`` a dropped connection is re-opened with the session token (at
         once if its node died, then with backoff from 0.1 s up to 5 s, at most
         :data:`RECONNECT_TRIES` tries: :mod:`protocol.retry`) and every table held is resynced,
-        so the client carries on where it was. ``also`` names
-        other nodes to try in turn (for several nodes with no load balancer in front).
+        so the client carries on where it was; a node that answers "not now" (503 while it
+        starts, see :data:`PASSING_STATUSES`) is tried again too. ``also`` names other nodes to
+        try in turn (for several nodes with no load balancer in front).
         """
         ws, welcome = await _open(
             url,
@@ -297,22 +303,29 @@ class Client:
 
     # ------------------------------------------------------------------ reading
     async def _run(self) -> None:
-        """Read until the connection closes; reconnect when asked to; then close for good."""
-        while True:
-            await self._read()
+        """Read until the connection closes; reconnect when asked to; then close for good.
+
+        Whatever ends it (even an error nobody foresaw), the client is closed for good
+        afterwards: ``closed`` resolves and every waiter wakes, so nobody waits forever on a
+        client that stopped reading."""
+        try:
+            while True:
+                await self._read()
+                self._connected.clear()
+                for future in self._pending.values():
+                    if not future.done():
+                        future.set_exception(ConnectionError("connection lost"))
+                code = self.ws.close_code
+                if self._closing or not self.reconnect or code in FINAL_CLOSE_CODES:
+                    break
+                if not await self._reopen():
+                    break
+        finally:
             self._connected.clear()
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ConnectionError("connection lost"))
-            code = self.ws.close_code
-            if self._closing or not self.reconnect or code in FINAL_CLOSE_CODES:
-                break
-            if not await self._reopen():
-                break
-        if not self.closed.done():
-            self.closed.set_result((self.ws.close_code, self.ws.close_reason or ""))
-        async with self._changed:
-            self._changed.notify_all()
+            if not self.closed.done():
+                self.closed.set_result((self.ws.close_code, self.ws.close_reason or ""))
+            async with self._changed:
+                self._changed.notify_all()
 
     async def _reopen(self) -> bool:
         """Re-open the connection at the next url in turn, at once if its node died (see
@@ -326,8 +339,12 @@ class Client:
                 self.ws, self.welcome = await _open(self.url, hello, self.binary, self._options)
             except ServerError:
                 return False  # the server refuses this token: nothing to retry
-            except (OSError, ConnectionClosed, TimeoutError):
-                continue
+            except InvalidStatus as refused:
+                if refused.response.status_code in PASSING_STATUSES:
+                    continue  # e.g. a node started again at this address, not ready yet
+                return False  # refused for good (an origin not allowed...)
+            except (OSError, ConnectionClosed, InvalidMessage, TimeoutError):
+                continue  # nothing listens yet, or it went away during the handshake
             self.reconnects += 1
             self.reconnected_at = time.monotonic()
             self._connected.set()
@@ -355,13 +372,7 @@ class Client:
             state.seat = message.seat
             state.info = message.table
         elif isinstance(message, v1.Snapshot):
-            state = self.tables.setdefault(message.table, TableState(message.table))
-            state.seq = message.seq
-            state.seat = message.seat
-            state.info = message.info
-            state.view = message.view
-            state.legal = message.legal
-            state.deadline = message.deadline
+            self._apply_snapshot(message)
         elif isinstance(message, v1.Update):
             self._apply_update(message)
         elif isinstance(message, v1.Tables):
@@ -380,10 +391,23 @@ class Client:
             if future is not None and not future.done():
                 future.set_result(message)
 
+    def _apply_snapshot(self, snapshot: v1.Snapshot) -> None:
+        state = self.tables.setdefault(snapshot.table, TableState(snapshot.table))
+        if snapshot.seq < state.seq:
+            return  # older than what is held (an answer overtaken by a later update)
+        state.seq = snapshot.seq
+        state.seat = snapshot.seat
+        state.info = snapshot.info
+        state.view = snapshot.view
+        state.legal = snapshot.legal
+        state.deadline = snapshot.deadline
+
     def _apply_update(self, update: v1.Update) -> None:
         state = self.tables.get(update.table)
         if state is None:
             return  # a snapshot will follow
+        if update.seq < state.seq:
+            return  # older than what is held (an answer overtaken by a later update)
         events = [e for e in update.events if e.seq > state.seq]
         if update.events and not events:
             return  # already held

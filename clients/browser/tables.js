@@ -1,6 +1,7 @@
 // What the client knows of each table: the last snapshot or update applied, by event number.
 // Updates are applied only in order (first event = last + 1); older ones are ignored and a gap
-// asks for a resync. The last number held is kept in localStorage so a reload resyncs from it.
+// asks for a resync. A snapshot or update older than the last event held (an answer overtaken by
+// a later update on the way) is not applied: the client never goes back. The last number held is kept in localStorage so a reload resyncs from it.
 //
 // The table log (the last LOG_SIZE events, as {seq, event}) survives a reload or a late arrival
 // (a spectator): when a table is (re)loaded with an empty log, its recent history is fetched once
@@ -51,6 +52,7 @@ export class TableStore extends EventTarget {
       }
       case "snapshot": {
         const table = this.ensure(message.table);
+        if (message.seq < table.seq) return true; // older than what is held: stale
         Object.assign(table, {
           seq: message.seq, seat: message.seat, info: message.info, view: message.view,
           legal: message.legal || [], deadline: message.deadline ?? null, resyncing: false,
@@ -72,6 +74,7 @@ export class TableStore extends EventTarget {
   applyUpdate(update) {
     const table = this.tables.get(update.table);
     if (!table) return;
+    if (update.seq < table.seq) return; // older than what is held (an answer overtaken on the way)
     const events = update.events.filter((e) => e.seq > table.seq);
     if (update.events.length && !events.length) return; // already held
     if (events.length && events[0].seq !== table.seq + 1) {

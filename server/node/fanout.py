@@ -43,14 +43,22 @@ RECENT_UPDATES = 64
 class Fanout:
     """Watchers, updates to them, and following tables hosted elsewhere."""
 
-    async def _watch(self, client: Connection, table: str, seat: int | None, seq: int) -> None:
+    def _start_watch(self, client: Connection, table: str, seat: int | None, seq: int) -> Watch:
+        """Make ``client`` a watcher of ``table`` from event ``seq`` on (its answer's)."""
         watch = Watch(seat, seq)
         self.watchers.setdefault(table, {})[client] = client.tables[table] = watch
-        if table not in self.rooms:
-            await self._follow(table)
-            # The table may have been adopted here meanwhile: then its updates come directly.
-            for broadcast in self._remote_tables.get(table, ()):
-                self._send_update(client, watch, broadcast, {})
+        return watch
+
+    async def _catch_up_watch(self, client: Connection, table: str, watch: Watch) -> None:
+        """After a new watcher's answer: follow the table if it is hosted elsewhere, and send
+        the watcher the updates this node already holds past its answer's event (they may have
+        come on the table's channel before the answer came on this node's)."""
+        if table in self.rooms or client.tables.get(table) is not watch:
+            return
+        await self._follow(table)
+        # The table may have been adopted here meanwhile: then its updates come directly.
+        for broadcast in list(self._remote_tables.get(table, ())):
+            self._send_update(client, watch, broadcast, {})
 
     async def _unwatch(self, client: Connection, table: str) -> None:
         client.tables.pop(table, None)

@@ -289,12 +289,23 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         await self._deliver_answer(client, answer)
 
     async def _deliver_answer(self, client: Connection, answer: Answer) -> None:
+        """Send an answer's replies; start (or stop) the requester's watch of its table. The
+        watch starts at the answer's event, before the replies go (no update of a table hosted
+        here can come between), and the updates of a remote table this node already holds past
+        that event follow the replies: a client never gets an update before the older answer
+        it asked for."""
+        watch = None
         if answer.watch is not None:
             table, seat, seq = answer.watch
-            await self._watch(client, table, seat, seq)
+            if client.closing:  # gone while a catch-up was being answered: nothing to watch
+                await self._unfollow_if_unwatched(table)
+            else:
+                watch = self._start_watch(client, table, seat, seq)
         for reply in answer.replies:
             if isinstance(reply, v1.Error):
                 self.metrics.errors.labels(reply.code).inc()
             client.send(reply)
+        if watch is not None:
+            await self._catch_up_watch(client, table, watch)
         if answer.unwatch is not None:
             await self._unwatch(client, answer.unwatch)

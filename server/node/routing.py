@@ -123,10 +123,15 @@ class Routing:
             return moving_answer(message)
         if isinstance(message, v1.JoinTable | v1.Spectate | v1.Resync):
             await self._follow(table)  # before the request, so no update can slip between
+        answer = None
         try:
-            return await self._forward(place.node, player, name, table, message, bot)
+            answer = await self._forward(place.node, player, name, table, message, bot)
+            return answer
         finally:
-            await self._unfollow_if_unwatched(table)
+            # Followed on for a requester about to watch the table (``_deliver_answer``):
+            # subscribing again would lose what is published meanwhile.
+            if answer is None or answer.watch is None or answer.watch[0] != table:
+                await self._unfollow_if_unwatched(table)
 
     async def _forward(
         self, host: str, player: str, name: str, table: str, message: Any, bot: bool

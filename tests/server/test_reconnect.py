@@ -151,3 +151,21 @@ async def test_the_client_library_reconnects_and_resyncs_by_itself(server, conne
         seqs = [e.seq for e in client.tables[table].events]
         assert seqs == list(range(seqs[0], seqs[-1] + 1)), "no gap, no duplicate"
     assert a.tables[table].view == b.tables[table].view
+
+
+async def test_the_client_library_waits_out_a_node_that_is_still_starting(server, connect) -> None:
+    """A node started again at its address answers every handshake with 503 until its store
+    answers and it has started (``GameServer.ready``): a reconnecting client keeps trying
+    until it is let in, then resyncs. (It used to stop reading at the first 503, neither
+    connected nor closed, and its game stalled: the same-id restart of the fault suite.)"""
+    a = await connect(server, name="A", reconnect=True)
+    b = await connect(server, name="B", reconnect=True)
+    table = await seat_and_start(a, [b])
+    server.ready = False  # what a restarted node answers while it starts
+    await a.drop()
+    await asyncio.sleep(2.0)  # several tries, each refused with 503
+    assert a.reconnects == 0 and not a.closed.done(), "still trying while the node starts"
+    server.ready = True
+    await a.wait_until(lambda: a.reconnects == 1, timeout=20)
+    await asyncio.gather(play_out(a, table), play_out(b, table))
+    assert a.tables[table].view == b.tables[table].view
