@@ -1,6 +1,7 @@
 """A capacity model from measured runs: what one action costs, and what 10k-1M players need.
 
-    python3 benchmarks/capacity.py [--tables 40] [--rate 150] [--duration 6] [--json FILE]
+    python3 benchmarks/capacity.py [--tables 40] [--rate 150] [--duration 6] [--cluster]
+        [--json FILE]
 
 Theory of operation
 -------------------
@@ -30,9 +31,13 @@ table, MessagePack, each action paced to a total rate).
    assumptions (``--seconds-per-action`` between one player's actions, ``--seats``, the share of
    a core a node or a Redis shard may use): nodes, Redis shards, bandwidth, memory.
 
+With ``--cluster`` the checks of step 3 are run again on a local Redis Cluster (3 masters with a
+replica each, append-only), still predicted from the single Redis's calibration: the model
+counts a cluster's masters as independent shards, and the check says whether the commands add
+up and how evenly they spread (each master's commands/s are printed).
+
 The machine is shared and small (2 cores: nodes, Redis and bots compete), so the costs are upper
-bounds; the load average is printed with them. Redis Cluster runs can be added to the checks when
-the cluster store lands (the per-shard figures are the single Redis's here).
+bounds; the load average is printed with them.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import statistics
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,11 +63,14 @@ from server.node.failover import FULL_SCAN
 from server.node.hosting import RENEWALS
 from server.node.node import LEASE_TTL
 from server.testing.nodes import NodeProcess, cpu_seconds, resident_bytes
+from server.testing.redis_cluster import LocalCluster
 from server.testing.redis_server import RedisServer
 from tools.loadtest import cli as loadtest
 
 SERVE_EXTRA = ("--rate", "1000", "--burst", "1000", "--max-connections-per-ip", "0")
 PLAYERS = (10_000, 100_000, 1_000_000)
+WORKERS_START = 60.0
+"""Seconds ``serve --workers N`` may take until every worker serves (a loaded machine)."""
 
 
 @dataclass
@@ -72,26 +81,38 @@ class Sample:
     redis: dict[str, Any]
 
 
-def redis_info(url: str) -> dict[str, Any]:
-    """Redis's CPU, command, network and memory counters."""
-    with redis.Redis.from_url(url) as direct:
-        info = direct.info("all")
-    calls = sum(v["calls"] for k, v in info.items() if k.startswith("cmdstat_"))
-    usec = sum(v["usec"] for k, v in info.items() if k.startswith("cmdstat_"))
+def redis_info(urls: list[str]) -> dict[str, Any]:
+    """Redis's CPU, command, network and memory counters, summed over ``urls`` (one Redis, or
+    a cluster's masters), with the commands of each in ``calls_each``."""
+    infos = []
+    for url in urls:
+        with redis.Redis.from_url(url) as direct:
+            infos.append(direct.info("all"))
+
+    def total(name: str, key: str | None = None) -> float:
+        return sum(
+            v[name] if key is None else sum(x[name] for k, x in v.items() if k.startswith(key))
+            for v in infos
+        )
+
+    calls_each = [
+        sum(v["calls"] for k, v in info.items() if k.startswith("cmdstat_")) for info in infos
+    ]
     return {
-        "cpu": info["used_cpu_sys"] + info["used_cpu_user"],
-        "calls": calls,
-        "usec": usec,
-        "net_in": info["total_net_input_bytes"],
-        "net_out": info["total_net_output_bytes"],
-        "memory": info["used_memory"],
-        "keys": sum(v["keys"] for k, v in info.items() if k.startswith("db")),
+        "cpu": total("used_cpu_sys") + total("used_cpu_user"),
+        "calls": sum(calls_each),
+        "calls_each": calls_each,
+        "usec": total("usec", "cmdstat_"),
+        "net_in": total("total_net_input_bytes"),
+        "net_out": total("total_net_output_bytes"),
+        "memory": total("used_memory"),
+        "keys": total("keys", "db"),
     }
 
 
-def sample(url: str, pids: list[int]) -> Sample:
+def sample(urls: list[str], pids: list[int]) -> Sample:
     """The counters of these processes and of Redis, now."""
-    return Sample(cpu={pid: cpu_seconds(pid) or 0.0 for pid in pids}, redis=redis_info(url))
+    return Sample(cpu={pid: cpu_seconds(pid) or 0.0 for pid in pids}, redis=redis_info(urls))
 
 
 def children(pid: int) -> list[int]:
@@ -101,20 +122,35 @@ def children(pid: int) -> list[int]:
 
 
 def run(
-    redis_url: str, *, workers: int, tables: int, rate: float, duration: float, mode: str = "play"
+    redis_url: str,
+    *,
+    workers: int,
+    tables: int,
+    rate: float,
+    duration: float,
+    mode: str = "play",
+    masters: list[str] | None = None,
 ) -> dict[str, Any]:
     """One load run on fresh nodes: the load tool's report plus node and Redis costs over its
-    measurement window."""
-    with redis.Redis.from_url(redis_url) as direct:
-        direct.flushall()
-    before_start = redis_info(redis_url)
+    measurement window. ``masters``: on a cluster, a plain URL of each master (whose counters
+    are summed)."""
+    masters = masters or [redis_url]
+    for url in masters:
+        with redis.Redis.from_url(url) as direct:
+            direct.flushall()
+    before_start = redis_info(masters)
     extra = (*SERVE_EXTRA, "--workers", str(workers)) if workers > 1 else SERVE_EXTRA
     node = NodeProcess(redis_url, "cap", extra=extra)
     node.start()
     try:
         pids = [node.pid] if workers == 1 else []
-        while len(pids) < workers:  # the workers print once they serve
-            pids = children(node.pid) if workers > 1 else pids
+        deadline = time.monotonic() + WORKERS_START
+        while workers > 1 and sum("listening on" in x for x in node.output()) < workers:
+            if time.monotonic() > deadline:  # each worker logs it once it serves
+                raise RuntimeError(f"the {workers} workers did not all start serving")
+            time.sleep(0.1)
+        if workers > 1:
+            pids = children(node.pid)
         connections = tables * 4 if mode == "play" else tables
         args = loadtest.parser().parse_args(
             [
@@ -127,8 +163,8 @@ def run(
         timer: list[threading.Timer] = []
 
         def on_measure() -> None:
-            marks.append(sample(redis_url, pids))
-            timer.append(threading.Timer(duration, lambda: marks.append(sample(redis_url, pids))))
+            marks.append(sample(masters, pids))
+            timer.append(threading.Timer(duration, lambda: marks.append(sample(masters, pids))))
             timer[0].start()
 
         report = loadtest.run_load(
@@ -142,7 +178,10 @@ def run(
     start, end = marks
     seconds = report["window_s"] or duration
     actions = report["actions_per_s"] * seconds
-    redis_delta = {k: end.redis[k] - start.redis[k] for k in start.redis}
+    redis_delta = {k: end.redis[k] - start.redis[k] for k in start.redis if k != "calls_each"}
+    redis_delta["calls_each"] = [
+        b - a for a, b in zip(start.redis["calls_each"], end.redis["calls_each"], strict=True)
+    ]
     return {
         "workers": workers,
         "tables": tables if mode == "play" else 0,
@@ -213,11 +252,38 @@ def predict(cost: dict[str, float], rate: float, tables: int, nodes: int) -> dic
     }
 
 
-def measured(run_: dict[str, Any]) -> dict[str, float]:
-    """The same figures as :func:`predict`, measured."""
+def measured(run_: dict[str, Any]) -> dict[str, Any]:
+    """The same figures as :func:`predict`, measured (and the commands/s of each master)."""
     return {
         "node_cpu_share": run_["node_cpu_s"] / run_["seconds"],
         "redis_commands_per_s": run_["redis"]["calls"] / run_["seconds"],
+        "redis_commands_per_s_each": [c / run_["seconds"] for c in run_["redis"]["calls_each"]],
+    }
+
+
+def cluster_checks(args: argparse.Namespace, cost: dict[str, float]) -> dict[str, Any]:
+    """The checks' runs again on a local Redis Cluster (3 masters, 3 replicas), predicted from
+    the single Redis's calibration: the model counts a cluster's masters as its shards."""
+    with LocalCluster(masters=3, replicas=1, appendonly=True) as cluster:
+        masters = [f"redis://127.0.0.1:{cluster.nodes[i].port}/0" for i in cluster.master_indexes()]
+        runs = {
+            f"{workers} node(s) at {2 * args.rate:g}/s on a cluster": run(
+                cluster.url,
+                workers=workers,
+                tables=args.tables,
+                rate=2 * args.rate,
+                duration=args.duration,
+                masters=masters,
+            )
+            for workers in (1, 2)
+        }
+    return {
+        name: {
+            "predicted": predict(cost, c["actions_per_s"], c["tables"], c["workers"]),
+            "measured": measured(c),
+            "run": c,
+        }
+        for name, c in runs.items()
     }
 
 
@@ -272,6 +338,9 @@ def main() -> None:
     parser.add_argument(
         "--packet-overhead", type=int, default=66, help="bytes per frame below WebSocket"
     )
+    parser.add_argument(
+        "--cluster", action="store_true", help="also check the model on a local Redis Cluster"
+    )
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args()
     load = os.getloadavg()[0]
@@ -325,6 +394,7 @@ def main() -> None:
             }
             for name, m in most.items()
         },
+        "cluster_checks": cluster_checks(args, cost) if args.cluster else {},
         "assumptions": {k: v for k, v in vars(args).items() if k != "json"},
         "projection": {str(n): project(cost, n, args) for n in PLAYERS},
     }
@@ -348,12 +418,14 @@ def lines(report: dict[str, Any]) -> list[str]:
         f"{c['redis_bytes_per_table_open'] / 1024:.1f} KiB per table (with its log so far)",
         "checks (predicted from the calibration vs measured):",
     ]
-    for name, check in report["checks"].items():
+    for name, check in {**report["checks"], **report.get("cluster_checks", {})}.items():
         p, m = check["predicted"], check["measured"]
+        each = m.get("redis_commands_per_s_each", [])
+        split = f" (per master: {', '.join(f'{c:.0f}' for c in each)})" if len(each) > 1 else ""
         out.append(
             f"  {name}: node CPU {100 * p['node_cpu_share']:.0f}% vs "
             f"{100 * m['node_cpu_share']:.0f}% of a core; Redis commands/s "
-            f"{p['redis_commands_per_s']:.0f} vs {m['redis_commands_per_s']:.0f} "
+            f"{p['redis_commands_per_s']:.0f} vs {m['redis_commands_per_s']:.0f}{split} "
             f"({check['run']['actions_per_s']:.0f} actions/s measured)"
         )
     out.append("most actions/s, unpaced (bots, Redis and workers share the machine):")

@@ -14,7 +14,9 @@ compose file's node command on loopback ports, and stops them all at the end.
   with SIGKILL; for every table it hosted, the time from the kill to the first new event a
   spectator on node 1 receives (*adopted*: lease expiry + adoption, whose resume marks the
   players away) and to the first event that is not a presence change (*next action*: the bots
-  resynced at the new host and one of them acted). With ``--baseline-ttl S`` the same is measured
+  resynced at the new host and one of them acted); the milestones in between are printed too
+  (:func:`measure_resume`: lease lapse, adoption logged, bots reconnected, first bot back), so
+  that the time can be placed. With ``--baseline-ttl S`` the same is measured
   in the same run with ``--lease-ttl S`` (the former default was 3).
 * **No false failover after a stall.** The same set-up; node 0 is frozen (SIGSTOP) for each of
   ``--stalls`` seconds, then resumed (SIGCONT); after twice the lease TTL, a table of node 0 that
@@ -107,10 +109,15 @@ def _tables_of(redis_url: str, node_id: str) -> set[str]:
     return {t for t, node in lease_holders(redis_url).items() if node == node_id}
 
 
-async def _swarm_on(nodes: Nodes, redis_url: str, tables: int = SWARM_TABLES) -> asyncio.Task:
+async def _swarm_on(
+    nodes: Nodes, redis_url: str, tables: int = SWARM_TABLES, clients: list[Client] | None = None
+) -> asyncio.Task:
     """Bots playing ``tables`` tables over the nodes, once every table is open (a loaded
-    machine takes a while to connect them all) and has played a little."""
-    swarm = asyncio.create_task(run_swarm(nodes.urls, tables=tables, per_table=3, think=0.1))
+    machine takes a while to connect them all) and has played a little; ``clients`` receives the
+    bots' clients."""
+    swarm = asyncio.create_task(
+        run_swarm(nodes.urls, tables=tables, per_table=3, think=0.1, clients=clients)
+    )
     deadline = time.monotonic() + 60
     while len(lease_holders(redis_url)) < tables and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
@@ -135,39 +142,76 @@ def _presence(event: dict) -> bool | None:
     return event["connected"] if event["type"] == "presence" else None
 
 
+STAGES = ("lease_lapsed", "adoption_logged", "adopted", "bots_reconnected", "back", "next_action")
+"""The failover's milestones per table, in seconds after the SIGKILL (see measure_resume)."""
+
+
+def _lease_ttls(redis_url: str, tables: set[str]) -> dict[str, float]:
+    """Seconds each table's lease has left (read just before the kill)."""
+    with redis.Redis.from_url(redis_url) as direct:
+        pipe = direct.pipeline(transaction=False)
+        for table in tables:
+            pipe.pttl(f"bd:t:{{{table}}}:lease")
+        return {t: ms / 1000 for t, ms in zip(tables, pipe.execute(), strict=True) if ms > 0}
+
+
 async def measure_resume(redis_url: str, lease_ttl: float) -> dict[str, list[float]]:
-    """Seconds from SIGKILL of node 0 to each of its tables' adoption and next action."""
+    """Seconds from SIGKILL of node 0 to each milestone of each of its tables (:data:`STAGES`):
+
+    * ``lease_lapsed``: its lease's TTL left at the kill (read just before it);
+    * ``adoption_logged``: the line "adopted table" of the new host (as this process read it);
+    * ``adopted``: the first event of the new host's resume (its "away" presence changes)
+      reaching a spectator on node 1;
+    * ``bots_reconnected``: the last of its bots connected to node 0 reconnected elsewhere;
+    * ``back``: the first "connected" presence change after the resume (a bot resynced or
+      acted at the new host, or a node told it that one of its bots is still there);
+    * ``next_action``: the first event after the resume that is not a presence change.
+    """
     flush(redis_url)
     nodes = Nodes(redis_url, 3, extra=("--lease-ttl", str(lease_ttl)))
-    adopted: dict[str, float] = {}
-    acted: dict[str, float] = {}
+    found: dict[str, dict[str, float]] = {stage: {} for stage in STAGES}
     started = time.monotonic()
+    bots: list[Client] = []
     try:
-        swarm = await _swarm_on(nodes, redis_url)
+        swarm = await _swarm_on(nodes, redis_url, clients=bots)
         victims = _tables_of(redis_url, "node0")
         watchers = [await Client.connect(nodes.urls[1], name="W", binary=True) for _ in victims]
         for watcher, table in zip(watchers, victims, strict=True):
             await _spectate(watcher, table)
+        on_victim = [b for b in bots if b.url == nodes.urls[0] and set(b.tables) & victims]
+        ttls = _lease_ttls(redis_url, victims)
         nodes[0].kill()
         killed = time.monotonic()
+        found["lease_lapsed"] = ttls
         early = _adoptions(nodes, started, killed)
         states = {t: w.tables[t] for w, t in zip(watchers, victims, strict=True)}
         marks = {t: len(state.events) for t, state in states.items()}
+        acted = found["next_action"]
         while len(acted) < len(victims) and time.monotonic() - killed < 30:
             for table, state in states.items():
                 # Updates node 0 published just before it died may still arrive: the adoption
                 # is the resume's first "away" (no node reports a bot on node 1 or 2 away).
                 new = [numbered.event for numbered in state.events[marks[table] :]]
                 away = [i for i, e in enumerate(new) if _presence(e) is False]
-                if away and table not in adopted:
-                    adopted[table] = time.monotonic() - killed
-                if (
-                    away
-                    and table not in acted
-                    and any(_presence(e) is None for e in new[away[0] :])
-                ):
-                    acted[table] = time.monotonic() - killed
+                if not away:
+                    continue
+                now = time.monotonic() - killed
+                found["adopted"].setdefault(table, now)
+                after = new[away[0] :]
+                if table not in found["back"] and any(_presence(e) for e in after):
+                    found["back"][table] = now
+                if table not in acted and any(_presence(e) is None for e in after):
+                    acted[table] = now
             await asyncio.sleep(0.01)
+        for table in victims:
+            lines = [
+                at for node in nodes for at, line in node.lines if f"adopted table {table}" in line
+            ]
+            if lines:
+                found["adoption_logged"][table] = min(lines) - killed
+            back = [b.reconnected_at - killed for b in on_victim if table in b.tables]
+            if back and min(back) > 0:
+                found["bots_reconnected"][table] = max(back)
         swarm.cancel()  # only the resumes count here (the fault suite checks the games)
         with contextlib.suppress(asyncio.CancelledError):
             await swarm
@@ -177,7 +221,7 @@ async def measure_resume(redis_url: str, lease_ttl: float) -> dict[str, list[flo
         nodes.stop()
     if early:
         print(f"{len(early)} table(s) changed host before the kill (a stall?)", file=sys.stderr)
-    return {"adopted": list(adopted.values()), "next_action": list(acted.values())}
+    return {stage: list(found[stage].values()) for stage in STAGES}
 
 
 def _adoptions(nodes: Nodes, start: float, end: float, among: set[str] | None = None) -> list[str]:
@@ -214,6 +258,8 @@ async def measure_stall(redis_url: str, stall: float) -> dict[str, float]:
 
 def _summary(runs: list[list[float]]) -> dict[str, float]:
     flat = [s for run in runs for s in run]
+    if not flat:
+        return {"tables": 0, "median_of_run_medians": 0.0, "max": 0.0}
     return {
         "tables": len(flat),
         "median_of_run_medians": statistics.median(statistics.median(x) for x in runs if x),
@@ -280,6 +326,8 @@ def _lines(report: dict) -> str:
         if key.startswith("resume_after_kill_s_ttl_"):
             ttl = key.rsplit("_", 1)[1]
             for what, summary in resume.items():
+                if not summary["tables"]:
+                    continue
                 lines.append(
                     f"lease {ttl} s: SIGKILL -> {what.replace('_', ' ')}: median "
                     f"{summary['median_of_run_medians']:.2f} s, max {summary['max']:.2f} s "

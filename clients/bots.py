@@ -13,7 +13,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from games.blackdrez import bots as blackdrez_bots
 from games.blackdrez import rules as blackdrez
 from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
 from protocol import v1
+from protocol.retry import RETRY
 
 log = logging.getLogger("blackdrez.bot")
 
@@ -34,9 +35,11 @@ RETRYABLE = frozenset(
     {"unavailable", "moving", "not_your_turn", "game_over", "illegal_action", "not_in_round"}
 )
 """Refusals a bot meets while its table moves between nodes (or the store is down), or when it
-acted on a view that was already stale: look at the table again (resync) and carry on."""
-MAX_REFUSALS = 50
-"""Refusals in a row after which a bot gives up: its table is not coming back."""
+acted on a view that was already stale: look at the table again (resync) and carry on, after a
+short capped delay with jitter (:data:`protocol.retry.RETRY`: the table is back about a lease
+after its node died, and a bot that waited seconds more would hold its whole table up)."""
+REFUSAL_PATIENCE = 90.0
+"""Seconds of refusals in a row after which a bot gives up: its table is not coming back."""
 STALL = 10.0
 """Seconds a bot waits for its turn (or for its action's update) before it resyncs anyway."""
 
@@ -58,14 +61,6 @@ class BotResult:
     """Games this bot played to the end (the other fields describe the last one)."""
     removed: bool = False
     """The bot lost its seat (the host removed it) or the table closed before a game ended."""
-
-
-def _backoff() -> Iterator[float]:
-    """Capped exponential delays with jitter: 0.1 s doubling up to 2 s."""
-    delay = 0.1
-    while True:
-        yield delay * random.uniform(0.5, 1.0)
-        delay = min(delay * 2, 2.0)
 
 
 def dealt_cards(events: list[v1.Numbered]) -> list[str]:
@@ -138,8 +133,8 @@ async def play_table(
                     raise
             await look_again()
 
-    refusals = 0
-    delays = _backoff()
+    refused_since: float | None = None
+    delays = RETRY.delays()
     while True:
         await wait_for(lambda: state.legal or over() or unseated(state, client.player))
         if unseated(state, client.player):
@@ -160,14 +155,15 @@ async def play_table(
             await asyncio.sleep(next(delays))  # the connection dropped: it comes back by itself
             continue
         except ServerError as error:
-            refusals += 1
-            if error.code not in RETRYABLE or refusals > MAX_REFUSALS:
+            now = time.monotonic()
+            refused_since = now if refused_since is None else refused_since
+            if error.code not in RETRYABLE or now - refused_since > REFUSAL_PATIENCE:
                 raise
             await asyncio.sleep(next(delays))
             await look_again()
             continue
-        refusals = 0
-        delays = _backoff()
+        refused_since = None
+        delays = RETRY.delays()
         result.actions += 1
         result.acked.append(ok.seq)
         await wait_for(lambda s=seq: state.seq > s or over())
@@ -295,18 +291,20 @@ async def run_swarm(
     round_pause: float = 0.0,
     think: float = 0.0,
     results: list[list[BotResult]] | None = None,
+    clients: list[Client] | None = None,
 ) -> SwarmSummary:
     """Fill ``tables`` new tables with ``per_table`` bots each and play them all to the end.
 
     With several ``url``s the tables' hosts and their bots are spread over the nodes, each bot
     reconnecting to the others if its node goes away. ``results``, if given, receives every
-    bot's record (per table).
+    bot's record (per table); ``clients``, if given, every bot's client as it connects (for
+    measurements).
     """
     urls = [url] if isinstance(url, str) else list(url)
     started = time.perf_counter()
     played = await asyncio.gather(
         *(
-            _swarm_table(urls, t, per_table, strategies, binary, round_pause, think)
+            _swarm_table(urls, t, per_table, strategies, binary, round_pause, think, clients)
             for t in range(tables)
         )
     )
@@ -333,6 +331,7 @@ async def _swarm_table(
     binary: bool,
     round_pause: float,
     think: float,
+    exposed: list[Client] | None,
 ) -> list[BotResult]:
     clients = [
         await Client.connect(
@@ -345,6 +344,8 @@ async def _swarm_table(
         )
         for i in range(per_table)
     ]
+    if exposed is not None:
+        exposed.extend(clients)
     try:
         host = clients[0]
         options = v1.TableOptions(seats=per_table, round_pause_seconds=round_pause)
@@ -377,8 +378,9 @@ async def _setup_step(
     (a node dying or Redis restarting during the set-up). ``done``: refusals that mean an
     earlier try succeeded. A request whose connection dropped is sent again only if
     ``dropped_ok`` (sending it twice is harmless: joining or getting ready again)."""
-    delays = _backoff()
-    for _ in range(MAX_REFUSALS):
+    delays = RETRY.delays()
+    deadline = time.monotonic() + REFUSAL_PATIENCE
+    while time.monotonic() < deadline:
         try:
             return await client.request(request)
         except ServerError as error:

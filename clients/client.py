@@ -16,7 +16,9 @@ applied: the client never goes back.
 
 A request for a table that is moving between nodes is answered ``moving`` (nothing changed):
 :meth:`Client.request` waits it out, sending the request again with backoff, so callers only see
-real answers (``not_found`` is never a table in transit).
+real answers (``not_found`` is never a table in transit). Reconnections and retries follow the
+policies of :mod:`protocol.retry`: a connection whose node died is re-opened at once at the next
+url; a refused request is tried again after at most a quarter second, with jitter.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,16 +39,18 @@ from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
 from protocol.errors import CloseCode, ErrorCode
 from protocol.handshake import Hello
+from protocol.retry import RETRY, reconnect_delays
 
 CLIENT_NAME = "blackdrez-py/0.1"
 RECONNECT_TRIES = 15
+"""Tries to re-open a dropped connection: 30 to 50 s in all with
+:data:`protocol.retry.RECONNECT`."""
 MOVING_PATIENCE = 30.0
 """Seconds a request answered ``moving`` is retried before the error is raised: a table moves
 to another node within a few seconds (its lease TTL and an adoption)."""
-MOVING_RETRY = 0.25
-"""Longest wait between two tries of a request answered ``moving``: a killed node's tables are
-adopted about a lease TTL (1 s by default) after the kill, and a ``moving`` answer is cheap, so
-polling this often adds at most a quarter second to a table's return."""
+RESYNC_PATIENCE = 60.0
+"""Seconds a table is resynced again after a reconnection or a gap while its host cannot answer
+(a Redis restarted from its append-only file under load can take tens of seconds)."""
 FINAL_CLOSE_CODES = frozenset(
     {
         CloseCode.UNSUPPORTED_VERSION,
@@ -134,6 +137,8 @@ class Client:
         self.client_name = CLIENT_NAME
         self.reconnects = 0
         """How many times the connection was re-established."""
+        self.reconnected_at = 0.0
+        """``time.monotonic()`` of the last reconnection (0: none yet; for measurements)."""
         self.closed: asyncio.Future[tuple[int | None, str]] = (
             asyncio.get_running_loop().create_future()
         )
@@ -165,12 +170,12 @@ class Client:
     ) -> Client:
         """Open a connection, say hello and return the greeted client.
 
-        With ``reconnect=True`` a dropped connection is re-opened with the session token
-        (exponential backoff from 0.1 s up to 5 s, at most :data:`RECONNECT_TRIES` tries) and
-        every table held is resynced, so the client carries on where it was; a node that
-        answers "not now" (503 while it starts, see :data:`PASSING_STATUSES`) is tried again
-        too. ``also`` names other nodes to try in turn (for several nodes with no load
-        balancer in front).
+        With ``reconnect=True`` a dropped connection is re-opened with the session token (at
+        once if its node died, then with backoff from 0.1 s up to 5 s, at most
+        :data:`RECONNECT_TRIES` tries: :mod:`protocol.retry`) and every table held is resynced,
+        so the client carries on where it was; a node that answers "not now" (503 while it
+        starts, see :data:`PASSING_STATUSES`) is tried again too. ``also`` names other nodes to
+        try in turn (for several nodes with no load balancer in front).
         """
         ws, welcome = await _open(
             url,
@@ -227,15 +232,14 @@ class Client:
         request is sent again with backoff, for up to ``moving_patience`` seconds.
         """
         deadline = time.monotonic() + moving_patience
-        delay = 0.05
+        delays = RETRY.delays()
         while True:
             reply = await self._request_once(message, timeout)
             if not isinstance(reply, v1.Error):
                 return reply
             if reply.code != ErrorCode.MOVING or time.monotonic() >= deadline:
                 raise ServerError(reply)
-            await asyncio.sleep(min(delay * (0.5 + random.random()), deadline - time.monotonic()))
-            delay = min(delay * 2, MOVING_RETRY / 1.5)
+            await asyncio.sleep(min(next(delays), deadline - time.monotonic()))
 
     async def _request_once(self, message: Any, timeout: float) -> Any:
         message.id = next(self._ids)
@@ -268,9 +272,11 @@ class Client:
         task.add_done_callback(self._tasks.discard)
 
     async def _resync_until_done(self, table: str) -> None:
-        """Resync a table, retrying while its host cannot answer (it may be moving)."""
-        delay = 0.1
-        for _ in range(RECONNECT_TRIES * 2):
+        """Resync a table, retrying while its host cannot answer (it may be moving), for up to
+        :data:`RESYNC_PATIENCE` seconds."""
+        deadline = time.monotonic() + RESYNC_PATIENCE
+        delays = RETRY.delays()
+        while time.monotonic() < deadline:
             try:
                 await self.resync(table)
                 return
@@ -280,8 +286,7 @@ class Client:
             except (ConnectionError, TimeoutError):
                 if self.closed.done():
                     return
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 2.0)
+            await asyncio.sleep(next(delays))
 
     async def wait_until(self, predicate: Callable[[], Any], timeout: float | None = 10.0) -> Any:
         """Wait until ``predicate()`` is true (checked after every message); return its value
@@ -323,10 +328,11 @@ class Client:
                 self._changed.notify_all()
 
     async def _reopen(self) -> bool:
-        delay = 0.1
+        """Re-open the connection at the next url in turn, at once if its node died (see
+        :func:`protocol.retry.reconnect_delays`); resync every table held."""
+        delays = reconnect_delays(self.ws.close_code)
         for _ in range(RECONNECT_TRIES):
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 5.0)
+            await asyncio.sleep(next(delays))
             hello = Hello(versions=list(self.versions), token=self.token, client=self.client_name)
             self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
             try:
@@ -340,6 +346,7 @@ class Client:
             except (OSError, ConnectionClosed, InvalidMessage, TimeoutError):
                 continue  # nothing listens yet, or it went away during the handshake
             self.reconnects += 1
+            self.reconnected_at = time.monotonic()
             self._connected.set()
             for table in {*self.tables, *self.welcome.tables}:
                 self.tables.setdefault(table, TableState(table))

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 A failed store call is never retried in a tight loop. Whoever must try again waits on
-:class:`Backoff`: capped exponential delays with jitter (so many waiters do not retry in step).
+:class:`Backoff` (:mod:`protocol.retry`, shared with the clients): capped exponential delays with
+jitter (so many waiters do not retry in step).
 
 :class:`StoreHealth` is a circuit breaker shared by a whole node. The store reports every call's
 outcome: the first failure marks the store *down* (one warning), and from then on a single probe
@@ -18,35 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
+
+from protocol.retry import Backoff
+
+__all__ = ["PROBE_CAP", "PROBE_FIRST", "Backoff", "StoreHealth"]
 
 log = logging.getLogger("blackdrez.store")
 
 PROBE_FIRST = 0.05
 PROBE_CAP = 0.4
 """Seconds between probes of a store that is down, at most (how soon a return is noticed)."""
-
-
-class Backoff:
-    """Capped exponential delays with jitter: ``first``, doubling, never above ``cap``.
-
-    Each delay is drawn uniformly from its upper half ("equal jitter"): never much shorter than
-    the plan, never in step with other waiters.
-    """
-
-    def __init__(self, first: float = 0.05, cap: float = 2.0, factor: float = 2.0) -> None:
-        self.first = first
-        self.cap = cap
-        self.factor = factor
-
-    def delays(self) -> Iterator[float]:
-        """An endless series of delays in seconds."""
-        planned = self.first
-        while True:
-            yield planned * random.uniform(0.5, 1.0)
-            planned = min(planned * self.factor, self.cap)
 
 
 class StoreHealth:

@@ -6,10 +6,15 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+import redis
 
+from server.testing.nodes import NodeProcess
+from server.testing.redis_server import RedisServer
 from tools.loadtest import cli as loadtest
 from tools.loadtest import frames, procfs, profiler
 
@@ -119,3 +124,56 @@ def test_the_installed_tool_runs_on_redis_from_any_folder(
     report = json.loads((elsewhere / "report.json").read_text())
     assert report["redis"] is True and report["failed"] == 0 and report["actions_per_s"] > 0
     assert "(redis lobby" in (elsewhere / "server.log").read_text()
+
+
+def _log_lengths(redis_url: str) -> dict[str, int]:
+    """Each table's log length (entries written so far)."""
+    with redis.Redis.from_url(redis_url) as direct:
+        return {key.decode(): direct.xlen(key) for key in direct.scan_iter("bd:t:*:log")}
+
+
+def test_bots_act_again_after_a_refusal_while_the_store_restarts(tmp_path: Path) -> None:
+    """Redis killed and restarted from its append-only file during the window: the actions in
+    flight are refused ``unavailable`` (nothing changed) and no update follows, so a bot must
+    try again by itself (short capped delays with jitter) or its table stops until its turn
+    timer. Every table goes on; the restart is quicker than a lease, so no adoption's update
+    makes the bots act for another reason."""
+    with RedisServer(appendonly=True, data_dir=str(tmp_path)) as store:
+        node = NodeProcess(store.url, "lt", extra=("--rate", "1000", "--burst", "1000"))
+        node.start()
+        measuring = threading.Event()
+        reports: list[dict] = []
+        args = loadtest.parser().parse_args(
+            ["--url", node.url, "--mode", "play", "-c", "24", "--workers", "1",
+             "--warmup", "0.5", "--duration", "8", "--quiet"]
+        )  # fmt: skip
+        load = threading.Thread(
+            target=lambda: reports.append(
+                loadtest.run_load(args, node.url, node.pid, True, measuring.set)
+            )
+        )
+        try:
+            load.start()
+            assert measuring.wait(120), "the load's window opened"
+            start, started = _log_lengths(store.url), time.monotonic()
+            time.sleep(1.0)
+            before, killed = _log_lengths(store.url), time.monotonic()
+            store.kill()
+            store.start()
+            time.sleep(1.0)  # the bots that will try again have (their delays are 0.25 s at most)
+            back, resumed = _log_lengths(store.url), time.monotonic()
+            load.join(120)
+            after, ended = _log_lengths(store.url), time.monotonic()
+        finally:
+            load.join(120)
+            node.stop()
+    assert reports and reports[0]["errors"] > 0, "some actions were refused during the restart"
+    assert len(start) == 6
+    # A table that stopped writes a handful of entries in seconds; one that plays, dozens a second.
+    slow = {
+        table: (before[table] - start[table]) / (killed - started)
+        for table in start
+        if (after[table] - back[table]) / (ended - resumed)
+        < 0.2 * (before[table] - start[table]) / (killed - started)
+    }
+    assert not slow, f"tables (and their entries/s before) that stopped after the restart: {slow}"

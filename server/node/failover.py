@@ -87,6 +87,7 @@ class Failover:
                 if known - live:
                     self._scan_until = now + 2 * self.lease_ttl
                     self._give_up_on(known - live)
+                self._silent = (self._silent | (known - live)) - live
                 known = live
                 if now >= self._scan_until and now < next_full:
                     continue

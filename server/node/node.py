@@ -122,6 +122,9 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._pending: dict[int, asyncio.Future[Answer]] = {}
         self._forwarded: dict[int, str] = {}
         """The node each pending forwarded request went to."""
+        self._silent: set[str] = set()
+        """Nodes seen to stop heartbeating (until they do again): their tables' requests are
+        answered ``moving`` here rather than forwarded to a node that is likely dead."""
         self._rids = itertools.count(1)
         self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
         """Tables hosted elsewhere that this node follows, with their last few updates."""

@@ -6,7 +6,9 @@ Theory of operation
 hands table requests to :meth:`Routing.route`: a table hosted here runs the command locally; one
 hosted elsewhere (per the store's whereabouts) is forwarded as a ``bus.Request`` on the host's
 node channel and its ``bus.Reply`` relayed, within :data:`REMOTE_TIMEOUT`. A forwarded request
-is served by the host as if its client were connected there.
+is served by the host as if its client were connected there. A table whose host stopped
+heartbeating is answered ``moving`` without forwarding (its lease lapses within a TTL and another
+node adopts it), and requests already forwarded to that host are answered at once.
 """
 
 from __future__ import annotations
@@ -111,7 +113,12 @@ class Routing:
             return closed_answer(message, table)
         if place.where is Whereabouts.UNKNOWN:
             return error_answer(message, ErrorCode.NOT_FOUND, f"no table {table!r}")
-        if place.where is Whereabouts.MOVING or place.node == self.id or place.node is None:
+        if (
+            place.where is Whereabouts.MOVING
+            or place.node == self.id
+            or place.node is None
+            or place.node in self._silent  # its lease lapses soon: forwarding would wait for it
+        ):
             self._scan_soon()  # an orphan, or this node's own (from its earlier process)
             return moving_answer(message)
         if isinstance(message, v1.JoinTable | v1.Spectate | v1.Resync):

@@ -16,12 +16,14 @@ from collections.abc import Iterator
 import pytest
 
 from clients.bots import BotResult, SwarmSummary, run_swarm
+from clients.client import Client, ServerError
 from protocol import v1
 from server.table.commands import Resume, decode_entry, rebuild
 from server.table.records import decode_table_record, record_log
 from server.testing.nodes import Nodes, lease_holders
 from server.testing.redis_cluster import direct_client
 from server.testing.redis_server import RedisServer
+from tests.server.helpers import play_out, seat_and_start
 
 
 @pytest.fixture
@@ -47,6 +49,14 @@ def table_log(redis_url: str, table: str) -> list[bytes]:
     if not entries and record:
         return record_log(decode_table_record(record))
     return entries
+
+
+def live_nodes(redis_url: str) -> set[str]:
+    """The nodes whose heartbeat has not lapsed (by Redis's clock)."""
+    with direct_client(redis_url) as direct:
+        seconds, micros = direct.time()
+        now = seconds * 1000 + micros // 1000
+        return {m.decode() for m in direct.zrangebyscore("bd:nodes", f"({now}", "+inf")}
 
 
 def played_on_after_adoption(redis_url: str, table: str) -> bool:
@@ -135,3 +145,74 @@ async def test_a_redis_restart_mid_game_is_survived(durable_redis: RedisServer) 
     finally:
         nodes.stop()
     assert_games_sound(durable_redis.url, summary, results, tables=10)
+
+
+async def test_a_request_for_a_table_of_a_node_gone_silent_is_not_forwarded_to_it(
+    durable_redis: RedisServer,
+) -> None:
+    """A host that stopped heartbeating but whose lease has not lapsed yet (the two lapse in
+    either order) is not sent requests: they would wait REMOTE_TIMEOUT for a dead node. The
+    other node answers ``moving`` at once, which the client retries until the table is
+    adopted. The lease is made to outlive the heartbeat here by removing its TTL."""
+    nodes = Nodes(durable_redis.url, 2)
+    host = viewer = None
+    try:
+        host = await Client.connect(nodes.urls[0], name="Host")
+        joined = await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))
+        table = joined.table.id
+        viewer = await Client.connect(nodes.urls[1], name="Viewer")
+        nodes[0].pause()
+        with direct_client(durable_redis.url) as direct:
+            direct.persist(f"bd:t:{{{table}}}:lease")
+        deadline = time.monotonic() + 30
+        while "node0" in live_nodes(durable_redis.url):
+            assert time.monotonic() < deadline, "node0's heartbeat lapsed"
+            await asyncio.sleep(0.05)
+        codes = []
+        while time.monotonic() < deadline and codes[-1:] != ["moving"]:
+            with pytest.raises(ServerError) as refused:
+                await viewer.request(v1.Spectate(table=table), timeout=30, moving_patience=0)
+            codes.append(refused.value.code)
+        assert codes[-1] == "moving", f"answers while the host was silent: {codes}"
+    finally:
+        for client in (host, viewer):
+            if client is not None:
+                await client.close()
+        nodes[0].resume()
+        nodes.stop()
+
+
+async def test_a_client_whose_node_is_killed_carries_on_at_another_of_its_urls(
+    durable_redis: RedisServer,
+) -> None:
+    """The client of a killed node reconnects to the next url it was given, resyncs, and plays
+    its game to the end once the table is adopted (the reconnection's timing is measured by
+    benchmarks/scaleout.py, not asserted)."""
+    nodes = Nodes(durable_redis.url, 2)
+    clients: list[Client] = []
+    try:
+        ann = await Client.connect(nodes.urls[0], name="Ann", reconnect=True, also=(nodes.urls[1],))
+        bob = await Client.connect(nodes.urls[1], name="Bob", reconnect=True)
+        clients += [ann, bob]
+        table = await seat_and_start(ann, [bob])
+        assert lease_holders(durable_redis.url)[table] == "node0"
+        nodes[0].kill()
+        killed = time.monotonic()
+        await ann.wait_until(lambda: ann.reconnects == 1, timeout=30)
+        assert ann.url == nodes.urls[1]
+        reconnected = ann.reconnected_at - killed
+        deadline = time.monotonic() + 30
+        while lease_holders(durable_redis.url).get(table) != "node1":
+            assert time.monotonic() < deadline, "node1 adopted the table"
+            await asyncio.sleep(0.05)
+        resumed = [c.tables[table] for c in clients]
+        await ann.wait_until(lambda: all(s.seq == resumed[1].seq for s in resumed), timeout=30)
+        await asyncio.gather(*(play_out(c, table) for c in clients))
+    finally:
+        for client in clients:
+            await client.close()
+        nodes.stop()
+    print(f"reconnected {reconnected:.3f} s after the kill")
+    assert ann.tables[table].view == bob.tables[table].view
+    seqs = [e.seq for e in ann.tables[table].events]
+    assert seqs == list(range(seqs[0], seqs[-1] + 1)), "no gap, no duplicate"

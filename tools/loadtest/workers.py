@@ -6,7 +6,9 @@ The parent hands each worker a :class:`WorkerPlan`. The worker (its own process 
 loop, uvloop when installed) opens its connections at the plan's ramp rate, each bound to one of
 the plan's 127.0.0.x source addresses, says ``hello``, and then plays its part: idle readers,
 lobby watchers, bots seated at tables that play as soon as they have legal actions (paced to the
-plan's action rate, if any), or raw echo connections. It reports :class:`Counters` every
+plan's action rate, if any), or raw echo connections. An act or a game restart refused with
+``moving`` or ``unavailable`` (nothing changed, and no update may follow) is sent again after a
+short capped delay with jitter (:data:`protocol.retry.RETRY`). It reports :class:`Counters` every
 :data:`PROGRESS_INTERVAL` seconds and a :class:`Window` (counters at the start and end of the
 measurement window, latency samples inside it) when the parent closes the window.
 """
@@ -31,6 +33,7 @@ import msgspec
 from protocol import v1
 from protocol.codec import encode
 from protocol.handshake import Hello
+from protocol.retry import RETRY
 from tools.loadtest.frames import (
     LEAN_DECODERS,
     LeanFrame,
@@ -45,6 +48,18 @@ PROGRESS_INTERVAL = 0.25
 HANDSHAKES_IN_FLIGHT = 256
 """Connections a worker may be opening at once."""
 BOT_CLIENT = "blackdrez-bot/loadtest"
+RETRIED = frozenset({"moving", "unavailable"})
+"""Refusals that changed nothing and may pass: the request is sent again (protocol.retry)."""
+RESTART_PATIENCE = 60.0
+"""Seconds the host of a table tries to start its next game while the table or store is away."""
+
+
+class Refused(ConnectionError):
+    """A set-up request was answered with an error (``code``)."""
+
+    def __init__(self, message: str, code: str | None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # --------------------------------------------------------------------------- plans and results
@@ -428,6 +443,7 @@ class _Bot:
         self._ids = 1
         self._pending: dict[int, asyncio.Future[LeanFrame]] = {}
         self._act_id = 0
+        self._retry = RETRY.delays()
         self._restarting = False
         loop = asyncio.get_running_loop()
         self.finished: asyncio.Future[None] = loop.create_future()
@@ -444,7 +460,7 @@ class _Bot:
         reply = await asyncio.wait_for(future, 30.0)
         if reply.type == "error":
             tag = type(message).__struct_config__.tag
-            raise ConnectionError(f"{tag} refused: {reply.code}")
+            raise Refused(f"{tag} refused: {reply.code}", reply.code)
         return reply
 
     async def _read(self) -> None:
@@ -493,9 +509,13 @@ class _Bot:
             if frame.type == "error":
                 self.worker.counters.errors += 1
                 self.worker.note(f"act answered error {frame.code}")
+                if frame.code in RETRIED:
+                    self._act_again_later()
+                    return
             else:
                 self.worker.counters.actions += 1
                 self._match(frame.seq or 0)
+                self._retry = RETRY.delays()
             self.maybe_act()
             return
         if frame.type == "error":
@@ -521,6 +541,19 @@ class _Bot:
             self.worker.latencies.append(now - self.sent_at)
         self.waiting_seq = None
 
+    def _act_again_later(self) -> None:
+        """An act refused with nothing changed (the table moving, the store away): no update
+        may follow, so act again on the same state after a short capped delay with jitter
+        (:data:`protocol.retry.RETRY`), unless an update made this bot act meanwhile."""
+        seq = self.last_seq
+
+        def again() -> None:
+            if self.last_seq == seq and not self.acting:
+                self.acted_at = seq - 1  # the state acted on was refused: act on it again
+            self.maybe_act()
+
+        asyncio.get_running_loop().call_later(next(self._retry), again)
+
     def maybe_act(self) -> None:
         """Act if it is this bot's turn in a state it has not acted on yet."""
         if not self.playing or self.acting or not self.legal or self.last_seq <= self.acted_at:
@@ -543,9 +576,19 @@ class _Bot:
             self.worker.counters.sent += 1
 
     async def _restart(self) -> None:
+        """Start the next game (the host), trying again while the table or the store is away."""
+        delays = RETRY.delays()
+        deadline = time.monotonic() + RESTART_PATIENCE
         try:
-            await self.request(v1.SetReady(table=self.table))
-            await self.request(v1.StartGame(table=self.table))
+            for request in (v1.SetReady(table=self.table), v1.StartGame(table=self.table)):
+                while True:
+                    try:
+                        await self.request(request)
+                        break
+                    except Refused as refusal:
+                        if refusal.code not in RETRIED or time.monotonic() > deadline:
+                            raise
+                    await asyncio.sleep(next(delays))
         except Exception as error:
             self.worker._failed(error)
         finally:
