@@ -333,6 +333,22 @@ async def test_renewal_extends_only_the_lease_held_with_that_token(store: Store)
     assert again is not None and again > token
 
 
+async def test_renewing_many_leases_reports_exactly_the_ones_not_held(store: Store) -> None:
+    tables = [f"many{i}" for i in range(60)]
+    tokens = {}
+    for table in tables:
+        token = await store.acquire_lease(table, 5)
+        assert token is not None
+        tokens[table] = token
+    stale = set(tables[::7])  # a token this node does not hold
+    never = {"never1", "never2"}  # never leased at all
+    asked = {t: tokens[t] + 1 if t in stale else tokens[t] for t in tables}
+    asked.update(dict.fromkeys(never, 1))
+    assert await store.renew_leases(asked, 5) == stale | never
+    await store.release_lease(tables[1], tokens[tables[1]])
+    assert await store.renew_leases(tokens, 5) == {tables[1]}
+
+
 async def test_an_append_needs_the_token_and_the_expected_position(store: Store) -> None:
     token = await store.acquire_lease("t1", 5)
     assert token is not None

@@ -63,6 +63,11 @@ gets :class:`StoreUnavailable` (its table's host undoes that command) and nothin
 A table's appends keep their order because its host waits for each before it runs the next
 command. On a Redis Cluster the batch is split by master (see :mod:`server.stores.redis_cluster`).
 
+Lease renewals are batched too: a node renews every lease it holds several times a second
+(``RENEWALS`` per TTL, :mod:`server.node.hosting`), so :meth:`RedisStore.renew_leases` sends one
+script call for them all (``RENEW_SCRIPT``, at most ``MAX_RENEWALS`` a call), each lease fenced
+on its own holder; on a Redis Cluster, one call per slot.
+
 With ``wait_replicas`` (``--redis-wait-replicas``) a log append is pipelined with ``WAIT`` on the
 same connection, and its announcement is published only once enough replicas hold the entry (these
 appends are sent one by one, not grouped).
@@ -136,9 +141,11 @@ PROBE_TIMEOUT = 0.5
 PUBSUB_BACKOFF = Backoff(first=0.1, cap=2.0)
 """Between attempts to reconnect the pub/sub link (woken early when Redis is seen back)."""
 PLAYER_TABLES_TTL = 7 * 24 * 3600
+"""Seconds a player's table set lives after its last addition (its tables close long before)."""
 MAX_BATCH = 256
 """Log appends sent in one script call at most (a bigger batch would hold Redis for longer)."""
-"""Seconds a player's table set lives after its last addition (its tables close long before)."""
+MAX_RENEWALS = 1000
+"""Leases renewed in one script call at most (a few hundred microseconds of Redis's time)."""
 
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
 FIXED_KEYS: tuple[str, ...] = ("bd:secret", "bd:nodes", "bd:hosted", "bd:lobby:tables", "bd:lb:*")
@@ -192,11 +199,18 @@ return epoch
 """
 
 RENEW_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local lost = {}
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[i + 1] then
+    redis.call('PEXPIRE', KEYS[i], ARGV[1])
+  else
+    lost[#lost + 1] = i
+  end
 end
-return 0
+return lost
 """
+"""Renews a batch of leases (KEYS: the lease keys; ARGV: the TTL in ms, then each lease's
+holder): the (1-based) indexes of the leases not held with that holder, which stay untouched."""
 
 APPEND_SCRIPT = """
 local out = {}
@@ -568,20 +582,24 @@ class RedisStore(Store):
         return int(token) or None
 
     async def renew_leases(self, leases: dict[str, int], ttl: float) -> set[str]:
+        """See :meth:`Store.renew_leases`: one script call per :data:`MAX_RENEWALS` leases (a
+        node renews all of its leases several times a second), all in one round trip."""
         if not leases:
             return set()
-        tables = list(leases)
+        groups = self._renewal_groups(list(leases))
         with self._reaching():
             async with self._redis.pipeline(transaction=False) as pipe:
-                for table_id in tables:
-                    self._queue_script(
-                        pipe,
-                        self._renew,
-                        [lease_key(table_id)],
-                        [self._holder(leases[table_id]), int(ttl * 1000)],
-                    )
-                held = await pipe.execute()
-        return {t for t, ok in zip(tables, held, strict=True) if not ok}
+                for group in groups:
+                    holders = [self._holder(leases[table_id]) for table_id in group]
+                    keys = [lease_key(table_id) for table_id in group]
+                    self._queue_script(pipe, self._renew, keys, [int(ttl * 1000), *holders])
+                replies = await pipe.execute()
+        pairs = zip(groups, replies, strict=True)
+        return {group[int(index) - 1] for group, lost in pairs for index in lost}
+
+    def _renewal_groups(self, tables: list[str]) -> list[list[str]]:
+        """The tables whose leases one script call renews (one Redis holds every key)."""
+        return [tables[i : i + MAX_RENEWALS] for i in range(0, len(tables), MAX_RENEWALS)]
 
     async def release_lease(self, table_id: str, token: int) -> None:
         with self._reaching():

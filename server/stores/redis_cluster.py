@@ -10,9 +10,10 @@ fail over or slots move. Everything in :mod:`server.stores.redis` holds; what a 
 Keys and slots. Every key of one table carries the table id as a hash tag (``bd:t:{T}:...``), so
 a table's lease, epoch, log, record, snapshot, state and game record share one slot, and every
 Lua script (acquire, renew, append, put-record, put-snapshot, release, retire, locate) names keys
-of one table only (a batch of appends: of one slot, see "Group commit" below). A
-player's set (``bd:p:{P}:tables``) and a game's leaderboard keys (``bd:lb:{G}...``) are one slot
-each too. The cross-table structures are each one key, so each lives in one slot on purpose:
+of one table only (a batch of appends or of lease renewals: of one slot, see "Group commit"
+below). A player's set (``bd:p:{P}:tables``) and a game's leaderboard keys (``bd:lb:{G}...``)
+are one slot each too. The cross-table structures are each one key, so each lives in one slot
+on purpose:
 
 * ``bd:hosted`` (every live table's id), read by the orphan scan;
 * ``bd:lobby:tables`` (the listed tables' ids), read by every lobby listing;
@@ -82,10 +83,12 @@ from server.stores.base import StoreUnavailable
 from server.stores.redis import (
     COMMAND_TIMEOUT,
     CONNECT_TIMEOUT,
+    MAX_RENEWALS,
     PROBE_TIMEOUT,
     UNREACHABLE,
     PendingAppend,
     RedisStore,
+    lease_key,
 )
 
 SCHEME = "redis+cluster"
@@ -238,6 +241,19 @@ class RedisClusterStore(RedisStore):
         except Exception as error:
             return [error] * count
         return [int(written) for reply in replies for written in reply]
+
+    # ------------------------------------------------------------------ lease renewals
+    def _renewal_groups(self, tables: list[str]) -> list[list[str]]:
+        """One script call per slot (a script names the keys of one slot); the cluster
+        pipeline sends each master its own calls."""
+        slots: dict[int, list[str]] = {}
+        for table_id in tables:
+            slots.setdefault(self._redis.keyslot(lease_key(table_id)), []).append(table_id)
+        return [
+            group[i : i + MAX_RENEWALS]
+            for group in slots.values()
+            for i in range(0, len(group), MAX_RENEWALS)
+        ]
 
     # ------------------------------------------------------------------ WAIT on the master
     async def _queue_wait(self, pipe: Any, key: str) -> Callable[[], bool]:

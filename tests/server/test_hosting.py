@@ -108,9 +108,10 @@ async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, re
     server = await make_server(redis_url=redis_url_clean)
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b], turn_seconds=60)
+    # The token first: the node's next renewal (4 a second) finds the lease gone and forgets it.
+    token = server.node._leases[table].token
     async with aioredis.Redis.from_url(redis_url_clean) as direct:
         await direct.set(f"bd:t:{{{table}}}:lease", "some-other-node/0/99", px=60_000)
-    token = server.node._leases[table].token
     position = len(await server.store.read_log(table)) + 1
     with pytest.raises(LeaseLost):
         await server.store.append_log(table, token, position, b"x")

@@ -1,0 +1,24 @@
+"""What one Redis is asked per call: the periodic lease renewal of a node's tables is one
+script call however many tables it hosts (a node of a few hundred tables renews them several
+times a second, and a command per table cost the node's CPU and Redis's)."""
+
+from __future__ import annotations
+
+from server.stores.redis import RedisStore
+from tests.test_group_commit import script_calls
+
+
+async def test_renewing_many_leases_is_one_script_call(redis_url_clean: str) -> None:
+    store = RedisStore(redis_url_clean, "node-a")
+    await store.start()
+    try:
+        tokens = {}
+        for i in range(200):
+            token = await store.acquire_lease(f"t{i}", 5)
+            assert token is not None
+            tokens[f"t{i}"] = token
+        before = script_calls(redis_url_clean)
+        assert await store.renew_leases(tokens, 5) == set()
+        assert script_calls(redis_url_clean) - before == 1
+    finally:
+        await store.close()
