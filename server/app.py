@@ -68,7 +68,7 @@ from server.admin import PREFIX as ADMIN_PREFIX
 from server.admin import AdminApi
 from server.connection import Connection
 from server.metrics import Metrics
-from server.node import LEASE_TTL, RECORD_RETENTION, Node
+from server.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
 from server.node.hosting import HINT_BURST, HINT_RATE
 from server.ratelimit import TokenBucket
 from server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
@@ -170,9 +170,10 @@ class Settings:
     allowed_origins: list[str] | None = None
     """Origins accepted besides the page's own host (see :func:`origin_allowed`)."""
     compression: bool = False
-    lease_ttl: float = LEASE_TTL
+    lease_ttl: float | None = None
     """Seconds a table's lease lasts unless its host renews it (how soon a dead node's tables
-    move to another node)."""
+    move to another node); ``None``: ``LEASE_TTL`` on a shared store, ``SOLE_LEASE_TTL`` on one
+    that no other node shares (nothing can move there)."""
     record_retention: float = RECORD_RETENTION
     """Seconds a closed table's compact game record is kept in the store."""
     reuse_port: bool = False
@@ -225,10 +226,13 @@ class GameServer:
         )
         self.metrics.store_up.set_function(lambda: float(self.store.health.up))
         redis_url = settings.redis_url if store is None else None
+        lease_ttl = settings.lease_ttl
+        if lease_ttl is None:
+            lease_ttl = LEASE_TTL if self.store.shared else SOLE_LEASE_TTL
         self.node = Node(
             self.store,
             self.metrics,
-            lease_ttl=settings.lease_ttl,
+            lease_ttl=lease_ttl,
             record_retention=settings.record_retention,
             renewal_store=(lambda: open_store(redis_url, settings.node_id)) if redis_url else None,
             hints=hints.HintWorker(settings.hint_workers, hint_budget=settings.hint_budget),

@@ -795,7 +795,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help="how long a table's lease lasts unless renewed (4 times per lease): how soon a dead "
-        "node's tables move to another node, and how long a stalled node keeps them (default 1)",
+        "node's tables move to another node, and how long a stalled node keeps them (default 1 "
+        "with Redis, 30 with the in-memory lobby, where no other node can take them)",
     )
     serve.add_argument(
         "--workers",

@@ -34,6 +34,6 @@ snapshot. Side effects outside the room (lobby record, player sets, scores, reti
 order by one outbox task, retried on the shared backoff while the store is down.
 """
 
-from server.node.node import LEASE_TTL, RECORD_RETENTION, Node
+from server.node.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
 
-__all__ = ["LEASE_TTL", "RECORD_RETENTION", "Node"]
+__all__ = ["LEASE_TTL", "RECORD_RETENTION", "SOLE_LEASE_TTL", "Node"]

@@ -51,6 +51,12 @@ tables (see RENEWALS), and work done on the event loop when leases are renewed i
 in-memory store): which is why hints and pars are computed in worker processes
 (``server.hints``)."""
 
+SOLE_LEASE_TTL = 30.0
+"""The lease of a node whose store no other node shares (the in-memory store), unless set: no
+other node can take its tables, so a lease lapsing after a stall (a loaded machine, a long
+collection) would only make the node drop its own tables and adopt them again from its log, while
+their players are told ``moving``."""
+
 RECORD_RETENTION = 24 * 3600.0
 """Seconds a closed table's game record stays in the store (for audits and replays)."""
 
