@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,37 +37,17 @@ PINNED = ["--server-cpus", "0", "--worker-cpus", "1"]
 PARTS = ("max", "half", "workers")
 
 
-def _run(common: list[str], extra: list[str]) -> dict[str, Any]:
-    """One load-tool run; its report without the timeline."""
-    with tempfile.TemporaryDirectory(prefix="bd-headline-") as folder:
-        out = Path(folder) / "report.json"
-        loadtest.main([*common, *extra, "--quiet", "--json", str(out)])
-        report = json.loads(out.read_text())
-    report.pop("timeline", None)
-    return report
-
-
-def _median(runs: list[dict[str, Any]], path: str) -> float:
-    values = []
-    for run in runs:
-        value: Any = run
-        for key in path.split("."):
-            value = value.get(key) if isinstance(value, dict) else None
-        values.append(value or 0.0)
-    return statistics.median(values)
-
-
 def _row(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "runs": len(runs),
-        "actions_per_s": _median(runs, "actions_per_s"),
+        "actions_per_s": loadtest.median_of(runs, "actions_per_s"),
         "actions_per_s_each": [round(r["actions_per_s"]) for r in runs],
-        "frames_per_s": _median(runs, "frames_per_s"),
-        "frames_vs_echo": _median(runs, "frames_vs_echo"),
-        "p50_ms": _median(runs, "latency_ms.p50"),
-        "p99_ms": _median(runs, "latency_ms.p99"),
+        "frames_per_s": loadtest.median_of(runs, "frames_per_s"),
+        "frames_vs_echo": loadtest.median_of(runs, "frames_vs_echo"),
+        "p50_ms": loadtest.median_of(runs, "latency_ms.p50"),
+        "p99_ms": loadtest.median_of(runs, "latency_ms.p99"),
         "p99_ms_each": [r["latency_ms"]["p99"] for r in runs],
-        "server_cpu_share": _median(runs, "server_cpu_share"),
+        "server_cpu_share": loadtest.median_of(runs, "server_cpu_share"),
         "load_average_before": [round(r["load_average_before"], 1) for r in runs],
         "errors": sum(r["errors"] for r in runs),
         "failed": sum(r["failed"] for r in runs),
@@ -83,7 +61,7 @@ def _series(
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for _ in range(repeat):
         for name, extra in variants.items():
-            runs[name].append(_run(common, extra))
+            runs[name].append(loadtest.report_of([*common, *extra]))
             last = runs[name][-1]
             print(
                 f"  {name}: {last['actions_per_s']:,.0f} actions/s, p99 "

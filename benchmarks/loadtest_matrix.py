@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -35,40 +33,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools.loadtest import cli as loadtest
 
 
-def _run(common: list[str], extra: list[str]) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="bd-matrix-") as folder:
-        out = Path(folder) / "report.json"
-        loadtest.main([*common, *extra, "--quiet", "--json", str(out)])
-        report = json.loads(out.read_text())
-    report.pop("timeline", None)
-    return report
-
-
-def _median(runs: list[dict[str, Any]], path: str) -> float:
-    values = []
-    for run in runs:
-        value: Any = run
-        for key in path.split("."):
-            value = value[key]
-        values.append(value or 0.0)
-    return statistics.median(values)
-
-
 def _row(label: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "label": label,
         "runs": len(runs),
-        "actions_per_s": _median(runs, "actions_per_s"),
-        "frames_per_s": _median(runs, "frames_per_s"),
-        "mean_frame_bytes": _median(runs, "mean_frame_bytes"),
-        "server_cpu_share": _median(runs, "server_cpu_share"),
-        "clients_cpu_share": _median(runs, "clients_cpu_share"),
-        "p50_ms": _median(runs, "latency_ms.p50"),
-        "p99_ms": _median(runs, "latency_ms.p99"),
-        "p999_ms": _median(runs, "latency_ms.p999"),
-        "rss_per_connection_kib": _median(runs, "server_rss_per_connection_kib"),
-        "server_preempted_per_s": _median(runs, "server_preempted_per_s"),
-        "load_average_before": _median(runs, "load_average_before"),
+        "actions_per_s": loadtest.median_of(runs, "actions_per_s"),
+        "frames_per_s": loadtest.median_of(runs, "frames_per_s"),
+        "mean_frame_bytes": loadtest.median_of(runs, "mean_frame_bytes"),
+        "server_cpu_share": loadtest.median_of(runs, "server_cpu_share"),
+        "clients_cpu_share": loadtest.median_of(runs, "clients_cpu_share"),
+        "p50_ms": loadtest.median_of(runs, "latency_ms.p50"),
+        "p99_ms": loadtest.median_of(runs, "latency_ms.p99"),
+        "p999_ms": loadtest.median_of(runs, "latency_ms.p999"),
+        "rss_per_connection_kib": loadtest.median_of(runs, "server_rss_per_connection_kib"),
+        "server_preempted_per_s": loadtest.median_of(runs, "server_preempted_per_s"),
+        "load_average_before": loadtest.median_of(runs, "load_average_before"),
         "errors": sum(r["errors"] for r in runs),
         "failures": [reason for r in runs for reason in r["failures"]],
         "failed": sum(r["failed"] for r in runs),
@@ -77,13 +56,16 @@ def _row(label: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _series(common: list[str], args: argparse.Namespace, store: str) -> list[dict[str, Any]]:
     extra = ["--redis"] if store == "redis" else []
-    full = [_run(common, extra) for _ in range(args.repeat)]
+    full = [loadtest.report_of([*common, *extra]) for _ in range(args.repeat)]
     rows = [_row(f"{store} full speed", full)]
     print(_line(rows[-1]), flush=True)
     peak = rows[0]["actions_per_s"]
     for fraction in args.fractions:
         rate = max(1.0, fraction * peak)
-        runs = [_run(common, [*extra, "--action-rate", f"{rate:.0f}"]) for _ in range(args.repeat)]
+        runs = [
+            loadtest.report_of([*common, *extra, "--action-rate", f"{rate:.0f}"])
+            for _ in range(args.repeat)
+        ]
         rows.append(_row(f"{store} {fraction:.0%} of max ({rate:.0f}/s)", runs))
         rows[-1]["fraction"] = fraction
         print(_line(rows[-1]), flush=True)

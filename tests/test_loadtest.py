@@ -177,3 +177,13 @@ def test_bots_act_again_after_a_refusal_while_the_store_restarts(tmp_path: Path)
         < 0.2 * (before[table] - start[table]) / (killed - started)
     }
     assert not slow, f"tables (and their entries/s before) that stopped after the restart: {slow}"
+
+
+def test_the_median_of_a_series_reads_dotted_figures_and_counts_missing_ones_as_zero() -> None:
+    reports = [
+        {"actions_per_s": 10.0, "latency_ms": {"p99": 3.0}},
+        {"actions_per_s": 30.0, "latency_ms": {"p99": 9.0}},
+        {"actions_per_s": 20.0},
+    ]
+    assert loadtest.median_of(reports, "actions_per_s") == 20.0
+    assert loadtest.median_of(reports, "latency_ms.p99") == 3.0

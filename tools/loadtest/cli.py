@@ -43,6 +43,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -602,6 +603,29 @@ def _spawn_server(
     with contextlib.suppress(OSError):
         urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=5).read()
     return process, f"ws://{host}:{port}/"
+
+
+def report_of(argv: list[str]) -> dict[str, Any]:
+    """Run the load tool quietly with ``argv`` and return its JSON report without the timeline:
+    what the benchmark scripts that run series of load tests read."""
+    with tempfile.TemporaryDirectory(prefix="bd-loadtest-") as folder:
+        out = Path(folder) / "report.json"
+        main([*argv, "--quiet", "--json", str(out)])
+        report = json.loads(out.read_text())
+    report.pop("timeline", None)
+    return report
+
+
+def median_of(reports: list[dict[str, Any]], path: str) -> float:
+    """The median over ``reports`` of the figure at the dotted ``path`` (``latency_ms.p99``); a
+    report without it counts as 0."""
+    values = []
+    for report in reports:
+        value: Any = report
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        values.append(value or 0.0)
+    return statistics.median(values)
 
 
 def main(argv: list[str] | None = None) -> int:
