@@ -263,5 +263,8 @@ async def test_an_action_whose_append_fails_after_its_lease_is_found_lost_is_ref
     assert error.value.code in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING)
     store.append_log = real_append
     own_redis.start()
+    async with asyncio.timeout(30):  # adopted again from its log (here: by the same node)
+        while table not in node.rooms or not (a.tables[table].legal or b.tables[table].legal):
+            await asyncio.sleep(0.05)
     await asyncio.gather(play_out(a, table), play_out(b, table))
     assert node.rooms[table].engine.over
