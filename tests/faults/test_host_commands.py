@@ -32,7 +32,7 @@ from server.testing.nodes import CpuSampler, NodeProcess
 from server.testing.postgres_server import PostgresServer
 from server.testing.redis_server import RedisServer
 from tests.faults.history import keys_without_ttl, read_table_logs, wait_closed
-from tests.faults.players import until
+from tests.faults.players import request, until
 from tests.faults.proxy import DatabaseProxy
 from tests.faults.test_redis import QUIET_CPU, QUIET_LINES
 
@@ -103,8 +103,9 @@ async def test_ratings_read_while_redis_is_down_are_shown_once_it_returns(
     append fails: the table must show them once Redis is back."""
     proxy = DatabaseProxy(postgres_server.port)
     await proxy.start()
+    through_proxy = proxy.url_of(database)
     node = NodeProcess(
-        durable_redis.url, "rated0", db_url=proxy.url_of(database), extra=["--lease-ttl", LONG_LEASE]
+        durable_redis.url, "rated0", db_url=through_proxy, extra=["--lease-ttl", LONG_LEASE]
     )
     store = await RecordsStore.open(database)
     clients: list[Client] = []
@@ -138,7 +139,7 @@ async def test_ratings_read_while_redis_is_down_are_shown_once_it_returns(
             await until(lambda c=client: ratings_shown(c, table, games=1), BACK_WITHIN)
         figures["ratings shown after Redis's return, s"] = round(time.monotonic() - back, 2)
         for client in clients:
-            await client.request(v1.LeaveTable(table=table))
+            await request(client, v1.LeaveTable(table=table))
         logged = await assert_retired_whole(durable_redis.url, table, Ratings)
         assert all(r.games == 1 for r in logged[-1].ratings.values()), logged[-1]
         assert "Traceback" not in "".join(node.output())
@@ -205,7 +206,7 @@ async def test_a_par_found_while_redis_is_down_is_logged_once_it_returns(
         quiet(node, cpu, down + 1.0, back - 0.5, figures)
         await until(lambda: any(e.event["type"] == "par" for e in state.events), BACK_WITHIN)
         figures["par shown after Redis's return, s"] = round(time.monotonic() - back, 2)
-        await client.request(v1.LeaveTable(table=table))
+        await request(client, v1.LeaveTable(table=table))
         logged = await assert_retired_whole(durable_redis.url, table, ParFound)
         assert len(logged) == 1, logged
         assert "Traceback" not in "".join(node.output())
