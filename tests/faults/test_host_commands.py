@@ -1,14 +1,17 @@
-"""A Redis outage at the moment a table logs a command of its host's after a game: the players'
-new ratings (``Ratings``) and a solitaire's par (``ParFound``).
+"""A Redis outage after a game, while its table's node still has something to write: the
+players' new ratings (``Ratings``) or a solitaire's par (``ParFound``) to log, or the closed
+table to retire once its games are in the records.
 
-Both are found off the table's path (the ratings in the records database once the game is
-stored, the par in the node's hint worker) and then appended to the table's log. Here that append
-meets a Redis that is down. The node runs with a lease longer than the outage, so the table
-never moves: nobody adopts it and reads the ratings or finds the par again, the host itself must
-log them once Redis is back (a Redis restarted within a default 1 s lease does the same). Each
-scenario then checks that the node waited quietly (bounded CPU and log lines), that the table
-shows what it missed within seconds of Redis's return, and that the table, once closed, leaves a
-complete game record and no key without a lifetime.
+The ratings and the par are found off the table's path (the ratings in the records database once
+the game is stored, the par in the node's hint worker) and then appended to the table's log; a
+closed table waits until its games are stored before its log gives way to its game record. Here
+that write meets a Redis that is down. With a lease longer than the outage the table never moves:
+nobody adopts it and reads the ratings or finds the par again, the host itself must write them
+once Redis is back (a Redis restarted within a default 1 s lease does the same); with the default
+lease, the closing table's lease lapses during the outage and the table must be adopted and
+retired. Each scenario then checks that the node waited quietly (bounded CPU and log lines), that
+what was missed is written within seconds of Redis's return, and that the table, once closed,
+leaves a complete game record and no key without a lifetime.
 """
 
 from __future__ import annotations
@@ -217,3 +220,65 @@ async def test_a_par_found_while_redis_is_down_is_logged_once_it_returns(
         if client is not None:
             await client.close()
         node.stop()
+
+
+@pytest.mark.parametrize("lease", ["1", LONG_LEASE])
+async def test_a_closed_table_waiting_for_its_records_is_retired_once_redis_returns(
+    durable_redis: RedisServer,
+    postgres_server: PostgresServer,
+    database: str,
+    cpu: CpuSampler,
+    figures: dict[str, Any],
+    lease: str,
+) -> None:
+    """The players leave after their game, so the table closes and waits for the game's record
+    (the database is slow); Redis goes down meanwhile, then the record is stored. Once Redis is
+    back the table is retired (by its node, or, its lease lapsed, by the node that adopts it):
+    its game record kept, in Redis and in the database, and every key of it given a TTL."""
+    proxy = DatabaseProxy(postgres_server.port)
+    await proxy.start()
+    node = NodeProcess(
+        durable_redis.url, "retire0", db_url=proxy.url_of(database), extra=["--lease-ttl", lease]
+    )
+    store = await RecordsStore.open(database)
+    clients: list[Client] = []
+    try:
+        await asyncio.to_thread(node.start)
+        cpu.watch(node.node_id, node.pid)
+        for name in ("Ann", "Bob"):
+            clients.append(await Client.connect(node.url, name=name, binary=True))
+        ann, bob = clients
+        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0)
+        table = (await ann.request(v1.CreateTable(options=options))).table.id
+        await bob.request(v1.JoinTable(table=table))
+        await bob.request(v1.SetReady(table=table))
+        proxy.hold()  # the game's record waits for the database
+        await ann.request(v1.StartGame(table=table))
+        for client in clients:
+            await client.wait_until(lambda c=client: c.tables[table].view is not None, 30)
+        await asyncio.gather(*(play_table(c, table, timeout=120) for c in clients))
+        for client in clients:
+            await client.request(v1.LeaveTable(table=table))  # closed: it waits for the record
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(durable_redis.stop)
+        down = time.monotonic()
+        proxy.release()  # the record is stored; retiring the table fails
+        game_id = f"{table}:1"
+        await eventually(lambda: store.game(game_id), "the game's record", 30)
+        await asyncio.sleep(4.0)
+        await asyncio.to_thread(durable_redis.start)
+        back = time.monotonic()
+        quiet(node, cpu, down + 1.0, back - 0.5, figures)
+        await assert_retired_whole(durable_redis.url, table, v1.LeaveTable)
+        figures["retired after Redis's return, s"] = round(time.monotonic() - back, 2)
+        adopted = any(f"adopted table {table}" in line for line in node.output())
+        figures["retired by"] = "the node, adopting it again" if adopted else "its host"
+        games, _ = await store.games()
+        assert [g.id for g in games] == [game_id], "stored exactly once"
+        assert "Traceback" not in "".join(node.output())
+    finally:
+        for client in clients:
+            await client.close()
+        await store.close()
+        node.stop()
+        await proxy.cut()
