@@ -17,13 +17,11 @@ leaves a complete game record and no key without a lifetime.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import psutil
 import pytest
 
 from clients.bots import play_table
@@ -36,6 +34,7 @@ from server.testing.postgres_server import PostgresServer
 from server.testing.redis_server import RedisServer
 from tests.faults.history import keys_without_ttl, read_table_logs, wait_closed
 from tests.faults.players import request, until
+from tests.faults.processes import hint_workers, signal_all, until_idle
 from tests.faults.proxy import DatabaseProxy
 from tests.faults.test_redis import QUIET_CPU, QUIET_LINES
 
@@ -154,25 +153,6 @@ async def test_ratings_read_while_redis_is_down_are_shown_once_it_returns(
         await proxy.cut()
 
 
-def hint_workers(pid: int) -> list[psutil.Process]:
-    """The node's hint worker processes (``server.hints``: spawned by multiprocessing)."""
-    children = psutil.Process(pid).children(recursive=True)
-    return [child for child in children if "spawn_main" in " ".join(child.cmdline())]
-
-
-async def settled_cpu(processes: list[psutil.Process], timeout: float = 60.0) -> None:
-    """Wait until the processes stop using CPU (their jobs are done)."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        used = sum(p.cpu_times().user + p.cpu_times().system for p in processes)
-        if used == last:
-            return
-        last = used
-        await asyncio.sleep(1.0)
-    raise AssertionError("the hint worker kept computing")
-
-
 async def test_a_par_found_while_redis_is_down_is_logged_once_it_returns(
     durable_redis: RedisServer, cpu: CpuSampler, figures: dict[str, Any]
 ) -> None:
@@ -181,7 +161,7 @@ async def test_a_par_found_while_redis_is_down_is_logged_once_it_returns(
     see it once Redis is back, and the game record must keep it."""
     node = NodeProcess(durable_redis.url, "par0", extra=["--lease-ttl", LONG_LEASE])
     client: Client | None = None
-    workers: list[psutil.Process] = []
+    workers: list[int] = []
     try:
         await asyncio.to_thread(node.start)
         cpu.watch(node.node_id, node.pid)
@@ -192,16 +172,14 @@ async def test_a_par_found_while_redis_is_down_is_logged_once_it_returns(
         await client.request(v1.Hint(table=table), timeout=60)  # the worker pool starts
         workers = hint_workers(node.pid)
         assert workers, "no hint worker process"
-        for worker in workers:
-            worker.send_signal(signal.SIGSTOP)
+        signal_all(workers, signal.SIGSTOP)
         await client.act(table, {"type": "resign"})
         await client.wait_until(lambda: any(e.event["type"] == "game_over" for e in state.events))
         await asyncio.sleep(0.5)  # the par's job is in the held worker
         await asyncio.to_thread(durable_redis.stop)
         down = time.monotonic()
-        for worker in workers:
-            worker.send_signal(signal.SIGCONT)
-        await settled_cpu(workers)  # the par is found...
+        signal_all(workers, signal.SIGCONT)
+        await until_idle(workers)  # the par is found...
         await asyncio.sleep(PAR_ATTEMPTS)  # ...and its appends fail meanwhile
         assert not any(e.event["type"] == "par" for e in state.events)
         await asyncio.to_thread(durable_redis.start)
@@ -214,9 +192,7 @@ async def test_a_par_found_while_redis_is_down_is_logged_once_it_returns(
         assert len(logged) == 1, logged
         assert "Traceback" not in "".join(node.output())
     finally:
-        for worker in workers:
-            if worker.is_running():
-                os.kill(worker.pid, signal.SIGCONT)
+        signal_all(workers, signal.SIGCONT)
         if client is not None:
             await client.close()
         node.stop()
