@@ -22,7 +22,7 @@ from protocol import v1
 from server.testing.nodes import CpuSampler
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import keys_without_ttl, wait_closed
-from tests.faults.players import close_all, connect, request
+from tests.faults.players import NEVER, close_all, connect, errors_seen, request
 from tests.faults.processes import cpu_used, hint_workers, signal_all, until_busy, until_idle
 
 pytestmark = [
@@ -75,6 +75,10 @@ async def test_a_node_paused_while_its_worker_computes_a_hint_answers_or_refuses
         else:
             assert reply.action in ann.tables[table].legal
             figures["paused hint"] = f"answered by {reply.by}"
+        # The client library waits out ``moving`` by itself: what the server said is in its frames.
+        errors = errors_seen([ann])
+        figures["errors the player was sent"] = dict(errors)
+        assert not set(errors) & set(NEVER), errors
         adopted = f"adopted table {table}"
         figures["adopted by"] = [n.node_id for n in nodes if any(adopted in x for x in n.output())]
 
