@@ -162,10 +162,12 @@ async def test_a_sit_and_leave_flood_at_a_rated_table_is_refused_and_harms_no_on
         assert len(moves) >= 5 and max(moves) <= MOVE_BOUND, moves
         assert 0 < most_connections <= POOL_SIZE, most_connections
         assert stats.mean <= FLOOD_CPU, figures
-        # The flooded table is as its host left it: only the host seated, rating shown.
+        # The flooded table goes on: the host seated (and the flooder, if its last sit-down went
+        # through: closed, it is away for the grace period), every seated rating shown.
         await host.resync(flooded)
         info = host.tables[flooded].info
-        assert [s.player for s in info.seats if s is not None] == [host.player], info
+        seated = [s.player for s in info.seats if s is not None]
+        assert seated[0] == host.player and set(seated) <= {host.player, mallory.player}, info
         assert rated_seats_shown(host, flooded)
         with direct_client(durable_redis.url) as direct:
             figures["flooded table's log entries"] = direct.xlen(log_key(flooded))
