@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
 import redis.exceptions
+import uvloop
 
 from server.stores.resp import Incomplete, RespConnection, pack, parse, supports
 from server.testing.redis_server import RedisServer
@@ -151,3 +153,14 @@ async def test_the_urls_password_and_database_are_used(private_redis: RedisServe
         assert db3.get("where") == b"db3"
     with pytest.raises(redis.exceptions.AuthenticationError):
         await RespConnection.open(f"redis://:wrong@127.0.0.1:{private_redis.port}/3", 2.0)
+
+
+def test_it_works_on_uvloop_the_nodes_event_loop(redis_url_clean: str) -> None:
+    async def round_trip() -> Any:
+        connection = await RespConnection.open(redis_url_clean, 2.0)
+        try:
+            return await connection.call(["ECHO", "on uvloop"], 2.0)
+        finally:
+            connection.close()
+
+    assert uvloop.run(round_trip()) == b"on uvloop"

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import redis.exceptions
 from redis._parsers.base import BaseParser
@@ -172,8 +172,8 @@ class RespConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport (uvloop's does not subclass asyncio.Transport: no isinstance check).
+        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         buffer = self._buffer + data if self._buffer else data
