@@ -130,14 +130,6 @@ async def test_a_killed_node_loses_nothing(durable_redis: RedisServer) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="KNOWN, open (issue 9): failed 2 of the runs of 2026-11-30 after 14:30 (load 3-5): "
-    "every game finishes and none is inconsistent, but one bot's fairness check reports that "
-    "the cards it saw are not those the seed deals. Likely cause, not yet proven: the append "
-    "script publishes the update before the entry is durable, so an event can be seen that the "
-    "restarted Redis no longer has, and the game goes on without it",
-)
 async def test_a_redis_restart_mid_game_is_survived(durable_redis: RedisServer) -> None:
     nodes = Nodes(durable_redis.url, 2)
     results: list[list[BotResult]] = []
@@ -152,7 +144,21 @@ async def test_a_redis_restart_mid_game_is_survived(durable_redis: RedisServer) 
         summary = await asyncio.wait_for(swarm, 120)
     finally:
         nodes.stop()
+        failures = tracebacks(nodes)
+    assert not failures, "a node failed on a request:\n" + "\n".join(failures)
     assert_games_sound(durable_redis.url, summary, results, tables=10)
+
+
+def tracebacks(nodes: Nodes) -> list[str]:
+    """Every traceback the nodes printed, with the line before it (what was being done)."""
+    found = []
+    for node in nodes:
+        lines = node.output()
+        for at, line in enumerate(lines):
+            if line.startswith("Traceback"):
+                end = next((i for i in range(at + 1, len(lines)) if not lines[i][:1].isspace()), at)
+                found.append("".join(lines[max(0, at - 1) : end + 1]))
+    return found
 
 
 async def test_a_request_for_a_table_of_a_node_gone_silent_is_not_forwarded_to_it(
