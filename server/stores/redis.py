@@ -113,6 +113,7 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
+from redis.maint_notifications import MaintNotificationsConfig
 
 from server.retry import Backoff
 from server.stores import resp
@@ -419,13 +420,17 @@ class RedisStore(Store):
     def _client(self, url: str) -> aioredis.Redis:
         """The command client for ``url`` (fails fast: no retries, short timeouts)."""
         # A bounded pool that makes a burst of commands wait for a connection (for at most
-        # COMMAND_TIMEOUT) instead of failing with "too many connections".
+        # COMMAND_TIMEOUT) instead of failing with "too many connections". Maintenance
+        # notifications (a Redis Enterprise feature, "auto" by default) off: while they may be
+        # on, redis-py 8 skips its check of a pooled connection before handing it out, so
+        # after a Redis restart each stale connection failed the command sent on it.
         pool = aioredis.BlockingConnectionPool.from_url(
             url,
             max_connections=POOL_SIZE,
             timeout=COMMAND_TIMEOUT,
             socket_connect_timeout=CONNECT_TIMEOUT,
             socket_timeout=COMMAND_TIMEOUT,
+            maint_notifications_config=MaintNotificationsConfig(enabled=False),
         )
         return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
 
