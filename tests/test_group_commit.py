@@ -202,3 +202,101 @@ async def test_closing_the_store_answers_every_queued_append(durable_redis: Redi
         durable_redis.resume()
     assert not pending, f"{len(pending)} appends never answered"
     assert all(isinstance(task.exception(), StoreUnavailable) for task in done)
+
+
+# ---------------------------------------------------------------- the group commit's own connection
+# On one Redis the batches go on a connection of the store's own (``server.stores.resp``), not
+# through redis-py's pool: what happens to it when Redis forgets the script, restarts, dies with
+# a batch out, or does not answer.
+
+
+def noscript_errors(url: str) -> int:
+    """NOSCRIPT replies Redis gave so far."""
+    with redis.Redis.from_url(url) as client:
+        stats = client.info("errorstats")
+    return int(stats.get("errorstat_NOSCRIPT", {}).get("count", 0))
+
+
+async def test_a_script_redis_forgot_is_loaded_again(durable_redis: RedisServer) -> None:
+    store = RedisStore(durable_redis.url, "node-a")
+    await store.start()
+    try:
+        tables = ["a", "b"]
+        tokens = await leased(store, tables)
+        with redis.Redis.from_url(durable_redis.url) as admin:
+            admin.script_flush()
+        before = noscript_errors(durable_redis.url)
+        await asyncio.gather(*(store.append_log(t, tokens[t], 2, b"act") for t in tables))
+        assert noscript_errors(durable_redis.url) - before == 1, "the call met NOSCRIPT once"
+        await store.append_log("a", tokens["a"], 3, b"again")
+        assert await store.read_log("a") == [b"create", b"act", b"again"]
+        assert await store.read_log("b") == [b"create", b"act"]
+        assert store.health.outages == 0
+    finally:
+        await store.close()
+
+
+async def test_a_restarted_redis_costs_no_append(durable_redis: RedisServer) -> None:
+    store = RedisStore(durable_redis.url, "node-a")
+    await store.start()
+    try:
+        tokens = await leased(store, ["a"])
+        await asyncio.to_thread(durable_redis.restart)  # its scripts are gone with it
+        await store.append_log("a", tokens["a"], 2, b"after the restart")
+        assert noscript_errors(durable_redis.url) == 0, "the script was loaded on reconnection"
+        # The pool's connections were all closed by the restart: none is handed out stale.
+        assert await store.read_log("a") == [b"create", b"after the restart"]
+        assert store.health.outages == 0
+    finally:
+        await store.close()
+
+
+async def test_a_batch_out_when_redis_dies_fails_and_the_next_works_when_it_is_back(
+    durable_redis: RedisServer,
+) -> None:
+    store = RedisStore(durable_redis.url, "node-a")
+    await store.start()
+    try:
+        tables = ["a", "b", "c"]
+        tokens = await leased(store, tables)
+        durable_redis.pause()  # the batch is sent, then the connection is cut under it
+        out = [asyncio.create_task(store.append_log(t, tokens[t], 2, b"cut")) for t in tables]
+        await asyncio.sleep(0.2)
+        await asyncio.to_thread(durable_redis.kill)
+        failed = await asyncio.wait_for(asyncio.gather(*out, return_exceptions=True), 10)
+        assert [type(outcome) for outcome in failed] == [StoreUnavailable] * 3
+        assert not store.health.up
+        refused = await asyncio.gather(
+            store.append_log("a", tokens["a"], 2, b"while down"), return_exceptions=True
+        )
+        assert isinstance(refused[0], StoreUnavailable)
+        await asyncio.to_thread(durable_redis.start)
+        await asyncio.wait_for(store.health.wait_up(), 10)
+        await asyncio.gather(*(store.append_log(t, tokens[t], 2, b"back") for t in tables))
+        for table in tables:
+            assert await store.read_log(table) == [b"create", b"back"]
+    finally:
+        await store.close()
+
+
+async def test_an_unanswered_batch_fails_and_the_next_gets_its_own_replies(
+    durable_redis: RedisServer,
+) -> None:
+    store = RedisStore(durable_redis.url, "node-a")
+    await store.start()
+    try:
+        tokens = await leased(store, ["slow", "next"])
+        durable_redis.pause()
+        try:
+            stalled = await asyncio.gather(
+                store.append_log("slow", tokens["slow"], 2, b"stalled"), return_exceptions=True
+            )  # after the command timeout
+        finally:
+            durable_redis.resume()
+        assert isinstance(stalled[0], StoreUnavailable)
+        await asyncio.wait_for(store.health.wait_up(), 10)
+        # Were the stalled call's reply read on the same connection, it would answer this one.
+        await store.append_log("next", tokens["next"], 2, b"its own")
+        assert await store.read_log("next") == [b"create", b"its own"]
+    finally:
+        await store.close()

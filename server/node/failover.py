@@ -10,7 +10,10 @@ once, instead of leaving them ``moving`` until the old leases lapse.
 
 Orphan scans run every :data:`ORPHAN_SCAN` seconds while a node was seen going (a handover
 announcement, a lease lost) and every :data:`FULL_SCAN` seconds otherwise, never closer than
-:data:`SCAN_GAP`. A table is adopted by taking its lease and rebuilding it from its log.
+:data:`SCAN_GAP`. A table is adopted by taking its lease and rebuilding it from its log. A
+stopping node adopts nothing: it hands its tables over, and hears its own handover like the
+others; its scan is cancelled, and checks that it is stopping at each step besides, since a
+cancellation that lands during a redis-py command is now and then lost.
 """
 
 from __future__ import annotations
@@ -77,10 +80,12 @@ class Failover:
         loop = asyncio.get_running_loop()
         known: set[str] = set()
         next_full = loop.time()
-        while True:
+        while not self.stopping:
             await nap(self.lease_ttl * ORPHAN_SCAN, self._scan_now)
             self._scan_now.clear()
             await self.store.health.wait_up()
+            if self.stopping:
+                return
             now = loop.time()
             try:
                 live = await self.store.live_nodes()
@@ -110,12 +115,22 @@ class Failover:
             self._scan_soon()
 
     async def _try_adopt(self, table: str) -> None:
+        """Take ``table``'s lease and host it, unless this node is stopping: a stopping node
+        hands its tables over and must not take them (or others) back. Its scan is cancelled
+        then, but a cancellation can be lost (redis-py, on Python 3.11, now and then lets one
+        that lands during a command pass unnoticed), so each step checks."""
+        if self.stopping:
+            return
         sent = time.monotonic()
         try:
             token = await self.store.acquire_lease(table, self.lease_ttl)
         except StoreUnavailable:
             return  # the next scan tries again
         if token is None:
+            return
+        if self.stopping:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.release_lease(table, token)
             return
         lease = Lease(token, self._valid_until(sent))
         self._leases[table] = lease  # renewed from now on, while the log is read and replayed
@@ -142,6 +157,8 @@ class Failover:
             await self._retire(table, lease.token, entries)
             return
         async with self._lock(table):
+            if self.stopping:  # stopped while the log was read: released by the caller
+                return
             self._host(room, entries, lease)
             if snapshot is not None:
                 self._snapshots[table] = snapshot

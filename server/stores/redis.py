@@ -63,6 +63,17 @@ gets :class:`StoreUnavailable` (its table's host undoes that command) and nothin
 A table's appends keep their order because its host waits for each before it runs the next
 command. On a Redis Cluster the batch is split by master (see :mod:`server.stores.redis_cluster`).
 
+On one Redis the batches go on a connection of their own (:class:`CommitLink`), not through
+redis-py: at moderate load most batches hold one append, so the cost of one call is the node's
+cost per action, and redis-py's client, pool and parser made it about 300 µs of CPU against
+about 150 µs on this small RESP connection (:mod:`server.stores.resp`; measured in
+``docs/benchmarks.md``, "Group commit"). It sends ``EVALSHA`` (the script is loaded when the
+connection opens; a ``NOSCRIPT`` reply, Redis having forgotten it, loads it again and calls again:
+nothing ran). A lost connection fails the batch out on it (and no other), and the next batch opens
+a new connection; a failed opening waits on :data:`RECONNECT_BACKOFF` before the next, unless the
+store's health sees Redis back first. Outcomes are reported to the health like every call's. A
+TLS URL (``rediss://``) keeps redis-py's pool for the batches.
+
 Lease renewals are batched too: a node renews every lease it holds several times a second
 (``RENEWALS`` per TTL, :mod:`server.node.hosting`), so :meth:`RedisStore.renew_leases` sends one
 script call for them all (``RENEW_SCRIPT``, at most ``MAX_RENEWALS`` a call), each lease fenced
@@ -91,6 +102,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -101,8 +113,10 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
+from redis.maint_notifications import MaintNotificationsConfig
 
 from server.retry import Backoff
+from server.stores import resp
 from server.stores.base import (
     Handler,
     LeaseLost,
@@ -138,8 +152,9 @@ KEEPALIVE = 5.0
 """Idle seconds before the pub/sub reader pings; no reply by the next idle period is a dead link."""
 PROBE_TIMEOUT = 0.5
 """How long a health probe (PING) waits: a frozen Redis must not hold the probe for long."""
-PUBSUB_BACKOFF = Backoff(first=0.1, cap=2.0)
-"""Between attempts to reconnect the pub/sub link (woken early when Redis is seen back)."""
+RECONNECT_BACKOFF = Backoff(first=0.1, cap=2.0)
+"""Between attempts to reconnect the pub/sub link or the group commit's connection (either is
+woken early when the store's health sees Redis back)."""
 PLAYER_TABLES_TTL = 7 * 24 * 3600
 """Seconds a player's table set lives after its last addition (its tables close long before)."""
 MAX_BATCH = 256
@@ -397,18 +412,25 @@ class RedisStore(Store):
         self._reader: asyncio.Task[None] | None = None
         self._batch: list[PendingAppend] = []
         self._committer: asyncio.Task[None] | None = None
+        self._commit_link = CommitLink(url) if resp.supports(url) else None
         self.health.listeners.append(self._retry_now.set)
+        if self._commit_link is not None:
+            self.health.listeners.append(self._commit_link.retry_now)
 
     def _client(self, url: str) -> aioredis.Redis:
         """The command client for ``url`` (fails fast: no retries, short timeouts)."""
         # A bounded pool that makes a burst of commands wait for a connection (for at most
-        # COMMAND_TIMEOUT) instead of failing with "too many connections".
+        # COMMAND_TIMEOUT) instead of failing with "too many connections". Maintenance
+        # notifications (a Redis Enterprise feature, "auto" by default) off: while they may be
+        # on, redis-py 8 skips its check of a pooled connection before handing it out, so
+        # after a Redis restart each stale connection failed the command sent on it.
         pool = aioredis.BlockingConnectionPool.from_url(
             url,
             max_connections=POOL_SIZE,
             timeout=COMMAND_TIMEOUT,
             socket_connect_timeout=CONNECT_TIMEOUT,
             socket_timeout=COMMAND_TIMEOUT,
+            maint_notifications_config=MaintNotificationsConfig(enabled=False),
         )
         return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
 
@@ -484,6 +506,8 @@ class RedisStore(Store):
                 await self._committer
         queued, self._batch = self._batch, []
         _settle(queued, [StoreUnavailable("redis: the store closed")] * len(queued))
+        if self._commit_link is not None:
+            self._commit_link.close()
         self.health.close()
         self._online.clear()
         self._handlers.clear()
@@ -689,12 +713,15 @@ class RedisStore(Store):
             self._committer = None
 
     async def _send_appends(self, batch: list[PendingAppend]) -> list[int | BaseException]:
-        """One script call for the batch (one Redis holds every key): each append's result, or
-        :class:`StoreUnavailable` for all if the call failed."""
+        """One script call for the batch (one Redis holds every key), on the group commit's own
+        connection: each append's result, or :class:`StoreUnavailable` for all if the call
+        failed."""
         keys = [key for pending in batch for key in pending.keys]
         args = [arg for pending in batch for arg in pending.args]
         with self._reaching():
-            return list(await self._append(keys=keys, args=args))
+            if self._commit_link is None:  # a TLS URL: redis-py's pool carries the call
+                return list(await self._append(keys=keys, args=args))
+            return await self._commit_link.append(keys, args)
 
     @staticmethod
     def _check_appended(table_id: str, token: int, position: int, written: int) -> None:
@@ -939,12 +966,12 @@ class RedisStore(Store):
     # ------------------------------------------------------------------ pub/sub reader
     async def _read_forever(self) -> None:
         """Keep the pub/sub connection up and dispatch what it receives, until cancelled."""
-        delays = PUBSUB_BACKOFF.delays()
+        delays = RECONNECT_BACKOFF.delays()
         outage = False
         while True:
             try:
                 await self._connect_pubsub()
-                delays = PUBSUB_BACKOFF.delays()
+                delays = RECONNECT_BACKOFF.delays()
                 if outage and self.on_bus_recovered is not None:
                     asyncio.get_running_loop().call_soon(self.on_bus_recovered)
                 outage = True  # whatever ends the next dispatch is one
@@ -967,7 +994,7 @@ class RedisStore(Store):
                     with contextlib.suppress(*UNREACHABLE):
                         await self._pubsub.connection.disconnect(nowait=True)
             # At most one attempt per first delay however often the reader is woken.
-            first = PUBSUB_BACKOFF.first / 2
+            first = RECONNECT_BACKOFF.first / 2
             await asyncio.sleep(first)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(0.0, next(delays) - first)):
@@ -1046,3 +1073,66 @@ def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseExcepti
             pending.done.set_exception(outcome)
         else:
             pending.done.set_result(int(outcome))
+
+
+class CommitLink:
+    """The group commit's own connection to one Redis: ``EVALSHA`` of ``APPEND_SCRIPT`` on a
+    :class:`~server.stores.resp.RespConnection`, opened on demand and again after a failure on
+    :data:`RECONNECT_BACKOFF` (see "Group commit" in the module docstring)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._connection: resp.RespConnection | None = None
+        self._delays = RECONNECT_BACKOFF.delays()
+        self._not_before = 0.0
+        self._closed = False
+        self._load = [b"SCRIPT", b"LOAD", APPEND_SCRIPT.encode()]
+        self._sha = hashlib.sha1(APPEND_SCRIPT.encode()).hexdigest().encode()
+
+    def retry_now(self) -> None:
+        """Redis answers again: the next batch connects at once, whatever the backoff said."""
+        self._not_before = 0.0
+
+    async def append(self, keys: list[str], args: list[Any]) -> list[int]:
+        """Run ``APPEND_SCRIPT`` with ``keys`` and ``args``: its reply. Raises what
+        :class:`~server.stores.resp.RespConnection` raises (redis-py's exceptions)."""
+        connection = self._connection
+        if connection is None or connection.lost:
+            connection = await self._connect()
+        command = [b"EVALSHA", self._sha, len(keys), *keys, *args]
+        try:
+            return await connection.call(command, COMMAND_TIMEOUT)
+        except redis.exceptions.NoScriptError:
+            # Redis lost its scripts but not this connection (SCRIPT FLUSH): nothing ran, so
+            # load the script and call again, both in one round trip.
+            load = connection.call(self._load, COMMAND_TIMEOUT)
+            again = connection.call(command, COMMAND_TIMEOUT)
+            _, written = await asyncio.gather(load, again)
+            return written
+
+    async def _connect(self) -> resp.RespConnection:
+        """A new connection with the script loaded (a restarted Redis has forgotten it)."""
+        if self._closed:
+            raise redis.exceptions.ConnectionError("the store is closed")
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._not_before:
+            raise redis.exceptions.ConnectionError("redis: waiting to reconnect (backoff)")
+        try:
+            connection = await resp.RespConnection.open(self._url, CONNECT_TIMEOUT)
+            try:
+                await connection.call(self._load, COMMAND_TIMEOUT)
+            except BaseException:
+                connection.close()
+                raise
+        except BaseException:
+            self._not_before = loop.time() + next(self._delays)
+            raise
+        self._delays = RECONNECT_BACKOFF.delays()
+        self._connection = connection
+        return connection
+
+    def close(self) -> None:
+        """Close the connection for good: later appends fail."""
+        self._closed = True
+        if self._connection is not None:
+            self._connection.close()

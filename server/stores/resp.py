@@ -1,0 +1,218 @@
+"""The least Redis connection the group commit needs: RESP2 on one asyncio transport.
+
+Theory of operation
+-------------------
+A node on Redis logs every action with one script call, and at moderate load the group commit
+(:mod:`server.stores.redis`) sends most batches with a single append in them: the cost of one
+call is then the node's cost per action. Through redis-py a call passes the client, the
+connection pool (a lock, a queue, a health check), a command packer with an encoder per argument
+and a general reply parser: about 300 µs of the node's CPU per call on the benchmark machine
+(``benchmarks/group_commit.py``, "one by one"). This module keeps only what that call needs.
+
+The core is sans-I/O and pure: :func:`pack` turns a command into bytes, :func:`parse` takes one
+complete reply off the front of a buffer (or says it is incomplete). :class:`RespConnection` is
+the thin asyncio adapter: :meth:`RespConnection.call` writes a command and returns a future;
+Redis answers in order, so each reply resolves the oldest waiting future. Several calls may be
+out at once (pipelining): their bytes go out in the order of the calls.
+
+Failures, none retried here (the caller decides):
+
+* an error reply fails its own call only, with redis-py's exception class for it (``NOSCRIPT``
+  is :class:`redis.exceptions.NoScriptError`, ``READONLY`` a
+  :class:`redis.exceptions.ReadOnlyError`...), so the store treats it as it treats redis-py's;
+* a lost connection fails every waiting call with :class:`redis.exceptions.ConnectionError`,
+  and every later call at once (a connection is never reopened: the caller opens another);
+* a call not answered within its timeout closes the connection and fails every waiting call with
+  :class:`redis.exceptions.TimeoutError`: a late reply would otherwise be taken for the next
+  call's;
+* bytes that are not RESP close the connection the same way.
+
+:func:`RespConnection.open` reads a ``redis://`` or ``unix://`` URL with redis-py's own parser
+(host, port, user, password, database) and sends ``AUTH`` and ``SELECT`` as redis-py would. TLS
+(``rediss://``) is not handled: :func:`supports` says so, and the caller uses redis-py then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, cast
+
+import redis.exceptions
+from redis._parsers.base import BaseParser
+from redis.asyncio.connection import parse_url
+
+Argument = bytes | str | int
+"""What a command is made of: text is sent as UTF-8, integers in decimal."""
+
+
+class Incomplete(Exception):
+    """The buffer does not hold a whole reply yet."""
+
+
+def pack(command: Sequence[Argument]) -> bytes:
+    """The bytes of ``command`` as a RESP array of bulk strings."""
+    parts = [b"*%d\r\n" % len(command)]
+    for argument in command:
+        if isinstance(argument, str):
+            argument = argument.encode()
+        elif isinstance(argument, int):
+            argument = b"%d" % argument
+        elif not isinstance(argument, bytes):
+            raise TypeError(f"a Redis argument is bytes, str or int, not {type(argument)}")
+        parts.append(b"$%d\r\n" % len(argument))
+        parts.append(argument)
+        parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def parse(buffer: bytes | bytearray, start: int = 0) -> tuple[Any, int]:
+    """The reply that begins at ``start`` and where the next begins. Replies: ``int``,
+    ``bytes`` (simple and bulk strings), ``list``, ``None`` (null), or for an error reply the
+    :class:`redis.exceptions.RedisError` redis-py would raise for it (returned, not raised).
+    Raises :class:`Incomplete` when the reply is not all there, and
+    :class:`redis.exceptions.InvalidResponse` for bytes that are not RESP."""
+    end = buffer.find(b"\r\n", start)
+    if end < 0:
+        raise Incomplete
+    kind, line, after = buffer[start], buffer[start + 1 : end], end + 2
+    try:
+        if kind == 0x3A:  # ":" integer
+            return int(line), after
+        if kind == 0x24:  # "$" bulk string
+            size = int(line)
+            if size < 0:
+                return None, after
+            stop = after + size
+            if len(buffer) < stop + 2:
+                raise Incomplete
+            return bytes(buffer[after:stop]), stop + 2
+        if kind == 0x2A:  # "*" array
+            count = int(line)
+            if count < 0:
+                return None, after
+            items = []
+            for _ in range(count):
+                item, after = parse(buffer, after)
+                items.append(item)
+            return items, after
+    except ValueError as error:
+        raise redis.exceptions.InvalidResponse(f"bad RESP length or integer: {error}") from None
+    if kind == 0x2B:  # "+" simple string
+        return bytes(line), after
+    if kind == 0x2D:  # "-" error
+        return BaseParser.parse_error(bytes(line).decode(errors="replace")), after
+    raise redis.exceptions.InvalidResponse(f"not a RESP reply: {bytes(buffer[start:end])!r}")
+
+
+def supports(url: str) -> bool:
+    """Whether :meth:`RespConnection.open` can open ``url`` (plain TCP or a Unix socket)."""
+    return url.startswith(("redis://", "unix://"))
+
+
+class RespConnection(asyncio.Protocol):
+    """One connection to Redis: calls answered in order (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._transport: asyncio.Transport | None = None
+        self._buffer = b""
+        self._waiting: deque[tuple[asyncio.Future[Any], asyncio.TimerHandle]] = deque()
+        self._lost: redis.exceptions.RedisError | None = None
+
+    @classmethod
+    async def open(cls, url: str, timeout: float) -> RespConnection:
+        """Connect to the Redis of ``url`` and log in (``AUTH``, ``SELECT``), all within
+        ``timeout`` seconds."""
+        if not supports(url):
+            raise ValueError(f"{url}: only redis:// and unix:// URLs (no TLS)")
+        options = parse_url(url)
+        loop = asyncio.get_running_loop()
+        connection: RespConnection | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                if "path" in options:
+                    _, connection = await loop.create_unix_connection(cls, options["path"])
+                else:
+                    host, port = options.get("host", "localhost"), options.get("port", 6379)
+                    _, connection = await loop.create_connection(cls, host, port)
+                login: list[Any] = []
+                if options.get("password") is not None:
+                    user = [options["username"]] if options.get("username") else []
+                    login.append(connection.call(["AUTH", *user, options["password"]], timeout))
+                if options.get("db"):
+                    login.append(connection.call(["SELECT", options["db"]], timeout))
+                await asyncio.gather(*login)
+        except BaseException:
+            if connection is not None:
+                connection.close()
+            raise
+        return connection
+
+    @property
+    def lost(self) -> bool:
+        """True once the connection is closed or lost: every call fails from then on."""
+        return self._lost is not None
+
+    def call(self, command: Sequence[Argument], timeout: float) -> asyncio.Future[Any]:
+        """Send ``command``; the future of its reply (see :func:`parse`; an error reply is
+        raised). No reply within ``timeout`` seconds closes the connection."""
+        loop = asyncio.get_running_loop()
+        reply = loop.create_future()
+        if self._lost is not None or self._transport is None:
+            reply.set_exception(self._lost or redis.exceptions.ConnectionError("not connected"))
+            return reply
+        self._transport.write(pack(command))
+        self._waiting.append((reply, loop.call_later(timeout, self._time_out, timeout)))
+        return reply
+
+    def close(self) -> None:
+        """Close the connection; calls still waiting fail."""
+        self._fail(redis.exceptions.ConnectionError("redis connection closed"))
+
+    # ------------------------------------------------------------------ asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A stream transport (uvloop's does not subclass asyncio.Transport: no isinstance check).
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer + data if self._buffer else data
+        start = 0
+        try:
+            while start < len(buffer):
+                reply, start = parse(buffer, start)
+                if not self._waiting:
+                    raise redis.exceptions.InvalidResponse("a reply that no call waits for")
+                waiting, timer = self._waiting.popleft()
+                timer.cancel()
+                if waiting.done():  # its caller gave up (cancelled)
+                    continue
+                if isinstance(reply, redis.exceptions.RedisError):
+                    waiting.set_exception(reply)
+                else:
+                    waiting.set_result(reply)
+        except Incomplete:
+            pass
+        except redis.exceptions.InvalidResponse as error:
+            self._fail(error)
+            return
+        self._buffer = buffer[start:]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(redis.exceptions.ConnectionError(f"redis connection lost: {exc or 'closed'}"))
+
+    # ------------------------------------------------------------------ failures
+    def _time_out(self, timeout: float) -> None:
+        self._fail(redis.exceptions.TimeoutError(f"no reply from redis within {timeout} s"))
+
+    def _fail(self, error: redis.exceptions.RedisError) -> None:
+        """Close for good: every waiting call and every later one fails with ``error``."""
+        if self._lost is None:
+            self._lost = error
+        if self._transport is not None:
+            self._transport.abort()
+        while self._waiting:
+            waiting, timer = self._waiting.popleft()
+            timer.cancel()
+            if not waiting.done():
+                waiting.set_exception(error)
