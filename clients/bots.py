@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import random
 import time
@@ -91,12 +92,32 @@ def check_fairness(state: TableState) -> str | None:
     if not started:
         return None  # joined mid-game: only the commitment can be checked
     first = state.events.index(next(e for e in state.events if e.event is started[-1]))
-    seen = dealt_cards(state.events[first:])
+    held = state.events[first:]
+    missing = [n for a, b in itertools.pairwise(held) for n in range(a.seq + 1, b.seq)]
+    if missing:
+        # Not a proof of anything either way: the client library failed to keep every event.
+        return f"events {_ranges(missing)} of the game were never received: cannot check"
+    seen = dealt_cards(held)
     config = blackdrez.Config(seats=len(view["seats"]), decks=view["decks"])
     order = blackdrez.BlackDrez.deal_order(config, seed)[0]
     if seen != order[: len(seen)]:
-        return "the cards dealt are not the ones the revealed seed deals"
+        at = next(i for i, (a, b) in enumerate(zip(seen, order, strict=False)) if a != b)
+        return (
+            f"the cards dealt are not the ones the revealed seed deals: card {at + 1} was "
+            f"{seen[at]}, the seed deals {order[at]} (events {held[0].seq}-{held[-1].seq} held)"
+        )
     return None
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[3, 4, 5, 9]`` as ``3-5, 9``."""
+    groups: list[list[int]] = []
+    for n in numbers:
+        if groups and n == groups[-1][-1] + 1:
+            groups[-1].append(n)
+        else:
+            groups.append([n])
+    return ", ".join(f"{g[0]}-{g[-1]}" if len(g) > 1 else str(g[0]) for g in groups)
 
 
 async def play_table(

@@ -10,7 +10,8 @@ Use::
 
 The client keeps, per table, the last snapshot or update applied (``TableState``): its event
 number, view, legal actions and info. Updates are applied only in order: an update whose events do
-not follow the last number held triggers a ``resync`` (no gap, no duplicate), and a snapshot or
+not follow the last number held, or that has none but a later number, triggers a ``resync`` (no
+gap, no duplicate), and a snapshot or
 update older than the last event held (an answer overtaken by a later update on the way) is not
 applied: the client never goes back.
 
@@ -411,7 +412,9 @@ class Client:
         events = [e for e in update.events if e.seq > state.seq]
         if update.events and not events:
             return  # already held
-        if events and events[0].seq != state.seq + 1:
+        if update.seq > state.seq and (not events or events[0].seq != state.seq + 1):
+            # Events were missed (even when this update has none of its own: only the table's
+            # info changed after them): fetch them rather than take this number as held.
             self._background(self._resync_until_done(update.table))
             return
         state.events.extend(events)

@@ -77,7 +77,8 @@ export class TableStore extends EventTarget {
     if (update.seq < table.seq) return; // older than what is held (an answer overtaken on the way)
     const events = update.events.filter((e) => e.seq > table.seq);
     if (update.events.length && !events.length) return; // already held
-    if (events.length && events[0].seq !== table.seq + 1) {
+    if (update.seq > table.seq && (!events.length || events[0].seq !== table.seq + 1)) {
+      // events were missed (even if this update has none: only the info changed after them)
       this.resync(table.id);
       return;
     }

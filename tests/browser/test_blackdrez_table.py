@@ -202,6 +202,16 @@ async def test_updates_apply_in_order_and_a_gap_resyncs(new_page) -> None:
     assert after["seq"] == held
     assert after["view"] == state["view"]
     assert await ann.locator(".seat.mine .hand .card").count() == 2
+    # So is an update with no events but a later number (only the info changed after events
+    # this client never got): it is not taken as held.
+    info_only = {**old, "seq": held + 3, "events": []}
+    await ann.evaluate("u => window.blackdrez.store.apply(u)", info_only)
+    await ann.wait_for_function(
+        "(() => { const t = window.blackdrez.table(); return !t.resyncing && t.view; })()"
+    )
+    sent = await ann.evaluate("window.sent")
+    assert [(m["type"], m["since"]) for m in sent] == [("resync", held), ("resync", held)]
+    assert (await table_state(ann))["seq"] == held
 
 
 async def test_the_host_adds_bots_from_the_table_and_plays_them(new_page) -> None:

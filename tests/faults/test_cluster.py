@@ -61,14 +61,6 @@ def busiest_master(cluster: LocalCluster, tables: list[Table]) -> tuple[int, lis
     return index, served[index]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="KNOWN, open (issues 9, 13): failed once on 2026-11-30 15:30 (no acknowledged action "
-    "lost, but one bot's fairness proof failed). Likely cause, not yet proven: the append "
-    "script publishes the update before WAIT confirms a replica has the entry, so other nodes "
-    "can show an event that the killed master takes with it, and the game then goes on "
-    "without it",
-)
 async def test_a_master_killed_mid_game_loses_no_acknowledged_action(
     launch_nodes: LaunchNodes,
     private_cluster: LocalCluster,

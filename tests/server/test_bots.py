@@ -60,6 +60,13 @@ async def test_the_fairness_check_catches_a_lying_server(server, connect) -> Non
     hit = next(e for e in swapped.events if e.event["type"] == "hit")
     hit.event["card"] = "Q1" if hit.event["card"] != "Q1" else "Q2"
     assert "not the ones" in check_fairness(swapped)
+    assert f"was {hit.event['card']}" in check_fairness(swapped)
+
+    holed = copy.deepcopy(honest)
+    start = next(i for i, e in enumerate(holed.events) if e.event["type"] == "game_started")
+    gone = [e.seq for e in holed.events[start + 2 : start + 5]]
+    del holed.events[start + 2 : start + 5]
+    assert f"events {gone[0]}-{gone[-1]} of the game were never received" in check_fairness(holed)
 
     hidden = TableState(id=table, view={**honest.view, "seed": None}, events=honest.events)
     assert "not revealed" in check_fairness(hidden)

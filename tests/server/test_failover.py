@@ -130,14 +130,6 @@ async def test_a_killed_node_loses_nothing(durable_redis: RedisServer) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="KNOWN, open (issue 9): failed 2 of the runs of 2026-11-30 after 14:30 (load 3-5): "
-    "every game finishes and none is inconsistent, but one bot's fairness check reports that "
-    "the cards it saw are not those the seed deals. Likely cause, not yet proven: the append "
-    "script publishes the update before the entry is durable, so an event can be seen that the "
-    "restarted Redis no longer has, and the game goes on without it",
-)
 async def test_a_redis_restart_mid_game_is_survived(durable_redis: RedisServer) -> None:
     nodes = Nodes(durable_redis.url, 2)
     results: list[list[BotResult]] = []

@@ -197,3 +197,36 @@ async def until(predicate: Callable[[], object]) -> None:
     async with asyncio.timeout(WAIT):
         while not predicate():
             await asyncio.sleep(0.02)
+
+
+async def test_an_update_without_events_after_lost_ones_makes_the_viewer_resync(
+    nodes, connect, monkeypatch
+) -> None:
+    """The bus loses a table's update on its way to B (pub/sub keeps nothing while a node's
+    subscription is down: a Redis restart), and the next one B gets has no events (a spectator
+    came: only the table's info changed). Its number is past what the viewer on B holds: the
+    viewer must resync, not take that number as held (it would never ask for the lost events,
+    and its fairness proof would miss their cards: the "UNFAIR GAME" of the Redis restart)."""
+    a, b = nodes
+    host, other = await connect(a, name="Host"), await connect(a, name="Other")
+    remote = await connect(b, name="Remote")
+    table = await seat_and_start(host, [other, remote], turn_seconds=60)
+    mover = await a_move_on([host, other], table, remote)
+    state = remote.tables[table]
+    held_seq = state.seq
+    append_log = a.node.store.append_log
+
+    async def unannounced(table_id: str, token: int, position: int, entry: bytes, *_: Any) -> None:
+        await append_log(table_id, token, position, entry)  # logged, lost on the bus
+
+    monkeypatch.setattr(a.node.store, "append_log", unannounced)
+    lost = await mover.act(table, mover.tables[table].legal[0])
+    monkeypatch.setattr(a.node.store, "append_log", append_log)
+    await (await connect(a, name="Onlooker")).request(v1.Spectate(table=table))
+    await remote.wait_until(lambda: state.seq >= lost.seq, WAIT)
+    seqs = [e.seq for e in state.events]
+    assert seqs[-1] == state.seq > held_seq, "the lost events were fetched, not skipped"
+    await asyncio.gather(*(play_out(p, table) for p in (host, other, remote)))
+    seqs = [e.seq for e in state.events]
+    assert seqs == list(range(seqs[0], seqs[-1] + 1)), "no gap, no duplicate"
+    assert check_fairness(state) is None
