@@ -15,18 +15,22 @@ less :data:`FULL_PILE_PENALTY` per full pile. The expert looks stock cards ahead
 action it takes the expectation, over the next card's points, of the best reply (cash when a
 hand is there, else the placement or move with the best potential), and adds
 :data:`CASH_WEIGHT` per card an action takes off the table. It looks one card ahead in rounds 1
-and 2 (passed nearly always) and two from round 3 on (:data:`DEEP_LOOK_AHEAD`), where the
-multipliers are high and the pass rates low: measured on rounds played alone (60 deals each),
-that lifts round 5's pass rate from about 0.21 to 0.65, for about 2 s of CPU a round.
+to 4 and two from round 5 on (:data:`DEEP_LOOK_AHEAD`, :data:`DEEP_FROM_ROUND`), where the
+multipliers are highest and the pass rates lowest: measured on rounds played alone (60 deals
+each), that lifts round 5's pass rate from about 0.21 to 0.65. Two cards ahead in rounds 3 and 4
+too (four piles: the most positions) scores about a fifth more a game but costs about four
+times the CPU (``docs/solitaire.md``), too much for the benchmark of 2,000 games on the
+project's shared machine: :data:`DEEP_FROM_ROUND` is where that trade is set.
 
 What makes it affordable, without changing a single value: the group enumeration of a shape,
 the replies to a card and the placements on piles do not depend on the odds, so they are
 remembered across decisions (:func:`_groups`, :func:`_replies`, :func:`_placements`); the last
 card ahead, where nearly all positions are, is valued from the piles' tops and room alone
-(:data:`Sig`), for every possible card at once; a decision with a single candidate is not
-looked at; and a cash or a move shows no new card, so the next decision keeps the look-ahead
-and what it remembered (:func:`_lookahead`). ``tests/games/test_blackjack_piles_expert.py``
-checks the values against the plain recursion, float for float.
+(:data:`Sig`), for every possible card at once; a decision with a single candidate (actions
+leading to the same piles count once) is not looked at; and a cash or a move shows no new card,
+so the next decision keeps the look-ahead and what it remembered (:func:`_lookahead`).
+``tests/games/test_blackjack_piles_expert.py`` checks the values against the plain recursion,
+float for float.
 
 The view does not list the cards cashed earlier in the round, so :class:`PilesExpert` (the
 ``expert`` strategy) remembers its own cashes; :func:`hint` takes them as an argument, and
@@ -64,8 +68,8 @@ LOOK_AHEAD = 1
 """Stock cards the expert looks ahead in the first rounds, which it passes nearly always..."""
 DEEP_LOOK_AHEAD = 2
 """...and from round :data:`DEEP_FROM_ROUND` on, where the score's multipliers are high and
-the pass rates low (about ten times the CPU: a second or two a round)."""
-DEEP_FROM_ROUND = 3
+the pass rates low (several times the CPU of one card)."""
+DEEP_FROM_ROUND = 5
 FULL_PILE_PENALTY = 1.0
 """What a full pile costs: it takes no more cards, so it brings a stuck round nearer."""
 
@@ -382,6 +386,16 @@ def _lookahead(unseen: tuple[int, ...], rules: RoundRules) -> _Lookahead:
     return _Lookahead(rules, Odds(Counter(dict(enumerate(unseen, start=1)))))
 
 
+def _outcome(
+    piles: Sequence[Sequence[int]], top: int | None, action: Action
+) -> tuple[Piles, bool, int]:
+    """What decides an action's worth: the piles after it, whether it uses the stock's card,
+    and how many cards it takes off the table."""
+    consumed = isinstance(action, Place) or (isinstance(action, Cash) and action.stock)
+    removed = len(action.piles) + action.stock if isinstance(action, Cash) else 0
+    return _after(piles, top, action), consumed, removed
+
+
 def choose(view: View, legal: Sequence[Action], cashed: Sequence[str] = ()) -> Action:
     """The expert's action for ``view`` (one of ``legal``), knowing the cards ``cashed`` so far
     this round (module docstring)."""
@@ -389,18 +403,18 @@ def choose(view: View, legal: Sequence[Action], cashed: Sequence[str] = ()) -> A
     piles = [[card_points(card) for card in pile] for pile in view.piles]
     top = card_points(view.stock_top) if view.stock_top is not None else None
     cashes = [action for action in legal if isinstance(action, Cash)]
-    candidates = cashes or [a for a in legal if isinstance(a, Place | Move)]
-    if len(candidates) == 1:
-        return candidates[0]
+    # actions that lead to the same piles are worth the same: the first of them stands for all
+    distinct: dict[tuple[Piles, bool, int], Action] = {}
+    for action in cashes or [a for a in legal if isinstance(a, Place | Move)]:
+        distinct.setdefault(_outcome(piles, top, action), action)
+    if len(distinct) == 1:
+        return next(iter(distinct.values()))
     unseen = unseen_points(view, cashed)
     look = _lookahead(tuple(unseen[points] for points in range(1, 11)), rules)
     depth = DEEP_LOOK_AHEAD if view.round >= DEEP_FROM_ROUND else LOOK_AHEAD
     best: Action | None = None
     best_value = 0.0
-    for action in candidates:
-        after = _after(piles, top, action)
-        removed = len(action.piles) + action.stock if isinstance(action, Cash) else 0
-        consumed = isinstance(action, Place) or (isinstance(action, Cash) and action.stock)
+    for (after, consumed, removed), action in distinct.items():
         cards = min(depth, view.stock_count - 1 if consumed else view.stock_count)
         ahead = look.value(after, None if consumed else top, max(cards, 0))
         value = CASH_WEIGHT * removed + ahead

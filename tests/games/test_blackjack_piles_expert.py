@@ -5,8 +5,9 @@ valued by the piles' tops and room only, positions are remembered at several lev
 decision with one candidate is not looked at. The reference here is the look-ahead as first
 written: every position by its full piles, the expectation over the next card of the best
 reply, recursively, the potential from the groups of pile tops. On positions from games the
-expert plays in the rounds it looks two cards ahead, every candidate must get exactly the same
-value (the same float: the sums run in the same order), so the expert's choices are the same.
+expert plays in rounds 3 to 6, every candidate must get exactly the same value one and two cards
+ahead (the same float: the sums run in the same order), and the expert must choose the action
+the plain look-ahead values best.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from games.blackjack_piles.expert import (
     DEEP_FROM_ROUND,
     DEEP_LOOK_AHEAD,
     FULL_PILE_PENALTY,
+    LOOK_AHEAD,
     PAIR_WEIGHT,
     Odds,
     PilesExpert,
@@ -114,9 +116,10 @@ class _Reference:
 
 def test_the_fast_look_ahead_values_every_candidate_as_the_plain_one_does() -> None:
     compared = 0
-    for first in (DEEP_FROM_ROUND, 4, 5):
+    for first in (3, 4, 5, 6):
         engine = BlackjackPiles.new(Config(first_round=first), f"lookahead:{first}")
         expert = PilesExpert()
+        depth = DEEP_LOOK_AHEAD if first >= DEEP_FROM_ROUND else LOOK_AHEAD
         decision = 0
         while not engine.over and engine.view(0).round == first:
             view, legal = engine.view(0), engine.legal_actions(0)
@@ -137,14 +140,14 @@ def test_the_fast_look_ahead_values_every_candidate_as_the_plain_one_does() -> N
                         isinstance(action, Cash) and action.stock
                     )
                     left = view.stock_count - 1 if consumed else view.stock_count
-                    cards = max(min(DEEP_LOOK_AHEAD, left), 0)
                     shown = None if consumed else top
-                    expected = plain.value(after, shown, cards)
-                    assert fast.value(after, shown, cards) == expected
+                    for cards in {max(min(ahead, left), 0) for ahead in (1, DEEP_LOOK_AHEAD)}:
+                        assert fast.value(after, shown, cards) == plain.value(after, shown, cards)
                     removed = len(action.piles) + action.stock if isinstance(action, Cash) else 0
-                    values.append(CASH_WEIGHT * removed + expected)
+                    ahead = plain.value(after, shown, max(min(depth, left), 0))
+                    values.append(CASH_WEIGHT * removed + ahead)
                 best = candidates[values.index(max(values))]
                 assert choose(view, legal, expert.cashed) == best
                 compared += 1
             engine.apply(0, expert(view, legal))
-    assert compared >= 15
+    assert compared >= 20
