@@ -17,10 +17,11 @@ hand is there, else the placement or move with the best potential), and adds
 :data:`CASH_WEIGHT` per card an action takes off the table. It looks one card ahead in rounds 1
 to 4 and two from round 5 on (:data:`DEEP_LOOK_AHEAD`, :data:`DEEP_FROM_ROUND`), where the
 multipliers are highest and the pass rates lowest: measured on rounds played alone (60 deals
-each), that lifts round 5's pass rate from about 0.21 to 0.65. Two cards ahead in rounds 3 and 4
-too (four piles: the most positions) scores about a fifth more a game but costs about four
-times the CPU (``docs/solitaire.md``), too much for the benchmark of 2,000 games on the
-project's shared machine: :data:`DEEP_FROM_ROUND` is where that trade is set.
+each), that lifts round 5's pass rate from about 0.21 to 0.65. Two cards ahead in round 4 too
+(four piles: many positions) scores about 14% more a game for 2.5 times the CPU, and in round 3
+too about 17% more for 4 times (208 paired deals, ``docs/solitaire.md``): too much for the
+benchmark of 2,000 games on the project's shared machine. :data:`DEEP_FROM_ROUND` is where
+that trade is set.
 
 What makes it affordable, without changing a single value: the group enumeration of a shape,
 the replies to a card and the placements on piles do not depend on the odds, so they are
