@@ -96,6 +96,9 @@ different rates, so it stops trusting a lease a little before Redis could let it
 STORE_RETRY = Backoff(first=0.05, cap=2.0)
 """The retry policy of the outbox and of a table whose log write failed."""
 
+MOVING_AWAY = (ErrorCode.MOVING, "the table is moving to another node: try again")
+"""The refusal of a command whose table this node stopped hosting while it was being logged."""
+
 
 def away_seats(broadcast: Broadcast) -> list[int]:
     """The seats an update marks away."""
@@ -392,14 +395,18 @@ class Hosting:
             await self.store.append_log(
                 room.id, token, len(entries) + 1, data, table_channel(room.id), announce
             )
-        except StoreUnavailable as error:
-            log.debug("logging a command of %s failed, undone: %s", room.id, error)
-            self._restore(room.id)
-            return None, (ErrorCode.UNAVAILABLE, "the store cannot be reached: try again")
         except LeaseLost:
             self._drop_lost_table(room.id)
-            return None, (ErrorCode.MOVING, "the table is moving to another node: try again")
-        except Exception:
+            return None, MOVING_AWAY
+        except Exception as error:
+            if self.rooms.get(room.id) is not room:
+                # The renewal loop dropped the table while this write was out: there is no
+                # room to undo the command in, and the table comes back only by adoption.
+                return None, MOVING_AWAY
+            if isinstance(error, StoreUnavailable):
+                log.debug("logging a command of %s failed, undone: %s", room.id, error)
+                self._restore(room.id)
+                return None, (ErrorCode.UNAVAILABLE, "the store cannot be reached: try again")
             log.exception("logging a command of %s failed, undone", room.id)
             self._restore(room.id)
             return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")

@@ -144,7 +144,21 @@ async def test_a_redis_restart_mid_game_is_survived(durable_redis: RedisServer) 
         summary = await asyncio.wait_for(swarm, 120)
     finally:
         nodes.stop()
+        failures = tracebacks(nodes)
+    assert not failures, "a node failed on a request:\n" + "\n".join(failures)
     assert_games_sound(durable_redis.url, summary, results, tables=10)
+
+
+def tracebacks(nodes: Nodes) -> list[str]:
+    """Every traceback the nodes printed, with the line before it (what was being done)."""
+    found = []
+    for node in nodes:
+        lines = node.output()
+        for at, line in enumerate(lines):
+            if line.startswith("Traceback"):
+                end = next((i for i in range(at + 1, len(lines)) if not lines[i][:1].isspace()), at)
+                found.append("".join(lines[max(0, at - 1) : end + 1]))
+    return found
 
 
 async def test_a_request_for_a_table_of_a_node_gone_silent_is_not_forwarded_to_it(

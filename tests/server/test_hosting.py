@@ -235,3 +235,36 @@ async def test_an_action_logged_while_its_lease_is_found_lost_is_acknowledged_no
     assert isinstance(ok, v1.Ok)
     assert len(await store.read_log(table)) == logged + 1
     assert table not in node.rooms
+
+
+async def test_an_action_whose_append_fails_after_its_lease_is_found_lost_is_refused_cleanly(
+    make_server, connect, own_redis
+):
+    """The other order of the same race, in a Redis outage (a restart): the renewal loop drops
+    the table while its append is in flight, then the append fails. There is no room left to
+    undo the command in: the request gets a typed refusal (the table is moving), not
+    ``internal``, and the table comes back by adoption."""
+    server = await make_server(redis_url=own_redis.url)
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b], turn_seconds=60)
+    store, node = server.store, server.node
+    real_append = store.append_log
+
+    async def lose_then_fail(table_id: str, *args, **kwargs):
+        node._drop_lost_table(table_id)  # the renewal's verdict, while the write is out
+        await asyncio.to_thread(own_redis.stop)
+        await real_append(table_id, *args, **kwargs)
+
+    store.append_log = lose_then_fail
+    mover = await player_on_turn([a, b], table)
+    act = v1.Act(table=table, action=mover.tables[table].legal[0])
+    with pytest.raises(ServerError) as error:
+        await mover.request(act, moving_patience=0)
+    assert error.value.code in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING)
+    store.append_log = real_append
+    own_redis.start()
+    async with asyncio.timeout(30):  # adopted again from its log (here: by the same node)
+        while table not in node.rooms or not (a.tables[table].legal or b.tables[table].legal):
+            await asyncio.sleep(0.05)
+    await asyncio.gather(play_out(a, table), play_out(b, table))
+    assert node.rooms[table].engine.over
