@@ -83,6 +83,7 @@ class Odds:
     def __init__(self, unseen: Counter[int]) -> None:
         total = sum(unseen.values())
         self.memo = _Completions(self)
+        """How promising each group of pile tops is, by the group's sorted points."""
         self.single = [unseen.get(value, 0) / total if total else 0.0 for value in range(11)]
         """``single[v]``: the chance that the next card is worth ``v`` points."""
         self.pair = [0.0] * (TARGET + 1)
@@ -98,13 +99,10 @@ class Odds:
                     if missing <= TARGET:
                         self.pair[missing] += chance
 
-    def completes(self, values: tuple[int, ...]) -> float:
-        """How promising a group of cards worth ``values`` (sorted) is (module docstring)."""
-        return self.memo[values]
-
 
 class _Completions(dict[tuple[int, ...], float]):
-    """:meth:`Odds.completes` by group, computed at the first look-up."""
+    """How promising a group of cards worth ``values`` (sorted) is (module docstring), by
+    group, computed at the first look-up."""
 
     def __init__(self, odds: Odds) -> None:
         super().__init__()
