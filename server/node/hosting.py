@@ -24,7 +24,9 @@ Side effects outside the room (lobby record, player sets, scores, retirement of 
 go through one outbox task, in order, retried on :data:`STORE_RETRY` while the store is down.
 At a rated table the players' ratings are read from the records when someone sits down and once
 a finished game is stored, and logged as a command of the host's (``Ratings``), so the table's
-info carries them to the lobby and the table's viewers like any other change.
+info carries them to the lobby and the table's viewers like any other change. Such a command of
+the host's (``Ratings``, or a solitaire's ``ParFound`` from the hint worker) whose append fails
+is tried again on :data:`STORE_RETRY` once the store is back, for as long as the table stays here.
 """
 
 from __future__ import annotations
@@ -86,9 +88,6 @@ HINT_RATE = 1.0
 """Hints a table may ask for per second on average (a token bucket per hosted table)..."""
 HINT_BURST = 5
 """...and at once: a hint costs a worker up to a second of CPU (``server.hints``)."""
-PAR_RETRIES = (0.5, 1.0, 2.0, 4.0)
-"""Waits before writing a computed par again after its write failed."""
-
 LEASE_MARGIN = 0.1
 """Share of the TTL a host does not count on: its clock and Redis's may run at slightly
 different rates, so it stops trusting a lease a little before Redis could let it lapse."""
@@ -345,35 +344,54 @@ class Hosting:
         self._spawn(self._find_par(room.id, game, room.spec.name, room.engine.dump()))
 
     async def _find_par(self, table: str, game: int, name: str, dump: bytes) -> None:
-        """Compute a finished game's par off the event loop, then log it (``ParFound``) if the
-        room still wants it; a failed write is tried again a few times (:data:`PAR_RETRIES`)."""
+        """Compute a finished game's par off the event loop, then log it (``ParFound``) while
+        the room still wants it (see :meth:`_log_host_command`)."""
         try:
             par = await self.hints.par(name, dump)
-            for wait in (0.0, *PAR_RETRIES):
-                await asyncio.sleep(wait)
-                async with self._lock(table):
-                    room = self.rooms.get(table)
-                    if room is None or room.par_wanted != game:
-                        return
-                    if not self.store.health.up:
-                        continue
-                    try:
-                        if not await self._lease_confirmed(table):
-                            return
-                    except StoreUnavailable:
-                        continue
-                    entry = LogEntry(now=self.clock(), command=ParFound(game=game, par=par))
-                    version = room.version
-                    execute(room, entry)
-                    if room.version == version:
-                        return
-                    entry.seq = room.seq
-                    broadcast, failure = await self._append_entry(room, entry)
-                    if failure is None:
-                        self._publish_change(room, broadcast)
-                        return
+            delays = STORE_RETRY.delays()
+            while True:
+                room = self.rooms.get(table)
+                if room is None or room.par_wanted != game:
+                    return
+                if await self._log_host_command(table, ParFound(game=game, par=par)):
+                    return
+                await self.store.health.wait_up()
+                await asyncio.sleep(next(delays))
         finally:
             self._pars.discard((table, game))
+
+    async def _log_host_command(self, table: str, command: Any) -> bool:
+        """Try once to log a command of the host's (``Ratings``, ``ParFound``) on a hosted
+        table, and return whether that is settled: logged, changing nothing, or no longer this
+        node's to log (the table moved or closed: its next host reads the ratings or finds the
+        par again). ``False``: the store could not take it; the caller tries again on the one
+        retry policy (:data:`STORE_RETRY`, once the store is back), so that what the table
+        learnt while Redis was down is not lost while the table stays here."""
+        async with self._lock(table):
+            room = self.rooms.get(table)
+            if room is None:
+                return True
+            if not self.store.health.up:
+                return False
+            try:
+                if not await self._lease_confirmed(table):
+                    return True
+            except StoreUnavailable:
+                return False
+            entry = LogEntry(now=self.clock(), command=command)
+            version = room.version
+            try:
+                execute(room, entry)
+            except RoomError:
+                return True
+            if room.version == version:
+                return True
+            entry.seq = room.seq
+            broadcast, failure = await self._append_entry(room, entry)
+            if failure is None:
+                self._publish_change(room, broadcast)
+                return True
+            return failure[0] is not ErrorCode.UNAVAILABLE
 
     async def _append_entry(
         self, room: Room, entry: LogEntry
@@ -586,16 +604,22 @@ class Hosting:
         assert self.records is not None
         if after_games:
             await self.records.written(table)
-        room = self.rooms.get(table)
-        players = [s.player for s in room.seats if s is not None] if room is not None else []
-        if room is None or not players:
-            return
-        try:
-            ratings = await self.records.seat_ratings(room.spec.name, players)
-        except Exception as error:  # the database's own errors: the next sit-down reads again
-            log.warning("reading the ratings at %s failed: %r", table, error)
-            return
-        await self._execute(room, "", "", Ratings(ratings=ratings))
+        delays = STORE_RETRY.delays()
+        while True:
+            room = self.rooms.get(table)
+            players = [s.player for s in room.seats if s is not None] if room is not None else []
+            if room is None or not players:
+                return
+            try:
+                ratings = await self.records.seat_ratings(room.spec.name, players)
+            except Exception as error:  # the database's own errors: the next sit-down reads again
+                log.warning("reading the ratings at %s failed: %r", table, error)
+                return
+            if await self._log_host_command(table, Ratings(ratings=ratings)):
+                return
+            # Read again once the store is back: who sits there, and their ratings, may change.
+            await self.store.health.wait_up()
+            await asyncio.sleep(next(delays))
 
     def _set_timer(self, room: Room) -> None:
         """Set the room's one timer for its next deadline (replacing any other): a plain timer,

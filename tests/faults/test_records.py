@@ -5,7 +5,6 @@ and a real PostgreSQL shared by the nodes)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,44 +18,11 @@ from server.records.store import RecordsStore
 from server.testing.nodes import NodeProcess
 from server.testing.postgres_server import PostgresServer
 from server.testing.redis_server import RedisServer
+from tests.faults.proxy import DatabaseProxy
 
 pytestmark = pytest.mark.timeout(240)
 
 DEADLINE = 60.0
-
-
-class CuttableProxy:
-    """A TCP proxy to the database that the test can cut: every connection through it drops
-    and new ones are refused, as when a node loses its way to the database."""
-
-    def __init__(self, port: int) -> None:
-        self.target = port
-        self.server: asyncio.Server | None = None
-        self.writers: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> int:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return self.server.sockets[0].getsockname()[1]
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
-        self.writers |= {writer, up_writer}
-
-        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(ConnectionError, OSError):
-                while data := await source.read(65536):
-                    sink.write(data)
-                    await sink.drain()
-            sink.close()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-    async def cut(self) -> None:
-        assert self.server is not None
-        self.server.close()
-        for writer in self.writers:
-            writer.transport.abort()
-        self.writers.clear()
 
 
 @pytest.fixture
@@ -77,9 +43,9 @@ async def until(condition: Any, what: str) -> Any:
 async def test_a_node_killed_after_game_over_before_the_record_loses_nothing(
     durable_redis: RedisServer, postgres_server: PostgresServer, database: str
 ) -> None:
-    proxy = CuttableProxy(postgres_server.port)
-    proxy_port = await proxy.start()
-    through_proxy = database.replace(f":{postgres_server.port}/", f":{proxy_port}/")
+    proxy = DatabaseProxy(postgres_server.port)
+    await proxy.start()
+    through_proxy = proxy.url_of(database)
     doomed = NodeProcess(durable_redis.url, "rec0", db_url=through_proxy)
     survivor = NodeProcess(durable_redis.url, "rec1", db_url=database)
     store = await RecordsStore.open(database)
