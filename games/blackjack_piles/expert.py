@@ -15,11 +15,23 @@ less :data:`FULL_PILE_PENALTY` per full pile. The expert looks stock cards ahead
 action it takes the expectation, over the next card's points, of the best reply (cash when a
 hand is there, else the placement or move with the best potential), and adds
 :data:`CASH_WEIGHT` per card an action takes off the table. It looks one card ahead in rounds 1
-and 2 (passed nearly always) and two from round 3 on (:data:`DEEP_LOOK_AHEAD`), where the
-multipliers are high and the pass rates low: measured on rounds played alone (60 deals each),
-that lifts round 5's pass rate from about 0.21 to 0.65, for about 2 s of CPU a round. The group
-enumeration of a shape and the replies to a card do not depend on the odds, so they are
-remembered across decisions (:func:`_groups`, :func:`_replies`).
+to 4 and two from round 5 on (:data:`DEEP_LOOK_AHEAD`, :data:`DEEP_FROM_ROUND`), where the
+multipliers are highest and the pass rates lowest: measured on rounds played alone (60 deals
+each), that lifts round 5's pass rate from about 0.21 to 0.65. Two cards ahead in round 4 too
+(four piles: many positions) scores about 14% more a game for 2.5 times the CPU, and in round 3
+too about 17% more for 4 times (208 paired deals, ``docs/solitaire.md``): too much for the
+benchmark of 2,000 games on the project's shared machine. :data:`DEEP_FROM_ROUND` is where
+that trade is set.
+
+What makes it affordable, without changing a single value: the group enumeration of a shape,
+the replies to a card and the placements on piles do not depend on the odds, so they are
+remembered across decisions (:func:`_groups`, :func:`_replies`, :func:`_placements`); the last
+card ahead, where nearly all positions are, is valued from the piles' tops and room alone
+(:data:`Sig`), for every possible card at once; a decision with a single candidate (actions
+leading to the same piles count once) is not looked at; and a cash or a move shows no new card,
+so the next decision keeps the look-ahead and what it remembered (:func:`_lookahead`).
+``tests/games/test_blackjack_piles_expert.py`` checks the values against the plain recursion,
+float for float.
 
 The view does not list the cards cashed earlier in the round, so :class:`PilesExpert` (the
 ``expert`` strategy) remembers its own cashes; :func:`hint` takes them as an argument, and
@@ -57,8 +69,8 @@ LOOK_AHEAD = 1
 """Stock cards the expert looks ahead in the first rounds, which it passes nearly always..."""
 DEEP_LOOK_AHEAD = 2
 """...and from round :data:`DEEP_FROM_ROUND` on, where the score's multipliers are high and
-the pass rates low (about ten times the CPU: a second or two a round)."""
-DEEP_FROM_ROUND = 3
+the pass rates low (several times the CPU of one card)."""
+DEEP_FROM_ROUND = 5
 FULL_PILE_PENALTY = 1.0
 """What a full pile costs: it takes no more cards, so it brings a stuck round nearer."""
 
@@ -70,8 +82,8 @@ class Odds:
 
     def __init__(self, unseen: Counter[int]) -> None:
         total = sum(unseen.values())
-        self.memo: dict[tuple[int, ...], float] = {}
-        self.seen: dict[tuple[tuple[int, bool], ...], float] = {}
+        self.memo = _Completions(self)
+        """How promising each group of pile tops is, by the group's sorted points."""
         self.single = [unseen.get(value, 0) / total if total else 0.0 for value in range(11)]
         """``single[v]``: the chance that the next card is worth ``v`` points."""
         self.pair = [0.0] * (TARGET + 1)
@@ -87,39 +99,89 @@ class Odds:
                     if missing <= TARGET:
                         self.pair[missing] += chance
 
-    def completes(self, values: tuple[int, ...]) -> float:
-        """How promising a group of cards worth ``values`` (sorted) is (module docstring)."""
-        known = self.memo.get(values)
-        if known is not None:
-            return known
+
+class _Completions(dict[tuple[int, ...], float]):
+    """How promising a group of cards worth ``values`` (sorted) is (module docstring), by
+    group, computed at the first look-up."""
+
+    def __init__(self, odds: Odds) -> None:
+        super().__init__()
+        self.odds = odds
+
+    def __missing__(self, values: tuple[int, ...]) -> float:
         needed, pairs = missing_to_21(values)
-        pair = max((self.pair[missing] for missing in pairs), default=0.0)
-        value = sum(self.single[value] for value in needed) + PAIR_WEIGHT * pair
-        self.memo[values] = value
+        pair = max((self.odds.pair[missing] for missing in pairs), default=0.0)
+        value = sum(self.odds.single[value] for value in needed) + PAIR_WEIGHT * pair
+        self[values] = value
         return value
 
-    def potential(self, piles: Sequence[Sequence[int]], rules: RoundRules) -> float:
-        """The potential of piles of points (module docstring), remembered by their shape."""
-        cap = rules.cap
-        shape = tuple(
-            sorted((pile[-1] if pile else 0, cap is None or len(pile) < cap) for pile in piles)
+
+class _Potentials(dict["Shape", float]):
+    """The potential of piles by their :data:`Shape` (module docstring), computed at the first
+    look-up."""
+
+    def __init__(self, odds: Odds, stock_in_hand: bool) -> None:
+        super().__init__()
+        self.completes = odds.memo.__getitem__
+        self.stock_in_hand = stock_in_hand
+
+    def __missing__(self, shape: Shape) -> float:
+        full, groups = _groups(shape, self.stock_in_hand)
+        value = -FULL_PILE_PENALTY * full + sum(map(self.completes, groups))
+        self[shape] = value
+        return value
+
+
+Shape = tuple[tuple[int, bool], ...]
+"""Piles as the potential sees them: ``(top points or 0 when empty, takes a card)``, sorted."""
+Sig = tuple[tuple[int, int], ...]
+"""Piles as a placement sees them: ``(top points or 0 when empty, room)``, sorted, where room
+is 0 for a pile that still takes a card after one more, 1 for one that takes just one more,
+2 for a full one: all that the shapes of the placements on them depend on."""
+
+
+def _shape(piles: Sequence[Sequence[int]], cap: int | None) -> Shape:
+    return tuple(
+        sorted((pile[-1] if pile else 0, cap is None or len(pile) < cap) for pile in piles)
+    )
+
+
+def _sig(piles: Sequence[Sequence[int]], cap: int | None) -> Sig:
+    if cap is None:
+        return tuple(sorted((pile[-1] if pile else 0, 0) for pile in piles))
+    return tuple(
+        sorted(
+            (pile[-1] if pile else 0, 0 if len(pile) < cap - 1 else 2 - (cap - len(pile)))
+            for pile in piles
         )
-        known = self.seen.get(shape)
-        if known is None:
-            known = self.seen[shape] = _potential(shape, rules.stock_in_hand, self)
-        return known
-
-
-def _potential(shape: tuple[tuple[int, bool], ...], stock_in_hand: bool, odds: Odds) -> float:
-    """The potential of piles given as ``(top points or 0 when empty, takes a card)``."""
-    full, groups = _groups(shape, stock_in_hand)
-    return -FULL_PILE_PENALTY * full + sum(odds.completes(values) for values in groups)
+    )
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _groups(
-    shape: tuple[tuple[int, bool], ...], stock_in_hand: bool
-) -> tuple[int, tuple[tuple[int, ...], ...]]:
+def _hand_points(tops: tuple[int, ...], stock_in_hand: bool) -> frozenset[int]:
+    """The points (1 to 10) of a stock card that leave a hand among pile tops worth ``tops``
+    and it."""
+    return frozenset(
+        points for points in range(1, 11) if _hands(tops, points if stock_in_hand else 0)
+    )
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _placements(sig: Sig, top: int) -> tuple[Shape, ...]:
+    """The shapes a card worth ``top`` placed on each pile of ``sig`` that takes it makes."""
+    shape = [(points, room < 2) for points, room in sig]
+    found: dict[Shape, None] = {}
+    for index, (points, room) in enumerate(sig):
+        # equal piles are adjacent in a sorted sig: placing on either makes the same shape
+        if room < 2 and (index == 0 or sig[index - 1] != (points, room)):
+            placed = shape.copy()
+            placed[index] = (top, room == 0)
+            found[tuple(sorted(placed))] = None
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _groups(shape: Shape, stock_in_hand: bool) -> tuple[int, tuple[tuple[int, ...], ...]]:
     """The full piles of a shape, and the groups of pile tops whose completion counts (as sorted
     points): what the potential sums, whatever the odds."""
     tops = [(index, top) for index, (top, _) in enumerate(shape) if top]
@@ -158,46 +220,115 @@ def _hands(tops: tuple[int, ...], top: int) -> tuple[tuple[tuple[int, ...], bool
 
 
 class _Lookahead:
-    """Expected values a few stock cards ahead (module docstring), remembered per position."""
+    """Expected values a few stock cards ahead (module docstring), remembered per position.
+
+    Nearly all the positions are one card from the end of the look-ahead. There, a card that
+    makes no hand with the pile tops is worth the best potential of its placements, which
+    depends only on the piles' :data:`Sig`: computed for every card at once and remembered by
+    it, so positions that differ only below their tops are valued once.
+    """
 
     def __init__(self, rules: RoundRules, odds: Odds) -> None:
-        self.rules = rules
-        self.odds = odds
+        self.cap = rules.cap
+        self.stock_in_hand = rules.stock_in_hand
+        self.potential = _Potentials(odds, rules.stock_in_hand)
+        self.draws = [(points, chance) for points, chance in enumerate(odds.single) if chance > 0]
         self.memo: dict[tuple[Piles, int | None, int], float] = {}
+        self.last: dict[tuple[Piles, int], float] = {}
+        self.drawn: dict[Piles, float] = {}
+        self.drawn_sig: dict[Sig, float] = {}
+        self.placed: dict[Sig, list[float]] = {}
 
     def value(self, piles: Piles, top: int | None, cards: int) -> float:
         """The value of ``piles`` with ``top`` showing (``None``: to be drawn), looking
         ``cards`` more stock cards ahead."""
+        if cards == 0:
+            if top is None:
+                return self.potential[_shape(piles, self.cap)]
+            return self.reply(piles, top)
+        if top is None and cards == 1:
+            return self.one_ahead(piles)
         key = (piles, top, cards)
         known = self.memo.get(key)
         if known is not None:
             return known
-        odds = self.odds
         if top is None:
-            if cards == 0:
-                value = odds.potential(piles, self.rules)
-            else:
-                value = sum(
-                    chance * self.value(piles, points, cards - 1)
-                    for points, chance in enumerate(odds.single)
-                    if chance > 0
-                )
+            value = sum(
+                chance * self.value(piles, points, cards - 1) for points, chance in self.draws
+            )
         else:
-            replies = self.replies(piles, top)
             value = max(
                 (
                     CASH_WEIGHT * gain + self.value(after, top if keeps else None, cards)
-                    for gain, after, keeps in replies
+                    for gain, after, keeps in self.replies(piles, top)
                 ),
                 default=-CASH_WEIGHT * 10,
             )
         self.memo[key] = value
         return value
 
+    def one_ahead(self, piles: Piles) -> float:
+        """``value(piles, None, 1)``: the expectation over the next card of the best reply."""
+        known = self.drawn.get(piles)
+        if known is not None:
+            return known
+        sig = _sig(piles, self.cap)
+        known = self.drawn_sig.get(sig)
+        if known is not None:
+            self.drawn[piles] = known
+            return known
+        placed = self.placed.get(sig)
+        if placed is None:
+            placed = self.placed[sig] = self.place_each(sig)
+        cash = _hand_points(tuple(points for points, _ in sig), self.stock_in_hand)
+        if cash:
+            value = sum(
+                [
+                    chance * (self.reply(piles, points) if points in cash else best)
+                    for (points, chance), best in zip(self.draws, placed, strict=True)
+                ]
+            )
+        else:
+            value = self.drawn_sig[sig] = sum(
+                [chance * best for (_, chance), best in zip(self.draws, placed, strict=True)]
+            )
+        self.drawn[piles] = value
+        return value
+
+    def place_each(self, sig: Sig) -> list[float]:
+        """For each possible next card, the best potential of its placements on ``sig``."""
+        potential = self.potential.__getitem__
+        return [
+            max(map(potential, _placements(sig, points)), default=-CASH_WEIGHT * 10)
+            for points, _ in self.draws
+        ]
+
+    def reply(self, piles: Piles, top: int) -> float:
+        """``value(piles, top, 0)``: the best reply to ``top``, valued by potential."""
+        key = (piles, top)
+        known = self.last.get(key)
+        if known is not None:
+            return known
+        sig = _sig(piles, self.cap)
+        if top not in _hand_points(tuple(points for points, _ in sig), self.stock_in_hand):
+            potential = self.potential.__getitem__
+            value = max(map(potential, _placements(sig, top)), default=-CASH_WEIGHT * 10)
+        else:
+            value = max(
+                (
+                    CASH_WEIGHT * gain
+                    + (self.reply(after, top) if keeps else self.potential[_shape(after, self.cap)])
+                    for gain, after, keeps in self.replies(piles, top)
+                ),
+                default=-CASH_WEIGHT * 10,
+            )
+        self.last[key] = value
+        return value
+
     def replies(self, piles: Piles, top: int) -> tuple[tuple[int, Piles, bool], ...]:
         """``(cards cashed, piles after, the stock's card still showing)`` for each distinct
         reply to ``top``: every hand when there is one, else every placement."""
-        return _replies(piles, top, self.rules.cap, self.rules.stock_in_hand)
+        return _replies(piles, top, self.cap, self.stock_in_hand)
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -247,24 +378,42 @@ def unseen_points(view: View, cashed: Sequence[str]) -> Counter[int]:
     return _DECK_POINTS - seen
 
 
+@functools.lru_cache(maxsize=1)
+def _lookahead(unseen: tuple[int, ...], rules: RoundRules) -> _Lookahead:
+    """The look-ahead for the unseen cards' points (1 to 10), kept for the next decision:
+    a cash or a move shows no new card, so the decision after it has the same odds."""
+    return _Lookahead(rules, Odds(Counter(dict(enumerate(unseen, start=1)))))
+
+
+def _outcome(
+    piles: Sequence[Sequence[int]], top: int | None, action: Action
+) -> tuple[Piles, bool, int]:
+    """What decides an action's worth: the piles after it, whether it uses the stock's card,
+    and how many cards it takes off the table."""
+    consumed = isinstance(action, Place) or (isinstance(action, Cash) and action.stock)
+    removed = len(action.piles) + action.stock if isinstance(action, Cash) else 0
+    return _after(piles, top, action), consumed, removed
+
+
 def choose(view: View, legal: Sequence[Action], cashed: Sequence[str] = ()) -> Action:
     """The expert's action for ``view`` (one of ``legal``), knowing the cards ``cashed`` so far
     this round (module docstring)."""
     rules = view.rules
     piles = [[card_points(card) for card in pile] for pile in view.piles]
     top = card_points(view.stock_top) if view.stock_top is not None else None
-    unseen = unseen_points(view, cashed)
-    odds = Odds(unseen)
     cashes = [action for action in legal if isinstance(action, Cash)]
-    candidates = cashes or [a for a in legal if isinstance(a, Place | Move)]
-    look = _Lookahead(rules, odds)
+    # actions that lead to the same piles are worth the same: the first of them stands for all
+    distinct: dict[tuple[Piles, bool, int], Action] = {}
+    for action in cashes or [a for a in legal if isinstance(a, Place | Move)]:
+        distinct.setdefault(_outcome(piles, top, action), action)
+    if len(distinct) == 1:
+        return next(iter(distinct.values()))
+    unseen = unseen_points(view, cashed)
+    look = _lookahead(tuple(unseen[points] for points in range(1, 11)), rules)
     depth = DEEP_LOOK_AHEAD if view.round >= DEEP_FROM_ROUND else LOOK_AHEAD
     best: Action | None = None
     best_value = 0.0
-    for action in candidates:
-        after = _after(piles, top, action)
-        removed = len(action.piles) + action.stock if isinstance(action, Cash) else 0
-        consumed = isinstance(action, Place) or (isinstance(action, Cash) and action.stock)
+    for (after, consumed, removed), action in distinct.items():
         cards = min(depth, view.stock_count - 1 if consumed else view.stock_count)
         ahead = look.value(after, None if consumed else top, max(cards, 0))
         value = CASH_WEIGHT * removed + ahead
