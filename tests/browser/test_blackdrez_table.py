@@ -104,7 +104,12 @@ async def test_two_players_play_a_game_to_the_end(new_page, screenshot, server) 
         await page.locator(".verdict.ok").wait_for()
         assert await page.locator("#seed").text_content() == view["seed"]
         assert page is carol or not await page.locator("#hit").is_enabled()
-    assert turns, "nobody ever had a turn"
+    # Both rounds can be won on the deal (two-card 11s: a few games in a hundred); otherwise
+    # the pages played every turn. Such a game's whole log fits in what the page keeps.
+    given = await ann.evaluate(
+        "window.blackdrez.table().log.filter((e) => e.event.type === 'turn').length"
+    )
+    assert turns or not given, "turns were given that nobody played"
     # The ranking's order follows the piles.
     view = (await table_state(ann))["view"]
     piles = {s["seat"]: len(s["pile"]) for s in view["seats"]}

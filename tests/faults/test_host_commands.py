@@ -95,6 +95,21 @@ def ratings_shown(client: Client, table: str, games: int) -> bool:
     return bool(seats) and all(s.rating is not None and s.rating.games == games for s in seats)
 
 
+async def two_at_a_table(
+    node: NodeProcess, clients: list[Client], *, rated: bool
+) -> tuple[Client, Client, str]:
+    """Ann (the host) and Bob, ready, at a new one-round table of ``node``; both added to
+    ``clients`` (for the caller to close)."""
+    for name in ("Ann", "Bob"):
+        clients.append(await Client.connect(node.url, name=name, binary=True))
+    ann, bob = clients[-2:]
+    options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0, rated=rated)
+    table = (await ann.request(v1.CreateTable(options=options))).table.id
+    await bob.request(v1.JoinTable(table=table))
+    await bob.request(v1.SetReady(table=table))
+    return ann, bob, table
+
+
 async def test_ratings_read_while_redis_is_down_are_shown_once_it_returns(
     durable_redis: RedisServer,
     postgres_server: PostgresServer,
@@ -116,13 +131,7 @@ async def test_ratings_read_while_redis_is_down_are_shown_once_it_returns(
     try:
         await asyncio.to_thread(node.start)
         cpu.watch(node.node_id, node.pid)
-        for name in ("Ann", "Bob"):
-            clients.append(await Client.connect(node.url, name=name, binary=True))
-        ann, bob = clients
-        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0, rated=True)
-        table = (await ann.request(v1.CreateTable(options=options))).table.id
-        await bob.request(v1.JoinTable(table=table))
-        await bob.request(v1.SetReady(table=table))
+        ann, _, table = await two_at_a_table(node, clients, rated=True)
         await until(lambda: ratings_shown(ann, table, games=0), 30)
         proxy.hold()  # the game's record waits for the database...
         await ann.request(v1.StartGame(table=table))
@@ -224,13 +233,7 @@ async def test_a_closed_table_waiting_for_its_records_is_retired_once_redis_retu
     try:
         await asyncio.to_thread(node.start)
         cpu.watch(node.node_id, node.pid)
-        for name in ("Ann", "Bob"):
-            clients.append(await Client.connect(node.url, name=name, binary=True))
-        ann, bob = clients
-        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0)
-        table = (await ann.request(v1.CreateTable(options=options))).table.id
-        await bob.request(v1.JoinTable(table=table))
-        await bob.request(v1.SetReady(table=table))
+        ann, _, table = await two_at_a_table(node, clients, rated=False)
         proxy.hold()  # the game's record waits for the database
         await ann.request(v1.StartGame(table=table))
         for client in clients:
