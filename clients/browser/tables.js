@@ -112,9 +112,11 @@ export class TableStore extends EventTarget {
     try {
       await this.connection.request({ type: "resync", table: id, since });
     } catch (error) {
-      table.resyncing = false;
       if (error.code === "not_found" || error.code === "not_seated") this.forget(id);
       else throw error;
+    } finally {
+      // answered, even by an answer not applied (older than what is held): the next gap resyncs
+      table.resyncing = false;
     }
   }
 

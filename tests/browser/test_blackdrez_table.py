@@ -217,6 +217,14 @@ async def test_updates_apply_in_order_and_a_gap_resyncs(new_page) -> None:
     sent = await ann.evaluate("window.sent")
     assert [(m["type"], m["since"]) for m in sent] == [("resync", held), ("resync", held)]
     assert (await table_state(ann))["seq"] == held
+    # An answer that is not applied (older than what is held: overtaken on the way) still ends
+    # the resync, so that the next gap is resynced too.
+    ended = await ann.evaluate(
+        "async () => { const t = window.blackdrez.table(); t.seq += 10;"
+        " await window.blackdrez.store.resync(t.id); const done = !t.resyncing; t.seq -= 10;"
+        " return done; }"
+    )
+    assert ended, "a resync answered by an older update never ended"
 
 
 async def test_the_host_adds_bots_from_the_table_and_plays_them(new_page) -> None:
