@@ -11,9 +11,8 @@ Use::
 The client keeps, per table, the last snapshot or update applied (``TableState``): its event
 number, view, legal actions and info. Updates are applied only in order: an update whose events do
 not follow the last number held, or that has none but a later number, triggers a ``resync`` (no
-gap, no duplicate), and a snapshot or
-update older than the last event held (an answer overtaken by a later update on the way) is not
-applied: the client never goes back.
+gap, no duplicate), and a snapshot or update older than the last event held (an answer overtaken
+by a later update on the way) is not applied: the client never goes back.
 
 A request for a table that is moving between nodes is answered ``moving`` (nothing changed):
 :meth:`Client.request` waits it out, sending the request again with backoff, so callers only see

@@ -72,6 +72,19 @@ async def nodes(make_server, redis_url_clean) -> tuple[GameServer, GameServer]:
     return host, follower
 
 
+async def a_game_across(
+    nodes: tuple[GameServer, GameServer], connect: Any
+) -> tuple[Client, Client, Client, str, Client]:
+    """A game hosted on A by Host and Other, with Remote playing from B (so B follows the
+    table from then on), played until Host or Other is on turn: the three players, the table,
+    and the one on turn."""
+    a, b = nodes
+    host, other = await connect(a, name="Host"), await connect(a, name="Other")
+    remote = await connect(b, name="Remote")
+    table = await seat_and_start(host, [other, remote], turn_seconds=60)
+    return host, other, remote, table, await a_move_on([host, other], table, remote)
+
+
 async def a_move_on(players: list[Client], table: str, remote: Client) -> Client:
     """Play (with ``remote``, whose node does not host the table) until one of ``players`` is
     on turn; return that player."""
@@ -104,10 +117,7 @@ async def test_a_remote_spectator_answered_after_a_later_update_holds_it(
     spectator gets the snapshot, then that update (not the update first, dropped for want of
     a table, and then nothing: it would wait for the next update to see the move)."""
     a, b = nodes
-    host, other = await connect(a, name="Host"), await connect(a, name="Other")
-    remote = await connect(b, name="Remote")  # B follows the table from now on
-    table = await seat_and_start(host, [other, remote], turn_seconds=60)
-    mover = await a_move_on([host, other], table, remote)
+    host, other, remote, table, mover = await a_game_across(nodes, connect)
     held = Held(reply_to("node-b"))
     monkeypatch.setattr(a.node.store, "publish", held.wrap(a.node.store.publish))
     spectator = await connect(b, name="Spectator")
@@ -135,11 +145,8 @@ async def test_a_remote_resync_answered_after_a_later_update_never_takes_a_playe
     proof would fail)."""
     if answer == "snapshot":
         monkeypatch.setattr(room_module, "KEPT_EVENTS", 4)  # a resync from 0 gets a snapshot
-    a, b = nodes
-    host, other = await connect(a, name="Host"), await connect(a, name="Other")
-    remote = await connect(b, name="Remote")
-    table = await seat_and_start(host, [other, remote], turn_seconds=60)
-    mover = await a_move_on([host, other], table, remote)
+    a = nodes[0]
+    host, other, remote, table, mover = await a_game_across(nodes, connect)
     state = remote.tables[table]
     held = Held(reply_to("node-b"))
     monkeypatch.setattr(a.node.store, "publish", held.wrap(a.node.store.publish))
@@ -166,11 +173,8 @@ async def test_a_lone_remote_viewer_misses_no_update_while_its_node_subscribes(
     the table for the request, and must go on following it for the viewer, not drop the
     subscription and make it again (an update published in between would be lost to the
     viewer until the next one)."""
-    a, b = nodes
-    host, other = await connect(a, name="Host"), await connect(a, name="Other")
-    remote = await connect(b, name="Remote")
-    table = await seat_and_start(host, [other, remote], turn_seconds=60)
-    mover = await a_move_on([host, other], table, remote)
+    b = nodes[1]
+    _host, _other, remote, table, mover = await a_game_across(nodes, connect)
     back = await Client.connect(f"ws://127.0.0.1:{b.port}/", token=remote.token)  # replaces it
     await remote.closed
     await until(lambda: table not in b.node.watchers)  # nobody on B watches the table
@@ -207,11 +211,8 @@ async def test_an_update_without_events_after_lost_ones_makes_the_viewer_resync(
     came: only the table's info changed). Its number is past what the viewer on B holds: the
     viewer must resync, not take that number as held (it would never ask for the lost events,
     and its fairness proof would miss their cards: the "UNFAIR GAME" of the Redis restart)."""
-    a, b = nodes
-    host, other = await connect(a, name="Host"), await connect(a, name="Other")
-    remote = await connect(b, name="Remote")
-    table = await seat_and_start(host, [other, remote], turn_seconds=60)
-    mover = await a_move_on([host, other], table, remote)
+    a = nodes[0]
+    host, other, remote, table, mover = await a_game_across(nodes, connect)
     state = remote.tables[table]
     held_seq = state.seq
     append_log = a.node.store.append_log
