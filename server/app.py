@@ -78,6 +78,7 @@ from server.records.writer import RecordsWriter
 from server.retry import Backoff
 from server.stores import Store, StoreUnavailable, open_store
 from server.table.room import KEPT_EVENTS
+from server.tasks import cancel_until_done
 
 log = logging.getLogger("blackdrez.server")
 
@@ -365,12 +366,9 @@ class GameServer:
             await self.finished.wait()
             return
         self.stopping = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-        if self._ladder is not None:
-            self._ladder.cancel()
-        for bot in list(self._bots):
-            bot.cancel()
+        background = [t for t in (self._sweeper, self._ladder, *self._bots) if t is not None]
+        for task in background:
+            task.cancel()
         if self.server is not None:
             self.server.close(close_connections=False)
         clients = list(self.node.clients.values())
@@ -390,6 +388,7 @@ class GameServer:
             self.metrics_server.close()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.metrics_server.wait_closed(), 5.0)
+        await cancel_until_done(background)
         if self.writer is not None:
             await self.writer.stop()
         if self.records is not None:

@@ -93,7 +93,7 @@ class Failover:
                     self._scan_until = now + 2 * self.lease_ttl
                     self._give_up_on(known - live)
                 self._silent = (self._silent | (known - live)) - live
-                known = live
+                known = self._live = live
                 if now >= self._scan_until and now < next_full:
                     continue
                 if now >= next_full:

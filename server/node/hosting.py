@@ -489,7 +489,7 @@ class Hosting:
     async def _keep_leases(self) -> None:
         """Renew this node's leases (fenced) in the event loop: without a renewal store (see
         :meth:`_renew_off_loop`), as with the in-memory store."""
-        while True:
+        while not self.stopping:
             await nap(self.lease_ttl / RENEWALS, self._renew_now)
             self._renew_now.clear()
             await self.store.health.wait_up()

@@ -40,6 +40,7 @@ from server.table.commands import (
     ConnectionChanged,
 )
 from server.table.room import Broadcast, GameOver, Room, RoomError
+from server.tasks import cancel_until_done
 
 log = logging.getLogger("blackdrez.node")
 
@@ -145,6 +146,10 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._silent: set[str] = set()
         """Nodes seen to stop heartbeating (until they do again): their tables' requests are
         answered ``moving`` here rather than forwarded to a node that is likely dead."""
+        self._live: set[str] | None = None
+        """The nodes heartbeating at the last orphan scan or routing miss (``None`` before the
+        first scan): a table whose lease names a node that is not is answered ``moving`` here,
+        not forwarded to a node that would never answer."""
         self._rids = itertools.count(1)
         self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
         """Tables hosted elsewhere that this node follows, with their last few updates."""
@@ -189,8 +194,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         """Stop hosting: hand every room over to the other nodes when the store is shared
         (they adopt it from its log at once), else close it. Then stop the background work."""
         self.stopping = True
-        drain, *others = self._tasks
-        for task in others:
+        for task in self._tasks[1:]:  # all but the outbox's drain, which goes on to the end
             task.cancel()
         for timer in self._timers.values():
             timer.cancel()
@@ -210,13 +214,11 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
                     bus.HANDOVER_CHANNEL, bus.encode(bus.Handover(node=self.id))
                 )
         await self._settled()
-        drain.cancel()
         if self._renewer is not None:
             self._stop_renewing.set()
             self._renew_wake.set()
             await asyncio.to_thread(self._renewer.join, 5.0)
-        for task in list(self._spawned):
-            task.cancel()
+        await cancel_until_done([*self._tasks, *self._spawned])
         self.hints.close()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
@@ -238,7 +240,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
 
     async def _sweep(self) -> None:
         """Close every hosted room the rules say should be closed, in case its timer did not."""
-        while True:
+        while not self.stopping:
             await asyncio.sleep(SWEEP_INTERVAL)
             now = self.clock()
             for room in [r for r in self.rooms.values() if r.should_close(now)]:
@@ -246,7 +248,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
 
     async def _heartbeat(self) -> None:
         """Tell the other nodes this one is alive (they look for orphans when one goes)."""
-        while True:
+        while not self.stopping:
             await self.store.health.wait_up()
             with contextlib.suppress(StoreUnavailable):
                 sent = time.perf_counter()

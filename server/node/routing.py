@@ -118,6 +118,7 @@ class Routing:
             or place.node == self.id
             or place.node is None
             or place.node in self._silent  # its lease lapses soon: forwarding would wait for it
+            or not await self._heartbeating(place.node)  # none such, or gone: it never answers
         ):
             self._scan_soon()  # an orphan, or this node's own (from its earlier process)
             return moving_answer(message)
@@ -132,6 +133,14 @@ class Routing:
             # subscribing again would lose what is published meanwhile.
             if answer is None or answer.watch is None or answer.watch[0] != table:
                 await self._unfollow_if_unwatched(table)
+
+    async def _heartbeating(self, node: str) -> bool:
+        """Whether ``node`` was heartbeating at the last orphan scan, or is now (it may have
+        started since: asked of the store then)."""
+        if self._live is None or node in self._live:
+            return True
+        self._live = await self.store.live_nodes()
+        return node in self._live
 
     async def _forward(
         self, host: str, player: str, name: str, table: str, message: Any, bot: bool

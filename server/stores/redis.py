@@ -126,6 +126,7 @@ from server.stores.base import (
     Whereabouts,
     holder_value,
 )
+from server.tasks import cancel_until_done
 
 log = logging.getLogger(__name__)
 
@@ -490,20 +491,9 @@ class RedisStore(Store):
 
     async def close(self) -> None:
         """Stop the pub/sub reader and close every connection."""
-        if self._reader is not None:
-            # Python 3.11's asyncio.timeout can turn a cancellation that lands as its own
-            # deadline passes into a TimeoutError, which the reader takes for a quiet link and
-            # reads on: cancel again until it is done.
-            while not self._reader.done():
-                self._reader.cancel()
-                await asyncio.wait({self._reader}, timeout=1.0)
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
-            self._reader = None
-        if self._committer is not None:
-            self._committer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._committer
+        # The reader takes a lost cancellation for a quiet link and reads on (see server.tasks).
+        await cancel_until_done([t for t in (self._reader, self._committer) if t is not None])
+        self._reader = None
         queued, self._batch = self._batch, []
         _settle(queued, [StoreUnavailable("redis: the store closed")] * len(queued))
         if self._commit_link is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import msgspec
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
+from server.node.routing import REMOTE_TIMEOUT
 from server.stores.base import LeaseLost
 from server.table.commands import LogEntry, Resume, decode_entry, rebuild
 from server.table.records import decode_table_record, record_log
@@ -118,9 +120,16 @@ async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, re
         await server.store.append_log(table, token, position, b"x")
     mover = await player_on_turn([a, b], table)
     act = v1.Act(table=table, action=mover.tables[table].legal[0])
+    async with asyncio.timeout(5):  # the renewal finds the lease gone
+        while table in server.node.rooms or server.node._live is None:
+            await asyncio.sleep(0.05)
+    # Its lease names a node that is not heartbeating: the player hears ``moving`` at once, not
+    # after waiting REMOTE_TIMEOUT for that node to answer.
+    sent = time.monotonic()
     with pytest.raises(ServerError) as error:
         await mover.request(act, moving_patience=0)  # not waiting for the table to move
     assert error.value.code == ErrorCode.MOVING
+    assert time.monotonic() - sent < REMOTE_TIMEOUT / 3
     assert table not in server.node.rooms
 
 
