@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import os
 import subprocess
@@ -9,14 +11,16 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 import redis
 
 from server.testing.nodes import NodeProcess
 from server.testing.redis_server import RedisServer
 from tools.loadtest import cli as loadtest
-from tools.loadtest import frames, procfs, profiler
+from tools.loadtest import frames, procfs, profiler, workers
 
 
 def test_smoke_run_reports_sane_figures(tmp_path: Path) -> None:
@@ -48,10 +52,46 @@ def test_smoke_run_reports_sane_figures(tmp_path: Path) -> None:
     latency = report["latency_ms"]
     assert latency["count"] > 100
     assert 0 < latency["p50"] <= latency["p99"] <= latency["p999"] <= latency["max"] < 1000
+    lag = report["clients_loop_lag_ms"]  # the workers' own loop lag, measured in the window
+    assert 0 <= lag["p99"] <= lag["max"] and lag["over_10ms"] >= 0
     assert report["server_rss_held_kib"] > report["server_rss_before_kib"] > 0
     assert report["server_rss_per_connection_kib"] > 0
     assert report["machine"]["nproc"] >= 1
     assert chart_path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_worker_freezes_what_its_ramp_built_and_probes_its_loop_in_the_window() -> None:
+    """Once every connection is open a worker collects and freezes (``gc.freeze``) before the
+    traffic starts, so the collector does not walk the ramp's objects inside the window; and it
+    reports how late its own loop woke while the window was open."""
+    plan = workers.WorkerPlan(index=0, url="ws://127.0.0.1:9/", deadline=time.monotonic() + 30)
+    measuring, stopping = threading.Event(), threading.Event()
+    reports: list[tuple[Any, ...]] = []
+    frozen_when_ramped: list[int] = []
+
+    async def main() -> None:
+        worker = workers._Worker(plan, measuring, stopping)
+
+        async def watch() -> None:
+            await worker.ramped.wait()
+            frozen_when_ramped.append(gc.get_freeze_count())
+            measuring.set()
+            await asyncio.sleep(0.6)  # a few progress rounds inside the window
+            stopping.set()
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        await worker.run(reports.append)
+        await watcher
+
+    gc.unfreeze()
+    try:
+        asyncio.run(main())
+    finally:
+        gc.unfreeze()
+    assert frozen_when_ramped and frozen_when_ramped[0] > 0
+    window = msgspec.msgpack.decode(reports[-1][2], type=workers.Window)
+    assert window.seconds > 0 and len(window.lags) > 10
+    assert all(lag >= 0 for lag in window.lags)
 
 
 def test_the_bot_hits_low_stands_or_withdraws() -> None:

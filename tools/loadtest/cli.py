@@ -20,6 +20,11 @@ the latency samples taken inside it. The latency of an action is the time from s
 the arrival of the ``update`` frame whose ``seq`` equals the ``ok.seq`` of its answer (the server
 sends the update before the ``ok``). The parent reads the server's RSS (``/proc/<pid>/status``)
 before the first connection and while they are all held, and its CPU time over the window.
+Each worker also reports how late its own event loop woke in the window (``clients_loop_lag_ms``):
+a latency sample is taken when a worker's loop gets to the frame, so a stalled worker inflates
+the tail by as much as it stalls. Once its connections are open a worker collects once and
+freezes what is left (``gc.freeze``), so that the collector does not walk the ramp's objects
+again inside the window.
 
 Every loop here is bounded in count and time, and the tool refuses any host but 127.0.0.x.
 
@@ -369,6 +374,7 @@ def _report(
         )
 
     latencies = sorted(x for w in windows.values() for x in w.latencies)
+    lags = sorted(x for w in windows.values() for x in w.lags)
     failures: dict[str, int] = {}
     for w in windows.values():
         for reason, count in w.failures.items():
@@ -421,6 +427,11 @@ def _report(
             "p99": _ms(percentile(latencies, 0.99)),
             "p999": _ms(percentile(latencies, 0.999)),
             "max": _ms(latencies[-1] if latencies else None),
+        },
+        "clients_loop_lag_ms": {
+            "p99": _ms(percentile(lags, 0.99)),
+            "max": _ms(lags[-1] if lags else None),
+            "over_10ms": sum(lag > 0.010 for lag in lags),
         },
         "timeline": [
             [round(t - t0, 2), connected, frames_total, actions]
@@ -519,6 +530,12 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         lines.append(
             f"latency ms (n={latency['count']}): p50 {latency['p50']:.2f}, "
             f"p99 {latency['p99']:.2f}, p999 {latency['p999']:.2f}, max {latency['max']:.2f}"
+        )
+    lag = report.get("clients_loop_lag_ms") or {}
+    if lag.get("max") is not None:
+        lines.append(
+            f"clients' own loop lag ms: p99 {lag['p99']:.2f}, max {lag['max']:.2f}, "
+            f"{lag['over_10ms']} over 10 ms (late wake-ups delay the latency samples)"
         )
     if "baseline" in report:
         base = report["baseline"]
