@@ -10,7 +10,9 @@ plan's action rate, if any), or raw echo connections. An act or a game restart r
 ``moving`` or ``unavailable`` (nothing changed, and no update may follow) is sent again after a
 short capped delay with jitter (:data:`protocol.retry.RETRY`). It reports :class:`Counters` every
 :data:`PROGRESS_INTERVAL` seconds and a :class:`Window` (counters at the start and end of the
-measurement window, latency samples inside it) when the parent closes the window.
+measurement window, latency samples inside it, and how late its own loop woke in it) when the
+parent closes the window. Once its connections are open it collects and freezes what is left
+(``gc.freeze``) before letting the traffic start: the collector then never walks them again.
 """
 
 from __future__ import annotations
