@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from server.stores import open_store
-from server.stores.base import LeaseLost, Store, StoreUnavailable, table_channel
+from server.stores.base import LeaseLost, LobbyRecord, Store, StoreUnavailable, table_channel
 from server.stores.redis import RedisStore
 from server.testing.redis_cluster import LocalCluster
 from server.testing.redis_server import RedisServer
@@ -100,6 +100,33 @@ async def test_only_logged_entries_are_announced(store: Store) -> None:
     assert inbox.messages == [b"yes", b"yes2"], "the fenced append's update never went out"
 
 
+async def test_a_logged_entry_carries_its_tables_lobby_record_and_change(store: Store) -> None:
+    tokens = await leased(store, ["seated", "fenced"])
+    for table in tokens:
+        await store.put_table(table, "node-a", b"before", True, tokens[table])
+    inbox = Inbox()
+    await store.subscribe("lobby-under-test", inbox)
+
+    def lobby(record: bytes) -> LobbyRecord:
+        return LobbyRecord("node-a", record, True, "lobby-under-test", b"changed:" + record)
+
+    outcomes = await asyncio.gather(
+        store.append_log("fenced", tokens["fenced"] + 1, 2, b"f", lobby=lobby(b"stale")),
+        store.append_log("seated", tokens["seated"], 2, b"s", lobby=lobby(b"after")),
+        return_exceptions=True,
+    )
+    assert isinstance(outcomes[0], LeaseLost) and outcomes[1] is None
+    assert await store.get_table("seated") == ("node-a", b"after")
+    assert await store.get_table("fenced") == ("node-a", b"before"), "written without its entry"
+    assert sorted(await store.list_tables()) == [b"after", b"before"]
+    # an entry without a record leaves the record as it is
+    await store.append_log("seated", tokens["seated"], 3, b"s2")
+    assert await store.get_table("seated") == ("node-a", b"after")
+    await store.append_log("seated", tokens["seated"], 4, b"s3", lobby=lobby(b"later"))
+    await eventually(lambda: b"changed:later" in inbox.messages)
+    assert inbox.messages == [b"changed:after", b"changed:later"]
+
+
 def script_calls(url: str) -> int:
     """Scripts Redis ran so far (EVAL and EVALSHA calls)."""
     with redis.Redis.from_url(url) as client:
@@ -120,6 +147,29 @@ async def test_one_turns_appends_are_one_script_call(redis_url_clean: str) -> No
         assert script_calls(redis_url_clean) - before == 1
         for table in tables:
             assert await store.read_log(table) == [b"create", b"act"]
+    finally:
+        await store.close()
+
+
+async def test_appends_with_lobby_records_are_still_one_script_call(redis_url_clean: str) -> None:
+    store = RedisStore(redis_url_clean, "node-a")
+    await store.start()
+    try:
+        tables = [f"t{i}" for i in range(40)]
+        tokens = await leased(store, tables)
+        before = script_calls(redis_url_clean)
+        await asyncio.gather(
+            *(
+                store.append_log(
+                    t, tokens[t], 2, b"act", lobby=LobbyRecord("node-a", t.encode(), False)
+                )
+                for t in tables
+            )
+        )
+        assert script_calls(redis_url_clean) - before == 1
+        for table in tables:
+            assert await store.get_table(table) == ("node-a", table.encode())
+        assert await store.list_tables() == [], "unlisted tables stay out of the lobby"
     finally:
         await store.close()
 

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 A room is hosted while this node holds its lease. Every command is executed under the table's
 lock and appended to the table's log in the store (fenced by the lease's token and the position
-it must take) together with the update's announcement, before anyone hears of its effects; a
+it must take) together with the update's announcement and, when the command changed what the
+lobby shows, the table's lobby record and its lobby change, before anyone hears of its effects; a
 failed append undoes the command by rebuilding the room from the log written so far.
 
 Fencing on the node's side: each hosted room has its lease's token and a local *validity
@@ -20,8 +21,9 @@ Every ``SNAPSHOT_EVERY`` entries the room is snapshotted (kept here to undo from
 adopter). Leases are renewed :data:`RENEWALS` times per TTL, in a thread with a store connection
 of its own when the server gives one (a busy event loop then keeps its tables), else in the loop.
 
-Side effects outside the room (lobby record, player sets, scores, retirement of a closed table)
-go through one outbox task, in order, retried on :data:`STORE_RETRY` while the store is down.
+Other side effects outside the room (player sets, scores, retirement of a closed table, the
+lobby record of a change not logged) go through one outbox task, in order, retried on
+:data:`STORE_RETRY` while the store is down.
 At a rated table the players' ratings are read from the records when someone sits down and once
 a finished game is stored, and logged as a command of the host's (``Ratings``), so the table's
 info carries them to the lobby and the table's viewers like any other change. Such a command of
@@ -49,7 +51,7 @@ from server.node.routing import closed_answer, error_answer, moving_answer
 from server.ratelimit import TokenBucket
 from server.retry import Backoff
 from server.stores import LeaseLost, StoreUnavailable
-from server.stores.base import LOBBY_CHANNEL, table_channel
+from server.stores.base import LOBBY_CHANNEL, LobbyRecord, table_channel
 from server.table.commands import (
     NEEDS_SEED,
     Answer,
@@ -129,6 +131,9 @@ class Publication:
     token: int
     closing_log: list[bytes] | None = None
     """The room's whole log when the change closed it (its game record is made from it)."""
+    unlogged: bool = False
+    """The change was not logged (closing at shutdown), so its lobby record, if it changed,
+    was not written with a log entry: the outbox writes it."""
 
 
 async def nap(seconds: float, wake: asyncio.Event) -> None:
@@ -406,12 +411,14 @@ class Hosting:
         entries = self._command_logs[room.id]
         token = self._leases[room.id].token
         broadcast = room.flush()
-        announce = None
+        announce = lobby = None
         if broadcast is not None and self.store.shared:
             announce = bus.encode(bus.TableUpdate(broadcast=broadcast, away=away_seats(broadcast)))
+        if broadcast is not None and broadcast.info is not None and room.status != "closed":
+            lobby = self._lobby_record(room, broadcast.info)
         try:
             await self.store.append_log(
-                room.id, token, len(entries) + 1, data, table_channel(room.id), announce
+                room.id, token, len(entries) + 1, data, table_channel(room.id), announce, lobby
             )
         except LeaseLost:
             self._drop_lost_table(room.id)
@@ -433,6 +440,18 @@ class Hosting:
         if len(entries) % SNAPSHOT_EVERY == 0:
             self._take_snapshot(room, len(entries), token)
         return broadcast, None
+
+    def _lobby_record(self, room: Room, info: v1.TableInfo) -> LobbyRecord:
+        """The room's lobby record with ``info``, and for a listed table its lobby change.
+
+        Written with the log entry that changed it (one store call: a BlackDrez round changes
+        the record about twice, so most actions do), or by the outbox for a change not logged.
+        A closed table's record goes with its retirement instead."""
+        record = msgspec.msgpack.encode(info)
+        if not room.listed:
+            return LobbyRecord(self.id, record, listed=False)
+        changed = bus.LobbyChanged(update=v1.LobbyUpdate(tables=[info]))
+        return LobbyRecord(self.id, record, True, LOBBY_CHANNEL, bus.encode(changed))
 
     def _take_snapshot(self, room: Room, position: int, token: int) -> None:
         """Snapshot the room just logged (see :mod:`server.table.snapshots`): kept here for
@@ -566,6 +585,7 @@ class Hosting:
         room's pending changes are flushed here (they were not logged: closing at shutdown).
         A closed room is let go at once: it refuses everything from now on.
         """
+        unlogged = broadcast is None
         if broadcast is None:
             broadcast = room.flush()
         if broadcast is not None:
@@ -589,7 +609,7 @@ class Hosting:
             self._closing.add(room.id)
             self._outbox.put_nowait(Publication(room, broadcast, outcome, token, closing_log))
             return
-        self._outbox.put_nowait(Publication(room, broadcast, outcome, token))
+        self._outbox.put_nowait(Publication(room, broadcast, outcome, token, unlogged=unlogged))
         self._set_timer(room)
         self._want_par(room)
 
@@ -738,9 +758,8 @@ class Hosting:
             await store.add_player_table(player, room.id)
         for player in outcome.unseated:
             await store.remove_player_table(player, room.id)
-        if broadcast is not None and broadcast.info is not None:
-            record = msgspec.msgpack.encode(broadcast.info)
-            await store.put_table(room.id, self.id, record, room.listed, item.token)
-            if room.listed:
-                changed = v1.LobbyUpdate(tables=[broadcast.info])
-                await store.publish(LOBBY_CHANNEL, bus.encode(bus.LobbyChanged(update=changed)))
+        if item.unlogged and broadcast is not None and broadcast.info is not None:
+            lobby = self._lobby_record(room, broadcast.info)
+            await store.put_table(room.id, self.id, lobby.record, lobby.listed, item.token)
+            if lobby.announce is not None:
+                await store.publish(lobby.channel, lobby.announce)

@@ -100,6 +100,19 @@ def parse_holder(value: str) -> tuple[str, str, int]:
     return node_id, incarnation, int(token)
 
 
+@dataclass(frozen=True, slots=True)
+class LobbyRecord:
+    """A table's lobby record, written in the same step as one of its log entries (see
+    :meth:`Store.append_log`): the node hosting it, the record (its encoded ``TableInfo``),
+    whether it is listed, and the lobby change to publish on ``channel`` once it is written."""
+
+    node: str
+    record: bytes
+    listed: bool
+    channel: str = ""
+    announce: bytes | None = None
+
+
 class Store(abc.ABC):
     """Shared state for one or many server nodes (see the module docstring)."""
 
@@ -249,12 +262,19 @@ class Store(abc.ABC):
         entry: bytes,
         channel: str = "",
         announce: bytes | None = None,
+        lobby: LobbyRecord | None = None,
     ) -> None:
         """Append a command to the table's log as its entry number ``position`` (1 for the
         first), only while this process holds the lease with ``token`` and the log holds exactly
         ``position - 1`` entries (else :class:`LeaseLost`, nothing written); then, in the same
         step, publish ``announce`` (the update the command caused) on ``channel``, so no update
-        goes out unlogged."""
+        goes out unlogged.
+
+        With ``lobby`` (the command changed what the lobby shows of the table), the table's
+        record is replaced too, as :meth:`put_table` with ``token`` would, and ``lobby.announce``
+        published on ``lobby.channel``: after the entry is logged, never without it. The set of
+        listed tables is not touched (a table is listed, or not, from its first
+        :meth:`put_table` on)."""
 
     @abc.abstractmethod
     async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from server.stores.base import (
     Handler,
     LeaseLost,
+    LobbyRecord,
     Location,
     Store,
     Whereabouts,
@@ -207,6 +208,7 @@ class MemoryStore(Store):
         entry: bytes,
         channel: str = "",
         announce: bytes | None = None,
+        lobby: LobbyRecord | None = None,
     ) -> None:
         self._check_lease(table_id, token)
         entries = self._logs.setdefault(table_id, [])
@@ -217,6 +219,10 @@ class MemoryStore(Store):
         entries.append(entry)
         if announce is not None:
             await self.publish(channel, announce)
+        if lobby is not None:
+            self._tables[table_id] = (lobby.node, lobby.record, lobby.listed)
+            if lobby.announce is not None:
+                await self.publish(lobby.channel, lobby.announce)
 
     async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
         return list(self._logs.get(table_id, ())[after:])

@@ -56,12 +56,15 @@ its append and waits; from the event-loop turn after the first one queued, a sin
 sends every queued append in one script call (``APPEND_SCRIPT``, at most ``MAX_BATCH`` a call),
 then whatever queued while that call was out, and so on. So the tables that acted in the same turn
 share one round trip, and a busy node sends bigger batches, not more of them. Inside the script
-each append is fenced on its own (its table's lease token and expected position) and its
-announcement is published right after its entry is logged: one table fenced out refuses its own
-append only, and nothing is seen before it is logged. If the call fails every append of that batch
-gets :class:`StoreUnavailable` (its table's host undoes that command) and nothing else is touched.
-A table's appends keep their order because its host waits for each before it runs the next
-command. On a Redis Cluster the batch is split by master (see :mod:`server.stores.redis_cluster`).
+each append is fenced on its own (its table's lease token and expected position), its
+announcement is published right after its entry is logged, and the table's lobby record, when
+the append carries one, is replaced and its lobby change published in the same step (most
+BlackDrez actions change the record: one call, not three, and never ahead of the log): one
+table fenced out refuses its own append only, and nothing is seen before it is logged. If the
+call fails every append of that batch gets :class:`StoreUnavailable` (its table's host undoes
+that command) and nothing else is touched. A table's appends keep their order because its host
+waits for each before it runs the next command. On a Redis Cluster the batch is split by master
+(see :mod:`server.stores.redis_cluster`).
 
 On one Redis the batches go on a connection of their own (:class:`CommitLink`), not through
 redis-py: at moderate load most batches hold one append, so the cost of one call is the node's
@@ -120,6 +123,7 @@ from server.stores import resp
 from server.stores.base import (
     Handler,
     LeaseLost,
+    LobbyRecord,
     Location,
     Store,
     StoreUnavailable,
@@ -230,8 +234,8 @@ holder): the (1-based) indexes of the leases not held with that holder, which st
 
 APPEND_SCRIPT = """
 local out = {}
-for i = 1, #KEYS / 2 do
-  local lease, log, a = KEYS[2 * i - 1], KEYS[2 * i], 5 * (i - 1)
+for i = 1, #KEYS / 3 do
+  local lease, log, record, a = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 10 * (i - 1)
   local position = ARGV[a + 2]
   local expected = tonumber(position) - 1
   local written = 1
@@ -250,14 +254,23 @@ for i = 1, #KEYS / 2 do
     if ARGV[a + 4] ~= '' then
       redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5])
     end
+    if ARGV[a + 6] ~= '' then
+      redis.call('HSET', record, 'node', ARGV[a + 6], 'record', ARGV[a + 7], 'listed', ARGV[a + 8])
+      if ARGV[a + 9] ~= '' then
+        redis.call('PUBLISH', ARGV[a + 9], ARGV[a + 10])
+      end
+    end
   end
   out[i] = written
 end
 return out
 """
-"""Appends to the logs of a batch of tables (KEYS: lease and log of each; ARGV: holder, position,
-entry, channel, announcement of each), each fenced on its own: 1 written, 0 lease not held, -1
-log not at ``position - 1``. The announcement is published right after its entry is logged."""
+"""Appends to the logs of a batch of tables (KEYS: lease, log and record of each; ARGV: holder,
+position, entry, channel, announcement, then node, record, listed flag, lobby channel, lobby
+announcement of each), each fenced on its own: 1 written, 0 lease not held, -1 log not at
+``position - 1``. The announcement is published right after its entry is logged; a node given
+("" for none) means the table's lobby record is replaced in the same step, and the lobby
+announcement (if its channel is not "") published after it."""
 
 PUT_RECORD_SCRIPT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -662,23 +675,23 @@ class RedisStore(Store):
         entry: bytes,
         channel: str = "",
         announce: bytes | None = None,
+        lobby: LobbyRecord | None = None,
     ) -> None:
         """See :meth:`Store.append_log`; the append waits for the group commit (module
         docstring) and its outcome is this table's own."""
         if self.wait_replicas:
             await self._append_durably(table_id, token, position, entry, channel, announce)
+            if lobby is not None:  # replicated: only now may the lobby show it
+                await self._put_lobby_record(table_id, token, lobby)
             return
-        pending = PendingAppend(
-            table_id,
-            [
-                self._holder(token),
-                position,
-                entry,
-                channel if announce is not None else "",
-                announce or b"",
-            ],
-            asyncio.get_running_loop().create_future(),
-        )
+        args = [self._holder(token), position, entry]
+        args += [channel, announce] if announce is not None else NO_ANNOUNCEMENT
+        if lobby is None:
+            args += NO_LOBBY_RECORD
+        else:
+            args += [lobby.node, lobby.record, "1" if lobby.listed else "0"]
+            args += [lobby.channel, lobby.announce] if lobby.announce is not None else ["", b""]
+        pending = PendingAppend(table_id, args, asyncio.get_running_loop().create_future())
         self._batch.append(pending)
         if self._committer is None:
             self._committer = asyncio.create_task(self._commit_batches(), name="redis-group-commit")
@@ -734,12 +747,11 @@ class RedisStore(Store):
         could lose. Too few replicas in time: :class:`StoreUnavailable` (the entry may stay in
         the log: the log position fences the host's next write, and the table is adopted
         again from whatever the log holds)."""
-        keys = [lease_key(table_id), log_key(table_id)]
+        keys = [lease_key(table_id), log_key(table_id), table_key(table_id)]
         with self._reaching():
             async with self._redis.pipeline(transaction=False) as pipe:
-                self._queue_script(
-                    pipe, self._append, keys, [self._holder(token), position, entry, "", b""]
-                )  # a batch of one
+                args = [self._holder(token), position, entry, *NO_ANNOUNCEMENT, *NO_LOBBY_RECORD]
+                self._queue_script(pipe, self._append, keys, args)  # a batch of one
                 went_there = await self._queue_wait(pipe, keys[1])
                 (written,), replicas = await pipe.execute()
         self._check_appended(table_id, token, position, written)
@@ -755,6 +767,14 @@ class RedisStore(Store):
             # next one's sequence number reveals; it does not undo the acknowledged command.
             with contextlib.suppress(StoreUnavailable), self._reaching():
                 await self._redis.publish(channel, announce)
+
+    async def _put_lobby_record(self, table_id: str, token: int, lobby: LobbyRecord) -> None:
+        """The lobby record of an append made durable, and its announcement: a lost write here
+        leaves the lobby one change behind (the next one replaces it), not the game."""
+        with contextlib.suppress(StoreUnavailable, LeaseLost):
+            await self.put_table(table_id, lobby.node, lobby.record, lobby.listed, token)
+            if lobby.announce is not None:
+                await self.publish(lobby.channel, lobby.announce)
 
     async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
         with self._reaching():
@@ -1042,6 +1062,14 @@ def revoked_key(token_id: str) -> str:
     return f"bd:revoked:{{{token_id}}}"
 
 
+NO_ANNOUNCEMENT: list[Any] = ["", b""]
+"""An append's channel and announcement when it announces nothing."""
+
+NO_LOBBY_RECORD: list[Any] = ["", b"", "", "", b""]
+"""An append's node, record, listed flag, lobby channel and announcement when its lobby record
+stays as it is."""
+
+
 class PendingAppend:
     """A log append waiting for the group commit: its keys, script arguments and outcome."""
 
@@ -1049,7 +1077,7 @@ class PendingAppend:
 
     def __init__(self, table_id: str, args: list[Any], done: asyncio.Future[int]) -> None:
         self.table_id = table_id
-        self.keys = [lease_key(table_id), log_key(table_id)]
+        self.keys = [lease_key(table_id), log_key(table_id), table_key(table_id)]
         self.args = args
         self.done = done
 

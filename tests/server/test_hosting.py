@@ -302,3 +302,34 @@ async def test_an_action_whose_append_fails_after_its_lease_is_found_lost_is_ref
             await asyncio.sleep(0.05)
     await asyncio.gather(play_out(a, table), play_out(b, table))
     assert node.rooms[table].engine.over
+
+
+async def test_a_lobby_change_is_written_with_its_log_entry_not_after(
+    make_server, connect, redis_url_clean
+) -> None:
+    """A command that changes what the lobby shows (most BlackDrez actions do) writes the table's
+    record and announces it in the same store call as its log entry, not as three more calls
+    from the outbox: the record is current as soon as the command is answered."""
+    server = await make_server(redis_url=redis_url_clean)
+    a, b, watcher = [await connect(server, name=n) for n in "ABW"]
+    await watcher.request(v1.WatchLobby())
+    joined = await a.request(v1.CreateTable(options=v1.TableOptions(seats=2)))
+    table = joined.table.id
+    await server.node._settled()  # the creation's own record write is done
+    writes: list[str] = []
+    put_table = server.store.put_table
+
+    async def counted(table_id: str, *args, **kwargs) -> None:
+        writes.append(table_id)
+        await put_table(table_id, *args, **kwargs)
+
+    server.store.put_table = counted
+    await b.request(v1.JoinTable(table=table))
+    _, record = await server.store.get_table(table)
+    info = msgspec.msgpack.decode(record, type=v1.TableInfo)
+    assert [seat.name for seat in info.seats if seat is not None] == ["A", "B"]
+    await watcher.wait_until(
+        lambda: table in watcher.lobby and None not in watcher.lobby[table].seats
+    )
+    await server.node._settled()
+    assert writes == [], "the outbox wrote the record again"
