@@ -10,6 +10,7 @@ table with a free seat or creates one; bots are named here and started by the se
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import msgspec
@@ -22,6 +23,7 @@ from protocol.errors import ErrorCode
 from server import bus
 from server.connection import Connection
 from server.node.routing import SOLITAIRE_GRACE, error_answer, refused
+from server.stores.base import LOBBY_CHANNEL
 from server.table import assist
 from server.table.commands import (
     Answer,
@@ -35,6 +37,10 @@ log = logging.getLogger("blackdrez.node")
 _entry_decoder = msgspec.msgpack.Decoder(v1.LeaderboardEntry)
 
 _kept_decoder = msgspec.msgpack.Decoder(assist.KeptRecord)
+
+LOBBY_LINGER = 30.0
+"""Seconds a node stays subscribed to the lobby channel after its last lobby watcher left (a
+browser that reloads the page is back within them)."""
 
 
 class Lobby:
@@ -173,6 +179,34 @@ class Lobby:
         for name in room.bot_names(count, message.strategy, skip=spawned % len(BOT_NAMES)):
             self.spawn_bot(room.id, message.strategy, room.invite, name)
         return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
+
+    async def _hear_lobby(self) -> None:
+        """Subscribe to the lobby channel unless subscribed (:class:`StoreUnavailable` if the
+        bus cannot be reached). Every change of every listed table comes that way, so a node
+        hears it only while someone here watches the lobby: on Redis a node would otherwise
+        read back, through the pub/sub client, the lobby change of most of its own actions."""
+        if self._lobby_linger is not None:
+            self._lobby_linger.cancel()
+            self._lobby_linger = None
+        async with self._lobby_subscribing:
+            if not self._lobby_heard:
+                await self.store.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
+                self._lobby_heard = True
+
+    def _stop_watching_lobby(self, client: Connection) -> None:
+        """``client`` no longer watches the lobby; the last one gone, the node unsubscribes
+        :data:`LOBBY_LINGER` seconds later unless a watcher came back meanwhile."""
+        self.lobby_watchers.discard(client)
+        if not self.lobby_watchers and self._lobby_heard and self._lobby_linger is None:
+            self._lobby_linger = self._spawn(self._stop_hearing_lobby())
+
+    async def _stop_hearing_lobby(self) -> None:
+        await asyncio.sleep(LOBBY_LINGER)
+        self._lobby_linger = None
+        async with self._lobby_subscribing:
+            if self._lobby_heard and not self.lobby_watchers:
+                self._lobby_heard = False
+                await self.store.unsubscribe(LOBBY_CHANNEL, self._on_lobby_message)
 
     def _on_lobby_message(self, data: bytes) -> None:
         if not self.lobby_watchers:

@@ -34,7 +34,7 @@ from server.node.lobby import Lobby
 from server.node.routing import Routing, error_answer
 from server.ratelimit import TokenBucket
 from server.stores import LeaseLost, Store, StoreUnavailable
-from server.stores.base import LOBBY_CHANNEL, node_channel
+from server.stores.base import node_channel
 from server.table.commands import (
     Answer,
     ConnectionChanged,
@@ -134,6 +134,12 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._locks: dict[str, asyncio.Lock] = {}
         self.watchers: dict[str, dict[Connection, Watch]] = {}
         self.lobby_watchers: set[Connection] = set()
+        self._lobby_heard = False
+        """Subscribed to the lobby channel: only while someone here watches the lobby (and
+        :data:`LOBBY_LINGER` seconds after), as every listed table's changes come that way."""
+        self._lobby_subscribing = asyncio.Lock()
+        self._lobby_linger: asyncio.Task[None] | None = None
+        """Waiting to unsubscribe from the lobby channel (the last lobby watcher left)."""
         self.clients: dict[str, Connection] = {}
         self._timers: dict[str, asyncio.TimerHandle | asyncio.Task[None]] = {}
         """At most one pending timer per hosted room (a timer, or a wait for the store)."""
@@ -171,7 +177,6 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self.store.on_bus_recovered = self._on_bus_recovered
         self.store.health.listeners.append(self._on_store_back)
         await self.store.subscribe(node_channel(self.id), self._on_node_message)
-        await self.store.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
         await self.store.subscribe(bus.HANDOVER_CHANNEL, self._on_handover)
         loop = asyncio.get_running_loop()
         self._tasks = [
@@ -275,7 +280,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         if self.clients.get(client.player) is client:
             del self.clients[client.player]
         self.metrics.connections.set(len(self.clients))
-        self.lobby_watchers.discard(client)
+        self._stop_watching_lobby(client)
         for table, watch in list(client.tables.items()):
             await self._unwatch(client, table)
             if self.stopping or self.clients.get(client.player) is not None:

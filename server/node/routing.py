@@ -61,15 +61,17 @@ class Routing:
         match message:
             case v1.Ping():
                 return Answer(replies=[v1.Pong(id=message.id, time=now)])
-            case v1.ListTables() | v1.WatchLobby():
+            case v1.ListTables():
+                return Answer(replies=[v1.Tables(id=message.id, tables=await self.list_tables())])
+            case v1.WatchLobby():
+                await self._hear_lobby()  # before the list: no change falls between the two
                 tables = await self.list_tables()
-                if isinstance(message, v1.WatchLobby):
-                    client.lobby = True
-                    self.lobby_watchers.add(client)
+                client.lobby = True
+                self.lobby_watchers.add(client)
                 return Answer(replies=[v1.Tables(id=message.id, tables=tables)])
             case v1.UnwatchLobby():
                 client.lobby = False
-                self.lobby_watchers.discard(client)
+                self._stop_watching_lobby(client)
                 return Answer(replies=[v1.Ok(id=message.id)])
             case v1.CreateTable() | v1.QuickJoin() | v1.StartSolitaire() if self.stopping:
                 return error_answer(message, ErrorCode.UNAVAILABLE, "this node is shutting down")

@@ -217,3 +217,47 @@ async def test_a_host_that_does_not_answer_leaves_no_unretrieved_task(
     gc.collect()
     await asyncio.sleep(0.1)
     assert not [p for p in problems if "never retrieved" in p.get("message", "")], problems
+
+
+async def test_a_node_hears_the_lobby_only_while_someone_there_watches_it(
+    make_server, redis_url_clean, connect, monkeypatch
+) -> None:
+    """Every listed table's changes come on the lobby channel: a node with no lobby watcher does
+    not subscribe to it (on Redis it would read back the lobby change of most of its own
+    actions), and one that has watchers misses no change."""
+    import redis.asyncio as aioredis
+
+    from server.node import lobby
+    from server.stores.base import LOBBY_CHANNEL
+
+    monkeypatch.setattr(lobby, "LOBBY_LINGER", 0.2)
+    a = await make_server(redis_url=redis_url_clean, node_id="node-a")
+    b = await make_server(redis_url=redis_url_clean, node_id="node-b")
+
+    async def subscribers() -> int:
+        async with aioredis.Redis.from_url(redis_url_clean) as direct:
+            return dict(await direct.pubsub_numsub(LOBBY_CHANNEL))[LOBBY_CHANNEL.encode()]
+
+    host = await connect(a, name="Host")
+    first = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=3)))).table.id
+    assert await subscribers() == 0, "nodes with no lobby watcher hear the lobby"
+    watcher = await connect(b, name="Watcher")
+    listed = await watcher.request(v1.WatchLobby())
+    assert [t.id for t in listed.tables] == [first]
+    assert await subscribers() == 1
+    second = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=3)))).table.id
+    await watcher.wait_until(lambda: second in watcher.lobby)
+    await watcher.request(v1.UnwatchLobby())
+    async with asyncio.timeout(5):
+        while await subscribers():
+            await asyncio.sleep(0.05)
+    # back again: the list, then every change from then on
+    listed = await watcher.request(v1.WatchLobby())
+    assert sorted(t.id for t in listed.tables) == sorted([first, second])
+    guest = await connect(a, name="Guest")
+    await guest.request(v1.JoinTable(table=first))
+    await watcher.wait_until(lambda: watcher.lobby[first].seats[1] is not None)
+    await watcher.close()
+    async with asyncio.timeout(5):  # a watcher that leaves by closing its connection
+        while await subscribers():
+            await asyncio.sleep(0.05)
