@@ -350,3 +350,33 @@ async def test_an_unanswered_batch_fails_and_the_next_gets_its_own_replies(
         assert await store.read_log("next") == [b"create", b"its own"]
     finally:
         await store.close()
+
+
+async def test_a_batch_goes_out_while_the_one_before_waits_for_its_reply(
+    durable_redis: RedisServer,
+) -> None:
+    """On one Redis the batches are pipelined: appends queued while a batch is out are sent at
+    once (a busy node's appends do not wait a round trip for a reply that is not theirs), and
+    each gets its own outcome."""
+    store = RedisStore(durable_redis.url, "node-a")
+    await store.start()
+    try:
+        tokens = await leased(store, ["first", "second"])
+        assert store._commit_link is not None
+        durable_redis.pause()
+        try:
+            first = asyncio.create_task(store.append_log("first", tokens["first"], 2, b"1"))
+            await asyncio.sleep(0.05)
+            second = asyncio.create_task(store.append_log("second", tokens["second"] + 1, 2, b"2"))
+            await asyncio.sleep(0.05)
+            connection = store._commit_link._connection
+            assert connection is not None and len(connection._waiting) == 2, "not pipelined"
+        finally:
+            durable_redis.resume()
+        await asyncio.wait_for(first, 5)
+        with pytest.raises(LeaseLost):
+            await asyncio.wait_for(second, 5)
+        assert await store.read_log("first") == [b"create", b"1"]
+        assert await store.read_log("second") == [b"create"]
+    finally:
+        await store.close()

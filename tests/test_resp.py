@@ -90,6 +90,25 @@ async def test_pipelined_calls_are_answered_in_order_and_an_error_fails_its_own(
         connection.close()
 
 
+async def test_a_callback_gets_its_reply_in_order_among_futures_and_the_failure_after(
+    redis_url_clean: str,
+) -> None:
+    connection = await RespConnection.open(redis_url_clean, 2.0)
+    heard: list[object] = []
+    try:
+        first = connection.call(["SET", "cb", "1"], 2.0)
+        connection.call_then(["INCR", "cb"], 2.0, heard.append)
+        connection.call_then(["HGET", "cb", "x"], 2.0, heard.append)  # wrong type: an error
+        last = connection.call(["GET", "cb"], 2.0)
+        assert await first == b"OK" and await last == b"2"
+        assert heard[0] == 2 and isinstance(heard[1], redis.exceptions.ResponseError)
+        assert not connection.lost
+    finally:
+        connection.close()
+    connection.call_then(["PING"], 2.0, heard.append)  # closed: told at once
+    assert isinstance(heard[2], redis.exceptions.ConnectionError)
+
+
 async def test_a_large_reply_arriving_in_pieces_is_whole(redis_url_clean: str) -> None:
     connection = await RespConnection.open(redis_url_clean, 2.0)
     try:

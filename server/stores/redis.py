@@ -52,30 +52,33 @@ removes ids whose table is gone (:meth:`RedisStore.list_tables`,
 cross-table index is one key in one slot, is in :mod:`server.stores.redis_cluster`.
 
 Group commit. A node's log appends are not sent one by one: :meth:`RedisStore.append_log` queues
-its append and waits; from the event-loop turn after the first one queued, a single committer task
-sends every queued append in one script call (``APPEND_SCRIPT``, at most ``MAX_BATCH`` a call),
-then whatever queued while that call was out, and so on. So the tables that acted in the same turn
-share one round trip, and a busy node sends bigger batches, not more of them. Inside the script
-each append is fenced on its own (its table's lease token and expected position), its
-announcement is published right after its entry is logged, and the table's lobby record, when
-the append carries one, is replaced and its lobby change published in the same step (most
-BlackDrez actions change the record: one call, not three, and never ahead of the log): one
-table fenced out refuses its own append only, and nothing is seen before it is logged. If the
-call fails every append of that batch gets :class:`StoreUnavailable` (its table's host undoes
-that command) and nothing else is touched. A table's appends keep their order because its host
-waits for each before it runs the next command. On a Redis Cluster the batch is split by master
-(see :mod:`server.stores.redis_cluster`).
+its append and waits; in the event-loop turn after the first one queued, every queued append goes
+in one script call (``APPEND_SCRIPT``, at most ``MAX_BATCH`` a call), so the tables that acted in
+the same turn share one round trip. Inside the script each append is fenced on its own (its
+table's lease token and expected position), its announcement is published right after its entry
+is logged, and the table's lobby record, when the append carries one, is replaced and its lobby
+change published in the same step (most BlackDrez actions change the record: one call, not three,
+and never ahead of the log). One table fenced out refuses its own append only, and nothing is
+seen before it is logged. If the call fails every append of that batch gets
+:class:`StoreUnavailable` (its table's host undoes that command) and nothing else is touched. A
+table's appends keep their order because its host waits for each before it runs the next command.
 
-On one Redis the batches go on a connection of their own (:class:`CommitLink`), not through
-redis-py: at moderate load most batches hold one append, so the cost of one call is the node's
-cost per action, and redis-py's client, pool and parser made it about 300 µs of CPU against
-about 150 µs on this small RESP connection (:mod:`server.stores.resp`; measured in
-``docs/benchmarks.md``, "Group commit"). It sends ``EVALSHA`` (the script is loaded when the
-connection opens; a ``NOSCRIPT`` reply, Redis having forgotten it, loads it again and calls again:
-nothing ran). A lost connection fails the batch out on it (and no other), and the next batch opens
-a new connection; a failed opening waits on :data:`RECONNECT_BACKOFF` before the next, unless the
-store's health sees Redis back first. Outcomes are reported to the health like every call's. A
-TLS URL (``rediss://``) keeps redis-py's pool for the batches.
+On one Redis (no TLS) the batches go on a connection of their own (:class:`CommitLink`) and are
+pipelined: a turn's batch goes out without waiting for the reply of a batch still out, and each
+reply settles its appends from the protocol callback that read it (a busy node's loop turns last
+milliseconds: each turn saved shows in the tail latency). The connection is not redis-py's: at
+moderate load most batches hold one append, so the cost of one call is the node's cost per
+action, and redis-py's client, pool and parser made it about 300 µs of CPU against about 150 µs
+on this small RESP connection (:mod:`server.stores.resp`; measured in ``docs/benchmarks.md``,
+"Group commit"). It sends ``EVALSHA`` (the script is loaded when the connection opens; a
+``NOSCRIPT`` reply, Redis having forgotten it, means nothing ran: the batch is sent again behind
+a ``SCRIPT LOAD``). A lost connection fails the batches out on it (and no other); while none is
+open, one committer task opens it and sends batch after batch until the queue is empty; a failed
+opening waits on :data:`RECONNECT_BACKOFF` before the next, unless the store's health sees Redis
+back first. Outcomes are reported to the health like every call's. On a Redis Cluster the batch
+is split by master (see :mod:`server.stores.redis_cluster`); there, and with a TLS URL
+(``rediss://``), redis-py carries the batches, one at a time: whatever queued while one was out
+goes in the next.
 
 Lease renewals are batched too: a node renews every lease it holds several times a second
 (``RENEWALS`` per TTL, :mod:`server.node.hosting`), so :meth:`RedisStore.renew_leases` sends one
@@ -105,6 +108,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -427,6 +431,8 @@ class RedisStore(Store):
         self._batch: list[PendingAppend] = []
         self._committer: asyncio.Task[None] | None = None
         self._commit_link = CommitLink(url) if resp.supports(url) else None
+        self._send_scheduled = False
+        self._resending: set[asyncio.Task[None]] = set()
         self.health.listeners.append(self._retry_now.set)
         if self._commit_link is not None:
             self.health.listeners.append(self._commit_link.retry_now)
@@ -505,7 +511,8 @@ class RedisStore(Store):
     async def close(self) -> None:
         """Stop the pub/sub reader and close every connection."""
         # The reader takes a lost cancellation for a quiet link and reads on (see server.tasks).
-        await cancel_until_done([t for t in (self._reader, self._committer) if t is not None])
+        tasks = [t for t in (self._reader, self._committer, *self._resending) if t is not None]
+        await cancel_until_done(tasks)
         self._reader = None
         queued, self._batch = self._batch, []
         _settle(queued, [StoreUnavailable("redis: the store closed")] * len(queued))
@@ -693,10 +700,63 @@ class RedisStore(Store):
             args += [lobby.channel, lobby.announce] if lobby.announce is not None else ["", b""]
         pending = PendingAppend(table_id, args, asyncio.get_running_loop().create_future())
         self._batch.append(pending)
-        if self._committer is None:
-            self._committer = asyncio.create_task(self._commit_batches(), name="redis-group-commit")
+        if self._committer is None and not self._send_scheduled:
+            if self._commit_link is None:
+                self._start_committer()
+            else:
+                self._send_scheduled = True
+                asyncio.get_running_loop().call_soon(self._send_queued)
         written = await pending.done
         self._check_appended(table_id, token, position, written)
+
+    def _start_committer(self) -> None:
+        self._committer = asyncio.create_task(self._commit_batches(), name="redis-group-commit")
+
+    def _send_queued(self) -> None:
+        """On the commit link, from the turn after the first append queued: what queued goes
+        out at once, without waiting for the replies of batches still out (pipelined), and each
+        reply settles its appends from the callback that read it. No connection open: the
+        committer opens one and sends batch after batch until nothing is left."""
+        self._send_scheduled = False
+        assert self._commit_link is not None
+        while self._batch and self._committer is None:
+            batch, self._batch = self._batch[:MAX_BATCH], self._batch[MAX_BATCH:]
+            keys = [key for pending in batch for key in pending.keys]
+            args = [arg for pending in batch for arg in pending.args]
+            if not self._commit_link.send(keys, args, functools.partial(self._replied, batch)):
+                self._batch[:0] = batch
+                self._start_committer()
+
+    def _replied(self, batch: list[PendingAppend], reply: Any) -> None:
+        """A pipelined batch's reply (or failure): each append's outcome. Redis having
+        forgotten the script (nothing ran), the batch is sent again once it is loaded."""
+        if isinstance(reply, redis.exceptions.NoScriptError):
+            task = asyncio.get_running_loop().create_task(self._send_again(batch))
+            self._resending.add(task)
+            task.add_done_callback(self._resending.discard)
+            return
+        try:
+            with self._reaching():
+                if isinstance(reply, BaseException):
+                    raise reply
+        except Exception as error:
+            _settle(batch, [error] * len(batch))
+            return
+        _settle(batch, reply)
+
+    async def _send_again(self, batch: list[PendingAppend]) -> None:
+        keys = [key for pending in batch for key in pending.keys]
+        args = [arg for pending in batch for arg in pending.args]
+        assert self._commit_link is not None
+        try:
+            with self._reaching():
+                outcomes: list[Any] = await self._commit_link.append(keys, args, load=True)
+        except asyncio.CancelledError:
+            _settle(batch, [StoreUnavailable("redis: the store closed")] * len(batch))
+            raise
+        except Exception as error:
+            outcomes = [error] * len(batch)
+        _settle(batch, outcomes)
 
     async def _commit_batches(self) -> None:
         """The group commit: runs from the event-loop turn after the first append queued, then
@@ -1111,22 +1171,33 @@ class CommitLink:
         """Redis answers again: the next batch connects at once, whatever the backoff said."""
         self._not_before = 0.0
 
-    async def append(self, keys: list[str], args: list[Any]) -> list[int]:
+    def send(self, keys: list[str], args: list[Any], then: resp.Then) -> bool:
+        """Run ``APPEND_SCRIPT`` on the open connection, ``then`` getting the reply or failure
+        (see :meth:`~server.stores.resp.RespConnection.call_then`). False, nothing sent, when
+        no connection is open: :meth:`append` opens one."""
+        connection = self._connection
+        if connection is None or connection.lost:
+            return False
+        command = [b"EVALSHA", self._sha, len(keys), *keys, *args]
+        connection.call_then(command, COMMAND_TIMEOUT, then)
+        return True
+
+    async def append(self, keys: list[str], args: list[Any], load: bool = False) -> list[int]:
         """Run ``APPEND_SCRIPT`` with ``keys`` and ``args``: its reply. Raises what
-        :class:`~server.stores.resp.RespConnection` raises (redis-py's exceptions)."""
+        :class:`~server.stores.resp.RespConnection` raises (redis-py's exceptions). ``load``:
+        Redis said it forgot the script: load it first, in the same round trip."""
         connection = self._connection
         if connection is None or connection.lost:
             connection = await self._connect()
         command = [b"EVALSHA", self._sha, len(keys), *keys, *args]
-        try:
-            return await connection.call(command, COMMAND_TIMEOUT)
-        except redis.exceptions.NoScriptError:
-            # Redis lost its scripts but not this connection (SCRIPT FLUSH): nothing ran, so
-            # load the script and call again, both in one round trip.
-            load = connection.call(self._load, COMMAND_TIMEOUT)
-            again = connection.call(command, COMMAND_TIMEOUT)
-            _, written = await asyncio.gather(load, again)
-            return written
+        if not load:
+            try:
+                return await connection.call(command, COMMAND_TIMEOUT)
+            except redis.exceptions.NoScriptError:
+                pass  # Redis lost its scripts but not this connection (SCRIPT FLUSH): nothing ran
+        loaded = connection.call(self._load, COMMAND_TIMEOUT)
+        _, written = await asyncio.gather(loaded, connection.call(command, COMMAND_TIMEOUT))
+        return written
 
     async def _connect(self) -> resp.RespConnection:
         """A new connection with the script loaded (a restarted Redis has forgotten it)."""
