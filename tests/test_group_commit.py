@@ -12,7 +12,7 @@ a dead master fails only the appends of its tables.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
 
 import pytest
@@ -134,41 +134,27 @@ def script_calls(url: str) -> int:
     return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("eval", "evalsha"))
 
 
-async def test_one_turns_appends_are_one_script_call(redis_url_clean: str) -> None:
+@pytest.mark.parametrize("with_lobby_records", [False, True])
+async def test_one_turns_appends_are_one_script_call(
+    redis_url_clean: str, with_lobby_records: bool
+) -> None:
     store = RedisStore(redis_url_clean, "node-a")
     await store.start()
     try:
         tables = [f"t{i}" for i in range(40)]
         tokens = await leased(store, tables)
         before = script_calls(redis_url_clean)
-        await asyncio.gather(
-            *(store.append_log(t, tokens[t], 2, b"act", table_channel(t), b"u") for t in tables)
-        )
+
+        def append(t: str) -> Awaitable[None]:
+            lobby = LobbyRecord("node-a", t.encode(), False) if with_lobby_records else None
+            return store.append_log(t, tokens[t], 2, b"act", table_channel(t), b"u", lobby)
+
+        await asyncio.gather(*(append(t) for t in tables))
         assert script_calls(redis_url_clean) - before == 1
         for table in tables:
             assert await store.read_log(table) == [b"create", b"act"]
-    finally:
-        await store.close()
-
-
-async def test_appends_with_lobby_records_are_still_one_script_call(redis_url_clean: str) -> None:
-    store = RedisStore(redis_url_clean, "node-a")
-    await store.start()
-    try:
-        tables = [f"t{i}" for i in range(40)]
-        tokens = await leased(store, tables)
-        before = script_calls(redis_url_clean)
-        await asyncio.gather(
-            *(
-                store.append_log(
-                    t, tokens[t], 2, b"act", lobby=LobbyRecord("node-a", t.encode(), False)
-                )
-                for t in tables
-            )
-        )
-        assert script_calls(redis_url_clean) - before == 1
-        for table in tables:
-            assert await store.get_table(table) == ("node-a", table.encode())
+            if with_lobby_records:
+                assert await store.get_table(table) == ("node-a", table.encode())
         assert await store.list_tables() == [], "unlisted tables stay out of the lobby"
     finally:
         await store.close()

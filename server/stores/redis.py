@@ -721,8 +721,7 @@ class RedisStore(Store):
         assert self._commit_link is not None
         while self._batch and self._committer is None:
             batch, self._batch = self._batch[:MAX_BATCH], self._batch[MAX_BATCH:]
-            keys = [key for pending in batch for key in pending.keys]
-            args = [arg for pending in batch for arg in pending.args]
+            keys, args = _keys_and_args(batch)
             if not self._commit_link.send(keys, args, functools.partial(self._replied, batch)):
                 self._batch[:0] = batch
                 self._start_committer()
@@ -745,18 +744,7 @@ class RedisStore(Store):
         _settle(batch, reply)
 
     async def _send_again(self, batch: list[PendingAppend]) -> None:
-        keys = [key for pending in batch for key in pending.keys]
-        args = [arg for pending in batch for arg in pending.args]
-        assert self._commit_link is not None
-        try:
-            with self._reaching():
-                outcomes: list[Any] = await self._commit_link.append(keys, args, load=True)
-        except asyncio.CancelledError:
-            _settle(batch, [StoreUnavailable("redis: the store closed")] * len(batch))
-            raise
-        except Exception as error:
-            outcomes = [error] * len(batch)
-        _settle(batch, outcomes)
+        await self._commit(batch, load=True)
 
     async def _commit_batches(self) -> None:
         """The group commit: runs from the event-loop turn after the first append queued, then
@@ -764,27 +752,32 @@ class RedisStore(Store):
         try:
             while self._batch:
                 batch, self._batch = self._batch[:MAX_BATCH], self._batch[MAX_BATCH:]
-                try:
-                    outcomes = await self._send_appends(batch)
-                except asyncio.CancelledError:
-                    _settle(batch, [StoreUnavailable("redis: the store closed")] * len(batch))
-                    raise
-                except Exception as error:
-                    outcomes = [error] * len(batch)
-                _settle(batch, outcomes)
+                await self._commit(batch)
         finally:
             self._committer = None
 
-    async def _send_appends(self, batch: list[PendingAppend]) -> list[int | BaseException]:
+    async def _commit(self, batch: list[PendingAppend], load: bool = False) -> None:
+        """Send ``batch`` and hand each append its outcome (:meth:`_send_appends`)."""
+        try:
+            outcomes = await self._send_appends(batch, load)
+        except asyncio.CancelledError:
+            _settle(batch, [StoreUnavailable("redis: the store closed")] * len(batch))
+            raise
+        except Exception as error:
+            outcomes = [error] * len(batch)
+        _settle(batch, outcomes)
+
+    async def _send_appends(
+        self, batch: list[PendingAppend], load: bool = False
+    ) -> list[int | BaseException]:
         """One script call for the batch (one Redis holds every key), on the group commit's own
-        connection: each append's result, or :class:`StoreUnavailable` for all if the call
-        failed."""
-        keys = [key for pending in batch for key in pending.keys]
-        args = [arg for pending in batch for arg in pending.args]
+        connection (``load``: the script first, Redis said it forgot it): each append's result,
+        or :class:`StoreUnavailable` for all if the call failed."""
+        keys, args = _keys_and_args(batch)
         with self._reaching():
             if self._commit_link is None:  # a TLS URL: redis-py's pool carries the call
                 return list(await self._append(keys=keys, args=args))
-            return await self._commit_link.append(keys, args)
+            return await self._commit_link.append(keys, args, load)
 
     @staticmethod
     def _check_appended(table_id: str, token: int, position: int, written: int) -> None:
@@ -1140,6 +1133,12 @@ class PendingAppend:
         self.keys = [lease_key(table_id), log_key(table_id), table_key(table_id)]
         self.args = args
         self.done = done
+
+
+def _keys_and_args(batch: Sequence[PendingAppend]) -> tuple[list[str], list[Any]]:
+    """The keys and arguments of one ``APPEND_SCRIPT`` call for ``batch``."""
+    keys = [key for pending in batch for key in pending.keys]
+    return keys, [arg for pending in batch for arg in pending.args]
 
 
 def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseException]) -> None:

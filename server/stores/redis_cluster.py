@@ -197,10 +197,13 @@ class RedisClusterStore(RedisStore):
                 await self._bus_client.aclose()
 
     # ------------------------------------------------------------------ group commit
-    async def _send_appends(self, batch: list[PendingAppend]) -> list[int | BaseException]:
+    async def _send_appends(
+        self, batch: list[PendingAppend], load: bool = False
+    ) -> list[int | BaseException]:
         """The batch split by master: to each, in parallel, a pipeline of one script call per
         slot (a script names the keys of one slot). Each master's share succeeds or fails on
-        its own, so a dead master fails only the appends of its tables."""
+        its own, so a dead master fails only the appends of its tables. (``load`` is moot:
+        scripts go as EVAL here.)"""
         with contextlib.suppress(*UNREACHABLE), _unreachable_cluster():
             await self._redis.initialize()
         slots: dict[int, list[int]] = {}
