@@ -333,3 +333,29 @@ async def test_a_lobby_change_is_written_with_its_log_entry_not_after(
     )
     await server.node._settled()
     assert writes == [], "the outbox wrote the record again"
+
+
+async def test_watching_the_lobby_while_redis_is_down_is_refused_then_works_once_it_is_back(
+    make_server, connect, own_redis
+) -> None:
+    """The lobby channel is subscribed when the first watcher comes: with Redis down that
+    watcher hears ``unavailable`` and is not counted as watching; once Redis is back it can
+    watch, and hears the lobby's changes."""
+    server = await make_server(redis_url=own_redis.url)
+    watcher, host = [await connect(server, name=n) for n in ("W", "H")]
+    own_redis.stop()
+    with pytest.raises(ServerError) as error:
+        await watcher.request(v1.WatchLobby())
+    assert error.value.code == ErrorCode.UNAVAILABLE
+    assert not server.node.lobby_watchers and not server.node._lobby_heard
+    own_redis.restart()
+    async with asyncio.timeout(15):
+        while True:
+            try:
+                await watcher.request(v1.WatchLobby())
+                break
+            except ServerError as retry:
+                assert retry.code == ErrorCode.UNAVAILABLE
+                await asyncio.sleep(0.2)
+    table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
+    await watcher.wait_until(lambda: table in watcher.lobby)
