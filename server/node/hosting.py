@@ -21,9 +21,8 @@ Every ``SNAPSHOT_EVERY`` entries the room is snapshotted (kept here to undo from
 adopter). Leases are renewed :data:`RENEWALS` times per TTL, in a thread with a store connection
 of its own when the server gives one (a busy event loop then keeps its tables), else in the loop.
 
-Other side effects outside the room (player sets, scores, retirement of a closed table, the
-lobby record of a change not logged) go through one outbox task, in order, retried on
-:data:`STORE_RETRY` while the store is down.
+Other side effects outside the room (player sets, scores, retirement of a closed table) go
+through one outbox task, in order, retried on :data:`STORE_RETRY` while the store is down.
 At a rated table the players' ratings are read from the records when someone sits down and once
 a finished game is stored, and logged as a command of the host's (``Ratings``), so the table's
 info carries them to the lobby and the table's viewers like any other change. Such a command of
@@ -124,16 +123,12 @@ class Publication:
     """An outbox item: what a room change needs outside this process."""
 
     room: Room
-    broadcast: Broadcast | None
     outcome: Outcome
     """Taken right after the logged change: a later command that fails and is undone must
     not add its side effects to this one's."""
     token: int
     closing_log: list[bytes] | None = None
     """The room's whole log when the change closed it (its game record is made from it)."""
-    unlogged: bool = False
-    """The change was not logged (closing at shutdown), so its lobby record, if it changed,
-    was not written with a log entry: the outbox writes it."""
 
 
 async def nap(seconds: float, wake: asyncio.Event) -> None:
@@ -445,8 +440,8 @@ class Hosting:
         """The room's lobby record with ``info``, and for a listed table its lobby change.
 
         Written with the log entry that changed it (one store call: a BlackDrez round changes
-        the record about twice, so most actions do), or by the outbox for a change not logged.
-        A closed table's record goes with its retirement instead."""
+        the record about twice, so most actions do). A closed table's record goes with its
+        retirement instead (the only change not logged, closing at shutdown, closes the room)."""
         record = msgspec.msgpack.encode(info)
         if not room.listed:
             return LobbyRecord(self.id, record, listed=False)
@@ -585,7 +580,6 @@ class Hosting:
         room's pending changes are flushed here (they were not logged: closing at shutdown).
         A closed room is let go at once: it refuses everything from now on.
         """
-        unlogged = broadcast is None
         if broadcast is None:
             broadcast = room.flush()
         if broadcast is not None:
@@ -607,9 +601,9 @@ class Hosting:
             closing_log = self._command_logs[room.id]
             self._unhost(room.id, keep_lease=True)
             self._closing.add(room.id)
-            self._outbox.put_nowait(Publication(room, broadcast, outcome, token, closing_log))
+            self._outbox.put_nowait(Publication(room, outcome, token, closing_log))
             return
-        self._outbox.put_nowait(Publication(room, broadcast, outcome, token, unlogged=unlogged))
+        self._outbox.put_nowait(Publication(room, outcome, token))
         self._set_timer(room)
         self._want_par(room)
 
@@ -744,7 +738,7 @@ class Hosting:
 
     async def _publish(self, item: Publication) -> None:
         """One outbox item; may be called again after :class:`StoreUnavailable` (idempotent)."""
-        room, broadcast, outcome, store = item.room, item.broadcast, item.outcome, self.store
+        room, outcome, store = item.room, item.outcome, self.store
         for result in outcome.ranked:
             await self._rank(result)
         if item.closing_log is not None:
@@ -758,8 +752,3 @@ class Hosting:
             await store.add_player_table(player, room.id)
         for player in outcome.unseated:
             await store.remove_player_table(player, room.id)
-        if item.unlogged and broadcast is not None and broadcast.info is not None:
-            lobby = self._lobby_record(room, broadcast.info)
-            await store.put_table(room.id, self.id, lobby.record, lobby.listed, item.token)
-            if lobby.announce is not None:
-                await store.publish(lobby.channel, lobby.announce)
