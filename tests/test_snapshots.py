@@ -4,7 +4,6 @@ rebuilds, a snapshot that does not fit is ignored, and storing one is fenced lik
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import pickle
 from collections.abc import AsyncIterator
@@ -17,6 +16,8 @@ from server.stores.base import LeaseLost, Store
 from server.table.commands import rebuild as rebuild_from_log
 from server.table.snapshots import SnapshotError, load, rebuild, take
 from server.testing.table_logs import play_table
+
+from .leases import SHORT_LEASE, until_lapsed
 
 LIVE_ONLY = frozenset({"room.timer_budget"})
 """What a live room keeps and a replay does not: the runaway-timer budget counts every timer
@@ -98,7 +99,7 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
 
 
 async def test_a_snapshot_is_stored_by_the_lease_holder_only(store: Store) -> None:
-    token = await store.acquire_lease("t1", 0.3)
+    token = await store.acquire_lease("t1", SHORT_LEASE)
     assert token is not None
     assert await store.read_snapshot("t1") is None
     await store.put_snapshot("t1", token, 500, b"at 500")
@@ -108,7 +109,7 @@ async def test_a_snapshot_is_stored_by_the_lease_holder_only(store: Store) -> No
     await store.put_snapshot("t1", token, 400, b"older")  # arrived late: the later one stays
     assert await store.read_snapshot("t1") == (500, b"at 500")
     await store.append_log("t1", token, 1, b"create")
-    await asyncio.sleep(0.4)  # the lease lapses; another node adopts
+    await until_lapsed(store, "t1")  # the lease lapses; another node adopts
     adopted = await store.acquire_lease("t1", 5)
     assert adopted is not None and adopted > token
     with pytest.raises(LeaseLost):

@@ -27,6 +27,8 @@ from server.stores.memory import MemoryStore
 from server.stores.redis import RedisStore
 from server.testing.redis_server import RedisServer
 
+from .leases import SHORT_LEASE, until_lapsed
+
 OpenRedisStore = Callable[..., Awaitable[RedisStore]]
 
 
@@ -368,10 +370,10 @@ async def test_an_append_needs_the_token_and_the_expected_position(store: Store)
 
 
 async def test_a_lapsed_lease_fences_its_old_holder_out(store: Store) -> None:
-    token = await store.acquire_lease("t1", 0.2)
+    token = await store.acquire_lease("t1", SHORT_LEASE)
     assert token is not None
     await store.append_log("t1", token, 1, b"create")
-    await asyncio.sleep(0.3)
+    await until_lapsed(store, "t1")
     with pytest.raises(LeaseLost):
         await store.append_log("t1", token, 2, b"late")
     assert (await store.locate("t1")).where is Whereabouts.MOVING
@@ -531,14 +533,14 @@ async def test_a_paused_holder_is_fenced_out_by_the_adopter(
 ) -> None:
     node_a = await open_redis_store("node-a")
     node_b = await open_redis_store("node-b")
-    token_a = await node_a.acquire_lease("t1", 0.2)
+    token_a = await node_a.acquire_lease("t1", SHORT_LEASE)
     assert token_a is not None
     assert await node_b.acquire_lease("t1", 5) is None, "held by A"
     assert await node_b.adoptable_tables() == []
     await node_a.append_log("t1", token_a, 1, b"create")
-    await asyncio.sleep(0.3)  # A pauses past its lease
+    await until_lapsed(node_b, "t1")  # A pauses past its lease
     assert await node_b.adoptable_tables() == ["t1"]
-    token_b = await node_b.acquire_lease("t1", 1.0)
+    token_b = await node_b.acquire_lease("t1", SHORT_LEASE)
     assert token_b == token_a + 1
     await node_b.append_log("t1", token_b, 2, b"b acts")
     assert await node_a.renew_leases({"t1": token_a}, 5) == {"t1"}
@@ -546,7 +548,7 @@ async def test_a_paused_holder_is_fenced_out_by_the_adopter(
         await node_a.append_log("t1", token_a, 2, b"a acts on its stale copy")
     with pytest.raises(LeaseLost):
         await node_a.put_table("t1", "node-a", b"stale", listed=True, token=token_a)
-    await asyncio.sleep(1.2)  # B pauses past its lease too; A's renewal must not revive A's
+    await until_lapsed(node_b, "t1")  # B pauses past its lease too; A's renewal must not revive A's
     assert await node_a.renew_leases({"t1": token_a}, 5) == {"t1"}
     assert (await node_a.locate("t1")).where is Whereabouts.MOVING
     token_a2 = await node_a.acquire_lease("t1", 5)
@@ -609,9 +611,9 @@ async def test_adoptable_tables_forgets_tables_that_are_gone(
     open_redis_store: OpenRedisStore, redis_url_clean: str
 ) -> None:
     store = await open_redis_store()
-    token = await store.acquire_lease("t1", 0.1)  # its node died before writing anything
+    token = await store.acquire_lease("t1", SHORT_LEASE)  # its node died before writing anything
     assert token is not None
-    await asyncio.sleep(0.2)
+    await until_lapsed(store, "t1")
     assert await store.adoptable_tables() == []
     async with aioredis.Redis.from_url(redis_url_clean) as raw:
         assert await raw.smembers("bd:hosted") == set()
