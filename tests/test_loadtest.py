@@ -159,11 +159,15 @@ def test_the_installed_tool_runs_on_redis_from_any_folder(
         "--action-rate", "50", "--server-log", "server.log", "--json", "report.json", "--quiet",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("BLACKDREZ_DB_URL")  # the suite's "no records": a user's serve keeps them
     run = subprocess.run(command, cwd=elsewhere, env=env, capture_output=True, timeout=240)
     assert run.returncode == 0, run.stderr.decode()[-2000:]
     report = json.loads((elsewhere / "report.json").read_text())
     assert report["redis"] is True and report["failed"] == 0 and report["actions_per_s"] > 0
     assert "(redis lobby" in (elsewhere / "server.log").read_text()
+    # the spawned server kept its records in a database of the run's own, now gone: nothing
+    # left in the folder but what was asked for, and no run starts with an earlier run's games
+    assert sorted(path.name for path in elsewhere.iterdir()) == ["report.json", "server.log"]
 
 
 def _log_lengths(redis_url: str) -> dict[str, int]:

@@ -602,8 +602,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _spawn_server(
-    args: argparse.Namespace, redis_url: str | None
+    args: argparse.Namespace, redis_url: str | None, data: Path
 ) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``blackdrez serve`` for the run. Its records database is a new one in ``data``
+    (a folder of the run's own, removed after it) unless ``--server-arg`` names one: a run does
+    not write into the folder it was started from, nor start with the games of earlier runs."""
     host = "127.0.0.1"
     port = free_port(host)
     command = [
@@ -613,8 +616,10 @@ def _spawn_server(
     ]  # fmt: skip
     if redis_url:
         command += ["--redis-url", redis_url]
-    for extra in args.server_arg:
-        command += shlex.split(extra)
+    extras = [part for extra in args.server_arg for part in shlex.split(extra)]
+    if not any(part.split("=")[0] == "--db-url" for part in extras):
+        command += ["--db-url", f"sqlite:///{data / 'records.db'}"]
+    command += extras
     process = start_process(command, args.server_cpus, Path(args.server_log), args.server_dir)
     wait_listening(host, port, process, 30.0)
     with contextlib.suppress(OSError):
@@ -655,6 +660,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--seats must be 2 to 8")
     redis: Any = None
     server: subprocess.Popen[bytes] | None = None
+    data = tempfile.TemporaryDirectory(prefix="bd-loadtest-data-")
     url = args.url
     try:
         if args.spawn_server:
@@ -668,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.worker_cpus:  # keep Redis off the server's core
                     with contextlib.suppress(OSError, AttributeError):
                         os.sched_setaffinity(redis.pid, cpu_list(args.worker_cpus))
-            server, url = _spawn_server(args, redis_url)
+            server, url = _spawn_server(args, redis_url, Path(data.name))
         _, port = check_loopback(url)
         pid = args.server_pid or (server.pid if server else find_server_pid(port))
         spies: list[subprocess.Popen[bytes]] = []
@@ -696,6 +702,7 @@ def main(argv: list[str] | None = None) -> int:
         stop_process(server)
         if redis is not None:
             redis.close()
+        data.cleanup()
     if not args.quiet:
         print("\n".join(summary_lines(report)))
     if args.json:
