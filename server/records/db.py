@@ -89,6 +89,12 @@ class Database(Protocol):
         """Run a write script in one transaction; return its result (see the module doc)."""
         ...
 
+    async def run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
+        """Run ``scripts`` in order, each in a transaction of its own, stopping at the first
+        that raises: the results of those before it, and its error (``None`` if none failed).
+        One hop to the writer thread for all of them (SQLite)."""
+        ...
+
     async def close(self) -> None:
         """Close every connection."""
         ...
@@ -215,6 +221,19 @@ class SqliteDatabase:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._thread, self._run_here, script)
 
+    async def run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, self._run_each_here, scripts)
+
+    def _run_each_here(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
+        results: list[T] = []
+        for script in scripts:
+            try:
+                results.append(self._run_here(script))
+            except Exception as error:
+                return results, error
+        return results, None
+
     def _run_here(self, script: Script[T]) -> T:
         """Run ``script`` on the writer thread, in one transaction."""
         connection = self._writer
@@ -277,6 +296,15 @@ class PostgresDatabase:
                     statement = script.send(list(await connection.fetch(sql, *args)))
             except StopIteration as done:
                 return done.value
+
+    async def run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
+        results: list[T] = []
+        for script in scripts:
+            try:
+                results.append(await self.run(script))
+            except Exception as error:
+                return results, error
+        return results, None
 
     async def close(self) -> None:
         await self._pool.close()

@@ -26,7 +26,7 @@ only the hash.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -203,6 +203,16 @@ class RecordsStore:
         Raises :class:`GameIdConflict` (changing nothing) when the id is stored for another game.
         """
         return await self.db.run(_put_game(game, self.db.dialect == "postgresql"))
+
+    async def put_games(
+        self, games: Sequence[FinishedGame]
+    ) -> tuple[list[bool | GameIdConflict], Exception | None]:
+        """Store ``games`` in order, each as :meth:`put_game` would (a transaction each), in one
+        call to the database: for each game stored so far ``True`` (written now), ``False``
+        (already stored) or its :class:`GameIdConflict` (nothing changed, the next one goes
+        on); and the error that stopped the rest, if one did (``None`` when all were tried)."""
+        lock_rows = self.db.dialect == "postgresql"
+        return await self.db.run_each([_put_or_conflict(game, lock_rows) for game in games])
 
     # ------------------------------------------------------------------ reading games
     # ------------------------------------------------------------------ reading games
@@ -566,6 +576,14 @@ def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
     if game.rated and game.game in RATED_GAMES:
         yield from _rate(game, bots, ended, lock_rows)
     return True
+
+
+def _put_or_conflict(game: FinishedGame, lock_rows: bool) -> Script[bool | GameIdConflict]:
+    """:func:`_put_game`, a conflicting id given back instead of raised (it wrote nothing)."""
+    try:
+        return (yield from _put_game(game, lock_rows))
+    except GameIdConflict as conflict:
+        return conflict
 
 
 def _see_players(players: list[tuple[str, str, bool]], at: int) -> Script[dict[str, bool]]:

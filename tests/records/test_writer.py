@@ -1,0 +1,174 @@
+"""The records writer: a node's finished games stored in order, in batches, exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from games import verify
+from games.blackdrez import rules as blackdrez
+from server.records.db import Script, T
+from server.records.store import RecordsStore
+from server.records.writer import RETIRE_WAIT, RecordsWriter
+from server.table.room import GameOver
+
+
+@functools.cache
+def _bot_game(seed: str) -> tuple[Any, list[tuple[int, Any]]]:
+    """A finished 4-seat BlackDrez engine played by the reference bots, and its actions."""
+    game = verify.game_of("blackdrez")
+    engine = game.engine.new(blackdrez.Config(seats=4), seed)
+    strategies = list(game.strategies)
+    actions: list[tuple[int, Any]] = []
+    while not engine.over:
+        seat, action = verify.bot_move(game, engine, strategies)
+        engine.apply(seat, action)
+        actions.append((seat, action))
+    return engine, actions
+
+
+def game_over(table: str, n: int, rated: bool = True) -> GameOver:
+    """The ``n``-th game of ``table``: the same bot game each time, played by p0..p3."""
+    engine, actions = _bot_game("writer")
+    return GameOver(
+        game_id=f"{table}:{n}",
+        engine=engine,
+        actions=actions,
+        players=[(seat, f"p{seat}", f"P{seat}", False) for seat in range(4)],
+        started_at=1_700_000_000.0 + n,
+        ended_at=1_700_000_060.0 + n,
+        rated=rated,
+    )
+
+
+class CountingDatabase:
+    """The store's database, counting the calls that write, and failing some on request."""
+
+    def __init__(self, db: Any) -> None:
+        self._db = db
+        self.calls = 0
+        self.fail_after: int | None = None
+        """Fail the next write call after this many of its scripts ran (then write normally)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+    async def run(self, script: Script[T]) -> T:
+        self.calls += 1
+        return await self._db.run(script)
+
+    async def run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
+        self.calls += 1
+        if self.fail_after is None:
+            return await self._db.run_each(scripts)
+        ran, _ = await self._db.run_each(scripts[: self.fail_after])
+        self.fail_after = None
+        return ran, ConnectionError("the database went away")
+
+
+@pytest.fixture
+def counted(store: RecordsStore) -> Iterator[CountingDatabase]:
+    counting = CountingDatabase(store.db)
+    store.db = counting  # type: ignore[assignment]
+    yield counting
+    store.db = counting._db
+
+
+async def _stored_ids(store: RecordsStore) -> list[str]:
+    summaries, _ = await store.games(limit=100)
+    return sorted((s.id for s in summaries), key=lambda i: (i.split(":")[0], int(i.split(":")[1])))
+
+
+def _hog_the_loop(slice_seconds: float) -> Callable[[], None]:
+    """Keep the event loop as busy as a node at full speed: every turn runs ``slice_seconds``
+    of other work. Returns what stops it."""
+    loop = asyncio.get_running_loop()
+    handle = loop.call_soon(lambda: None)
+
+    def busy() -> None:
+        nonlocal handle
+        time.sleep(slice_seconds)
+        handle = loop.call_soon(busy)
+
+    handle = loop.call_soon(busy)
+    return lambda: handle.cancel()
+
+
+async def test_a_backlog_is_written_in_a_few_database_calls(
+    store: RecordsStore, counted: CountingDatabase
+) -> None:
+    """Finished games that pile up between the writer's turns are built, verified and written
+    together (one database call per batch), not one game per hop."""
+    writer = RecordsWriter(store)
+    writer.start()
+    try:
+        writer.submit([game_over(f"t{i % 10}", i // 10 + 1) for i in range(100)])
+        async with asyncio.timeout(60):
+            for table in {f"t{i}" for i in range(10)}:
+                assert await writer.written(table, timeout=60)
+    finally:
+        await writer.stop()
+    assert writer.written_count == 100
+    assert counted.calls <= 3, f"{counted.calls} database calls for 100 games"
+    assert len(await _stored_ids(store)) == 100
+
+
+async def test_the_writer_keeps_up_with_a_node_whose_every_loop_turn_is_busy(
+    tmp_path: Path,
+) -> None:
+    """A node at full speed: every turn of its event loop runs 10 ms of other work, and it
+    finishes games faster than one per turn. The embedded database's writes (the default) run
+    on the writer thread, a batch per hop, so 100 games are stored within the time a table
+    waits at retirement (one game per hop took 3-4 turns each: 4 s and a backlog that grew)."""
+    store = await RecordsStore.open(f"sqlite:///{tmp_path / 'records.db'}")
+    writer = RecordsWriter(store)
+    writer.start()
+    stop_hogging = _hog_the_loop(0.01)
+    try:
+        started = time.monotonic()
+        writer.submit([game_over(f"t{i % 10}", i // 10 + 1) for i in range(100)])
+        for table in {f"t{i}" for i in range(10)}:
+            assert await writer.written(table, timeout=RETIRE_WAIT)
+        took = time.monotonic() - started
+    finally:
+        stop_hogging()
+        await writer.stop()
+        await store.close()
+    assert writer.written_count == 100
+    assert took < 2.0, f"100 games took {took:.1f} s to store"
+
+
+async def test_a_failed_write_is_retried_from_the_game_it_stopped_at_in_order_exactly_once(
+    store: RecordsStore, counted: CountingDatabase
+) -> None:
+    """The database fails in the middle of a batch: the games before the failure are stored,
+    the rest are tried again from the one that failed, in the order they ended; nothing is
+    stored twice, and a game already stored (a failover's replay) is not counted again."""
+    writer = RecordsWriter(store)
+    writer.start()
+    games = [game_over("t1", n) for n in range(1, 9)]
+    try:
+        writer.submit(games[:2])
+        async with asyncio.timeout(30):
+            assert await writer.written("t1")
+        counted.fail_after = 3
+        writer.submit(games)  # the first two again (replayed after a failover), then six more
+        async with asyncio.timeout(30):
+            assert await writer.written("t1")
+    finally:
+        await writer.stop()
+    assert writer.failures == 1
+    assert writer.written_count == 8
+    assert await _stored_ids(store) == [f"t1:{n}" for n in range(1, 9)]
+    history, _ = await store.rating_history("p0", "blackdrez")
+    points = list(reversed(history))
+    assert [point.game_id for point in points] == [f"t1:{n}" for n in range(1, 9)]
+    for before, after in itertools.pairwise(points):  # rated in the order played
+        assert after.mu_before == before.mu and after.sigma_before == before.sigma
