@@ -22,7 +22,10 @@ and each driver runs it the cheapest way it can:
   ``synchronous=NORMAL`` keeps every committed transaction across a crash of the process (not
   necessarily across a power loss). One process owns the file.
 * PostgreSQL runs the script's statements one by one on a pooled connection inside a
-  transaction; any number of nodes share the server.
+  transaction; any number of nodes share the server. :meth:`Database.run_each` (the records
+  writer's batches) runs on a thread with an event loop and a connection of its own: each
+  statement is a round trip, and on the node's loop each would wait for a turn of it, which on
+  a node at full speed kept a batch of games from being written while the load lasted.
 
 :func:`open_database` picks the driver from the URL: ``sqlite:///path/to/file.db`` (or a bare
 path) for the embedded default, ``postgresql://...`` for deployments.
@@ -31,10 +34,12 @@ path) for the embedded default, ``postgresql://...`` for deployments.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import re
 import sqlite3
-from collections.abc import Generator, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -259,13 +264,14 @@ class SqliteDatabase:
 
 
 class PostgresDatabase:
-    """A PostgreSQL server through a pool of asyncpg connections."""
+    """A PostgreSQL server through a pool of asyncpg connections, and a writer thread."""
 
     dialect: Dialect = "postgresql"
 
-    def __init__(self, url: str, pool: Any) -> None:
+    def __init__(self, url: str, pool: Any, writer: PostgresWriter | None = None) -> None:
         self.url = redact(url)
         self._pool = pool
+        self._writer = writer
 
     @classmethod
     async def connect(cls, url: str, pool_size: int = POOL_SIZE) -> PostgresDatabase:
@@ -276,7 +282,7 @@ class PostgresDatabase:
             pool = await asyncpg.create_pool(url, min_size=1, max_size=pool_size)
         except (OSError, asyncpg.PostgresError) as error:
             raise DatabaseError(f"cannot connect to {redact(url)}: {error}") from error
-        return cls(url, pool)
+        return cls(url, pool, PostgresWriter(url))
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
         return list(await self._pool.fetch(sql, *args))
@@ -298,13 +304,88 @@ class PostgresDatabase:
                 return done.value
 
     async def run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
-        results: list[T] = []
-        for script in scripts:
-            try:
-                results.append(await self.run(script))
-            except Exception as error:
-                return results, error
-        return results, None
+        if self._writer is None:
+            return await _run_each_on(self.run, scripts)
+        return await self._writer.run_each(scripts)
 
     async def close(self) -> None:
+        if self._writer is not None:
+            await asyncio.to_thread(self._writer.close)
         await self._pool.close()
+
+
+async def _run_each_on(
+    run: Callable[[Script[T]], Awaitable[T]], scripts: Sequence[Script[T]]
+) -> tuple[list[T], Exception | None]:
+    results: list[T] = []
+    for script in scripts:
+        try:
+            results.append(await run(script))
+        except Exception as error:
+            return results, error
+    return results, None
+
+
+class PostgresWriter:
+    """A thread with an event loop and one PostgreSQL connection of its own, for batches of
+    write scripts (see the module docstring). The connection is opened on first use and again
+    after a failure."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="records-postgres-writer", daemon=True
+        )
+        self._thread.start()
+        self._connection: Any = None
+
+    async def run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
+        """:meth:`Database.run_each` on the writer's thread."""
+        done = asyncio.run_coroutine_threadsafe(self._run_each(scripts), self._loop)
+        return await asyncio.wrap_future(done)
+
+    async def _run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
+        import asyncpg
+
+        if self._connection is None or self._connection.is_closed():
+            try:
+                self._connection = await asyncpg.connect(self._url)
+            except (OSError, asyncpg.PostgresError) as error:
+                return [], error
+        results, error = await _run_each_on(self._run, scripts)
+        if error is not None and not isinstance(error, asyncpg.PostgresError):
+            self._drop_connection()  # the link itself failed: a new one next time
+        return results, error
+
+    async def _run(self, script: Script[T]) -> T:
+        connection = self._connection
+        async with connection.transaction():
+            try:
+                statement = next(script)
+                while True:
+                    sql, args = statement
+                    statement = script.send(list(await connection.fetch(sql, *args)))
+            except StopIteration as done:
+                return done.value
+
+    def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.terminate()
+
+    def close(self) -> None:
+        """Close the connection and end the thread (blocking: call it off the event loop)."""
+        if not self._thread.is_alive():
+            return
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(5.0)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5.0)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    async def _close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close(timeout=2.0)
