@@ -369,6 +369,24 @@ async def test_an_append_needs_the_token_and_the_expected_position(store: Store)
     assert await store.get_table("t1") is None
 
 
+async def test_the_shares_of_an_orphan_scan_are_disjoint_and_cover_every_table(
+    store: Store,
+) -> None:
+    """Nodes scan for orphans in shares: for any number of shares, the tables found by each
+    share are found by no other, and together they are every table the whole scan finds."""
+    tables = [f"t{i}" for i in range(30)]
+    for table in tables:
+        token = await store.acquire_lease(table, SHORT_LEASE)
+        assert token is not None
+        await store.append_log(table, token, 1, b"create")
+    await until_lapsed(store, tables[-1])
+    assert await store.adoptable_tables() == sorted(tables)
+    for count in (1, 2, 3, 7):
+        found = [await store.adoptable_tables((index, count)) for index in range(count)]
+        assert sorted(t for share in found for t in share) == sorted(tables), count
+        assert all(share for share in found), f"{count} shares of 30 tables, one empty"
+
+
 async def test_a_lapsed_lease_fences_its_old_holder_out(store: Store) -> None:
     token = await store.acquire_lease("t1", SHORT_LEASE)
     assert token is not None

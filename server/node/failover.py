@@ -9,8 +9,12 @@ its own earlier process (same node id, older incarnation) still holds and takes 
 once, instead of leaving them ``moving`` until the old leases lapse.
 
 Orphan scans run every :data:`ORPHAN_SCAN` seconds while a node was seen going (a handover
-announcement, a lease lost) and every :data:`FULL_SCAN` seconds otherwise, never closer than
-:data:`SCAN_GAP`. A table is adopted by taking its lease and rebuilding it from its log. A
+announcement, a lease lost), looking at every hosted table, and every :data:`FULL_SCAN` seconds
+otherwise, never closer than :data:`SCAN_GAP`. That periodic scan looks at this node's share of
+the tables only (the i-th of n hash shares, i its place among the n live nodes): together the
+nodes still look at every table each FULL_SCAN seconds, and Redis does that work once, not once
+per node (every node looking at every table grew with tables times nodes). A table is adopted
+by taking its lease and rebuilding it from its log. A
 stopping node adopts nothing: it hands its tables over, and hears its own handover like the
 others; its scan is cancelled, and checks that it is stopping at each step besides, since a
 cancellation that lands during a redis-py command is now and then lost.
@@ -28,7 +32,7 @@ import msgspec
 from server import bus
 from server.node.hosting import ELIDED, Lease, nap
 from server.stores import LeaseLost, StoreUnavailable
-from server.stores.base import table_channel
+from server.stores.base import Share, table_channel
 from server.table.commands import (
     LogEntry,
     Resume,
@@ -49,6 +53,15 @@ FULL_SCAN = 10.0
 
 SCAN_GAP = 1 / 12
 """Share of the TTL at least between two looks for orphans, however often something asks."""
+
+
+def _share_of(node_id: str, live: set[str]) -> Share | None:
+    """This node's share of the tables for a periodic scan: its place among the live nodes
+    (all of them, ``None``, if it is not among them)."""
+    nodes = sorted(live)
+    if node_id not in nodes:
+        return None
+    return nodes.index(node_id), len(nodes)
 
 
 class Failover:
@@ -94,11 +107,14 @@ class Failover:
                     self._give_up_on(known - live)
                 self._silent = (self._silent | (known - live)) - live
                 known = self._live = live
-                if now >= self._scan_until and now < next_full:
-                    continue
+                share = None  # a node was seen going, a table moving: look everywhere
+                if now >= self._scan_until:
+                    if now < next_full:
+                        continue
+                    share = _share_of(self.id, live)
                 if now >= next_full:
                     next_full = now + FULL_SCAN
-                orphans = await self.store.adoptable_tables()
+                orphans = await self.store.adoptable_tables(share)
             except StoreUnavailable:
                 continue
             await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))

@@ -36,6 +36,7 @@ import abc
 import enum
 import secrets
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -65,6 +66,19 @@ class LeaseLost(Exception):
     """Fenced out: this process does not hold the table's lease with that token (another node
     hosts it, or the lease lapsed), or the log has moved past the position the write expected.
     The caller must stop hosting the table at once. Nothing was written."""
+
+
+Share = tuple[int, int]
+"""``(i, n)``: the i-th of n disjoint parts of the tables (see :func:`in_share`)."""
+
+
+def in_share(table_id: str, share: Share | None) -> bool:
+    """Whether ``table_id`` falls in ``share`` (every table does when it is ``None``): by a
+    hash of the id, so that the n parts are disjoint, cover every table and are about even."""
+    if share is None:
+        return True
+    index, count = share
+    return zlib.crc32(table_id.encode()) % count == index
 
 
 class Whereabouts(enum.Enum):
@@ -245,9 +259,10 @@ class Store(abc.ABC):
         """Give the lease up (if held with ``token``) so another node adopts the table."""
 
     @abc.abstractmethod
-    async def adoptable_tables(self) -> list[str]:
+    async def adoptable_tables(self, share: Share | None = None) -> list[str]:
         """Tables still hosted (not retired) whose lease nobody holds, or an earlier
-        incarnation of this node holds. Forgets the ids of tables that are gone."""
+        incarnation of this node holds. Forgets the ids of tables that are gone. ``share``
+        ``(i, n)``: look only at the hosted tables of share ``i`` of ``n`` (:func:`in_share`)."""
 
     @abc.abstractmethod
     async def locate(self, table_id: str) -> Location:

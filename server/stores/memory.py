@@ -21,9 +21,11 @@ from server.stores.base import (
     LeaseLost,
     LobbyRecord,
     Location,
+    Share,
     Store,
     Whereabouts,
     holder_value,
+    in_share,
     parse_holder,
 )
 
@@ -180,12 +182,13 @@ class MemoryStore(Store):
         if self._holder(table_id) == self._mine(token):
             del self._leases[table_id]
 
-    async def adoptable_tables(self) -> list[str]:
-        gone = {t for t in self._hosted if self._is_retired(t) or t not in self._logs}
+    async def adoptable_tables(self, share: Share | None = None) -> list[str]:
+        hosted = {t for t in self._hosted if in_share(t, share)}
+        gone = {t for t in hosted if self._is_retired(t) or t not in self._logs}
         self._hosted -= {t for t in gone if self._holder(t) is None}
         return sorted(
             t
-            for t in self._hosted - gone
+            for t in hosted - gone
             if (holder := self._holder(t)) is None or self._earlier_self(holder)
         )
 

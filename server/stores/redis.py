@@ -129,10 +129,12 @@ from server.stores.base import (
     LeaseLost,
     LobbyRecord,
     Location,
+    Share,
     Store,
     StoreUnavailable,
     Whereabouts,
     holder_value,
+    in_share,
 )
 from server.tasks import cancel_until_done
 
@@ -654,9 +656,10 @@ class RedisStore(Store):
             found = await self._locate(keys=self._locate_keys(table_id))
         return self._location(found)
 
-    async def adoptable_tables(self) -> list[str]:
+    async def adoptable_tables(self, share: Share | None = None) -> list[str]:
         with self._reaching():
-            hosted = sorted(raw.decode() for raw in await self._redis.smembers(HOSTED_KEY))
+            members = await self._redis.smembers(HOSTED_KEY)
+            hosted = sorted(t for raw in members if in_share(t := raw.decode(), share))
             if not hosted:
                 return []
             async with self._redis.pipeline(transaction=False) as pipe:

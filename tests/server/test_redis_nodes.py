@@ -261,3 +261,53 @@ async def test_a_node_hears_the_lobby_only_while_someone_there_watches_it(
     async with asyncio.timeout(5):  # a watcher that leaves by closing its connection
         while await subscribers():
             await asyncio.sleep(0.05)
+
+
+async def test_a_nodes_periodic_orphan_scan_looks_at_its_share_and_a_node_going_at_all(
+    make_server, redis_url_clean, monkeypatch
+) -> None:
+    """Every node used to look at every hosted table every FULL_SCAN seconds: Redis's work grew
+    with tables times nodes. The periodic scan now covers this node's share (its place among the
+    live nodes), while a node seen going (or a start, a table found moving) makes it look at
+    every table, as before, so adoption is as prompt."""
+    from server.node import failover
+    from server.stores.redis import RedisStore
+
+    monkeypatch.setattr(failover, "FULL_SCAN", 0.2)
+    others = [RedisStore(redis_url_clean, node) for node in ("node-a", "node-c")]
+    for other in others:
+        await other.start()
+    await others[0].heartbeat(60)
+
+    async def node_c_lives() -> None:
+        while True:
+            await others[1].heartbeat(1.0)
+            await asyncio.sleep(0.2)
+
+    node_c = asyncio.create_task(node_c_lives())
+    try:
+        server = await make_server(redis_url=redis_url_clean, node_id="node-b")
+        shares: list[object] = []
+        scan = server.store.adoptable_tables
+
+        async def spy(share=None):
+            shares.append(share)
+            return await scan(share)
+
+        server.store.adoptable_tables = spy
+        async with asyncio.timeout(10):  # the start's window of full scans ends (2 TTLs)
+            while (1, 3) not in shares:
+                await asyncio.sleep(0.05)
+        assert set(shares) == {None, (1, 3)}, "full scans at start, then its share of three"
+        node_c.cancel()  # node-c stops heartbeating: its share is nobody's until it is seen gone
+        mark = len(shares)
+        async with asyncio.timeout(10):
+            while (1, 2) not in shares[mark:]:  # node-b is second of the two left
+                await asyncio.sleep(0.05)
+        after = shares[mark:]
+        assert None in after[: after.index((1, 2))], "node-c seen going: a look at every table"
+        assert set(after) <= {None, (1, 3), (1, 2)}
+    finally:
+        node_c.cancel()
+        for other in others:
+            await other.close()
