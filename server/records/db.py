@@ -342,6 +342,8 @@ class PostgresWriter:
 
     async def run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
         """:meth:`Database.run_each` on the writer's thread."""
+        if not self._thread.is_alive():
+            raise DatabaseError("the records writer is closed")
         done = asyncio.run_coroutine_threadsafe(self._run_each(scripts), self._loop)
         return await asyncio.wrap_future(done)
 

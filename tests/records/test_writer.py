@@ -14,9 +14,9 @@ import pytest
 
 from games import verify
 from games.blackdrez import rules as blackdrez
-from server.records.db import Script, T
+from server.records.db import DatabaseError, Script, T
 from server.records.store import RecordsStore
-from server.records.writer import RETIRE_WAIT, RecordsWriter
+from server.records.writer import RETIRE_WAIT, RecordsWriter, finished
 from server.table.room import GameOver
 from server.testing.postgres_server import PostgresServer
 
@@ -205,4 +205,18 @@ async def test_on_postgresql_the_writer_connects_again_after_its_connection_is_c
     finally:
         await writer.stop()
         await store.close()
+        postgres_server.drop_schema(url)
+
+
+async def test_a_closed_postgresql_writer_refuses_a_batch_instead_of_hanging(
+    postgres_server: PostgresServer,
+) -> None:
+    url = postgres_server.create_schema()
+    store = await RecordsStore.open(url)
+    await store.close()
+    try:
+        async with asyncio.timeout(5):
+            with pytest.raises(DatabaseError):
+                await store.put_games([finished(game_over("t1", 1))])
+    finally:
         postgres_server.drop_schema(url)
