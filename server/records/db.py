@@ -294,14 +294,8 @@ class PostgresDatabase:
         return await self._pool.fetchval(sql, *args)
 
     async def run(self, script: Script[T]) -> T:
-        async with self._pool.acquire() as connection, connection.transaction():
-            try:
-                statement = next(script)
-                while True:
-                    sql, args = statement
-                    statement = script.send(list(await connection.fetch(sql, *args)))
-            except StopIteration as done:
-                return done.value
+        async with self._pool.acquire() as connection:
+            return await _run_in_transaction(connection, script)
 
     async def run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
         if self._writer is None:
@@ -312,6 +306,18 @@ class PostgresDatabase:
         if self._writer is not None:
             await asyncio.to_thread(self._writer.close)
         await self._pool.close()
+
+
+async def _run_in_transaction(connection: Any, script: Script[T]) -> T:
+    """Run ``script`` on an asyncpg ``connection`` in one transaction."""
+    async with connection.transaction():
+        try:
+            statement = next(script)
+            while True:
+                sql, args = statement
+                statement = script.send(list(await connection.fetch(sql, *args)))
+        except StopIteration as done:
+            return done.value
 
 
 async def _run_each_on(
@@ -361,15 +367,7 @@ class PostgresWriter:
         return results, error
 
     async def _run(self, script: Script[T]) -> T:
-        connection = self._connection
-        async with connection.transaction():
-            try:
-                statement = next(script)
-                while True:
-                    sql, args = statement
-                    statement = script.send(list(await connection.fetch(sql, *args)))
-            except StopIteration as done:
-                return done.value
+        return await _run_in_transaction(self._connection, script)
 
     def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None
