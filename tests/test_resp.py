@@ -6,6 +6,7 @@ another call's, and the URL's password and database are used."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -183,3 +184,44 @@ def test_it_works_on_uvloop_the_nodes_event_loop(redis_url_clean: str) -> None:
             connection.close()
 
     assert uvloop.run(round_trip()) == b"on uvloop"
+
+
+def test_a_reply_that_came_while_the_loop_was_held_is_read_before_the_timeout_judges(
+    redis_url_clean: str,
+) -> None:
+    """When a timer's callback held the loop past a call's timeout (or the process was paused
+    there), the reply sitting unread in the socket settles the call: the loop (uvloop, whose
+    libuv reads the sockets before it runs the timers that fell due meanwhile) never lets the
+    timeout close the connection first, which would fail every append out, logged by Redis or
+    not. This guards that order, which the commit link relies on. A reply that truly did not
+    come still times out."""
+
+    async def held_past_the_timeout() -> tuple[Any, Any, bool]:
+        connection = await RespConnection.open(redis_url_clean, 2.0)
+        try:
+            answered = connection.call(["ECHO", "sent before the pause"], 0.2)
+            got: list[Any] = []
+            connection.call_then(["ECHO", "and its follower"], 0.2, got.append)
+            # a timer's callback holds the loop: Redis answers meanwhile, the timeouts fall due
+            asyncio.get_running_loop().call_later(0.01, time.sleep, 0.6)
+            first = await answered
+            await asyncio.sleep(0)
+            return first, got[0], connection.lost
+        finally:
+            connection.close()
+
+    first, second, lost = uvloop.run(held_past_the_timeout())
+    assert (first, second, lost) == (b"sent before the pause", b"and its follower", False)
+
+    async def no_reply() -> BaseException:
+        connection = await RespConnection.open(redis_url_clean, 2.0)
+        try:
+            blocked = connection.call(["BLPOP", "never-pushed", "5"], 0.2)
+            asyncio.get_running_loop().call_later(0.01, time.sleep, 0.4)
+            with pytest.raises(redis.exceptions.TimeoutError) as error:
+                await blocked
+            return error.value
+        finally:
+            connection.close()
+
+    assert "within 0.2 s" in str(uvloop.run(no_reply()))
