@@ -145,7 +145,7 @@ async def test_the_writer_keeps_up_with_a_node_whose_every_loop_turn_is_busy(
         await writer.stop()
         await store.close()
     assert writer.written_count == 100
-    assert took < 2.0, f"100 games took {took:.1f} s to store"
+    assert took < 3.0, f"100 games took {took:.1f} s to store"  # one game per hop: 4.2 s here
 
 
 async def test_a_failed_write_is_retried_from_the_game_it_stopped_at_in_order_exactly_once(
