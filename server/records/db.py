@@ -39,7 +39,7 @@ import functools
 import re
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -268,7 +268,7 @@ class PostgresDatabase:
 
     dialect: Dialect = "postgresql"
 
-    def __init__(self, url: str, pool: Any, writer: PostgresWriter | None = None) -> None:
+    def __init__(self, url: str, pool: Any, writer: PostgresWriter) -> None:
         self.url = redact(url)
         self._pool = pool
         self._writer = writer
@@ -298,13 +298,10 @@ class PostgresDatabase:
             return await _run_in_transaction(connection, script)
 
     async def run_each(self, scripts: Sequence[Script[T]]) -> tuple[list[T], Exception | None]:
-        if self._writer is None:
-            return await _run_each_on(self.run, scripts)
         return await self._writer.run_each(scripts)
 
     async def close(self) -> None:
-        if self._writer is not None:
-            await asyncio.to_thread(self._writer.close)
+        await asyncio.to_thread(self._writer.close)
         await self._pool.close()
 
 
@@ -318,18 +315,6 @@ async def _run_in_transaction(connection: Any, script: Script[T]) -> T:
                 statement = script.send(list(await connection.fetch(sql, *args)))
         except StopIteration as done:
             return done.value
-
-
-async def _run_each_on(
-    run: Callable[[Script[T]], Awaitable[T]], scripts: Sequence[Script[T]]
-) -> tuple[list[T], Exception | None]:
-    results: list[T] = []
-    for script in scripts:
-        try:
-            results.append(await run(script))
-        except Exception as error:
-            return results, error
-    return results, None
 
 
 class PostgresWriter:
@@ -361,13 +346,15 @@ class PostgresWriter:
                 self._connection = await asyncpg.connect(self._url)
             except (OSError, asyncpg.PostgresError) as error:
                 return [], error
-        results, error = await _run_each_on(self._run, scripts)
-        if error is not None and not isinstance(error, asyncpg.PostgresError):
-            self._drop_connection()  # the link itself failed: a new one next time
-        return results, error
-
-    async def _run(self, script: Script[T]) -> T:
-        return await _run_in_transaction(self._connection, script)
+        results: list[T] = []
+        for script in scripts:
+            try:
+                results.append(await _run_in_transaction(self._connection, script))
+            except Exception as error:
+                if not isinstance(error, asyncpg.PostgresError):
+                    self._drop_connection()  # the link itself failed: a new one next time
+                return results, error
+        return results, None
 
     def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None

@@ -91,7 +91,6 @@ def _hog_the_loop(slice_seconds: float) -> Callable[[], None]:
     """Keep the event loop as busy as a node at full speed: every turn runs ``slice_seconds``
     of other work. Returns what stops it."""
     loop = asyncio.get_running_loop()
-    handle = loop.call_soon(lambda: None)
 
     def busy() -> None:
         nonlocal handle
