@@ -71,7 +71,7 @@ async def new_page(browser: Browser, base_url: str) -> AsyncIterator[PageFactory
     async def open_page(name: str, width: int = 1280, height: int = 900, csp: bool = False) -> Page:
         # Playwright's wait_for_function evaluates its predicate with eval, which the server's
         # Content-Security-Policy forbids: pages bypass the policy unless a test asks for it
-        # (``csp=True``; then it must not use wait_for_function).
+        # (``csp=True``; then it waits with ``helpers.wait_until``, not wait_for_function).
         context = await browser.new_context(
             viewport={"width": width, "height": height}, bypass_csp=not csp
         )

@@ -24,11 +24,23 @@ async def table_state(page: Page) -> dict[str, Any]:
     )
 
 
+async def wait_until(page: Page, expression: str, timeout: float = 5000) -> None:
+    """Wait until the JavaScript ``expression`` is true on ``page`` (timeout in ms). It polls
+    with ``evaluate``, which the page's Content-Security-Policy does not apply to, where
+    Playwright's ``wait_for_function`` evaluates its predicate with eval once its first check
+    fails: the policy forbids that."""
+    deadline = asyncio.get_running_loop().time() + timeout / 1000
+    while not await page.evaluate(f"!!({expression})"):
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"waited {timeout:.0f} ms for {expression}")
+        await asyncio.sleep(0.02)
+
+
 async def click_and_wait(page: Page, target: Locator, timeout: float = 5000) -> None:
     """Click ``target`` and wait until the table on screen received the resulting events."""
     before = await seq(page)
     await target.click()
-    await page.wait_for_function(f"{SEQ} > {before}", timeout=timeout)
+    await wait_until(page, f"{SEQ} > {before}", timeout=timeout)
 
 
 async def create_table(

@@ -15,6 +15,7 @@ from tests.browser.helpers import (
     play_turn,
     seq,
     table_state,
+    wait_until,
 )
 
 
@@ -242,10 +243,8 @@ async def test_the_host_adds_bots_from_the_table_and_plays_them(new_page) -> Non
     await host.locator("#ready").click()
     start = host.locator("#start")
     await start.wait_for()
-    deadline = time.monotonic() + 30
-    while await start.is_disabled():  # (no wait_for_function: the policy forbids its eval)
-        assert time.monotonic() < deadline, "the start button stayed disabled"
-        await asyncio.sleep(0.05)
+    # (wait_until, not wait_for_function: the policy forbids the latter's eval)
+    await wait_until(host, "!document.querySelector('#start').disabled", timeout=30000)
     await start.click()
     await host.locator("#stock-count").wait_for()
     deadline = time.monotonic() + 30
