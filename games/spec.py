@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+import msgspec
+
 
 class GameSpec:
     """One game as the rest of the project sees it; the defaults suit a solitaire."""
@@ -54,6 +56,17 @@ class GameSpec:
     def deck(self, config: Any) -> list[str]:
         """The unshuffled deck in canonical order."""
         raise NotImplementedError
+
+    def action_of(self, wire: Any) -> Any:
+        """``wire`` (an action's wire form) as this game's action: exactly what
+        ``msgspec.convert(wire, self.action)`` returns, or the ``msgspec.ValidationError`` it
+        raises, with the same message. About ten times faster: msgspec keeps what it learns of a
+        Struct's fields, but learns a bare union anew at each call (about 20 µs), so here the
+        union is converted as the one field of a Struct made for it (:func:`action_holder`)."""
+        try:
+            return msgspec.convert({"action": wire}, action_holder(self.action)).action
+        except msgspec.ValidationError as error:
+            raise msgspec.ValidationError(_unheld(str(error))) from None
 
     def contexts(self, config: Any) -> list[str]:
         """The shuffle contexts, one per list of the engine's ``deal_order``."""
@@ -120,3 +133,21 @@ class GameSpec:
     def turn_seconds(self, options: Any) -> float | None:
         """The turn timer, or ``None`` for no timer (solitaires)."""
         return None
+
+
+_HOLDERS: dict[Any, type[msgspec.Struct]] = {}
+
+
+def action_holder(action: Any) -> type[msgspec.Struct]:
+    """A Struct whose one field, ``action``, has the type ``action`` (made once per type)."""
+    holder = _HOLDERS.get(action)
+    if holder is None:
+        holder = _HOLDERS[action] = msgspec.defstruct("ActionHolder", [("action", action)])
+    return holder
+
+
+def _unheld(message: str) -> str:
+    """A validation message about the holder's field as msgspec words it about the bare value:
+    the path ``$.action...`` is ``$...``, and a message about the value itself names no path."""
+    message = message.removesuffix(" - at `$.action`")
+    return message.replace("`$.action", "`$")

@@ -89,7 +89,7 @@ def steps(engine: Any, record: Record) -> Iterator[Step]:
     for index, pair in enumerate(record.actions):
         try:
             seat, wire = pair
-            action = msgspec.convert(wire, game.action)
+            action = game.action_of(wire)
         except (ValueError, TypeError, msgspec.ValidationError) as error:
             raise ReplayError(
                 f"action {index} {pair!r} is not a {game.name} action: {error}", index

@@ -594,7 +594,7 @@ class Room:
         self._check(TableCommand.ACT)
         seat = self._seat_required(player)
         try:
-            move = msgspec.convert(action, self.spec.action)
+            move = self.spec.action_of(action)
         except msgspec.ValidationError as error:
             raise RoomError(ErrorCode.BAD_ACTION, f"not an action of this game: {error}") from None
         self._apply(seat, move)
