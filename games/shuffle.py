@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import struct
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
@@ -51,15 +52,17 @@ def _blocks(seed: str, context: str) -> Iterator[bytes]:
     prefix = context.encode("utf-8")
     counter = 0
     while True:
-        yield hmac.new(key, prefix + counter.to_bytes(8, "big"), hashlib.sha256).digest()
+        yield hmac.digest(key, prefix + counter.to_bytes(8, "big"), "sha256")
         counter += 1
+
+
+_EIGHT_WORDS = struct.Struct(">8I")
 
 
 def _words(seed: str, context: str) -> Iterator[int]:
     """Yield the stream as big-endian unsigned 32-bit integers."""
     for block in _blocks(seed, context):
-        for offset in range(0, 32, 4):
-            yield int.from_bytes(block[offset : offset + 4], "big")
+        yield from _EIGHT_WORDS.unpack(block)
 
 
 def _randbelow(words: Iterator[int], n: int) -> int:
@@ -75,7 +78,13 @@ def shuffled(deck: Sequence[T], seed: str, context: str = DEFAULT_CONTEXT) -> li
     cards = list(deck)
     words = _words(seed, context)
     for i in range(len(cards) - 1, 0, -1):
-        j = _randbelow(words, i + 1)
+        # _randbelow(words, i + 1), written out: this loop runs for every deal, live and replayed
+        n = i + 1
+        limit = (1 << 32) - ((1 << 32) % n)
+        x = next(words)
+        while x >= limit:
+            x = next(words)
+        j = x % n
         cards[i], cards[j] = cards[j], cards[i]
     return cards
 
