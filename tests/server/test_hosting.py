@@ -262,8 +262,10 @@ async def test_an_action_logged_while_its_lease_is_found_lost_is_acknowledged_no
         # the renewal's verdict, processed before this write's reply
         node._drop_lost_table(table_id)
 
-    store.append_log = append_then_lose
+    # (installed once a player is on turn: a round won on the deal is followed by the next
+    # round's start, a logged system action, which must not be the one that loses the table)
     mover = await player_on_turn([a, b], table)
+    store.append_log = append_then_lose
     logged = len(await store.read_log(table))
     ok = await mover.act(table, mover.tables[table].legal[0])
     assert isinstance(ok, v1.Ok)
@@ -289,8 +291,8 @@ async def test_an_action_whose_append_fails_after_its_lease_is_found_lost_is_ref
         await asyncio.to_thread(own_redis.stop)
         await real_append(table_id, *args, **kwargs)
 
+    mover = await player_on_turn([a, b], table)  # (then the patch: see the test above)
     store.append_log = lose_then_fail
-    mover = await player_on_turn([a, b], table)
     act = v1.Act(table=table, action=mover.tables[table].legal[0])
     with pytest.raises(ServerError) as error:
         await mover.request(act, moving_patience=0)
