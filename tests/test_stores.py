@@ -24,7 +24,7 @@ from server.stores.base import (
     table_channel,
 )
 from server.stores.memory import MemoryStore
-from server.stores.redis import RedisStore
+from server.stores.redis import SCAN_CHUNK, RedisStore
 from server.testing.redis_server import RedisServer
 
 from .leases import SHORT_LEASE, until_lapsed
@@ -385,6 +385,47 @@ async def test_the_shares_of_an_orphan_scan_are_disjoint_and_cover_every_table(
         found = [await store.adoptable_tables((index, count)) for index in range(count)]
         assert sorted(t for share in found for t in share) == sorted(tables), count
         assert all(share for share in found), f"{count} shares of 30 tables, one empty"
+
+
+async def test_an_orphan_scan_lets_the_event_loop_run_between_its_round_trips(
+    open_redis_store: OpenRedisStore,
+) -> None:
+    """An orphan scan of many tables locates them at most ``SCAN_CHUNK`` per round trip, and the
+    event loop runs other work between: one pipeline of every table held the loop while it
+    packed and parsed them all, and every table of the node waited behind the scan."""
+    store = await open_redis_store()
+    tables = [f"t{i:03d}" for i in range(5 * SCAN_CHUNK)]
+    for table in tables:
+        token = await store.acquire_lease(table, 30)
+        assert token is not None
+        await store.append_log(table, token, 1, b"create")
+    turns = 0
+
+    async def tick() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    seen: list[int] = []  # the loop's turn count at each locate queued
+    queue_script = store._queue_script
+
+    def counted(pipe, script, keys, args):  # type: ignore[no-untyped-def]
+        if script is store._locate:
+            seen.append(turns)
+        return queue_script(pipe, script, keys, args)
+
+    store._queue_script = counted  # type: ignore[method-assign]
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0)
+    try:
+        assert await store.adoptable_tables() == []  # all held, by this very node
+    finally:
+        ticker.cancel()
+    assert len(seen) == len(tables)
+    stretches = [seen.count(turn) for turn in sorted(set(seen))]
+    assert max(stretches) <= SCAN_CHUNK, stretches
+    assert len(stretches) >= len(tables) // SCAN_CHUNK, stretches
 
 
 async def test_a_lapsed_lease_fences_its_old_holder_out(store: Store) -> None:
