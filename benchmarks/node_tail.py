@@ -1,0 +1,167 @@
+"""What a node's tail latency is made of: store and records database on and off, taking turns.
+
+    python3 benchmarks/node_tail.py [--rate 1050] [--repeat 4] [--tables 300] [--duration 8]
+        [--variants redis,redis-no-records,memory,memory-no-records] [--trees DIR,DIR]
+        [--json FILE]
+
+Theory of operation
+-------------------
+Each run is ``blackdrez loadtest --spawn-server --mode play`` pinned as the headline pins it
+(the node on CPU 0, the bots and Redis on CPU 1), ``--tables`` tables of 4 bots paced to
+``--rate`` actions/s (0: full speed). The variants take turns within each repetition, so a
+drift of the machine's speed hurts them alike:
+
+* ``redis`` / ``memory``: the store, with a records database (SQLite, the load tool's own);
+* ``...-no-records``: the same with ``--db-url none``: no records writer at all.
+
+With ``--trees``, each variant runs with the node started from each of those source trees in
+turn (``--server-dir``; say ``git worktree add /tmp/before HEAD~3``), named ``variant@tree``.
+
+The spawned node also serves ``/metrics`` on a port of this script's choosing, read every half
+second while the run lasts: the node's own ``blackdrez_action_seconds`` (an action's receipt to
+its update handed to the connections: what the store's round trip and the node's queueing add,
+without the bots' side) over the whole run, ramp and warm-up included, and the most finished
+games ever waiting for the records writer (``blackdrez_records_pending``: at full speed, whether
+the writer keeps up). Printed per run and as medians per variant, with the client's p50 and p99
+(the window only) and the node's CPU share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools.loadtest import cli as loadtest
+from tools.loadtest.procfs import free_port
+
+VARIANTS = {
+    "redis": ["--redis"],
+    "redis-no-records": ["--redis", "--server-arg=--db-url none"],
+    "memory": [],
+    "memory-no-records": ["--server-arg=--db-url none"],
+}
+BUCKET = re.compile(r'^blackdrez_action_seconds_bucket\{le="([^"]+)"\} (\S+)$', re.M)
+PENDING = re.compile(r"^blackdrez_records_pending (\S+)$", re.M)
+
+
+class Scraper(threading.Thread):
+    """Reads a node's ``/metrics`` every half second until told to stop: the last action-time
+    histogram read and the most records ever pending."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(daemon=True)
+        self.url = f"http://127.0.0.1:{port}/metrics"
+        self.buckets: list[tuple[float, float]] = []
+        self.pending_max = 0.0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            try:
+                text = urllib.request.urlopen(self.url, timeout=2).read().decode()
+            except OSError:
+                continue  # not up yet, or already stopped
+            buckets = [(float(le), float(n)) for le, n in BUCKET.findall(text)]
+            if buckets and buckets[-1][1] > 0:
+                self.buckets = buckets
+            for value in PENDING.findall(text):
+                self.pending_max = max(self.pending_max, float(value))
+
+    def quantile(self, q: float) -> float | None:
+        """The upper bound (ms) of the histogram bucket holding quantile ``q``."""
+        if not self.buckets:
+            return None
+        total = self.buckets[-1][1]
+        for bound, count in self.buckets:
+            if count >= q * total:
+                return 1000 * bound
+        return None
+
+
+def one_run(common: list[str], extra: list[str]) -> dict[str, Any]:
+    """A load run with a scraper on the spawned node's metrics port."""
+    port = free_port()
+    scraper = Scraper(port)
+    scraper.start()
+    try:
+        report = loadtest.report_of([*common, *extra, f"--server-arg=--metrics-port {port}"])
+    finally:
+        scraper.done.set()
+        scraper.join()
+    return {
+        "actions_per_s": report["actions_per_s"],
+        "p50_ms": report["latency_ms"]["p50"],
+        "p99_ms": report["latency_ms"]["p99"],
+        "node_cpu": report["server_cpu_share"],
+        "node_action_p50_ms": scraper.quantile(0.5),
+        "node_action_p99_ms": scraper.quantile(0.99),
+        "records_pending_max": scraper.pending_max,
+        "errors": report["errors"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the variants in turns (module docstring); print each run and the medians."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rate", type=float, default=1050.0, help="actions/s in all (0: full speed)")
+    p.add_argument("--repeat", type=int, default=4)
+    p.add_argument("--tables", type=int, default=300, help="tables of 4 bots")
+    p.add_argument("--duration", type=float, default=8.0, help="seconds measured per run")
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--trees", default="", help="comma-separated source trees to compare")
+    p.add_argument("--json", metavar="FILE")
+    args = p.parse_args(argv)
+    names = [name for name in args.variants.split(",") if name]
+    if unknown := set(names) - set(VARIANTS):
+        p.error(f"unknown variants: {', '.join(sorted(unknown))}")
+    common = [
+        "--spawn-server", "--mode", "play", "-c", str(4 * args.tables), "--duration",
+        str(args.duration), "--warmup", "2", "--server-cpus", "0", "--worker-cpus", "1",
+        "--action-rate", str(args.rate),
+    ]  # fmt: skip
+    trees = [tree for tree in args.trees.split(",") if tree]
+    plans = {name: VARIANTS[name] for name in names}
+    if trees:
+        plans = {
+            f"{name}@{tree}": [*extra, "--server-dir", tree]
+            for name, extra in plans.items()
+            for tree in trees
+        }
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in plans}
+    for _ in range(args.repeat):
+        for name, extra in plans.items():
+            run = one_run(common, extra)
+            runs[name].append(run)
+            print(f"  {name}: {json.dumps(run)}", file=sys.stderr, flush=True)
+    medians = {}
+    for name, series in runs.items():
+        row = {}
+        for key in series[0]:
+            values = [run[key] for run in series if run[key] is not None]
+            row[key] = statistics.median(values) if values else None
+        row["p99_ms_each"] = [run["p99_ms"] for run in series]
+        medians[name] = row
+        print(
+            f"{name:<24} {row['actions_per_s']:>7,.0f} actions/s; client p50 {row['p50_ms']:.2f}"
+            f" ms, p99 {row['p99_ms']:.2f} ms {row['p99_ms_each']}; node CPU "
+            f"{row['node_cpu']:.2f}; node's own action time p50 <= {row['node_action_p50_ms']}"
+            f" ms, p99 <= {row['node_action_p99_ms']} ms; records pending at most "
+            f"{row['records_pending_max']:.0f}"
+        )
+    if args.json:
+        report = {"argv": argv or sys.argv[1:], "machine": loadtest.machine(), "runs": runs}
+        Path(args.json).write_text(json.dumps({**report, "medians": medians}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
