@@ -55,9 +55,7 @@ def outcome(convert: Any, wire: Any) -> tuple[str, Any]:
 def test_action_of_is_msgspec_convert_to_the_action_union(game: str, data: st.DataObject) -> None:
     spec = GAMES[game]
     wire = data.draw(wire_actions(game))
-    assert outcome(spec.action_of, wire) == outcome(
-        lambda w: msgspec.convert(w, spec.action), wire
-    )
+    assert outcome(spec.action_of, wire) == outcome(lambda w: msgspec.convert(w, spec.action), wire)
 
 
 @pytest.mark.parametrize(
