@@ -78,13 +78,7 @@ def shuffled(deck: Sequence[T], seed: str, context: str = DEFAULT_CONTEXT) -> li
     cards = list(deck)
     words = _words(seed, context)
     for i in range(len(cards) - 1, 0, -1):
-        # _randbelow(words, i + 1), written out: this loop runs for every deal, live and replayed
-        n = i + 1
-        limit = (1 << 32) - ((1 << 32) % n)
-        x = next(words)
-        while x >= limit:
-            x = next(words)
-        j = x % n
+        j = _randbelow(words, i + 1)
         cards[i], cards[j] = cards[j], cards[i]
     return cards
 
