@@ -14,6 +14,11 @@ turns within each repetition, so that a machine whose load drifts hurts them ali
    invocation). The server is pinned to CPU 0, the load's workers and Redis to CPU 1.
 2. **half**: the same tables paced (``--action-rate``) to half the median Redis maximum of part
    1 (or ``--half-rate``), with Redis and in memory: the act -> update latency there.
+With ``--redis-priority favoured`` the Redis of parts 1 and 2 runs before the load's workers
+on the CPU they share (``loadtest --redis-favoured``: ``SCHED_FIFO``), standing in for a Redis with
+a core of its own; ``both`` runs the Redis series plain and favoured, taking turns, with part 2
+paced to half the plain Redis maximum.
+
 3. **workers**: with Redis, at full speed, ``serve --workers 1`` then ``--workers 2``, unpinned:
    the workers, Redis and the bots share the machine's cores, as they would on one machine.
 
@@ -90,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=float, default=2.0)
     p.add_argument("--parts", default=",".join(PARTS), help="comma-separated: max,half,workers")
     p.add_argument("--half-rate", type=float, help="actions/s of part 2 (default: from part 1)")
+    p.add_argument("--redis-priority", choices=("plain", "favoured", "both"), default="plain")
     p.add_argument("--json", metavar="FILE")
     args = p.parse_args(argv)
     parts = [part for part in args.parts.split(",") if part]
@@ -101,33 +107,37 @@ def main(argv: list[str] | None = None) -> int:
     ]  # fmt: skip
     report: dict[str, Any] = {"machine": loadtest.machine(), "argv": argv or sys.argv[1:]}
     lines: list[str] = []
+    redis = {
+        "plain": {"redis": ["--redis"]},
+        "favoured": {"redis": ["--redis", "--redis-favoured"]},
+        "both": {"redis": ["--redis"], "redis favoured": ["--redis", "--redis-favoured"]},
+    }[args.redis_priority]
     if "max" in parts:
-        rows = _series(
-            [*common, *PINNED, "--baseline"], {"memory": [], "redis": ["--redis"]}, args.repeat
-        )
+        rows = _series([*common, *PINNED, "--baseline"], {"memory": [], **redis}, args.repeat)
         report["max"] = rows
-        share = rows["redis"]["actions_per_s"] / max(rows["memory"]["actions_per_s"], 1e-9)
-        report["redis_share_of_memory"] = share
-        lines += [
-            _line("full speed, in memory", rows["memory"]),
-            _line("full speed, Redis", rows["redis"]),
-            f"Redis max = {100 * share:.0f}% of the in-memory max (target >= 90%)",
-        ]
+        for name in redis:
+            share = rows[name]["actions_per_s"] / max(rows["memory"]["actions_per_s"], 1e-9)
+            report[f"{name.replace(' ', '_')}_share_of_memory"] = share
+            lines += [
+                _line(f"full speed, {name}", rows[name]),
+                f"{name} max = {100 * share:.0f}% of the in-memory max (target >= 90%)",
+            ]
+        lines.append(_line("full speed, in memory", rows["memory"]))
     if "half" in parts:
         rate = args.half_rate or report.get("max", {}).get("redis", {}).get("actions_per_s")
         if not rate:
             p.error("part half needs part max or --half-rate")
         rate = round(rate / 2) if not args.half_rate else round(rate)
         paced = ["--action-rate", str(rate)]
-        rows = _series(
-            [*common, *PINNED], {"redis": ["--redis", *paced], "memory": paced}, args.repeat
-        )
+        variants = {name: [*extra, *paced] for name, extra in redis.items()}
+        rows = _series([*common, *PINNED], {**variants, "memory": paced}, args.repeat)
         report["half"] = {"action_rate": rate, **rows}
-        lines += [
-            _line(f"{rate}/s, Redis", rows["redis"]),
-            _line(f"{rate}/s, in memory", rows["memory"]),
-            f"Redis p99 at half its max: {rows['redis']['p99_ms']:.2f} ms (target <= 10 ms)",
-        ]
+        for name in redis:
+            lines += [
+                _line(f"{rate}/s, {name}", rows[name]),
+                f"{name} p99 at half its max: {rows[name]['p99_ms']:.2f} ms (target <= 10 ms)",
+            ]
+        lines.append(_line(f"{rate}/s, in memory", rows["memory"]))
     if "workers" in parts:
         rows = _series(
             common,

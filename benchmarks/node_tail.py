@@ -1,7 +1,8 @@
 """What a node's tail latency is made of: store and records database on and off, taking turns.
 
     python3 benchmarks/node_tail.py [--rate 1050] [--repeat 4] [--tables 300] [--duration 8]
-        [--variants redis,redis-no-records,memory,memory-no-records] [--trees DIR,DIR]
+        [--variants redis,redis-no-records,redis-favoured,memory,memory-no-records]
+        [--trees DIR,DIR]
         [--json FILE]
 
 Theory of operation
@@ -12,7 +13,8 @@ Each run is ``blackdrez loadtest --spawn-server --mode play`` pinned as the head
 drift of the machine's speed hurts them alike:
 
 * ``redis`` / ``memory``: the store, with a records database (SQLite, the load tool's own);
-* ``...-no-records``: the same with ``--db-url none``: no records writer at all.
+* ``...-no-records``: the same with ``--db-url none``: no records writer at all;
+* ``redis-favoured``: Redis runs before the bots on the CPU they share (``--redis-favoured``).
 
 With ``--trees``, each variant runs with the node started from each of those source trees in
 turn (``--server-dir``; say ``git worktree add /tmp/before HEAD~3``), named ``variant@tree``.
@@ -20,10 +22,11 @@ turn (``--server-dir``; say ``git worktree add /tmp/before HEAD~3``), named ``va
 The spawned node also serves ``/metrics`` on a port of this script's choosing, read every half
 second while the run lasts: the node's own ``blackdrez_action_seconds`` (an action's receipt to
 its update handed to the connections: what the store's round trip and the node's queueing add,
-without the bots' side) over the whole run, ramp and warm-up included, and the most finished
-games ever waiting for the records writer (``blackdrez_records_pending``: at full speed, whether
-the writer keeps up). Printed per run and as medians per variant, with the client's p50 and p99
-(the window only) and the node's CPU share.
+without the bots' side; its mean, exact, and the bucket bounds of its p50 and p99) over the
+whole run, ramp and warm-up included, and the most finished games ever waiting for the records
+writer (``blackdrez_records_pending``: at full speed, whether the writer keeps up). Printed per
+run and as medians per variant, with the client's p50 and p99 (the window only) and the node's
+CPU share.
 """
 
 from __future__ import annotations
@@ -46,11 +49,13 @@ from tools.loadtest.procfs import free_port
 VARIANTS = {
     "redis": ["--redis"],
     "redis-no-records": ["--redis", "--server-arg=--db-url none"],
+    "redis-favoured": ["--redis", "--redis-favoured"],
     "memory": [],
     "memory-no-records": ["--server-arg=--db-url none"],
 }
 BUCKET = re.compile(r'^blackdrez_action_seconds_bucket\{le="([^"]+)"\} (\S+)$', re.M)
 PENDING = re.compile(r"^blackdrez_records_pending (\S+)$", re.M)
+SUM_COUNT = re.compile(r"^blackdrez_action_seconds_(sum|count) (\S+)$", re.M)
 
 
 class Scraper(threading.Thread):
@@ -61,6 +66,7 @@ class Scraper(threading.Thread):
         super().__init__(daemon=True)
         self.url = f"http://127.0.0.1:{port}/metrics"
         self.buckets: list[tuple[float, float]] = []
+        self.totals: dict[str, float] = {}
         self.pending_max = 0.0
         self.done = threading.Event()
 
@@ -73,8 +79,15 @@ class Scraper(threading.Thread):
             buckets = [(float(le), float(n)) for le, n in BUCKET.findall(text)]
             if buckets and buckets[-1][1] > 0:
                 self.buckets = buckets
+                self.totals = {name: float(value) for name, value in SUM_COUNT.findall(text)}
             for value in PENDING.findall(text):
                 self.pending_max = max(self.pending_max, float(value))
+
+    def mean(self) -> float | None:
+        """The mean (ms) of the action times read last."""
+        if not self.totals.get("count"):
+            return None
+        return 1000 * self.totals["sum"] / self.totals["count"]
 
     def quantile(self, q: float) -> float | None:
         """The upper bound (ms) of the histogram bucket holding quantile ``q``."""
@@ -102,6 +115,7 @@ def one_run(common: list[str], extra: list[str]) -> dict[str, Any]:
         "p50_ms": report["latency_ms"]["p50"],
         "p99_ms": report["latency_ms"]["p99"],
         "node_cpu": report["server_cpu_share"],
+        "node_action_mean_ms": scraper.mean(),
         "node_action_p50_ms": scraper.quantile(0.5),
         "node_action_p99_ms": scraper.quantile(0.99),
         "records_pending_max": scraper.pending_max,
@@ -116,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=4)
     p.add_argument("--tables", type=int, default=300, help="tables of 4 bots")
     p.add_argument("--duration", type=float, default=8.0, help="seconds measured per run")
-    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--variants", default="redis,redis-no-records,memory,memory-no-records")
     p.add_argument("--trees", default="", help="comma-separated source trees to compare")
     p.add_argument("--json", metavar="FILE")
     args = p.parse_args(argv)
@@ -153,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name:<24} {row['actions_per_s']:>7,.0f} actions/s; client p50 {row['p50_ms']:.2f}"
             f" ms, p99 {row['p99_ms']:.2f} ms {row['p99_ms_each']}; node CPU "
-            f"{row['node_cpu']:.2f}; node's own action time p50 <= {row['node_action_p50_ms']}"
+            f"{row['node_cpu']:.2f}; node's own action time mean {row['node_action_mean_ms']:.2f}"
+            f" ms, p50 <= {row['node_action_p50_ms']}"
             f" ms, p99 <= {row['node_action_p99_ms']} ms; records pending at most "
             f"{row['records_pending_max']:.0f}"
         )

@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from server.testing.nodes import NodeProcess
-from server.testing.redis_server import RedisServer
+from server.testing.redis_server import RedisServer, answers_ping
 from tools.loadtest import cli as loadtest
 from tools.loadtest import frames, procfs, profiler, workers
 
@@ -152,7 +152,7 @@ def test_the_installed_tool_runs_on_redis_from_any_folder(
         (site / package).symlink_to(CHECKOUT / package)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    store_args = [store] if store == "--redis" else [store, redis_url]
+    store_args = [store, "--redis-favoured"] if store == "--redis" else [store, redis_url]
     command = [
         sys.executable, "-m", "tools.cli", "loadtest", "--spawn-server", *store_args,
         "--mode", "play", "-c", "8", "--workers", "1", "--warmup", "0.5", "--duration", "1",
@@ -164,6 +164,9 @@ def test_the_installed_tool_runs_on_redis_from_any_folder(
     assert run.returncode == 0, run.stderr.decode()[-2000:]
     report = json.loads((elsewhere / "report.json").read_text())
     assert report["redis"] is True and report["failed"] == 0 and report["actions_per_s"] > 0
+    if store == "--redis":  # the Redis it started was favoured over its workers, and says how
+        said = {"SCHED_FIFO 1", "nice -10", "not permitted: as the workers"}
+        assert report["redis_priority"] in said
     assert "(redis lobby" in (elsewhere / "server.log").read_text()
     # the spawned server kept its records in a database of the run's own, now gone: nothing
     # left in the folder but what was asked for, and no run starts with an earlier run's games
@@ -174,6 +177,34 @@ def _log_lengths(redis_url: str) -> dict[str, int]:
     """Each table's log length (entries written so far)."""
     with redis.Redis.from_url(redis_url) as direct:
         return {key.decode(): direct.xlen(key) for key in direct.scan_iter("bd:t:*:log")}
+
+
+def test_a_favoured_process_runs_before_the_workers_and_says_how() -> None:
+    """``favour`` (the load tool's ``--redis-favoured``) sets what it reports on a real Redis:
+    the real-time policy where permitted (as root: CI), else nice -10, else nothing."""
+    server = RedisServer()
+    server.start()
+    try:
+        assert os.sched_getscheduler(server.pid) == os.SCHED_OTHER
+        said = procfs.favour(server.pid)
+        policy = os.sched_getscheduler(server.pid)
+        nice = os.getpriority(os.PRIO_PROCESS, server.pid)
+        if said == "SCHED_FIFO 1":
+            assert (policy, os.sched_getparam(server.pid).sched_priority) == (os.SCHED_FIFO, 1)
+        elif said == "nice -10":
+            assert (policy, nice) == (os.SCHED_OTHER, -10)
+        else:
+            assert (said, policy, nice) == ("", os.SCHED_OTHER, 0)
+        if os.geteuid() == 0 and said == "":
+            pytest.fail("root could not raise a process's priority")
+        assert answers_ping(server.port)  # still serving
+    finally:
+        server.close()
+
+
+def test_favouring_a_redis_is_refused_without_one_to_start() -> None:
+    with pytest.raises(SystemExit, match="--redis-favoured is for the Redis"):
+        loadtest.main(["--spawn-server", "--redis-favoured", "--mode", "play"])
 
 
 def test_bots_act_again_after_a_refusal_while_the_store_restarts(tmp_path: Path) -> None:

@@ -63,6 +63,7 @@ from tools.loadtest.procfs import (
     check_loopback,
     cpu_list,
     cpu_seconds,
+    favour,
     find_server_pid,
     free_port,
     involuntary_switches,
@@ -520,6 +521,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"{report.get('server_preempted_per_s') or 0:.0f}/s; load average before "
             f"{report.get('load_average_before') or 0:.2f}"
         )
+    if report.get("redis_priority"):
+        lines.append(f"Redis favoured over the workers: {report['redis_priority']}")
     lines.append(
         f"frames/s {report['frames_per_s']:,.0f} (mean {report['mean_frame_bytes'] or 0:.0f} B), "
         f"sent/s {report['sent_per_s']:,.0f}, actions/s {report['actions_per_s']:,.0f}, "
@@ -589,6 +592,11 @@ def parser() -> argparse.ArgumentParser:
     store = p.add_mutually_exclusive_group()
     store.add_argument("--redis", action="store_true", help="spawned server uses a Redis it starts")
     store.add_argument("--redis-url", help="spawned server uses this Redis (it is not flushed)")
+    p.add_argument(
+        "--redis-favoured",
+        action="store_true",
+        help="with --redis: the Redis runs before the workers on their CPUs (SCHED_FIFO or nice)",
+    )
     p.add_argument("--server-dir", help="start the server from this source tree (default: .)")
     p.add_argument("--server-log", default="/tmp/blackdrez-loadtest-server.log")
     p.add_argument("--baseline", action="store_true", help="also run the bare echo baseline")
@@ -658,7 +666,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.mode == "play" and not 2 <= args.seats <= 8:
         raise SystemExit("--seats must be 2 to 8")
+    if args.redis_favoured and not (args.spawn_server and args.redis):
+        raise SystemExit("--redis-favoured is for the Redis that --spawn-server --redis starts")
     redis: Any = None
+    redis_priority = ""
     server: subprocess.Popen[bytes] | None = None
     data = tempfile.TemporaryDirectory(prefix="bd-loadtest-data-")
     url = args.url
@@ -674,6 +685,8 @@ def main(argv: list[str] | None = None) -> int:
                 if args.worker_cpus:  # keep Redis off the server's core
                     with contextlib.suppress(OSError, AttributeError):
                         os.sched_setaffinity(redis.pid, cpu_list(args.worker_cpus))
+                if args.redis_favoured:
+                    redis_priority = favour(redis.pid) or "not permitted: as the workers"
             server, url = _spawn_server(args, redis_url, Path(data.name))
         _, port = check_loopback(url)
         pid = args.server_pid or (server.pid if server else find_server_pid(port))
@@ -688,6 +701,8 @@ def main(argv: list[str] | None = None) -> int:
         report = run_load(args, url, pid, args.quiet, on_measure)
         report["command"] = ["blackdrez", "loadtest", *(argv or sys.argv[1:])]
         report["redis"] = bool(args.redis or args.redis_url)
+        if redis_priority:
+            report["redis_priority"] = redis_priority
         for spy in spies:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 spy.wait(30.0)
