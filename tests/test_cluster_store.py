@@ -12,13 +12,14 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
 
 import pytest
 import redis.asyncio.connection
 import redis.exceptions
 
 from server.stores import StoreUnavailable, open_store
-from server.stores.base import table_channel
+from server.stores.base import LOBBY_CHANNEL, LobbyRecord, table_channel
 from server.stores.redis import RedisStore
 from server.stores.redis_cluster import (
     RedisClusterStore,
@@ -286,3 +287,46 @@ async def test_without_wait_acknowledged_appends_die_with_a_cut_off_master(
     acknowledged, lost = await _appends_lost_when_a_master_dies(store, private_cluster)
     print(f"acknowledged {acknowledged}, lost {lost}")
     assert lost > 0
+
+
+async def test_with_wait_a_lobby_record_that_could_not_be_written_is_caught_up(
+    open_cluster_store: OpenStore, redis_cluster_url_clean: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With WAIT a table's lobby record is written after its entry is replicated, apart from
+    it. When that write fails (Redis out of reach just then) the lobby is not left a change
+    behind until the table's next one: the newest record is written once Redis answers (never
+    an older one after it), a record whose lease is gone is dropped, and the task doing this
+    ends once nothing is behind."""
+    store = await open_cluster_store(redis_cluster_url_clean, wait_replicas=1)
+    tokens = {}
+    for table in ("kept", "moved"):
+        token = await store.acquire_lease(table, 60)
+        assert token is not None
+        tokens[table] = token
+    real_put = store.put_table
+    failures = {"kept": 2, "moved": 1}
+    released = asyncio.Event()
+
+    async def out_of_reach_at_first(table_id: str, *args: Any, **kwargs: Any) -> None:
+        if failures[table_id]:
+            failures[table_id] -= 1
+            raise StoreUnavailable("redis: out of reach (this test's)")
+        if table_id == "moved":
+            await released.wait()  # the catch-up comes after the table moved away
+        await real_put(table_id, *args, **kwargs)
+
+    monkeypatch.setattr(store, "put_table", out_of_reach_at_first)
+
+    def record(n: int) -> LobbyRecord:
+        return LobbyRecord("node-a", b"record %d" % n, True, LOBBY_CHANNEL, b"change %d" % n)
+
+    await store.append_log("kept", tokens["kept"], 1, b"create", lobby=record(1))
+    await store.append_log("moved", tokens["moved"], 1, b"create", lobby=record(1))
+    await store.append_log("kept", tokens["kept"], 2, b"act", lobby=record(2))
+    await store.release_lease("moved", tokens["moved"])
+    released.set()
+    await eventually(lambda: store._lobby_catching_up is None, 10)
+    assert store._lobby_behind == {}
+    assert await store.get_table("kept") == ("node-a", b"record 2")
+    assert await store.get_table("moved") is None, "no record written without its lease"
+    assert failures == {"kept": 0, "moved": 0}

@@ -87,7 +87,9 @@ on its own holder; on a Redis Cluster, one call per slot.
 
 With ``wait_replicas`` (``--redis-wait-replicas``) a log append is pipelined with ``WAIT`` on the
 same connection, and its announcement is published only once enough replicas hold the entry (these
-appends are sent one by one, not grouped).
+appends are sent one by one, not grouped). The table's lobby record is written after that, apart:
+one that cannot be written then is written by a background task once Redis answers (the newest
+of the table's, never an older one after it).
 
 Presence and leaderboards run as Lua scripts: presence reads Redis's clock so nodes need no
 synchronised clocks, and a leaderboard entry is compared and replaced atomically. Equal scores
@@ -439,6 +441,10 @@ class RedisStore(Store):
         self._commit_link = CommitLink(url) if resp.supports(url) else None
         self._send_scheduled = False
         self._resending: set[asyncio.Task[None]] = set()
+        self._lobby_behind: dict[str, tuple[int, LobbyRecord]] = {}
+        """With ``wait_replicas``: tables whose lobby record could not be written, and the
+        newest one to write (see :meth:`_put_lobby_record`)."""
+        self._lobby_catching_up: asyncio.Task[None] | None = None
         self.health.listeners.append(self._retry_now.set)
         if self._commit_link is not None:
             self.health.listeners.append(self._commit_link.retry_now)
@@ -517,7 +523,11 @@ class RedisStore(Store):
     async def close(self) -> None:
         """Stop the pub/sub reader and close every connection."""
         # The reader takes a lost cancellation for a quiet link and reads on (see server.tasks).
-        tasks = [t for t in (self._reader, self._committer, *self._resending) if t is not None]
+        tasks = [
+            t
+            for t in (self._reader, self._committer, self._lobby_catching_up, *self._resending)
+            if t is not None
+        ]
         await cancel_until_done(tasks)
         self._reader = None
         queued, self._batch = self._batch, []
@@ -831,12 +841,52 @@ class RedisStore(Store):
                 await self._redis.publish(channel, announce)
 
     async def _put_lobby_record(self, table_id: str, token: int, lobby: LobbyRecord) -> None:
-        """The lobby record of an append made durable, and its announcement: a lost write here
-        leaves the lobby one change behind (the next one replaces it), not the game."""
-        with contextlib.suppress(StoreUnavailable, LeaseLost):
-            await self.put_table(table_id, lobby.node, lobby.record, lobby.listed, token)
-            if lobby.announce is not None:
+        """The lobby record of an append made durable, and its announcement. The game does
+        not wait on it: a write that fails leaves the table *behind* (:attr:`_lobby_behind`,
+        its newest record kept) and :meth:`_catch_up_lobby` writes it once Redis answers. While
+        a table is behind only that task writes its record, so an older one never lands after
+        a newer one; a record whose lease is gone (the table moved or closed) is dropped."""
+        if table_id in self._lobby_behind:
+            self._lobby_behind[table_id] = (token, lobby)
+            return
+        try:
+            await self._write_lobby_record(table_id, token, lobby)
+        except LeaseLost:
+            return
+        except StoreUnavailable:
+            self._lobby_behind[table_id] = (token, lobby)
+            if self._lobby_catching_up is None:
+                self._lobby_catching_up = asyncio.create_task(
+                    self._catch_up_lobby(), name="redis-lobby-catch-up"
+                )
+
+    async def _write_lobby_record(self, table_id: str, token: int, lobby: LobbyRecord) -> None:
+        await self.put_table(table_id, lobby.node, lobby.record, lobby.listed, token)
+        if lobby.announce is not None:
+            with contextlib.suppress(StoreUnavailable):  # listings read the record anyway
                 await self.publish(lobby.channel, lobby.announce)
+
+    async def _catch_up_lobby(self) -> None:
+        """Write the newest record of every table left behind, as soon as Redis answers (on
+        :data:`RECONNECT_BACKOFF` between failed rounds), until none is left; then end."""
+        delays = RECONNECT_BACKOFF.delays()
+        try:
+            while self._lobby_behind:
+                for table_id, (token, lobby) in list(self._lobby_behind.items()):
+                    try:
+                        await self._write_lobby_record(table_id, token, lobby)
+                    except StoreUnavailable:
+                        break
+                    except LeaseLost:
+                        pass
+                    if self._lobby_behind.get(table_id, (0, None))[1] is lobby:
+                        del self._lobby_behind[table_id]  # else a newer one came meanwhile
+                else:
+                    continue
+                await asyncio.sleep(next(delays))
+                await self.health.wait_up()
+        finally:
+            self._lobby_catching_up = None
 
     async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
         with self._reaching():
