@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import msgspec
@@ -457,10 +456,12 @@ def test_no_progress_is_announced_once_and_shown() -> None:
     assert events[-1] == GameOver(score=1, won=False, ending="no_moves", seed=None)
 
 
-def test_progress_search_is_fast_on_a_wide_position() -> None:
+def test_progress_search_stays_small_on_a_wide_position() -> None:
+    """Many cards free to move, none able to reach a foundation: the search proves it in a few
+    hundred nodes (224 today), far under the 4,000 run after every action, and says it ran out
+    (``None``), not a guess, when given less. Counted in search nodes, not timed: a wall-clock
+    bound failed on a loaded machine (164 ms against 50) with the same search."""
     tall = ("KS,KH,KD,KC,QS,QH,QD", "JS,JH,JD,JC,QC,KS,KH", "6S,6H,6D,6C,7S,7H,7D", "8S,8H,8D,9S")
     game = position(USELESS_ROWS, " ".join(tall))
-    started = time.perf_counter()
-    assert game.foundation_progress_possible() is False
-    assert time.perf_counter() - started < 0.05
+    assert game.foundation_progress_possible(budget=300) is False
     assert game.foundation_progress_possible(budget=50) is None
