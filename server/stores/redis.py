@@ -879,7 +879,8 @@ class RedisStore(Store):
                         break
                     except LeaseLost:
                         pass
-                    if self._lobby_behind.get(table_id, (0, None))[1] is lobby:
+                    newest = self._lobby_behind.get(table_id)
+                    if newest is not None and newest[1] is lobby:
                         del self._lobby_behind[table_id]  # else a newer one came meanwhile
                 else:
                     continue
