@@ -1,7 +1,7 @@
 """What a node's tail latency is made of: store and records database on and off, taking turns.
 
     python3 benchmarks/node_tail.py [--rate 1050] [--repeat 4] [--tables 300] [--duration 8]
-        [--variants redis,redis-no-records,redis-favoured,memory,memory-no-records]
+        [--variants redis,redis-no-records,redis-favoured,redis-postgres,memory,...]
         [--trees DIR,DIR]
         [--json FILE]
 
@@ -14,7 +14,10 @@ drift of the machine's speed hurts them alike:
 
 * ``redis`` / ``memory``: the store, with a records database (SQLite, the load tool's own);
 * ``...-no-records``: the same with ``--db-url none``: no records writer at all;
-* ``redis-favoured``: Redis runs before the bots on the CPU they share (``--redis-favoured``).
+* ``redis-favoured``: Redis runs before the bots on the CPU they share (``--redis-favoured``);
+* ``...-postgres``: the records in PostgreSQL instead of SQLite: a throwaway durable cluster
+  this script starts (``server.testing.postgres_server``; Debian's ``postgresql``) pinned with
+  the bots and Redis to CPU 1, a new database for each run.
 
 With ``--trees``, each variant runs with the node started from each of those source trees in
 turn (``--server-dir``; say ``git worktree add /tmp/before HEAD~3``), named ``variant@tree``.
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -50,6 +54,8 @@ VARIANTS = {
     "redis": ["--redis"],
     "redis-no-records": ["--redis", "--server-arg=--db-url none"],
     "redis-favoured": ["--redis", "--redis-favoured"],
+    "redis-postgres": ["--redis", "{postgres}"],
+    "memory-postgres": ["{postgres}"],
     "memory": [],
     "memory-no-records": ["--server-arg=--db-url none"],
 }
@@ -98,6 +104,22 @@ class Scraper(threading.Thread):
             if count >= q * total:
                 return 1000 * bound
         return None
+
+
+def pin_postgres(data_dir: Path) -> None:
+    """Pin a PostgreSQL cluster to CPU 1, as the load tool pins its Redis: the postmaster (its
+    later backends inherit it) and the processes it has started."""
+    postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if int(entry.name) == postmaster or parent == postmaster:
+            os.sched_setaffinity(int(entry.name), {1})
 
 
 def one_run(common: list[str], extra: list[str]) -> dict[str, Any]:
@@ -151,11 +173,25 @@ def main(argv: list[str] | None = None) -> int:
             for tree in trees
         }
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in plans}
-    for _ in range(args.repeat):
-        for name, extra in plans.items():
-            run = one_run(common, extra)
-            runs[name].append(run)
-            print(f"  {name}: {json.dumps(run)}", file=sys.stderr, flush=True)
+    postgres = None
+    if any("{postgres}" in extra for extra in plans.values()):
+        from server.testing.postgres_server import PostgresServer
+
+        postgres = PostgresServer(durable=True)
+        postgres.start()
+        pin_postgres(postgres.data_dir)
+    try:
+        for _ in range(args.repeat):
+            for name, extra in plans.items():
+                if postgres is not None and "{postgres}" in extra:
+                    database = f"--server-arg=--db-url {postgres.create_database()}"
+                    extra = [database if part == "{postgres}" else part for part in extra]
+                run = one_run(common, extra)
+                runs[name].append(run)
+                print(f"  {name}: {json.dumps(run)}", file=sys.stderr, flush=True)
+    finally:
+        if postgres is not None:
+            postgres.close()
     medians = {}
     for name, series in runs.items():
         row = {}
