@@ -14,13 +14,13 @@ turns within each repetition, so that a machine whose load drifts hurts them ali
    invocation). The server is pinned to CPU 0, the load's workers and Redis to CPU 1.
 2. **half**: the same tables paced (``--action-rate``) to half the median Redis maximum of part
    1 (or ``--half-rate``), with Redis and in memory: the act -> update latency there.
+3. **workers**: with Redis, at full speed, ``serve --workers 1`` then ``--workers 2``, unpinned:
+   the workers, Redis and the bots share the machine's cores, as they would on one machine.
+
 With ``--redis-priority favoured`` the Redis of parts 1 and 2 runs before the load's workers
 on the CPU they share (``loadtest --redis-favoured``: ``SCHED_FIFO``), standing in for a Redis with
 a core of its own; ``both`` runs the Redis series plain and favoured, taking turns, with part 2
 paced to half the plain Redis maximum.
-
-3. **workers**: with Redis, at full speed, ``serve --workers 1`` then ``--workers 2``, unpinned:
-   the workers, Redis and the bots share the machine's cores, as they would on one machine.
 
 Prints the medians of each series and the issue's targets: with Redis, max actions/s at least
 90% of the in-memory figure, and p99 at most 10 ms at half the Redis maximum.

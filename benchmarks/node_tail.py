@@ -50,12 +50,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools.loadtest import cli as loadtest
 from tools.loadtest.procfs import free_port
 
+POSTGRES_DB = "{postgres}"
+"""In a variant: ``--server-arg=--db-url`` of a new database on the script's PostgreSQL."""
 VARIANTS = {
     "redis": ["--redis"],
     "redis-no-records": ["--redis", "--server-arg=--db-url none"],
     "redis-favoured": ["--redis", "--redis-favoured"],
-    "redis-postgres": ["--redis", "{postgres}"],
-    "memory-postgres": ["{postgres}"],
+    "redis-postgres": ["--redis", POSTGRES_DB],
+    "memory-postgres": [POSTGRES_DB],
     "memory": [],
     "memory-no-records": ["--server-arg=--db-url none"],
 }
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in plans}
     postgres = None
-    if any("{postgres}" in extra for extra in plans.values()):
+    if any(POSTGRES_DB in extra for extra in plans.values()):
         from server.testing.postgres_server import PostgresServer
 
         postgres = PostgresServer(durable=True)
@@ -183,9 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for _ in range(args.repeat):
             for name, extra in plans.items():
-                if postgres is not None and "{postgres}" in extra:
+                if postgres is not None and POSTGRES_DB in extra:
                     database = f"--server-arg=--db-url {postgres.create_database()}"
-                    extra = [database if part == "{postgres}" else part for part in extra]
+                    extra = [database if part == POSTGRES_DB else part for part in extra]
                 run = one_run(common, extra)
                 runs[name].append(run)
                 print(f"  {name}: {json.dumps(run)}", file=sys.stderr, flush=True)
