@@ -28,8 +28,9 @@ its update handed to the connections: what the store's round trip and the node's
 without the bots' side; its mean, exact, and the bucket bounds of its p50 and p99) over the
 whole run, ramp and warm-up included, and the most finished games ever waiting for the records
 writer (``blackdrez_records_pending``: at full speed, whether the writer keeps up). Printed per
-run and as medians per variant, with the client's p50 and p99 (the window only) and the node's
-CPU share.
+run and as medians per variant, with the client's p50 and p99 (the window only), the node's
+CPU share and what ran beside it on the other CPU (the bots, the spawned Redis): on a machine
+whose two CPUs share one physical core, that load slows the node.
 """
 
 from __future__ import annotations
@@ -139,12 +140,18 @@ def one_run(common: list[str], extra: list[str]) -> dict[str, Any]:
         "p50_ms": report["latency_ms"]["p50"],
         "p99_ms": report["latency_ms"]["p99"],
         "node_cpu": report["server_cpu_share"],
+        "bots_cpu": report["clients_cpu_share"],
+        "redis_cpu": report.get("neighbours_cpu_share", {}).get("redis"),
         "node_action_mean_ms": scraper.mean(),
         "node_action_p50_ms": scraper.quantile(0.5),
         "node_action_p99_ms": scraper.quantile(0.99),
         "records_pending_max": scraper.pending_max,
         "errors": report["errors"],
     }
+
+
+def _share(share: float | None) -> str:
+    return "-" if share is None else f"{share:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name:<24} {row['actions_per_s']:>7,.0f} actions/s; client p50 {row['p50_ms']:.2f}"
             f" ms, p99 {row['p99_ms']:.2f} ms {row['p99_ms_each']}; node CPU "
-            f"{row['node_cpu']:.2f}; node's own action time mean {row['node_action_mean_ms']:.2f}"
+            f"{row['node_cpu']:.2f} (beside it: bots {row['bots_cpu']:.2f}, Redis "
+            f"{_share(row['redis_cpu'])}); node's own action time mean "
+            f"{row['node_action_mean_ms']:.2f}"
             f" ms, p50 <= {row['node_action_p50_ms']}"
             f" ms, p99 <= {row['node_action_p99_ms']} ms; records pending at most "
             f"{row['records_pending_max']:.0f}"

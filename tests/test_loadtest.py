@@ -167,6 +167,10 @@ def test_the_installed_tool_runs_on_redis_from_any_folder(
     if store == "--redis":  # the Redis it started was favoured over its workers, and says how
         said = {"SCHED_FIFO 1", "nice -10", "not permitted: as the workers"}
         assert report["redis_priority"] in said
+        # what the Redis beside the server used of a core in the window is reported with it
+        assert 0.0 <= report["neighbours_cpu_share"]["redis"] < 1.5
+    else:  # a Redis it did not start is not its to watch
+        assert report["neighbours_cpu_share"] == {}
     assert "(redis lobby" in (elsewhere / "server.log").read_text()
     # the spawned server kept its records in a database of the run's own, now gone: nothing
     # left in the folder but what was asked for, and no run starts with an earlier run's games

@@ -249,14 +249,28 @@ class _Display:
             self.live.stop()
 
 
+def _cpu_of(pids: dict[str, int]) -> dict[str, float]:
+    """The CPU seconds so far of each named process still there."""
+    seconds = {}
+    for name, pid in pids.items():
+        with contextlib.suppress(OSError, ValueError):
+            seconds[name] = cpu_seconds(pid)
+    return seconds
+
+
 def run_load(
     args: argparse.Namespace,
     url: str,
     server_pid: int | None,
     quiet: bool = False,
     on_measure: Any = None,
+    neighbours: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """Run one load against ``url`` and return its report (see :func:`main`)."""
+    """Run one load against ``url`` and return its report (see :func:`main`).
+
+    ``neighbours`` names other processes (the spawned Redis) whose CPU share over the window
+    goes in the report as ``neighbours_cpu_share``: on a machine whose cores share a physical
+    core, what runs beside the server slows it."""
     context = multiprocessing.get_context("spawn")
     reports = context.Queue()
     measuring, stopping = context.Event(), context.Event()
@@ -273,6 +287,9 @@ def run_load(
     windows: dict[int, Window] = {}
     rss_held = cpu_start = cpu_end = None
     clients_start = clients_end = 0.0
+    neighbours = neighbours or {}
+    neighbours_start: dict[str, float] = {}
+    neighbours_end: dict[str, float] = {}
     preempted_start = preempted_end = 0
     load_before = os.getloadavg()[0]
     window_start = window_end = 0.0
@@ -294,6 +311,7 @@ def run_load(
             elif progress.phase == "warming up" and now >= hold_until:
                 progress.phase = "measuring"
                 clients_start = sum(cpu_seconds(p.pid) for p in processes if p.pid)
+                neighbours_start = _cpu_of(neighbours)
                 if server_pid:
                     rss_held = rss_kib(server_pid)
                     cpu_start = cpu_seconds(server_pid)
@@ -307,6 +325,7 @@ def run_load(
                 progress.phase = "stopping"
                 window_end = now
                 clients_end = sum(cpu_seconds(p.pid) for p in processes if p.pid)
+                neighbours_end = _cpu_of(neighbours)
                 if server_pid:
                     cpu_end = cpu_seconds(server_pid)
                     preempted_end = involuntary_switches(server_pid)
@@ -329,6 +348,11 @@ def run_load(
     )  # fmt: skip
     report["clients_cpu_share"] = (clients_end - clients_start) / seconds if window_end else None
     report["server_preempted_per_s"] = (preempted_end - preempted_start) / seconds
+    report["neighbours_cpu_share"] = {
+        name: (neighbours_end[name] - neighbours_start[name]) / seconds
+        for name in neighbours_end
+        if name in neighbours_start
+    }
     report["load_average_before"] = load_before
     return report
 
@@ -521,6 +545,12 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"{report.get('server_preempted_per_s') or 0:.0f}/s; load average before "
             f"{report.get('load_average_before') or 0:.2f}"
         )
+    if report.get("neighbours_cpu_share"):
+        shares = report["neighbours_cpu_share"].items()
+        lines.append(
+            "CPU beside the server: "
+            + ", ".join(f"{name} {100 * share:.0f}%" for name, share in shares)
+        )
     if report.get("redis_priority"):
         lines.append(f"Redis favoured over the workers: {report['redis_priority']}")
     lines.append(
@@ -698,7 +728,8 @@ def main(argv: list[str] | None = None) -> int:
                 if spy is not None:
                     spies.append(spy)
 
-        report = run_load(args, url, pid, args.quiet, on_measure)
+        neighbours = {"redis": redis.pid} if redis is not None else {}
+        report = run_load(args, url, pid, args.quiet, on_measure, neighbours)
         report["command"] = ["blackdrez", "loadtest", *(argv or sys.argv[1:])]
         report["redis"] = bool(args.redis or args.redis_url)
         if redis_priority:
