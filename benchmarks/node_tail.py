@@ -2,14 +2,15 @@
 
     python3 benchmarks/node_tail.py [--rate 1050] [--repeat 4] [--tables 300] [--duration 8]
         [--variants redis,redis-no-records,redis-favoured,redis-postgres,memory,...]
-        [--trees DIR,DIR]
+        [--trees DIR,DIR] [--unpinned]
         [--json FILE]
 
 Theory of operation
 -------------------
 Each run is ``blackdrez loadtest --spawn-server --mode play`` pinned as the headline pins it
 (the node on CPU 0, the bots and Redis on CPU 1), ``--tables`` tables of 4 bots paced to
-``--rate`` actions/s (0: full speed). The variants take turns within each repetition, so a
+``--rate`` actions/s (0: full speed); ``--unpinned`` leaves every process where the kernel
+puts it, as a deployment would. The variants take turns within each repetition, so a
 drift of the machine's speed hurts them alike:
 
 * ``redis`` / ``memory``: the store, with a records database (SQLite, the load tool's own);
@@ -163,6 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=8.0, help="seconds measured per run")
     p.add_argument("--variants", default="redis,redis-no-records,memory,memory-no-records")
     p.add_argument("--trees", default="", help="comma-separated source trees to compare")
+    p.add_argument(
+        "--unpinned", action="store_true",
+        help="no CPU pinning: the node, its threads, the bots and the databases go where the "
+        "kernel puts them (as on a deployment), not the node alone on CPU 0",
+    )  # fmt: skip
     p.add_argument("--json", metavar="FILE")
     args = p.parse_args(argv)
     names = [name for name in args.variants.split(",") if name]
@@ -170,9 +176,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown variants: {', '.join(sorted(unknown))}")
     common = [
         "--spawn-server", "--mode", "play", "-c", str(4 * args.tables), "--duration",
-        str(args.duration), "--warmup", "2", "--server-cpus", "0", "--worker-cpus", "1",
-        "--action-rate", str(args.rate),
+        str(args.duration), "--warmup", "2", "--action-rate", str(args.rate),
     ]  # fmt: skip
+    if not args.unpinned:
+        common += ["--server-cpus", "0", "--worker-cpus", "1"]
     trees = [tree for tree in args.trees.split(",") if tree]
     plans = {name: VARIANTS[name] for name in names}
     if trees:
@@ -188,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
 
         postgres = PostgresServer(durable=True)
         postgres.start()
-        pin_postgres(postgres.data_dir)
+        if not args.unpinned:
+            pin_postgres(postgres.data_dir)
     try:
         for _ in range(args.repeat):
             for name, extra in plans.items():
