@@ -45,6 +45,11 @@ class Metrics:
             "Finished games waiting to be stored (should stay near 0)",
             registry=r,
         )
+        self.records_catching_up = Gauge(
+            "blackdrez_records_catching_up",
+            "1 while the records writer is behind and its threads get the GIL sooner",
+            registry=r,
+        )
         self.action_latency = Histogram(
             "blackdrez_action_seconds",
             "Time from receiving an action to handing its update to the connections",

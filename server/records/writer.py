@@ -13,6 +13,20 @@ this. Taking the backlog at once is what lets the writer keep up with a busy nod
 to the event loop waits for a turn of it, and a node at full speed finishes a hundred games a
 second (one game per hop kept up with five: the backlog grew without bound).
 
+Catching up. The building and verifying run on a worker thread, and the writes on SQLite's
+writer thread or PostgreSQL's (each statement a round trip): all of them need the GIL, and
+take it back after every release (a statement, a read, a hash). While the event loop is busy
+it gives the GIL up only when a waiting thread asks for it and the switch interval (5 ms by
+default) has passed, so each of those steps can cost a thread 5 ms: with a loop running Python
+non-stop, 100 games took 35 s to store on PostgreSQL and 45 s on SQLite, and a node held at
+its maximum let its backlog grow for as long as the load lasted (1,153 games after 30 s on
+PostgreSQL). So when more than :data:`MAX_BATCH` games are not yet stored the writer is
+*behind*: the process's switch interval drops to :data:`CATCH_UP_SWITCH_INTERVAL` (the same
+100 games: 1.6 s and 2.0 s) until no more than :data:`CAUGHT_UP` are left, then goes back to
+what it was (``blackdrez_records_catching_up`` says when). Not always: a short interval makes
+the loop hand the GIL over more often, which costs it CPU and tail latency when nothing is
+behind (``docs/benchmarks.md``).
+
 A database error is retried on a capped backoff, from the game it stopped at, until the write
 succeeds (or the writer stops): games are stored in the order they ended. A game the store
 refuses for good (``InvalidGame``, ``GameIdConflict``: a bug, never a player) is logged and
@@ -36,6 +50,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import sys
 from collections.abc import Iterable
 
 from games import verify
@@ -58,6 +73,37 @@ STOP_WAIT = 5.0
 """Seconds a stopping writer keeps writing what is queued."""
 MAX_BATCH = 64
 """The most games built, verified and written together."""
+CAUGHT_UP = MAX_BATCH // 4
+"""A writer behind (more than :data:`MAX_BATCH` games not stored) has caught up at this many."""
+CATCH_UP_SWITCH_INTERVAL = 0.0005
+"""The GIL switch interval (seconds) while a writer is behind (see "Catching up")."""
+
+
+class _CatchUp:
+    """The process's GIL switch interval, shortened while any writer is behind (several
+    writers may share a process: a test's nodes)."""
+
+    def __init__(self) -> None:
+        self._behind: set[RecordsWriter] = set()
+        self._saved = 0.0
+
+    def enter(self, writer: RecordsWriter) -> None:
+        if writer in self._behind:
+            return
+        if not self._behind:
+            self._saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._saved, CATCH_UP_SWITCH_INTERVAL))
+        self._behind.add(writer)
+
+    def leave(self, writer: RecordsWriter) -> None:
+        if writer not in self._behind:
+            return
+        self._behind.discard(writer)
+        if not self._behind:
+            sys.setswitchinterval(self._saved)
+
+
+_catch_up = _CatchUp()
 
 
 def finished(game: GameOver) -> FinishedGame:
@@ -92,6 +138,10 @@ class RecordsWriter:
         """Write attempts that failed (and were retried)."""
         self._queue: asyncio.Queue[GameOver] = asyncio.Queue()
         self._pending: collections.Counter[str] = collections.Counter()
+        self._unstored = 0
+        """Games submitted and not yet stored (or dropped): queued or being written."""
+        self.catching_up = False
+        """Whether this writer is behind (see "Catching up" in the module docstring)."""
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
 
@@ -107,14 +157,31 @@ class RecordsWriter:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        self._set_catching_up(False)
 
     def submit(self, games: Iterable[GameOver]) -> None:
         """Queue games that ended (their log entry is written) to be stored."""
         for game in games:
             self._pending[_table(game)] += 1
+            self._unstored += 1
             self._queue.put_nowait(game)
+        if self._unstored > MAX_BATCH:
+            self._set_catching_up(True)
         if self.metrics is not None:
             self.metrics.records_pending.set(self._queue.qsize())
+
+    def _set_catching_up(self, behind: bool) -> None:
+        if behind == self.catching_up:
+            return
+        self.catching_up = behind
+        if behind:
+            _catch_up.enter(self)
+            log.info("records writer behind (%d games): catching up", self._unstored)
+        else:
+            _catch_up.leave(self)
+            log.info("records writer caught up")
+        if self.metrics is not None:
+            self.metrics.records_catching_up.set(int(behind))
 
     async def written(self, table: str, timeout: float = RETIRE_WAIT) -> bool:
         """Wait until every game submitted for ``table`` is stored (or dropped); ``False`` if
@@ -166,7 +233,10 @@ class RecordsWriter:
                     self._pending[table] -= 1
                     if not self._pending[table]:
                         del self._pending[table]
+                    self._unstored -= 1
                     self._queue.task_done()
+                if self._unstored <= CAUGHT_UP:
+                    self._set_catching_up(False)
                 async with self._changed:
                     self._changed.notify_all()
                 if self.metrics is not None:

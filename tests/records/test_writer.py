@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -14,9 +15,16 @@ import pytest
 
 from games import verify
 from games.blackdrez import rules as blackdrez
+from server.metrics import Metrics
 from server.records.db import DatabaseError, Script, T
 from server.records.store import RecordsStore
-from server.records.writer import RETIRE_WAIT, RecordsWriter, finished
+from server.records.writer import (
+    CATCH_UP_SWITCH_INTERVAL,
+    MAX_BATCH,
+    RETIRE_WAIT,
+    RecordsWriter,
+    finished,
+)
 from server.table.room import GameOver
 from server.testing.postgres_server import PostgresServer
 
@@ -145,6 +153,74 @@ async def test_the_writer_keeps_up_with_a_node_whose_every_loop_turn_is_busy(
         await store.close()
     assert writer.written_count == 100
     assert took < 3.0, f"100 games took {took:.1f} s to store"  # one game per hop: 4.2 s here
+
+
+def _hog_the_gil(slice_seconds: float) -> Callable[[], None]:
+    """Keep the event loop running Python non-stop, as a node at its maximum does: every turn
+    computes for ``slice_seconds`` holding the GIL (unlike :func:`_hog_the_loop`'s sleep, which
+    gives it up). Returns what stops it."""
+    loop = asyncio.get_running_loop()
+
+    def busy() -> None:
+        nonlocal handle
+        end = time.perf_counter() + slice_seconds
+        while time.perf_counter() < end:
+            pass
+        handle = loop.call_soon(busy)
+
+    handle = loop.call_soon(busy)
+    return lambda: handle.cancel()
+
+
+async def test_the_writer_keeps_up_with_a_loop_that_never_gives_the_gil_up(
+    database_url: str,
+) -> None:
+    """The writer's threads take the GIL back after every statement and read; a loop running
+    Python non-stop hands it over only at the switch interval (5 ms), so 100 games took 35 s to
+    store on PostgreSQL and 45 s on SQLite, longer than a closing table waits for them. Behind,
+    the writer shortens the interval until it has caught up: they are stored in time."""
+    store = await RecordsStore.open(database_url)
+    writer = RecordsWriter(store)
+    writer.start()
+    stop_hogging = _hog_the_gil(0.01)
+    try:
+        writer.submit([game_over(f"t{i % 10}", i // 10 + 1) for i in range(100)])
+        for table in {f"t{i}" for i in range(10)}:
+            assert await writer.written(table, timeout=RETIRE_WAIT), f"{table} not stored in time"
+    finally:
+        stop_hogging()
+        await writer.stop()
+        await store.close()
+    assert writer.written_count == 100
+
+
+async def test_a_writer_behind_gets_the_gil_sooner_until_it_has_caught_up(
+    store: RecordsStore,
+) -> None:
+    """More than a batch of games not stored: the process's GIL switch interval is shortened
+    (and the metric says so) until the writer has caught up, then it is what it was. A small
+    backlog leaves it alone: a short interval costs the event loop when nothing is behind."""
+    before = sys.getswitchinterval()
+    metrics = Metrics()
+    writer = RecordsWriter(store, metrics)
+    writer.start()
+    try:
+        writer.submit([game_over("small", n) for n in range(1, 11)])
+        assert not writer.catching_up and sys.getswitchinterval() == before
+        assert await writer.written("small", timeout=60)
+        writer.submit([game_over("big", n) for n in range(1, MAX_BATCH + 2)])
+        assert writer.catching_up
+        assert sys.getswitchinterval() == CATCH_UP_SWITCH_INTERVAL
+        assert metrics.records_catching_up._value.get() == 1
+        assert await writer.written("big", timeout=60)
+        assert not writer.catching_up and sys.getswitchinterval() == before
+        assert metrics.records_catching_up._value.get() == 0
+        writer.submit([game_over("again", n) for n in range(1, MAX_BATCH + 2)])
+        assert sys.getswitchinterval() == CATCH_UP_SWITCH_INTERVAL
+    finally:
+        await writer.stop()
+    assert sys.getswitchinterval() == before, "a stopped writer gives the interval back"
+    assert writer.written_count == 10 + 2 * (MAX_BATCH + 1)
 
 
 async def test_a_failed_write_is_retried_from_the_game_it_stopped_at_in_order_exactly_once(
