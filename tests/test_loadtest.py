@@ -137,6 +137,20 @@ def test_profile_summary_ranks_own_and_total_time(tmp_path: Path) -> None:
     assert ("send (b.py)", 30.0) in summary["own"]
 
 
+def test_the_profile_counts_the_thread_holding_the_gil_unless_waits_are_asked_for(
+    tmp_path: Path,
+) -> None:
+    """A thread waiting for the GIL uses no CPU, but py-spy without ``--gil`` shows it busy in
+    the call that gave the GIL up: by default the profile leaves it out."""
+    out = tmp_path / "profile.raw"
+    command = profiler.profiler_command(1234, out, 8.0)
+    assert command[command.index("--pid") + 1] == "1234" and "--gil" in command
+    assert command[command.index("--output") + 1] == str(out)
+    assert "--gil" not in profiler.profiler_command(1234, out, 8.0, waits=True)
+    args = loadtest.parser().parse_args(["--profile", str(out), "--profile-waits"])
+    assert args.profile_waits and not loadtest.parser().parse_args([]).profile_waits
+
+
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 

@@ -630,7 +630,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--server-dir", help="start the server from this source tree (default: .)")
     p.add_argument("--server-log", default="/tmp/blackdrez-loadtest-server.log")
     p.add_argument("--baseline", action="store_true", help="also run the bare echo baseline")
-    p.add_argument("--profile", metavar="FILE", help="py-spy the server over the window (raw)")
+    p.add_argument(
+        "--profile", metavar="FILE",
+        help="py-spy the server over the window (raw stacks, the thread holding the GIL)",
+    )  # fmt: skip
+    p.add_argument(
+        "--profile-waits", action="store_true",
+        help="with --profile: count threads waiting for the GIL too (where they wait)",
+    )  # fmt: skip
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--chart", metavar="FILE", help="write a PNG timeline of the run")
     p.add_argument("--quiet", action="store_true", help="no live display, no summary")
@@ -724,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def on_measure() -> None:
             if args.profile and pid:
-                spy = start_profiler(pid, Path(args.profile), args.duration)
+                spy = start_profiler(pid, Path(args.profile), args.duration, args.profile_waits)
                 if spy is not None:
                     spies.append(spy)
 

@@ -5,6 +5,12 @@ Theory of operation
 ``--profile FILE`` starts ``py-spy record --format raw`` on the server for the window's
 length; :func:`profile_summary` folds the raw stacks into the functions that take the most time
 on their own (self) and with what they call (total), so a report names the hot spots.
+
+Only samples of the thread holding the GIL count (``py-spy --gil``): the question is where the
+server's CPU goes, and a thread waiting for the GIL is not using any, yet without ``--gil``
+py-spy shows it busy in the call that gave the GIL up (a 0.8 µs ``os.urandom`` showed as 18 µs
+per action while the records' threads held the GIL). ``--profile-waits`` counts them too, to
+see where threads wait.
 """
 
 from __future__ import annotations
@@ -43,14 +49,24 @@ def _short_frame(frame: str) -> str:
     return f"{name} ({Path(where.split(':')[0]).name})" if where else name
 
 
-def start_profiler(pid: int, out: Path, seconds: float) -> subprocess.Popen[bytes] | None:
-    """Run ``py-spy record`` on ``pid`` for ``seconds`` (raw collapsed stacks), if installed."""
+def profiler_command(pid: int, out: Path, seconds: float, waits: bool = False) -> list[str]:
+    """The ``py-spy record`` command for ``pid`` over ``seconds``: raw collapsed stacks of the
+    thread holding the GIL, or with ``waits`` of every thread not idle (see the module
+    docstring)."""
     spy = Path(sys.executable).with_name("py-spy")
     command = [
         str(spy) if spy.exists() else "py-spy", "record", "--pid", str(pid), "--duration",
         str(max(1, int(seconds))), "--rate", "200", "--format", "raw", "--output", str(out),
         "--nonblocking",
     ]  # fmt: skip
+    return command if waits else [*command, "--gil"]
+
+
+def start_profiler(
+    pid: int, out: Path, seconds: float, waits: bool = False
+) -> subprocess.Popen[bytes] | None:
+    """Run :func:`profiler_command` on ``pid``, if py-spy is installed."""
+    command = profiler_command(pid, out, seconds, waits)
     try:
         return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
