@@ -21,9 +21,11 @@ from games.blue_jacket.rules import (
     Moved,
     NoProgress,
     Resign,
+    is_starter,
+    next_card,
     reveal_order,
 )
-from games.cards import standard_deck
+from games.cards import RANKS, SUITS, standard_deck
 from games.shuffle import commitment, shuffled
 from tests.games.test_blue_jacket_helpers import (
     DECK,
@@ -164,6 +166,21 @@ def test_build_same_suit_three_ranks_up_on_a_foundation_pile() -> None:
     assert game.view(0).rows[0][0] == ["2S", "5S", "8S"]
     game.apply(0, Move("b4", "r3.1"))
     assert game.view(0).rows[2][0] == ["4C", "7C", "TC", "KC"]
+
+
+def test_every_card_builds_on_the_same_suit_three_ranks_below_and_starts_its_row() -> None:
+    """The helpers the engine asks thousands of times a game (worked out once, in tables), for
+    every card: what builds on it (RULES.md: same suit, three up; nothing on a Jack or above)
+    and which row it starts (2, 3 and 4)."""
+    for suit in SUITS:
+        for index, rank in enumerate(RANKS):
+            card = f"{rank}{suit}"
+            above = RANKS[index + 3] + suit if index + 3 < len(RANKS) else None
+            assert next_card(card) == above, card
+            assert [is_starter(card, row) for row in range(3)] == [
+                rank == starter for starter in "234"
+            ], card
+    assert next_card("7H") == "TH" and next_card("TH") == "KH" and next_card("JH") is None
 
 
 def test_a_pile_holds_at_most_four_cards() -> None:
