@@ -20,6 +20,7 @@ import redis
 
 from server.stores import open_store
 from server.stores.base import LeaseLost, LobbyRecord, Store, StoreUnavailable, table_channel
+from server.stores.memory import MemoryStore
 from server.stores.redis import RedisStore
 from server.testing.redis_cluster import LocalCluster
 from server.testing.redis_server import RedisServer
@@ -134,6 +135,40 @@ def script_calls(url: str) -> int:
     return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("eval", "evalsha"))
 
 
+async def test_the_logged_callback_runs_for_a_logged_entry_only_and_before_its_caller(
+    store: Store,
+) -> None:
+    """``logged``, which lets a host fan an update out as soon as the store knows the entry
+    logged: once for a logged entry, never for a refused one; on Redis and a cluster from the
+    batch's own settling, before the awaiting caller resumes (a callback it schedules runs
+    first). The in-memory store returns without a turn of the loop: its caller calls it."""
+    tokens = await leased(store, ["good", "stale", "ahead"])
+    loop = asyncio.get_running_loop()
+    order: dict[str, list[str]] = {table: [] for table in tokens}
+
+    async def append(table: str, token: int, position: int) -> None:
+        def logged() -> None:
+            order[table].append("logged")
+            loop.call_soon(order[table].append, "a turn later")
+
+        try:
+            await store.append_log(table, token, position, b"x", logged=logged)
+        finally:
+            order[table].append("resumed")
+
+    outcomes = await asyncio.gather(
+        append("good", tokens["good"], 2),
+        append("stale", tokens["stale"] + 1, 2),
+        append("ahead", tokens["ahead"], 3),
+        return_exceptions=True,
+    )
+    await asyncio.sleep(0)
+    assert [type(outcome) for outcome in outcomes] == [type(None), LeaseLost, LeaseLost]
+    assert order["stale"] == order["ahead"] == ["resumed"]
+    early = ["logged", "a turn later", "resumed"]
+    assert order["good"] == (["resumed"] if isinstance(store, MemoryStore) else early)
+
+
 @pytest.mark.parametrize("with_lobby_records", [False, True])
 async def test_one_turns_appends_are_one_script_call(
     redis_url_clean: str, with_lobby_records: bool
@@ -175,10 +210,17 @@ async def test_a_failed_batch_fails_its_own_appends_only(durable_redis: RedisSer
         tokens = await leased(store, tables)
         await asyncio.gather(*(store.append_log(t, tokens[t], 2, b"before") for t in tables))
         durable_redis.stop()
+        told: list[str] = []
         failed = await asyncio.gather(
-            *(store.append_log(t, tokens[t], 3, b"lost") for t in tables), return_exceptions=True
+            *(
+                store.append_log(t, tokens[t], 3, b"lost", logged=lambda: told.append("logged"))
+                for t in tables
+            ),
+            return_exceptions=True,
         )
         assert all(isinstance(outcome, StoreUnavailable) for outcome in failed)
+        await asyncio.sleep(0)
+        assert told == [], "a failed append's logged callback was called"
         await asyncio.to_thread(durable_redis.start)
         await asyncio.wait_for(store.health.wait_up(), 10)
         for table in tables:

@@ -37,6 +37,7 @@ import contextlib
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -294,12 +295,15 @@ class Hosting:
             if room.version == version:
                 return answer  # nothing changed: nothing to log or broadcast
             entry.seq = room.seq
-            broadcast, failure = await self._append_entry(room, entry)
+
+            def published(room: Room, broadcast: Broadcast | None) -> None:
+                self._publish_change(room, broadcast)
+                if isinstance(message, v1.Act):
+                    self.metrics.action_latency.observe(time.perf_counter() - started)
+
+            _, failure = await self._append_entry(room, entry, then=published)
             if failure is not None:
                 return error_answer(message, *failure)
-            self._publish_change(room, broadcast)
-            if isinstance(message, v1.Act):
-                self.metrics.action_latency.observe(time.perf_counter() - started)
             return answer
 
     async def _find_hint(self, room: Room, player: str, message: v1.Hint) -> GivenHint | Answer:
@@ -387,20 +391,27 @@ class Hosting:
             if room.version == version:
                 return True
             entry.seq = room.seq
-            broadcast, failure = await self._append_entry(room, entry)
+            _, failure = await self._append_entry(room, entry, then=self._publish_change)
             if failure is None:
-                self._publish_change(room, broadcast)
                 return True
             return failure[0] is not ErrorCode.UNAVAILABLE
 
     async def _append_entry(
-        self, room: Room, entry: LogEntry
+        self,
+        room: Room,
+        entry: LogEntry,
+        *,
+        then: Callable[[Room, Broadcast | None], None] | None = None,
     ) -> tuple[Broadcast | None, tuple[ErrorCode, str] | None]:
         """Append ``entry`` to the room's log (fenced by its lease's token and the position it
         must take), announcing the room's update to the other nodes in the same step; on
         failure undo the command (or drop the room, if fenced out) and say why.
 
-        Returns the update (to fan out here) and the failure, if any.
+        Returns the update (to fan out here) and the failure, if any. ``then`` (the room and
+        its update: :meth:`_publish_change`, say) has run when this returns, called as soon as
+        the store knows the entry logged: on Redis in the callback that read the reply, an
+        event-loop turn before this coroutine resumes (a turn is milliseconds on a busy node,
+        and every action's update waited for it: the store's ``logged`` argument).
         """
         data = encode_entry(entry)
         entries = self._command_logs[room.id]
@@ -411,9 +422,30 @@ class Hosting:
             announce = bus.encode(bus.TableUpdate(broadcast=broadcast, away=away_seats(broadcast)))
         if broadcast is not None and broadcast.info is not None and room.status != "closed":
             lobby = self._lobby_record(room, broadcast.info)
+        done = False
+
+        def logged() -> None:
+            nonlocal done
+            if done:
+                return
+            done = True
+            entries.append(data)
+            self._retry_at.pop(room.id, None)
+            if len(entries) % SNAPSHOT_EVERY == 0:
+                self._take_snapshot(room, len(entries), token)
+            if then is not None:
+                then(room, broadcast)
+
         try:
             await self.store.append_log(
-                room.id, token, len(entries) + 1, data, table_channel(room.id), announce, lobby
+                room.id,
+                token,
+                len(entries) + 1,
+                data,
+                table_channel(room.id),
+                announce,
+                lobby,
+                logged=logged,
             )
         except LeaseLost:
             self._drop_lost_table(room.id)
@@ -430,10 +462,7 @@ class Hosting:
             log.exception("logging a command of %s failed, undone", room.id)
             self._restore(room.id)
             return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")
-        entries.append(data)
-        self._retry_at.pop(room.id, None)
-        if len(entries) % SNAPSHOT_EVERY == 0:
-            self._take_snapshot(room, len(entries), token)
+        logged()  # if the store did not
         return broadcast, None
 
     def _lobby_record(self, room: Room, info: v1.TableInfo) -> LobbyRecord:
@@ -688,7 +717,7 @@ class Hosting:
                 self._set_timer(room)
                 return
             entry.seq = room.seq
-            broadcast, failure = await self._append_entry(room, entry)
+            _, failure = await self._append_entry(room, entry, then=self._publish_change)
             if failure is not None:
                 # Undone (and re-armed), or dropped: a rebuilt room waits for the store to be
                 # back, then for the backoff, before its timer tries again.
@@ -699,7 +728,6 @@ class Hosting:
                     self._retry_at[room.id] = (loop.time() + next(delays), delays)
                     self._set_timer(rebuilt)
                 return
-            self._publish_change(room, broadcast)
 
     async def _settled(self, timeout: float = 2.0) -> None:
         """Wait until what this node queued for the store has been written."""

@@ -278,6 +278,7 @@ class Store(abc.ABC):
         channel: str = "",
         announce: bytes | None = None,
         lobby: LobbyRecord | None = None,
+        logged: Callable[[], None] | None = None,
     ) -> None:
         """Append a command to the table's log as its entry number ``position`` (1 for the
         first), only while this process holds the lease with ``token`` and the log holds exactly
@@ -289,7 +290,14 @@ class Store(abc.ABC):
         record is replaced too, as :meth:`put_table` with ``token`` would, and ``lobby.announce``
         published on ``lobby.channel``: after the entry is logged, never without it. The set of
         listed tables is not touched (a table is listed, or not, from its first
-        :meth:`put_table` on)."""
+        :meth:`put_table` on).
+
+        ``logged``, if given, is called at most once, as soon as the store knows the entry
+        logged (announced, lobby record written) and only then: never for an append that fails,
+        nor for one whose caller has stopped waiting. It may run before the awaiting caller
+        resumes (on Redis from the callback that read the reply, an event-loop turn sooner), so
+        that the caller's update goes out without waiting for that turn; it must not raise. A
+        store that does not call it is correct too: the caller calls it after the await."""
 
     @abc.abstractmethod
     async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:

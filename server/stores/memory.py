@@ -14,7 +14,7 @@ import functools
 import itertools
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from server.stores.base import (
     Handler,
@@ -212,6 +212,7 @@ class MemoryStore(Store):
         channel: str = "",
         announce: bytes | None = None,
         lobby: LobbyRecord | None = None,
+        logged: Callable[[], None] | None = None,
     ) -> None:
         self._check_lease(table_id, token)
         entries = self._logs.setdefault(table_id, [])
@@ -226,6 +227,8 @@ class MemoryStore(Store):
             self._tables[table_id] = (lobby.node, lobby.record, lobby.listed)
             if lobby.announce is not None:
                 await self.publish(lobby.channel, lobby.announce)
+        # ``logged`` is not called: this returns without a turn of the event loop, so the
+        # caller's own call right after is as early
 
     async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
         return list(self._logs.get(table_id, ())[after:])

@@ -702,14 +702,16 @@ class RedisStore(Store):
         channel: str = "",
         announce: bytes | None = None,
         lobby: LobbyRecord | None = None,
+        logged: Callable[[], None] | None = None,
     ) -> None:
         """See :meth:`Store.append_log`; the append waits for the group commit (module
-        docstring) and its outcome is this table's own."""
+        docstring) and its outcome is this table's own. ``logged`` is called from the callback
+        that settles the batch (:func:`_settle`), a turn of the event loop before this returns."""
         if self.wait_replicas:
             await self._append_durably(table_id, token, position, entry, channel, announce)
             if lobby is not None:  # replicated: only now may the lobby show it
                 await self._put_lobby_record(table_id, token, lobby)
-            return
+            return  # (``logged``: the caller's call right after is as early)
         args = [self._holder(token), position, entry]
         args += [channel, announce] if announce is not None else NO_ANNOUNCEMENT
         if lobby is None:
@@ -717,7 +719,7 @@ class RedisStore(Store):
         else:
             args += [lobby.node, lobby.record, "1" if lobby.listed else "0"]
             args += [lobby.channel, lobby.announce] if lobby.announce is not None else ["", b""]
-        pending = PendingAppend(table_id, args, asyncio.get_running_loop().create_future())
+        pending = PendingAppend(table_id, args, asyncio.get_running_loop().create_future(), logged)
         self._batch.append(pending)
         if self._committer is None and not self._send_scheduled:
             if self._commit_link is None:
@@ -1186,13 +1188,20 @@ stays as it is."""
 class PendingAppend:
     """A log append waiting for the group commit: its keys, script arguments and outcome."""
 
-    __slots__ = ("args", "done", "keys", "table_id")
+    __slots__ = ("args", "done", "keys", "logged", "table_id")
 
-    def __init__(self, table_id: str, args: list[Any], done: asyncio.Future[int]) -> None:
+    def __init__(
+        self,
+        table_id: str,
+        args: list[Any],
+        done: asyncio.Future[int],
+        logged: Callable[[], None] | None = None,
+    ) -> None:
         self.table_id = table_id
         self.keys = [lease_key(table_id), log_key(table_id), table_key(table_id)]
         self.args = args
         self.done = done
+        self.logged = logged
 
 
 def _keys_and_args(batch: Sequence[PendingAppend]) -> tuple[list[str], list[Any]]:
@@ -1202,14 +1211,21 @@ def _keys_and_args(batch: Sequence[PendingAppend]) -> tuple[list[str], list[Any]
 
 
 def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseException]) -> None:
-    """Hand each waiting append its own outcome (one whose caller gave up is skipped)."""
+    """Hand each waiting append its own outcome (one whose caller gave up is skipped); a
+    logged one's ``logged`` callback first, here, not a turn later in its awaiting caller."""
     for pending, outcome in zip(batch, outcomes, strict=True):
         if pending.done.done():
             continue
         if isinstance(outcome, BaseException):
             pending.done.set_exception(outcome)
-        else:
-            pending.done.set_result(int(outcome))
+            continue
+        written = int(outcome)
+        if written > 0 and pending.logged is not None:
+            try:
+                pending.logged()
+            except Exception:  # a bug of the caller's: the other appends are still settled
+                log.exception("the logged callback of an append to %s failed", pending.table_id)
+        pending.done.set_result(written)
 
 
 class CommitLink:
