@@ -734,7 +734,7 @@ class GameServer:
                 metrics.errors.labels(reply.code).inc()
                 client.send(reply)
                 continue
-            metrics.messages_in.labels(type(message).__name__).inc()
+            metrics.count_message(type(message).__name__)
             if isinstance(message, v1.Logout):
                 if await self._logout(client, message):
                     return  # nothing sent after a logout is executed

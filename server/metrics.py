@@ -20,6 +20,7 @@ class Metrics:
         self.messages_in = Counter(
             "blackdrez_messages_in", "Messages received", ["type"], registry=r
         )
+        self._message_counters: dict[str, Counter] = {}
         self.messages_out = Counter("blackdrez_messages_out", "Frames sent", registry=r)
         self.tables_stopped = Counter(
             "blackdrez_tables_stopped",
@@ -78,6 +79,14 @@ class Metrics:
             "Tables this node gave up to the others when it stopped (drain or SIGTERM)",
             registry=r,
         )
+
+    def count_message(self, kind: str) -> None:
+        """Count a received message of type ``kind``: ``messages_in``'s child for it, looked
+        up once (``labels`` takes a lock and checks its arguments: 4 µs a message, 1 µs this)."""
+        counter = self._message_counters.get(kind)
+        if counter is None:
+            counter = self._message_counters[kind] = self.messages_in.labels(kind)
+        counter.inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

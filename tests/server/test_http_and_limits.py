@@ -38,6 +38,8 @@ def fetch(port: int, path: str) -> tuple[int, str, bytes]:
 async def test_health_and_metrics_on_the_game_port(server, connect) -> None:
     client = await connect(server, name="Ann")
     await client.request(v1.CreateTable())
+    for _ in range(3):  # each type counted on its own (the counter of a type is kept)
+        await client.request(v1.ListTables())
     status, kind, body = await asyncio.to_thread(fetch, server.port, "/healthz")
     assert (status, kind) == (200, "application/json")
     assert b'"connections":1' in body and b'"tables":1' in body
@@ -47,6 +49,7 @@ async def test_health_and_metrics_on_the_game_port(server, connect) -> None:
     assert "blackdrez_connections 1.0" in text
     assert 'blackdrez_tables{game="blackdrez"} 1.0' in text
     assert 'blackdrez_messages_in_total{type="CreateTable"} 1.0' in text
+    assert 'blackdrez_messages_in_total{type="ListTables"} 3.0' in text
     assert "blackdrez_action_seconds_bucket" in text
 
 
