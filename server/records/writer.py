@@ -84,22 +84,20 @@ class _CatchUp:
     writers may share a process: a test's nodes)."""
 
     def __init__(self) -> None:
-        self._behind: set[RecordsWriter] = set()
+        self.behind: set[RecordsWriter] = set()
         self._saved = 0.0
 
-    def enter(self, writer: RecordsWriter) -> None:
-        if writer in self._behind:
-            return
-        if not self._behind:
+    def set(self, writer: RecordsWriter, behind: bool) -> None:
+        """Count ``writer`` behind or not; the interval follows whether any writer is."""
+        was_any = bool(self.behind)
+        if behind:
+            self.behind.add(writer)
+        else:
+            self.behind.discard(writer)
+        if self.behind and not was_any:
             self._saved = sys.getswitchinterval()
             sys.setswitchinterval(min(self._saved, CATCH_UP_SWITCH_INTERVAL))
-        self._behind.add(writer)
-
-    def leave(self, writer: RecordsWriter) -> None:
-        if writer not in self._behind:
-            return
-        self._behind.discard(writer)
-        if not self._behind:
+        elif was_any and not self.behind:
             sys.setswitchinterval(self._saved)
 
 
@@ -140,8 +138,6 @@ class RecordsWriter:
         self._pending: collections.Counter[str] = collections.Counter()
         self._unstored = 0
         """Games submitted and not yet stored (or dropped): queued or being written."""
-        self.catching_up = False
-        """Whether this writer is behind (see "Catching up" in the module docstring)."""
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
 
@@ -170,15 +166,18 @@ class RecordsWriter:
         if self.metrics is not None:
             self.metrics.records_pending.set(self._queue.qsize())
 
+    @property
+    def catching_up(self) -> bool:
+        """Whether this writer is behind (see "Catching up" in the module docstring)."""
+        return self in _catch_up.behind
+
     def _set_catching_up(self, behind: bool) -> None:
         if behind == self.catching_up:
             return
-        self.catching_up = behind
+        _catch_up.set(self, behind)
         if behind:
-            _catch_up.enter(self)
             log.info("records writer behind (%d games): catching up", self._unstored)
         else:
-            _catch_up.leave(self)
             log.info("records writer caught up")
         if self.metrics is not None:
             self.metrics.records_catching_up.set(int(behind))

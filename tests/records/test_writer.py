@@ -95,14 +95,20 @@ async def _stored_ids(store: RecordsStore) -> list[str]:
     return sorted((s.id for s in summaries), key=lambda i: (i.split(":")[0], int(i.split(":")[1])))
 
 
-def _hog_the_loop(slice_seconds: float) -> Callable[[], None]:
+def _hog_the_loop(slice_seconds: float, hold_gil: bool = False) -> Callable[[], None]:
     """Keep the event loop as busy as a node at full speed: every turn runs ``slice_seconds``
-    of other work. Returns what stops it."""
+    of other work, asleep (the GIL given up) or, with ``hold_gil``, computing as a node at its
+    maximum does, the GIL held throughout. Returns what stops it."""
     loop = asyncio.get_running_loop()
 
     def busy() -> None:
         nonlocal handle
-        time.sleep(slice_seconds)
+        if hold_gil:
+            end = time.perf_counter() + slice_seconds
+            while time.perf_counter() < end:
+                pass
+        else:
+            time.sleep(slice_seconds)
         handle = loop.call_soon(busy)
 
     handle = loop.call_soon(busy)
@@ -155,23 +161,6 @@ async def test_the_writer_keeps_up_with_a_node_whose_every_loop_turn_is_busy(
     assert took < 3.0, f"100 games took {took:.1f} s to store"  # one game per hop: 4.2 s here
 
 
-def _hog_the_gil(slice_seconds: float) -> Callable[[], None]:
-    """Keep the event loop running Python non-stop, as a node at its maximum does: every turn
-    computes for ``slice_seconds`` holding the GIL (unlike :func:`_hog_the_loop`'s sleep, which
-    gives it up). Returns what stops it."""
-    loop = asyncio.get_running_loop()
-
-    def busy() -> None:
-        nonlocal handle
-        end = time.perf_counter() + slice_seconds
-        while time.perf_counter() < end:
-            pass
-        handle = loop.call_soon(busy)
-
-    handle = loop.call_soon(busy)
-    return lambda: handle.cancel()
-
-
 async def test_the_writer_keeps_up_with_a_loop_that_never_gives_the_gil_up(
     database_url: str,
 ) -> None:
@@ -182,7 +171,7 @@ async def test_the_writer_keeps_up_with_a_loop_that_never_gives_the_gil_up(
     store = await RecordsStore.open(database_url)
     writer = RecordsWriter(store)
     writer.start()
-    stop_hogging = _hog_the_gil(0.01)
+    stop_hogging = _hog_the_loop(0.01, hold_gil=True)
     try:
         writer.submit([game_over(f"t{i % 10}", i // 10 + 1) for i in range(100)])
         for table in {f"t{i}" for i in range(10)}:
