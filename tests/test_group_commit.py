@@ -22,6 +22,7 @@ from server.stores import open_store
 from server.stores.base import LeaseLost, LobbyRecord, Store, StoreUnavailable, table_channel
 from server.stores.memory import MemoryStore
 from server.stores.redis import RedisStore
+from server.stores.redis_cluster import RedisClusterStore
 from server.testing.redis_cluster import LocalCluster
 from server.testing.redis_server import RedisServer
 from tests.test_stores import Inbox, eventually
@@ -62,7 +63,7 @@ async def test_appends_of_one_turn_each_have_their_own_outcome(store: Store) -> 
         store.append_log("unleased", tokens["good1"], 1, b"no lease"),
         return_exceptions=True,
     )
-    assert outcomes[0] is None and outcomes[3] is None
+    assert outcomes[0] is True and outcomes[3] is True
     assert [type(o) for o in outcomes[1:3] + outcomes[4:]] == [LeaseLost] * 3
     assert await store.read_log("good1") == [b"create", b"g1"]
     assert await store.read_log("good2") == [b"create", b"g2"]
@@ -95,10 +96,27 @@ async def test_only_logged_entries_are_announced(store: Store) -> None:
         store.append_log("heard", tokens["heard"], 2, b"h", table_channel("heard"), b"yes"),
         return_exceptions=True,
     )
-    assert isinstance(outcomes[0], LeaseLost) and outcomes[1] is None
+    assert isinstance(outcomes[0], LeaseLost) and outcomes[1] is True
     await store.append_log("heard", tokens["heard"], 3, b"h2", table_channel("heard"), b"yes2")
     await eventually(lambda: b"yes2" in inbox.messages)
     assert inbox.messages == [b"yes", b"yes2"], "the fenced append's update never went out"
+
+
+async def test_an_append_says_whether_its_announcement_was_heard(store: Store) -> None:
+    """What lets a host stop announcing a table no other node follows ("Quiet tables" in
+    ``server.node.hosting``): an announcement published with nobody subscribed is not heard, on
+    one Redis and in memory; a cluster's ``PUBLISH`` counts the subscribers of one master only,
+    so there it is always heard. An append that announces nothing is heard (nothing to tell)."""
+    tokens = await leased(store, ["t"])
+    channel = table_channel("t")
+    alone = await store.append_log("t", tokens["t"], 2, b"a", channel, b"to nobody")
+    silent = await store.append_log("t", tokens["t"], 3, b"b")
+    inbox = Inbox()
+    await store.subscribe(channel, inbox)
+    followed = await store.append_log("t", tokens["t"], 4, b"c", channel, b"to the inbox")
+    assert (alone, silent, followed) == (isinstance(store, RedisClusterStore), True, True)
+    assert await store.read_log("t") == [b"create", b"a", b"b", b"c"]
+    await eventually(lambda: inbox.messages == [b"to the inbox"])
 
 
 async def test_a_logged_entry_carries_its_tables_lobby_record_and_change(store: Store) -> None:
@@ -116,7 +134,7 @@ async def test_a_logged_entry_carries_its_tables_lobby_record_and_change(store: 
         store.append_log("seated", tokens["seated"], 2, b"s", lobby=lobby(b"after")),
         return_exceptions=True,
     )
-    assert isinstance(outcomes[0], LeaseLost) and outcomes[1] is None
+    assert isinstance(outcomes[0], LeaseLost) and outcomes[1] is True
     assert await store.get_table("seated") == ("node-a", b"after")
     assert await store.get_table("fenced") == ("node-a", b"before"), "written without its entry"
     assert sorted(await store.list_tables()) == [b"after", b"before"]
@@ -259,7 +277,7 @@ async def test_a_dead_master_fails_only_its_own_tables_appends(
             if serving[table] == victim:
                 assert isinstance(outcome, StoreUnavailable), table
             else:
-                assert outcome is None, f"{table}: {outcome!r}"
+                assert outcome is True, f"{table}: {outcome!r}"
                 assert await store.read_log(table) == [b"create", b"act"]
     finally:
         await store.close()

@@ -21,6 +21,16 @@ Every ``SNAPSHOT_EVERY`` entries the room is snapshotted (kept here to undo from
 adopter). Leases are renewed :data:`RENEWALS` times per TTL, in a thread with a store connection
 of its own when the server gives one (a busy event loop then keeps its tables), else in the loop.
 
+Quiet tables: a table's updates are announced on its channel for the other nodes that serve its
+viewers. When the store says an announcement reached nobody (no node was subscribed), the table
+goes *quiet* and its updates are no longer announced (nor encoded for the bus) until a node asks
+this one for the table: every node subscribes to a table's channel before it forwards the first
+request of a watcher (``spectate``, ``join``, ``resync``: ``server.node.routing``), and any
+forwarded request for the table makes it loud again before it runs, so a new follower misses
+nothing: what was not announced is in the answer it gets. A "nobody heard" that comes back after
+such a request arrived counts for nothing (the append went out before the follower asked). The
+flag lives on the table's lease, so a table adopted or created again starts loud.
+
 Other side effects outside the room (player sets, scores, retirement of a closed table) go
 through one outbox task, in order, retried on :data:`STORE_RETRY` while the store is down.
 At a rated table the players' ratings are read from the records when someone sits down and once
@@ -117,6 +127,9 @@ class Lease:
 
     token: int
     valid_until: float
+    quiet: bool = False
+    """No other node heard this table's last announcement and none has asked for the table
+    since: its updates are not announced (module docstring, "Quiet tables")."""
 
 
 @dataclass
@@ -415,11 +428,13 @@ class Hosting:
         """
         data = encode_entry(entry)
         entries = self._command_logs[room.id]
-        token = self._leases[room.id].token
+        lease = self._leases[room.id]
+        token = lease.token
         broadcast = room.flush()
         announce = lobby = None
-        if broadcast is not None and self.store.shared:
+        if broadcast is not None and self.store.shared and not lease.quiet:
             announce = bus.encode(bus.TableUpdate(broadcast=broadcast, away=away_seats(broadcast)))
+        asked = self._tables_asked
         if broadcast is not None and broadcast.info is not None and room.status != "closed":
             lobby = self._lobby_record(room, broadcast.info)
         done = False
@@ -437,7 +452,7 @@ class Hosting:
                 then(room, broadcast)
 
         try:
-            await self.store.append_log(
+            heard = await self.store.append_log(
                 room.id,
                 token,
                 len(entries) + 1,
@@ -463,6 +478,8 @@ class Hosting:
             self._restore(room.id)
             return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")
         logged()  # if the store did not
+        if not heard and self._tables_asked == asked:
+            lease.quiet = True  # (if a node asked meanwhile, it may have subscribed first)
         return broadcast, None
 
     def _lobby_record(self, room: Room, info: v1.TableInfo) -> LobbyRecord:

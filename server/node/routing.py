@@ -195,6 +195,12 @@ class Routing:
 
     async def _serve_forward(self, request: bus.Request) -> None:
         message = request.message
+        # The requester's node may follow the table now (it subscribes first): announce it
+        # again ("Quiet tables" in ``server.node.hosting``).
+        self._tables_asked += 1
+        lease = self._leases.get(request.table)
+        if lease is not None:
+            lease.quiet = False
         room = self.rooms.get(request.table)
         if room is None:
             closed = request.table in self._closing

@@ -279,7 +279,7 @@ class Store(abc.ABC):
         announce: bytes | None = None,
         lobby: LobbyRecord | None = None,
         logged: Callable[[], None] | None = None,
-    ) -> None:
+    ) -> bool:
         """Append a command to the table's log as its entry number ``position`` (1 for the
         first), only while this process holds the lease with ``token`` and the log holds exactly
         ``position - 1`` entries (else :class:`LeaseLost`, nothing written); then, in the same
@@ -297,7 +297,12 @@ class Store(abc.ABC):
         nor for one whose caller has stopped waiting. It may run before the awaiting caller
         resumes (on Redis from the callback that read the reply, an event-loop turn sooner), so
         that the caller's update goes out without waiting for that turn; it must not raise. A
-        store that does not call it is correct too: the caller calls it after the await."""
+        store that does not call it is correct too: the caller calls it after the await.
+
+        Returns whether the announcement may have been heard: False only when the store knows
+        that nobody was subscribed to ``channel`` as it was published (a host may then stop
+        announcing the table until another node asks for it: ``server.node.hosting``, "Quiet
+        tables"); True when it was, when the store cannot tell, and when nothing was announced."""
 
     @abc.abstractmethod
     async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:

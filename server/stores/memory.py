@@ -213,7 +213,7 @@ class MemoryStore(Store):
         announce: bytes | None = None,
         lobby: LobbyRecord | None = None,
         logged: Callable[[], None] | None = None,
-    ) -> None:
+    ) -> bool:
         self._check_lease(table_id, token)
         entries = self._logs.setdefault(table_id, [])
         if len(entries) != position - 1:
@@ -221,7 +221,9 @@ class MemoryStore(Store):
                 del self._logs[table_id]
             raise LeaseLost(f"{table_id}: the log holds {len(entries)} entries, not {position - 1}")
         entries.append(entry)
+        heard = True
         if announce is not None:
+            heard = bool(self._handlers.get(channel))
             await self.publish(channel, announce)
         if lobby is not None:
             self._tables[table_id] = (lobby.node, lobby.record, lobby.listed)
@@ -229,6 +231,7 @@ class MemoryStore(Store):
                 await self.publish(lobby.channel, lobby.announce)
         # ``logged`` is not called: this returns without a turn of the event loop, so the
         # caller's own call right after is as early
+        return heard
 
     async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
         return list(self._logs.get(table_id, ())[after:])

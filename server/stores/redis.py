@@ -263,8 +263,8 @@ for i = 1, #KEYS / 3 do
   end
   if written == 1 then
     redis.call('XADD', log, position .. '-0', 'e', ARGV[a + 3])
-    if ARGV[a + 4] ~= '' then
-      redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5])
+    if ARGV[a + 4] ~= '' and redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5]) == 0 then
+      written = 2
     end
     if ARGV[a + 6] ~= '' then
       redis.call('HSET', record, 'node', ARGV[a + 6], 'record', ARGV[a + 7], 'listed', ARGV[a + 8])
@@ -279,8 +279,9 @@ return out
 """
 """Appends to the logs of a batch of tables (KEYS: lease, log and record of each; ARGV: holder,
 position, entry, channel, announcement, then node, record, listed flag, lobby channel, lobby
-announcement of each), each fenced on its own: 1 written, 0 lease not held, -1 log not at
-``position - 1``. The announcement is published right after its entry is logged; a node given
+announcement of each), each fenced on its own: 1 written, 2 written but nobody subscribed to
+the announcement's channel, 0 lease not held, -1 log not at ``position - 1``. The announcement
+is published right after its entry is logged; a node given
 ("" for none) means the table's lobby record is replaced in the same step, and the lobby
 announcement (if its channel is not "") published after it."""
 
@@ -703,15 +704,17 @@ class RedisStore(Store):
         announce: bytes | None = None,
         lobby: LobbyRecord | None = None,
         logged: Callable[[], None] | None = None,
-    ) -> None:
+    ) -> bool:
         """See :meth:`Store.append_log`; the append waits for the group commit (module
         docstring) and its outcome is this table's own. ``logged`` is called from the callback
-        that settles the batch (:func:`_settle`), a turn of the event loop before this returns."""
+        that settles the batch (:func:`_settle`), a turn of the event loop before this returns.
+        Not heard: the script's ``PUBLISH`` reached no subscriber (on one Redis, every
+        subscriber of the channel; a cluster's stores say heard, see ``redis_cluster``)."""
         if self.wait_replicas:
             await self._append_durably(table_id, token, position, entry, channel, announce)
             if lobby is not None:  # replicated: only now may the lobby show it
                 await self._put_lobby_record(table_id, token, lobby)
-            return  # (``logged``: the caller's call right after is as early)
+            return True  # (``logged``: the caller's call right after is as early)
         args = [self._holder(token), position, entry]
         args += [channel, announce] if announce is not None else NO_ANNOUNCEMENT
         if lobby is None:
@@ -729,6 +732,7 @@ class RedisStore(Store):
                 asyncio.get_running_loop().call_soon(self._send_queued)
         written = await pending.done
         self._check_appended(table_id, token, position, written)
+        return written != UNHEARD
 
     def _start_committer(self) -> None:
         self._committer = asyncio.create_task(self._commit_batches(), name="redis-group-commit")
@@ -1176,6 +1180,9 @@ def revoked_key(token_id: str) -> str:
     """The key whose presence says a session token was revoked (it expires with the token)."""
     return f"bd:revoked:{{{token_id}}}"
 
+
+UNHEARD = 2
+"""``APPEND_SCRIPT``'s outcome for an entry written whose announcement reached no subscriber."""
 
 NO_ANNOUNCEMENT: list[Any] = ["", b""]
 """An append's channel and announcement when it announces nothing."""

@@ -243,7 +243,9 @@ class RedisClusterStore(RedisStore):
                     replies = await pipe.execute()
         except Exception as error:
             return [error] * count
-        return [int(written) for reply in replies for written in reply]
+        # A cluster's PUBLISH counts the subscribers of the master it ran on, not those the
+        # cluster bus forwards it to: never "unheard" here (2, written, becomes 1).
+        return [min(int(written), 1) for reply in replies for written in reply]
 
     # ------------------------------------------------------------------ lease renewals
     def _renewal_groups(self, tables: list[str]) -> list[list[str]]:

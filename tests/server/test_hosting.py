@@ -258,9 +258,10 @@ async def test_an_action_logged_while_its_lease_is_found_lost_is_acknowledged_no
     real_append = store.append_log
 
     async def append_then_lose(table_id: str, *args, **kwargs):
-        await real_append(table_id, *args, **kwargs)
+        heard = await real_append(table_id, *args, **kwargs)
         # the renewal's verdict, processed before this write's reply
         node._drop_lost_table(table_id)
+        return heard
 
     # (installed once a player is on turn: a round won on the deal is followed by the next
     # round's start, a logged system action, which must not be the one that loses the table)
@@ -289,7 +290,7 @@ async def test_an_action_whose_append_fails_after_its_lease_is_found_lost_is_ref
     async def lose_then_fail(table_id: str, *args, **kwargs):
         node._drop_lost_table(table_id)  # the renewal's verdict, while the write is out
         await asyncio.to_thread(own_redis.stop)
-        await real_append(table_id, *args, **kwargs)
+        return await real_append(table_id, *args, **kwargs)
 
     mover = await player_on_turn([a, b], table)  # (then the patch: see the test above)
     store.append_log = lose_then_fail

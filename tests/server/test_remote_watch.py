@@ -219,8 +219,8 @@ async def test_an_update_without_events_after_lost_ones_makes_the_viewer_resync(
 
     async def unannounced(
         table_id: str, token: int, position: int, entry: bytes, *_: Any, **__: Any
-    ) -> None:
-        await append_log(table_id, token, position, entry)  # logged, lost on the bus
+    ) -> bool:
+        return await append_log(table_id, token, position, entry)  # logged, lost on the bus
 
     monkeypatch.setattr(a.node.store, "append_log", unannounced)
     lost = await mover.act(table, mover.tables[table].legal[0])

@@ -1,0 +1,150 @@
+"""Quiet tables: a host stops announcing a table no other node follows, and starts again before
+another node's first request for it ("Quiet tables" in ``server.node.hosting``).
+
+On one real Redis with two nodes: a table played on its host alone goes quiet (its updates are
+no longer published on its channel); a spectator on the other node then misses nothing, and the
+table is announced again. A "nobody heard" that comes back after such a request arrived must not
+make the table quiet again (the requester had subscribed before it asked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import redis.asyncio
+
+from clients.client import Client
+from protocol import v1
+from server import bus
+from server.app import GameServer
+from server.stores.base import table_channel
+from tests.server.helpers import play_out, seat_and_start
+from tests.server.test_remote_watch import WAIT, until
+
+
+@pytest.fixture
+async def nodes(make_server, redis_url_clean) -> tuple[GameServer, GameServer]:
+    host = await make_server(redis_url=redis_url_clean, node_id="node-a")
+    follower = await make_server(redis_url=redis_url_clean, node_id="node-b")
+    return host, follower
+
+
+async def move(players: list[Client], table: str) -> v1.Ok:
+    """The move of whichever of ``players`` is on turn (waiting for one to be)."""
+    async with asyncio.timeout(WAIT):
+        while True:
+            for player in players:
+                legal = player.tables[table].legal
+                if legal:
+                    return await player.act(table, legal[0])
+            await asyncio.sleep(0.02)
+
+
+class Listener:
+    """A raw subscriber of a table's channel that never asks the host for the table: it hears
+    exactly what the host announces."""
+
+    def __init__(self, url: str, table: str) -> None:
+        self.client = redis.asyncio.Redis.from_url(url)
+        self.pubsub = self.client.pubsub()
+        self.table = table
+        self.heard: list[int] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.pubsub.subscribe(table_channel(self.table))
+        self.task = asyncio.create_task(self._listen())
+
+    async def _listen(self) -> None:
+        async for message in self.pubsub.listen():
+            if message["type"] == "message":
+                update = bus.decode(message["data"])
+                assert isinstance(update, bus.TableUpdate)
+                self.heard.append(update.broadcast.seq)
+
+    async def stop(self) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        await self.pubsub.aclose()
+        await self.client.aclose()
+
+
+async def test_a_table_nobody_else_follows_goes_quiet_and_a_new_remote_spectator_misses_nothing(
+    nodes, connect, redis_url_clean
+) -> None:
+    a, b = nodes
+    host, other = await connect(a, name="Host"), await connect(a, name="Other")
+    table = await seat_and_start(host, [other], turn_seconds=60)
+    await move([host, other], table)
+    await until(lambda: a.node._leases[table].quiet)
+    listener = Listener(redis_url_clean, table)
+    await listener.start()
+    try:
+        unannounced = await move([host, other], table)
+        await asyncio.sleep(0.3)
+        assert listener.heard == [], "a quiet table's update was published"
+        spectator = await connect(b, name="Spectator")
+        await spectator.request(v1.Spectate(table=table))
+        state = spectator.tables[table]
+        assert state.seq >= unannounced.seq, "the answer holds what was not announced"
+        assert not a.node._leases[table].quiet
+        announced = await move([host, other], table)
+        await spectator.wait_until(lambda: state.seq >= announced.seq, WAIT)
+        assert announced.seq in listener.heard
+        await asyncio.gather(play_out(host, table), play_out(other, table))
+        await spectator.wait_until(lambda: state.view["phase"] == "over", WAIT)
+        seqs = [e.seq for e in state.events]
+        assert seqs == sorted(set(seqs)), "no duplicate, in order"
+    finally:
+        await listener.stop()
+
+
+class HeldReturn:
+    """Holds the return of the next ``append_log`` call (after it ran), until released."""
+
+    def __init__(self, call: Callable[..., Awaitable[Any]]) -> None:
+        self.call = call
+        self.armed = False
+        self.holding = asyncio.Event()
+        self.released = asyncio.Event()
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        result = await self.call(*args, **kwargs)
+        if self.armed:
+            self.armed = False
+            self.holding.set()
+            await self.released.wait()
+        return result
+
+
+async def test_nobody_heard_after_a_request_came_does_not_quiet_the_table(
+    nodes, connect, monkeypatch
+) -> None:
+    """The host's append announces to nobody; before its reply is taken in, the spectator's
+    node subscribes and asks for the table (the request waits for the table's lock). That
+    "nobody heard" is older than the request: the table must stay loud, or the spectator's
+    next update is never announced."""
+    a, b = nodes
+    host, other = await connect(a, name="Host"), await connect(a, name="Other")
+    table = await seat_and_start(host, [other], turn_seconds=60)
+    await move([host, other], table)
+    await until(lambda: a.node._leases[table].quiet)
+    a.node._leases[table].quiet = False  # as just after an adoption: loud, followed by nobody
+    held = HeldReturn(a.node.store.append_log)
+    monkeypatch.setattr(a.node.store, "append_log", held)
+    held.armed = True
+    moving = asyncio.create_task(move([host, other], table))
+    await asyncio.wait_for(held.holding.wait(), WAIT)
+    asked = a.node._tables_asked
+    spectator = await connect(b, name="Spectator")
+    spectating = asyncio.create_task(spectator.request(v1.Spectate(table=table)))
+    await until(lambda: a.node._tables_asked > asked)
+    held.released.set()
+    await moving
+    await spectating
+    state = spectator.tables[table]
+    after = await move([host, other], table)
+    await spectator.wait_until(lambda: state.seq >= after.seq, WAIT)
