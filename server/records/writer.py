@@ -25,7 +25,9 @@ PostgreSQL). So when more than :data:`MAX_BATCH` games are not yet stored the wr
 100 games: 1.6 s and 2.0 s) until no more than :data:`CAUGHT_UP` are left, then goes back to
 what it was (``blackdrez_records_catching_up`` says when). Not always: a short interval makes
 the loop hand the GIL over more often, which costs it CPU and tail latency when nothing is
-behind (``docs/benchmarks.md``).
+behind (``docs/benchmarks.md``); nor while the database refuses the writes (an outage: the
+games wait on the retry's backoff, not on the GIL), from the first failed write until one
+succeeds.
 
 A database error is retried on a capped backoff, from the game it stopped at, until the write
 succeeds (or the writer stops): games are stored in the order they ended. A game the store
@@ -138,6 +140,8 @@ class RecordsWriter:
         self._pending: collections.Counter[str] = collections.Counter()
         self._unstored = 0
         """Games submitted and not yet stored (or dropped): queued or being written."""
+        self._failing = False
+        """The last write failed: the database is down, and no GIL hurries it back."""
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
 
@@ -161,7 +165,7 @@ class RecordsWriter:
             self._pending[_table(game)] += 1
             self._unstored += 1
             self._queue.put_nowait(game)
-        if self._unstored > MAX_BATCH:
+        if self._unstored > MAX_BATCH and not self._failing:
             self._set_catching_up(True)
         if self.metrics is not None:
             self.metrics.records_pending.set(self._queue.qsize())
@@ -264,6 +268,11 @@ class RecordsWriter:
                     if self.metrics is not None:
                         self.metrics.records_written.inc()
             records = records[len(outcomes) :]
+            # Behind while writes fail (a database outage) is no reason to hurry: a shorter
+            # switch interval would cost the event loop for as long as the outage lasts.
+            self._failing = error is not None
+            if self._failing or self._unstored > MAX_BATCH:
+                self._set_catching_up(not self._failing)
             if error is not None:
                 self.failures += 1
                 if self.metrics is not None:

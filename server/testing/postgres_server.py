@@ -65,17 +65,19 @@ class PostgresServer(Launcher):
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     def start(self) -> None:
-        """Create the cluster and start the server; return once it accepts connections."""
+        """Create the cluster (unless it exists: a server stopped before) and start the
+        server; return once it accepts connections."""
         if self._started:
             return
         root = Path(self._dir.name)
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
             os.chown(root, entry.pw_uid, entry.pw_gid)
-        self._run(
-            "initdb", "-D", str(self.data_dir), "-A", "trust", "-U", SUPERUSER,
-            "-E", "UTF8", "--locale", "C", "--no-sync",
-        )  # fmt: skip
+        if not (self.data_dir / "PG_VERSION").exists():  # (else started again after a stop)
+            self._run(
+                "initdb", "-D", str(self.data_dir), "-A", "trust", "-U", SUPERUSER,
+                "-E", "UTF8", "--locale", "C", "--no-sync",
+            )  # fmt: skip
         settings = [
             f"-p {self.port}",
             f"-k {root}",

@@ -284,3 +284,42 @@ async def test_a_closed_postgresql_writer_refuses_a_batch_instead_of_hanging(
                 await store.put_games([finished(game_over("t1", 1))])
     finally:
         postgres_server.drop_schema(url)
+
+
+async def test_a_database_outage_does_not_shorten_the_gil_switch_interval() -> None:
+    """Games pile up while PostgreSQL is down. The writer cannot store them, whatever the GIL:
+    a shortened switch interval would cost the event loop for the whole outage and buy
+    nothing. It stays as it was from the first failed write on; once the database is back and
+    a write succeeds, a writer still behind catches up, and every game is stored once."""
+    server = PostgresServer()
+    await asyncio.to_thread(server.start)
+    before = sys.getswitchinterval()
+    metrics = Metrics()
+    try:
+        url = server.create_schema()
+        store = await RecordsStore.open(url)
+        writer = RecordsWriter(store, metrics)
+        writer.start()
+        try:
+            writer.submit([game_over("t1", 1)])
+            assert await writer.written("t1")
+            await asyncio.to_thread(server.stop)
+            writer.submit([game_over("t1", n) for n in range(2, MAX_BATCH + 3)])
+            async with asyncio.timeout(30):
+                while not writer.failures:
+                    await asyncio.sleep(0.05)
+            assert not writer.catching_up and sys.getswitchinterval() == before
+            assert metrics.records_catching_up._value.get() == 0
+            writer.submit([game_over("t1", n) for n in range(MAX_BATCH + 3, MAX_BATCH + 13)])
+            await asyncio.sleep(0.5)  # retries on the backoff, still failing
+            assert not writer.catching_up and sys.getswitchinterval() == before
+            await asyncio.to_thread(server.start)
+            assert await writer.written("t1", timeout=60)
+            assert writer.written_count == MAX_BATCH + 12
+            assert sys.getswitchinterval() == before
+            assert await _stored_ids(store) == [f"t1:{n}" for n in range(1, MAX_BATCH + 13)]
+        finally:
+            await writer.stop()
+            await store.close()
+    finally:
+        await asyncio.to_thread(server.close)
