@@ -20,11 +20,13 @@ from server.stores.base import (
     Store,
     StoreUnavailable,
     Whereabouts,
+    bucket_of,
+    in_share,
     node_channel,
     table_channel,
 )
 from server.stores.memory import MemoryStore
-from server.stores.redis import SCAN_CHUNK, RedisStore
+from server.stores.redis import SCAN_CHUNK, RedisStore, hosted_key
 from server.testing.redis_server import RedisServer
 
 from .leases import SHORT_LEASE, until_lapsed
@@ -660,9 +662,9 @@ async def test_every_table_key_gets_a_lifetime_when_retired(
             "bd:t:{t1}:state",
             "bd:t:{t1}:game",
         }
-        for key in keys - {"bd:secret", "bd:nodes", "bd:hosted", "bd:lobby:tables"}:
+        assert not {key for key in keys if key.startswith("bd:{hosted}:")}, "hosted no more"
+        for key in keys - {"bd:secret", "bd:nodes", "bd:lobby:tables"}:
             assert 0 < await raw.ttl(key) <= 3600, f"{key} has no lifetime"
-        assert await raw.smembers("bd:hosted") == set()
         assert await raw.smembers("bd:lobby:tables") == set()
 
 
@@ -673,9 +675,39 @@ async def test_adoptable_tables_forgets_tables_that_are_gone(
     token = await store.acquire_lease("t1", SHORT_LEASE)  # its node died before writing anything
     assert token is not None
     await until_lapsed(store, "t1")
-    assert await store.adoptable_tables() == []
     async with aioredis.Redis.from_url(redis_url_clean) as raw:
-        assert await raw.smembers("bd:hosted") == set()
+        assert await raw.smembers(hosted_key(bucket_of("t1"))) == {b"t1"}
+        assert await store.adoptable_tables() == []
+        assert await raw.smembers(hosted_key(bucket_of("t1"))) == set()
+
+
+async def test_a_share_of_the_hosted_tables_is_read_from_its_own_buckets(
+    open_redis_store: OpenRedisStore, redis_url_clean: str
+) -> None:
+    """Each live table's id is in the set of its bucket; a node's scan reads the buckets of its
+    share only, and the shares of n nodes are disjoint and cover every table. A table in the one
+    set an older version kept (``bd:hosted``, a rolling upgrade) is found in its share as well,
+    and forgotten there once it is gone."""
+    store = await open_redis_store()
+    tables = [f"s{i}" for i in range(40)]
+    for table in [*tables, "old", "gone"]:
+        token = await store.acquire_lease(table, SHORT_LEASE)
+        assert token is not None
+        if table != "gone":  # (its node died before writing anything)
+            await store.append_log(table, token, 1, b"create")
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        for table in tables:
+            assert table.encode() in await raw.smembers(hosted_key(bucket_of(table)))
+        for table in ("old", "gone"):  # as a node of the older version left them
+            await raw.smove(hosted_key(bucket_of(table)), "bd:hosted", table)
+        for table in [*tables, "old", "gone"]:
+            await until_lapsed(store, table)
+        shares = [(i, 3) for i in range(3)]
+        found = [await store.adoptable_tables(share) for share in shares]
+        assert sorted(t for part in found for t in part) == sorted([*tables, "old"])
+        for share, part in zip(shares, found, strict=True):
+            assert part and all(in_share(table, share) for table in part)
+        assert await raw.smembers("bd:hosted") == {b"old"}, "the gone table forgotten"
 
 
 # ---------------------------------------------------------------------- Redis: outages

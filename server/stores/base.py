@@ -72,13 +72,32 @@ Share = tuple[int, int]
 """``(i, n)``: the i-th of n disjoint parts of the tables (see :func:`in_share`)."""
 
 
+BUCKETS = 1024
+"""Tables are hashed into this many buckets; a share is a set of whole buckets, so a store can
+keep its index of hosted tables per bucket and a node read only its share of it."""
+
+
+def bucket_of(table_id: str) -> int:
+    """The bucket of ``table_id``: a hash of the id."""
+    return zlib.crc32(table_id.encode()) % BUCKETS
+
+
+def share_buckets(share: Share | None) -> range:
+    """The buckets of ``share`` (every bucket when it is ``None``): the i-th of every n."""
+    if share is None:
+        return range(BUCKETS)
+    index, count = share
+    return range(index, BUCKETS, count)
+
+
 def in_share(table_id: str, share: Share | None) -> bool:
-    """Whether ``table_id`` falls in ``share`` (every table does when it is ``None``): by a
-    hash of the id, so that the n parts are disjoint, cover every table and are about even."""
+    """Whether ``table_id`` falls in ``share`` (every table does when it is ``None``): by its
+    bucket, so that the n parts are disjoint, cover every table and are about even (exactly
+    even when n divides :data:`BUCKETS`; past that many nodes, some have no share)."""
     if share is None:
         return True
     index, count = share
-    return zlib.crc32(table_id.encode()) % count == index
+    return bucket_of(table_id) % count == index
 
 
 class Whereabouts(enum.Enum):

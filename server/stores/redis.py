@@ -22,8 +22,12 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
     bd:revoked:{ID}        string  the node a player  TTL = the token's remaining lifetime: a
                            logged out on      token ended by ``logout``
     bd:nodes               zset    every node         fixed; a member expires by its score
-    bd:hosted              set     tables' hosts      fixed; a member leaves when its table is
-                                                      retired (or is found gone by a scan)
+    bd:{hosted}:B          set     tables' hosts      fixed; the tables of bucket B (of 1,024:
+                                                      a node's scan reads its share's buckets);
+                                                      a member leaves when its table is retired
+                                                      (or is found gone by a scan). ``bd:hosted``,
+                                                      the one set of older versions, is read and
+                                                      emptied the same way, never added to
     bd:lobby:tables        set     tables' hosts      fixed; a member leaves when its table is
                                                       retired (or is found gone by a listing)
     bd:lb:{B}, bd:lb:{B}:entries, bd:lb:{B}:names, bd:lb:{B}:seq
@@ -45,8 +49,8 @@ command; ``game`` is the table's compact game record (``server.table.records.Tab
 
 Writes that touch several keys of one slot run in one Lua script (every fenced write: see
 "Hosting and fencing" in :mod:`server.stores.base`) or one MULTI/EXEC transaction, so a lost
-connection changes all or nothing. The sets ``bd:lobby:tables`` and ``bd:hosted`` live in other
-slots than a table's keys: they are updated in a second step, and every reader tolerates and
+connection changes all or nothing. The sets ``bd:lobby:tables`` and ``bd:{hosted}:B`` live in
+other slots than a table's keys: they are updated in a second step, and every reader tolerates and
 removes ids whose table is gone (:meth:`RedisStore.list_tables`,
 :meth:`RedisStore.adoptable_tables`). So the same keys work on a Redis Cluster: how, and why each
 cross-table index is one key in one slot, is in :mod:`server.stores.redis_cluster`.
@@ -135,8 +139,10 @@ from server.stores.base import (
     Store,
     StoreUnavailable,
     Whereabouts,
+    bucket_of,
     holder_value,
     in_share,
+    share_buckets,
 )
 from server.tasks import cancel_until_done
 
@@ -180,9 +186,21 @@ event loop while it packed and parsed them all (a few hundred script calls): und
 showed as the worst act -> update latencies, a table's players waiting behind the scan."""
 
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
-FIXED_KEYS: tuple[str, ...] = ("bd:secret", "bd:nodes", "bd:hosted", "bd:lobby:tables", "bd:lb:*")
+FIXED_KEYS: tuple[str, ...] = (
+    "bd:secret", "bd:nodes", "bd:hosted", "bd:{hosted}:*", "bd:lobby:tables", "bd:lb:*"
+)  # fmt: skip
 """Patterns (``fnmatch``) of the only keys that may live without a TTL (see the key table)."""
-HOSTED_KEY = "bd:hosted"
+LEGACY_HOSTED_KEY = "bd:hosted"
+"""The one set of hosted tables before the buckets: still read and emptied by scans, so that a
+table a node of an older version hosted is found (a rolling upgrade); never added to."""
+
+
+def hosted_key(bucket: int) -> str:
+    """The set of hosted tables of one bucket (``server.stores.base.bucket_of``). Every bucket
+    is in one slot (the hash tag), so one ``SUNION`` reads a share's buckets, on a cluster too."""
+    return f"bd:{{hosted}}:{bucket}"
+
+
 SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
 NODES_KEY = "bd:nodes"
@@ -591,7 +609,7 @@ class RedisStore(Store):
 
     async def all_tables(self) -> list[tuple[str, str, bytes]]:
         with self._reaching():
-            table_ids = sorted(raw.decode() for raw in await self._redis.smembers(HOSTED_KEY))
+            table_ids = sorted(await self._hosted(None))
             async with self._redis.pipeline(transaction=False) as pipe:
                 for table_id in table_ids:
                     pipe.hmget(table_key(table_id), ["node", "record"])
@@ -629,7 +647,7 @@ class RedisStore(Store):
                 args=[self.node_id, self.incarnation, int(ttl * 1000)],
             )
             if token:
-                await self._redis.sadd(HOSTED_KEY, table_id)
+                await self._redis.sadd(hosted_key(bucket_of(table_id)), table_id)
         return int(token) or None
 
     async def renew_leases(self, leases: dict[str, int], ttl: float) -> set[str]:
@@ -671,10 +689,18 @@ class RedisStore(Store):
             found = await self._locate(keys=self._locate_keys(table_id))
         return self._location(found)
 
+    async def _hosted(self, share: Share | None) -> set[str]:
+        """The ids in the hosted index of ``share``'s buckets (and of the legacy set, in
+        ``share``): a node reads its share only. (Two calls: a cluster pipeline refuses
+        ``SUNION``.)"""
+        members = await self._redis.sunion([hosted_key(bucket) for bucket in share_buckets(share)])
+        legacy = await self._redis.smembers(LEGACY_HOSTED_KEY)
+        hosted = {raw.decode() for raw in members}
+        return hosted | {t for raw in legacy if in_share(t := raw.decode(), share)}
+
     async def adoptable_tables(self, share: Share | None = None) -> list[str]:
         with self._reaching():
-            members = await self._redis.smembers(HOSTED_KEY)
-            hosted = sorted(t for raw in members if in_share(t := raw.decode(), share))
+            hosted = sorted(await self._hosted(share))
             if not hosted:
                 return []
             found: list[Any] = []
@@ -686,7 +712,11 @@ class RedisStore(Store):
             places = {t: self._location(f) for t, f in zip(hosted, found, strict=True)}
             gone = [t for t, p in places.items() if p.where in (CLOSED, UNKNOWN)]
             if gone:
-                await self._redis.srem(HOSTED_KEY, *gone)
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for table_id in gone:
+                        pipe.srem(hosted_key(bucket_of(table_id)), table_id)
+                    pipe.srem(LEGACY_HOSTED_KEY, *gone)
+                    await pipe.execute()
         return [
             table_id
             for table_id, place in places.items()
@@ -941,7 +971,8 @@ class RedisStore(Store):
                 raise LeaseLost(table_id)
             # The sets below live in other slots: a second step, which readers tolerate.
             async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.srem(HOSTED_KEY, table_id)
+                pipe.srem(hosted_key(bucket_of(table_id)), table_id)
+                pipe.srem(LEGACY_HOSTED_KEY, table_id)
                 pipe.srem(LOBBY_KEY, table_id)
                 for player in players:
                     pipe.srem(player_tables_key(player), table_id)
