@@ -143,6 +143,7 @@ def one_run(common: list[str], extra: list[str]) -> dict[str, Any]:
         "node_cpu": report["server_cpu_share"],
         "bots_cpu": report["clients_cpu_share"],
         "redis_cpu": report.get("neighbours_cpu_share", {}).get("redis"),
+        "steal": sum(report.get("steal_share", {}).values()) or None,
         "node_action_mean_ms": scraper.mean(),
         "node_action_p50_ms": scraper.quantile(0.5),
         "node_action_p99_ms": scraper.quantile(0.99),
@@ -221,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<24} {row['actions_per_s']:>7,.0f} actions/s; client p50 {row['p50_ms']:.2f}"
             f" ms, p99 {row['p99_ms']:.2f} ms {row['p99_ms_each']}; node CPU "
             f"{row['node_cpu']:.2f} (beside it: bots {row['bots_cpu']:.2f}, Redis "
-            f"{_share(row['redis_cpu'])}); node's own action time mean "
+            f"{_share(row['redis_cpu'])}; stolen by the hypervisor {_share(row['steal'])});"
+            " node's own action time mean "
             f"{row['node_action_mean_ms']:.2f}"
             f" ms, p50 <= {row['node_action_p50_ms']}"
             f" ms, p99 <= {row['node_action_p99_ms']} ms; records pending at most "

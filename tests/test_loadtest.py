@@ -185,6 +185,10 @@ def test_the_installed_tool_runs_on_redis_from_any_folder(
         assert 0.0 <= report["neighbours_cpu_share"]["redis"] < 1.5
     else:  # a Redis it did not start is not its to watch
         assert report["neighbours_cpu_share"] == {}
+    # what the hypervisor took of each CPU over the window (machines here are shared)
+    steal = report["steal_share"]
+    assert steal and all(cpu.startswith("cpu") for cpu in steal), steal
+    assert all(0.0 <= share <= 1.0 for share in steal.values()), steal
     assert "(redis lobby" in (elsewhere / "server.log").read_text()
     # the spawned server kept its records in a database of the run's own, now gone: nothing
     # left in the folder but what was asked for, and no run starts with an earlier run's games

@@ -69,6 +69,7 @@ from tools.loadtest.procfs import (
     involuntary_switches,
     rss_kib,
     start_process,
+    steal_seconds,
     stop_process,
     wait_listening,
 )
@@ -291,6 +292,8 @@ def run_load(
     neighbours_start: dict[str, float] = {}
     neighbours_end: dict[str, float] = {}
     preempted_start = preempted_end = 0
+    steal_start: dict[str, float] = {}
+    steal_end: dict[str, float] = {}
     load_before = os.getloadavg()[0]
     window_start = window_end = 0.0
     progress.phase = "ramping"
@@ -312,6 +315,7 @@ def run_load(
                 progress.phase = "measuring"
                 clients_start = sum(cpu_seconds(p.pid) for p in processes if p.pid)
                 neighbours_start = _cpu_of(neighbours)
+                steal_start = steal_seconds()
                 if server_pid:
                     rss_held = rss_kib(server_pid)
                     cpu_start = cpu_seconds(server_pid)
@@ -326,6 +330,7 @@ def run_load(
                 window_end = now
                 clients_end = sum(cpu_seconds(p.pid) for p in processes if p.pid)
                 neighbours_end = _cpu_of(neighbours)
+                steal_end = steal_seconds()
                 if server_pid:
                     cpu_end = cpu_seconds(server_pid)
                     preempted_end = involuntary_switches(server_pid)
@@ -352,6 +357,11 @@ def run_load(
         name: (neighbours_end[name] - neighbours_start[name]) / seconds
         for name in neighbours_end
         if name in neighbours_start
+    }
+    report["steal_share"] = {
+        cpu: (end - steal_start[cpu]) / seconds
+        for cpu, end in steal_end.items()
+        if cpu in steal_start
     }
     report["load_average_before"] = load_before
     return report
@@ -544,6 +554,11 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"{100 * (report.get('clients_cpu_share') or 0):.0f}%; server preempted "
             f"{report.get('server_preempted_per_s') or 0:.0f}/s; load average before "
             f"{report.get('load_average_before') or 0:.2f}"
+        )
+    if report.get("steal_share"):
+        lines.append(
+            "CPU taken by the hypervisor (steal) over the window: "
+            + ", ".join(f"{cpu} {100 * share:.1f}%" for cpu, share in report["steal_share"].items())
         )
     if report.get("neighbours_cpu_share"):
         shares = report["neighbours_cpu_share"].items()

@@ -60,6 +60,18 @@ def involuntary_switches(pid: int) -> int:
     return 0
 
 
+def steal_seconds() -> dict[str, float]:
+    """Seconds the hypervisor has run something else while each CPU wanted to run (the
+    ``steal`` column of ``/proc/stat``), so far, by CPU (``cpu0``...); empty off Linux."""
+    stolen = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/stat").read_text().splitlines():
+            fields = line.split()
+            if fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) > 8:
+                stolen[fields[0]] = int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    return stolen
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU seconds used so far by process ``pid``."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
