@@ -144,9 +144,9 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._timers: dict[str, asyncio.TimerHandle | asyncio.Task[None]] = {}
         """At most one pending timer per hosted room (a timer, or a wait for the store)."""
         self._retry_at: dict[str, tuple[float, Iterator[float]]] = {}
+        """Rooms whose last timer write failed: not before when to try again, and the backoff."""
         self._tables_asked = 0
         """Requests forwarded here for tables, counted ("Quiet tables" in ``hosting``)."""
-        """Rooms whose last timer write failed: not before when to try again, and the backoff."""
         self._outbox: asyncio.Queue[Publication] = asyncio.Queue()
         self._pending: dict[int, asyncio.Future[Answer]] = {}
         self._forwarded: dict[int, str] = {}

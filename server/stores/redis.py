@@ -299,9 +299,9 @@ return out
 position, entry, channel, announcement, then node, record, listed flag, lobby channel, lobby
 announcement of each), each fenced on its own: 1 written, 2 written but nobody subscribed to
 the announcement's channel, 0 lease not held, -1 log not at ``position - 1``. The announcement
-is published right after its entry is logged; a node given
-("" for none) means the table's lobby record is replaced in the same step, and the lobby
-announcement (if its channel is not "") published after it."""
+is published right after its entry is logged; a node given ("" for none) means the table's
+lobby record is replaced in the same step, and the lobby announcement (if its channel is not
+"") published after it."""
 
 PUT_RECORD_SCRIPT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
