@@ -229,12 +229,19 @@ def test_favouring_a_redis_is_refused_without_one_to_start() -> None:
         loadtest.main(["--spawn-server", "--redis-favoured", "--mode", "play"])
 
 
+OUTAGE = 0.2
+"""How long Redis stays dead before its restart: long enough that each of the six tables sends
+an act into the outage (a bot acts within milliseconds of an update), so refusals are certain,
+not a matter of whether an append was on the wire at the instant of the kill (CI once saw
+none); short enough that the restart stays quicker than a lease."""
+
+
 def test_bots_act_again_after_a_refusal_while_the_store_restarts(tmp_path: Path) -> None:
-    """Redis killed and restarted from its append-only file during the window: the actions in
-    flight are refused ``unavailable`` (nothing changed) and no update follows, so a bot must
-    try again by itself (short capped delays with jitter) or its table stops until its turn
-    timer. Every table goes on; the restart is quicker than a lease, so no adoption's update
-    makes the bots act for another reason."""
+    """Redis killed, left dead for :data:`OUTAGE`, and restarted from its append-only file
+    during the window: the actions sent meanwhile are refused ``unavailable`` (nothing changed)
+    and no update follows, so a bot must try again by itself (short capped delays with jitter)
+    or its table stops until its turn timer. Every table goes on; the restart is quicker than a
+    lease, so no adoption's update makes the bots act for another reason."""
     with RedisServer(appendonly=True, data_dir=str(tmp_path)) as store:
         node = NodeProcess(store.url, "lt", extra=("--rate", "1000", "--burst", "1000"))
         node.start()
@@ -256,6 +263,7 @@ def test_bots_act_again_after_a_refusal_while_the_store_restarts(tmp_path: Path)
             time.sleep(1.0)
             before, killed = _log_lengths(store.url), time.monotonic()
             store.kill()
+            time.sleep(OUTAGE)  # every table's next act comes while Redis is away
             store.start()
             time.sleep(1.0)  # the bots that will try again have (their delays are 0.25 s at most)
             back, resumed = _log_lengths(store.url), time.monotonic()
