@@ -37,12 +37,14 @@ from tests.faults.players import (
     frame_marks,
     mark_fault,
     next_move,
+    open_table,
     open_tables,
     play,
     play_tables,
     request,
     until,
 )
+from tests.server.test_quiet_tables import Listener
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -279,3 +281,76 @@ async def test_a_node_restarted_with_its_id_carries_on_its_tables(
         store_url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
     )
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("store_url", ["redis"], indirect=True)  # a cluster's tables never go quiet
+@pytest.mark.parametrize("when", ["at once", "once announced"])
+async def test_a_spectator_whose_node_pauses_as_it_asks_for_a_quiet_table_misses_nothing(
+    launch_nodes: LaunchNodes,
+    store_url: str,
+    when: str,
+    figures: dict[str, Any],
+) -> None:
+    """Node A hosts a table that no other node follows, so A has stopped announcing its updates
+    (a quiet table, ``server.node.hosting``). A spectator asks node B for it, and B is frozen
+    (SIGSTOP for 1 s) while the game plays on at A: ``at once`` after the request is sent (B
+    has most likely not read it: A goes on unheard), or ``once announced``, as soon as A's
+    updates are published again (B subscribed, then asked, and A's next updates wait in B's
+    socket). Either way, once B runs again the spectator gets the table and every later update
+    in order, with no gap for its client to fill by a resync; a table left quiet after B asked
+    would send it nothing more."""
+    nodes = launch_nodes(2)
+    url_a, url_b = nodes.urls
+    table = await open_table([url_a], fault_options(seats=2, max_rounds=20))  # outlasts the pause
+    listener = Listener(store_url, table.id)
+    spectator = await connect(url_b, name="Watcher")
+    resyncs: list[str] = []
+    resync = spectator._resync_until_done
+
+    async def counted(table_id: str) -> None:
+        resyncs.append(table_id)
+        await resync(table_id)
+
+    spectator._resync_until_done = counted  # type: ignore[method-assign]
+    playing: list[asyncio.Task[Any]] = []
+    try:
+        await listener.start()
+        await act_on_turn(table.clients, table.id)
+        await asyncio.sleep(0.3)
+        assert listener.heard == [], "the table was not quiet before the spectator came"
+        playing = [
+            asyncio.create_task(play(client, table.id, think=0.1, leave=False))
+            for client in table.clients
+        ]
+        asking = asyncio.create_task(request(spectator, v1.Spectate(table=table.id)))
+        if when == "once announced":
+            await until(lambda: listener.heard, 10, period=0.001)
+        heard_before = len(listener.heard)
+        nodes[1].pause()
+        await asyncio.sleep(1.0)
+        announced_while_paused = len(listener.heard) - heard_before
+        nodes[1].resume()
+        resumed = time.monotonic()
+        await asking
+        results = await asyncio.gather(*playing)
+        assert all(r.final is not None for r in results), [r.problem for r in results]
+        final = max(c.tables[table.id].seq for c in table.clients)
+        state = spectator.tables[table.id]
+        await spectator.wait_until(lambda: state.seq >= final, 15)
+        figures["spectator at the game's end, s after the resume"] = round(
+            time.monotonic() - resumed, 2
+        )
+    finally:
+        for task in playing:
+            task.cancel()
+        await listener.stop()
+        await close_all([*table.clients, spectator])
+    figures["updates announced while B was paused"] = announced_while_paused
+    figures["spectator's resyncs"] = len(resyncs)
+    seqs = [event.seq for event in state.events]
+    assert seqs, "the game went on after the spectator's answer"
+    assert seqs == list(range(seqs[0], seqs[-1] + 1)), "every event once, in order"
+    assert state.view is not None and state.view["phase"] == "over"
+    if when == "once announced":
+        assert announced_while_paused > 0, "A stopped announcing while B, subscribed, was paused"
+    assert resyncs == [], "the spectator's client had to fill a gap"
