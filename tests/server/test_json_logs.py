@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from server.logs import JsonFormatter
+from server.logs import ONE_LINE_LOGGERS, JsonFormatter, OneLine, configure
 from server.testing.redis_server import free_port
 
 
@@ -41,6 +41,38 @@ def test_a_traceback_stays_inside_its_line() -> None:
     text = JsonFormatter("n").format(failed)
     assert "\n" not in text
     assert "ValueError: boom" in json.loads(text)["error"]
+
+
+def test_the_database_pools_outage_warnings_are_one_line_each(capsys) -> None:
+    """The PostgreSQL pool warns with a traceback at each failed reconnection during an outage:
+    a node's log keeps the warning and the error on one line; a library's error keeps its
+    traceback."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    pool = logging.getLogger("asyncpg.pool")
+    try:
+        configure("plain", "n1")
+        configure("plain", "n1")  # configured again (a test's second node): one filter
+        assert sum(isinstance(f, OneLine) for f in pool.filters) == 1
+        for level in (logging.WARNING, logging.ERROR):
+            try:
+                raise ConnectionRefusedError(111, "Connect call failed")
+            except ConnectionRefusedError:
+                pool.log(
+                    level, "Failed to restore the pool connection floor; retrying", exc_info=True
+                )
+        lines = capsys.readouterr().err.splitlines()
+        assert lines[0].endswith(
+            "asyncpg.pool Failed to restore the pool connection floor; retrying: "
+            "ConnectionRefusedError(111, 'Connect call failed')"
+        )
+        assert "Traceback (most recent call last):" in lines[2], lines
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+        for name in ONE_LINE_LOGGERS:
+            for found in [f for f in logging.getLogger(name).filters if isinstance(f, OneLine)]:
+                logging.getLogger(name).removeFilter(found)
 
 
 def test_serve_writes_json_lines() -> None:
