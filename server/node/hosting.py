@@ -35,7 +35,9 @@ Other side effects outside the room (player sets, scores, retirement of a closed
 through one outbox task, in order, retried on :data:`STORE_RETRY` while the store is down.
 At a rated table the players' ratings are read from the records when someone sits down and once
 a finished game is stored, and logged as a command of the host's (``Ratings``), so the table's
-info carries them to the lobby and the table's viewers like any other change. Such a command of
+info carries them to the lobby and the table's viewers like any other change. One reader per
+table: a sit-down while it reads makes it read once more, and a read the records database fails
+(an outage) is tried again on :data:`RECORDS_RETRY` for as long as the table has players. Such a command of
 the host's (``Ratings``, or a solitaire's ``ParFound`` from the hint worker) whose append fails
 is tried again on :data:`STORE_RETRY` once the store is back, for as long as the table stays here.
 """
@@ -106,6 +108,8 @@ different rates, so it stops trusting a lease a little before Redis could let it
 
 STORE_RETRY = Backoff(first=0.05, cap=2.0)
 """The retry policy of the outbox and of a table whose log write failed."""
+RECORDS_RETRY = Backoff(first=0.2, cap=5.0)
+"""How a read of the ratings that the records database failed is tried again."""
 
 MOVING_AWAY = (ErrorCode.MOVING, "the table is moving to another node: try again")
 """The refusal of a command whose table this node stopped hosting while it was being logged."""
@@ -130,6 +134,16 @@ class Lease:
     quiet: bool = False
     """No other node heard this table's last announcement and none has asked for the table
     since: its updates are not announced (module docstring, "Quiet tables")."""
+
+
+@dataclass
+class RatingsWanted:
+    """What a rated table's ratings reader must do next (:meth:`Hosting._show_ratings`)."""
+
+    after_games: bool
+    """Wait until the table's finished games are stored first (they move the ratings)."""
+    again: bool = True
+    """Read (again): someone sat down, games ended, or the last try failed."""
 
 
 @dataclass
@@ -656,30 +670,58 @@ class Hosting:
     def _show_ratings(self, room: Room, *, after_games: bool = False) -> None:
         """At a rated table, read the seated players' ratings from the records and log them
         (the table shows them): when someone sat down, and once the games just ended are
-        stored (they moved the ratings). A table never waits for this."""
-        if self.records is not None and room.options.rated and not room.closed:
-            self._spawn(self._read_ratings(room.id, after_games))
+        stored (they moved the ratings). A table never waits for this. One reader per table:
+        a request while it works makes it read again (the players then seated)."""
+        if self.records is None or not room.options.rated or room.closed:
+            return
+        wanted = self._ratings_wanted.get(room.id)
+        if wanted is not None:
+            wanted.again = True
+            wanted.after_games |= after_games
+            return
+        self._ratings_wanted[room.id] = RatingsWanted(after_games=after_games)
+        self._spawn(self._read_ratings(room.id))
 
-    async def _read_ratings(self, table: str, after_games: bool) -> None:
+    async def _read_ratings(self, table: str) -> None:
+        """The table's ratings reader (:meth:`_show_ratings`): read and log until nothing more
+        is wanted. A read the records database fails is tried again on :data:`RECORDS_RETRY`
+        (a sit-down during a database outage is shown once it is back); a log append the store
+        refuses, once the store is back (reading again: who sits there may have changed)."""
         assert self.records is not None
-        if after_games:
-            await self.records.written(table)
-        delays = STORE_RETRY.delays()
-        while True:
-            room = self.rooms.get(table)
-            players = [s.player for s in room.seats if s is not None] if room is not None else []
-            if room is None or not players:
-                return
-            try:
-                ratings = await self.records.seat_ratings(room.spec.name, players)
-            except Exception as error:  # the database's own errors: the next sit-down reads again
-                log.warning("reading the ratings at %s failed: %r", table, error)
-                return
-            if await self._log_host_command(table, Ratings(ratings=ratings)):
-                return
-            # Read again once the store is back: who sits there, and their ratings, may change.
-            await self.store.health.wait_up()
-            await asyncio.sleep(next(delays))
+        wanted = self._ratings_wanted[table]
+        failures = 0
+        records_delays = RECORDS_RETRY.delays()
+        store_delays = STORE_RETRY.delays()
+        try:
+            while wanted.again:
+                wanted.again = False
+                if wanted.after_games:
+                    wanted.after_games = False
+                    await self.records.written(table)
+                room = self.rooms.get(table)
+                players = [s.player for s in room.seats if s is not None] if room else []
+                if room is None or not players:
+                    return
+                try:
+                    ratings = await self.records.seat_ratings(room.spec.name, players)
+                except Exception as error:  # the database's own errors: down, restarting
+                    failures += 1
+                    if failures == 1:
+                        log.warning(
+                            "reading the ratings at %s failed, will retry: %r", table, error
+                        )
+                    wanted.again = True
+                    await asyncio.sleep(next(records_delays))
+                    continue
+                if failures:
+                    log.info("ratings at %s read after %d failed tries", table, failures)
+                    failures = 0
+                if not await self._log_host_command(table, Ratings(ratings=ratings)):
+                    wanted.again = True
+                    await self.store.health.wait_up()
+                    await asyncio.sleep(next(store_delays))
+        finally:
+            del self._ratings_wanted[table]
 
     def _set_timer(self, room: Room) -> None:
         """Set the room's one timer for its next deadline (replacing any other): a plain timer,

@@ -29,7 +29,15 @@ from server.hints import HintWorker
 from server.metrics import Metrics
 from server.node.failover import Failover
 from server.node.fanout import Fanout
-from server.node.hosting import HINT_BURST, HINT_RATE, RENEWALS, Hosting, Lease, Publication
+from server.node.hosting import (
+    HINT_BURST,
+    HINT_RATE,
+    RENEWALS,
+    Hosting,
+    Lease,
+    Publication,
+    RatingsWanted,
+)
 from server.node.lobby import Lobby
 from server.node.routing import Routing, error_answer
 from server.ratelimit import TokenBucket
@@ -112,6 +120,8 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         """Per hosted table, its hints' rate limit (made at its first hint)."""
         self._pars: set[tuple[str, int]] = set()
         """``(table, game)`` whose par the worker is finding."""
+        self._ratings_wanted: dict[str, RatingsWanted] = {}
+        """Per rated table whose players' ratings are being read, what its reader must do next."""
         self._scan_until = 0.0
         self._scan_now = asyncio.Event()
         self._renew_now = asyncio.Event()

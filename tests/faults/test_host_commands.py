@@ -164,6 +164,46 @@ async def test_ratings_read_while_redis_is_down_are_shown_once_it_returns(
         await proxy.cut()
 
 
+async def test_a_rating_read_while_the_database_is_down_is_shown_once_it_returns(
+    durable_redis: RedisServer, cpu: CpuSampler, figures: dict[str, Any]
+) -> None:
+    """Bob sits down at a rated table while the records database (a PostgreSQL of the test's
+    own) is down, so his rating cannot be read then. Once the database is back the table must
+    show it, with no other sit-down or game to make the node read again; meanwhile the node
+    waits quietly."""
+    database = PostgresServer()
+    await asyncio.to_thread(database.start)
+    node = NodeProcess(durable_redis.url, "rated1", db_url=database.create_schema())
+    clients: list[Client] = []
+    try:
+        await asyncio.to_thread(node.start)
+        cpu.watch(node.node_id, node.pid)
+        clients.append(await Client.connect(node.url, name="Ann", binary=True))
+        ann = clients[0]
+        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0, rated=True)
+        table = (await ann.request(v1.CreateTable(options=options))).table.id
+        await until(lambda: ratings_shown(ann, table, games=0), 30)
+        await asyncio.to_thread(database.stop)
+        down = time.monotonic()
+        clients.append(await Client.connect(node.url, name="Bob", binary=True))
+        bob = clients[1]
+        await bob.request(v1.JoinTable(table=table))
+        await asyncio.sleep(3.0)
+        assert not ratings_shown(ann, table, games=0), "a rating shown while the database was down"
+        await asyncio.to_thread(database.start)
+        back = time.monotonic()
+        quiet(node, cpu, down + 1.0, back - 0.5, figures)
+        for client in clients:
+            await until(lambda c=client: ratings_shown(c, table, games=0), BACK_WITHIN)
+        figures["rating shown after the database's return, s"] = round(time.monotonic() - back, 2)
+        assert "Traceback" not in "".join(node.output())
+    finally:
+        for client in clients:
+            await client.close()
+        node.stop()
+        await asyncio.to_thread(database.close)
+
+
 async def test_a_par_found_while_redis_is_down_is_logged_once_it_returns(
     durable_redis: RedisServer, cpu: CpuSampler, figures: dict[str, Any]
 ) -> None:

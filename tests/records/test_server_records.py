@@ -404,3 +404,47 @@ async def test_a_rated_tables_seats_carry_the_players_ratings_in_the_lobby_and_a
     )
     for client in (ann, bot, watcher):
         await client.close()
+
+
+async def test_sit_downs_while_a_tables_ratings_are_read_wait_for_one_reader(
+    server: GameServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rated table reads its players' ratings with one reader at a time: players who sit down
+    while a read is out (here held) do not start reads of their own (a sit-and-leave flood, or
+    a database outage, would multiply them); the reader reads once more, with everyone then
+    seated, and the table shows every rating."""
+    assert server.writer is not None
+    url = f"ws://127.0.0.1:{server.port}/"
+    ann = await Client.connect(url, name="Ann")
+    options = v1.TableOptions(seats=4, rated=True, round_pause_seconds=0)
+    table = (await ann.request(v1.CreateTable(options=options))).table.id
+    await ann.wait_until(lambda: seat_ratings(ann.tables[table].info)[ann.player], DEADLINE)
+    read = server.writer.seat_ratings
+    held, out, most, reads = asyncio.Event(), [0], [0], []
+
+    async def held_read(game: str, players: list[str]) -> dict[str, v1.SeatRating]:
+        reads.append(len(players))
+        out[0] += 1
+        most[0] = max(most[0], out[0])
+        try:
+            await held.wait()
+            return await read(game, players)
+        finally:
+            out[0] -= 1
+
+    monkeypatch.setattr(server.writer, "seat_ratings", held_read)
+    others = [await Client.connect(url, name=name) for name in ("Bob", "Carl", "Dan")]
+    for other in others:
+        await other.request(v1.JoinTable(table=table))
+    await asyncio.sleep(0.2)
+    held.set()
+
+    def everyone_rated() -> bool:
+        shown = seat_ratings(ann.tables[table].info)
+        return len(shown) == 4 and all(r is not None and r.games == 0 for r in shown.values())
+
+    await ann.wait_until(everyone_rated, DEADLINE)
+    assert most[0] == 1, f"{most[0]} reads of one table's ratings at once"
+    assert reads == [2, 4], reads  # Bob's, held; then once for the two who came meanwhile
+    for client in (ann, *others):
+        await client.close()
