@@ -95,6 +95,26 @@ def ratings_shown(client: Client, table: str, games: int) -> bool:
     return bool(seats) and all(s.rating is not None and s.rating.games == games for s in seats)
 
 
+async def shown_once_back(
+    start: Callable[[], None],
+    down: float,
+    node: NodeProcess,
+    cpu: CpuSampler,
+    clients: list[Client],
+    table: str,
+    games: int,
+    figures: dict[str, Any],
+) -> None:
+    """Bring what went down at ``down`` back (``start``), check that the node waited quietly
+    meanwhile, and wait until every client shows ratings after ``games`` games."""
+    await asyncio.to_thread(start)
+    back = time.monotonic()
+    quiet(node, cpu, down + 1.0, back - 0.5, figures)
+    for client in clients:
+        await until(lambda c=client: ratings_shown(c, table, games=games), BACK_WITHIN)
+    figures["ratings shown after the return, s"] = round(time.monotonic() - back, 2)
+
+
 async def two_at_a_table(
     node: NodeProcess, clients: list[Client], *, rated: bool
 ) -> tuple[Client, Client, str]:
@@ -145,12 +165,7 @@ async def test_ratings_read_while_redis_is_down_are_shown_once_it_returns(
         await eventually(lambda: store.game(game_id), "the game's record", 30)
         await asyncio.sleep(3.0)
         assert ratings_shown(ann, table, games=0), "nothing new shown while Redis was down"
-        await asyncio.to_thread(durable_redis.start)
-        back = time.monotonic()
-        quiet(node, cpu, down + 1.0, back - 0.5, figures)
-        for client in clients:
-            await until(lambda c=client: ratings_shown(c, table, games=1), BACK_WITHIN)
-        figures["ratings shown after Redis's return, s"] = round(time.monotonic() - back, 2)
+        await shown_once_back(durable_redis.start, down, node, cpu, clients, table, 1, figures)
         for client in clients:
             await request(client, v1.LeaveTable(table=table))
         logged = await assert_retired_whole(durable_redis.url, table, Ratings)
@@ -190,12 +205,7 @@ async def test_a_rating_read_while_the_database_is_down_is_shown_once_it_returns
         await bob.request(v1.JoinTable(table=table))
         await asyncio.sleep(3.0)
         assert not ratings_shown(ann, table, games=0), "a rating shown while the database was down"
-        await asyncio.to_thread(database.start)
-        back = time.monotonic()
-        quiet(node, cpu, down + 1.0, back - 0.5, figures)
-        for client in clients:
-            await until(lambda c=client: ratings_shown(c, table, games=0), BACK_WITHIN)
-        figures["rating shown after the database's return, s"] = round(time.monotonic() - back, 2)
+        await shown_once_back(database.start, down, node, cpu, clients, table, 0, figures)
         assert "Traceback" not in "".join(node.output())
     finally:
         for client in clients:
