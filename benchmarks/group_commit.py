@@ -26,8 +26,12 @@ import asyncio
 import json
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a checkout, not installed
 
 from server.stores.base import Store, table_channel
 from server.stores.memory import MemoryStore

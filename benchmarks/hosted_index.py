@@ -20,9 +20,13 @@ import argparse
 import asyncio
 import secrets
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import redis.asyncio as aioredis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a checkout, not installed
 
 from server.stores.base import bucket_of, in_share, share_buckets
 from server.stores.redis import LEGACY_HOSTED_KEY, hosted_key

@@ -22,11 +22,15 @@ import asyncio
 import json
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import redis
 import redis.asyncio as aioredis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a checkout, not installed
 
 from server.stores.redis import RedisStore, log_key
 from server.table.commands import rebuild as rebuild_from_log
