@@ -45,27 +45,7 @@ class PlayerResult(msgspec.Struct, frozen=True, kw_only=True):
     won: bool
 
 
-class FinishedGame(msgspec.Struct, frozen=True, kw_only=True):
-    """A finished, verified game ready to store (built by ``ingest.finished_game``).
-
-    ``id`` is stable for the game (a retried write carries the same id and changes nothing);
-    ``result`` is the engine's result as JSON data.
-    """
-
-    id: str
-    game: str
-    table: str | None
-    rated: bool
-    started_at: float
-    ended_at: float
-    players: list[PlayerResult]
-    result: dict[str, Any]
-    record: FileRecord
-    sealed_until: float | None = None
-    """A daily deal's game: its record holds the day's seed, secret until the day ends, so the
-    store serves it from then on only (it is written at once all the same)."""
-
-
+# The fields every form of a stored game starts with (a finished game to store, its replay).
 class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
     """One game in a list: who played, how it ended, when. The record itself is one more GET."""
 
@@ -77,6 +57,24 @@ class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
     ended_at: float
     players: list[PlayerResult]
     result: dict[str, Any]
+
+
+def summary_fields(game: GameSummary | GameRecord) -> dict[str, Any]:
+    """The :class:`GameSummary` fields of ``game`` (to build another form of it)."""
+    return {name: getattr(game, name) for name in GameSummary.__struct_fields__}
+
+
+class FinishedGame(GameSummary, frozen=True, kw_only=True):
+    """A finished, verified game ready to store (built by ``ingest.finished_game``).
+
+    ``id`` is stable for the game (a retried write carries the same id and changes nothing);
+    ``result`` is the engine's result as JSON data.
+    """
+
+    record: FileRecord
+    sealed_until: float | None = None
+    """A daily deal's game: its record holds the day's seed, secret until the day ends, so the
+    store serves it from then on only (it is written at once all the same)."""
 
 
 class GameRecord(FileRecord, kw_only=True):

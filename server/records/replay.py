@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from games import GAMES, verify
-from server.records.model import GameRecord, PlayerResult
+from server.records.model import GameRecord, GameSummary, summary_fields
 
 
 class ReplayStep(msgspec.Struct, frozen=True, kw_only=True):
@@ -46,17 +46,9 @@ class Fairness(msgspec.Struct, frozen=True, kw_only=True):
     commitment: str | None
 
 
-class GameReplay(msgspec.Struct, frozen=True, kw_only=True):
+class GameReplay(GameSummary, frozen=True, kw_only=True):
     """A stored game for the replay viewer: who played, how it ended, and every step."""
 
-    id: str
-    game: str
-    table: str | None
-    rated: bool
-    started_at: float
-    ended_at: float
-    players: list[PlayerResult]
-    result: dict[str, Any]
     fairness: Fairness
     rounds: list[int]
     """For each round, in order, the index of the step after its first action (to jump to a
@@ -98,14 +90,7 @@ def game_replay(record: GameRecord) -> GameReplay:
     except verify.ReplayError:
         pass  # the steps up to the refused action; ``fairness`` says what is wrong
     return GameReplay(
-        id=record.id,
-        game=record.game,
-        table=record.table,
-        rated=record.rated,
-        started_at=record.started_at,
-        ended_at=record.ended_at,
-        players=record.players,
-        result=record.result,
+        **summary_fields(record),
         fairness=Fairness(
             verified=not checked.problems,
             problems=checked.problems,
