@@ -37,9 +37,10 @@ At a rated table the players' ratings are read from the records when someone sit
 a finished game is stored, and logged as a command of the host's (``Ratings``), so the table's
 info carries them to the lobby and the table's viewers like any other change. One reader per
 table: a sit-down while it reads makes it read once more, and a read the records database fails
-(an outage) is tried again on :data:`RECORDS_RETRY` for as long as the table has players. Such a command of
-the host's (``Ratings``, or a solitaire's ``ParFound`` from the hint worker) whose append fails
-is tried again on :data:`STORE_RETRY` once the store is back, for as long as the table stays here.
+(an outage) is tried again on :data:`RECORDS_RETRY` for as long as the table has players. Such
+a command of the host's (``Ratings``, or a solitaire's ``ParFound`` from the hint worker) whose
+append fails is tried again on :data:`STORE_RETRY` once the store is back, for as long as the
+table stays here.
 """
 
 from __future__ import annotations
