@@ -391,6 +391,18 @@ async def until(predicate: Callable[[], object], timeout: float, period: float =
             await asyncio.sleep(period)
 
 
+@contextlib.asynccontextmanager
+async def abandoned_on_failure(tables: Sequence[Table], playing: asyncio.Task[Any]) -> Any:
+    """The body of a scenario while ``playing`` plays ``tables``: if it fails, the play is
+    cancelled and every player's client closed before the failure goes on up."""
+    try:
+        yield
+    except BaseException:
+        playing.cancel()
+        await close_all(clients_of(tables))
+        raise
+
+
 async def close_all(clients: Sequence[Client]) -> None:
     """Close clients for good, whatever state they are in."""
     for client in clients:

@@ -25,8 +25,7 @@ from tests.faults.conftest import LaunchNodes
 from tests.faults.history import finish_and_check, resume_figures
 from tests.faults.players import (
     Table,
-    clients_of,
-    close_all,
+    abandoned_on_failure,
     fault_options,
     first_event_after,
     mark_fault,
@@ -70,7 +69,7 @@ async def test_a_master_killed_mid_game_loses_no_acknowledged_action(
     nodes = launch_nodes(2, extra=WAIT_OPTIONS)
     tables = await open_tables(nodes.urls, 6, fault_options())
     playing = asyncio.create_task(play_tables(tables, think=0.1, deadline=150))
-    try:
+    async with abandoned_on_failure(tables, playing):
         await asyncio.sleep(1.0)
         victim, hit = await asyncio.to_thread(busiest_master, private_cluster, tables)
         fault = mark_fault(hit)
@@ -84,10 +83,6 @@ async def test_a_master_killed_mid_game_loses_no_acknowledged_action(
         figures["replica back s"] = round(time.monotonic() - fault.at, 2)
         resumed = await first_event_after(fault.going, fault.at, fault.seqs, timeout=60)
         resume_figures(figures, resumed, len(fault.going))
-    except BaseException:
-        playing.cancel()
-        await close_all(clients_of(tables))
-        raise
     problems = await finish_and_check(
         private_cluster.url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
     )

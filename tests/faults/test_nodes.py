@@ -28,8 +28,8 @@ from tests.faults.history import (
 )
 from tests.faults.players import (
     STRATEGIES,
+    abandoned_on_failure,
     act_on_turn,
-    clients_of,
     close_all,
     connect,
     fault_options,
@@ -60,17 +60,13 @@ async def test_a_node_killed_mid_game_loses_nothing(
     nodes = launch_nodes(2)
     tables = await open_tables(nodes.urls, 4, fault_options())
     playing = asyncio.create_task(play_tables(tables, think=0.1))
-    try:
+    async with abandoned_on_failure(tables, playing):
         await asyncio.sleep(1.0)
         # node 0 hosts the tables whose host sat down there
         fault = mark_fault(tables[0::2])
         nodes[0].kill()
         resumed = await first_event_after(fault.going, fault.at, fault.seqs, timeout=30)
         resume_figures(figures, resumed, len(fault.going))
-    except BaseException:
-        playing.cancel()
-        await close_all(clients_of(tables))
-        raise
     problems = await finish_and_check(
         store_url, tables, playing, fault, figures, cpu=cpu, nodes=[nodes[1]]
     )
@@ -92,7 +88,7 @@ async def test_a_node_that_stalls_300_ms_keeps_every_table(
     nodes = launch_nodes(2)
     tables = await open_tables(nodes.urls, 4, fault_options())
     playing = asyncio.create_task(play_tables(tables, think=0.1))
-    try:
+    async with abandoned_on_failure(tables, playing):
         await asyncio.sleep(1.0)
         hosted = {t for t, node in lease_holders(store_url).items() if node == "node0"}
         assert hosted, "node 0 hosts some tables"
@@ -108,10 +104,6 @@ async def test_a_node_that_stalls_300_ms_keeps_every_table(
             if "adopted table" in line and any(table in line for table in hosted)
         ]
         figures["tables of the stalled node adopted elsewhere"] = len(adopted)
-    except BaseException:
-        playing.cancel()
-        await close_all(clients_of(tables))
-        raise
     problems = await finish_and_check(
         store_url, tables, playing, fault, figures, cpu=cpu, nodes=list(nodes)
     )
@@ -266,17 +258,13 @@ async def test_a_node_restarted_with_its_id_carries_on_its_tables(
     node = nodes[0]
     tables = await open_tables(nodes.urls, 3, fault_options())
     playing = asyncio.create_task(play_tables(tables, think=0.1))
-    try:
+    async with abandoned_on_failure(tables, playing):
         await asyncio.sleep(1.0)
         fault = mark_fault(tables)
         await asyncio.to_thread(node.restart)
         watch_again(cpu, node)
         resumed = await first_event_after(fault.going, fault.at, fault.seqs, timeout=15)
         resume_figures(figures, resumed, len(fault.going))
-    except BaseException:
-        playing.cancel()
-        await close_all(clients_of(tables))
-        raise
     problems = await finish_and_check(
         store_url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
     )

@@ -21,8 +21,7 @@ from tests.faults.conftest import LaunchNodes
 from tests.faults.history import finish_and_check, resume_figures
 from tests.faults.players import (
     Table,
-    clients_of,
-    close_all,
+    abandoned_on_failure,
     fault_options,
     first_event_after,
     mark_fault,
@@ -79,7 +78,7 @@ async def test_redis_paused_for_five_seconds(
 ) -> None:
     nodes = launch_nodes(2)
     tables, playing = await start_games(nodes)
-    try:
+    async with abandoned_on_failure(tables, playing):
         await asyncio.sleep(1.0)
         fault = mark_fault(tables)
         durable_redis.pause()
@@ -90,10 +89,6 @@ async def test_redis_paused_for_five_seconds(
         quiet_figures(figures, nodes, cpu, fault.at + 1.0, back)
         resumed = await first_event_after(fault.going, back, marks, timeout=30)
         resume_figures(figures, resumed, len(fault.going))
-    except BaseException:
-        playing.cancel()
-        await close_all(clients_of(tables))
-        raise
     problems = await finish_and_check(
         durable_redis.url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
     )
@@ -108,7 +103,7 @@ async def test_redis_killed_and_restarted_from_its_append_only_file(
 ) -> None:
     nodes = launch_nodes(2)
     tables, playing = await start_games(nodes)
-    try:
+    async with abandoned_on_failure(tables, playing):
         await asyncio.sleep(1.0)
         fault = mark_fault(tables)
         durable_redis.kill()
@@ -118,10 +113,6 @@ async def test_redis_killed_and_restarted_from_its_append_only_file(
         figures["redis restart s"] = round(back - fault.at, 2)
         resumed = await first_event_after(fault.going, back, marks, timeout=30)
         resume_figures(figures, resumed, len(fault.going))
-    except BaseException:
-        playing.cancel()
-        await close_all(clients_of(tables))
-        raise
     problems = await finish_and_check(
         durable_redis.url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
     )
@@ -141,7 +132,7 @@ async def test_redis_down_for_twenty_seconds_with_timers_due(
     gate = asyncio.Event()
     gate.set()
     tables, playing = await start_games(nodes, gate=gate, turn_seconds=3.0)
-    try:
+    async with abandoned_on_failure(tables, playing):
         await asyncio.sleep(1.0)
         gate.clear()
         await asyncio.sleep(0.5)  # actions in flight are answered
@@ -156,10 +147,6 @@ async def test_redis_down_for_twenty_seconds_with_timers_due(
         resumed = await first_event_after(fault.going, back, marks, timeout=30)
         resume_figures(figures, resumed, len(fault.going))
         gate.set()
-    except BaseException:
-        playing.cancel()
-        await close_all(clients_of(tables))
-        raise
     problems = await finish_and_check(
         durable_redis.url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
     )
