@@ -65,6 +65,24 @@ TRACEBACK_MARKS = ("Traceback (most recent call last)", "exception was never ret
 """What a node prints when something failed that nobody handled."""
 
 
+def unhandled(lines: list[str]) -> list[str]:
+    """Each unhandled error a node printed (:data:`TRACEBACK_MARKS`), as the line that says so,
+    the log line before it and, for a traceback, its last frame and the exception: enough to
+    tell from a CI log which error it was."""
+    found = []
+    for index, line in enumerate(lines):
+        if not any(mark in line for mark in TRACEBACK_MARKS):
+            continue
+        shown = [lines[index - 1].strip()] if index else []
+        shown.append(line.strip())
+        end = index + 1
+        while end < len(lines) and lines[end][:1] in (" ", "\t"):
+            end += 1
+        shown += [text.strip() for text in lines[max(index + 1, end - 2) : end + 1]]
+        found.append(" | ".join(shown))
+    return found
+
+
 def status_of(room: Room) -> str:
     """A room's lifecycle status as its name (a plain string or an enum's value)."""
     status: Any = room.status
@@ -276,10 +294,7 @@ async def check_history(
             history.problems.append(f"{len(left)} key(s) left without a TTL: {shown}")
     figures["redis MiB"] = round(await redis_memory(redis_url) / 2**20, 2)
     tracebacks = [
-        f"{node.node_id}: {line.strip()}"
-        for node in nodes
-        for line in node.output()
-        if any(mark in line for mark in TRACEBACK_MARKS)
+        f"{node.node_id}: {shown}" for node in nodes for shown in unhandled(node.output())
     ]
     figures["tracebacks"] = len(tracebacks)
     if tracebacks:
