@@ -59,6 +59,12 @@ def node_command(
     ]  # fmt: skip
 
 
+def serving(line: str) -> bool:
+    """Whether ``line`` is what ``blackdrez serve`` prints once it listens (a node, or the
+    supervisor of ``--workers``): not its refusals ("blackdrez serve: cannot listen on ...")."""
+    return line.startswith("blackdrez") and " on http://" in line
+
+
 class NodeProcess(OneProcess):
     """One server node process (see the module docstring); not started until :meth:`start`."""
 
@@ -119,7 +125,7 @@ class NodeProcess(OneProcess):
         """Wait until the launched node says it serves; kill it and raise if it does not."""
         first = self._first_line
         deadline = time.monotonic() + START_TIMEOUT
-        while not any("blackdrez" in line for _, line in self.lines[first:]):
+        while not any(serving(line) for _, line in self.lines[first:]):
             if not self.running or time.monotonic() > deadline:
                 self.kill()
                 raise RuntimeError(

@@ -30,7 +30,7 @@ from pathlib import Path
 import redis
 
 from server.testing.launcher import Launcher
-from server.testing.redis_server import answers_ping, find_redis_server
+from server.testing.redis_server import answers_ping, find_redis_server, handed_out
 
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
@@ -48,12 +48,15 @@ def _port_free(port: int) -> bool:
 
 
 def free_cluster_port(taken: set[int]) -> int:
-    """A loopback port free a moment ago whose cluster bus port (+10000) was free too."""
+    """A loopback port free a moment ago whose cluster bus port (+10000) was free too, neither
+    of them handed out before in this process (here or by :func:`free_port`)."""
     while True:
         port = random.randrange(20000, 65535 - BUS_OFFSET)
-        if {port, port + BUS_OFFSET} & taken:
+        pair = {port, port + BUS_OFFSET}
+        if pair & (taken | handed_out):
             continue
         if _port_free(port) and _port_free(port + BUS_OFFSET):
+            handed_out.update(pair)
             return port
 
 

@@ -41,11 +41,21 @@ def find_redis_server() -> str:
     return shipped
 
 
+handed_out: set[int] = set()
+"""Every port :func:`free_port` (or a cluster's picker) returned in this process."""
+
+
 def free_port() -> int:
-    """Return a loopback TCP port that was free a moment ago."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """Return a loopback TCP port that was free a moment ago and that this process has not
+    been given before: ports are picked before the processes that will listen on them start,
+    and the kernel may offer the same free port twice meanwhile."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port not in handed_out:
+            handed_out.add(port)
+            return port
 
 
 def answers_ping(port: int) -> bool:
