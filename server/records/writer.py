@@ -138,6 +138,9 @@ class RecordsWriter:
         """Write attempts that failed (and were retried)."""
         self._queue: asyncio.Queue[GameOver] = asyncio.Queue()
         self._pending: collections.Counter[str] = collections.Counter()
+        """Games submitted and not yet stored (or dropped), by table..."""
+        self._unstored = 0
+        """...and in all: queued or being written."""
         self._failing = False
         """The last write failed: the database is down, and no GIL hurries it back."""
         self._changed = asyncio.Condition()
@@ -161,16 +164,12 @@ class RecordsWriter:
         """Queue games that ended (their log entry is written) to be stored."""
         for game in games:
             self._pending[_table(game)] += 1
+            self._unstored += 1
             self._queue.put_nowait(game)
         if self._unstored > MAX_BATCH and not self._failing:
             self._set_catching_up(True)
         if self.metrics is not None:
             self.metrics.records_pending.set(self._queue.qsize())
-
-    @property
-    def _unstored(self) -> int:
-        """Games submitted and not yet stored (or dropped): queued or being written."""
-        return sum(self._pending.values())
 
     @property
     def catching_up(self) -> bool:
@@ -238,6 +237,7 @@ class RecordsWriter:
                     self._pending[table] -= 1
                     if not self._pending[table]:
                         del self._pending[table]
+                    self._unstored -= 1
                     self._queue.task_done()
                 if self._unstored <= CAUGHT_UP:
                     self._set_catching_up(False)
