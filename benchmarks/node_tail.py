@@ -49,8 +49,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from server.testing.redis_server import free_port
 from tools.loadtest import cli as loadtest
-from tools.loadtest.procfs import free_port
 
 POSTGRES_DB = "{postgres}"
 """In a variant: ``--server-arg=--db-url`` of a new database on the script's PostgreSQL."""

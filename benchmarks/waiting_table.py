@@ -28,12 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from clients.client import Client  # noqa: E402
 from protocol import v1  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from server.testing.redis_server import free_port  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> float:

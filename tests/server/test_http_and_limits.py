@@ -24,6 +24,7 @@ from protocol.codec import encode
 from protocol.errors import CloseCode
 from protocol.handshake import Hello
 from server.app import STATIC_DIR
+from server.testing.redis_server import free_port
 from tests.server.helpers import play_out, seat_and_start
 
 
@@ -135,12 +136,6 @@ async def test_idle_connections_are_closed_with_4005(make_server, connect) -> No
     client = await connect(server, name="Sleepy")
     code, _ = await asyncio.wait_for(client.closed, 3)
     assert code == CloseCode.IDLE_TIMEOUT
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 async def test_sigterm_tells_clients_and_exits_cleanly() -> None:

@@ -101,7 +101,7 @@ async def test_two_real_processes_share_lobby_and_game(make_server, shared_url) 
     import sys
 
     from clients.client import Client
-    from tests.server.test_http_and_limits import free_port
+    from server.testing.redis_server import free_port
 
     local = await make_server(redis_url=shared_url, node_id="in-process")
     port = free_port()

@@ -58,6 +58,7 @@ from typing import Any
 
 import msgspec
 
+from server.testing.redis_server import free_port
 from tools.loadtest.charts import timeline_chart
 from tools.loadtest.procfs import (
     check_loopback,
@@ -65,7 +66,6 @@ from tools.loadtest.procfs import (
     cpu_seconds,
     favour,
     find_server_pid,
-    free_port,
     involuntary_switches,
     rss_kib,
     start_process,
@@ -517,7 +517,7 @@ def run_echo_baseline(
 ) -> dict[str, Any]:
     """Start a bare echo server, load it like ours (same connections and frame size), stop it."""
     host = "127.0.0.1"
-    port = free_port(host)
+    port = free_port()
     command = [sys.executable, "-m", "tools.loadtest", "--echo-server", "--port", str(port)]
     log = Path(args.server_log)
     process = start_process(command, args.server_cpus, log)
@@ -668,7 +668,7 @@ def _spawn_server(
     (a folder of the run's own, removed after it) unless ``--server-arg`` names one: a run does
     not write into the folder it was started from, nor start with the games of earlier runs."""
     host = "127.0.0.1"
-    port = free_port(host)
+    port = free_port()
     command = [
         sys.executable, "-m", "tools.cli", "serve", "--host", host, "--port", str(port),
         "--rate", str(args.server_rate), "--burst", str(args.server_burst),

@@ -37,13 +37,6 @@ def check_loopback(url: str) -> tuple[str, int]:
     return str(address), parsed.port or 80
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on ``host`` that was free a moment ago."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
-
-
 def rss_kib(pid: int) -> int:
     """The resident set size of process ``pid`` in KiB (``VmRSS`` in /proc/<pid>/status)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
