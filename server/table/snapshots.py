@@ -38,8 +38,9 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_EVERY = 500
 """Log entries between snapshots: a rebuild replays fewer than this many entries. A snapshot of a
-four-seat BlackDrez table is about 15 KB and takes about 10 ms to make (``docs/benchmarks.md``),
-so one every 500 entries costs the host about 20 µs an entry and Redis 30 bytes an entry."""
+four-seat BlackDrez table is about 16 KB and takes about 1 ms to make on an idle machine (tens of
+ms under a load average of 31: ``docs/benchmarks.md``), so one every 500 entries costs the host
+about 2 µs an entry and Redis 30 bytes an entry."""
 
 _ALLOWED_PREFIXES = ("server.", "protocol.", "games.")
 _ALLOWED_GLOBALS = {
