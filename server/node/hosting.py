@@ -137,6 +137,49 @@ class Lease:
     since: its updates are not announced (module docstring, "Quiet tables")."""
 
 
+class TableLock:
+    """A table's lock (:meth:`Hosting._lock`), kept while anyone holds or awaits it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
+        """Coroutines holding the lock or waiting for it."""
+
+
+class HeldLock:
+    """``async with`` one table's lock in ``locks``: made by the first user, dropped by the
+    last (a class, not a generator: this runs at every command)."""
+
+    __slots__ = ("_entry", "_locks", "_table")
+
+    def __init__(self, locks: dict[str, TableLock], table: str) -> None:
+        self._locks = locks
+        self._table = table
+
+    async def __aenter__(self) -> None:
+        entry = self._locks.get(self._table)
+        if entry is None:
+            entry = self._locks[self._table] = TableLock()
+        entry.users += 1
+        self._entry = entry
+        try:
+            await entry.lock.acquire()
+        except BaseException:  # cancelled while waiting
+            self._leave()
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._entry.lock.release()
+        self._leave()
+
+    def _leave(self) -> None:
+        self._entry.users -= 1
+        if not self._entry.users:
+            del self._locks[self._table]
+
+
 @dataclass
 class RatingsWanted:
     """What a rated table's ratings reader must do next (:meth:`Hosting._show_ratings`)."""
@@ -170,11 +213,12 @@ async def nap(seconds: float, wake: asyncio.Event) -> None:
 class Hosting:
     """The rooms hosted here, their leases, log appends, timers and outbox."""
 
-    def _lock(self, table: str) -> asyncio.Lock:
-        lock = self._locks.get(table)
-        if lock is None:
-            lock = self._locks[table] = asyncio.Lock()
-        return lock
+    def _lock(self, table: str) -> HeldLock:
+        """``async with`` it to hold ``table``'s lock: one command (or timer, adoption,
+        handover) of a table at a time. A lock exists while someone holds or awaits it, and no
+        longer: a table that moves away or closes leaves none behind, and a new one is made
+        only when nobody holds the old one, so two commands of a table never run at once."""
+        return HeldLock(self._locks, table)
 
     def _valid_until(self, sent: float) -> float:
         """Until when a lease acquired or renewed by a call sent at ``sent`` can be trusted."""
@@ -818,7 +862,6 @@ class Hosting:
             finally:
                 if item.closing_log is not None:
                     self._closing.discard(item.room.id)
-                    self._locks.pop(item.room.id, None)
                     lease = self._leases.get(item.room.id)
                     if lease is not None and lease.token == item.token:
                         del self._leases[item.room.id]

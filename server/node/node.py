@@ -37,6 +37,7 @@ from server.node.hosting import (
     Lease,
     Publication,
     RatingsWanted,
+    TableLock,
 )
 from server.node.lobby import Lobby
 from server.node.routing import Routing, error_answer
@@ -141,7 +142,8 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         """Per hosted room (and room being retired), the lease this node holds."""
         self._closing: set[str] = set()
         """Tables closed here whose retirement is not yet written: ``not_found`` already."""
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, TableLock] = {}
+        """The lock of each table a command runs or waits at (``Hosting._lock``)."""
         self.watchers: dict[str, dict[Connection, Watch]] = {}
         self.lobby_watchers: set[Connection] = set()
         self._lobby_heard = False

@@ -116,3 +116,14 @@ async def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting: {what}"
         await asyncio.sleep(0.05)
+
+
+async def queued_at(node: Any, table: str, waiters: int) -> None:
+    """Wait until ``waiters`` requests wait for ``table``'s lock on ``node`` besides its holder
+    (bounded)."""
+    for _ in range(500):
+        held = node._locks.get(table)
+        if held is not None and held.users - 1 >= waiters:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{waiters} requests never queued on the table")

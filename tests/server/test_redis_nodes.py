@@ -11,7 +11,7 @@ import pytest
 from clients.client import ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
-from tests.server.helpers import play_out, seat_and_start
+from tests.server.helpers import play_out, queued_at, seat_and_start
 
 
 @pytest.fixture(params=["redis", "cluster"])
@@ -151,15 +151,6 @@ def _errors_counted(server, code: str) -> float:
     return value or 0.0
 
 
-async def _queued_on(lock: asyncio.Lock, waiters: int) -> None:
-    """Wait until ``waiters`` requests wait for a table's lock (bounded)."""
-    for _ in range(500):
-        if len(lock._waiters or ()) >= waiters:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{waiters} requests never queued on the table")
-
-
 async def test_quick_join_goes_on_when_a_remote_table_fills_up(two_nodes, connect) -> None:
     a, b = two_nodes
     host = await connect(a, name="Host")
@@ -171,9 +162,9 @@ async def test_quick_join_goes_on_when_a_remote_table_fills_up(two_nodes, connec
     # The rival's join and the seeker's (forwarded from node b) queue on the table in that order.
     async with a.node._lock(full):
         rival_join = asyncio.create_task(rival.request(v1.JoinTable(table=full)))
-        await _queued_on(a.node._lock(full), 1)
+        await queued_at(a.node, full, 1)
         seeker_join = asyncio.create_task(seeker.request(v1.QuickJoin()))
-        await _queued_on(a.node._lock(full), 2)
+        await queued_at(a.node, full, 2)
     assert (await rival_join).seat == 1
     joined = await seeker_join  # refused there (table_full), so it went on to a table of its own
     assert joined.table.id != full
