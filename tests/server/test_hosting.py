@@ -156,6 +156,7 @@ async def test_a_stopping_node_hands_its_tables_over(make_server, redis_url_clea
         assert table in first.node.rooms
         seq = a.tables[table].seq
         await first.stop()
+        assert kept_for(first.node, table) == []
         await b.wait_until(lambda: table in second.node.rooms, timeout=10)
         await a.wait_until(lambda: a.reconnects == 1, timeout=10)
         await asyncio.gather(play_out(a, table), play_out(b, table))
@@ -245,6 +246,7 @@ async def test_a_closed_table_refuses_everything_at_once(
     with pytest.raises(ServerError) as error:
         await bot.request(v1.Resync(table=table))
     assert error.value.code == ErrorCode.NOT_FOUND
+    assert kept_for(server.node, table) == [], "a retired table leaves nothing on its node"
 
 
 async def test_an_action_logged_while_its_lease_is_found_lost_is_acknowledged_not_a_crash(
