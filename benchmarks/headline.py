@@ -42,6 +42,12 @@ PINNED = ["--server-cpus", "0", "--worker-cpus", "1"]
 PARTS = ("max", "half", "workers")
 
 
+def _stolen(run: dict[str, Any]) -> float:
+    """The CPU the hypervisor took over a run's window, summed over the CPUs (0.2: a fifth of
+    one): a run where it took much is the machine's, not the code's."""
+    return sum((run.get("steal_share") or {}).values())
+
+
 def _row(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "runs": len(runs),
@@ -54,6 +60,7 @@ def _row(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "p99_ms_each": [r["latency_ms"]["p99"] for r in runs],
         "server_cpu_share": loadtest.median_of(runs, "server_cpu_share"),
         "load_average_before": [round(r["load_average_before"], 1) for r in runs],
+        "stolen_each": [round(_stolen(r), 2) for r in runs],
         "errors": sum(r["errors"] for r in runs),
         "failed": sum(r["failed"] for r in runs),
     }
@@ -70,7 +77,8 @@ def _series(
             last = runs[name][-1]
             print(
                 f"  {name}: {last['actions_per_s']:,.0f} actions/s, p99 "
-                f"{last['latency_ms']['p99']} ms (load {last['load_average_before']:.1f})",
+                f"{last['latency_ms']['p99']} ms (load {last['load_average_before']:.1f}, "
+                f"stolen {_stolen(last):.2f} of a CPU)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -82,7 +90,8 @@ def _line(name: str, row: dict[str, Any]) -> str:
     return (
         f"{name:<34} {row['actions_per_s']:>7,.0f} actions/s {row['actions_per_s_each']}{echo}; "
         f"p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms {row['p99_ms_each']}; "
-        f"errors {row['errors']}, failed {row['failed']}; load {row['load_average_before']}"
+        f"errors {row['errors']}, failed {row['failed']}; load {row['load_average_before']}, "
+        f"stolen {row['stolen_each']}"
     )
 
 
