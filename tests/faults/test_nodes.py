@@ -44,7 +44,7 @@ from tests.faults.players import (
     request,
     until,
 )
-from tests.server.test_quiet_tables import Listener
+from tests.server.helpers import Listener
 
 pytestmark = pytest.mark.timeout(180)
 

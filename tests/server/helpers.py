@@ -8,11 +8,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
+import redis.asyncio
 
 from clients.client import Client, ServerError, TableState
 from games.blackdrez import bots as blackdrez_bots
 from games.blackdrez import rules as blackdrez
 from protocol import v1
+from server import bus
+from server.stores.base import table_channel
 
 
 def view_of(client: Client, table: str) -> blackdrez.View | None:
@@ -119,11 +122,39 @@ async def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30
 
 
 async def queued_at(node: Any, table: str, waiters: int) -> None:
-    """Wait until ``waiters`` requests wait for ``table``'s lock on ``node`` besides its holder
-    (bounded)."""
-    for _ in range(500):
+    """Wait until ``waiters`` requests wait for ``table``'s lock on ``node`` besides its holder."""
+
+    def queued() -> bool:
         held = node._locks.get(table)
-        if held is not None and held.users - 1 >= waiters:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{waiters} requests never queued on the table")
+        return held is not None and held.users - 1 >= waiters
+
+    await wait_for(queued, f"{waiters} requests queued on the table", timeout=5.0)
+
+
+class Listener:
+    """A raw subscriber of a table's channel that never asks the host for the table: it hears
+    exactly what the host announces."""
+
+    def __init__(self, url: str, table: str) -> None:
+        self.client = redis.asyncio.Redis.from_url(url)
+        self.pubsub = self.client.pubsub()
+        self.table = table
+        self.heard: list[int] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.pubsub.subscribe(table_channel(self.table))
+        self.task = asyncio.create_task(self._listen())
+
+    async def _listen(self) -> None:
+        async for message in self.pubsub.listen():
+            if message["type"] == "message":
+                update = bus.decode(message["data"])
+                assert isinstance(update, bus.TableUpdate)
+                self.heard.append(update.broadcast.seq)
+
+    async def stop(self) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        await self.pubsub.aclose()
+        await self.client.aclose()

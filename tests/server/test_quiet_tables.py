@@ -14,14 +14,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-import redis.asyncio
 
 from clients.client import Client
 from protocol import v1
-from server import bus
 from server.app import GameServer
-from server.stores.base import table_channel
-from tests.server.helpers import play_out, seat_and_start
+from tests.server.helpers import Listener, play_out, seat_and_start
 from tests.server.test_remote_watch import WAIT, until
 
 
@@ -41,35 +38,6 @@ async def move(players: list[Client], table: str) -> v1.Ok:
                 if legal:
                     return await player.act(table, legal[0])
             await asyncio.sleep(0.02)
-
-
-class Listener:
-    """A raw subscriber of a table's channel that never asks the host for the table: it hears
-    exactly what the host announces."""
-
-    def __init__(self, url: str, table: str) -> None:
-        self.client = redis.asyncio.Redis.from_url(url)
-        self.pubsub = self.client.pubsub()
-        self.table = table
-        self.heard: list[int] = []
-        self.task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        await self.pubsub.subscribe(table_channel(self.table))
-        self.task = asyncio.create_task(self._listen())
-
-    async def _listen(self) -> None:
-        async for message in self.pubsub.listen():
-            if message["type"] == "message":
-                update = bus.decode(message["data"])
-                assert isinstance(update, bus.TableUpdate)
-                self.heard.append(update.broadcast.seq)
-
-    async def stop(self) -> None:
-        assert self.task is not None
-        self.task.cancel()
-        await self.pubsub.aclose()
-        await self.client.aclose()
 
 
 async def test_a_table_nobody_else_follows_goes_quiet_and_a_new_remote_spectator_misses_nothing(
