@@ -51,7 +51,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -111,6 +111,8 @@ STORE_RETRY = Backoff(first=0.05, cap=2.0)
 """The retry policy of the outbox and of a table whose log write failed."""
 RECORDS_RETRY = Backoff(first=0.2, cap=5.0)
 """How a read of the ratings that the records database failed is tried again."""
+RECORDS_LEAST_PAUSE = 0.2
+"""Seconds a table's ratings reader waits after a failed read even when a sit-down wakes it."""
 
 MOVING_AWAY = (ErrorCode.MOVING, "the table is moving to another node: try again")
 """The refusal of a command whose table this node stopped hosting while it was being logged."""
@@ -188,6 +190,25 @@ class RatingsWanted:
     """Wait until the table's finished games are stored first (they move the ratings)."""
     again: bool = True
     """Read (again): someone sat down, games ended, or the last try failed."""
+    woken: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by a request that comes while the reader waits out a failed read: it reads at once
+    (the database may be back) instead of at the pause's end."""
+
+    def want(self, *, after_games: bool) -> None:
+        """Someone sat down, or games ended: read once more, without waiting."""
+        self.again = True
+        self.after_games |= after_games
+        self.woken.set()
+
+    async def pause(self, delay: float, least: float) -> None:
+        """Wait ``delay`` seconds after a failed read, or until :meth:`want` is called but
+        ``least`` seconds at the least (a sit-and-leave flood during an outage then tries the
+        database a few times a second, not once per sit-down)."""
+        self.woken.clear()
+        await asyncio.sleep(min(least, delay))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, delay - least)):
+                await self.woken.wait()
 
 
 @dataclass
@@ -721,8 +742,7 @@ class Hosting:
             return
         wanted = self._ratings_wanted.get(room.id)
         if wanted is not None:
-            wanted.again = True
-            wanted.after_games |= after_games
+            wanted.want(after_games=after_games)
             return
         self._ratings_wanted[room.id] = RatingsWanted(after_games=after_games)
         self._spawn(self._read_ratings(room.id))
@@ -730,7 +750,8 @@ class Hosting:
     async def _read_ratings(self, table: str) -> None:
         """The table's ratings reader (:meth:`_show_ratings`): read and log until nothing more
         is wanted. A read the records database fails is tried again on :data:`RECORDS_RETRY`
-        (a sit-down during a database outage is shown once it is back); a log append the store
+        (a sit-down during a database outage is shown once it is back; one during the pause after a
+        failed read ends the pause); a log append the store
         refuses, once the store is back (reading again: who sits there may have changed)."""
         assert self.records is not None
         wanted = self._ratings_wanted[table]
@@ -756,7 +777,7 @@ class Hosting:
                             "reading the ratings at %s failed, will retry: %r", table, error
                         )
                     wanted.again = True
-                    await asyncio.sleep(next(records_delays))
+                    await wanted.pause(next(records_delays), RECORDS_LEAST_PAUSE)
                     continue
                 if failures:
                     log.info("ratings at %s read after %d failed tries", table, failures)

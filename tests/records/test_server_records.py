@@ -21,7 +21,9 @@ from games.records import decode_record
 from protocol import v1
 from server import identity
 from server.app import GameServer, Settings
+from server.node import hosting
 from server.records.api import GamesPage, Leaderboard, PlayerProfile
+from server.retry import Backoff
 from tools.ladder import ladder_bots, run_ladder
 
 DEADLINE = 60.0
@@ -447,4 +449,40 @@ async def test_sit_downs_while_a_tables_ratings_are_read_wait_for_one_reader(
     assert most[0] == 1, f"{most[0]} reads of one table's ratings at once"
     assert reads == [2, 4], reads  # Bob's, held; then once for the two who came meanwhile
     for client in (ann, *others):
+        await client.close()
+
+
+async def test_a_sit_down_wakes_a_ratings_reader_waiting_out_a_failed_read(
+    server: GameServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read the records database fails is tried again after a pause (growing to seconds
+    during an outage); a player who sits down during that pause, the database being back,
+    has the table read at once instead of at the pause's end."""
+    assert server.writer is not None
+    monkeypatch.setattr(hosting, "RECORDS_RETRY", Backoff(first=60.0, cap=60.0))
+    url = f"ws://127.0.0.1:{server.port}/"
+    ann = await Client.connect(url, name="Ann")
+    options = v1.TableOptions(seats=4, rated=True, round_pause_seconds=0)
+    table = (await ann.request(v1.CreateTable(options=options))).table.id
+    await ann.wait_until(lambda: seat_ratings(ann.tables[table].info)[ann.player], DEADLINE)
+    read, failed = server.writer.seat_ratings, asyncio.Event()
+
+    async def database_down(game: str, players: list[str]) -> dict[str, v1.SeatRating]:
+        failed.set()
+        raise ConnectionError("the records database is down")
+
+    monkeypatch.setattr(server.writer, "seat_ratings", database_down)
+    bob = await Client.connect(url, name="Bob")
+    await bob.request(v1.JoinTable(table=table))
+    await asyncio.wait_for(failed.wait(), DEADLINE)  # the reader now waits out its pause
+    monkeypatch.setattr(server.writer, "seat_ratings", read)  # the database is back
+    carl = await Client.connect(url, name="Carl")
+    await carl.request(v1.JoinTable(table=table))
+
+    def everyone_rated() -> bool:
+        shown = seat_ratings(ann.tables[table].info)
+        return len(shown) == 3 and all(r is not None for r in shown.values())
+
+    await ann.wait_until(everyone_rated, 10.0)
+    for client in (ann, bob, carl):
         await client.close()
