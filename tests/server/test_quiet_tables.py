@@ -18,8 +18,9 @@ import pytest
 from clients.client import Client
 from protocol import v1
 from server.app import GameServer
-from tests.server.helpers import Listener, play_out, seat_and_start
-from tests.server.test_remote_watch import WAIT, until
+from tests.server.helpers import Listener, play_out, seat_and_start, wait_for
+
+WAIT = 15.0
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ async def test_a_table_nobody_else_follows_goes_quiet_and_a_new_remote_spectator
     host, other = await connect(a, name="Host"), await connect(a, name="Other")
     table = await seat_and_start(host, [other], turn_seconds=60)
     await move([host, other], table)
-    await until(lambda: a.node._leases[table].quiet)
+    await wait_for(lambda: a.node._leases[table].quiet, "the table quiet", WAIT)
     listener = Listener(redis_url_clean, table)
     await listener.start()
     try:
@@ -99,7 +100,7 @@ async def test_nobody_heard_after_a_request_came_does_not_quiet_the_table(
     host, other = await connect(a, name="Host"), await connect(a, name="Other")
     table = await seat_and_start(host, [other], turn_seconds=60)
     await move([host, other], table)
-    await until(lambda: a.node._leases[table].quiet)
+    await wait_for(lambda: a.node._leases[table].quiet, "the table quiet", WAIT)
     a.node._leases[table].quiet = False  # as just after an adoption: loud, followed by nobody
     held = HeldReturn(a.node.store.append_log)
     monkeypatch.setattr(a.node.store, "append_log", held)
@@ -109,7 +110,7 @@ async def test_nobody_heard_after_a_request_came_does_not_quiet_the_table(
     asked = a.node._tables_asked
     spectator = await connect(b, name="Spectator")
     spectating = asyncio.create_task(spectator.request(v1.Spectate(table=table)))
-    await until(lambda: a.node._tables_asked > asked)
+    await wait_for(lambda: a.node._tables_asked > asked, "the request seen", WAIT)
     held.released.set()
     await moving
     await spectating
