@@ -52,6 +52,10 @@ class Connection:
     token: Token
     """The session token this connection greeted with (or was given)."""
     tables: dict[str, Watch] = field(default_factory=dict)
+    left_to_me: dict[str, int | None] = field(default_factory=dict)
+    """Tables (and the seat there, ``None`` for a spectator) of an older connection of the same
+    player that this one replaced and does not watch (yet): when this one closes without having
+    watched them, the player is away there (:meth:`server.node.node.Node.detach`)."""
     lobby: bool = False
     bot: bool = False
     """Said so in ``hello`` (its ``client`` names a bot): shown as a bot, always ready."""

@@ -47,6 +47,7 @@ class Fanout:
         """Make ``client`` a watcher of ``table`` from event ``seq`` on (its answer's)."""
         watch = Watch(seat, seq)
         self.watchers.setdefault(table, {})[client] = client.tables[table] = watch
+        client.left_to_me.pop(table, None)  # its own watch answers for the table from now on
         return watch
 
     async def _catch_up_watch(self, client: Connection, table: str, watch: Watch) -> None:

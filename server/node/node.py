@@ -290,18 +290,28 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         return older
 
     async def detach(self, client: Connection) -> None:
-        """Forget a closed client: its tables learn that the player is away."""
+        """Forget a closed client: its tables learn that the player is away. A newer connection
+        of the same player (it replaced this one) answers for them instead, those it watches and
+        those it was left (:attr:`Connection.left_to_me`) until it watches them."""
         if self.clients.get(client.player) is client:
             del self.clients[client.player]
         self.metrics.connections.set(len(self.clients))
         self._stop_watching_lobby(client)
-        for table, watch in list(client.tables.items()):
-            await self._unwatch(client, table)
-            if self.stopping or self.clients.get(client.player) is not None:
-                continue  # handed over (the new host counts everyone away), or back already
+        held = {table: watch.seat for table, watch in client.tables.items()}
+        held |= {t: seat for t, seat in client.left_to_me.items() if t not in held}
+        for table, seat in held.items():
+            if table in client.tables:
+                await self._unwatch(client, table)
+            if self.stopping:
+                continue  # handed over (the new host counts everyone away)
+            newer = self.clients.get(client.player)
+            if newer is not None:  # back already: the newer connection answers for the table
+                if table not in newer.tables:  # until it watches it (it may never)
+                    newer.left_to_me.setdefault(table, seat)
+                continue
             message: Any = (
                 ConnectionChanged(table=table, connected=False)
-                if watch.seat is not None
+                if seat is not None
                 else v1.LeaveTable(table=table)
             )
             with contextlib.suppress(StoreUnavailable, RoomError, TimeoutError):

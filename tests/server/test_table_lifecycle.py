@@ -13,7 +13,7 @@ import pytest
 
 from clients.client import Client, ServerError
 from protocol import v1
-from protocol.errors import ErrorCode
+from protocol.errors import CloseCode, ErrorCode
 from server.node import node as node_module
 from server.table.commands import decode_entry
 from tests.server.helpers import game_over, seat_and_start
@@ -152,3 +152,54 @@ async def test_a_spectator_gets_the_games_recent_events_and_again_after_a_reload
         recent = snapshots[-1]["recent"]
         assert [n["event"]["type"] for n in recent[:2]] == ["game_started", "round_started"]
         assert recent[-1]["seq"] == snapshots[-1]["seq"]
+
+
+async def test_a_replaced_connection_that_drops_before_it_resyncs_holds_nothing(
+    server, connect
+) -> None:
+    """A reload opens a new connection with the player's token while the old one is still
+    open: the old one is closed (4004, replaced) and its tables are left to the new one, which
+    may drop before it resyncs them. The player must still be counted away, their seat freed
+    after the grace, and a spectator leave; before, the seat stayed held and the table open
+    forever, the spectator counted forever."""
+    host = await connect(server, name="Host")
+    options = v1.TableOptions(seats=2, grace_seconds=0.3)
+    watched = (await host.request(v1.CreateTable(options=options))).table.id
+    spec = await connect(server, name="Spec")
+    await spec.request(v1.Spectate(table=watched))
+    pat = await connect(server, name="Pat")
+    alone = (await pat.request(v1.CreateTable(options=options))).table.id
+    assert server.node.rooms[watched].spectators == {spec.player}
+    again = [await connect(server, token=old.token) for old in (spec, pat)]
+    for old in (spec, pat):
+        code, _ = await old.closed
+        assert code == CloseCode.REPLACED
+    for new in again:
+        await new.close()  # before any resync
+    deadline = asyncio.get_running_loop().time() + 10
+    while alone in server.node.rooms or server.node.rooms[watched].spectators:
+        assert asyncio.get_running_loop().time() < deadline, (
+            f"left held: {alone in server.node.rooms=}, {server.node.rooms[watched].spectators=}"
+        )
+        await asyncio.sleep(0.05)
+    assert server.node.rooms[watched].seats[0] is not None  # the host, still there, untouched
+
+
+async def test_a_reloaded_connection_keeps_the_old_ones_tables(server, connect) -> None:
+    """The other side of the test above: the new connection resyncs the tables after the old
+    one closed; the seat is still the player's and the spectator still watches."""
+    host = await connect(server, name="Host")
+    options = v1.TableOptions(seats=2, grace_seconds=0.3)
+    table = (await host.request(v1.CreateTable(options=options))).table.id
+    spec = await connect(server, name="Spec")
+    await spec.request(v1.Spectate(table=table))
+    new_host, new_spec = [await connect(server, token=old.token) for old in (host, spec)]
+    for old in (host, spec):
+        await old.closed
+    await asyncio.sleep(0.5)  # past the grace
+    await new_host.resync(table)
+    await new_spec.resync(table)
+    room = server.node.rooms[table]
+    assert room.spectators == {spec.player}
+    seat = room.seats[0]
+    assert seat is not None and seat.player == host.player and seat.connected
