@@ -62,13 +62,16 @@ class Fanout:
             self._send_update(client, watch, broadcast, {})
 
     async def _unwatch(self, client: Connection, table: str) -> None:
+        self._stop_watch(client, table)
+        await self._unfollow_if_unwatched(table)
+
+    def _stop_watch(self, client: Connection, table: str) -> None:
         client.tables.pop(table, None)
         watchers = self.watchers.get(table)
         if watchers is not None:
             watchers.pop(client, None)
             if not watchers:
                 del self.watchers[table]
-        await self._unfollow_if_unwatched(table)
 
     async def _follow(self, table: str) -> None:
         """Subscribe to a remote table's updates (keeping the last few for late watchers)."""
@@ -178,6 +181,12 @@ class Fanout:
         for client, watch in list(watchers.items()):
             sent += self._send_update(client, watch, broadcast, frames)
         self.metrics.messages_out.inc(sent)
+        freed = _freed_seats(broadcast)
+        if freed:  # their players were leaving: they see their seat freed and watch no more
+            for client, watch in list(watchers.items()):
+                if watch.seat in freed:
+                    self._stop_watch(client, broadcast.table)
+            self._spawn(self._unfollow_if_unwatched(broadcast.table))
 
     @staticmethod
     def _send_update(
@@ -202,3 +211,15 @@ class Fanout:
             client.send_frame(frame)
         watch.seq = broadcast.seq
         return 1
+
+
+def _freed_seats(broadcast: Broadcast) -> set[int]:
+    """The seats an update frees (its events are structs on the host, dicts off the bus)."""
+    freed: set[int] = set()
+    for numbered in broadcast.events:
+        event = numbered.event
+        if isinstance(event, v1.SeatFreed):
+            freed.add(event.seat)
+        elif isinstance(event, dict) and event.get("type") == "seat_freed":
+            freed.add(event["seat"])
+    return freed

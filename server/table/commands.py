@@ -199,7 +199,7 @@ def _run(room: Room, entry: LogEntry) -> Answer:
             return joined(room, player, request_id, seat)
         case v1.Spectate():
             room.spectate(player, command.invite, now)
-            return joined(room, player, request_id, room.seat_of(player))
+            return joined(room, player, request_id, room.watched_seat(player))
         case v1.LeaveTable():
             room.leave(player, now)
             return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)], unwatch=room.id)

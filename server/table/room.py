@@ -475,9 +475,22 @@ class Room:
         self._check(TableCommand.JOIN)
         existing = self.seat_of(player)
         if existing is not None:
-            if seat is None or seat == existing:
-                return existing
-            raise RoomError(ErrorCode.ALREADY_SEATED, f"you already sit in seat {existing}")
+            if seat is not None and seat != existing:
+                raise RoomError(ErrorCode.ALREADY_SEATED, f"you already sit in seat {existing}")
+            occupant = self.seats[existing]
+            assert occupant is not None
+            if occupant.leaving:  # left (or timed out) during the round, back before it ended
+                if occupant.leaving_reason == "kicked":
+                    raise RoomError(
+                        ErrorCode.SEAT_TAKEN,
+                        f"the host removed you from seat {existing}: it is free after the round",
+                    )
+                occupant.leaving = False
+                if player in self.spectators:  # (watched meanwhile)
+                    self.spectators.discard(player)
+                    self._info_dirty = True
+                self._settle(now)
+            return existing
         self._check_invite(player, invite)
         if seat is None:
             free = [i for i, s in enumerate(self.seats) if s is None]
@@ -506,9 +519,11 @@ class Room:
     def spectate(self, player: str, invite: str | None, now: float) -> None:
         """Let ``player`` watch (a seated player already does)."""
         self._check(TableCommand.SPECTATE)
-        if self.seat_of(player) is not None:
+        seat = self.seat_of(player)
+        if seat is not None and not self._leaving(seat):
             return
-        self._check_invite(player, invite)
+        if seat is None:  # (one who is leaving their seat had the invite)
+            self._check_invite(player, invite)
         if player not in self.spectators:
             self.spectators.add(player)
             self._info_dirty = True
@@ -518,14 +533,28 @@ class Room:
         """Give up a seat (after the current round if the player is in it) or stop watching."""
         self._check(TableCommand.LEAVE)
         seat = self.seat_of(player)
-        if seat is None:
+        if seat is None or self._leaving(seat):
             if player not in self.spectators:
-                raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
+                if seat is None:
+                    raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
+                return  # leaving already
             self.spectators.discard(player)
             self._info_dirty = True
         else:
             self._abandon(seat, "left")
         self._settle(now)
+
+    def watched_seat(self, player: str) -> int | None:
+        """The seat whose copy ``player`` watches: theirs, unless they are leaving it and
+        watch as a spectator meanwhile (``None``)."""
+        seat = self.seat_of(player)
+        if seat is not None and self._leaving(seat) and player in self.spectators:
+            return None
+        return seat
+
+    def _leaving(self, seat: int) -> bool:
+        occupant = self.seats[seat]
+        return occupant is not None and occupant.leaving
 
     def bot_seats(self, player: str, wanted: int) -> int:
         """Host only: how many of ``wanted`` bots can sit down now (at least one)."""
@@ -651,13 +680,20 @@ class Room:
 
     def resync(self, player: str, now: float) -> int | None:
         """A viewer asks to catch up: return their seat (``None`` for a spectator); a seated
-        player is connected again."""
+        player is connected again (one who stayed away past the grace, back before the round
+        ended, keeps the seat; one who left it is no longer at the table)."""
         self._check(TableCommand.RESYNC)
         seat = self.seat_of(player)
         if seat is None and player not in self.spectators:
             raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
+        occupant = self.seats[seat] if seat is not None else None
+        if occupant is not None and occupant.leaving:
+            if occupant.leaving_reason == "timeout":
+                occupant.leaving = False  # back before the round that freed the seat ended
+            elif player not in self.spectators:
+                raise RoomError(ErrorCode.NOT_SEATED, "you left this table")
         self.presence(player, True, now)
-        return seat
+        return self.watched_seat(player)
 
     def presence(self, player: str, connected: bool, now: float) -> None:
         """Note that a seated player's connection dropped or came back (others: nothing)."""

@@ -674,3 +674,109 @@ def test_kept_events_are_their_wire_form_out_of_the_collectors_sight() -> None:
     assert [(e.seq, e.event) for e in recent] == sent[-len(recent) :]
     # encoded to a client, a kept event is the same bytes as the live one was
     assert msgspec.msgpack.encode(kept[-1]) == msgspec.msgpack.encode(a.events[-1])
+
+
+# --------------------------------------------------------------------------- leaving, and back
+
+
+def leaving_mid_round(*, grace_seconds: float = 60.0) -> tuple[TableHarness, str, int]:
+    """Three seated and playing; a player not on turn (and their seat) to leave."""
+    harness = table_of(
+        "a", "b", "c", seeds=[PLAYING_3], round_pause_seconds=1.0, grace_seconds=grace_seconds,
+        turn_seconds=600.0,
+    )  # fmt: skip
+    start_game(harness)
+    assert harness.room.status is S.PLAYING
+    to_act = harness.room.engine.state.to_act
+    seat = next(i for i in range(3) if i != to_act)
+    return harness, harness.room.seats[seat].player, seat
+
+
+def seats_freed(harness: TableHarness, leaver: str) -> list[int]:
+    """The seats freed, as another player at the table saw it."""
+    client = harness.client(next(p for p in "abc" if p != leaver))
+    return [e.event["seat"] for e in client.events if e.event["type"] == "seat_freed"]
+
+
+def test_a_player_who_left_mid_round_and_joins_again_keeps_the_seat() -> None:
+    """Before, the join answered ``joined`` with the old seat while the leave stood: the seat
+    was freed at the round's end under a player told they sat there."""
+    harness, player, seat = leaving_mid_round()
+    client = harness.client(player)
+    client.leave()
+    assert harness.room.seats[seat].leaving
+    assert client.join()[0].seat == seat
+    assert not harness.room.seats[seat].leaving
+    withdraw_until_round_ends(harness)
+    harness.advance(1.0)
+    assert seats_freed(harness, player) == []
+    assert harness.room.seats[seat].player == player
+    assert harness.room.engine.state.status[seat] != "out", "dealt in the next round"
+    client.ready(False)  # a seated player's requests are theirs again
+    assert_replays(harness)
+
+
+def test_a_player_who_left_mid_round_may_watch_and_is_a_spectator_once_the_seat_is_free() -> None:
+    harness, player, seat = leaving_mid_round()
+    client = harness.client(player)
+    client.leave()
+    assert client.spectate()[0].seat is None
+    assert harness.room.spectators == {player}
+    assert harness.room.info().spectators == 1
+    assert client.resync()  # as a spectator
+    withdraw_until_round_ends(harness)
+    assert seats_freed(harness, player) == [seat]
+    assert harness.room.spectators == {player}
+    client.leave()
+    assert harness.room.spectators == set()
+    assert_replays(harness)
+
+
+def test_one_who_left_mid_round_cannot_resync_the_seat_nor_leave_twice() -> None:
+    harness, player, seat = leaving_mid_round()
+    client = harness.client(player)
+    client.leave()
+    with pytest.raises(RoomError) as refused:
+        client.resync()
+    assert refused.value.code == ErrorCode.NOT_SEATED
+    logged = harness.logged_commands
+    client.leave()  # leaving already: nothing more
+    assert harness.logged_commands == logged
+    withdraw_until_round_ends(harness)
+    assert seats_freed(harness, player) == [seat]
+
+
+def test_one_away_past_the_grace_who_comes_back_before_the_round_ends_keeps_the_seat() -> None:
+    harness, player, seat = leaving_mid_round(grace_seconds=1.0)
+    client = harness.client(player)
+    client.drop()
+    harness.advance(1.1)
+    occupant = harness.room.seats[seat]
+    assert occupant.leaving and occupant.leaving_reason == "timeout"
+    client.resync()
+    assert not occupant.leaving and occupant.connected
+    withdraw_until_round_ends(harness)
+    assert seats_freed(harness, player) == []
+    assert_replays(harness)
+
+
+def test_a_bot_the_host_removed_cannot_take_its_seat_back_before_it_is_freed() -> None:
+    for n in range(20):  # a deal where the bot is in the round and not on turn
+        harness = table_of(
+            "a", "b", seats=3, seeds=[f"seed:{n}"], round_pause_seconds=1.0, turn_seconds=600.0
+        )
+        bot = harness.client("bot", bot=True)
+        bot.join()
+        start_game(harness)
+        seat = harness.room.seat_of("bot")
+        engine = harness.room.engine
+        if harness.room.status is S.PLAYING and engine.state.to_act != seat:
+            break
+    harness.client("a").send(v1.RemoveBot(table=harness.table, seat=seat))
+    assert harness.room.seats[seat].leaving
+    with pytest.raises(RoomError) as refused:
+        bot.join()
+    assert refused.value.code == ErrorCode.SEAT_TAKEN
+    assert harness.room.seats[seat].leaving
+    withdraw_until_round_ends(harness)
+    assert harness.room.seats[seat] is None

@@ -11,6 +11,7 @@ import asyncio
 import msgspec
 import pytest
 
+from clients.bots import BOT_CLIENT
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import CloseCode, ErrorCode
@@ -203,3 +204,30 @@ async def test_a_reloaded_connection_keeps_the_old_ones_tables(server, connect) 
     assert room.spectators == {spec.player}
     seat = room.seats[0]
     assert seat is not None and seat.player == host.player and seat.connected
+
+
+async def test_a_watcher_whose_seat_is_freed_watches_it_no_more(server, connect) -> None:
+    """The host removes a bot mid-round: its seat is freed when the round ends. Its connection
+    sees that and is no longer a watcher of the seat (before, it went on getting the table's
+    updates as that seat, a newcomer's legal actions included)."""
+    host, other = [await connect(server, name=n) for n in ("Host", "Other")]
+    bot = await connect(server, name="Bot", client_name=BOT_CLIENT)
+    table = await seat_and_start(host, [other, bot], turn_seconds=600.0, round_pause_seconds=5.0)
+    seat = bot.tables[table].seat
+    await host.request(v1.RemoveBot(table=table, seat=seat))
+    await finish_round([host, other], table)
+
+    def freed() -> bool:
+        events = bot.tables[table].events
+        return any(e.event["type"] == "seat_freed" and e.event["seat"] == seat for e in events)
+
+    await bot.wait_until(freed, timeout=10)
+    assert table not in server.node.clients[bot.player].tables
+    assert bot not in server.node.watchers.get(table, {})
+    seen = bot.tables[table].seq
+    newcomer = await connect(server, name="Newcomer")
+    await newcomer.request(v1.JoinTable(table=table, seat=seat))
+    await newcomer.request(v1.SetReady(table=table))
+    await host.wait_until(lambda: host.tables[table].seq > seen + 1)
+    await asyncio.sleep(0.2)
+    assert bot.tables[table].seq == seen, "updates after the seat was freed"
