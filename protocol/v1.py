@@ -18,6 +18,7 @@ their schemas are exported beside this module's (``docs/schema/``).
 
 from __future__ import annotations
 
+import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -33,6 +34,16 @@ Count = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
 TableId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 Day = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
 """A UTC day, ``YYYY-MM-DD``: the daily deals and the daily leaderboards are per UTC day."""
+
+
+def _check_day(day: str | None) -> None:
+    """Refuse (as a validation error, on decoding) a ``Day`` that is no calendar day."""
+    if day is not None:
+        try:
+            datetime.date.fromisoformat(day)
+        except ValueError:
+            raise ValueError(f"{day} is not a day of the calendar") from None
+
 
 GameName = Literal[tuple(GAMES)]  # type: ignore[valid-type]
 """A game's wire name: one per folder of ``games/`` (the registry)."""
@@ -329,6 +340,9 @@ class GetDaily(Message, tag="daily", kw_only=True):
     game: SolitaireName
     day: Day | None = None
 
+    def __post_init__(self) -> None:
+        _check_day(self.day)
+
 
 class GetLeaderboard(Message, tag="leaderboard", kw_only=True):
     """A leaderboard: one game, daily deals or random deals, one UTC day (``day``) or all
@@ -340,6 +354,9 @@ class GetLeaderboard(Message, tag="leaderboard", kw_only=True):
     deal: Literal["daily", "random"] = "daily"
     day: Day | None = None
     assisted: bool = False
+
+    def __post_init__(self) -> None:
+        _check_day(self.day)
 
 
 class GetRecord(Message, tag="get_record", kw_only=True):

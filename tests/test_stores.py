@@ -235,6 +235,9 @@ async def test_a_daily_seed_is_drawn_once_and_a_daily_claimed_once(store: Store)
     assert await store.daily_seed("blue_jacket", "2026-11-30", "two") == "one"
     assert await store.daily_seed("blue_jacket", "2026-12-01", "three") == "three"
     assert await store.daily_seed("blackjack_piles", "2026-11-30", "four") == "four"
+    assert await store.daily_seed("blue_jacket", "2026-11-30", None) == "one"  # read only
+    assert await store.daily_seed("blue_jacket", "2026-11-29", None) is None
+    assert await store.daily_seed("blue_jacket", "2026-11-29", "five") == "five"  # none made
     assert await store.claim_daily("blue_jacket", "2026-11-30", "p1")
     assert not await store.claim_daily("blue_jacket", "2026-11-30", "p1")
     assert await store.claim_daily("blue_jacket", "2026-11-30", "p2")

@@ -58,6 +58,7 @@ class Lobby:
         if message.daily:
             day = assist.day_of(self.clock())
             seed = await self.store.daily_seed(message.game, day, self.seed_source())
+            assert seed is not None  # (a candidate was given)
             ranked = await self.store.claim_daily(message.game, day, client.player)
         room = await self._new_room(
             message.game, client.player, options, message.deal, daily=day, ranked=ranked
@@ -70,7 +71,9 @@ class Lobby:
         return joined(room, client.player, message.id, 0)
 
     async def _daily(self, message: v1.GetDaily) -> Answer:
-        """A day's daily deal: its commitment, and its seed once the day has ended."""
+        """A day's daily deal: its commitment, and its seed once the day has ended. A day
+        that ended without one was never dealt: none is made for it now (every day's seed is
+        kept for good, so a client asking for each past day would add a key per day)."""
         now = self.clock()
         day = message.day or assist.day_of(now)
         starts, ends = assist.day_bounds(day)
@@ -78,7 +81,12 @@ class Lobby:
             return error_answer(
                 message, ErrorCode.SEALED, f"the daily deal of {day} is not dealt yet"
             )
-        seed = await self.store.daily_seed(message.game, day, self.seed_source())
+        candidate = self.seed_source() if now < ends else None
+        seed = await self.store.daily_seed(message.game, day, candidate)
+        if seed is None:
+            return error_answer(
+                message, ErrorCode.NOT_FOUND, f"nobody was dealt the daily deal of {day}"
+            )
         daily = v1.Daily(
             id=message.id,
             game=message.game,

@@ -247,9 +247,10 @@ class Store(abc.ABC):
         """A record kept by :meth:`keep_record`, or ``None``."""
 
     @abc.abstractmethod
-    async def daily_seed(self, game: str, day: str, candidate: str) -> str:
+    async def daily_seed(self, game: str, day: str, candidate: str | None) -> str | None:
         """The seed of ``game``'s daily deal of ``day``: ``candidate`` if the day had none yet
-        (it is kept for good), else the one kept. The same for every node."""
+        (it is kept for good), else the one kept. The same for every node. Without a candidate,
+        only the one kept (``None`` if none was dealt)."""
 
     @abc.abstractmethod
     async def claim_daily(self, game: str, day: str, player: str) -> bool:

@@ -117,7 +117,9 @@ class MemoryStore(Store):
     async def kept_record(self, game_id: str) -> bytes | None:
         return self._kept.get(game_id)
 
-    async def daily_seed(self, game: str, day: str, candidate: str) -> str:
+    async def daily_seed(self, game: str, day: str, candidate: str | None) -> str | None:
+        if candidate is None:
+            return self._daily_seeds.get((game, day))
         return self._daily_seeds.setdefault((game, day), candidate)
 
     async def claim_daily(self, game: str, day: str, player: str) -> bool:

@@ -1033,9 +1033,12 @@ class RedisStore(Store):
             data = await self._redis.get(kept_record_key(game_id))
         return None if data is None else bytes(data)
 
-    async def daily_seed(self, game: str, day: str, candidate: str) -> str:
+    async def daily_seed(self, game: str, day: str, candidate: str | None) -> str | None:
         key = daily_key(game, day)
         with self._reaching():
+            if candidate is None:
+                kept = await self._redis.get(key)
+                return None if kept is None else kept.decode()
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.set(key, candidate, nx=True)
                 pipe.get(key)

@@ -600,6 +600,11 @@ class Room:
         self._check(TableCommand.START)
         if player != self.host:
             raise RoomError(ErrorCode.NOT_HOST, "only the host can start the game")
+        if self.daily is not None:  # its one game is the day's deal: another would be a re-deal
+            raise RoomError(
+                ErrorCode.GAME_OVER,
+                "a daily deal session plays the day's deal once: start a new session to play",
+            )
         own = self.seat_of(player)
         ready = set(self._ready_seats()) | ({own} if own is not None else set())
         if len(ready) < self.spec.min_players:

@@ -9,9 +9,11 @@ verifies (once its day has ended, for a daily deal); numbered deals never rank.
 from __future__ import annotations
 
 import datetime
+import json
 
 import msgspec
 import pytest
+import websockets
 
 from clients.client import Client, ServerError
 from games.records import decode_record
@@ -186,3 +188,54 @@ async def test_bad_requests_get_typed_errors_and_change_nothing(
         msgspec.json.decode(
             b'{"type": "daily", "game": "blue_jacket", "day": "30/11/2026"}', type=v1.ClientMessage
         )
+
+
+async def test_a_daily_session_deals_the_days_deal_once(
+    server: GameServer, connect, clock: Clock
+) -> None:
+    """``start`` in a finished session deals another game; in a daily deal's session it would
+    be a new shuffle still marked daily and ranked (a re-roll of the day's deal onto its
+    board): refused, and the board keeps the one game."""
+    ann = await connect(server, name="Ann")
+    table = await start(ann, daily=True)
+    await resign(ann, table)
+    seq = ann.tables[table].seq
+    assert await refused(ann, v1.StartGame(table=table)) == ErrorCode.GAME_OVER
+    await ann.request(v1.Ping())
+    assert ann.tables[table].seq == seq
+    board = await ann.request(v1.GetLeaderboard(game="blue_jacket", deal="daily"))
+    assert [e.name for e in board.entries] == ["Ann"]
+    again = await start(ann)  # a random deal's session may deal again
+    await resign(ann, again)
+    await ann.request(v1.StartGame(table=again))
+
+
+async def test_a_day_no_calendar_has_is_a_bad_message(server: GameServer, clock: Clock) -> None:
+    async with websockets.connect(f"ws://127.0.0.1:{server.port}/", compression=None) as ws:
+        await ws.send('{"type": "hello", "versions": [1], "name": "Cal"}')
+        assert json.loads(await ws.recv())["type"] == "welcome"
+        for kind in ("daily", "leaderboard"):
+            for day in ("2020-02-30", "2020-13-45", "0000-01-01", "2026-00-00"):
+                frame = {"type": kind, "id": 5, "game": "blue_jacket", "day": day}
+                await ws.send(json.dumps(frame))
+                reply = json.loads(await ws.recv())
+                assert (reply["type"], reply["code"]) == ("error", "bad_message"), reply
+                assert "calendar" in reply["message"]
+        await ws.send('{"type": "ping", "id": 6}')
+        assert json.loads(await ws.recv())["type"] == "pong"
+
+
+async def test_a_past_day_nobody_was_dealt_is_not_dealt_now(
+    server: GameServer, connect, clock: Clock
+) -> None:
+    """Every day's seed is kept for good: a client asking for each past day would make a key
+    per day. A day that ended without its deal is answered ``not_found``, and nothing kept;
+    a day dealt while it ran shows its seed once it has ended."""
+    eve = await connect(server, name="Eve")
+    today = await eve.request(v1.GetDaily(game="blackjack_piles"))
+    message = v1.GetDaily(game="blackjack_piles", day="2026-11-29")
+    assert await refused(eve, message) == ErrorCode.NOT_FOUND
+    assert await server.store.daily_seed("blackjack_piles", "2026-11-29", None) is None
+    clock.set("2026-12-01T10:00:00+00:00")
+    revealed = await eve.request(v1.GetDaily(game="blackjack_piles", day=today.day))
+    assert revealed.seed is not None and commitment(revealed.seed) == today.commitment
