@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import http
 import ipaddress
@@ -413,6 +414,7 @@ class GameServer:
         )
         self._bots.add(task)
         task.add_done_callback(self._bots.discard)
+        task.add_done_callback(functools.partial(_bot_ended, table))
 
     async def _close_idle(self) -> None:
         """Close connections that sent nothing for ``idle_timeout`` seconds (code 4005)."""
@@ -962,3 +964,13 @@ async def run(
     for wait in waits:
         wait.cancel()
     await server.stop()  # returns once stopped, whoever started the stop
+
+
+def _bot_ended(table: str, task: asyncio.Task[object]) -> None:
+    """A bot client the server started has ended: say why in one line if it failed (it could
+    not sit down, its table closed...), instead of asyncio's "never retrieved" traceback."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        log.info("a bot for table %s stopped: %r", table, error)

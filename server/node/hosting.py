@@ -296,6 +296,7 @@ class Hosting:
     def _unhost(self, table: str, *, keep_lease: bool = False) -> Room | None:
         room = self.rooms.pop(table, None)
         self._bots_named.pop(table, None)
+        self._bots_coming.pop(table, None)
         self._command_logs.pop(table, None)
         self._snapshots.pop(table, None)
         self._retry_at.pop(table, None)
@@ -381,6 +382,8 @@ class Hosting:
                 hint=hint,
             )
             version = room.version
+            if bot and isinstance(message, v1.JoinTable):
+                self._bot_came(room.id)  # (sat down or refused: no longer on its way)
             try:
                 answer = execute(room, entry)
             except RoomError as error:
@@ -398,6 +401,14 @@ class Hosting:
             if failure is not None:
                 return error_answer(message, *failure)
             return answer
+
+    def _bot_came(self, table: str) -> None:
+        """A bot the host added asks to sit down: one fewer on its way (``Lobby._add_bots``)."""
+        coming = self._bots_coming.get(table)
+        if coming:
+            coming.pop()
+            if not coming:
+                del self._bots_coming[table]
 
     async def _find_hint(self, room: Room, player: str, message: v1.Hint) -> GivenHint | Answer:
         """The hint for ``player`` from the node's worker (``server.hints``), or the answer

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import msgspec
 
@@ -37,6 +38,10 @@ log = logging.getLogger("blackdrez.node")
 _entry_decoder = msgspec.msgpack.Decoder(v1.LeaderboardEntry)
 
 _kept_decoder = msgspec.msgpack.Decoder(assist.KeptRecord)
+
+BOT_ARRIVAL = 10.0
+"""Seconds a bot the host added holds a seat while it connects and sits down: ``add_bots``
+counts it as seated meanwhile (quick requests would start more bots than there are seats)."""
 
 LOBBY_LINGER = 30.0
 """Seconds a node stays subscribed to the lobby channel after its last lobby watcher left (a
@@ -176,10 +181,13 @@ class Lobby:
     def _add_bots(self, room: Room, player: str, message: v1.AddBots) -> Answer:
         if self.spawn_bot is None:  # a server given no bot client: refused, nothing changed
             return error_answer(message, ErrorCode.UNAVAILABLE, "this server cannot start bots")
+        now = time.monotonic()  # bots added before and not seated yet hold their seats
+        coming = [until for until in self._bots_coming.get(room.id, ()) if until > now]
         try:
-            count = room.bot_seats(player, message.count)
+            count = room.bot_seats(player, message.count, len(coming))
         except RoomError as error:
             return error_answer(message, error.code, error.message)
+        self._bots_coming[room.id] = sorted(coming + [now + BOT_ARRIVAL] * count, reverse=True)
         # Names are picked before the bots sit down: skip the names given here before, so two
         # quick requests do not name two bots alike.
         spawned = self._bots_named.get(room.id, 0)

@@ -180,6 +180,8 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         """Starts one bot client ``(table, strategy, invite, name)`` (set by the server, which
         knows its own address)."""
         self._bots_named: dict[str, int] = {}
+        self._bots_coming: dict[str, list[float]] = {}
+        """Per table, until when each bot the host added and not seated yet holds a seat."""
         """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
         self.records: GameRecords | None = None
         """Where finished games go once their log entry is written (set by the server when it

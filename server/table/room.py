@@ -544,6 +544,14 @@ class Room:
             self._abandon(seat, "left")
         self._settle(now)
 
+    def is_host(self, player: str) -> bool:
+        """Whether ``player`` may act as the host (not once they left, nor while they leave:
+        the next human to sit down becomes host)."""
+        if player != self.host or self.host_left:
+            return False
+        seat = self.seat_of(player)
+        return seat is None or not self._leaving(seat)
+
     def watched_seat(self, player: str) -> int | None:
         """The seat whose copy ``player`` watches: theirs, unless they are leaving it and
         watch as a spectator meanwhile (``None``)."""
@@ -556,14 +564,15 @@ class Room:
         occupant = self.seats[seat]
         return occupant is not None and occupant.leaving
 
-    def bot_seats(self, player: str, wanted: int) -> int:
-        """Host only: how many of ``wanted`` bots can sit down now (at least one)."""
+    def bot_seats(self, player: str, wanted: int, coming: int = 0) -> int:
+        """Host only: how many of ``wanted`` bots can sit down now (at least one), when
+        ``coming`` bots added before have not sat down yet."""
         self._check(TableCommand.ADD_BOTS)
-        if player != self.host:
+        if not self.is_host(player):
             raise RoomError(ErrorCode.NOT_HOST, "only the host can add bots")
-        free = sum(1 for seat in self.seats if seat is None)
-        if free == 0:
-            raise RoomError(ErrorCode.TABLE_FULL, "every seat is taken")
+        free = sum(1 for seat in self.seats if seat is None) - coming
+        if free <= 0:
+            raise RoomError(ErrorCode.TABLE_FULL, "every seat is taken (or a bot is on its way)")
         return min(wanted, free)
 
     # ------------------------------------------------------------------ bots the host manages
@@ -571,7 +580,7 @@ class Room:
         """Host only: the bot in ``seat`` leaves, as a player who leaves would (after the round
         it is playing). Its client sees its seat freed and disconnects."""
         self._check(TableCommand.REMOVE_BOT)
-        if player != self.host:
+        if not self.is_host(player):
             raise RoomError(ErrorCode.NOT_HOST, "only the host can remove a bot")
         occupant = self.seats[seat] if 0 <= seat < len(self.seats) else None
         if occupant is None or not occupant.bot:
@@ -598,7 +607,7 @@ class Room:
         """Host only: start a game with the ready players, shuffled from ``seed``. The host, if
         seated, is marked ready: the host who starts plays."""
         self._check(TableCommand.START)
-        if player != self.host:
+        if not self.is_host(player):
             raise RoomError(ErrorCode.NOT_HOST, "only the host can start the game")
         if self.daily is not None:  # its one game is the day's deal: another would be a re-deal
             raise RoomError(

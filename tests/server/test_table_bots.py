@@ -124,3 +124,43 @@ async def test_a_server_given_no_bot_client_refuses_bots_and_changes_nothing(con
         assert host.tables[table].seq == seq
     finally:
         await server.stop()
+
+
+async def test_quick_add_bots_requests_start_no_more_bots_than_seats(
+    server: GameServer, connect, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Four ``add_bots`` sent at once to a table with one free seat: before, all four were
+    answered ``ok`` and four bot clients started, three of which could not sit down (each
+    leaving a "Task exception was never retrieved" traceback). A bot on its way holds its seat."""
+    host = await connect(server, name="Host")
+    table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
+    answers = await asyncio.gather(
+        *(host.request(v1.AddBots(table=table, count=1)) for _ in range(4)),
+        return_exceptions=True,
+    )
+    oks = [a for a in answers if isinstance(a, v1.Ok)]
+    refusals = [a.code for a in answers if isinstance(a, ServerError)]
+    assert len(oks) == 1 and refusals == [ErrorCode.TABLE_FULL] * 3, answers
+    state = host.tables[table]
+    await host.wait_until(lambda: all(seat is not None for seat in state.info.seats), timeout=30)
+    await asyncio.sleep(0.3)
+    assert len(server._bots) == 1
+    assert "never retrieved" not in caplog.text
+    assert server.node._bots_coming == {}
+
+
+async def test_a_host_who_left_a_table_of_bots_is_its_host_no_more(server, connect) -> None:
+    """The host leaves mid-game while only bots remain: the table keeps naming them (the next
+    human to sit down becomes host) but they may not add or remove bots or start games."""
+    host = await connect(server, name="Host")
+    table = await table_with_bots(host, 2, turn_seconds=600.0)
+    await host.request(v1.SetReady(table=table))
+    await host.request(v1.StartGame(table=table))
+    await host.request(v1.LeaveTable(table=table))
+    room = server.node.rooms[table]
+    await asyncio.sleep(0.1)
+    for message in (v1.AddBots(table=table, count=1), v1.RemoveBot(table=table, seat=1)):
+        with pytest.raises(ServerError) as refused:
+            await host.request(message)
+        assert refused.value.code == ErrorCode.NOT_HOST, message
+    assert sum(seat is not None for seat in room.seats) <= 2
