@@ -112,7 +112,7 @@ def kept_for(node, table: str) -> list[str]:
     one behind for the node's lifetime)."""
     per_table = [
         "rooms", "_leases", "_locks", "_command_logs", "_snapshots", "_timers", "_retry_at",
-        "_hint_buckets", "_bots_named", "_ratings_wanted",
+        "_hint_buckets", "_bots_named", "_bots_coming", "_ratings_wanted",
     ]  # fmt: skip
     return [name for name in per_table if table in getattr(node, name)]
 
