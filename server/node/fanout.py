@@ -181,10 +181,10 @@ class Fanout:
         for client, watch in list(watchers.items()):
             sent += self._send_update(client, watch, broadcast, frames)
         self.metrics.messages_out.inc(sent)
-        freed = _freed_seats(broadcast)
-        if freed:  # their players were leaving: they see their seat freed and watch no more
-            for client, watch in list(watchers.items()):
-                if watch.seat in freed:
+        closed, freed = _endings(broadcast)
+        if closed or freed:  # a closed table, or a seat whose player was leaving: they see it
+            for client, watch in list(watchers.items()):  # and watch no more
+                if closed or watch.seat in freed:
                     self._stop_watch(client, broadcast.table)
             self._spawn(self._unfollow_if_unwatched(broadcast.table))
 
@@ -213,13 +213,19 @@ class Fanout:
         return 1
 
 
-def _freed_seats(broadcast: Broadcast) -> set[int]:
-    """The seats an update frees (its events are structs on the host, dicts off the bus)."""
-    freed: set[int] = set()
+def _endings(broadcast: Broadcast) -> tuple[bool, set[int]]:
+    """Whether an update closes its table, and the seats it frees (its events are structs on
+    the host, dicts off the bus)."""
+    closed, freed = False, set()
     for numbered in broadcast.events:
         event = numbered.event
-        if isinstance(event, v1.SeatFreed):
+        if isinstance(event, dict):
+            kind = event.get("type")
+            closed |= kind == "table_closed"
+            if kind == "seat_freed":
+                freed.add(event["seat"])
+        elif isinstance(event, v1.TableClosed):
+            closed = True
+        elif isinstance(event, v1.SeatFreed):
             freed.add(event.seat)
-        elif isinstance(event, dict) and event.get("type") == "seat_freed":
-            freed.add(event["seat"])
-    return freed
+    return closed, freed

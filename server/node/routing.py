@@ -46,7 +46,10 @@ def moving_answer(request: Any) -> Answer:
 
 
 def closed_answer(request: Any, table: str) -> Answer:
-    return error_answer(request, ErrorCode.NOT_FOUND, f"table {table!r} is closed")
+    """``not_found``; whoever still watched the table watches it no more."""
+    answer = error_answer(request, ErrorCode.NOT_FOUND, f"table {table!r} is closed")
+    answer.unwatch = table
+    return answer
 
 
 def refused(answer: Answer) -> bool:

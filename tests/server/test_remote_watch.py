@@ -233,3 +233,25 @@ async def test_an_update_without_events_after_lost_ones_makes_the_viewer_resync(
     seqs = [e.seq for e in state.events]
     assert seqs == list(range(seqs[0], seqs[-1] + 1)), "no gap, no duplicate"
     assert check_fairness(state) is None
+
+
+async def test_a_node_stops_following_a_table_once_it_closed(nodes, connect) -> None:
+    """A spectator on B of a table hosted on A; the table closes. B used to stay subscribed to
+    the table's channel, and keep the watch, for as long as the spectator stayed connected (its
+    ``leave`` answered ``not_found``, unwatching nothing)."""
+    a, b = nodes
+    host = await connect(a, name="Host")
+    table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
+    watcher = await connect(b, name="Watcher")
+    await watcher.request(v1.Spectate(table=table))
+    assert table in b.node._remote_tables
+    await host.request(v1.LeaveTable(table=table))  # nobody seated: the table closes
+    state = watcher.tables[table]
+    await watcher.wait_until(
+        lambda: any(e.event["type"] == "table_closed" for e in state.events), WAIT
+    )
+    await until(lambda: table not in b.node._remote_tables)
+    assert table not in b.node.watchers
+    assert table not in b.node.clients[watcher.player].tables
+    channel = table_channel(table)
+    assert await b.node.store._redis.pubsub_numsub(channel) == [(channel.encode(), 0)]

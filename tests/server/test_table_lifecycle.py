@@ -231,3 +231,22 @@ async def test_a_watcher_whose_seat_is_freed_watches_it_no_more(server, connect)
     await host.wait_until(lambda: host.tables[table].seq > seen + 1)
     await asyncio.sleep(0.2)
     assert bot.tables[table].seq == seen, "updates after the seat was freed"
+
+
+async def test_a_request_to_a_closed_table_ends_a_watch_left_of_it(server, connect) -> None:
+    """Should a node still hold a watch of a closed table (an update lost on the bus), the
+    viewer's next request for it answers ``not_found`` and ends the watch with it."""
+    host, watcher = [await connect(server, name=n) for n in ("Host", "Watcher")]
+    table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
+    await watcher.request(v1.Spectate(table=table))
+    await host.request(v1.LeaveTable(table=table))
+    await watcher.wait_until(
+        lambda: any(e.event["type"] == "table_closed" for e in watcher.tables[table].events)
+    )
+    connection = server.node.clients[watcher.player]
+    assert table not in connection.tables  # the close ended it
+    server.node._start_watch(connection, table, None, 0)  # as if the close had been missed
+    with pytest.raises(ServerError) as error:
+        await watcher.request(v1.LeaveTable(table=table))
+    assert error.value.code == ErrorCode.NOT_FOUND
+    assert table not in connection.tables and table not in server.node.watchers
