@@ -105,6 +105,7 @@ class Failover:
                 if known - live:
                     self._scan_until = now + 2 * self.lease_ttl
                     self._give_up_on(known - live)
+                    self._viewers_gone(known - live)
                 self._silent = (self._silent | (known - live)) - live
                 known = self._live = live
                 share = None  # a node was seen going, a table moving: look everywhere

@@ -297,6 +297,7 @@ class Hosting:
         room = self.rooms.pop(table, None)
         self._bots_named.pop(table, None)
         self._bots_coming.pop(table, None)
+        self._viewed_from.pop(table, None)
         self._command_logs.pop(table, None)
         self._snapshots.pop(table, None)
         self._retry_at.pop(table, None)

@@ -158,6 +158,9 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._retry_at: dict[str, tuple[float, Iterator[float]]] = {}
         """Rooms whose last timer write failed: not before when to try again, and the backoff."""
         self._tables_asked = 0
+        self._viewed_from: dict[str, dict[str, str]] = {}
+        """Per hosted table, the node each player's last request for it came through: when
+        that node stops heartbeating, its players are away (``Routing._viewers_gone``)."""
         """Requests forwarded here for tables, counted ("Quiet tables" in ``hosting``)."""
         self._outbox: asyncio.Queue[Publication] = asyncio.Queue()
         self._pending: dict[int, asyncio.Future[Answer]] = {}

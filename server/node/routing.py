@@ -26,9 +26,8 @@ from server import bus
 from server.connection import Connection
 from server.stores import StoreUnavailable
 from server.stores.base import Whereabouts, node_channel
-from server.table.commands import (
-    Answer,
-)
+from server.table.commands import Answer, ConnectionChanged
+from server.table.room import RoomError
 
 log = logging.getLogger("blackdrez.node")
 
@@ -110,7 +109,9 @@ class Routing:
         table's host; ``moving`` while it has none, ``not_found`` if it does not exist."""
         room = self.rooms.get(table)
         if room is not None:
-            return await self._execute(room, player, name, message, bot=bot)
+            answer = await self._execute(room, player, name, message, bot=bot)
+            self._viewed_through(table, player, self.id)
+            return answer
         if table in self._closing:
             return closed_answer(message, table)
         place = await self.store.locate(table)
@@ -180,6 +181,37 @@ class Routing:
             if host in nodes and future is not None and not future.done():
                 future.set_exception(TimeoutError(f"node {host} stopped heartbeating"))
 
+    def _viewed_through(self, table: str, player: str, node: str) -> None:
+        if table in self.rooms:  # (still hosted here: it may have moved meanwhile)
+            self._viewed_from.setdefault(table, {})[player] = node
+
+    def _viewers_gone(self, nodes: set[str]) -> None:
+        """Nodes stopped heartbeating (killed, or stopped: a stopping node leaves the presence
+        of its viewers to the tables' hosts): the players at tables hosted here whose last
+        request came through one of them are away, and its spectators leave, as when a
+        connection closes (``Node.detach``); a player back through another node since has
+        asked through that one."""
+        for table, viewers in list(self._viewed_from.items()):
+            room = self.rooms.get(table)
+            if room is None:
+                continue
+            for player, node in list(viewers.items()):
+                if node not in nodes:
+                    continue
+                del viewers[player]
+                message: Any
+                if room.seat_of(player) is not None:
+                    message = ConnectionChanged(table=table, connected=False)
+                elif player in room.spectators:
+                    message = v1.LeaveTable(table=table)
+                else:
+                    continue
+                self._spawn(self._gone_away(player, table, message))
+
+    async def _gone_away(self, player: str, table: str, message: Any) -> None:
+        with contextlib.suppress(StoreUnavailable, RoomError, TimeoutError):
+            await self.route(player, "", table, message)
+
     def _on_node_message(self, data: bytes) -> None:
         try:
             message = bus.decode(data)
@@ -213,6 +245,7 @@ class Routing:
                 answer = await self._execute(
                     room, request.player, request.name, message, bot=request.bot
                 )
+                self._viewed_through(request.table, request.player, request.origin)
             except Exception:
                 log.exception("forwarded request %r failed", message)
                 answer = error_answer(

@@ -342,3 +342,37 @@ async def test_a_spectator_whose_node_pauses_as_it_asks_for_a_quiet_table_misses
     if when == "once announced":
         assert announced_while_paused > 0, "A stopped announcing while B, subscribed, was paused"
     assert resyncs == [], "the spectator's client had to fill a gap"
+
+
+async def test_viewers_of_a_killed_node_are_let_go_by_the_tables_host(
+    launch_nodes: LaunchNodes, figures: dict[str, Any]
+) -> None:
+    """A table hosted on node 0; a player sits and a spectator watches through node 1, which
+    is killed: nothing tells the host that their connections are gone. The host must count
+    the player away (seat freed after the grace) and let the spectator go, from node 1's
+    heartbeat stopping; before, the seat stayed held, the spectator counted and the table
+    listed for ever."""
+    nodes = launch_nodes(2)
+    host = await Client.connect(nodes.urls[0], name="Host", binary=True)
+    pat = await Client.connect(nodes.urls[1], name="Pat", binary=True)
+    sam = await Client.connect(nodes.urls[1], name="Sam", binary=True)
+    try:
+        options = v1.TableOptions(seats=3, grace_seconds=1.0)
+        table = (await host.request(v1.CreateTable(options=options))).table.id
+        await pat.request(v1.JoinTable(table=table))
+        await sam.request(v1.Spectate(table=table))
+        await host.wait_until(lambda: host.tables[table].info.spectators == 1, 10)
+        nodes[1].kill()
+        killed = time.monotonic()
+
+        def let_go() -> bool:
+            info = host.tables[table].info
+            return info.spectators == 0 and info.seats[1] is None
+
+        await host.wait_until(let_go, 20)
+        figures["seat freed after the kill, s"] = round(time.monotonic() - killed, 2)
+        assert host.tables[table].info.seats[0] is not None
+    finally:
+        for client in (host, pat, sam):
+            with contextlib.suppress(Exception):
+                await client.close()

@@ -18,7 +18,7 @@ from server.table.commands import LogEntry, Resume, decode_entry, rebuild
 from server.table.records import decode_table_record, record_log
 from server.testing.nodes import lease_holders
 from server.testing.redis_server import RedisServer
-from tests.server.helpers import play_out, queued_at, seat_and_start
+from tests.server.helpers import play_out, queued_at, seat_and_start, wait_for
 
 
 async def player_on_turn(players: list[Client], table: str, timeout: float = 30.0) -> Client:
@@ -112,7 +112,7 @@ def kept_for(node, table: str) -> list[str]:
     one behind for the node's lifetime)."""
     per_table = [
         "rooms", "_leases", "_locks", "_command_logs", "_snapshots", "_timers", "_retry_at",
-        "_hint_buckets", "_bots_named", "_bots_coming", "_ratings_wanted",
+        "_hint_buckets", "_bots_named", "_bots_coming", "_ratings_wanted", "_viewed_from",
     ]  # fmt: skip
     return [name for name in per_table if table in getattr(node, name)]
 
@@ -396,3 +396,35 @@ async def test_a_tables_lock_lives_while_used_and_is_never_two_at_once() -> None
     async with HeldLock(locks, "t1"):  # and made again for the next command
         assert locks["t1"].users == 1
     assert locks == {}
+
+
+async def test_viewers_whose_node_stopped_are_away_at_a_table_hosted_elsewhere(
+    make_server, redis_url_clean
+) -> None:
+    """A table hosted on one node, a player seated and another spectating through a second
+    node, which stops (a stopping node leaves the presence of its viewers to the tables'
+    hosts; a killed one says nothing at all). The host must count the player away, free the
+    seat after the grace and let the spectator go; before, the seat stayed held, the
+    spectator counted and the table open for ever."""
+    hosting = await make_server(redis_url=redis_url_clean, node_id="hosting")
+    via = await make_server(redis_url=redis_url_clean, node_id="via")
+    host = await Client.connect(f"ws://127.0.0.1:{hosting.port}/", name="Host")
+    pat = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Pat")
+    sam = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Sam")
+    try:
+        options = v1.TableOptions(seats=3, grace_seconds=0.5)
+        table = (await host.request(v1.CreateTable(options=options))).table.id
+        await pat.request(v1.JoinTable(table=table))
+        await sam.request(v1.Spectate(table=table))
+        room = hosting.node.rooms[table]
+        assert room.seat_of(pat.player) == 1 and room.spectators == {sam.player}
+        await via.stop()
+
+        def let_go() -> bool:
+            return room.seat_of(pat.player) is None and not room.spectators
+
+        await wait_for(let_go, "the stopped node's viewers let go", timeout=15.0)
+        assert room.seat_of(host.player) == 0 and not room.closed
+    finally:
+        for client in (host, pat, sam):
+            await client.close()
