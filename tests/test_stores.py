@@ -175,16 +175,17 @@ async def test_heartbeat_marks_node_alive_until_ttl(store: Store) -> None:
 # ---------------------------------------------------------------------- leaderboards
 async def test_leaderboard_keeps_each_players_best(store: Store) -> None:
     assert await store.top_scores("piles", 10) == []
-    await store.submit_score("piles", "p1", b"Ann", 50)
-    await store.submit_score("piles", "p2", b"Bob", 70)
-    await store.submit_score("piles", "p1", b"Ann", 40)  # worse: ignored
-    await store.submit_score("piles", "p3", b"Cy", 60)
+    assert await store.submit_score("piles", "p1", b"Ann", 50)
+    assert await store.submit_score("piles", "p2", b"Bob", 70)
+    assert not await store.submit_score("piles", "p1", b"Ann 2", 40)  # worse: ignored
+    assert await store.submit_score("piles", "p1", b"Ann", 50)  # the same again: it is there
+    assert await store.submit_score("piles", "p3", b"Cy", 60)
     assert await store.top_scores("piles", 10) == [
         ("p2", b"Bob", 70),
         ("p3", b"Cy", 60),
         ("p1", b"Ann", 50),
     ]
-    await store.submit_score("piles", "p1", b"Annie", 90)  # better: replaces, with the new name
+    assert await store.submit_score("piles", "p1", b"Annie", 90)  # better: replaces it
     assert await store.top_scores("piles", 10) == [
         ("p1", b"Annie", 90),
         ("p2", b"Bob", 70),
@@ -227,6 +228,16 @@ async def test_records_kept_for_good(store: Store) -> None:
     assert await store.kept_record("s1.1") is None
     await store.keep_record("s1.1", b"{}")
     assert await store.kept_record("s1.1") == b"{}"
+
+
+@pytest.mark.parametrize("store", ["redis", "cluster"], indirect=True)
+async def test_a_record_kept_for_a_while_then_for_good(store: Store) -> None:
+    await store.keep_record("s2.1", b"{}", ttl=0.2)
+    await store.keep_record("s3.1", b"{}", ttl=60.0)
+    await store.keep_record("s3.1", b"{}")  # on a board now: for good
+    await asyncio.sleep(0.4)
+    assert await store.kept_record("s2.1") is None
+    assert await store.kept_record("s3.1") == b"{}"
 
 
 async def test_a_daily_seed_is_drawn_once_and_a_daily_claimed_once(store: Store) -> None:

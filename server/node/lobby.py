@@ -120,12 +120,16 @@ class Lobby:
 
     async def _rank(self, result: assist.Finished) -> None:
         """Put a ranked game on its boards (its day's and all time's) with its record;
-        idempotent, like every outbox step."""
-        now = self.clock()
+        idempotent, like every outbox step (a retry submits the same entries)."""
+        if result.ranked_at is None:
+            result.ranked_at = self.clock()
+        now = result.ranked_at
         day = result.daily or assist.day_of(now)
         deal = "daily" if result.daily else "random"
-        kept = assist.KeptRecord(daily=result.daily, record=result.record)
-        await self.store.keep_record(result.id, msgspec.msgpack.encode(kept))
+        kept = msgspec.msgpack.encode(assist.KeptRecord(daily=result.daily, record=result.record))
+        # Kept for a while first (a board never links to a record not there), for good once
+        # the game is on a board: one that beat none of the player's entries is not kept.
+        await self.store.keep_record(result.id, kept, self.record_retention)
         entry = v1.LeaderboardEntry(
             rank=0,
             player=result.player,
@@ -141,9 +145,12 @@ class Lobby:
         )
         data = msgspec.msgpack.encode(entry)
         assisted = bool(result.hints or result.undos)
+        placed = False
         for period in (day, None):
             name = assist.board(result.game, deal, assisted, period)
-            await self.store.submit_score(name, result.player, data, result.score)
+            placed |= await self.store.submit_score(name, result.player, data, result.score)
+        if placed:
+            await self.store.keep_record(result.id, kept)
 
     async def _quick_join(self, client: Connection, message: v1.QuickJoin) -> Answer:
         for info in await self.list_tables():

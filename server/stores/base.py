@@ -230,17 +230,20 @@ class Store(abc.ABC):
 
     # ------------------------------------------------------------------ leaderboards
     @abc.abstractmethod
-    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> None:
+    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> bool:
         """Record a finished solitaire score on ``board``; a player's entry there keeps their
-        best score, with ``entry`` (opaque: what the board shows) from the game that made it."""
+        best score, with ``entry`` (opaque: what the board shows) from the game that made it.
+        Whether ``entry`` is the player's entry there now (placed now, or by an earlier try of
+        the same submission)."""
 
     @abc.abstractmethod
     async def top_scores(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
         """Return up to ``limit`` ``(player, entry, score)``, best first (ties: earlier first)."""
 
     @abc.abstractmethod
-    async def keep_record(self, game_id: str, data: bytes) -> None:
-        """Keep a ranked game's record for good (leaderboard entries link to it)."""
+    async def keep_record(self, game_id: str, data: bytes, ttl: float | None = None) -> None:
+        """Keep a ranked game's record (leaderboard entries link to it): for ``ttl`` seconds,
+        or for good (``None``; keeping it again for good ends an earlier TTL)."""
 
     @abc.abstractmethod
     async def kept_record(self, game_id: str) -> bytes | None:

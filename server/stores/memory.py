@@ -100,19 +100,21 @@ class MemoryStore(Store):
         now = time.monotonic()
         return {node for node, expiry in self._heartbeats.items() if expiry > now}
 
-    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> None:
+    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> bool:
         entries = self._scores[board]
         best = entries.get(player)
         if best is None or score > best[0]:
             entries[player] = (score, next(self._order), entry)
+            return True
+        return best[2] == entry
 
     async def top_scores(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
         entries = self._scores.get(board, {})
         ranked = sorted(entries.items(), key=lambda item: (-item[1][0], item[1][1]))
         return [(player, entry, score) for player, (score, _, entry) in ranked[:limit]]
 
-    async def keep_record(self, game_id: str, data: bytes) -> None:
-        self._kept[game_id] = data
+    async def keep_record(self, game_id: str, data: bytes, ttl: float | None = None) -> None:
+        self._kept[game_id] = data  # (a lone node's memory: a TTL would free little)
 
     async def kept_record(self, game_id: str) -> bytes | None:
         return self._kept.get(game_id)

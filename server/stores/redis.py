@@ -34,7 +34,9 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
                            zset, hash, hash, string   fixed: the leaderboards (one entry per
                                                       player and board; ``names`` holds each
                                                       player's entry as the board shows it)
-    bd:rec:{G}             string  the game's host    fixed: a ranked game's record
+    bd:rec:{G}             string  the game's host    fixed while a leaderboard entry shows the
+                                                      game (one kept for good per entry placed;
+                                                      a game placed nowhere: the record TTL)
     bd:daily:{D}, bd:daily:{D}:players
                            string, set  every node    fixed: a daily deal's seed (set once,
                                                       never changed) and who started it
@@ -187,7 +189,8 @@ showed as the worst act -> update latencies, a table's players waiting behind th
 
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
 FIXED_KEYS: tuple[str, ...] = (
-    "bd:secret", "bd:nodes", "bd:hosted", "bd:{hosted}:*", "bd:lobby:tables", "bd:lb:*"
+    "bd:secret", "bd:nodes", "bd:hosted", "bd:{hosted}:*", "bd:lobby:tables", "bd:lb:*",
+    "bd:rec:*", "bd:daily:*",
 )  # fmt: skip
 """Patterns (``fnmatch``) of the only keys that may live without a TTL (see the key table)."""
 LEGACY_HOSTED_KEY = "bd:hosted"
@@ -393,7 +396,10 @@ SUBMIT_SCORE_SCRIPT = """
 local old = redis.call('HGET', KEYS[2], ARGV[1])
 if old then
   local best = tonumber(redis.call('ZSCORE', KEYS[1], old))
-  if best and tonumber(ARGV[3]) <= best then return 0 end
+  if best and tonumber(ARGV[3]) <= best then
+    if redis.call('HGET', KEYS[3], ARGV[1]) == ARGV[2] then return 1 end
+    return 0
+  end
   redis.call('ZREM', KEYS[1], old)
 end
 local seq = redis.call('INCR', KEYS[4])
@@ -1010,9 +1016,12 @@ class RedisStore(Store):
         return {node.decode() for node in nodes}
 
     # ------------------------------------------------------------------ leaderboards
-    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> None:
+    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> bool:
         with self._reaching():
-            await self._submit_score(keys=leaderboard_keys(board), args=[player, entry, score])
+            placed = await self._submit_score(
+                keys=leaderboard_keys(board), args=[player, entry, score]
+            )
+        return bool(placed)
 
     async def top_scores(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
         if limit <= 0:
@@ -1024,9 +1033,10 @@ class RedisStore(Store):
             for i in range(0, len(flat), 3)
         ]
 
-    async def keep_record(self, game_id: str, data: bytes) -> None:
+    async def keep_record(self, game_id: str, data: bytes, ttl: float | None = None) -> None:
         with self._reaching():
-            await self._redis.set(kept_record_key(game_id), data)
+            expiry = None if ttl is None else max(1, int(ttl * 1000))
+            await self._redis.set(kept_record_key(game_id), data, px=expiry)
 
     async def kept_record(self, game_id: str) -> bytes | None:
         with self._reaching():

@@ -253,6 +253,8 @@ class Finished(msgspec.Struct, kw_only=True):
     undos: int
     record: bytes
     """The game's record file (JSON), which ``blackdrez verify`` accepts."""
+    ranked_at: float | None = None
+    """When the node first put it on the boards: a retry then submits the very same entry."""
 
 
 class KeptRecord(msgspec.Struct, kw_only=True):

@@ -14,6 +14,7 @@ import time
 import redis.asyncio as aioredis
 
 from games import shuffle
+from protocol import v1
 from server.stores.redis import FIXED_KEYS
 from server.table.commands import rebuild
 from server.table.records import decode_table_record, record_log
@@ -75,3 +76,34 @@ async def test_no_key_outlives_its_table(make_server, connect, redis_url_clean) 
         left = sorted(key.decode() for key in await raw.keys("*"))
         assert [key for key in left if not fixed(key)] == []
         assert await used_memory(raw) - before < 256 * 1024, "memory back to a bounded level"
+
+
+async def test_a_ranked_games_record_is_kept_for_good_only_if_a_board_shows_it(
+    make_server, connect, redis_url_clean
+) -> None:
+    """Every ranked solitaire game's record used to be kept for good, even one resigned at once
+    that beat none of the player's entries: any client could add a key per game. A game that
+    goes on a board keeps its record for good; one that does not, for the record retention."""
+    server = await make_server(redis_url=redis_url_clean, record_retention=60.0)
+    ann = await connect(server, name="Ann")
+    for _ in range(2):  # resigned at once: the second scores no better than the first
+        joined = await ann.request(v1.StartSolitaire(game="blackjack_piles"))
+        table = joined.table.id
+        await ann.wait_until(lambda t=table: ann.tables[t].view is not None)
+        await ann.act(table, {"type": "resign"})
+        await ann.wait_until(lambda t=table: ann.tables[t].view["over"])
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        async def kept() -> list[bytes]:
+            return sorted([k async for k in raw.scan_iter("bd:rec:*")])
+
+        deadline = time.monotonic() + 10
+        while len(await kept()) < 2:
+            assert time.monotonic() < deadline, await kept()
+            await asyncio.sleep(0.05)
+        board = await ann.request(v1.GetLeaderboard(game="blackjack_piles", deal="random"))
+        shown = {e.record for e in board.entries}
+        ttls = {key.decode(): await raw.pttl(key) for key in await kept()}
+        for key, ttl in ttls.items():
+            game = key[len("bd:rec:{") : -1]
+            assert (ttl == -1) == (game in shown), ttls
+        assert sorted(ttl == -1 for ttl in ttls.values()) == [False, True], ttls
