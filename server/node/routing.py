@@ -182,8 +182,13 @@ class Routing:
                 future.set_exception(TimeoutError(f"node {host} stopped heartbeating"))
 
     def _viewed_through(self, table: str, player: str, node: str) -> None:
-        if table in self.rooms:  # (still hosted here: it may have moved meanwhile)
+        """Note the node ``player`` asked through, while they sit or watch at ``table`` (still
+        hosted here: it may have moved meanwhile); else forget it (one entry per viewer)."""
+        room = self.rooms.get(table)
+        if room is not None and (room.seat_of(player) is not None or player in room.spectators):
             self._viewed_from.setdefault(table, {})[player] = node
+        elif table in self._viewed_from:
+            self._viewed_from[table].pop(player, None)
 
     def _viewers_gone(self, nodes: set[str]) -> None:
         """Nodes stopped heartbeating (killed, or stopped: a stopping node leaves the presence
