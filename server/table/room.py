@@ -104,7 +104,8 @@ class Seat:
     connected: bool = True
     bot: bool = False
     leaving: bool = False
-    """Asked to leave during a round: plays the default action at each turn, freed at round end."""
+    """Asked to leave during a round: plays the default action at each turn, freed once out of
+    the round."""
     leaving_reason: Literal["left", "timeout", "kicked"] = "left"
     """Why the seat is being given up (``seat_freed.reason``)."""
     away_since: float | None = None
@@ -703,7 +704,7 @@ class Room:
         occupant = self.seats[seat] if seat is not None else None
         if occupant is not None and occupant.leaving:
             if occupant.leaving_reason == "timeout":
-                occupant.leaving = False  # back before the round that freed the seat ended
+                occupant.leaving = False  # back before the seat was freed
             elif player not in self.spectators:
                 raise RoomError(ErrorCode.NOT_SEATED, "you left this table")
         self.presence(player, True, now)
