@@ -50,12 +50,14 @@ const ctx = {
     current = { id, mode, invite };
     sessionStorage.setItem(CURRENT_KEY, JSON.stringify(current));
     show();
+    scrollTo(0, 0); // another screen: it opens at its top, not where the last one was scrolled
   },
   lobby() {
     leaveRecords();
     current = null;
     sessionStorage.removeItem(CURRENT_KEY);
     show();
+    scrollTo(0, 0);
   },
   /** Keep a new token for this identity (sign up, sign out everywhere). */
   keep(session) {
@@ -81,7 +83,7 @@ const ctx = {
   async leave(id) {
     const table = store.get(id);
     if (table?.info?.game === "blackdrez" && table.seat !== null && table.info.status === "playing"
-      && !confirm("Leave this table? A game is running: in the current round you withdraw at each of your turns, and your seat is freed when the round ends.")) return;
+      && !confirm("Leave this table? A game is running: if you are still in the round, you withdraw at your next turn and your seat is then freed (at once if you are out of the round already).")) return;
     leaving.add(id);
     const reply = await ctx.send({ type: "leave", table: id });
     if (reply) {
@@ -96,12 +98,20 @@ const fresh = new Map(); // table id -> events received since the table was last
 let current = JSON.parse(sessionStorage.getItem(CURRENT_KEY) || "null");
 const lobby = new Lobby(ctx);
 
-/** A short message at the bottom of the screen; errors stay longer and can be dismissed. */
-function toast(text, kind = "error") {
-  const note = h("div.toast", { class: kind, role: kind === "error" ? "alert" : "status" },
+const MAX_TOASTS = 2;
+
+/** A short message, where it covers no card (style.css); errors stay longer and can be
+ * dismissed. A message already shown is not shown twice, nor two of one ``topic`` (a new hint
+ * replaces the last), and at most MAX_TOASTS show: the newest replace the oldest. */
+function toast(text, kind = "error", topic = null) {
+  for (const old of [...toasts.children]) {
+    if (old.dataset.text === text || (topic && old.dataset.topic === topic)) old.remove();
+  }
+  const note = h("div.toast", { class: kind, role: kind === "error" ? "alert" : "status", dataset: { text, ...(topic ? { topic } : {}) } },
     h("span", text),
     h("button.close", { "aria-label": "Dismiss", onclick: () => note.remove() }, "✕"));
   toasts.append(note);
+  while (toasts.children.length > MAX_TOASTS) toasts.firstElementChild.remove();
   const stay = kind === "error" ? 9000 : 6000;
   setTimeout(() => note.classList.add("fade"), stay);
   setTimeout(() => note.remove(), stay + 700);
@@ -216,7 +226,7 @@ store.addEventListener("change", ({ detail: id }) => {
   else if (!current) lobby.tablesChanged();
 });
 
-store.addEventListener("event", ({ detail: { table, event } }) => {
+store.addEventListener("event", ({ detail: { table, event, names } }) => {
   if (!fresh.has(table)) fresh.set(table, []);
   fresh.get(table).push(event);
   if (event.type === "game_started") {
@@ -225,10 +235,10 @@ store.addEventListener("event", ({ detail: { table, event } }) => {
   }
   if (event.type === "game_over" && !current) lobby.refreshLeaderboards();
   const here = current && current.id === table && store.get(table)?.info?.game === "blackdrez";
-  if (here && event.type === "timed_out") toast(describeEvent(store.get(table), event), "info");
-  if (here && ["round_won", "pot_split", "game_over"].includes(event.type)) announce(describeEvent(store.get(table), event));
+  if (here && event.type === "timed_out") toast(describeEvent(store.get(table), event, names), "info");
+  if (here && ["round_won", "pot_split", "game_over"].includes(event.type)) announce(describeEvent(store.get(table), event, names));
   if (event.type === "table_closed") {
-    if (!leaving.has(table)) toast(describeEvent(store.get(table), event), "info");
+    if (!leaving.has(table)) toast(describeEvent(store.get(table), event, names), "info");
     store.forget(table);
     if (current && current.id === table) ctx.lobby();
   }

@@ -44,7 +44,7 @@ export async function askHint(ctx, table, describe, redraw) {
   hints.set(table.id, { seq, action: reply.action });
   // The expert gives hints; a quicker bot when the server's expert was busy or late.
   const quick = reply.by && reply.by !== "expert" ? ` (a quick ${reply.by} hint: the expert was busy)` : "";
-  ctx.toast(`Hint: ${describe(reply.action)}${quick}`, "info");
+  ctx.toast(`Hint: ${describe(reply.action)}${quick}`, "info", "hint");
   redraw();
 }
 

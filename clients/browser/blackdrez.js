@@ -124,8 +124,11 @@ function seatBox(ctx, table, index, names, compact) {
   const occupant = info.seats[index];
   const mine = table.seat === index;
   const host = info.host === ctx.me;
+  // Where the seat plays after yours (yours: 0): the phone lists the seats in this order.
+  const n = info.seats.length;
+  const style = { "--play-order": String((index - (table.seat ?? 0) + n) % n) };
   if (!occupant) {
-    return h("div.seat.empty", { dataset: { seat: index } },
+    return h("div.seat.empty", { dataset: { seat: index }, style },
       h("div.seat-name", `Seat ${index + 1}`),
       h("p.muted", "Empty"),
       table.seat === null && info.status !== "closed"
@@ -139,7 +142,7 @@ function seatBox(ctx, table, index, names, compact) {
   const dealer = view && view.round > 0 && view.phase !== "over" && view.dealer === index;
   const classes = ["seat", mine ? "mine" : "", onTurn ? "on-turn" : "", s ? `st-${s.status}` : ""].join(" ");
   const label = `${name}${mine ? " (you)" : ""}${occupant.bot ? ", a bot" : ""}${occupant.rating ? `, rating ${ratingText(occupant.rating)}` : ""}`;
-  return h("div", { class: classes, dataset: { seat: index }, "aria-current": onTurn ? "true" : null, role: "group", "aria-label": label },
+  return h("div", { class: classes, dataset: { seat: index }, style, "aria-current": onTurn ? "true" : null, role: "group", "aria-label": label },
     h("div.seat-head",
       h("span.seat-name", { title: name }, name, mine ? h("span.you", " (you)") : null),
       h("span.badges",
@@ -319,7 +322,7 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
       h("details.log", { open: true, dataset: { key: "log" } },
         h("summary", "Table log"),
         // Turns are on the action bar; the log keeps what happened.
-        h("ol.events", table.log.filter((n) => n.event.type !== "turn").reverse().map((n) => h("li", describeEvent(table, n.event))))),
+        h("ol.events", table.log.filter((n) => n.event.type !== "turn").reverse().map((n) => h("li", describeEvent(table, n.event, n.names))))),
       fairness(view?.commitment ?? info.commitment, view?.seed))));
 
   animate(screen, before, fresh);

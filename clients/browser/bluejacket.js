@@ -92,6 +92,9 @@ export function renderBlueJacket(ctx, table, screen) {
     else if (selection.source) {
       ctx.toast("That card cannot go there");
       selection.source = null;
+    } else {
+      const why = stuckReason(view, location);
+      if (why) ctx.toast(why, "info");
     }
     redraw();
   };
@@ -263,6 +266,27 @@ function describeAction(view, action) {
 function emptyLabel(location, label) {
   if (!location.startsWith("r")) return label.split(",")[0];
   return `takes a ${STARTERS[Number(location[1]) - 1]}`;
+}
+
+/** Why the card at ``location`` cannot move now (it is no source of a legal move), in words;
+ * null for an empty pile. */
+function stuckReason(view, location) {
+  let cards;
+  let name;
+  const row = /^r(\d)\.(\d)$/.exec(location);
+  if (location === "aces") return view.aces?.length ? "Aces on the Aces pile stay there." : null;
+  if (row) {
+    cards = view.rows[Number(row[1]) - 1][Number(row[2]) - 1];
+    name = `Row ${row[1]} pile ${row[2]}`;
+    if (cards.length && rankOf(cards[0]) === Number(row[1]) + 1) {
+      return `${name} is started with its row's ${standardName(cards[0]).split(" ")[0]}: its cards stay there (build on it instead).`;
+    }
+  } else if (/^b\d$/.test(location)) {
+    cards = view.bottom[Number(location.slice(1)) - 1];
+    name = `Bottom pile ${location.slice(1)}`;
+  } else return null;
+  if (!cards?.length) return null;
+  return `The ${standardName(cards[cards.length - 1])} (${name.toLowerCase()}) has nowhere to go now: no pile takes it.`;
 }
 
 function rankOf(card) {

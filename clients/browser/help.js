@@ -43,7 +43,7 @@ const PAGES = {
     h("p", "Each round scores (hands + a bonus for leaving 3 or fewer cards) × the round number."),
     h("h3", "Keys"),
     h("p", h("kbd", "1"), "–", h("kbd", "5"), " select a pile's top card · ", h("kbd", "S"), " select the stock's card · ",
-      h("kbd", "Shift"), "+", h("kbd", "1"), "–", h("kbd", "5"), " place on that pile · ", h("kbd", "E"), " end the round · ", h("kbd", "Esc"), " clear"),
+      h("kbd", "Shift"), "+", h("kbd", "1"), "–", h("kbd", "5"), " place on that pile · ", h("kbd", "E"), " end the round · ", h("kbd", "H"), " hint · ", h("kbd", "U"), " undo · ", h("kbd", "Esc"), " clear"),
   ],
   blue_jacket: () => [
     h("p", "A patience with two decks. Build the three rows up in steps of three, one suit per pile, and put all eight Aces on the Aces pile."),
@@ -57,7 +57,7 @@ const PAGES = {
       h("li", "An empty bottom pile takes any card."),
       h("li", h("strong", "Deal"), " puts a card on every bottom pile, but only while every row pile holds a card. Keep a starter (2, 3 or 4) at hand before you empty a row pile.")),
     h("h3", "Keys"),
-    h("p", h("kbd", "D"), " deal · ", h("kbd", "A"), " a bottom Ace to the Aces pile · ", h("kbd", "Esc"), " clear the selection"),
+    h("p", h("kbd", "D"), " deal · ", h("kbd", "A"), " a bottom Ace to the Aces pile · ", h("kbd", "H"), " hint · ", h("kbd", "U"), " undo · ", h("kbd", "Esc"), " clear the selection"),
   ],
 };
 

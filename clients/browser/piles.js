@@ -3,7 +3,8 @@
 //   for a hand; a selection that makes a legal hand of exactly 21 (2 to 6 cards) is cashed at once;
 // - placing the stock's card is its own gesture: click an empty pile, a pile's "Place here"
 //   button, or drag the stock's card onto a pile;
-// - a selected pile top followed by a click on an empty pile moves it there.
+// - a selected pile top followed by a click on an empty pile moves it there when that is legal
+//   (the empty piles then say "move here"); otherwise the click places the stock's card.
 // Keys: 1-5 select a pile's top, S the stock's card, Shift+1-5 place on a pile, E end the
 // round, H hint (its cards are highlighted), U undo (moves since the last stock card), Esc clear
 // the selection.
@@ -71,7 +72,7 @@ export function renderPiles(ctx, table, screen) {
   const stockTop = view.stock_top;
   const place = (index) => {
     if (placeable.has(index)) play({ type: "place", pile: index });
-    else ctx.toast(`Pile ${index + 1} cannot take the stock's card: it is full.`, "info");
+    else ctx.toast(stockTop ? `Pile ${index + 1} cannot take the stock's card: it is full.` : "The stock is empty: there is no card to place.", "info");
   };
 
   const toggle = (item) => {
@@ -91,8 +92,9 @@ export function renderPiles(ctx, table, screen) {
     redraw();
   };
   const clickEmpty = (index) => {
-    if (onlyPile !== null && movable.has(index)) play({ type: "move", source: onlyPile, target: index });
-    else if (onlyPile !== null) ctx.toast("That card cannot move there.", "info");
+    // The selected pile top moves there if it may; otherwise the click places the stock's card
+    // (a pile's only card never moves to an empty pile: that would change nothing).
+    if (movable.has(index)) play({ type: "move", source: onlyPile, target: index });
     else place(index);
   };
 
@@ -100,7 +102,8 @@ export function renderPiles(ctx, table, screen) {
   const over = view.over;
   const piles = view.piles.map((pile, index) => {
     const full = cap !== null && pile.length >= cap;
-    const target = movable.has(index) || (!pile.length && placeable.has(index) && onlyPile === null);
+    const moveHere = movable.has(index);
+    const target = moveHere || (!pile.length && placeable.has(index));
     const label = `Pile ${index + 1}`;
     const canPlace = !over && pile.length > 0 && placeable.has(index) && stockTop;
     return h("div.pile-column", {
@@ -128,7 +131,7 @@ export function renderPiles(ctx, table, screen) {
         : standardCard(card))))
       : over
         ? h("span.slot", "empty")
-        : h("button.slot", { dataset: { key: `pile-${index}` }, "aria-label": `${label}, empty${onlyPile !== null ? ": move the selected card here" : stockTop ? `: place the ${standardName(stockTop)} here` : ""}`, onclick: () => clickEmpty(index) }, onlyPile !== null ? "move here" : "place here"));
+        : h("button.slot", { dataset: { key: `pile-${index}` }, "aria-label": `${label}, empty${moveHere ? ": move the selected card here" : stockTop ? `: place the ${standardName(stockTop)} here` : ""}`, onclick: () => clickEmpty(index) }, moveHere ? "move here" : "place here"));
   });
 
   const stock = h("div.stock-area",

@@ -7,6 +7,9 @@
 // (a spectator): when a table is (re)loaded with an empty log, its recent history is fetched once
 // (the snapshot's ``history`` field when the server sends one, else a ``resync`` from further
 // back) and put in front of the log without being replayed as news.
+//
+// Each logged event keeps ``names``: who sat at each seat when it happened (null: empty or not
+// known), so that the log names a player who left since as they were named, not "Seat N".
 
 const SEQ_PREFIX = "blackdrez.seq.";
 const LOG_SIZE = 40;
@@ -27,6 +30,7 @@ export class TableStore extends EventTarget {
       table = {
         id, seq: 0, stored: Number.isFinite(stored) ? stored : 0, seat: null, info: null,
         view: null, legal: [], deadline: null, log: [], resyncing: false, backfilled: false,
+        names: [],
       };
       this.tables.set(id, table);
     }
@@ -46,6 +50,7 @@ export class TableStore extends EventTarget {
         const table = this.ensure(message.table.id);
         table.seat = message.seat;
         table.info = message.table;
+        learnNames(table);
         if (message.invite) table.invite = message.invite;
         this.changed(table.id);
         return true;
@@ -57,6 +62,7 @@ export class TableStore extends EventTarget {
           seq: message.seq, seat: message.seat, info: message.info, view: message.view,
           legal: message.legal || [], deadline: message.deadline ?? null, resyncing: false,
         });
+        learnNames(table);
         if (Array.isArray(message.history)) this.prepend(table, message.history);
         this.remember(table);
         this.changed(table.id);
@@ -82,9 +88,13 @@ export class TableStore extends EventTarget {
       this.resync(table.id);
       return;
     }
+    // Names not learned yet (no info held): these events happened just before the update's info.
+    if (!table.info && update.info) nameHistory(events, update.info.seats.map((s) => s?.name ?? null));
     for (const numbered of events) {
+      if (table.info) numbered.names = seatedDuring(table.names, numbered.event);
+      table.names = seatedAfter(table.names, numbered.event);
       table.log.push(numbered);
-      this.dispatchEvent(new CustomEvent("event", { detail: { table: table.id, event: numbered.event } }));
+      this.dispatchEvent(new CustomEvent("event", { detail: { table: table.id, event: numbered.event, names: numbered.names } }));
     }
     if (this.tables.get(table.id) !== table) return; // an event closed the table
     if (table.log.length > LOG_SIZE) table.log.splice(0, table.log.length - LOG_SIZE);
@@ -95,6 +105,7 @@ export class TableStore extends EventTarget {
     table.resyncing = false;
     if (update.info) {
       table.info = update.info;
+      learnNames(table);
       table.seat = seatOf(update.info, this.connection.welcome?.player);
     }
     this.remember(table);
@@ -137,6 +148,7 @@ export class TableStore extends EventTarget {
     const first = table.log.length ? table.log[0].seq : table.seq + 1;
     const older = events.filter((e) => e && e.seq < first && e.seq <= table.seq);
     if (!older.length) return;
+    nameHistory(older, table.log.length ? seatedBefore(table.log[0]) : table.names);
     table.log = [...older, ...table.log].slice(-LOG_SIZE);
   }
 
@@ -146,6 +158,49 @@ export class TableStore extends EventTarget {
 
   changed(id) {
     this.dispatchEvent(new CustomEvent("change", { detail: id }));
+  }
+}
+
+/** Who sits where now, from the table's info (the names the next events are told with). */
+function learnNames(table) {
+  if (table.info?.seats) table.names = table.info.seats.map((s) => s?.name ?? null);
+}
+
+const seatEvent = (e) => e.type === "seat_taken" || e.type === "seat_freed";
+
+/** The names an event is told with: the seats' names before it, and a seat taken by it named. */
+function seatedDuring(names, e) {
+  const during = [...names];
+  if (e.type === "seat_taken") during[e.seat] = e.name;
+  return during;
+}
+
+/** The seats' names after an event (a freed seat is empty). */
+function seatedAfter(names, e) {
+  const after = seatedDuring(names, e);
+  if (e.type === "seat_freed") after[e.seat] = null;
+  return after;
+}
+
+/** The seats' names just before a logged event (from the names it is told with). */
+function seatedBefore(numbered) {
+  const names = [...(numbered.names ?? [])];
+  if (numbered.event.type === "seat_taken") names[numbered.event.seat] = null;
+  return names;
+}
+
+/** Give older events (history put in front of the log) the names they happened with, knowing
+ * the names ``end`` just after the last of them: a seat that no event in them takes or frees
+ * kept its name throughout; one first taken was empty before; one first freed held a player
+ * whose name only an earlier seat_taken could tell (none: not known, "Seat N"). */
+function nameHistory(older, end) {
+  let names = [...end];
+  const first = new Map();
+  for (const { event } of older) if (seatEvent(event) && !first.has(event.seat)) first.set(event.seat, event.type);
+  for (const seat of first.keys()) names[seat] = null;
+  for (const numbered of older) {
+    numbered.names = seatedDuring(names, numbered.event);
+    names = seatedAfter(names, numbered.event);
   }
 }
 

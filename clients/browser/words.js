@@ -48,7 +48,12 @@ export function listing(names) {
 
 /** Display names of a table's seats; duplicate names get a number so they can be told apart. */
 export function seatNames(info) {
-  const names = (info?.seats ?? []).map((s, i) => s?.name ?? `Seat ${i + 1}`);
+  return displayNames((info?.seats ?? []).map((s) => s?.name ?? null));
+}
+
+/** Display names for the names seated at each seat (null: empty or unknown, "Seat N"). */
+function displayNames(raw) {
+  const names = raw.map((name, i) => name ?? `Seat ${i + 1}`);
   const seen = new Map();
   const total = new Map();
   for (const name of names) total.set(name, (total.get(name) ?? 0) + 1);
@@ -60,17 +65,20 @@ export function seatNames(info) {
   });
 }
 
-/** The name of ``seat`` at ``table`` as the table shows it. */
-function nameOf(table, seat) {
+/** The name of ``seat`` at ``table`` as the table shows it: with ``names`` (who sat where when
+ * the event happened, as the table store keeps it with each logged event), the name then; else
+ * the name now. */
+function nameOf(table, seat, names) {
   if (seat === null || seat === undefined) return "someone";
-  return seatNames(table.info)[seat] ?? `Seat ${seat + 1}`;
+  return (names ? displayNames(names) : seatNames(table.info))[seat] ?? `Seat ${seat + 1}`;
 }
 
 const SEAT_FREED = { left: "left", timeout: "lost the connection for too long", kicked: "was removed by the host" };
 
-/** One line of the BlackDrez table log for an event, in words. */
-export function describeEvent(table, e) {
-  const who = (seat) => nameOf(table, seat);
+/** One line of the BlackDrez table log for an event, in words; ``names`` are the seats' names
+ * when it happened (a player who left since keeps theirs), else the table's names now. */
+export function describeEvent(table, e, names = null) {
+  const who = (seat) => nameOf(table, seat, names);
   switch (e.type) {
     case "seat_taken": return `${e.name} sat down${e.bot ? " (a bot)" : ""}`;
     case "seat_freed": return `Seat ${e.seat + 1} is free: its player ${SEAT_FREED[e.reason] ?? e.reason}`;

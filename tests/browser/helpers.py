@@ -108,3 +108,11 @@ async def settled(page: Page) -> None:
         " && !(a instanceof CSSAnimation)).length === 0",
         timeout=10000,
     )
+
+
+async def start_deal(page: Page, game: str, deal: int) -> None:
+    """Start ``game``'s numbered deal ``deal`` from the lobby's solitaire menu."""
+    form = page.locator(f"form.solitaire[data-game={game}]")
+    await form.locator("input[name=deal]").fill(str(deal))
+    await form.get_by_role("button", name="Play deal").click()
+    await page.locator("#stat-score").wait_for()

@@ -19,16 +19,9 @@ from games.blue_jacket import rules as bj
 from games.records import read_record
 from games.verify import verify
 from server.table.assist import hint
-from tests.browser.helpers import click_and_wait, seq, table_state
+from tests.browser.helpers import click_and_wait, seq, start_deal, table_state, wait_until
 
 DEAL = 3
-
-
-async def start_deal(page: Page, game: str, deal: int) -> None:
-    form = page.locator(f"form.solitaire[data-game={game}]")
-    await form.locator("input[name=deal]").fill(str(deal))
-    await form.get_by_role("button", name="Play deal").click()
-    await page.locator("#stat-score").wait_for()
 
 
 async def resign(page: Page) -> None:
@@ -142,3 +135,42 @@ async def test_a_random_deals_record_downloads_and_verifies(
     path = tmp_path / "record.json"
     await (await download.value).save_as(path)
     assert verify(read_record(path)) == []
+
+
+COUNT_HINTS = """() => { const ctx = window.blackdrez.ctx; const toast = ctx.toast;
+  window.hintsShown = 0;
+  ctx.toast = (text, ...rest) => {
+    toast(text, ...rest); if (text.startsWith('Hint:')) window.hintsShown++; }; }"""
+TOAST_BOXES = """() => [...document.querySelectorAll('#toasts .toast')].map(t => {
+  const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"""
+COVERED = """(toasts) => [...document.querySelectorAll('.card, .stat, .hinted-from, .hinted-to')]
+  .filter(e => { const r = e.getBoundingClientRect();
+    return r.bottom > 0 && r.top < innerHeight && toasts.some(([l, t, rr, b]) =>
+      l < r.right && r.left < rr && t < r.bottom && r.top < b); })
+  .map(e => e.className + ' ' + (e.dataset.card || e.textContent.slice(0, 20)))"""
+
+
+async def test_toasts_are_few_and_keep_off_the_board(new_page) -> None:
+    """A hint asked again does not stack a second toast; at most two show (the newest replace
+    the oldest); on a desktop and on a phone they cover no card, hint or score."""
+    for width, height in ((1366, 768), (390, 844)):
+        page = await new_page("Sol", width=width, height=height)
+        await start_deal(page, "blue_jacket", DEAL)
+        await page.evaluate(COUNT_HINTS)
+        for n in range(1, 4):
+            await page.locator("#hint").click()
+            await wait_until(page, f"window.hintsShown === {n}", timeout=30000)
+        assert await page.locator("#toasts .toast").count() == 1, "the same hint, one toast"
+        for n in range(4):
+            await page.evaluate(f"window.blackdrez.ctx.toast('Message {n}.', 'info')")
+        texts = await page.locator("#toasts .toast span").all_text_contents()
+        assert texts == ["Message 2.", "Message 3."], texts
+        await page.evaluate("window.blackdrez.ctx.toast('Message 2.', 'info')")
+        texts = await page.locator("#toasts .toast span").all_text_contents()
+        assert texts == ["Message 3.", "Message 2."], "a repeated message is not shown twice"
+        long = "Hint: a long hint to read, about as long as they come."
+        await page.evaluate(f"window.blackdrez.ctx.toast('{long}', 'info')")
+        boxes = await page.evaluate(TOAST_BOXES)
+        assert len(boxes) == 2
+        assert all(b[0] >= 0 and b[2] <= width and b[1] >= 0 and b[3] <= height for b in boxes)
+        assert await page.evaluate(COVERED, boxes) == [], (width, boxes)

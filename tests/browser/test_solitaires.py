@@ -11,17 +11,10 @@ from playwright.async_api import Page
 from games import GAMES
 from games.blackjack_piles import rules as bp
 from games.blue_jacket import rules as bj
-from tests.browser.helpers import click_and_wait, seq
+from tests.browser.helpers import click_and_wait, seq, start_deal
 
 PILES_DEAL = 7
 BLUE_JACKET_DEAL = 1
-
-
-async def start_deal(page: Page, game: str, deal: int) -> None:
-    form = page.locator(f"form.solitaire[data-game={game}]")
-    await form.locator("input[name=deal]").fill(str(deal))
-    await form.get_by_role("button", name="Play deal").click()
-    await page.locator("#stat-score").wait_for()
 
 
 async def stats(page: Page, *names: str) -> list[int]:
@@ -172,3 +165,34 @@ async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
     await board.wait_for()
     assert "Sol" in (await board.text_content() or "")
     assert score in (await board.text_content() or "")
+
+
+async def test_piles_only_card_selected_empty_piles_still_take_the_stock(new_page) -> None:
+    """A pile's only card cannot move to an empty pile: with it selected, the empty piles still
+    say "place here", and a click on one places the stock's card there."""
+    page = await new_page("Sol")
+    await start_deal(page, "blackjack_piles", PILES_DEAL)
+    engine = bp.BlackjackPiles.new(bp.Config(), GAMES["blackjack_piles"].deal_seed(PILES_DEAL))
+    await place(page, engine, 0)
+    assert not any(isinstance(a, bp.Move) for a in engine.legal_actions(0))
+    await page.locator(top(0)).click()
+    assert await page.locator(top(0)).get_attribute("aria-pressed") == "true"
+    assert await page.locator(".slot", has_text="move here").count() == 0
+    assert await page.locator(slot(1)).text_content() == "place here"
+    assert "move the selected card" not in (
+        await page.locator(slot(1)).get_attribute("aria-label") or ""
+    )
+    await click_and_wait(page, page.locator(slot(1)))
+    engine.apply(0, bp.Place(1))
+    assert await page.locator(".toast", has_text="cannot move there").count() == 0
+    shown = await page.locator(".pile-column[data-pile='1'] .card").get_attribute("data-card")
+    assert shown == engine.state.piles[1][-1]
+    assert await page.locator("#stock").get_attribute("data-card") == engine.view(0).stock_top
+    # A card on a pile of two may move: then the empty piles offer "move here".
+    await place(page, engine, 0)
+    await page.locator(top(0)).click()
+    assert await page.locator(".slot", has_text="move here").count() == 3
+    await click_and_wait(page, page.locator(slot(2)))
+    engine.apply(0, bp.Move(0, 2))
+    shown = await page.locator(".pile-column[data-pile='2'] .card").get_attribute("data-card")
+    assert shown == engine.state.piles[2][-1]

@@ -20,6 +20,7 @@ from tests.browser.helpers import (
     play_turn,
     seq,
     settled,
+    start_deal,
     table_state,
 )
 
@@ -39,6 +40,14 @@ RECORD_SUMMARIES = """() => {
 }"""
 """Records, in the page, the round of every round summary ever put on screen (a test that looks
 now and then may look while none is)."""
+
+
+async def playing_a_bot(page: Page, title: str) -> None:
+    """A two-seat table of endless rounds with one bot, started: the host holds a hand."""
+    await create_table(page, title, seats=2, max_rounds=None)
+    await add_bots(page, 1)
+    await page.locator("#start").click()
+    await page.locator(".seat.mine .hand .card").first.wait_for()
 
 
 async def add_bots(page: Page, count: int) -> None:
@@ -334,10 +343,7 @@ async def test_blue_jacket_explains_its_stock_and_warns_before_a_dead_end(
     new_page, screenshot
 ) -> None:
     page = await new_page("Sol")
-    form = page.locator("form.solitaire[data-game=blue_jacket]")
-    await form.locator("input[name=deal]").fill("3")
-    await form.get_by_role("button", name="Play deal").click()
-    await page.locator("#stat-score").wait_for()
+    await start_deal(page, "blue_jacket", 3)
     assert await page.locator("#stock").is_enabled()
     # Row 3 pile 2 holds an Ace, and no Four is in play: moving it asks first.
     await page.evaluate("window.confirm = (text) => { window.asked = text; return false; }")
@@ -384,19 +390,13 @@ async def test_cards_say_what_they_are_and_motion_can_be_reduced(new_page) -> No
     assert sizes[0] > 1.5 * sizes[1], "the points are the card's biggest mark"
     assert await calm.evaluate("window.blackdrez.motion.started") == 0
     lively = await new_page("Lively")
-    await create_table(lively, "Lively table", seats=2, max_rounds=None)
-    await add_bots(lively, 1)
-    await lively.locator("#start").click()
-    await lively.locator(".seat.mine .hand .card").first.wait_for()
+    await playing_a_bot(lively, "Lively table")
     await lively.wait_for_function("window.blackdrez.motion.started > 0")
 
 
 async def test_solitaire_keys_and_labels_in_words(new_page) -> None:
     page = await new_page("Keys")
-    form = page.locator("form.solitaire[data-game=blackjack_piles]")
-    await form.locator("input[name=deal]").fill("7")
-    await form.get_by_role("button", name="Play deal").click()
-    await page.locator("#stat-score").wait_for()
+    await start_deal(page, "blackjack_piles", 7)
     stock = await page.locator("#stock").get_attribute("data-card")
     before = await seq(page)
     await page.keyboard.press("Shift+Digit1")  # place the stock's card on pile 1
@@ -431,3 +431,123 @@ async def test_same_names_are_told_apart_and_settings_are_remembered(new_page) -
     assert await first.evaluate("document.documentElement.dataset.theme") == "contrast"
     await first.locator(".settings-menu summary").click()
     assert await first.locator("#sound").is_checked()
+
+
+async def test_leaving_mid_game_says_the_seat_is_freed_after_your_next_turn(new_page) -> None:
+    """The server frees a leaving player's seat as soon as they are out of the round (at their
+    next turn they withdraw): the question says that, not "when the round ends"."""
+    page = await new_page("Goer")
+    await playing_a_bot(page, "Going")
+    await page.evaluate("window.confirm = (text) => { window.asked = text; return false; }")
+    await page.locator("#leave").click()
+    asked = await page.evaluate("window.asked")
+    assert "A game is running" in asked
+    assert "next turn" in asked and "freed" in asked, asked
+    assert "round ends" not in asked and "each of your turns" not in asked, asked
+
+
+async def test_the_lobby_opens_at_the_top(new_page) -> None:
+    """Back from a table (Lobby, or Leave table), the lobby shows its top, not the table's
+    scroll position."""
+    page = await new_page("Scroller", width=390, height=844)
+    await create_table(page, "Tall", seats=6, max_rounds=None)
+    for button in ("[data-key=lobby]", "#leave"):
+        await page.evaluate("scrollTo(0, document.documentElement.scrollHeight)")
+        assert await page.evaluate("scrollY") > 100, "the table page scrolls"
+        await page.locator(button).click()
+        await page.locator("#create").wait_for()
+        assert await page.evaluate("scrollY") == 0, button
+        if button == "[data-key=lobby]":
+            await page.locator("[data-key^='mine-open-']").first.click()
+            await page.locator(".blackdrez").wait_for()
+
+
+async def test_the_log_keeps_the_names_of_players_who_left(new_page) -> None:
+    """A player who left keeps their name in the log lines from before (not "Seat 2"), live
+    and for a spectator who arrives later."""
+    host = await new_page("Hostess")
+    await create_table(host, "Names", seats=3, max_rounds=None)
+    guest = await new_page("Visitor")
+    await guest.locator(".table-row", has_text="Names").get_by_role("button", name="Join").click()
+    await guest.locator(".blackdrez").wait_for()
+    await guest.locator("#ready").click()
+    await host.locator(".events li", has_text="Visitor is ready").wait_for()
+    await guest.locator("#leave").click()
+    await guest.locator("#create").wait_for()
+    await host.locator(".events li", has_text="is free").wait_for()
+    await host.locator(".seat.empty[data-seat='1']").wait_for()
+    # Live, and for a spectator who arrives later (the log's history fetched from the server).
+    fan = await new_page("Fan")
+    await fan.locator(".table-row", has_text="Names").get_by_role("button", name="Watch").click()
+    await fan.locator(".events li", has_text="is free").wait_for()
+    for page in (host, fan):
+        lines = await page.locator(".events li").all_text_contents()
+        assert "Visitor is ready" in lines, lines
+        assert not any(line.startswith("Seat 2 is ready") for line in lines), lines
+
+
+async def test_on_a_phone_the_other_seats_read_in_play_order(new_page) -> None:
+    """On a phone the seats are a list: after your own, the others in the order they play
+    (the seats after yours), row by row, not the desktop ring's top/left/right/bottom."""
+    host = await new_page("Hostess", width=390, height=844)
+    await create_table(host, "Order", seats=8, max_rounds=None)
+    await add_bots(host, 3)  # seats 1-3 taken, 4-7 empty: both kinds of seat are in order
+    guest = await new_page("Guest")
+    await guest.locator(".table-row", has_text="Order").get_by_role("button", name="Join").click()
+    await guest.locator(".blackdrez").wait_for()
+    await guest.set_viewport_size({"width": 390, "height": 844})
+    for page, mine in ((host, 0), (guest, 4)):
+        await page.locator(".seat[data-seat='7']").wait_for()
+        boxes = await page.locator(".seat").evaluate_all(
+            "seats => seats.map(s => { const r = s.getBoundingClientRect();"
+            " return [r.top, r.bottom, r.left, Number(s.dataset.seat)]; })"
+        )
+        # Row by row (seats side by side overlap vertically), left to right in a row.
+        rows: list[list[list[float]]] = []
+        for box in sorted(boxes):
+            if rows and box[0] < max(b[1] for b in rows[-1]):
+                rows[-1].append(box)
+            else:
+                rows.append([box])
+        shown = [int(b[3]) for row in rows for b in sorted(row, key=lambda b: b[2])]
+        assert shown == [(mine + k) % 8 for k in range(8)], boxes
+
+
+async def test_solitaire_rules_list_every_key(new_page) -> None:
+    """The rules pages list the keys the solitaires handle, Hint (H) and Undo (U) included."""
+    page = await new_page("Keys")
+    for game in ("blackjack_piles", "blue_jacket"):
+        await (
+            page.locator(f"form.solitaire[data-game={game}]")
+            .get_by_role("button", name="How to play")
+            .click()
+        )
+        dialog = page.locator("dialog#help")
+        await dialog.wait_for()
+        keys = await dialog.locator("kbd").all_text_contents()
+        assert {"H", "U", "Esc"} <= set(keys), (game, keys)
+        text = await dialog.text_content() or ""
+        assert "hint" in text and "undo" in text, game
+        await page.keyboard.press("Escape")
+        await dialog.wait_for(state="hidden")
+
+
+async def test_blue_jacket_says_why_a_card_does_not_move(new_page) -> None:
+    """A click on a card that cannot move says why, instead of doing nothing."""
+    page = await new_page("Sol")
+    await start_deal(page, "blue_jacket", 3)
+    legal = (await table_state(page))["legal"]
+    sources = (
+        {a.get("source") for a in legal} | {a.get("a") for a in legal} | {a.get("b") for a in legal}
+    )
+    # Row 1 pile 1 holds its starter: a foundation, whose cards stay.
+    await page.locator("[data-loc='r1.1']").click()
+    toast = page.locator(".toast", has_text="cards stay")
+    await toast.wait_for()
+    assert "Row 1 pile 1" in (await toast.text_content() or "")
+    assert await page.locator(".bj-pile.selected").count() == 0
+    # A bottom card with no legal move: it has nowhere to go now.
+    stuck = next(f"b{i}" for i in range(1, 9) if f"b{i}" not in sources)
+    await page.locator(f"[data-loc='{stuck}']").click()
+    await page.locator(".toast", has_text="nowhere to go").wait_for()
+    assert await page.locator(".bj-pile.selected").count() == 0

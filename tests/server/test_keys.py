@@ -93,6 +93,7 @@ async def test_a_ranked_games_record_is_kept_for_good_only_if_a_board_shows_it(
         await ann.act(table, {"type": "resign"})
         await ann.wait_until(lambda t=table: ann.tables[t].view["over"])
     async with aioredis.Redis.from_url(redis_url_clean) as raw:
+
         async def kept() -> list[bytes]:
             return sorted([k async for k in raw.scan_iter("bd:rec:*")])
 
