@@ -163,4 +163,5 @@ async def test_a_host_who_left_a_table_of_bots_is_its_host_no_more(server, conne
         with pytest.raises(ServerError) as refused:
             await host.request(message)
         assert refused.value.code == ErrorCode.NOT_HOST, message
-    assert sum(seat is not None for seat in room.seats) <= 2
+    assert sum(seat is not None and seat.bot for seat in room.seats) == 2  # none added
+    assert len(server._bots) == 2
