@@ -49,7 +49,7 @@ import secrets
 import signal
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -74,6 +74,7 @@ from server.node.hosting import HINT_BURST, HINT_RATE
 from server.ratelimit import TokenBucket
 from server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
 from server.records.api import RecordsApi
+from server.records.db import DatabaseError
 from server.records.store import RecordsStore
 from server.records.writer import RecordsWriter
 from server.retry import Backoff
@@ -286,39 +287,48 @@ class GameServer:
         return self.metrics_server.sockets[0].getsockname()[1]
 
     async def start(self) -> None:
-        """Listen, wait for the store (retrying with backoff), then start the node."""
+        """Listen, wait for the store (retrying with backoff), then start the node. Raises
+        :class:`StartError` (one line: what could not be done, where, why) for an address that
+        cannot be listened on or a records database that cannot be opened."""
         s = self.settings
-        self.server = await serve(
-            self._connection,
-            s.host,
-            s.port,
-            process_request=self._http,
-            process_response=_secure,
-            compression="deflate" if s.compression else None,
-            max_size=s.max_frame_bytes,
-            close_timeout=s.close_timeout,
-            ping_interval=s.ping_interval,
-            ping_timeout=s.ping_timeout,
-            server_header=f"blackdrez/{VERSION}",
-            reuse_port=s.reuse_port or None,
-        )
-        if s.metrics_port is not None:
-            self.metrics_server = await serve(
-                _refuse_websocket,
-                s.metrics_host,
-                s.metrics_port,
-                process_request=self._metrics_http,
+        with _listening(s.host, s.port):
+            self.server = await serve(
+                self._connection,
+                s.host,
+                s.port,
+                process_request=self._http,
                 process_response=_secure,
+                compression="deflate" if s.compression else None,
+                max_size=s.max_frame_bytes,
+                close_timeout=s.close_timeout,
+                ping_interval=s.ping_interval,
+                ping_timeout=s.ping_timeout,
                 server_header=f"blackdrez/{VERSION}",
+                reuse_port=s.reuse_port or None,
             )
+        if s.metrics_port is not None:
+            with _listening(s.metrics_host, s.metrics_port, " (metrics)"):
+                self.metrics_server = await serve(
+                    _refuse_websocket,
+                    s.metrics_host,
+                    s.metrics_port,
+                    process_request=self._metrics_http,
+                    process_response=_secure,
+                    server_header=f"blackdrez/{VERSION}",
+                )
         self.secret = await self._wait_for_store()
         await self.store.start()  # after: its bus reader would log every refused attempt
         if s.db_url:
-            await self._open_records(s.db_url)
+            try:
+                await self._open_records(s.db_url)
+            except (OSError, DatabaseError) as error:
+                raise StartError(f"cannot open the records database: {_why(error)}") from None
         await self.node.start()
         self._sweeper = asyncio.get_running_loop().create_task(self._close_idle())
         self.ready = True
         log.info("node %s listening on %s:%s", s.node_id, s.host, self.port)
+        if self.metrics_server is not None:
+            log.info("node %s: metrics on %s:%s", s.node_id, s.metrics_host, self.metrics_port)
         if s.ladder_tables:
             if self.ladder is None:
                 raise ValueError("ladder_tables needs a ladder (tools.ladder.run_ladder)")
@@ -909,9 +919,28 @@ def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Respon
     return Response(status.value, status.phrase, headers, body)
 
 
-class ListenError(Exception):
-    """The server could not listen on its address (say, the port is in use); the message
-    says which address and why, in one line."""
+class StartError(Exception):
+    """The server could not start: the message says what, where and why, in one line."""
+
+
+class ListenError(StartError):
+    """The server could not listen on an address (say, the port is in use)."""
+
+
+def _why(error: BaseException) -> str:
+    """An error's reason in words: the system's for an ``OSError`` with a number."""
+    if isinstance(error, OSError) and error.errno:
+        return os.strerror(error.errno).lower()
+    return str(error)
+
+
+@contextlib.contextmanager
+def _listening(host: str, port: int, what: str = "") -> Iterator[None]:
+    """Turn an ``OSError`` of opening a listener into a :class:`ListenError` naming it."""
+    try:
+        yield
+    except OSError as error:
+        raise ListenError(f"cannot listen on {host}:{port}{what}: {_why(error)}") from None
 
 
 async def run(
@@ -919,8 +948,9 @@ async def run(
 ) -> None:
     """Run a server until SIGTERM or SIGINT, then shut it down cleanly.
 
-    Raises :class:`ListenError` when the address cannot be listened on. A SIGTERM while the
-    node still waits for its store stops it cleanly too.
+    Raises :class:`StartError` when it cannot start (an address cannot be listened on, the
+    records database cannot be opened). A SIGTERM while the node still waits for its store
+    stops it cleanly too.
     """
     logging.getLogger("websockets").setLevel(logging.WARNING)
     stop = asyncio.Event()
@@ -940,13 +970,10 @@ async def run(
         return
     try:
         starting.result()
-    except OSError as error:
-        with contextlib.suppress(Exception):  # undo what started; the listen error is the news
+    except StartError:
+        with contextlib.suppress(Exception):  # undo what started; the start error is the news
             await server.stop()
-        reason = os.strerror(error.errno) if error.errno else str(error)
-        raise ListenError(
-            f"cannot listen on {settings.host}:{settings.port}: {reason.lower()}"
-        ) from None
+        raise
     # Fewer, cheaper garbage collections: what exists at start-up is never collectable, and a
     # busy node allocates many short-lived objects (measured: +36-50 % actions/s under load).
     gc.collect()

@@ -35,7 +35,7 @@ import time
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from server.app import ListenError, Settings, run
+from server.app import Settings, StartError, run
 
 log = logging.getLogger("blackdrez.workers")
 
@@ -93,7 +93,7 @@ def _work(settings: Settings) -> None:
         runner = uvloop.run
     try:
         runner(run(settings))
-    except ListenError as error:
+    except StartError as error:
         print(f"blackdrez serve: {error}", file=sys.stderr, flush=True)
         sys.exit(2)
 

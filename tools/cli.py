@@ -54,6 +54,8 @@ def serve_settings(args: argparse.Namespace) -> Any:
     ):
         if value is not None and not value > 0:
             args.parser.error(f"{option} must be a positive number of seconds")
+    if args.ladder_tables and settings.db_url is None:
+        args.parser.error("--ladder-tables needs records (a --db-url other than none)")
     if args.lease_ttl is not None:
         settings.lease_ttl = args.lease_ttl
     _redis_options(args, settings)
@@ -64,7 +66,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
 
 def _serve(args: argparse.Namespace) -> int:
     from clients.bots import run_bot
-    from server.app import ListenError, run
+    from server.app import StartError, run
     from server.logs import configure
     from tools.ladder import run_ladder
 
@@ -80,7 +82,7 @@ def _serve(args: argparse.Namespace) -> int:
             return 2
     try:
         _run_async(run(settings, bot_client=run_bot, ladder=run_ladder))
-    except ListenError as error:
+    except StartError as error:
         print(f"blackdrez serve: {error}", file=sys.stderr)
         return 2
     return 0

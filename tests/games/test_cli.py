@@ -409,3 +409,29 @@ def test_serve_on_a_port_in_use_says_so_in_one_line() -> None:
     assert done.stderr.strip().splitlines() == [
         f"blackdrez serve: cannot listen on 127.0.0.1:{port}: address already in use"
     ]
+
+
+def test_serve_names_what_it_could_not_start_in_one_line(tmp_path) -> None:
+    """A taken metrics port and a records database that cannot be opened were both reported as
+    "cannot listen" on the game port (which was free)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        metrics = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "tools.cli", "serve", "--port", "0",
+             "--metrics-port", str(metrics), "--db-url", "none"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"blackdrez serve: cannot listen on 127.0.0.1:{metrics} (metrics): address already in use"
+    ]
+    done = subprocess.run(  # (a folder that cannot be made)
+        [sys.executable, "-m", "tools.cli", "serve", "--port", "0", "--db-url",
+         "sqlite:////proc/no-such-folder/records.db"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("blackdrez serve: cannot open the records database: "), line

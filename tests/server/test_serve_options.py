@@ -106,3 +106,11 @@ def test_the_records_database_is_a_file_by_default_and_can_be_turned_off(monkeyp
     )
     ladder = build_parser().parse_args(["serve", "--ladder-tables", "3"])
     assert serve_settings(ladder).ladder_tables == 3
+
+
+def test_ladder_tables_without_records_are_refused(capsys) -> None:
+    """Rated ladder tables with no records to rate them started anyway, silently unrated."""
+    args = build_parser().parse_args(["serve", "--ladder-tables", "2", "--db-url", "none"])
+    with pytest.raises(SystemExit):
+        serve_settings(args)
+    assert "--ladder-tables needs records" in capsys.readouterr().err
