@@ -82,8 +82,10 @@ def authorized(request: Request, token: str | None) -> Response | None:
         return json_response(http.HTTPStatus.NOT_FOUND, {"error": "not found"})
     given = request.headers.get_all("Authorization")
     expected = f"Bearer {token}".encode()
-    if len(given) != 1 or not secrets.compare_digest(given[0].encode(), expected):
+    if not given:
         return json_response(http.HTTPStatus.UNAUTHORIZED, {"error": "admin token required"})
+    if len(given) != 1 or not secrets.compare_digest(given[0].encode(), expected):
+        return json_response(http.HTTPStatus.UNAUTHORIZED, {"error": "wrong admin token"})
     return None
 
 
@@ -120,8 +122,12 @@ def drain(url: str, token: str, timeout: float = 60.0, say: Callable[[str], None
     started = time.monotonic()
     try:
         status, body = _call(url, token, "POST", "/admin/drain", 10.0)
-    except (OSError, ValueError) as error:
+    except ValueError:  # (JSON's errors are ValueErrors)
+        raise DrainError(f"{url} answered, but not as a BlackDrez game port does") from None
+    except OSError as error:
         raise DrainError(f"cannot reach {url}: {error}") from None
+    if status == http.HTTPStatus.NOT_FOUND:
+        raise DrainError(f"{url} has no admin API: start the node with --admin-token")
     if status != http.HTTPStatus.ACCEPTED:
         raise DrainError(f"{url} refused the drain ({status}): {body}")
     say(f"node {body['node']} draining: {body['tables']} table(s) to hand over")

@@ -46,9 +46,10 @@ async def test_without_a_configured_token_there_is_no_admin_api(make_server) -> 
 
 async def test_a_missing_or_wrong_token_is_refused_and_changes_nothing(make_server) -> None:
     server = await make_server(admin_token=TOKEN)
-    for token in (None, "wrong", TOKEN + "x"):
+    for token, said in ((None, "admin token required"), ("wrong", "wrong admin token"),
+                        (TOKEN + "x", "wrong admin token")):  # fmt: skip
         status, body = await asyncio.to_thread(call, server.port, "/admin/drain", "POST", token)
-        assert (status, body) == (401, {"error": "admin token required"})
+        assert (status, body) == (401, {"error": said})
     status, _ = await asyncio.to_thread(call, server.port, "/admin/drain", "GET")
     assert status == 405
     status, _ = await asyncio.to_thread(call, server.port, "/admin/nope")
@@ -171,7 +172,16 @@ async def test_the_drain_command_line(make_server) -> None:
         subprocess.run, [*command, "--token", "wrong"], capture_output=True, text=True, timeout=60
     )
     assert refused.returncode == 1 and "refused the drain (401)" in refused.stderr
+    assert "wrong admin token" in refused.stderr
     assert not server.stopping
+    plain = await make_server()  # no --admin-token
+    off = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "tools.cli", "drain", "--url", f"http://127.0.0.1:{plain.port}",
+         "--token", TOKEN],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert off.returncode == 1 and "start the node with --admin-token" in off.stderr, off.stderr
     done = await asyncio.to_thread(
         subprocess.run,
         command,
