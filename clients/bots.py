@@ -246,15 +246,31 @@ async def run_bot(
         await client.request(v1.SetReady(table=client_table))
         played = 0
         result = BotResult(table=client_table, seat=joined.seat or 0, player=client.player)
+
+        def abandoned() -> bool:
+            """Only bots sit here and the host has gone: nobody will start a game again (a
+            table a bot client hosted, with bots the server added, would stay open for ever)."""
+            info = state.info
+            seated = [s for s in info.seats if s is not None] if info else []
+            return all(s.bot and s.player != info.host for s in seated)  # type: ignore[union-attr]
+
         while games is None or played < games:
-            if played:  # wait for the host to start the next game (bots stay ready)
+            if played or state.view is None:  # wait for a game (bots stay ready)
                 seen = _games_started(state)
                 await client.wait_until(
-                    lambda s=seen: _games_started(state) > s or unseated(state, client.player),
+                    lambda s=seen: (
+                        _games_started(state) > s
+                        or unseated(state, client.player)
+                        or (games is None and abandoned())
+                    ),
                     timeout=None,
                 )
                 if unseated(state, client.player):
                     result.removed = True
+                    break
+                if _games_started(state) == seen:  # abandoned: leave, so that it closes
+                    with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
+                        await client.request(v1.LeaveTable(table=client_table))
                     break
             game = await play_table(client, client_table, strategy, think=think, timeout=3600)
             if game.removed:

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from clients.bots import BOT_CLIENT
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
@@ -165,3 +166,33 @@ async def test_a_host_who_left_a_table_of_bots_is_its_host_no_more(server, conne
         assert refused.value.code == ErrorCode.NOT_HOST, message
     assert sum(seat is not None and seat.bot for seat in room.seats) == 2  # none added
     assert len(server._bots) == 2
+
+
+async def test_a_table_a_bot_client_hosted_closes_when_it_leaves_its_server_bots(
+    server: GameServer, connect
+) -> None:
+    """A bot author's bot (``client`` says bot) hosts a table, adds a server bot, plays, and
+    leaves. No human ever sat there, so the server's bot kept the table open for ever (a table
+    of bots stays open while they sit); it now leaves once only bots are left and the host is
+    gone, and the table closes."""
+    host = await connect(server, name="Author's bot", client_name=BOT_CLIENT)
+    table = await table_with_bots(host, 1, turn_seconds=600.0, max_rounds=1)
+    await play_a_game(host, table)
+    await host.request(v1.LeaveTable(table=table))
+    deadline = time.monotonic() + 15
+    while table in server.node.rooms:
+        assert time.monotonic() < deadline, server.node.rooms[table].seats
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    assert not server._bots, "the server's bot is gone"
+
+
+async def test_server_bots_stay_at_a_table_of_bots_whose_host_stays(
+    server: GameServer, connect
+) -> None:
+    host = await connect(server, name="Author's bot", client_name=BOT_CLIENT)
+    table = await table_with_bots(host, 1, turn_seconds=600.0, max_rounds=1)
+    await play_a_game(host, table)
+    await asyncio.sleep(0.5)
+    assert table in server.node.rooms and len(server._bots) == 1
+    await play_a_game(host, table)  # the bot plays the next game
