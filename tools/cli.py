@@ -54,6 +54,8 @@ def serve_settings(args: argparse.Namespace) -> Any:
     ):
         if value is not None and not value > 0:
             args.parser.error(f"{option} must be a positive number of seconds")
+    if args.log_format not in ("plain", "json"):  # (from BLACKDREZ_LOG_FORMAT: not checked)
+        args.parser.error(f"--log-format (or BLACKDREZ_LOG_FORMAT): {args.log_format!r}")
     if args.ladder_tables and settings.db_url is None:
         args.parser.error("--ladder-tables needs records (a --db-url other than none)")
     if args.lease_ttl is not None:
@@ -111,6 +113,13 @@ def _redis_options(args: argparse.Namespace, settings: Any) -> None:
             parse_cluster_url(settings.redis_url)
         except ValueError as error:
             args.parser.error(f"--redis-url: {error}")
+    elif settings.redis_url and not settings.redis_url.startswith(
+        ("redis://", "rediss://", "unix://")
+    ):
+        args.parser.error(
+            f"--redis-url: {settings.redis_url!r} is not a redis://, rediss://, unix:// or "
+            f"{SCHEME}:// URL"
+        )
     if args.redis_wait_replicas < 0:
         args.parser.error("--redis-wait-replicas must be 0 or more")
     if args.redis_wait_replicas and not settings.redis_url:
@@ -669,7 +678,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port",
         type=_whole(0, 65535),
-        default=int(os.environ.get("BLACKDREZ_PORT", "8765")),
+        default=os.environ.get("BLACKDREZ_PORT", "8765"),  # (a text default goes through type)
         help="the port for WebSocket and HTTP (default 8765; env BLACKDREZ_PORT)",
     )
     serve.add_argument(

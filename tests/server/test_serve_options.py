@@ -114,3 +114,22 @@ def test_ladder_tables_without_records_are_refused(capsys) -> None:
     with pytest.raises(SystemExit):
         serve_settings(args)
     assert "--ladder-tables needs records" in capsys.readouterr().err
+
+
+def test_a_redis_url_without_a_scheme_and_a_bad_log_format_are_refused(monkeypatch, capsys) -> None:
+    """Both crashed with a traceback (the URL when the store opened, the format silently
+    plain); and a bad BLACKDREZ_PORT broke every subcommand, ``verify --help`` included."""
+    args = build_parser().parse_args(["serve", "--redis-url", "127.0.0.1:6379"])
+    with pytest.raises(SystemExit):
+        serve_settings(args)
+    assert "is not a redis://" in capsys.readouterr().err
+    monkeypatch.setenv("BLACKDREZ_LOG_FORMAT", "yaml")
+    args = build_parser().parse_args(["serve"])
+    with pytest.raises(SystemExit):
+        serve_settings(args)
+    assert "BLACKDREZ_LOG_FORMAT" in capsys.readouterr().err
+    monkeypatch.setenv("BLACKDREZ_PORT", "abc")
+    build_parser().parse_args(["verify", "record.json"])  # other commands are not concerned
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve"])
+    assert "argument --port" in capsys.readouterr().err
