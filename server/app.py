@@ -475,6 +475,17 @@ class GameServer:
         if self.api is None:
             body = b'{"error": {"code": "not_found", "message": "this server keeps no records"}}'
             return _response(http.HTTPStatus.NOT_FOUND, body, "application/json")
+        method = getattr(request, "method", "GET")
+        if method not in ("GET", "HEAD"):  # (the method was not looked at: a POST got the GET)
+            body = msgspec.json.encode(
+                {"error": {"code": "method_not_allowed", "message": (
+                    f"{method} is not served here: the API takes GET, and the account requests "
+                    "are WebSocket messages on this server (claim, sign_in, sign_out_everywhere)"
+                )}}
+            )  # fmt: skip
+            response = _response(http.HTTPStatus.METHOD_NOT_ALLOWED, body, "application/json")
+            response.headers["Allow"] = "GET"
+            return response
         address = client_address(
             connection.remote_address[0], request.headers.get_all("X-Forwarded-For"), self._trusted
         )

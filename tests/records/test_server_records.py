@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import http.client
+import json
 import time
 import urllib.error
 import urllib.request
@@ -486,3 +488,26 @@ async def test_a_sit_down_wakes_a_ratings_reader_waiting_out_a_failed_read(
     await ann.wait_until(everyone_rated, 10.0)
     for client in (ann, bob, carl):
         await client.close()
+
+
+async def test_the_api_on_the_port_answers_other_methods_405(server: GameServer) -> None:
+    """A POST (or DELETE) of a GET route got the GET's answer, 200, as if the method were not
+    there; the documented answer is 405, which says the account requests are WebSocket
+    messages on this server."""
+
+    def call(method: str) -> tuple[int, str | None, dict]:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        try:
+            connection.request(method, "/api/v1/games?limit=1")
+            response = connection.getresponse()
+            return response.status, response.getheader("Allow"), json.loads(response.read())
+        finally:
+            connection.close()
+
+    for method in ("POST", "DELETE", "PUT"):
+        status, allow, body = await asyncio.to_thread(call, method)
+        assert (status, allow) == (405, "GET"), (method, status, body)
+        assert body["error"]["code"] == "method_not_allowed"
+        assert "WebSocket" in body["error"]["message"]
+    status, _, body = await asyncio.to_thread(call, "GET")
+    assert status == 200 and "games" in body
