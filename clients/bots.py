@@ -251,8 +251,10 @@ async def run_bot(
             """Only bots sit here and the host has gone: nobody will start a game again (a
             table a bot client hosted, with bots the server added, would stay open for ever)."""
             info = state.info
-            seated = [s for s in info.seats if s is not None] if info else []
-            return all(s.bot and s.player != info.host for s in seated)  # type: ignore[union-attr]
+            if info is None:
+                return False
+            seated = [s for s in info.seats if s is not None]
+            return bool(seated) and all(s.bot and s.player != info.host for s in seated)
 
         while games is None or played < games:
             if played or state.view is None:  # wait for a game (bots stay ready)

@@ -762,9 +762,9 @@ class Hosting:
     async def _read_ratings(self, table: str) -> None:
         """The table's ratings reader (:meth:`_show_ratings`): read and log until nothing more
         is wanted. A read the records database fails is tried again on :data:`RECORDS_RETRY`
-        (a sit-down during a database outage is shown once it is back; one during the pause after a
-        failed read ends the pause); a log append the store
-        refuses, once the store is back (reading again: who sits there may have changed)."""
+        (a sit-down during a database outage is shown once it is back; one during the pause
+        after a failed read ends the pause); a log append the store refuses, once the store is
+        back (reading again: who sits there may have changed)."""
         assert self.records is not None
         wanted = self._ratings_wanted[table]
         failures = 0

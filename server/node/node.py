@@ -46,9 +46,8 @@ from server.stores import LeaseLost, Store, StoreUnavailable
 from server.stores.base import node_channel
 from server.table.commands import (
     Answer,
-    ConnectionChanged,
 )
-from server.table.room import Broadcast, GameOver, Room, RoomError
+from server.table.room import Broadcast, GameOver, Room
 from server.tasks import cancel_until_done
 
 log = logging.getLogger("blackdrez.node")
@@ -158,10 +157,10 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._retry_at: dict[str, tuple[float, Iterator[float]]] = {}
         """Rooms whose last timer write failed: not before when to try again, and the backoff."""
         self._tables_asked = 0
+        """Requests forwarded here for tables, counted ("Quiet tables" in ``hosting``)."""
         self._viewed_from: dict[str, dict[str, str]] = {}
         """Per hosted table, the node each player's last request for it came through: when
         that node stops heartbeating, its players are away (``Routing._viewers_gone``)."""
-        """Requests forwarded here for tables, counted ("Quiet tables" in ``hosting``)."""
         self._outbox: asyncio.Queue[Publication] = asyncio.Queue()
         self._pending: dict[int, asyncio.Future[Answer]] = {}
         self._forwarded: dict[int, str] = {}
@@ -183,9 +182,9 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         """Starts one bot client ``(table, strategy, invite, name)`` (set by the server, which
         knows its own address)."""
         self._bots_named: dict[str, int] = {}
+        """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
         self._bots_coming: dict[str, list[float]] = {}
         """Per table, until when each bot the host added and not seated yet holds a seat."""
-        """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
         self.records: GameRecords | None = None
         """Where finished games go once their log entry is written (set by the server when it
         keeps records: ``server.records.writer``)."""
@@ -314,13 +313,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
                 if table not in newer.tables:  # until it watches it (it may never)
                     newer.left_to_me.setdefault(table, seat)
                 continue
-            message: Any = (
-                ConnectionChanged(table=table, connected=False)
-                if seat is not None
-                else v1.LeaveTable(table=table)
-            )
-            with contextlib.suppress(StoreUnavailable, RoomError, TimeoutError):
-                await self.route(client.player, client.name, table, message)
+            await self._gone_away(client.player, client.name, table, seated=seat is not None)
 
     async def handle(self, client: Connection, message: Any) -> None:
         """Serve one decoded request from ``client``."""

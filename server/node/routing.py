@@ -201,21 +201,21 @@ class Routing:
             if room is None:
                 continue
             for player, node in list(viewers.items()):
-                if node not in nodes:
-                    continue
-                del viewers[player]
-                message: Any
-                if room.seat_of(player) is not None:
-                    message = ConnectionChanged(table=table, connected=False)
-                elif player in room.spectators:
-                    message = v1.LeaveTable(table=table)
-                else:
-                    continue
-                self._spawn(self._gone_away(player, table, message))
+                if node in nodes:
+                    del viewers[player]
+                    seated = room.seat_of(player) is not None
+                    self._spawn(self._gone_away(player, "", table, seated=seated))
 
-    async def _gone_away(self, player: str, table: str, message: Any) -> None:
+    async def _gone_away(self, player: str, name: str, table: str, *, seated: bool) -> None:
+        """``player`` has no connection to ``table`` any more: away from their seat, or no
+        longer watching (a refusal, say they were not there, changes nothing)."""
+        message: Any = (
+            ConnectionChanged(table=table, connected=False)
+            if seated
+            else v1.LeaveTable(table=table)
+        )
         with contextlib.suppress(StoreUnavailable, RoomError, TimeoutError):
-            await self.route(player, "", table, message)
+            await self.route(player, name, table, message)
 
     def _on_node_message(self, data: bytes) -> None:
         try:
