@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import sys
 import textwrap
@@ -48,12 +49,6 @@ def serve_settings(args: argparse.Namespace) -> Any:
     )
     if args.node_id:
         settings.node_id = args.node_id
-    for option, value in (
-        ("--lease-ttl", args.lease_ttl),
-        ("--record-retention", args.record_retention),
-    ):
-        if value is not None and not value > 0:
-            args.parser.error(f"{option} must be a positive number of seconds")
     if args.log_format not in ("plain", "json"):  # (from BLACKDREZ_LOG_FORMAT: not checked)
         args.parser.error(f"--log-format (or BLACKDREZ_LOG_FORMAT): {args.log_format!r}")
     if args.ladder_tables and settings.db_url is None:
@@ -144,15 +139,26 @@ def _whole(low: int, high: int | None = None) -> Any:
     return parse
 
 
-def _positive(text: str) -> float:
-    """An argparse type: a number above zero."""
-    value = float(text)
-    if not value > 0:
-        raise ValueError(text)
-    return value
+CENTURY = 100 * 365 * 86400
+"""The longest duration an option takes, in seconds: past it a TTL overflows what the store
+keeps (Redis counts them in milliseconds in 64 bits), and nobody means one that long."""
 
 
-_positive.__name__ = "positive number"
+def _positive(most: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a finite number above zero (and at most ``most``); NaN, infinity, zero,
+    less and more are refused in argparse's one line naming the option."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 < value < math.inf or (most is not None and value > most):
+            ceiling = "" if most is None else f" and at most {most:.15g}"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number above 0{ceiling}")
+        return value
+
+    return parse
 
 
 def _network(text: str) -> str:
@@ -719,7 +725,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--rate",
-        type=_positive,
+        type=_positive(),
         default=30.0,
         help="messages per second per connection, on average (default 30)",
     )
@@ -766,7 +772,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--token-days",
-        type=_positive,
+        type=_positive(CENTURY / 86400),
         default=30.0,
         metavar="DAYS",
         help="how long a session token is accepted, counted from its first issue; it is never "
@@ -782,7 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--close-timeout",
-        type=_positive,
+        type=_positive(CENTURY),
         default=10.0,
         metavar="SECONDS",
         help="how long a connection the server closes has to take its close frame before the "
@@ -803,7 +809,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--lease-ttl",
-        type=float,
+        type=_positive(CENTURY),
         metavar="SECONDS",
         help="how long a table's lease lasts unless renewed (4 times per lease): how soon a dead "
         "node's tables move to another node, and how long a stalled node keeps them (default 1 "
@@ -818,7 +824,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--record-retention",
-        type=float,
+        type=_positive(CENTURY),
         metavar="SECONDS",
         help="how long a closed table's game record is kept in the store (default 86400)",
     )
@@ -868,7 +874,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the node's admin token (default: env BLACKDREZ_ADMIN_TOKEN)",
     )
     drain.add_argument(
-        "--timeout", type=_positive, default=60.0, help="seconds to wait for it (default 60)"
+        "--timeout",
+        type=_positive(CENTURY),
+        default=60.0,
+        help="seconds to wait for it (default 60)",
     )
     drain.set_defaults(run=_drain, parser=drain)
 

@@ -46,11 +46,11 @@ def test_serve_keeps_its_options(capsys) -> None:
 
 
 @pytest.mark.parametrize("option", ["--lease-ttl", "--record-retention"])
-@pytest.mark.parametrize("value", ["0", "-3"])
+@pytest.mark.parametrize("value", ["0", "-3", "inf", "nan"])
 def test_serve_refuses_a_lifetime_that_is_not_positive(capsys, option: str, value: str) -> None:
     code, _, err = run(capsys, "serve", option, value)
     assert code == 2
-    assert f"{option} must be a positive number of seconds" in err
+    assert f"argument {option}: {value!r} is not a finite number above 0" in err
 
 
 def test_simulate_blackdrez_json(capsys) -> None:

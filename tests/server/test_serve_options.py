@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -93,6 +94,77 @@ def test_bad_values_are_refused_by_the_parser(bad, capsys) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", *bad])
     assert "error: argument" in capsys.readouterr().err
+
+
+CENTURY = 100 * 365 * 86400
+FRACTIONAL = {
+    "--rate": "",
+    "--token-days": " and at most 36500",
+    "--close-timeout": f" and at most {CENTURY}",
+    "--lease-ttl": f" and at most {CENTURY}",
+    "--record-retention": f" and at most {CENTURY}",
+}
+"""The options of ``serve`` that take a number with decimals (a rate or a duration), and what
+their refusal adds to "is not a finite number above 0": a duration's ceiling."""
+
+
+@pytest.mark.parametrize("option", serve_options(), ids=lambda a: a.option_strings[0])
+def test_no_numeric_option_takes_infinity_or_nan(option, capsys) -> None:
+    """``--lease-ttl inf`` and ``--record-retention inf`` were taken (a node on Redis then failed
+    at its first lease, ``int(inf)``), and so were ``--rate``, ``--token-days`` and
+    ``--close-timeout`` ``inf``."""
+    if option.type is None:
+        return  # text, a flag or a choice: nothing numeric to check
+    for text in ("inf", "-inf", "nan", "Infinity"):
+        with pytest.raises(SystemExit) as refused:
+            build_parser().parse_args(["serve", option.option_strings[0], text])
+        assert refused.value.code == 2
+        assert f"error: argument {option.option_strings[0]}: " in capsys.readouterr().err, text
+
+
+@pytest.mark.parametrize("option", FRACTIONAL)
+@pytest.mark.parametrize("text", ["inf", "nan", "0", "-0", "-3", "soon", "1e300"])
+def test_a_rate_or_duration_that_makes_no_sense_is_refused_in_one_line(
+    option, text, capsys
+) -> None:
+    """A duration past a century overflows what the store keeps (Redis TTLs are milliseconds in
+    64 bits; ``1e300`` days of token are infinite seconds); a rate has no ceiling."""
+    if option == "--rate" and text == "1e300":
+        text = "1e400"  # (a float past the largest: infinity)
+    with pytest.raises(SystemExit) as refused:
+        build_parser().parse_args(["serve", option, text])
+    assert refused.value.code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert errors == [
+        f"blackdrez serve: error: argument {option}: {text!r} is not a finite number above 0"
+        + FRACTIONAL[option]
+    ]
+
+
+def test_the_longest_durations_are_accepted() -> None:
+    args = build_parser().parse_args(
+        ["serve", "--lease-ttl", str(CENTURY), "--record-retention", "0.5", "--token-days",
+         "36500", "--close-timeout", "1e-3", "--rate", "1e9"]
+    )  # fmt: skip
+    settings = serve_settings(args)
+    assert (settings.lease_ttl, settings.record_retention) == (CENTURY, 0.5)
+    assert settings.token_lifetime == 36500 * 86400.0
+    assert (settings.close_timeout, settings.messages_per_second) == (1e-3, 1e9)
+
+
+def test_every_fractional_option_is_listed() -> None:
+    fractional = {
+        a.option_strings[0] for a in serve_options() if a.type is not None and _takes_decimals(a)
+    }
+    assert fractional == set(FRACTIONAL)
+
+
+def _takes_decimals(option) -> bool:
+    try:
+        option.type("1.5")
+    except (ValueError, TypeError, argparse.ArgumentTypeError):
+        return False
+    return True
 
 
 def test_the_records_database_is_a_file_by_default_and_can_be_turned_off(monkeypatch) -> None:
