@@ -86,6 +86,10 @@ class CloseCode(enum.IntEnum):
     NORMAL = 1000
     GOING_AWAY = 1001
     """The server is shutting down; reconnect (to any node) with the same token."""
+    PROTOCOL_ERROR = 1002
+    """A frame broke the WebSocket protocol (sent by the WebSocket layer, like 1007 and 1009)."""
+    INVALID_DATA = 1007
+    """A text frame was not valid UTF-8."""
     POLICY_VIOLATION = 1008
     """Flooding: the client exceeded the message rate limit."""
     MESSAGE_TOO_BIG = 1009

@@ -25,7 +25,8 @@ session cap, and the account requests (``sign_up``, ``sign_in``, ``sign_out_ever
 parser under this server takes GET only, so accounts are WebSocket messages here). With records,
 finished games go from the node to a :class:`~server.records.writer.RecordsWriter`. Bad frames get
 a typed ``error`` and change nothing; a flood is closed with 1008, a frame over ``max_frame_bytes``
-with 1009 and a text frame that is not UTF-8 with 1007 (both by ``websockets``).
+with 1009, a text frame that is not UTF-8 with 1007 and one breaking the protocol with 1002 (these
+three by ``websockets``; all four are counted in ``blackdrez_closes_total``).
 
 A node listens before its store answers: while Redis is still starting (or refuses this client)
 it logs one line, retries on the store's backoff, and answers every request, ``/healthz`` and
@@ -89,6 +90,11 @@ BOT_CLIENT_PREFIX = "blackdrez-bot"
 """A ``hello`` whose ``client`` starts so is a bot: marked as one at its seat."""
 VIOLATION_WINDOW = 10.0
 """More than ``burst`` rate-limited messages within this many seconds close the connection."""
+PROTOCOL_CLOSES = frozenset(
+    (CloseCode.PROTOCOL_ERROR, CloseCode.INVALID_DATA, CloseCode.MESSAGE_TOO_BIG)
+)
+"""The closes ``websockets`` sends by itself for a client's frame: counted like the 1008 of a
+flood, which the server sends, in ``blackdrez_closes_total``."""
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
 BOT_THINK = 0.6
 """Seconds a bot the host added waits before each action, so people at the table can follow."""
@@ -439,6 +445,13 @@ class GameServer:
     def _count_close(self, code: int) -> None:
         self.metrics.closes.labels(str(int(code))).inc()
 
+    def _count_protocol_close(self, ws: ServerConnection) -> None:
+        """Count the close ``websockets`` sent on its own for a frame breaking the protocol:
+        the handler only sees the connection closed (a client's own close, echoed, is not one)."""
+        sent = ws.protocol.close_sent
+        if sent and sent.code in PROTOCOL_CLOSES and not ws.protocol.close_rcvd_then_sent:
+            self._count_close(sent.code)
+
     # ------------------------------------------------------------------ HTTP
     async def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         if not self.ready:
@@ -559,6 +572,7 @@ class GameServer:
                 return
             await self._play(ws, address)
         finally:
+            self._count_protocol_close(ws)
             self._per_address[address] -= 1
             if not self._per_address[address]:
                 del self._per_address[address]

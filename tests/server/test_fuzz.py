@@ -4,8 +4,10 @@ documented close, the server never crashes, and the live game ends exactly as it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import string
+import urllib.request
 
 import msgspec
 from websockets.asyncio.client import connect as ws_connect
@@ -23,6 +25,8 @@ from tests.server.test_tables import _record_from_events
 FRAMES = 10_000
 CODES = {code.value for code in ErrorCode}
 SERVER = SERVER_DECODERS[1]
+UNMASKED = b"\x81\x02hi"
+"""A text frame 'hi' sent without a mask, as no client may."""
 
 
 def hostile_frame(rng: random.Random, table: str) -> str | bytes:
@@ -201,6 +205,62 @@ async def test_oversized_frames_close_with_1009_and_harm_nobody(make_server, con
         code, _ = await victim.closed
         assert code == CloseCode.MESSAGE_TOO_BIG
     await asyncio.gather(play_out(a, table), play_out(b, table))
+
+
+async def test_the_closes_websockets_sends_for_a_bad_frame_are_counted_by_code(make_server) -> None:
+    """The WebSocket layer sends these closes itself (1009 over ``max_frame_bytes``, 1007 for a
+    text frame that is not UTF-8, 1002 for a frame that breaks the protocol), before or after
+    ``hello``: ``blackdrez_closes_total`` missed them, though it counts the 1008 of a flood. A
+    client closing with 1009 itself is not counted: the server only echoed it."""
+    server = await make_server(max_frame_bytes=4096)
+    url = f"ws://127.0.0.1:{server.port}/"
+    async with ws_connect(url, compression=None) as ws:
+        await ws.send(encode(Hello(versions=[1], name="Polite"), False))
+        await ws.recv()
+        await ws.close(CloseCode.MESSAGE_TOO_BIG, "the client's own close")
+    for greeted, frame, code in (
+        (False, "x" * 10_000, CloseCode.MESSAGE_TOO_BIG),
+        (True, "x" * 10_000, CloseCode.MESSAGE_TOO_BIG),
+        (True, b"\xff\xfe", CloseCode.INVALID_DATA),
+        (False, UNMASKED, CloseCode.PROTOCOL_ERROR),
+    ):
+        async with ws_connect(url, compression=None) as ws:
+            if greeted:
+                await ws.send(encode(Hello(versions=[1], name="Mallory"), False))
+                assert isinstance(SERVER.decode(await ws.recv()), v1.Welcome)
+            if frame is UNMASKED:
+                ws.transport.write(frame)  # (a client must mask its frames)
+            else:
+                await ws.send(frame, text=True)
+            with contextlib.suppress(ConnectionClosed):
+                await ws.recv()
+            assert ws.close_code == code
+    expected = {
+        CloseCode.MESSAGE_TOO_BIG: 2,
+        CloseCode.INVALID_DATA: 1,
+        CloseCode.PROTOCOL_ERROR: 1,
+    }
+    deadline = asyncio.get_running_loop().time() + 10  # (counted as the handler ends)
+    while any(closes(server, code) != count for code, count in expected.items()):
+        assert asyncio.get_running_loop().time() < deadline, {
+            c: closes(server, c) for c in expected
+        }
+        await asyncio.sleep(0.02)
+    text = await asyncio.to_thread(read_metrics, server.port)
+    assert 'blackdrez_closes_total{code="1009"} 2.0' in text
+    assert 'blackdrez_closes_total{code="1007"} 1.0' in text
+    assert 'blackdrez_closes_total{code="1002"} 1.0' in text
+
+
+def read_metrics(port: int) -> str:
+    """The text of the server's ``/metrics``."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        return response.read().decode()
+
+
+def closes(server, code: int) -> float:
+    """How many closes with ``code`` the server's metrics counted."""
+    return server.metrics.closes.labels(str(int(code)))._value.get()
 
 
 async def test_a_flood_is_closed_with_1008(make_server, connect) -> None:
