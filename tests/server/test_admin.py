@@ -163,6 +163,24 @@ async def test_the_admin_view_across_two_nodes(make_server, redis_url_clean) -> 
             await client.close()
 
 
+async def test_drain_pointed_at_the_metrics_port_says_it_is_not_the_game_port(make_server) -> None:
+    """The admin API is on the game port only: the metrics port (or any other HTTP server)
+    answers, but not in JSON; ``blackdrez drain`` says so in one line and exits 1."""
+    server = await make_server(admin_token=TOKEN, metrics_port=0)
+    url = f"http://127.0.0.1:{server.metrics_port}"
+    wrong = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "tools.cli", "drain", "--url", url, "--token", TOKEN],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert wrong.returncode == 1, wrong.stderr
+    assert wrong.stderr == (
+        f"blackdrez drain: {url} answered, but not as a BlackDrez game port does\n"
+    )
+    assert wrong.stdout == ""
+    assert not server.stopping
+
+
 async def test_the_drain_command_line(make_server) -> None:
     """``blackdrez drain``: says what it does, exits 0 once the node is gone; 1 when refused."""
     server = await make_server(admin_token=TOKEN)
