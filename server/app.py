@@ -700,7 +700,11 @@ class GameServer:
         except AccountError as error:
             code = _ACCOUNT_ERRORS[error.code]
             self.metrics.errors.labels(code).inc()
-            client.send(v1.Error(id=message.id, code=code, message=error.message))
+            client.send(
+                v1.Error(
+                    id=message.id, code=code, message=error.message, retry_after=error.retry_after
+                )
+            )
             return
         except Exception:  # the database's own errors
             log.warning("account request failed", exc_info=True)
@@ -751,6 +755,7 @@ class GameServer:
                     id=getattr(message, "id", None),
                     code=ErrorCode.RATE_LIMITED,
                     message="too many messages: slow down",
+                    retry_after=client.bucket.retry_after(),
                 )
                 message = None
             if message is None:

@@ -430,7 +430,10 @@ class Hosting:
             self._hint_buckets[room.id] = bucket
         if not bucket.take(time.monotonic()):
             return error_answer(
-                message, ErrorCode.RATE_LIMITED, "too many hints: wait a moment before the next"
+                message,
+                ErrorCode.RATE_LIMITED,
+                "too many hints: wait a moment before the next",
+                bucket.retry_after(),
             )
         move, by = (None, "expert") if job is None else await self.hints.move(job)
         if self.rooms.get(room.id) is not room:  # dropped (lease lost) or rebuilt meanwhile
