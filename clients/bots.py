@@ -220,16 +220,19 @@ async def run_bot(
     invite: str | None = None,
     games: int | None = 1,
     think: float = 0.0,
+    token: str | None = None,
 ) -> BotResult:
     """Connect, take a seat (at ``table`` or by quick-join), get ready and play ``games`` games
     (``None``: every game the table plays until the bot loses its seat or the table closes),
-    waiting ``think`` seconds before each action.
+    waiting ``think`` seconds before each action. ``token``: connect as the player it names
+    (a bot the server starts for a host's ``add_bots`` takes the seat held for it that way).
 
     Returns the record of the last game played, with the number of games in ``games``.
     """
     client = await Client.connect(
         url,
         name=name or random_bot_name(strategy),
+        token=token,
         binary=binary,
         reconnect=True,
         client_name=BOT_CLIENT,

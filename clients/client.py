@@ -19,6 +19,11 @@ A request for a table that is moving between nodes is answered ``moving`` (nothi
 real answers (``not_found`` is never a table in transit). Reconnections and retries follow the
 policies of :mod:`protocol.retry`: a connection whose node died is re-opened at once at the next
 url; a refused request is tried again after at most a quarter second, with jitter.
+
+A request answered ``rate_limited`` (not executed: the connection, or the table's hints, went over
+the server's limit) is sent again after the ``retry_after`` the server gave, at most
+``rate_limit_retries`` times (:data:`RATE_LIMIT_RETRIES`; 0 turns it off); then, or when the
+server asks for a longer wait than :data:`RATE_LIMIT_PATIENCE`, :class:`RateLimited` is raised.
 """
 
 from __future__ import annotations
@@ -48,6 +53,12 @@ RECONNECT_TRIES = 15
 MOVING_PATIENCE = 30.0
 """Seconds a request answered ``moving`` is retried before the error is raised: a table moves
 to another node within a few seconds (its lease TTL and an adoption)."""
+RATE_LIMIT_RETRIES = 3
+"""Times a request answered ``rate_limited`` is sent again (after the wait the server gives)
+before :class:`RateLimited` is raised; ``rate_limit_retries=0`` raises at once."""
+RATE_LIMIT_PATIENCE = 10.0
+"""The longest wait asked by ``rate_limited`` that a request sits out: a longer one (a minute
+after too many sign-in attempts) is raised at once for the caller to decide."""
 RESYNC_PATIENCE = 60.0
 """Seconds a table is resynced again after a reconnection or a gap while its host cannot answer
 (a Redis restarted from its append-only file under load can take tens of seconds)."""
@@ -87,6 +98,16 @@ class ServerError(Exception):
         self.error = error
 
 
+class RateLimited(ServerError):
+    """The server answered ``rate_limited`` (the request was not executed) and the client did
+    not, or no longer, wait to send it again."""
+
+    def __init__(self, error: v1.Error, retry_after: float) -> None:
+        super().__init__(error)
+        self.retry_after = retry_after
+        """Seconds after which the server will take the request."""
+
+
 @dataclass
 class TableState:
     """What the client knows of one table."""
@@ -115,6 +136,7 @@ class Client:
         url: str = "",
         versions: tuple[int, ...] = (1,),
         reconnect: bool = False,
+        rate_limit_retries: int = RATE_LIMIT_RETRIES,
         options: dict[str, Any] | None = None,
     ) -> None:
         self.ws = ws
@@ -123,6 +145,8 @@ class Client:
         """Where to reconnect, in turn (several nodes without a load balancer in front)."""
         self.versions = versions
         self.reconnect = reconnect
+        self.rate_limit_retries = rate_limit_retries
+        """Times a request answered ``rate_limited`` is sent again (0: never)."""
         self._options = options or {}
         self.frames: list[str | bytes] | None = [] if record else None
         """With ``record=True``: every frame received after ``welcome``, as received."""
@@ -166,6 +190,7 @@ class Client:
         reconnect: bool = False,
         client_name: str = CLIENT_NAME,
         also: tuple[str, ...] = (),
+        rate_limit_retries: int = RATE_LIMIT_RETRIES,
         **options: Any,
     ) -> Client:
         """Open a connection, say hello and return the greeted client.
@@ -175,7 +200,9 @@ class Client:
         :data:`RECONNECT_TRIES` tries: :mod:`protocol.retry`) and every table held is resynced,
         so the client carries on where it was; a node that answers "not now" (503 while it
         starts, see :data:`PASSING_STATUSES`) is tried again too. ``also`` names other nodes to
-        try in turn (for several nodes with no load balancer in front).
+        try in turn (for several nodes with no load balancer in front). A request answered
+        ``rate_limited`` is sent again up to ``rate_limit_retries`` times (see the module
+        docstring).
         """
         ws, welcome = await _open(
             url,
@@ -191,6 +218,7 @@ class Client:
             url=url,
             versions=versions,
             reconnect=reconnect,
+            rate_limit_retries=rate_limit_retries,
             options=options,
         )
         client.client_name = client_name
@@ -229,17 +257,34 @@ class Client:
         """Send a request with a fresh id and return its reply; raise ServerError on error.
 
         A table that is moving between nodes answers ``moving`` (nothing was changed): the
-        request is sent again with backoff, for up to ``moving_patience`` seconds.
+        request is sent again with backoff, for up to ``moving_patience`` seconds. A request
+        answered ``rate_limited`` is sent again after the server's ``retry_after``, up to
+        :attr:`rate_limit_retries` times, else :class:`RateLimited` is raised.
         """
         deadline = time.monotonic() + moving_patience
         delays = RETRY.delays()
+        limited = 0
         while True:
             reply = await self._request_once(message, timeout)
             if not isinstance(reply, v1.Error):
                 return reply
+            if reply.code == ErrorCode.RATE_LIMITED:
+                wait = self._rate_limit_wait(reply)
+                if limited >= self.rate_limit_retries or wait > RATE_LIMIT_PATIENCE:
+                    raise RateLimited(reply, wait)
+                limited += 1
+                await asyncio.sleep(wait)
+                continue
             if reply.code != ErrorCode.MOVING or time.monotonic() >= deadline:
                 raise ServerError(reply)
             await asyncio.sleep(min(next(delays), deadline - time.monotonic()))
+
+    def _rate_limit_wait(self, error: v1.Error) -> float:
+        """Seconds to wait after ``error`` (``rate_limited``): the server's ``retry_after``, or
+        from a server that gives none, the time its message limit takes to allow one more."""
+        if error.retry_after is not None:
+            return error.retry_after
+        return 1.0 / self.welcome.limits.messages_per_second
 
     async def _request_once(self, message: Any, timeout: float) -> Any:
         message.id = next(self._ids)

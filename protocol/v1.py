@@ -462,6 +462,9 @@ class Error(Message, tag="error", kw_only=True):
     message: str
     supported: list[int] | None = None
     """With ``unsupported_version``: the versions this server speaks."""
+    retry_after: float | None = None
+    """With ``rate_limited``: seconds to wait before sending the request again (nothing was
+    executed); ``None`` otherwise."""
 
 
 class Ok(Message, tag="ok", kw_only=True):

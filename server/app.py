@@ -122,7 +122,7 @@ Ladder = Callable[..., Awaitable[None]]
 """Runs the bot ladder: ``ladder(url, secret, tables, node_id)`` (``tools.ladder.run_ladder``)."""
 BotClient = Callable[..., Awaitable[object]]
 """Plays one bot over the protocol: ``bot_client(url, table=, strategy=, invite=, name=, games=,
-think=)`` (``clients.bots.run_bot``)."""
+think=, token=)`` (``clients.bots.run_bot``)."""
 AccountRequest = v1.SignUp | v1.SignIn | v1.SignOutEverywhere
 _ACCOUNT_ERRORS = {
     AccountErrorCode.INVALID_TOKEN: ErrorCode.BAD_TOKEN,
@@ -413,10 +413,14 @@ class GameServer:
         await self.store.close()
         self.finished.set()
 
-    def _spawn_bot(self, table: str, strategy: str, invite: str | None, name: str) -> None:
-        """Start a bot client that connects to this server like anyone else. It stays seated
-        for the table's next games, until the host removes it or the table closes."""
+    def _spawn_bot(self, table: str, strategy: str, invite: str | None, name: str) -> str:
+        """Start a bot client that connects to this server like anyone else; return the player
+        id it connects as (a session token made for it here: the seat held for it is its own).
+        It stays seated for the table's next games, until the host removes it or the table
+        closes."""
         assert self.bot_client is not None  # only installed as spawn_bot when given
+        player = identity.new_player_id()
+        token = identity.issue_token(self.secret, player, identity.clean_name(name))
         task = asyncio.get_running_loop().create_task(
             self.bot_client(
                 self._own_url(),
@@ -426,11 +430,13 @@ class GameServer:
                 name=name,
                 games=None,
                 think=self.bot_think,
+                token=token.text,
             )
         )
         self._bots.add(task)
         task.add_done_callback(self._bots.discard)
         task.add_done_callback(functools.partial(_bot_ended, table))
+        return player
 
     async def _close_idle(self) -> None:
         """Close connections that sent nothing for ``idle_timeout`` seconds (code 4005)."""
@@ -714,7 +720,11 @@ class GameServer:
         except AccountError as error:
             code = _ACCOUNT_ERRORS[error.code]
             self.metrics.errors.labels(code).inc()
-            client.send(v1.Error(id=message.id, code=code, message=error.message))
+            client.send(
+                v1.Error(
+                    id=message.id, code=code, message=error.message, retry_after=error.retry_after
+                )
+            )
             return
         except Exception:  # the database's own errors
             log.warning("account request failed", exc_info=True)
@@ -765,6 +775,7 @@ class GameServer:
                     id=getattr(message, "id", None),
                     code=ErrorCode.RATE_LIMITED,
                     message="too many messages: slow down",
+                    retry_after=client.bucket.retry_after(),
                 )
                 message = None
             if message is None:

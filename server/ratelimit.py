@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 class TokenBucket:
     """Allows ``rate`` messages per second on average and bursts of up to ``burst``."""
@@ -23,3 +25,9 @@ class TokenBucket:
             return False
         self._tokens = tokens - 1.0
         return True
+
+    def retry_after(self) -> float:
+        """Seconds from the last ``take`` until a token is there again (0 if one is), rounded up
+        to the millisecond: a client that waits that long is not refused again."""
+        missing = 1.0 - self._tokens
+        return math.ceil(missing / self.rate * 1000) / 1000 if missing > 0 else 0.0

@@ -383,8 +383,10 @@ class Hosting:
                 hint=hint,
             )
             version = room.version
-            if bot and isinstance(message, v1.JoinTable):
-                self._bot_came(room.id)  # (sat down or refused: no longer on its way)
+            if isinstance(message, v1.JoinTable):
+                refusal = self._claim_held_seat(room, player, message)
+                if refusal is not None:
+                    return refusal
             try:
                 answer = execute(room, entry)
             except RoomError as error:
@@ -402,14 +404,6 @@ class Hosting:
             if failure is not None:
                 return error_answer(message, *failure)
             return answer
-
-    def _bot_came(self, table: str) -> None:
-        """A bot the host added asks to sit down: one fewer on its way (``Lobby._add_bots``)."""
-        coming = self._bots_coming.get(table)
-        if coming:
-            coming.pop()
-            if not coming:
-                del self._bots_coming[table]
 
     async def _find_hint(self, room: Room, player: str, message: v1.Hint) -> GivenHint | Answer:
         """The hint for ``player`` from the node's worker (``server.hints``), or the answer
@@ -430,7 +424,10 @@ class Hosting:
             self._hint_buckets[room.id] = bucket
         if not bucket.take(time.monotonic()):
             return error_answer(
-                message, ErrorCode.RATE_LIMITED, "too many hints: wait a moment before the next"
+                message,
+                ErrorCode.RATE_LIMITED,
+                "too many hints: wait a moment before the next",
+                bucket.retry_after(),
             )
         move, by = (None, "expert") if job is None else await self.hints.move(job)
         if self.rooms.get(room.id) is not room:  # dropped (lease lost) or rebuilt meanwhile

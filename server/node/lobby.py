@@ -41,7 +41,8 @@ _kept_decoder = msgspec.msgpack.Decoder(assist.KeptRecord)
 
 BOT_ARRIVAL = 10.0
 """Seconds a bot the host added holds a seat while it connects and sits down: ``add_bots``
-counts it as seated meanwhile (quick requests would start more bots than there are seats)."""
+counts it as seated meanwhile (quick requests would start more bots than there are seats), and
+nobody else may take the seat (see ``Lobby._claim_held_seat``)."""
 
 LOBBY_LINGER = 30.0
 """Seconds a node stays subscribed to the lobby channel after its last lobby watcher left (a
@@ -189,19 +190,50 @@ class Lobby:
         if self.spawn_bot is None:  # a server given no bot client: refused, nothing changed
             return error_answer(message, ErrorCode.UNAVAILABLE, "this server cannot start bots")
         now = time.monotonic()  # bots added before and not seated yet hold their seats
-        coming = [until for until in self._bots_coming.get(room.id, ()) if until > now]
+        coming = self._seats_held(room.id, now)
         try:
             count = room.bot_seats(player, message.count, len(coming))
         except RoomError as error:
             return error_answer(message, error.code, error.message)
-        self._bots_coming[room.id] = sorted(coming + [now + BOT_ARRIVAL] * count, reverse=True)
         # Names are picked before the bots sit down: skip the names given here before, so two
         # quick requests do not name two bots alike.
         spawned = self._bots_named.get(room.id, 0)
         self._bots_named[room.id] = spawned + count
         for name in room.bot_names(count, message.strategy, skip=spawned % len(BOT_NAMES)):
-            self.spawn_bot(room.id, message.strategy, room.invite, name)
+            bot = self.spawn_bot(room.id, message.strategy, room.invite, name)
+            coming[bot] = now + BOT_ARRIVAL
+        self._bots_coming[room.id] = coming
         return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
+
+    def _seats_held(self, table: str, now: float) -> dict[str, float]:
+        """The bots the host added that have not come yet and still hold a seat (their player
+        ids, and until when); the held seats of bots that never came are free again."""
+        coming = {
+            bot: until for bot, until in self._bots_coming.pop(table, {}).items() if until > now
+        }
+        if coming:
+            self._bots_coming[table] = coming
+        return coming
+
+    def _claim_held_seat(self, room: Room, player: str, message: v1.JoinTable) -> Answer | None:
+        """``player`` asks to sit down at a table where the host added bots: a bot the server
+        started for it comes (no longer on its way, whether it sits down or is refused), and
+        anyone else (a person, someone else's bot) is refused when every free seat is held.
+        The answer refusing the request, or ``None`` to go on."""
+        coming = self._seats_held(room.id, time.monotonic())
+        if coming.pop(player, None) is not None:
+            if not coming:
+                del self._bots_coming[room.id]
+            return None
+        if not coming or room.seat_of(player) is not None:
+            return None
+        if sum(1 for seat in room.seats if seat is None) > len(coming):
+            return None
+        return error_answer(
+            message,
+            ErrorCode.TABLE_FULL,
+            "every free seat is held for a bot the host added (on its way)",
+        )
 
     async def _hear_lobby(self) -> None:
         """Subscribe to the lobby channel unless subscribed (:class:`StoreUnavailable` if the

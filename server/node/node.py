@@ -178,13 +178,15 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         """One-off tasks, kept until done so none is lost and every failure is logged."""
-        self.spawn_bot: Callable[[str, str, str | None, str], None] | None = None
-        """Starts one bot client ``(table, strategy, invite, name)`` (set by the server, which
-        knows its own address)."""
+        self.spawn_bot: Callable[[str, str, str | None, str], str] | None = None
+        """Starts one bot client ``(table, strategy, invite, name)`` and returns the player id
+        it will sit down as (set by the server, which knows its own address and signs the
+        bot's session token)."""
         self._bots_named: dict[str, int] = {}
         """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
-        self._bots_coming: dict[str, list[float]] = {}
-        """Per table, until when each bot the host added and not seated yet holds a seat."""
+        self._bots_coming: dict[str, dict[str, float]] = {}
+        """Per table, the player id of each bot the host added and not seated yet, and until
+        when it holds a seat (see ``Lobby._add_bots``)."""
         self.records: GameRecords | None = None
         """Where finished games go once their log entry is written (set by the server when it
         keeps records: ``server.records.writer``)."""

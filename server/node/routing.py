@@ -36,8 +36,14 @@ REMOTE_TIMEOUT = 3.0
 SOLITAIRE_GRACE = 3600.0
 
 
-def error_answer(request: Any, code: ErrorCode, message: str) -> Answer:
-    return Answer(replies=[v1.Error(id=getattr(request, "id", None), code=code, message=message)])
+def error_answer(
+    request: Any, code: ErrorCode, message: str, retry_after: float | None = None
+) -> Answer:
+    """The answer refusing ``request`` (``retry_after``: with ``rate_limited``)."""
+    error = v1.Error(
+        id=getattr(request, "id", None), code=code, message=message, retry_after=retry_after
+    )
+    return Answer(replies=[error])
 
 
 def moving_answer(request: Any) -> Answer:

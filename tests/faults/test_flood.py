@@ -78,12 +78,13 @@ async def test_a_sit_and_leave_flood_at_a_rated_table_is_refused_and_harms_no_on
         await asyncio.to_thread(node.start)
         cpu.watch(node.node_id, node.pid)
 
-        async def connect(name: str) -> Client:
-            client = await Client.connect(node.url, name=name, binary=True)
+        async def connect(name: str, **options: Any) -> Client:
+            client = await Client.connect(node.url, name=name, binary=True, **options)
             clients.append(client)
             return client
 
-        host, ann, bob, mallory = [await connect(n) for n in ("Host", "Ann", "Bob", "Mallory")]
+        host, ann, bob = [await connect(n) for n in ("Host", "Ann", "Bob")]
+        mallory = await connect("Mallory", rate_limit_retries=0)  # floods: never waits
         flooded = await rated_table(host, seats=4)
         other = await rated_table(ann, seats=2)
         await bob.request(v1.JoinTable(table=other))

@@ -196,3 +196,72 @@ async def test_server_bots_stay_at_a_table_of_bots_whose_host_stays(
     await asyncio.sleep(0.5)
     assert table in server.node.rooms and len(server._bots) == 1
     await play_a_game(host, table)  # the bot plays the next game
+
+
+def slow_server_bots(server: GameServer, delay: float = 0.5) -> None:
+    """The server's bots take ``delay`` seconds before they connect (as over a slow network)."""
+    play = server.bot_client
+    assert play is not None
+
+    async def slow(url: str, **options: object) -> object:
+        await asyncio.sleep(delay)
+        return await play(url, **options)
+
+    server.bot_client = slow
+
+
+async def test_seats_held_for_the_hosts_bots_are_taken_for_anyone_else(
+    server: GameServer, connect, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before, any bot that sat down used up the seat held for a bot the host added, and a
+    person took it outright: the host's bot then found the table full and never came."""
+    slow_server_bots(server)
+    host = await connect(server, name="Host")
+    someone = await connect(server, name="Someone")
+    foreign = await connect(server, name="Their bot", client_name=BOT_CLIENT)
+    table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=3)))).table.id
+    await host.request(v1.AddBots(table=table, count=2))
+    for latecomer in (foreign, someone):
+        with pytest.raises(ServerError) as refused:
+            await latecomer.request(v1.JoinTable(table=table))
+        assert refused.value.code == ErrorCode.TABLE_FULL
+        assert "held for a bot" in refused.value.error.message
+    state = host.tables[table]
+    await host.wait_until(lambda: all(seat is not None for seat in state.info.seats), timeout=30)
+    seated = {seat.player for seat in state.info.seats[1:]}
+    assert not seated & {foreign.player, someone.player}
+    assert all(seat.bot for seat in state.info.seats[1:])
+    assert server.node._bots_coming == {}
+    assert "stopped" not in caplog.text  # no server bot was turned away
+
+
+async def test_a_foreign_bot_takes_a_seat_nobody_holds_and_the_hosts_bot_its_own(
+    server: GameServer, connect
+) -> None:
+    slow_server_bots(server)
+    host = await connect(server, name="Host")
+    foreign = await connect(server, name="Their bot", client_name=BOT_CLIENT)
+    table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=3)))).table.id
+    await host.request(v1.AddBots(table=table, count=1))
+    joined = await foreign.request(v1.JoinTable(table=table))
+    assert joined.seat == 1
+    assert len(server.node._bots_coming[table]) == 1  # still held for the host's bot
+    state = host.tables[table]
+    await host.wait_until(lambda: state.info.seats[2] is not None, timeout=30)
+    assert state.info.seats[2].player != foreign.player and state.info.seats[2].bot
+    assert server.node._bots_coming == {}
+
+
+async def test_a_seat_held_for_a_bot_that_never_comes_is_free_again_after_a_while(
+    server: GameServer, connect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("server.node.lobby.BOT_ARRIVAL", 0.3)
+    slow_server_bots(server, delay=60.0)
+    host = await connect(server, name="Host")
+    someone = await connect(server, name="Someone")
+    table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
+    await host.request(v1.AddBots(table=table, count=1))
+    with pytest.raises(ServerError):
+        await someone.request(v1.JoinTable(table=table))
+    await asyncio.sleep(0.4)
+    assert (await someone.request(v1.JoinTable(table=table))).seat == 1
