@@ -561,7 +561,7 @@ def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
         f"INSERT INTO game_players (game_id, player, game, ended_at, seat) VALUES {rows}",
         arguments,
     )
-    scored = game.game not in RATED_GAMES
+    scored = game.game not in RATED_GAMES and game.scored
     rows, arguments = values(
         [
             (p.player, game.game, bots[p.player], 1, int(p.won), p.score if scored else None,

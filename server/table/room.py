@@ -202,6 +202,9 @@ class GameOver:
     sealed_until: float | None = None
     """A daily deal's game: the end of its day, before which its record (which holds the day's
     seed) must not be served."""
+    scored: bool = False
+    """A solitaire's game ranked on the leaderboards and played without help (no hint, no
+    undo): only such a score may be the player's best in the records."""
 
 
 @dataclass
@@ -1013,6 +1016,11 @@ class Room:
                 rated=self.options.rated,
                 # a daily deal's seed stays secret until its day ends: so does its record
                 sealed_until=day_bounds(self.daily)[1] if self.daily is not None else None,
+                scored=(
+                    self.ranked
+                    and self.assist is not None
+                    and not (self.assist.hints or self.assist.undos)
+                ),
             )
         )
         self.turn_deadline = None
