@@ -115,6 +115,11 @@ class GameSpec:
         """Whether ``seat`` takes part in the current round."""
         return not engine.over
 
+    def has_played(self, engine: Any, seat: int) -> bool:
+        """Whether ``seat`` has played a round of the game (since a newcomer last took it):
+        the game will rank it, so its result belongs to whoever played those rounds."""
+        return False
+
     def round_number(self, engine: Any) -> int:
         """The current round (0 before the first)."""
         return getattr(getattr(engine, "state", None), "round", 0)

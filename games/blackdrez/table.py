@@ -64,6 +64,9 @@ class BlackDrezSpec(GameSpec):
             "stood",
         )
 
+    def has_played(self, engine: Any, seat: int) -> bool:
+        return bool(engine.state.played[seat])
+
     def round_pause(self, options: Any) -> float:
         return options.round_pause_seconds
 

@@ -223,6 +223,8 @@ class _Query:
         value = self._values.get(name)
         if value == "":
             raise _bad(f"query parameter {name!r} is empty")
+        if value is not None and "\x00" in value:  # no id or cursor has one (nor can the
+            raise _bad(f"query parameter {name!r} holds a NUL character")  # database's text)
         return value
 
     def limit(self) -> int:
@@ -241,7 +243,7 @@ class _Query:
 
 
 def _player_id(text: str) -> str:
-    if not 0 < len(text) <= MAX_PLAYER_ID:
+    if not 0 < len(text) <= MAX_PLAYER_ID or "\x00" in text:
         raise _not_found("no such player")
     return text
 

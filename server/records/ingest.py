@@ -68,12 +68,14 @@ def finished_game(
     rated: bool = False,
     table: str | None = None,
     sealed_until: float | None = None,
+    scored: bool = True,
 ) -> FinishedGame:
     """A verified :class:`FinishedGame` from a record and who sat where; raises ``InvalidGame``.
 
     ``players`` names the occupant of each seat at the end of the game (a seat nobody holds is
     left out); ``rated`` is the table's choice and is only allowed for BlackDrez;
-    ``sealed_until``: a daily deal's game is served only from then on (its day's end).
+    ``sealed_until``: a daily deal's game is served only from then on (its day's end);
+    ``scored``: whether a solitaire's score may be its player's best (see ``FinishedGame``).
     """
     if not isinstance(game_id, str) or not GAME_ID.fullmatch(game_id):
         raise InvalidGame(f"a game id is 1 to 128 of A-Z a-z 0-9 _ . : -, not {game_id!r}")
@@ -116,6 +118,7 @@ def finished_game(
         result=msgspec.to_builtins(result),
         record=record,
         sealed_until=sealed_until,
+        scored=scored,
     )
 
 

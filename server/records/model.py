@@ -75,6 +75,10 @@ class FinishedGame(GameSummary, frozen=True, kw_only=True):
     sealed_until: float | None = None
     """A daily deal's game: its record holds the day's seed, secret until the day ends, so the
     store serves it from then on only (it is written at once all the same)."""
+    scored: bool = True
+    """A solitaire's score may be its player's best (``best_score``, the leaderboards): a game
+    ranked and played without help. A numbered deal (its stock is public), a second try at a
+    daily deal, a game with hints or undos is counted as a game, its score is not."""
 
 
 class GameRecord(FileRecord, kw_only=True):

@@ -25,6 +25,7 @@ only the hash.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -99,7 +100,20 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be an integer from 1 to {MAX_LIMIT}, not {limit!r}")
 
 
-# Cursors: "<number>~<text>", the last row's sort key; "~" never occurs in a number.
+# Cursors: "<number>~<text>", the last row's sort key; "~" never occurs in a number. A cursor
+# only ever holds what the database gave: a 64-bit integer or a finite float, and text without
+# NUL (PostgreSQL's text has none); anything else is not one of ours.
+
+_INT64 = 2**63
+
+
+def _cursor_number(text: str, kind: type) -> Any:
+    number = kind(text)
+    if kind is int and not -_INT64 <= number < _INT64:
+        raise ValueError(text)
+    if kind is float and not math.isfinite(number):
+        raise ValueError(text)
+    return number
 
 
 def _cursor(number: float | int, text: str) -> str:
@@ -109,9 +123,9 @@ def _cursor(number: float | int, text: str) -> str:
 def _parse_cursor(cursor: str, kind: type) -> tuple[Any, str]:
     number, sep, text = cursor.partition("~")
     try:
-        if not sep or not text:
+        if not sep or not text or "\x00" in text:
             raise ValueError
-        return kind(number), text
+        return _cursor_number(number, kind), text
     except ValueError:
         raise InvalidCursor(f"not a cursor from this API: {cursor!r}") from None
 
@@ -123,9 +137,9 @@ def _scoreboard_cursor(score: int, at: int, player: str) -> str:
 def _parse_scoreboard_cursor(cursor: str) -> tuple[int, int, str]:
     parts = cursor.split("~", 2)
     try:
-        if len(parts) != 3 or not parts[2]:
+        if len(parts) != 3 or not parts[2] or "\x00" in parts[2]:
             raise ValueError
-        return int(parts[0]), int(parts[1]), parts[2]
+        return _cursor_number(parts[0], int), _cursor_number(parts[1], int), parts[2]
     except ValueError:
         raise InvalidCursor(f"not a cursor from this API: {cursor!r}") from None
 
@@ -547,7 +561,7 @@ def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
         f"INSERT INTO game_players (game_id, player, game, ended_at, seat) VALUES {rows}",
         arguments,
     )
-    scored = game.game not in RATED_GAMES
+    scored = game.game not in RATED_GAMES and game.scored
     rows, arguments = values(
         [
             (p.player, game.game, bots[p.player], 1, int(p.won), p.score if scored else None,

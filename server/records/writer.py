@@ -123,6 +123,7 @@ def finished(game: GameOver) -> FinishedGame:
         rated=game.rated and record.game in RATED_GAMES,
         table=table,
         sealed_until=game.sealed_until,
+        scored=game.scored,
     )
 
 

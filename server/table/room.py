@@ -202,6 +202,9 @@ class GameOver:
     sealed_until: float | None = None
     """A daily deal's game: the end of its day, before which its record (which holds the day's
     seed) must not be served."""
+    scored: bool = False
+    """A solitaire's game ranked on the leaderboards and played without help (no hint, no
+    undo): only such a score may be the player's best in the records."""
 
 
 @dataclass
@@ -493,8 +496,12 @@ class Room:
                 self._settle(now)
             return existing
         self._check_invite(player, invite)
+        reserved = [self._reserved_for(i) for i in range(len(self.seats))]
+        own = reserved.index(player) if player in reserved else None
         if seat is None:
-            free = [i for i, s in enumerate(self.seats) if s is None]
+            free = [i for i, s in enumerate(self.seats) if s is None and reserved[i] is None]
+            if own is not None:
+                free = [own]
             if not free:
                 raise RoomError(ErrorCode.TABLE_FULL, "every seat is taken")
             seat = free[0]
@@ -502,12 +509,25 @@ class Room:
             raise RoomError(ErrorCode.BAD_MESSAGE, f"seat must be 0 to {len(self.seats) - 1}")
         elif self.seats[seat] is not None:
             raise RoomError(ErrorCode.SEAT_TAKEN, f"seat {seat} is taken")
+        elif reserved[seat] not in (None, player):
+            raise RoomError(
+                ErrorCode.SEAT_TAKEN,
+                f"seat {seat} holds the result of a player who left this rated game: "
+                "it is theirs until the game ends",
+            )
+        elif own is not None and seat != own:
+            raise RoomError(
+                ErrorCode.SEAT_TAKEN,
+                f"you played this rated game in seat {own}: only that seat is yours until it ends",
+            )
         if self.status is TableStatus.FINISHED:
             self._clear_game()
         self.spectators.discard(player)
         self.seats[seat] = Seat(player=player, name=name, ready=bot, bot=bot)
         self.humans_came = self.humans_came or not bot
-        if self.status in GAME_RUNNING:
+        if self.status in GAME_RUNNING and not (
+            self._holds_result(seat) and self.game_players[seat][1] == player
+        ):  # (a player back in the seat they played keeps its pile)
             self.newcomers.add(seat)
         if not bot and self.host_left:
             self.host = player
@@ -571,7 +591,8 @@ class Room:
         self._check(TableCommand.ADD_BOTS)
         if not self.is_host(player):
             raise RoomError(ErrorCode.NOT_HOST, "only the host can add bots")
-        free = sum(1 for seat in self.seats if seat is None) - coming
+        open_seats = [i for i, s in enumerate(self.seats) if not s and not self._reserved_for(i)]
+        free = len(open_seats) - coming
         if free <= 0:
             raise RoomError(ErrorCode.TABLE_FULL, "every seat is taken (or a bot is on its way)")
         return min(wanted, free)
@@ -936,16 +957,50 @@ class Room:
             self._apply(*step)
             self.newcomers.difference_update(seats)
             self._info_dirty = True
+            for seat in seats:
+                if self._holds_result(seat):
+                    self._credit(seat)
 
     def _note_players(self) -> None:
-        """Note who holds each seat now as its player in the current game (a player who moved
-        seats is kept at the latest one only)."""
+        """Note who holds each seat now as its player in the current game, except where the
+        seat's result is a player's who played its rounds (they keep it, whoever sits there
+        now), and except a player who has such a result at another seat."""
         for index, s in enumerate(self.seats):
-            if s is not None:
-                for other, (_, player, _, _) in list(self.game_players.items()):
-                    if player == s.player and other != index:
-                        del self.game_players[other]
-                self.game_players[index] = (index, s.player, s.name, s.bot)
+            if s is None or self._holds_result(index):
+                continue
+            if any(
+                player == s.player and self._holds_result(other)
+                for other, (_, player, _, _) in self.game_players.items()
+            ):
+                continue
+            self._credit(index)
+
+    def _credit(self, index: int) -> None:
+        """Note the player in seat ``index`` as its player in the current game (a player who
+        moved seats is kept at the latest one only)."""
+        s = self.seats[index]
+        assert s is not None
+        for other, (_, player, _, _) in list(self.game_players.items()):
+            if player == s.player and other != index:
+                del self.game_players[other]
+        self.game_players[index] = (index, s.player, s.name, s.bot)
+
+    def _holds_result(self, index: int) -> bool:
+        """Whether seat ``index`` has a result in the current game (it played a round) that
+        belongs to the player noted there."""
+        return (
+            index in self.game_players
+            and self.engine is not None
+            and self.spec.has_played(self.engine, index)
+        )
+
+    def _reserved_for(self, index: int) -> str | None:
+        """At a rated table during a game, the player whose result seat ``index`` holds (they
+        played a round there, then left): nobody else may sit there until the game ends, so
+        leaving never takes a rated game off a player's rating."""
+        if self.options.rated and self.status in GAME_RUNNING and self._holds_result(index):
+            return self.game_players[index][1]
+        return None
 
     def _finish(self) -> None:
         self._note_players()
@@ -961,6 +1016,11 @@ class Room:
                 rated=self.options.rated,
                 # a daily deal's seed stays secret until its day ends: so does its record
                 sealed_until=day_bounds(self.daily)[1] if self.daily is not None else None,
+                scored=(
+                    self.ranked
+                    and self.assist is not None
+                    and not (self.assist.hints or self.assist.undos)
+                ),
             )
         )
         self.turn_deadline = None

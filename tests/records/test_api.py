@@ -133,6 +133,40 @@ async def test_bad_list_queries_are_400_and_say_why(
     assert message in await error(api, f"/api/v1/games?{query}", 400, "bad_request")
 
 
+BIG = "9" * 23
+"""A number past any database integer (64 bits)."""
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        f"/api/v1/games?before={BIG}~g01",
+        f"/api/v1/games?before=-{BIG}~g01",
+        f"/api/v1/games?player=p0&before={BIG}~g01",
+        f"/api/v1/players/p0/ratings?before={BIG}~g01",
+        f"/api/v1/leaderboards/blue_jacket?after={BIG}~1~p0",
+        f"/api/v1/leaderboards/blue_jacket?after=1~{BIG}~p0",
+        "/api/v1/leaderboards/blackdrez?after=nan~p0",
+        "/api/v1/leaderboards/blackdrez?after=1e999~p0",
+        "/api/v1/games?before=1~g%00",
+        "/api/v1/leaderboards/blackdrez?after=1.5~p%00",
+        "/api/v1/leaderboards/blue_jacket?after=1~1~p%00",
+        "/api/v1/games?player=p%00",
+    ],
+)
+async def test_cursors_and_ids_no_database_could_take_are_400(
+    api: RecordsApi, store: RecordsStore, target: str
+) -> None:
+    """Not a 5xx: neither SQLite (64-bit integers) nor PostgreSQL (no NUL in text) takes them."""
+    await store.put_game(finished("g01", "blue_jacket", seed="s", ended_at=1000.0))
+    await error(api, target, 400, "bad_request")
+
+
+async def test_a_player_id_with_a_nul_is_nobody(api: RecordsApi) -> None:
+    await error(api, "/api/v1/players/p%00", 404, "not_found")
+    await error(api, "/api/v1/players/p%00/ratings", 404, "not_found")
+
+
 async def test_a_profile_has_stats_ratings_and_latest_games(
     api: RecordsApi, store: RecordsStore
 ) -> None:

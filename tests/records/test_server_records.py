@@ -511,3 +511,46 @@ async def test_the_api_on_the_port_answers_other_methods_405(server: GameServer)
         assert "WebSocket" in body["error"]["message"]
     status, _, body = await asyncio.to_thread(call, "GET")
     assert status == 200 and "games" in body
+
+
+async def test_a_solitaires_board_and_best_score_count_only_ranked_games_without_help(
+    server: GameServer,
+) -> None:
+    """A numbered deal's stock is public (the solver prints its winning line), a hint or an
+    undo is help, a second daily try has seen its cards: such games are stored and counted as
+    games, but their scores are not a player's best on the records' board."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    records = server.records
+    assert records is not None
+    players = []
+    for name, start, help_ in (
+        ("Numbered", v1.StartSolitaire(game="blue_jacket", deal=7), None),
+        ("Hinted", v1.StartSolitaire(game="blue_jacket"), v1.Hint),
+        ("Daily", v1.StartSolitaire(game="blue_jacket", daily=True), None),
+        ("Clean", v1.StartSolitaire(game="blue_jacket"), None),
+    ):
+        client = await Client.connect(url, name=name)
+        players.append(client)
+        tries = 2 if start.daily else 1
+        for _ in range(tries):
+            table = (await client.request(start)).table.id
+            if help_ is not None:
+                await client.request(help_(table=table))
+            await client.act(table, {"type": "resign"})
+    daily_player = players[2].player
+
+    async def all_stored() -> Any:
+        return await records.db.fetchval("SELECT count(*) FROM games") == 5
+
+    await eventually(all_stored, "every game's record")
+    status, body = await http_get(server, "/api/v1/leaderboards/blue_jacket")
+    assert status == 200
+    board = msgspec.json.decode(body, type=Leaderboard)
+    assert {entry.player for entry in board.entries} == {daily_player, players[3].player}
+    for client in players:
+        (stats,) = await records.stats(client.player)
+        assert stats.games == (2 if client.player == daily_player else 1)
+        ranked = client.player in (daily_player, players[3].player)
+        assert (stats.best_score is not None) == ranked, client.name
+    for client in players:
+        await client.close()
