@@ -55,7 +55,7 @@ class Lobby:
     async def _start_solitaire(self, client: Connection, message: v1.StartSolitaire) -> Answer:
         """A new solitaire session hosted here, its game begun: a random deal (ranked), a
         numbered deal (public seed: never ranked), or today's daily deal (ranked the first time
-        the player starts it that day)."""
+        the player starts it that day; tried again only once that ranked game has ended)."""
         if message.daily and message.deal is not None:
             return error_answer(message, ErrorCode.BAD_MESSAGE, "a daily deal has no deal number")
         options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
@@ -66,6 +66,12 @@ class Lobby:
             seed = await self.store.daily_seed(message.game, day, self.seed_source())
             assert seed is not None  # (a candidate was given)
             ranked = await self.store.claim_daily(message.game, day, client.player)
+            if not ranked and await self._daily_running(client.player, message.game, day):
+                return error_answer(
+                    message,
+                    ErrorCode.GAME_RUNNING,
+                    "your ranked game of today's deal is still being played: finish it first",
+                )
         room = await self._new_room(
             message.game, client.player, options, message.deal, daily=day, ranked=ranked
         )
@@ -75,6 +81,21 @@ class Lobby:
                 return answer  # the store failed: the error says why
         room = self.rooms.get(room.id, room)
         return joined(room, client.player, message.id, 0)
+
+    async def _daily_running(self, player: str, game: str, day: str) -> bool:
+        """Whether ``player`` holds a session of ``game``'s daily deal of ``day`` whose ranked
+        game is still being played. Another session of the deal would show its cards to come
+        (the same stock, dealt face up there) before they are dealt in the ranked game."""
+        await self._settled()  # read your own writes: a session just started here counts
+        for table in await self.store.player_tables(player):
+            found = await self.store.get_table(table) if table.startswith("s") else None
+            if found is None:
+                continue
+            info = msgspec.msgpack.decode(found[1], type=v1.TableInfo)
+            running = info.status not in ("finished", "closed")
+            if info.game == game and info.daily == day and info.ranked and running:
+                return True
+        return False
 
     async def _daily(self, message: v1.GetDaily) -> Answer:
         """A day's daily deal: its commitment, and its seed once the day has ended. A day

@@ -210,6 +210,28 @@ async def test_a_daily_session_deals_the_days_deal_once(
     await ann.request(v1.StartGame(table=again))
 
 
+async def test_the_days_deal_is_not_dealt_again_while_its_ranked_game_is_played(
+    server: GameServer, connect, clock: Clock
+) -> None:
+    """A second session of the day's deal shows the same cards: opened beside the ranked one,
+    its deals would show the ranked game's stock before it is dealt (then played with
+    hindsight, onto the board). It waits until the ranked game has ended; another game's
+    daily deal is another deal, and may be played meanwhile."""
+    ann = await connect(server, name="Ann")
+    ranked = await start(ann, daily=True)
+    assert ann.tables[ranked].info.ranked
+    message = v1.StartSolitaire(game="blue_jacket", daily=True)
+    assert await refused(ann, message) == ErrorCode.GAME_RUNNING
+    piles = await ann.request(v1.StartSolitaire(game="blackjack_piles", daily=True))
+    assert piles.table.ranked
+    await resign(ann, ranked)
+    again = await start(ann, daily=True)
+    assert not ann.tables[again].info.ranked, "the second try knows the cards already"
+    await resign(ann, again)
+    board = await ann.request(v1.GetLeaderboard(game="blue_jacket", deal="daily"))
+    assert [e.name for e in board.entries] == ["Ann"]
+
+
 async def test_a_day_no_calendar_has_is_a_bad_message(server: GameServer, clock: Clock) -> None:
     async with websockets.connect(f"ws://127.0.0.1:{server.port}/", compression=None) as ws:
         await ws.send('{"type": "hello", "versions": [1], "name": "Cal"}')
