@@ -40,6 +40,9 @@ class Request(msgspec.Struct, tag="request", tag_field="bus", kw_only=True):
     message: v1.ClientMessage | ConnectionChanged | Stop
     """``Stop``: an operator closes the table (``server.admin``)."""
     bot: bool = False
+    incarnation: str | None = None
+    """The requester's node process (``Store.incarnation``; ``None`` from older versions): the
+    host lets its viewers go when that process is gone, even if the node id still heartbeats."""
 
 
 class Reply(msgspec.Struct, tag="reply", tag_field="bus", kw_only=True):

@@ -117,6 +117,10 @@ async def test_a_tables_keys_share_a_slot_and_each_index_is_one_key(
     assert all(len(found) == 1 for found in slots.values()), slots
     assert {"bd:t:{t1", "bd:t:{t4", "bd:p:{alice", "bd:lb:{piles"} <= set(slots)
     assert {"bd:{hosted", "bd:lobby:tables", "bd:nodes", "bd:secret"} <= set(slots)
+    with direct_client(redis_cluster_url_clean) as raw:
+        assert raw.hkeys("{bd:nodes}:incarnations") == [b"node-a"]
+    beats = slot_of(redis_cluster, "{bd:nodes}:incarnations")
+    assert {beats} == slots["bd:nodes"], "the heartbeat script writes both in one slot"
     tables = {slot for group, found in slots.items() if group.startswith("bd:t:") for slot in found}
     assert len(tables) > 1, "tables spread over slots"
     assert sorted(await store.list_tables()) == [b"rec"] * 3

@@ -172,6 +172,43 @@ async def test_heartbeat_marks_node_alive_until_ttl(store: Store) -> None:
     assert await store.live_nodes() == set()
 
 
+async def test_a_heartbeat_names_the_process_that_sent_it(store: Store) -> None:
+    assert await store.live_incarnations() == {}
+    await store.heartbeat(0.5)
+    assert await store.live_incarnations() == {"node-a": store.incarnation}
+    await asyncio.sleep(0.7)
+    assert await store.live_incarnations() == {}
+
+
+async def test_a_node_restarted_under_its_id_heartbeats_as_its_new_process(
+    open_redis_store: OpenRedisStore, redis_url_clean: str
+) -> None:
+    """The node id stays live throughout; its incarnation changes. A node of an older version
+    (a heartbeat without incarnation) is live with none, and so is a node whose last heartbeat
+    with one lapsed while it beats without (rolled back): the lapsed one is dropped."""
+    before = await open_redis_store("node-a")
+    await before.heartbeat(10)
+    after = await open_redis_store("node-a")
+    await after.heartbeat(10)
+    assert await before.live_incarnations() == {"node-a": after.incarnation}
+    other = await open_redis_store("node-b")
+    await other.heartbeat(0.3)
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        seconds, micros = await raw.time()
+        later = seconds * 1000 + micros // 1000 + 10_000
+        await raw.zadd("bd:nodes", {"node-old": later})  # as an older version beats
+        assert await after.live_incarnations() == {
+            "node-a": after.incarnation,
+            "node-b": other.incarnation,
+            "node-old": None,
+        }
+        await raw.zadd("bd:nodes", {"node-b": later})  # node-b goes on as an older version
+        await asyncio.sleep(0.4)
+        assert (await after.live_incarnations())["node-b"] is None
+        await after.heartbeat(10)
+        assert await raw.hkeys("{bd:nodes}:incarnations") == [b"node-a"]
+
+
 # ---------------------------------------------------------------------- leaderboards
 async def test_leaderboard_keeps_each_players_best(store: Store) -> None:
     assert await store.top_scores("piles", 10) == []

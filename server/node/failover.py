@@ -18,6 +18,10 @@ by taking its lease and rebuilding it from its log. A
 stopping node adopts nothing: it hands its tables over, and hears its own handover like the
 others; its scan is cancelled, and checks that it is stopping at each step besides, since a
 cancellation that lands during a redis-py command is now and then lost.
+
+Each scan also reads which nodes heartbeat, and as which process (incarnation): a node that
+stopped, or that now heartbeats as another process (restarted under its id within the TTL), has
+its viewers at the tables hosted here counted away (``Routing._viewers_gone``).
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ class Failover:
         lapsed), and otherwise every FULL_SCAN s.
         """
         loop = asyncio.get_running_loop()
-        known: set[str] = set()
+        heard: dict[str, str | None] = {}  # the last scan's live nodes and their processes
         next_full = loop.time()
         while not self.stopping:
             await nap(self.lease_ttl * ORPHAN_SCAN, self._scan_now)
@@ -101,13 +105,16 @@ class Failover:
                 return
             now = loop.time()
             try:
-                live = await self.store.live_nodes()
-                if known - live:
+                beating = await self.store.live_incarnations()
+                live = set(beating)
+                gone = heard.keys() - live
+                if gone:
                     self._scan_until = now + 2 * self.lease_ttl
-                    self._give_up_on(known - live)
-                    self._viewers_gone(known - live)
-                self._silent = (self._silent | (known - live)) - live
-                known = self._live = live
+                    self._give_up_on(gone)
+                if beating != heard:  # a node went, came, or restarted under its id
+                    self._viewers_gone(gone, beating)
+                self._silent = (self._silent | gone) - live
+                heard, self._live = beating, live
                 share = None  # a node was seen going, a table moving: look everywhere
                 if now >= self._scan_until:
                     if now < next_full:

@@ -158,9 +158,10 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         """Rooms whose last timer write failed: not before when to try again, and the backoff."""
         self._tables_asked = 0
         """Requests forwarded here for tables, counted ("Quiet tables" in ``hosting``)."""
-        self._viewed_from: dict[str, dict[str, str]] = {}
-        """Per hosted table, the node each player's last request for it came through: when
-        that node stops heartbeating, its players are away (``Routing._viewers_gone``)."""
+        self._viewed_from: dict[str, dict[str, tuple[str, str | None]]] = {}
+        """Per hosted table, the node each player's last request for it came through, and that
+        node's process (incarnation): when that node stops heartbeating, or heartbeats as
+        another process, its players are away (``Routing._viewers_gone``)."""
         self._outbox: asyncio.Queue[Publication] = asyncio.Queue()
         self._pending: dict[int, asyncio.Future[Answer]] = {}
         self._forwarded: dict[int, str] = {}

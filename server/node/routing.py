@@ -116,7 +116,7 @@ class Routing:
         room = self.rooms.get(table)
         if room is not None:
             answer = await self._execute(room, player, name, message, bot=bot)
-            self._viewed_through(table, player, self.id)
+            self._viewed_through(table, player, self.id, self.store.incarnation)
             return answer
         if table in self._closing:
             return closed_answer(message, table)
@@ -170,6 +170,7 @@ class Routing:
                 table=table,
                 message=message,
                 bot=bot,
+                incarnation=self.store.incarnation,
             )
             await self.store.publish(node_channel(host), bus.encode(request))
             return await asyncio.wait_for(future, REMOTE_TIMEOUT)
@@ -187,27 +188,31 @@ class Routing:
             if host in nodes and future is not None and not future.done():
                 future.set_exception(TimeoutError(f"node {host} stopped heartbeating"))
 
-    def _viewed_through(self, table: str, player: str, node: str) -> None:
-        """Note the node ``player`` asked through, while they sit or watch at ``table`` (still
-        hosted here: it may have moved meanwhile); else forget it (one entry per viewer)."""
+    def _viewed_through(self, table: str, player: str, node: str, incarnation: str | None) -> None:
+        """Note the node ``player`` asked through, and which process of it (``None``: a node of
+        an older version does not say), while they sit or watch at ``table`` (still hosted
+        here: it may have moved meanwhile); else forget it (one entry per viewer)."""
         room = self.rooms.get(table)
         if room is not None and (room.seat_of(player) is not None or player in room.spectators):
-            self._viewed_from.setdefault(table, {})[player] = node
+            self._viewed_from.setdefault(table, {})[player] = (node, incarnation)
         elif table in self._viewed_from:
             self._viewed_from[table].pop(player, None)
 
-    def _viewers_gone(self, nodes: set[str]) -> None:
+    def _viewers_gone(self, stopped: set[str], beating: dict[str, str | None]) -> None:
         """Nodes stopped heartbeating (killed, or stopped: a stopping node leaves the presence
-        of its viewers to the tables' hosts): the players at tables hosted here whose last
-        request came through one of them are away, and its spectators leave, as when a
-        connection closes (``Node.detach``); a player back through another node since has
-        asked through that one."""
+        of its viewers to the tables' hosts), or heartbeat as another process than the one a
+        viewer asked through (restarted under the same node id within the heartbeat TTL, so it
+        never stopped): the players at tables hosted here whose last request came through a
+        process gone are away, and its spectators leave, as when a connection closes
+        (``Node.detach``); a player back since, through another node or the new process, has
+        asked through that one. ``beating``: every live node and its process
+        (``Store.live_incarnations``)."""
         for table, viewers in list(self._viewed_from.items()):
             room = self.rooms.get(table)
             if room is None:
                 continue
-            for player, node in list(viewers.items()):
-                if node in nodes:
+            for player, (node, incarnation) in list(viewers.items()):
+                if node in stopped or beating.get(node, incarnation) != incarnation:
                     del viewers[player]
                     seated = room.seat_of(player) is not None
                     self._spawn(self._gone_away(player, "", table, seated=seated))
@@ -256,7 +261,9 @@ class Routing:
                 answer = await self._execute(
                     room, request.player, request.name, message, bot=request.bot
                 )
-                self._viewed_through(request.table, request.player, request.origin)
+                self._viewed_through(
+                    request.table, request.player, request.origin, request.incarnation
+                )
             except Exception:
                 log.exception("forwarded request %r failed", message)
                 answer = error_answer(

@@ -222,11 +222,18 @@ class Store(abc.ABC):
     # ------------------------------------------------------------------ presence
     @abc.abstractmethod
     async def heartbeat(self, ttl: float) -> None:
-        """Mark this node alive for ``ttl`` seconds."""
+        """Mark this node alive for ``ttl`` seconds, as this process (its incarnation)."""
 
     @abc.abstractmethod
+    async def live_incarnations(self) -> dict[str, str | None]:
+        """Return the nodes whose last heartbeat has not expired, each with the incarnation of
+        the process that sent it (``None``: a node of a version that does not say). A node
+        restarted under the same id within the TTL never stops heartbeating; its incarnation
+        changes (``Routing._viewers_gone``)."""
+
     async def live_nodes(self) -> set[str]:
         """Return the nodes whose last heartbeat has not expired."""
+        return set(await self.live_incarnations())
 
     # ------------------------------------------------------------------ leaderboards
     @abc.abstractmethod

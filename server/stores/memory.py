@@ -40,7 +40,7 @@ class MemoryStore(Store):
         self._secret: bytes | None = None
         self._tables: dict[str, tuple[str, bytes, bool]] = {}
         self._player_tables: dict[str, set[str]] = defaultdict(set)
-        self._heartbeats: dict[str, float] = {}
+        self._heartbeats: dict[str, tuple[float, str]] = {}
         self._scores: dict[str, dict[str, tuple[int, int, bytes]]] = defaultdict(dict)
         self._kept: dict[str, bytes] = {}
         self._daily_seeds: dict[tuple[str, str], str] = {}
@@ -94,11 +94,11 @@ class MemoryStore(Store):
         return sorted(self._player_tables.get(player, ()))
 
     async def heartbeat(self, ttl: float) -> None:
-        self._heartbeats[self.node_id] = time.monotonic() + ttl
+        self._heartbeats[self.node_id] = (time.monotonic() + ttl, self.incarnation)
 
-    async def live_nodes(self) -> set[str]:
+    async def live_incarnations(self) -> dict[str, str | None]:
         now = time.monotonic()
-        return {node for node, expiry in self._heartbeats.items() if expiry > now}
+        return {node: beat for node, (expiry, beat) in self._heartbeats.items() if expiry > now}
 
     async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> bool:
         entries = self._scores[board]

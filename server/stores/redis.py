@@ -22,6 +22,10 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
     bd:revoked:{ID}        string  the node a player  TTL = the token's remaining lifetime: a
                            logged out on      token ended by ``logout``
     bd:nodes               zset    every node         fixed; a member expires by its score
+    {bd:nodes}:incarnations
+                           hash    every node         fixed; per node, until when and under which
+                                                      process incarnation it heartbeats (in the
+                                                      slot of ``bd:nodes``: its hash tag)
     bd:{hosted}:B          set     tables' hosts      fixed; the tables of bucket B (of 1,024:
                                                       a node's scan reads its share's buckets);
                                                       a member leaves when its table is retired
@@ -189,8 +193,8 @@ showed as the worst act -> update latencies, a table's players waiting behind th
 
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
 FIXED_KEYS: tuple[str, ...] = (
-    "bd:secret", "bd:nodes", "bd:hosted", "bd:{hosted}:*", "bd:lobby:tables", "bd:lb:*",
-    "bd:rec:*", "bd:daily:*",
+    "bd:secret", "bd:nodes", "{bd:nodes}:incarnations", "bd:hosted", "bd:{hosted}:*",
+    "bd:lobby:tables", "bd:lb:*", "bd:rec:*", "bd:daily:*",
 )  # fmt: skip
 """Patterns (``fnmatch``) of the only keys that may live without a TTL (see the key table)."""
 LEGACY_HOSTED_KEY = "bd:hosted"
@@ -207,6 +211,11 @@ def hosted_key(bucket: int) -> str:
 SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
 NODES_KEY = "bd:nodes"
+INCARNATIONS_KEY = "{bd:nodes}:incarnations"
+"""Per node, ``<expiry ms>/<incarnation>`` of its last heartbeat. Its hash tag is the whole name
+of ``bd:nodes``, so both are in one slot and one script writes them on a cluster too. A separate
+key, not new members of ``bd:nodes``, so that nodes of older versions (which read only
+``bd:nodes``, and whose heartbeats write only there) work alongside newer ones."""
 
 
 def lease_key(table_id: str) -> str:
@@ -382,15 +391,36 @@ def daily_key(game: str, day: str) -> str:
 HEARTBEAT_SCRIPT = """
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local expiry = ms + tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms)
-redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZADD', KEYS[1], expiry, ARGV[1])
+local beats = redis.call('HGETALL', KEYS[2])
+for i = 1, #beats, 2 do
+  local until_ms = tonumber(string.match(beats[i + 1], '^(%d+)/'))
+  if not until_ms or until_ms <= ms then redis.call('HDEL', KEYS[2], beats[i]) end
+end
+redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', expiry) .. '/' .. ARGV[3])
 """
 
-LIVE_NODES_SCRIPT = """
+LIVE_INCARNATIONS_SCRIPT = """
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', ms), '+inf')
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', ms), '+inf')
+local found = {}
+for _, node in ipairs(live) do
+  local beat = redis.call('HGET', KEYS[2], node)
+  local incarnation = ''
+  if beat then
+    local until_ms, named = string.match(beat, '^(%d+)/(.*)$')
+    if until_ms and tonumber(until_ms) > ms then incarnation = named end
+  end
+  table.insert(found, node)
+  table.insert(found, incarnation)
+end
+return found
 """
+"""Each live node and its incarnation ('' if none is known: a node of an older version, or one
+whose last heartbeat with an incarnation has lapsed while it beats without, a rollback)."""
 
 SUBMIT_SCORE_SCRIPT = """
 local old = redis.call('HGET', KEYS[2], ARGV[1])
@@ -442,7 +472,7 @@ class RedisStore(Store):
         self.wait_timeout_ms = wait_timeout_ms
         self._redis: Any = self._client(url)
         self._heartbeat = self._redis.register_script(HEARTBEAT_SCRIPT)
-        self._live_nodes = self._redis.register_script(LIVE_NODES_SCRIPT)
+        self._live_incarnations = self._redis.register_script(LIVE_INCARNATIONS_SCRIPT)
         self._submit_score = self._redis.register_script(SUBMIT_SCORE_SCRIPT)
         self._top_scores = self._redis.register_script(TOP_SCORES_SCRIPT)
         self._acquire = self._redis.register_script(ACQUIRE_SCRIPT)
@@ -1008,12 +1038,18 @@ class RedisStore(Store):
     # ------------------------------------------------------------------ presence
     async def heartbeat(self, ttl: float) -> None:
         with self._reaching():
-            await self._heartbeat(keys=[NODES_KEY], args=[self.node_id, round(ttl * 1000)])
+            await self._heartbeat(
+                keys=[NODES_KEY, INCARNATIONS_KEY],
+                args=[self.node_id, round(ttl * 1000), self.incarnation],
+            )
 
-    async def live_nodes(self) -> set[str]:
+    async def live_incarnations(self) -> dict[str, str | None]:
         with self._reaching():
-            nodes = await self._live_nodes(keys=[NODES_KEY])
-        return {node.decode() for node in nodes}
+            found = await self._live_incarnations(keys=[NODES_KEY, INCARNATIONS_KEY])
+        return {
+            node.decode(): incarnation.decode() or None
+            for node, incarnation in zip(found[::2], found[1::2], strict=True)
+        }
 
     # ------------------------------------------------------------------ leaderboards
     async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> bool:

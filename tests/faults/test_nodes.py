@@ -376,3 +376,38 @@ async def test_viewers_of_a_killed_node_are_let_go_by_the_tables_host(
         for client in (host, pat, sam):
             with contextlib.suppress(Exception):
                 await client.close()
+
+
+async def test_viewers_of_a_node_restarted_under_its_id_are_let_go_by_the_tables_host(
+    launch_nodes: LaunchNodes, figures: dict[str, Any]
+) -> None:
+    """As above, but node 1 is killed and started again at once under the same id and port
+    (a supervisor with ``--node-id``), within the heartbeat TTL (30 s here), so its id never
+    stops heartbeating: only its process changed. The host must let the old process's player
+    and spectator go from the new process's incarnation, long before the TTL would lapse;
+    before, the seat stayed held and the spectator counted for ever."""
+    ttl = 30.0
+    nodes = launch_nodes(2, extra=["--lease-ttl", str(ttl)])
+    host = await Client.connect(nodes.urls[0], name="Host", binary=True)
+    pat = await Client.connect(nodes.urls[1], name="Pat", binary=True)
+    sam = await Client.connect(nodes.urls[1], name="Sam", binary=True)
+    try:
+        options = v1.TableOptions(seats=3, grace_seconds=1.0)
+        table = (await host.request(v1.CreateTable(options=options))).table.id
+        await pat.request(v1.JoinTable(table=table))
+        await sam.request(v1.Spectate(table=table))
+        await host.wait_until(lambda: host.tables[table].info.spectators == 1, 10)
+        killed = time.monotonic()
+        await asyncio.to_thread(nodes[1].restart)
+
+        def let_go() -> bool:
+            info = host.tables[table].info
+            return info.spectators == 0 and info.seats[1] is None
+
+        await host.wait_until(let_go, ttl * 2 / 3 - (time.monotonic() - killed))
+        figures["seat freed after the restart, s"] = round(time.monotonic() - killed, 2)
+        assert host.tables[table].info.seats[0] is not None
+    finally:
+        for client in (host, pat, sam):
+            with contextlib.suppress(Exception):
+                await client.close()

@@ -428,3 +428,44 @@ async def test_viewers_whose_node_stopped_are_away_at_a_table_hosted_elsewhere(
     finally:
         for client in (host, pat, sam):
             await client.close()
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_viewers_of_a_node_restarted_under_its_id_are_away_at_a_table_hosted_elsewhere(
+    make_server, request: pytest.FixtureRequest, kind: str
+) -> None:
+    """As above, but the second node is started again at once under the same node id (as a
+    supervisor does with ``--node-id``), within the heartbeat TTL: its node id never stops
+    heartbeating, only its process changed. The host must still count the player away and let
+    the spectator go, well before the TTL would have lapsed; before, the new process's heartbeat
+    hid the old one's death and the seat stayed held for ever."""
+    url = request.getfixturevalue(
+        "redis_url_clean" if kind == "redis" else "redis_cluster_url_clean"
+    )
+    ttl = 10.0  # the old process's heartbeat outlives the test's wait
+    hosting = await make_server(redis_url=url, node_id="hosting", lease_ttl=ttl)
+    via = await make_server(redis_url=url, node_id="via", lease_ttl=ttl)
+    host = await Client.connect(f"ws://127.0.0.1:{hosting.port}/", name="Host")
+    pat = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Pat")
+    sam = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Sam")
+    try:
+        options = v1.TableOptions(seats=3, grace_seconds=0.5)
+        table = (await host.request(v1.CreateTable(options=options))).table.id
+        await pat.request(v1.JoinTable(table=table))
+        await sam.request(v1.Spectate(table=table))
+        room = hosting.node.rooms[table]
+        assert room.seat_of(pat.player) == 1 and room.spectators == {sam.player}
+        await via.stop()
+        stopped = time.monotonic()
+        again = await make_server(redis_url=url, node_id="via", lease_ttl=ttl)
+        assert again.store.incarnation != via.store.incarnation
+
+        def let_go() -> bool:
+            return room.seat_of(pat.player) is None and not room.spectators
+
+        await wait_for(let_go, "the restarted node's earlier viewers let go", timeout=ttl * 0.7)
+        assert time.monotonic() - stopped < ttl, "let go by the lapse, not the restart"
+        assert room.seat_of(host.player) == 0 and not room.closed
+    finally:
+        for client in (host, pat, sam):
+            await client.close()
