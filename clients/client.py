@@ -68,6 +68,7 @@ FINAL_CLOSE_CODES = frozenset(
         CloseCode.BAD_TOKEN,
         CloseCode.REPLACED,
         CloseCode.HANDSHAKE_FAILED,
+        CloseCode.SIGNED_OUT,
     }
 )
 """Closes after which reconnecting cannot help."""
@@ -244,12 +245,29 @@ class Client:
     # ------------------------------------------------------------------ requests
     async def send(self, message: Any, timeout: float = 10.0) -> None:
         """Send a message without waiting for its reply (waiting for a reconnection if needed)."""
+        if self.closed.done():
+            raise self._closed_error()
         if not self._connected.is_set():
-            await asyncio.wait_for(self._connected.wait(), timeout)
+            connected = asyncio.ensure_future(self._connected.wait())
+            try:
+                await asyncio.wait(
+                    (connected, self.closed), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                connected.cancel()
+            if self.closed.done():  # the reconnection gave up
+                raise self._closed_error()
+            if not self._connected.is_set():
+                raise TimeoutError(f"not reconnected within {timeout} s")
         try:
             await self.ws.send(encode(message, self.binary))
         except ConnectionClosed as closed:
             raise ConnectionError(f"connection lost: {closed}") from None
+
+    def _closed_error(self) -> ConnectionError:
+        """What a request on a client closed for good raises: the close code and reason."""
+        code, reason = self.closed.result()
+        return ConnectionError(f"connection closed for good: {code} {reason}".rstrip())
 
     async def request(
         self, message: Any, timeout: float = 10.0, *, moving_patience: float = MOVING_PATIENCE
@@ -357,10 +375,12 @@ class Client:
             while True:
                 await self._read()
                 self._connected.clear()
+                code = self.ws.close_code
                 for future in self._pending.values():
                     if not future.done():
-                        future.set_exception(ConnectionError("connection lost"))
-                code = self.ws.close_code
+                        future.set_exception(
+                            ConnectionError(f"connection lost: {code} {self.ws.close_reason}")
+                        )
                 if self._closing or not self.reconnect or code in FINAL_CLOSE_CODES:
                     break
                 if not await self._reopen():

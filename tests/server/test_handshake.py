@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -87,6 +89,18 @@ async def test_a_second_connection_replaces_the_first(server, connect) -> None:
     await connect(server, token=first.token)
     code, _ = await first.closed
     assert code == CloseCode.REPLACED
+
+
+async def test_a_request_on_a_connection_closed_for_good_fails_at_once(server, connect) -> None:
+    """A client the server closed for good (here replaced: 4004) does not wait out a request's
+    timeout for a reconnection that cannot come: it says at once that it is closed, and why."""
+    first = await connect(server, name="Ann")
+    await connect(server, token=first.token)
+    await first.closed
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match="4004"):
+        await first.request(v1.Ping(), timeout=30.0)
+    assert time.monotonic() - started < 1.0
 
 
 async def test_hello_twice_is_an_error_not_a_crash(server, connect) -> None:
