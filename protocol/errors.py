@@ -108,3 +108,6 @@ class CloseCode(enum.IntEnum):
     """Nothing was received for too long."""
     TOO_MANY_CONNECTIONS = 4006
     """The client's address already holds the most connections a node allows."""
+    SIGNED_OUT = 4007
+    """The account signed out everywhere (``sign_out_everywhere``, from another connection): this
+    connection's token is refused from now on; sign in again."""

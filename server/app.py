@@ -747,6 +747,11 @@ class GameServer:
         client.send(
             v1.Session(id=message.id, player=session.player, name=session.name, token=session.token)
         )
+        if isinstance(message, v1.SignOutEverywhere):
+            try:
+                await self.node.sign_out_everywhere(session.player, client.token.generation)
+            except StoreUnavailable:  # their tokens are refused all the same at their next hello
+                log.warning("signed out everywhere: the other connections could not be told")
 
     async def _serve(self, client: Connection) -> None:
         s = self.settings

@@ -72,7 +72,15 @@ class Handover(msgspec.Struct, tag="handover", tag_field="bus", kw_only=True):
     node: str
 
 
-BusMessage = Request | Reply | TableUpdate | LobbyChanged | Handover
+class SignedOut(msgspec.Struct, tag="signed_out", tag_field="bus", kw_only=True):
+    """An account signed out everywhere: each node closes the account's connection whose token
+    is older than ``generation`` (the token generation the revocation made)."""
+
+    player: str
+    generation: int
+
+
+BusMessage = Request | Reply | TableUpdate | LobbyChanged | Handover | SignedOut
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(BusMessage)

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from games.shuffle import new_seed
 from protocol import v1
-from protocol.errors import ErrorCode
+from protocol.errors import CloseCode, ErrorCode
 from server import bus
 from server.connection import Connection, Watch
 from server.hints import HintWorker
@@ -295,6 +295,22 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self.clients[client.player] = client
         self.metrics.connections.set(len(self.clients))
         return older
+
+    def close_signed_out(self, player: str, generation: int) -> None:
+        """Close ``player``'s connection here if its token is older than ``generation`` (the
+        account signed out everywhere; the connection that asked has the new token)."""
+        client = self.clients.get(player)
+        if client is not None and client.token.generation < generation:
+            client.close(CloseCode.SIGNED_OUT, "signed out everywhere")
+
+    async def sign_out_everywhere(self, player: str, generation: int) -> None:
+        """Close the account's connections with older tokens, here and on every live node (a
+        node of an older version drops the message: its connections stay open, but their
+        tokens are refused at their next hello). Raises :class:`StoreUnavailable`."""
+        self.close_signed_out(player, generation)
+        message = bus.encode(bus.SignedOut(player=player, generation=generation))
+        for node in await self.store.live_nodes() - {self.id}:
+            await self.store.publish(node_channel(node), message)
 
     async def detach(self, client: Connection) -> None:
         """Forget a closed client: its tables learn that the player is away. A newer connection

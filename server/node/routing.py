@@ -241,6 +241,8 @@ class Routing:
                     future.set_result(message.answer)
             case bus.Request():
                 self._spawn(self._serve_forward(message))
+            case bus.SignedOut():
+                self.close_signed_out(message.player, message.generation)
             case _:
                 log.warning("unexpected %s on this node's channel", type(message).__name__)
 

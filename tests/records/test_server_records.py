@@ -21,6 +21,7 @@ from clients.client import Client, ServerError
 from games import verify
 from games.records import decode_record
 from protocol import v1
+from protocol.errors import CloseCode
 from server import identity
 from server.app import GameServer, Settings
 from server.node import hosting
@@ -554,3 +555,61 @@ async def test_a_solitaires_board_and_best_score_count_only_ranked_games_without
         assert (stats.best_score is not None) == ranked, client.name
     for client in players:
         await client.close()
+
+
+async def test_sign_out_everywhere_closes_the_accounts_other_connections_on_every_node(
+    database_url: str, redis_url_clean: str
+) -> None:
+    """Two nodes on one Redis and one database: signing out everywhere on one node closes the
+    account's connection on the other at once (4007), its seat is away as after any
+    disconnect, and the connection that asked goes on with its new token."""
+    nodes = [
+        GameServer(
+            Settings(
+                port=0,
+                ping_interval=None,
+                db_url=database_url,
+                redis_url=redis_url_clean,
+                node_id=node_id,
+            ),
+            bot_client=run_bot,
+        )
+        for node_id in ("node-a", "node-b")
+    ]
+    clients: list[Client] = []
+    try:
+        for node in nodes:
+            await node.start()
+        here, there = (f"ws://127.0.0.1:{node.port}/" for node in nodes)
+
+        async def connect(url: str, **options: Any) -> Client:
+            client = await Client.connect(url, **options)
+            clients.append(client)
+            return client
+
+        ann = await connect(here, name="Ann")
+        await ann.request(v1.SignUp(name="Ann", password="correct horse"))
+        joined = await ann.request(v1.CreateTable(options=v1.TableOptions(seats=2)))
+        table = joined.table.id
+        bob = await connect(here, name="Bob")
+        await bob.request(v1.JoinTable(table=table))
+        browser = await connect(there, name="Browser")
+        signed_in = await browser.request(v1.SignIn(name="ann", password="correct horse"))
+        elsewhere = await connect(there, token=signed_in.token)
+
+        fresh = await elsewhere.request(v1.SignOutEverywhere())
+        code, reason = await asyncio.wait_for(ann.closed, 10.0)
+        assert (code, reason) == (CloseCode.SIGNED_OUT, "signed out everywhere")
+        await bob.wait_until(lambda: not bob.tables[table].info.seats[0].connected)
+
+        assert isinstance(await elsewhere.request(v1.Ping()), v1.Pong)
+        assert not elsewhere.closed.done(), "the connection that asked stays open"
+        again = await connect(here, token=fresh.token)
+        assert again.player == signed_in.player
+        assert again.welcome.tables == [table]
+        assert not elsewhere.closed.done(), "another node's connection on the new token stays"
+    finally:
+        for client in clients:
+            await client.close()
+        for node in nodes:
+            await node.stop()
