@@ -177,9 +177,17 @@ conn.addEventListener("status", ({ detail }) => {
     connecting: "Connecting…",
     open: "Connected",
     waiting: `Reconnecting in ${(detail.wait / 1000).toFixed(1)} s…`,
+    replaced: "Playing elsewhere",
   }[detail.state];
   statusBadge.textContent = text;
   statusBadge.dataset.state = detail.state;
+  document.getElementById("replaced")?.remove();
+  if (detail.state === "replaced") {
+    const note = h("div#replaced.toast.error", { role: "alert" },
+      h("span", "You are playing as this identity in another tab or browser now, so this one stopped. "),
+      h("button.play-here", { onclick: () => { note.remove(); conn.resume(); } }, "Play here"));
+    toasts.append(note);
+  }
 });
 
 conn.addEventListener("moving", () => {

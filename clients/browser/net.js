@@ -2,7 +2,7 @@
 // exponential backoff using the session token kept in localStorage.
 //
 // A Connection emits: "welcome" (after every successful hello), "message" (every server message
-// that is not a reply awaited by request()), "status" ({state: "connecting" | "open" | "waiting", wait}),
+// that is not a reply awaited by request()), "status" ({state: "connecting" | "open" | "waiting" | "replaced", wait}),
 // "moving" ({table}: a request is waiting for its table to finish moving to another node), and
 // "error" (an error reply nobody awaited: {code, message}).
 
@@ -88,14 +88,31 @@ export class Connection extends EventTarget {
       }
       this.receive(message);
     };
-    ws.onclose = () => {
+    ws.onclose = (event) => {
       if (this.ws !== ws) return;
       this.ws = null;
       this.greeted = false;
+      if (event.code === 4007) {  // signed out everywhere: this token is refused from now on
+        localStorage.removeItem(TOKEN_KEY);
+        this.emit("error", { code: "signed_out", message: event.reason });
+      }
       for (const { reject } of this.pending.values()) reject(Object.assign(new Error("connection closed"), { code: "closed" }));
       this.pending.clear();
+      if (event.code === 4004) {
+        // Replaced: this identity connected again from another tab or browser, which is now the
+        // live one. Reconnecting on our own would take the connection back, and the other would
+        // do the same: wait until the player asks (resume).
+        this.emit("status", { state: "replaced" });
+        return;
+      }
       this.retry();
     };
+  }
+
+  /** Connect again after being replaced (the player chose to play here). */
+  resume() {
+    this.delay = MIN_DELAY;
+    if (!this.ws) this.open();
   }
 
   retry() {

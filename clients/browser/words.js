@@ -132,6 +132,7 @@ const ERRORS = {
   shutting_down: "The server is restarting: you will be reconnected.",
   internal: "Something went wrong on the server. Try again.",
   bad_token: "Your session expired: you are playing as a new guest.",
+  signed_out: "This account was signed out everywhere (from another tab or device): you are playing as a new guest. Sign in again to play as yourself.",
   nothing_to_undo: "Nothing to undo: moves made before the last card was revealed cannot be taken back.",
   not_a_solitaire: "Hints and undo are for the solitaires only.",
   sealed: "That stays sealed until the day is over (UTC).",

@@ -1,0 +1,137 @@
+"""One account in two browsers: the second takes the identity over without the two kicking each
+other for ever, and signing out everywhere turns the other browser into a guest at once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Page
+
+from clients.bots import run_bot
+from server.app import GameServer, Settings
+
+PATIENCE_MS = 90_000
+"""Playwright's waits on a loaded machine (the suite shares two cores with other work)."""
+
+
+def node_settings(tmp_path: Path, redis_url: str, node_id: str) -> Settings:
+    """A node of a two-node deployment: one Redis, one records database."""
+    return Settings(
+        port=0,
+        ping_interval=None,
+        db_url=f"sqlite:///{tmp_path / 'records.db'}",
+        redis_url=redis_url,
+        node_id=node_id,
+    )
+
+
+@pytest.fixture
+async def server(tmp_path: Path, redis_url_clean: str) -> AsyncIterator[GameServer]:
+    """The node the browsers open first (``base_url``)."""
+    game_server = GameServer(node_settings(tmp_path, redis_url_clean, "a"), bot_client=run_bot)
+    await game_server.start()
+    yield game_server
+    await game_server.stop()
+
+
+async def sign_up(page: Page, name: str, password: str) -> str:
+    """Claim the page's guest identity as an account; return its player id."""
+    player = await page.evaluate("window.blackdrez.conn.welcome.player")
+    await page.locator("#account-link").click()
+    form = page.locator("#sign-up")
+    await form.locator("input[name=name]").fill(name)
+    await form.locator("input[name=password]").fill(password)
+    await form.get_by_role("button", name="Sign up").click()
+    await page.locator(".profile h2", has_text=name).wait_for()
+    return str(player)
+
+
+async def sign_in(page: Page, name: str, password: str, player: str) -> None:
+    await page.evaluate("location.hash = '#/account'")
+    form = page.locator("#sign-in")
+    await form.locator("input[name=name]").fill(name)
+    await form.locator("input[name=password]").fill(password)
+    await form.get_by_role("button", name="Sign in").click()
+    await page.wait_for_function(
+        f"window.blackdrez.conn.welcome && window.blackdrez.conn.welcome.player === {player!r}"
+    )
+    await page.locator("#status[data-state=open]").wait_for()
+
+
+async def state(page: Page) -> tuple[str, str]:
+    """The page's connection state and the player it last greeted as."""
+    found, player = await page.evaluate(
+        "[document.getElementById('status').dataset.state, window.blackdrez.conn.welcome.player]"
+    )
+    return found, player
+
+
+async def test_a_browser_replaced_by_another_stays_out_until_the_player_says_play_here(
+    new_page, screenshot, server: GameServer
+) -> None:
+    """Signing in on a phone replaces the laptop's connection (4004, one per player and node).
+    Before, the laptop reconnected on its own, replacing the phone, which did the same: the two
+    took the connection from each other every few seconds. Now the laptop waits, says why, and
+    takes it back only when asked."""
+    laptop = await new_page("Ann")
+    laptop.set_default_timeout(PATIENCE_MS)
+    ann = await sign_up(laptop, "Ann Lee", "correct horse battery")
+    phone = await new_page("Zed", width=390, height=844)
+    phone.set_default_timeout(PATIENCE_MS)
+    await sign_in(phone, "ann lee", "correct horse battery", ann)
+
+    notice = laptop.locator("#replaced")
+    await notice.wait_for()
+    assert "another tab or browser" in (await notice.text_content() or "")
+    await screenshot(laptop, "replaced", full=False)
+    await asyncio.sleep(3.0)  # longer than the client's reconnection delays
+    assert await state(laptop) == ("replaced", ann)
+    assert await state(phone) == ("open", ann)
+    assert server.node.clients[ann] is not None
+
+    await notice.get_by_role("button", name="Play here").click()
+    await laptop.locator("#status[data-state=open]").wait_for()
+    await phone.locator("#replaced").wait_for()
+    await asyncio.sleep(3.0)
+    assert await state(laptop) == ("open", ann)
+    assert await state(phone) == ("replaced", ann)
+
+
+async def test_signing_out_everywhere_turns_the_other_browser_into_a_guest_at_once(
+    new_page, screenshot, server: GameServer, tmp_path: Path, redis_url_clean: str
+) -> None:
+    """Ann is signed in on her laptop (node a) and on her phone (node b, another server of the
+    deployment). Signing out everywhere on the phone closes the laptop's connection at once
+    (4007): the laptop says why and goes on as a new guest; the phone stays Ann."""
+    other = GameServer(node_settings(tmp_path, redis_url_clean, "b"), bot_client=run_bot)
+    await other.start()
+    try:
+        laptop = await new_page("Ann")
+        laptop.set_default_timeout(PATIENCE_MS)
+        ann = await sign_up(laptop, "Ann Lee", "correct horse battery")
+        phone = await new_page("Zed", width=390, height=844)
+        phone.set_default_timeout(PATIENCE_MS)
+        await phone.goto(f"http://127.0.0.1:{other.port}/")
+        await phone.locator("#status[data-state=open]").wait_for()
+        await sign_in(phone, "ann lee", "correct horse battery", ann)
+        assert await state(laptop) == ("open", ann), "another node's connection is not replaced"
+
+        await phone.evaluate("location.hash = '#/account'")
+        await phone.get_by_role("button", name="Sign out everywhere").click()
+        await phone.locator("text=Signed out everywhere else.").wait_for()
+
+        await laptop.locator(".toast", has_text="signed out everywhere").wait_for()
+        await laptop.wait_for_function(
+            "document.getElementById('status').dataset.state === 'open' && "
+            f"window.blackdrez.conn.welcome.player !== {ann!r}"
+        )
+        await screenshot(laptop, "signed-out-everywhere", full=False)
+        assert await state(phone) == ("open", ann)
+        await phone.reload()  # the phone keeps the new token
+        await phone.locator("#status[data-state=open]").wait_for()
+        assert await state(phone) == ("open", ann)
+    finally:
+        await other.stop()
