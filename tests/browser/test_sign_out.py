@@ -95,6 +95,7 @@ async def test_a_browser_replaced_by_another_stays_out_until_the_player_says_pla
     await notice.get_by_role("button", name="Play here").click()
     await laptop.locator("#status[data-state=open]").wait_for()
     await phone.locator("#replaced").wait_for()
+    await screenshot(phone, "replaced-phone", full=False)
     await asyncio.sleep(3.0)
     assert await state(laptop) == ("open", ann)
     assert await state(phone) == ("replaced", ann)
