@@ -344,6 +344,26 @@ async def test_a_spectator_whose_node_pauses_as_it_asks_for_a_quiet_table_misses
     assert resyncs == [], "the spectator's client had to fill a gap"
 
 
+async def seated_and_watching_through(hosting: str, via: str) -> tuple[str, list[Client]]:
+    """A table hosted on the node at ``hosting``: its host, Pat seated and Sam spectating
+    through the node at ``via``."""
+    host = await Client.connect(hosting, name="Host", binary=True)
+    pat = await Client.connect(via, name="Pat", binary=True)
+    sam = await Client.connect(via, name="Sam", binary=True)
+    options = v1.TableOptions(seats=3, grace_seconds=1.0)
+    table = (await host.request(v1.CreateTable(options=options))).table.id
+    await pat.request(v1.JoinTable(table=table))
+    await sam.request(v1.Spectate(table=table))
+    await host.wait_until(lambda: host.tables[table].info.spectators == 1, 10)
+    return table, [host, pat, sam]
+
+
+def let_go_at(host: Client, table: str) -> bool:
+    """Whether the host sees Pat's seat freed and Sam gone."""
+    info = host.tables[table].info
+    return info.spectators == 0 and info.seats[1] is None
+
+
 async def test_viewers_of_a_killed_node_are_let_go_by_the_tables_host(
     launch_nodes: LaunchNodes, figures: dict[str, Any]
 ) -> None:
@@ -353,23 +373,12 @@ async def test_viewers_of_a_killed_node_are_let_go_by_the_tables_host(
     heartbeat stopping; before, the seat stayed held, the spectator counted and the table
     listed for ever."""
     nodes = launch_nodes(2)
-    host = await Client.connect(nodes.urls[0], name="Host", binary=True)
-    pat = await Client.connect(nodes.urls[1], name="Pat", binary=True)
-    sam = await Client.connect(nodes.urls[1], name="Sam", binary=True)
+    table, (host, pat, sam) = await seated_and_watching_through(nodes.urls[0], nodes.urls[1])
     try:
-        options = v1.TableOptions(seats=3, grace_seconds=1.0)
-        table = (await host.request(v1.CreateTable(options=options))).table.id
-        await pat.request(v1.JoinTable(table=table))
-        await sam.request(v1.Spectate(table=table))
-        await host.wait_until(lambda: host.tables[table].info.spectators == 1, 10)
         nodes[1].kill()
         killed = time.monotonic()
 
-        def let_go() -> bool:
-            info = host.tables[table].info
-            return info.spectators == 0 and info.seats[1] is None
-
-        await host.wait_until(let_go, 20)
+        await host.wait_until(lambda: let_go_at(host, table), 20)
         figures["seat freed after the kill, s"] = round(time.monotonic() - killed, 2)
         assert host.tables[table].info.seats[0] is not None
     finally:
@@ -388,23 +397,13 @@ async def test_viewers_of_a_node_restarted_under_its_id_are_let_go_by_the_tables
     before, the seat stayed held and the spectator counted for ever."""
     ttl = 30.0
     nodes = launch_nodes(2, extra=["--lease-ttl", str(ttl)])
-    host = await Client.connect(nodes.urls[0], name="Host", binary=True)
-    pat = await Client.connect(nodes.urls[1], name="Pat", binary=True)
-    sam = await Client.connect(nodes.urls[1], name="Sam", binary=True)
+    table, (host, pat, sam) = await seated_and_watching_through(nodes.urls[0], nodes.urls[1])
     try:
-        options = v1.TableOptions(seats=3, grace_seconds=1.0)
-        table = (await host.request(v1.CreateTable(options=options))).table.id
-        await pat.request(v1.JoinTable(table=table))
-        await sam.request(v1.Spectate(table=table))
-        await host.wait_until(lambda: host.tables[table].info.spectators == 1, 10)
         killed = time.monotonic()
         await asyncio.to_thread(nodes[1].restart)
 
-        def let_go() -> bool:
-            info = host.tables[table].info
-            return info.spectators == 0 and info.seats[1] is None
-
-        await host.wait_until(let_go, ttl * 2 / 3 - (time.monotonic() - killed))
+        patience = ttl * 2 / 3 - (time.monotonic() - killed)
+        await host.wait_until(lambda: let_go_at(host, table), patience)
         figures["seat freed after the restart, s"] = round(time.monotonic() - killed, 2)
         assert host.tables[table].info.seats[0] is not None
     finally:

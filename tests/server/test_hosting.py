@@ -11,11 +11,13 @@ import pytest
 from clients.client import Client, ServerError
 from protocol import v1
 from protocol.errors import ErrorCode
+from server.app import GameServer
 from server.node.hosting import HeldLock, TableLock
 from server.node.routing import REMOTE_TIMEOUT
 from server.stores.base import LeaseLost
 from server.table.commands import LogEntry, Resume, decode_entry, rebuild
 from server.table.records import decode_table_record, record_log
+from server.table.room import Room
 from server.testing.nodes import lease_holders
 from server.testing.redis_server import RedisServer
 from tests.server.helpers import play_out, queued_at, seat_and_start, wait_for
@@ -398,6 +400,22 @@ async def test_a_tables_lock_lives_while_used_and_is_never_two_at_once() -> None
     assert locks == {}
 
 
+async def seated_and_watching_through(
+    hosting: GameServer, via: GameServer
+) -> tuple[Room, list[Client]]:
+    """A table hosted on ``hosting``: its host, Pat seated and Sam spectating through ``via``."""
+    host = await Client.connect(f"ws://127.0.0.1:{hosting.port}/", name="Host")
+    pat = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Pat")
+    sam = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Sam")
+    options = v1.TableOptions(seats=3, grace_seconds=0.5)
+    table = (await host.request(v1.CreateTable(options=options))).table.id
+    await pat.request(v1.JoinTable(table=table))
+    await sam.request(v1.Spectate(table=table))
+    room = hosting.node.rooms[table]
+    assert room.seat_of(pat.player) == 1 and room.spectators == {sam.player}
+    return room, [host, pat, sam]
+
+
 async def test_viewers_whose_node_stopped_are_away_at_a_table_hosted_elsewhere(
     make_server, redis_url_clean
 ) -> None:
@@ -408,16 +426,8 @@ async def test_viewers_whose_node_stopped_are_away_at_a_table_hosted_elsewhere(
     spectator counted and the table open for ever."""
     hosting = await make_server(redis_url=redis_url_clean, node_id="hosting")
     via = await make_server(redis_url=redis_url_clean, node_id="via")
-    host = await Client.connect(f"ws://127.0.0.1:{hosting.port}/", name="Host")
-    pat = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Pat")
-    sam = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Sam")
+    room, (host, pat, sam) = await seated_and_watching_through(hosting, via)
     try:
-        options = v1.TableOptions(seats=3, grace_seconds=0.5)
-        table = (await host.request(v1.CreateTable(options=options))).table.id
-        await pat.request(v1.JoinTable(table=table))
-        await sam.request(v1.Spectate(table=table))
-        room = hosting.node.rooms[table]
-        assert room.seat_of(pat.player) == 1 and room.spectators == {sam.player}
         await via.stop()
 
         def let_go() -> bool:
@@ -445,16 +455,8 @@ async def test_viewers_of_a_node_restarted_under_its_id_are_away_at_a_table_host
     ttl = 10.0  # the old process's heartbeat outlives the test's wait
     hosting = await make_server(redis_url=url, node_id="hosting", lease_ttl=ttl)
     via = await make_server(redis_url=url, node_id="via", lease_ttl=ttl)
-    host = await Client.connect(f"ws://127.0.0.1:{hosting.port}/", name="Host")
-    pat = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Pat")
-    sam = await Client.connect(f"ws://127.0.0.1:{via.port}/", name="Sam")
+    room, (host, pat, sam) = await seated_and_watching_through(hosting, via)
     try:
-        options = v1.TableOptions(seats=3, grace_seconds=0.5)
-        table = (await host.request(v1.CreateTable(options=options))).table.id
-        await pat.request(v1.JoinTable(table=table))
-        await sam.request(v1.Spectate(table=table))
-        room = hosting.node.rooms[table]
-        assert room.seat_of(pat.player) == 1 and room.spectators == {sam.player}
         await via.stop()
         stopped = time.monotonic()
         again = await make_server(redis_url=url, node_id="via", lease_ttl=ttl)
