@@ -94,6 +94,9 @@ class CloseCode(enum.IntEnum):
     """Flooding: the client exceeded the message rate limit."""
     MESSAGE_TOO_BIG = 1009
     """A frame exceeded ``limits.max_frame_bytes``."""
+    INTERNAL_ERROR = 1011
+    """Keepalive: the client did not answer the server's WebSocket ping in time (sent by the
+    WebSocket layer)."""
     HANDSHAKE_FAILED = 4000
     """The first message was not a valid ``hello``."""
     UNSUPPORTED_VERSION = 4001

@@ -91,10 +91,16 @@ BOT_CLIENT_PREFIX = "blackdrez-bot"
 VIOLATION_WINDOW = 10.0
 """More than ``burst`` rate-limited messages within this many seconds close the connection."""
 PROTOCOL_CLOSES = frozenset(
-    (CloseCode.PROTOCOL_ERROR, CloseCode.INVALID_DATA, CloseCode.MESSAGE_TOO_BIG)
+    (
+        CloseCode.PROTOCOL_ERROR,
+        CloseCode.INVALID_DATA,
+        CloseCode.MESSAGE_TOO_BIG,
+        CloseCode.INTERNAL_ERROR,
+    )
 )
-"""The closes ``websockets`` sends by itself for a client's frame: counted like the 1008 of a
-flood, which the server sends, in ``blackdrez_closes_total``."""
+"""The closes ``websockets`` sends by itself for a client's frame (or its keepalive ping left
+unanswered: 1011): counted like the 1008 of a flood, which the server sends, in
+``blackdrez_closes_total``."""
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
 BOT_THINK = 0.6
 """Seconds a bot the host added waits before each action, so people at the table can follow."""
@@ -561,6 +567,7 @@ class GameServer:
     # ------------------------------------------------------------------ WebSocket
     async def _connection(self, ws: ServerConnection) -> None:
         if self.stopping:
+            self._count_close(CloseCode.GOING_AWAY)
             await ws.close(CloseCode.GOING_AWAY, "server shutting down")
             return
         assert ws.request is not None
@@ -603,6 +610,7 @@ class GameServer:
         try:
             frame = await asyncio.wait_for(ws.recv(), s.hello_timeout)
         except TimeoutError:
+            self._count_close(CloseCode.HANDSHAKE_FAILED)
             await ws.close(CloseCode.HANDSHAKE_FAILED, "no hello in time")
             return None
         except ConnectionClosed:

@@ -23,7 +23,8 @@ async def make_server() -> AsyncIterator[ServerFactory]:
     async def start(**overrides: Any) -> GameServer:
         overrides.setdefault("messages_per_second", 1000.0)
         overrides.setdefault("burst", 1000)
-        settings = Settings(port=0, ping_interval=None, **overrides)
+        overrides.setdefault("ping_interval", None)
+        settings = Settings(port=0, **overrides)
         server = GameServer(settings, bot_client=run_bot)
         await server.start()
         servers.append(server)

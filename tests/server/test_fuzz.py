@@ -258,6 +258,40 @@ def read_metrics(port: int) -> str:
         return response.read().decode()
 
 
+async def test_the_closes_of_a_silent_client_and_of_a_stopping_server_are_counted(
+    make_server,
+) -> None:
+    """The other closes a client can cause were not counted either: 4000 (no ``hello`` in
+    time), 1011 (the WebSocket ping unanswered: a client that stopped reading) and 1001 (a
+    connection opened while the server stops)."""
+    server = await make_server(
+        hello_timeout=0.3, ping_interval=0.2, ping_timeout=0.3, close_timeout=0.5
+    )
+    url = f"ws://127.0.0.1:{server.port}/"
+    async with ws_connect(url, ping_interval=None) as ws:
+        with contextlib.suppress(ConnectionClosed):
+            await ws.recv()
+        assert ws.close_code == CloseCode.HANDSHAKE_FAILED
+    async with ws_connect(url, ping_interval=None, close_timeout=0.5) as ws:
+        await ws.send(encode(Hello(versions=[1], name="Gone"), False))
+        assert isinstance(SERVER.decode(await ws.recv()), v1.Welcome)
+        ws.transport.pause_reading()  # no pong: the server's keepalive gives up on it
+        deadline = asyncio.get_running_loop().time() + 10
+        while closes(server, CloseCode.INTERNAL_ERROR) < 1:
+            assert asyncio.get_running_loop().time() < deadline, "1011 not counted"
+            await asyncio.sleep(0.05)
+    assert closes(server, CloseCode.HANDSHAKE_FAILED) == 1
+    server.stopping = True  # (as between a drain's start and the listener's close)
+    try:
+        async with ws_connect(url, ping_interval=None) as ws:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.recv()
+            assert ws.close_code == CloseCode.GOING_AWAY
+    finally:
+        server.stopping = False
+    assert closes(server, CloseCode.GOING_AWAY) == 1
+
+
 def closes(server, code: int) -> float:
     """How many closes with ``code`` the server's metrics counted."""
     return server.metrics.closes.labels(str(int(code)))._value.get()
