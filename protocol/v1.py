@@ -130,6 +130,15 @@ class SeatInfo(msgspec.Struct, kw_only=True):
     read, at a casual table, or without records)."""
 
 
+class HeldSeat(msgspec.Struct, kw_only=True):
+    """A free seat nobody else may take until the game ends: at a rated table it holds the
+    result of the player who played its rounds and left (they may sit there again)."""
+
+    seat: int
+    player: str
+    name: str
+
+
 class TableInfo(msgspec.Struct, kw_only=True):
     """A table as the lobby and its players see it."""
 
@@ -159,6 +168,9 @@ class TableInfo(msgspec.Struct, kw_only=True):
     """Moves taken back in this session's game."""
     undoable: int = 0
     """How many moves ``undo`` can take back now (those since the last card was revealed)."""
+    held: list[HeldSeat] = msgspec.field(default_factory=list)
+    """The free seats (``None`` in ``seats``) that only a given player may take until the game
+    ends: a rated game's leaver's seat (a ``join`` of anyone else there is ``seat_taken``)."""
 
 
 class Numbered(msgspec.Struct, kw_only=True):

@@ -351,6 +351,11 @@ class Room:
             hints=self.assist.hints if self.assist is not None else 0,
             undos=self.assist.undos if self.assist is not None else 0,
             undoable=len(self.assist.undo) if self.assist is not None else 0,
+            held=[
+                v1.HeldSeat(seat=index, player=player, name=self.game_players[index][2])
+                for index, s in enumerate(self.seats)
+                if s is None and (player := self._reserved_for(index)) is not None
+            ],
         )
 
     def view(self, seat: int | None) -> Any:

@@ -96,3 +96,32 @@ def test_the_seats_reserved_for_leavers_are_not_offered_to_bots() -> None:
     with pytest.raises(RoomError) as refused:
         harness.room.bot_seats("bob", 2, 1)
     assert refused.value.code is ErrorCode.TABLE_FULL
+
+
+def test_the_table_info_shows_a_seat_kept_for_a_leaver_and_whose_it_is() -> None:
+    """The lobby and the table's players saw the kept seat as free (``None``) and offered it:
+    sitting there was refused. ``held`` names it and its player until the game ends."""
+    harness = first_round_played_then_ann_leaves(rated=True, max_rounds=2)
+    room = harness.room
+    info = room.info()
+    assert info.seats[0] is None
+    assert [(h.seat, h.player, h.name) for h in info.held] == [(0, "ann", "ann")]
+    ann = harness.client("ann")
+    ann.join()
+    assert room.info().held == [], "back in her seat: nothing is held any more"
+    ann.leave()
+    assert [h.seat for h in room.info().held] == [0]
+    cid = harness.client("cid")
+    cid.join()
+    assert room.seat_of("cid") == 2 and [h.seat for h in room.info().held] == [0]
+    cid.ready()
+    harness.advance(1)
+    while not room.engine.over:
+        on_turn(harness).act({"type": "withdraw"})
+        harness.advance(1)
+    assert room.info().held == [], "the game is over: the seat is free for anyone"
+
+
+def test_a_casual_table_holds_no_seat() -> None:
+    harness = first_round_played_then_ann_leaves(max_rounds=2)
+    assert harness.room.info().seats[0] is None and harness.room.info().held == []
