@@ -128,9 +128,17 @@ function seatBox(ctx, table, index, names, compact) {
   const n = info.seats.length;
   const style = { "--play-order": String((index - (table.seat ?? 0) + n) % n) };
   if (!occupant) {
+    // Kept for a player who played this rated game and left: their result stays in it.
+    const kept = (info.held ?? []).find((x) => x.seat === index);
+    if (kept && kept.player !== ctx.me) {
+      return h("div.seat.empty.kept", { dataset: { seat: index }, style },
+        h("div.seat-name", `Seat ${index + 1}`),
+        h("p.muted", { title: "A player who left a rated game keeps their seat and result until the game ends" }, `Kept for ${kept.name}`),
+        h("p.muted", "(left this rated game)"));
+    }
     return h("div.seat.empty", { dataset: { seat: index }, style },
       h("div.seat-name", `Seat ${index + 1}`),
-      h("p.muted", "Empty"),
+      h("p.muted", kept ? "Your seat in this game: sit here to play on." : "Empty"),
       table.seat === null && info.status !== "closed"
         ? h("button", { dataset: { key: `sit-${index}` }, onclick: () => sit(ctx, table, index) }, "Sit here")
         : null);

@@ -260,12 +260,15 @@ export class Lobby {
     swap(this.tableList, h("ul.tables", rows.map((t) => {
       const taken = t.seats.filter(Boolean);
       const seated = taken.some((s) => s.player === me);
-      const full = taken.length === t.seats.length;
+      // A seat kept for a rated game's leaver is not free for anyone else (info.held).
+      const kept = (t.held ?? []).filter((x) => x.player !== me).length;
+      const full = taken.length + kept >= t.seats.length;
       return h("li.table-row", { dataset: { table: t.id } },
         h("div.table-name", h("strong", t.name || "Unnamed table"), h("span.status", { dataset: { status: t.status } }, STATUS_WORDS[t.status] ?? t.status),
           t.options?.rated ? h("span.badge.rated", { title: "A rated table: each game moves its players' ratings" }, "rated") : null),
         h("div.table-meta",
           `${taken.length}/${t.seats.length} seated`,
+          kept ? ` · ${kept} kept for ${kept === 1 ? "a player" : "players"} who left` : "",
           t.round ? ` · round ${t.round}` : "",
           t.spectators ? ` · ${t.spectators} watching` : ""),
         h("div.table-players", taken.length

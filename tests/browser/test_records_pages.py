@@ -19,6 +19,7 @@ from protocol import v1
 from server import identity
 from server.app import GameServer, Settings
 from tests.browser.helpers import create_table, table_state
+from tests.server.helpers import act_once, seat_and_start
 from tools.ladder import ladder_bots, run_ladder
 
 DEADLINE = 180.0
@@ -245,3 +246,38 @@ async def test_the_lobby_and_the_table_show_each_seated_players_rating_and_bots_
         assert width <= 390, "nothing overflows the phone's width"
     finally:
         await bot.close()
+
+
+async def test_a_seat_kept_for_a_rated_games_leaver_is_not_offered_as_free(
+    new_page, screenshot, server: GameServer
+) -> None:
+    """Ann played a round of a rated game and left: her seat keeps her result until the game
+    ends, and a join there is refused. The lobby offered it (Join enabled, the seat counted
+    free) and the table showed it empty with Sit here; now both say it is kept for her."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    ann, bob, cid = [await Client.connect(url, name=name) for name in ("Ann", "Bob", "Cid")]
+    try:
+        table = await seat_and_start(ann, [bob, cid], rated=True, max_rounds=5, turn_seconds=600)
+        while ann.tables[table].info.round < 2:
+            await act_once([ann, bob, cid], table)
+        await ann.request(v1.LeaveTable(table=table))
+        while not bob.tables[table].info.held:
+            await act_once([ann, bob, cid], table)  # Ann withdraws at her turn, then is gone
+        assert [h.name for h in bob.tables[table].info.held] == ["Ann"]
+
+        dee = await new_page("Dee", width=390, height=844)
+        dee.set_default_timeout(PATIENCE_MS)
+        row = dee.locator(f".table-row[data-table='{table}']")
+        await row.locator(".table-meta", has_text="1 kept for a player who left").wait_for()
+        assert await row.get_by_role("button", name="Join").is_disabled()
+        await row.scroll_into_view_if_needed()
+        await screenshot(dee, "lobby-kept-seat-phone", full=False)
+        await row.get_by_role("button", name="Watch").click()
+        kept = dee.locator(".seat.kept[data-seat='0']")
+        await kept.wait_for()
+        assert "Kept for Ann" in (await kept.text_content() or "")
+        assert await kept.get_by_role("button", name="Sit here").count() == 0
+        await screenshot(dee, "blackdrez-kept-seat-phone", full=False)
+    finally:
+        for client in (ann, bob, cid):
+            await client.close()
