@@ -81,7 +81,12 @@ export function describeEvent(table, e, names = null) {
   const who = (seat) => nameOf(table, seat, names);
   switch (e.type) {
     case "seat_taken": return `${e.name} sat down${e.bot ? " (a bot)" : ""}`;
-    case "seat_freed": return `Seat ${e.seat + 1} is free: its player ${SEAT_FREED[e.reason] ?? e.reason}`;
+    case "seat_freed": {
+      const kept = (table?.info?.held ?? []).find((x) => x.seat === e.seat);
+      return kept
+        ? `${kept.name} left seat ${e.seat + 1}: it is kept for them until this rated game ends`
+        : `Seat ${e.seat + 1} is free: its player ${SEAT_FREED[e.reason] ?? e.reason}`;
+    }
     case "ready_changed": return `${who(e.seat)} is ${e.ready ? "ready" : "not ready"}`;
     case "presence": return `${who(e.seat)} ${e.connected ? "is back" : "lost the connection"}`;
     case "game_started": return "A new game started";

@@ -277,6 +277,8 @@ async def test_a_seat_kept_for_a_rated_games_leaver_is_not_offered_as_free(
         await kept.wait_for()
         assert "Kept for Ann" in (await kept.text_content() or "")
         assert await kept.get_by_role("button", name="Sit here").count() == 0
+        log = dee.locator("text=Ann left seat 1: it is kept for them until this rated game ends")
+        await log.wait_for()
         await screenshot(dee, "blackdrez-kept-seat-phone", full=False)
     finally:
         for client in (ann, bob, cid):
