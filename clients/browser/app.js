@@ -111,7 +111,8 @@ function toast(text, kind = "error", topic = null) {
     h("span", text),
     h("button.close", { "aria-label": "Dismiss", onclick: () => note.remove() }, "✕"));
   toasts.append(note);
-  while (toasts.children.length > MAX_TOASTS) toasts.firstElementChild.remove();
+  // The "playing elsewhere" notice stays until the player answers it.
+  for (const old of [...toasts.children].filter((t) => t.id !== "replaced").slice(0, -MAX_TOASTS)) old.remove();
   const stay = kind === "error" ? 9000 : 6000;
   setTimeout(() => note.classList.add("fade"), stay);
   setTimeout(() => note.remove(), stay + 700);

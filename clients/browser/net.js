@@ -22,6 +22,8 @@ export class Connection extends EventTarget {
     this.delay = MIN_DELAY;
     this.welcome = null;
     this.greeted = false;
+    /** Closed because this identity connected elsewhere (4004): no reconnection until resume(). */
+    this.replaced = false;
     this.clockOffset = 0; // server time minus local time, in seconds
   }
 
@@ -102,6 +104,7 @@ export class Connection extends EventTarget {
         // Replaced: this identity connected again from another tab or browser, which is now the
         // live one. Reconnecting on our own would take the connection back, and the other would
         // do the same: wait until the player asks (resume).
+        this.replaced = true;
         this.emit("status", { state: "replaced" });
         return;
       }
@@ -111,6 +114,7 @@ export class Connection extends EventTarget {
 
   /** Connect again after being replaced (the player chose to play here). */
   resume() {
+    this.replaced = false;
     this.delay = MIN_DELAY;
     if (!this.ws) this.open();
   }
@@ -159,6 +163,7 @@ export class Connection extends EventTarget {
   }
 
   requestOnce(message) {
+    if (this.replaced) return Promise.reject(Object.assign(new Error("playing elsewhere"), { code: "replaced" }));
     if (!this.connected) return Promise.reject(Object.assign(new Error("not connected: reconnecting…"), { code: "closed" }));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {

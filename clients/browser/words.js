@@ -142,6 +142,7 @@ const ERRORS = {
   not_a_solitaire: "Hints and undo are for the solitaires only.",
   sealed: "That stays sealed until the day is over (UTC).",
   closed: "Not connected: reconnecting…",
+  replaced: "You are playing in another tab or browser: press Play here to play in this one.",
 };
 
 /** A sentence for an error reply (or a failed request), never a raw code. */

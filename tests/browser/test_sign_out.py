@@ -91,6 +91,13 @@ async def test_a_browser_replaced_by_another_stays_out_until_the_player_says_pla
     assert await state(laptop) == ("replaced", ann)
     assert await state(phone) == ("open", ann)
     assert server.node.clients[ann] is not None
+    await laptop.evaluate("location.hash = '#/'")
+    await laptop.locator("#quick-join").click()  # a request while replaced says what to do
+    await laptop.locator(".toast", has_text="press Play here to play in this one").wait_for()
+    # More messages than the toasts hold: the notice stays until the player answers it.
+    await laptop.evaluate("['One', 'Two', 'Three'].forEach((t) => window.blackdrez.ctx.toast(t))")
+    assert await notice.is_visible()
+    assert await state(laptop) == ("replaced", ann)
 
     await notice.get_by_role("button", name="Play here").click()
     await laptop.locator("#status[data-state=open]").wait_for()
