@@ -167,6 +167,21 @@ UNREACHABLE = (
 """What a lost, refused or stalled connection raises (or a replica refusing writes mid-failover,
 or a Redis Cluster whose slot has no master for a moment)."""
 
+
+def lost_connection(error: BaseException) -> bool:
+    """Whether ``error`` is, or was raised while handling, a lost or refused connection
+    (:data:`UNREACHABLE`): a Redis master killed mid-read can end in another exception from the
+    client's cleanup, with the lost connection as its context."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, UNREACHABLE):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 POOL_SIZE = 64
 """Connections to Redis per node, beside the pub/sub one."""
 CONNECT_TIMEOUT = 1.0
@@ -1190,9 +1205,12 @@ class RedisStore(Store):
                 level = logging.WARNING if self._online.is_set() else logging.DEBUG
                 self._online.clear()
                 log.log(level, "redis pub/sub connection lost: %s; reconnecting", error)
-            except Exception:
+            except Exception as error:
                 self._online.clear()
-                log.exception("redis pub/sub reader failed; reconnecting")
+                if lost_connection(error):  # (redis-py failing again while it cleans up)
+                    log.warning("redis pub/sub connection lost: %r; reconnecting", error)
+                else:
+                    log.exception("redis pub/sub reader failed; reconnecting")
             self._retry_now.clear()  # a wake from before this failure was answered by it
             self._attempt_failed.set()
             for confirmed in self._confirmations.values():

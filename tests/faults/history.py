@@ -73,14 +73,34 @@ def unhandled(lines: list[str]) -> list[str]:
     for index, line in enumerate(lines):
         if not any(mark in line for mark in TRACEBACK_MARKS):
             continue
+        if _in_chain(lines, index):
+            continue  # (a later part of a chain, shown with its first)
         shown = [lines[index - 1].strip()] if index else []
         shown.append(line.strip())
         end = index + 1
         while end < len(lines) and lines[end][:1] in (" ", "\t"):
             end += 1
         shown += [text.strip() for text in lines[max(index + 1, end - 2) : end + 1]]
+        # A chain ("During handling of the above exception..."): its last exception too.
+        while end + 2 < len(lines) and any(mark in lines[end + 2] for mark in CHAINED):
+            end += 4  # the exception, a blank line, the marker, a blank line: "Traceback"
+            while end + 1 < len(lines) and lines[end + 1][:1] in (" ", "\t"):
+                end += 1
+            end += 1
+            shown += ["...", *(text.strip() for text in lines[end - 2 : end + 1])]
         found.append(" | ".join(shown))
     return found
+
+
+CHAINED = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+
+
+def _in_chain(lines: list[str], index: int) -> bool:
+    """Whether the traceback starting at ``lines[index]`` continues a chain."""
+    return index >= 2 and any(mark in lines[index - 2] for mark in CHAINED)
 
 
 def status_of(room: Room) -> str:
