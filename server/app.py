@@ -71,7 +71,7 @@ from server.admin import AdminApi
 from server.connection import Connection
 from server.metrics import Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
-from server.node.hosting import HINT_BURST, HINT_RATE
+from server.node.hosting import HINT_BURST, HINT_RATE, is_solitaire_id
 from server.ratelimit import TokenBucket
 from server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
 from server.records.api import RecordsApi
@@ -819,7 +819,7 @@ class GameServer:
             tables = await self.store.player_tables(client.player)
         except StoreUnavailable:
             return True  # the node answers ``unavailable``: it cannot start a session either
-        held = sum(1 for table in tables if table.startswith("s"))
+        held = sum(1 for table in tables if is_solitaire_id(table))
         if held < cap:
             return True
         self.metrics.errors.labels(ErrorCode.TOO_MANY_SESSIONS).inc()

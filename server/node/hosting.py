@@ -87,6 +87,15 @@ from server.table.snapshots import take as take_snapshot
 
 log = logging.getLogger("blackdrez.node")
 
+SOLITAIRE_PREFIX = "s"
+"""The first letter of a solitaire session's table id (a BlackDrez table's is ``t``)."""
+
+
+def is_solitaire_id(table: str) -> bool:
+    """Whether ``table`` names a solitaire session (from its id alone, without a look-up)."""
+    return table.startswith(SOLITAIRE_PREFIX)
+
+
 ELIDED = b""
 """In a hosted table's log held here: an entry before its snapshot, not read at adoption."""
 
@@ -256,7 +265,7 @@ class Hosting:
         ranked: bool = False,
     ) -> Room:
         """Create a room hosted here: leased, logged and listed before anyone hears of it."""
-        table_id = ("s" if GAMES[game].solitaire else "t") + secrets.token_hex(5)
+        table_id = (SOLITAIRE_PREFIX if GAMES[game].solitaire else "t") + secrets.token_hex(5)
         create = Create(
             table=table_id,
             game=game,

@@ -23,6 +23,7 @@ from protocol.codec import encode
 from protocol.errors import ErrorCode
 from server import bus
 from server.connection import Connection
+from server.node.hosting import is_solitaire_id
 from server.node.routing import SOLITAIRE_GRACE, error_answer, refused
 from server.stores.base import LOBBY_CHANNEL
 from server.table import assist
@@ -88,7 +89,7 @@ class Lobby:
         (the same stock, dealt face up there) before they are dealt in the ranked game."""
         await self._settled()  # read your own writes: a session just started here counts
         for table in await self.store.player_tables(player):
-            found = await self.store.get_table(table) if table.startswith("s") else None
+            found = await self.store.get_table(table) if is_solitaire_id(table) else None
             if found is None:
                 continue
             info = msgspec.msgpack.decode(found[1], type=v1.TableInfo)
