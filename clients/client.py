@@ -361,7 +361,7 @@ class Client:
                     if value:
                         return value
                     if self.closed.done():
-                        raise ConnectionError(f"connection closed: {self.closed.result()}")
+                        raise self._closed_error()
                     await self._changed.wait()
 
     # ------------------------------------------------------------------ reading
