@@ -30,6 +30,10 @@ Times are integer milliseconds since the epoch (exact keys for keyset pagination
 * ``accounts``: a claimed player id: unique name (case-folded), argon2 hash, token generation.
 * ``games.sealed_until`` (2): a daily deal's game, stored at once but not served before its UTC
   day has ended (the record reveals the day's seed, which stays secret until then).
+* ``games.private``, ``game_players.private`` (3): a game played at a private table, listed and
+  served to its players only. Games stored before are public (nothing stored said otherwise).
+  Indexes: the public games, overall, per game and per player, newest first, so that leaving
+  the private ones out of a list is still one range of one index.
 """
 
 from __future__ import annotations
@@ -150,6 +154,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         2,
         "daily deals' games sealed until their day ends",
         ("ALTER TABLE games ADD COLUMN sealed_until BIGINT",),
+    ),
+    Migration(
+        3,
+        "private tables' games read by their players only",
+        (
+            "ALTER TABLE games ADD COLUMN private BOOLEAN NOT NULL DEFAULT FALSE",
+            "ALTER TABLE game_players ADD COLUMN private BOOLEAN NOT NULL DEFAULT FALSE",
+            "CREATE INDEX games_public ON games (private, ended_at DESC, id DESC)",
+            "CREATE INDEX games_public_by_game ON games (private, game, ended_at DESC, id DESC)",
+            """CREATE INDEX game_players_public
+                ON game_players (player, private, ended_at DESC, game_id DESC)""",
+            """CREATE INDEX game_players_public_by_game
+                ON game_players (player, private, game, ended_at DESC, game_id DESC)""",
+        ),
     ),
 )
 """Every migration, oldest first; versions are 1, 2, 3... with no gap."""

@@ -122,3 +122,53 @@ async def test_an_unknown_or_unreachable_database_is_a_clear_error() -> None:
         await open_database("mysql://u@h/db")
     with pytest.raises(DatabaseError, match="cannot connect to postgresql://u:\\*\\*\\*@"):
         await open_database(f"postgresql://u:secret@127.0.0.1:{free_port()}/db")
+
+
+def _insert(sql: str, rows: list[tuple[object, ...]]) -> Script[None]:
+    for row in rows:
+        yield sql, row
+
+
+OldGame = tuple[str, str, str, int, int, int | None, str, str, int]
+"""id, game, table, started, ended, sealed_until (ms), seed, player, score."""
+
+
+async def _old_games(db: Database, games: list[OldGame]) -> None:
+    """Write ``games`` (one player each) as the code of schema 2 wrote them."""
+    players = sorted({game[7] for game in games})
+    await db.run(_insert(
+        "INSERT INTO players (id, name, bot, created_at, seen_at) VALUES ($1, $1, FALSE, 0, 0)",
+        [(player,) for player in players],
+    ))  # fmt: skip
+    await db.run(_insert(
+        "INSERT INTO games (id, game, table_id, rated, started_at, ended_at, commitment, "
+        "record, summary, sealed_until) VALUES ($1, $2, $3, FALSE, $4, $5, 'c', $6, $7, $8)",
+        [
+            (gid, game, table, started, ended,
+             f'{{"game": "{game}", "config": {{}}, "seed": "{seed}", "actions": []}}',
+             f'{{"players": [{{"seat": 0, "player": "{player}", "name": "{player}", '
+             f'"bot": false, "place": null, "score": {score}, "won": false}}], "result": {{}}}}',
+             sealed)
+            for gid, game, table, started, ended, sealed, seed, player, score in games
+        ],
+    ))  # fmt: skip
+    await db.run(_insert(
+        "INSERT INTO game_players (game_id, player, game, ended_at, seat) "
+        "VALUES ($1, $2, $3, $4, 0)",
+        [(gid, player, game, ended) for gid, game, _, _, ended, _, _, player, _ in games],
+    ))  # fmt: skip
+
+
+async def test_games_stored_before_private_games_existed_are_public(db: Database) -> None:
+    await migrate(db, MIGRATIONS[:2])
+    await _old_games(db, [
+        ("d:1", "blackdrez", "t_d", 0, 1_000, None, "s-d", "ann", 6),
+        ("r:1", "blue_jacket", "s_r", 0, 3_000, None, "f00d", "ann", 90),
+    ])  # fmt: skip
+    await migrate(db)
+    store = RecordsStore(db)
+    for lister in (store.games(), store.games(player="ann"), store.games(game="blackdrez")):
+        page, _ = await lister
+        assert page and not any(game.private for game in page)
+    assert len((await store.games(player="ann"))[0]) == 2
+    assert await store.game("d:1") is not None
