@@ -172,3 +172,46 @@ async def test_games_stored_before_private_games_existed_are_public(db: Database
         assert page and not any(game.private for game in page)
     assert len((await store.games(player="ann"))[0]) == 2
     assert await store.game("d:1") is not None
+
+
+async def test_best_scores_stored_under_the_old_rule_are_recomputed_under_todays(
+    db: Database,
+) -> None:
+    """Before, a best score was the best of every game; now only ranked games played without
+    help count: a numbered deal never, a daily deal in the player's first session of it only."""
+    await migrate(db, MIGRATIONS[:3])
+    day = 1_764_547_200_000  # a daily deal's day end (ms)
+    await _old_games(db, [
+        ("d:1", "blackdrez", "t_d", 0, 1_000, None, "s-d", "ann", 6),
+        ("n:1", "blue_jacket", "s_n", 0, 2_000, None, "blue_jacket:deal:7", "ann", 200),
+        ("r:1", "blue_jacket", "s_r", 0, 3_000, None, "f00d", "ann", 90),
+        ("r:2", "blue_jacket", "s_r", 0, 4_000, None, "beef", "ann", 120),
+        ("a:1", "blue_jacket", "s_a", 50, 5_000, day, "daily", "ann", 150),
+        ("b:1", "blue_jacket", "s_b", 100, 6_000, day, "daily", "ann", 180),
+        ("z:1", "blackjack_piles", "s_z", 0, 7_000, None, "blackjack_piles:deal:3", "bob", 40),
+        ("y:1", "blue_jacket", "s_y", 0, 8_000, None, "c0de", "cy", 70),
+        ("y:2", "blue_jacket", "s_y2", 0, 9_000, None, "c0fe", "cy", 99),
+    ])  # fmt: skip
+    # the old rule: the best of every game. cy's 99 came after the new rule, which left it out
+    # (hints, not stored): the stored best is 70
+    await db.run(_insert(
+        "INSERT INTO player_stats (player, game, bot, games, wins, best_score, best_at, last_at) "
+        "VALUES ($1, $2, FALSE, 1, 0, $3, $4, 0)",
+        [("ann", "blackdrez", None, None), ("ann", "blue_jacket", 200, 2_000),
+         ("bob", "blackjack_piles", 40, 7_000), ("cy", "blue_jacket", 70, 8_000)],
+    ))  # fmt: skip
+
+    assert await migrate(db) == [4]
+    best = {
+        (row["player"], row["game"]): (row["best_score"], row["best_at"])
+        for row in await db.fetch("SELECT player, game, best_score, best_at FROM player_stats")
+    }
+    assert best == {
+        ("ann", "blackdrez"): (None, None),
+        # not the numbered deal's 200 nor the second daily session's 180: the first one's 150
+        ("ann", "blue_jacket"): (150, 5_000),
+        ("bob", "blackjack_piles"): (None, None),  # only a numbered deal: off the board
+        ("cy", "blue_jacket"): (70, 8_000),  # never raised
+    }
+    board, _ = await RecordsStore(db).leaderboard("blue_jacket")
+    assert [(e.player, e.best_score) for e in board] == [("ann", 150), ("cy", 70)]
