@@ -515,7 +515,10 @@ class GameServer:
             connection.remote_address[0], request.headers.get_all("X-Forwarded-For"), self._trusted
         )
         try:
-            answer = await self.api.handle("GET", request.path, b"", address)
+            viewer = await self._api_viewer(request.headers.get_all("Authorization"))
+            if isinstance(viewer, Response):
+                return viewer
+            answer = await self.api.handle("GET", request.path, b"", address, viewer)
         except Exception:  # the database's own errors: say so, as the API's errors do
             log.warning("records API: %s failed", request.path, exc_info=True)
             body = (
@@ -526,6 +529,30 @@ class GameServer:
         headers = Headers([*answer.headers, ("Content-Length", str(len(answer.body)))])
         status = http.HTTPStatus(answer.status)
         return Response(status.value, status.phrase, headers, answer.body)
+
+    async def _api_viewer(self, authorization: list[str]) -> str | Response | None:
+        """Who an API request comes from: the player of its ``Authorization: Bearer <token>``
+        (checked as at ``hello``), ``None`` without one, or the 401 for a token not valid here
+        (rather than answering as to anyone: a client would think their own games gone)."""
+        if not authorization:
+            return None
+        scheme, _, text = authorization[0].partition(" ")
+        token = None
+        if len(authorization) == 1 and scheme.lower() == "bearer" and text.strip():
+            token = await self._authenticate(text.strip())
+        try:
+            revoked = token is not None and await self.store.token_revoked(token.id)
+        except StoreUnavailable:  # as at hello: enforced again as soon as the store answers
+            revoked = False
+        if token is None or revoked:
+            body = msgspec.json.encode(
+                {"error": {"code": "invalid_token", "message": (
+                    "the Authorization header's token is not valid here (forged, expired or "
+                    "logged out); send 'Bearer <token>', the token hello returned, or none"
+                )}}
+            )  # fmt: skip
+            return _response(http.HTTPStatus.UNAUTHORIZED, body, "application/json")
+        return token.player
 
     def _metrics_http(self, connection: ServerConnection, request: Request) -> Response:
         """The metrics listener: ``/metrics`` and ``/healthz``, nothing else (no WebSocket)."""

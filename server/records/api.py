@@ -23,6 +23,10 @@ is answered with a 4xx status and ``{"error": {"code", "message"}}``, never a 50
 query parameter is an error too, so a typo is not silently ignored. Stored game records never
 change, so their responses may be cached for good; everything else is ``no-cache``, and account
 responses (which carry tokens) ``no-store``.
+
+A private table's games are listed and served to their players only: ``handle`` takes the player
+the front end knows the request comes from (``viewer``: it checked their token), and what is
+answered to a viewer is ``private, no-cache``. Replays kept in memory are public games' only.
 """
 
 from __future__ import annotations
@@ -183,6 +187,7 @@ _JSON = ("content-type", "application/json")
 _NO_CACHE = ("cache-control", "no-cache")
 _NO_STORE = ("cache-control", "no-store")
 _FOREVER = ("cache-control", "public, max-age=31536000, immutable")
+_PRIVATE = ("cache-control", "private, no-cache")
 
 _ACCOUNT_STATUS = {
     AccountErrorCode.INVALID_TOKEN: http.HTTPStatus.UNAUTHORIZED,
@@ -257,18 +262,25 @@ class RecordsApi:
         self._replays: OrderedDict[str, GameReplay] = OrderedDict()
 
     async def handle(
-        self, method: str, target: str, body: bytes = b"", client: str = ""
+        self,
+        method: str,
+        target: str,
+        body: bytes = b"",
+        client: str = "",
+        viewer: str | None = None,
     ) -> Response:
-        """Answer one request: ``target`` is the path with its query string (``/api/v1/...``)."""
+        """Answer one request: ``target`` is the path with its query string (``/api/v1/...``);
+        ``viewer`` the player the request comes from, if the front end knows (it checked their
+        token): their own private games are listed and served to them."""
         try:
-            data, cache = await self._route(method, target, body, client)
+            data, cache = await self._route(method, target, body, client, viewer)
         except _Refused as refused:
             headers = (_JSON, _NO_STORE, *refused.headers)
             return Response(refused.status.value, _ENCODER.encode(refused.reply), headers)
         return Response(http.HTTPStatus.OK.value, _ENCODER.encode(data), (_JSON, cache))
 
     async def _route(
-        self, method: str, target: str, body: bytes, client: str
+        self, method: str, target: str, body: bytes, client: str, viewer: str | None
     ) -> tuple[Any, tuple[str, str]]:
         parts = urlsplit(target)
         if not parts.path.startswith(PREFIX + "/"):
@@ -289,10 +301,14 @@ class RecordsApi:
             if parts.query:
                 raise _bad("account requests take no query parameters")
             return await self._account(name, body, client), _NO_STORE
-        return await getattr(self, name)(parts.query, *arguments)
+        data, cache = await getattr(self, name)(parts.query, viewer, *arguments)
+        # what a viewer reads may be theirs alone: never from a shared cache
+        return data, cache if viewer is None else _PRIVATE
 
     # ------------------------------------------------------------------ GET routes
-    async def _games(self, query_text: str) -> tuple[GamesPage, tuple[str, str]]:
+    async def _games(
+        self, query_text: str, viewer: str | None
+    ) -> tuple[GamesPage, tuple[str, str]]:
         query = _Query(query_text, frozenset({"player", "game", "before", "limit"}))
         try:
             games, cursor = await self.store.games(
@@ -300,34 +316,43 @@ class RecordsApi:
                 game=query.game(),
                 before=query.text("before"),
                 limit=query.limit(),
+                viewer=viewer,
             )
         except InvalidCursor as error:
             raise _bad(str(error)) from None
         return GamesPage(games=games, next=cursor), _NO_CACHE
 
-    async def _game(self, query_text: str, game_id: str) -> tuple[Any, tuple[str, str]]:
+    async def _game(
+        self, query_text: str, viewer: str | None, game_id: str
+    ) -> tuple[Any, tuple[str, str]]:
         _Query(query_text, frozenset())
-        record = await self.store.game(game_id) if GAME_ID.fullmatch(game_id) else None
+        record = await self.store.game(game_id, viewer) if GAME_ID.fullmatch(game_id) else None
         if record is None:
             raise _not_found(f"no stored game {game_id!r}")
         return record, _FOREVER
 
-    async def _replay(self, query_text: str, game_id: str) -> tuple[Any, tuple[str, str]]:
+    async def _replay(
+        self, query_text: str, viewer: str | None, game_id: str
+    ) -> tuple[Any, tuple[str, str]]:
         _Query(query_text, frozenset())
-        replay = self._replays.get(game_id)
-        if replay is None:
-            record = await self.store.game(game_id) if GAME_ID.fullmatch(game_id) else None
-            if record is None:
-                raise _not_found(f"no stored game {game_id!r}")
-            # One replay and a view per step: milliseconds of CPU, off the event loop
-            replay = await asyncio.to_thread(game_replay, record)
+        replay = self._replays.get(game_id)  # public games only: anyone may read them
+        if replay is not None:
+            self._replays.move_to_end(game_id)
+            return replay, _FOREVER
+        record = await self.store.game(game_id, viewer) if GAME_ID.fullmatch(game_id) else None
+        if record is None:
+            raise _not_found(f"no stored game {game_id!r}")
+        # One replay and a view per step: milliseconds of CPU, off the event loop
+        replay = await asyncio.to_thread(game_replay, record)
+        if not replay.private:
             self._replays[game_id] = replay
             while len(self._replays) > REPLAYS_KEPT:
                 self._replays.popitem(last=False)
-        self._replays.move_to_end(game_id)
         return replay, _FOREVER
 
-    async def _player(self, query_text: str, player_id: str) -> tuple[Any, tuple[str, str]]:
+    async def _player(
+        self, query_text: str, viewer: str | None, player_id: str
+    ) -> tuple[Any, tuple[str, str]]:
         _Query(query_text, frozenset())
         player = await self.store.player(_player_id(player_id))
         if player is None:
@@ -335,7 +360,7 @@ class RecordsApi:
         # Three independent reads: at once, on as many connections as the database has
         (ratings, ratings_next), (games, games_next), stats = await asyncio.gather(
             self.store.rating_history(player.id, "blackdrez", limit=PROFILE_RATINGS),
-            self.store.games(player=player.id, limit=PROFILE_GAMES),
+            self.store.games(player=player.id, limit=PROFILE_GAMES, viewer=viewer),
             self.store.stats(player.id),
         )
         profile = PlayerProfile(
@@ -348,7 +373,9 @@ class RecordsApi:
         )
         return profile, _NO_CACHE
 
-    async def _ratings(self, query_text: str, player_id: str) -> tuple[Any, tuple[str, str]]:
+    async def _ratings(
+        self, query_text: str, viewer: str | None, player_id: str
+    ) -> tuple[Any, tuple[str, str]]:
         query = _Query(query_text, frozenset({"game", "before", "limit"}))
         game = query.game() or "blackdrez"
         if game not in RATED_GAMES:
@@ -362,7 +389,9 @@ class RecordsApi:
         history = RatingHistory(player=player_id, game=game, ratings=points, next=cursor)
         return history, _NO_CACHE
 
-    async def _leaderboard(self, query_text: str, game: str) -> tuple[Any, tuple[str, str]]:
+    async def _leaderboard(
+        self, query_text: str, viewer: str | None, game: str
+    ) -> tuple[Any, tuple[str, str]]:
         query = _Query(query_text, frozenset({"kind", "after", "limit"}))
         if game not in GAMES:
             raise _not_found(f"no leaderboard for {game!r}; games: {', '.join(GAMES)}")

@@ -69,13 +69,15 @@ def finished_game(
     table: str | None = None,
     sealed_until: float | None = None,
     scored: bool = True,
+    private: bool = False,
 ) -> FinishedGame:
     """A verified :class:`FinishedGame` from a record and who sat where; raises ``InvalidGame``.
 
     ``players`` names the occupant of each seat at the end of the game (a seat nobody holds is
     left out); ``rated`` is the table's choice and is only allowed for BlackDrez;
     ``sealed_until``: a daily deal's game is served only from then on (its day's end);
-    ``scored``: whether a solitaire's score may be its player's best (see ``FinishedGame``).
+    ``scored``: whether a solitaire's score may be its player's best (see ``FinishedGame``);
+    ``private``: played at a private table (only its players may read it).
     """
     if not isinstance(game_id, str) or not GAME_ID.fullmatch(game_id):
         raise InvalidGame(f"a game id is 1 to 128 of A-Z a-z 0-9 _ . : -, not {game_id!r}")
@@ -119,6 +121,7 @@ def finished_game(
         record=record,
         sealed_until=sealed_until,
         scored=scored,
+        private=private,
     )
 
 

@@ -30,13 +30,28 @@ Times are integer milliseconds since the epoch (exact keys for keyset pagination
 * ``accounts``: a claimed player id: unique name (case-folded), argon2 hash, token generation.
 * ``games.sealed_until`` (2): a daily deal's game, stored at once but not served before its UTC
   day has ended (the record reveals the day's seed, which stays secret until then).
+* ``games.private``, ``game_players.private`` (3): a game played at a private table, listed and
+  served to its players only. Games stored before are public (nothing stored said otherwise).
+  Indexes: the public games, overall, per game and per player, newest first, so that leaving
+  the private ones out of a list is still one range of one index.
+* Best scores recomputed (4): ``player_stats.best_score`` from the stored games under the rule
+  that only a ranked game played without help counts (see :func:`_recompute_best_scores`).
+
+A migration is SQL statements, then optionally a *script* (``db.py``'s write scripts) for what
+SQL cannot say on both databases alike (reading the JSON a row holds). A script is part of the
+released migration: it names what it relies on itself instead of importing rules that may
+change later.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import msgspec
 
 from server.records.db import Database, Script
 
@@ -48,11 +63,106 @@ class Migration:
     version: int
     name: str
     statements: tuple[str, ...]
+    script: Callable[[], Script[None]] | None = None
+    """Run after the statements, in the same transaction."""
 
     @property
     def checksum(self) -> str:
-        """A hash of the statements: an applied migration must never change."""
-        return hashlib.sha256("\n;\n".join(self.statements).encode()).hexdigest()
+        """A hash of the statements (and the script's name): an applied migration must never
+        change."""
+        text = "\n;\n".join(self.statements)
+        if self.script is not None:
+            text += f"\n;\nscript {self.script.__qualname__}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Stored(msgspec.Struct):
+    """What the best-score recomputation reads of a stored game's record."""
+
+    seed: str | None = None
+
+
+class _Seat(msgspec.Struct):
+    """A seat of a stored game's summary: who, and their score."""
+
+    player: str
+    score: int | None = None
+
+
+class _Players(msgspec.Struct):
+    """What the best-score recomputation reads of a stored game's summary."""
+
+    players: list[_Seat]
+
+
+_RATED = ("blackdrez",)
+"""The games with ratings and no best score, when migration 4 was written."""
+_PAGE = 500
+"""Games read at once by migration 4."""
+
+
+def _recompute_best_scores() -> Script[None]:
+    """Migration 4: each solitaire best score as today's rule makes it, from the stored games.
+
+    Before that rule, a best score was the best of all of a player's games; now it is the best
+    of their ranked games played without help (``FinishedGame.scored``). What the stored games
+    say of it: a numbered deal's record has its public seed (``{game}:deal:{n}``); a daily
+    deal's games (``sealed_until`` set) were ranked in the player's first session of that deal,
+    the table of their earliest game of it. Hints and undos were never stored: so that an
+    assisted game left out by the rule when it was stored does not come back, no best score
+    rises here (the new best is the best candidate not above the stored one, and a player with
+    no stored best keeps none).
+    """
+    marks = ", ".join(f"${n}" for n in range(1, len(_RATED) + 1))
+    candidates: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    first_daily: dict[tuple[str, str, int], tuple[int, str, str]] = {}
+    daily: list[tuple[str, str, int, str, int, int]] = []
+    last = ""
+    while True:
+        rows = yield (
+            "SELECT id, game, table_id, started_at, ended_at, sealed_until, record, summary "
+            f"FROM games WHERE game NOT IN ({marks}) AND id > ${len(_RATED) + 1} "
+            f"ORDER BY id LIMIT {_PAGE}",
+            (*_RATED, last),
+        )
+        for row in rows:
+            seed = msgspec.json.decode(row["record"], type=_Stored).seed or ""
+            if re.fullmatch(rf"{re.escape(row['game'])}:deal:[0-9]+", seed):
+                continue  # a numbered deal: its stock is public
+            for seat in msgspec.json.decode(row["summary"], type=_Players).players:
+                if seat.score is None:
+                    continue
+                if row["sealed_until"] is None:
+                    candidates.setdefault((seat.player, row["game"]), []).append(
+                        (seat.score, row["ended_at"])
+                    )
+                    continue
+                day = (seat.player, row["game"], row["sealed_until"])
+                start = (row["started_at"], row["id"], row["table_id"] or "")
+                first_daily[day] = min(first_daily.get(day, start), start)
+                daily.append((*day, row["table_id"] or "", seat.score, row["ended_at"]))
+        if len(rows) < _PAGE:
+            break
+        last = rows[-1]["id"]
+    for player, game, day, table, score, ended in daily:
+        if first_daily[(player, game, day)][2] == table:
+            candidates.setdefault((player, game), []).append((score, ended))
+    stats = yield (
+        "SELECT player, game, best_score, best_at FROM player_stats "
+        f"WHERE best_score IS NOT NULL AND game NOT IN ({marks})",
+        _RATED,
+    )
+    for row in stats:
+        kept = [
+            c for c in candidates.get((row["player"], row["game"]), []) if c[0] <= row["best_score"]
+        ]
+        score, at = max(kept, key=lambda c: (c[0], -c[1])) if kept else (None, None)
+        if (score, at) != (row["best_score"], row["best_at"]):
+            yield (
+                "UPDATE player_stats SET best_score = $3, best_at = $4 "
+                "WHERE player = $1 AND game = $2",
+                (row["player"], row["game"], score, at),
+            )
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -151,6 +261,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         "daily deals' games sealed until their day ends",
         ("ALTER TABLE games ADD COLUMN sealed_until BIGINT",),
     ),
+    Migration(
+        3,
+        "private tables' games read by their players only",
+        (
+            "ALTER TABLE games ADD COLUMN private BOOLEAN NOT NULL DEFAULT FALSE",
+            "ALTER TABLE game_players ADD COLUMN private BOOLEAN NOT NULL DEFAULT FALSE",
+            "CREATE INDEX games_public ON games (private, ended_at DESC, id DESC)",
+            "CREATE INDEX games_public_by_game ON games (private, game, ended_at DESC, id DESC)",
+            """CREATE INDEX game_players_public
+                ON game_players (player, private, ended_at DESC, game_id DESC)""",
+            """CREATE INDEX game_players_public_by_game
+                ON game_players (player, private, game, ended_at DESC, game_id DESC)""",
+        ),
+    ),
+    Migration(
+        4,
+        "best scores of ranked games played without help only",
+        (),
+        _recompute_best_scores,
+    ),
 )
 """Every migration, oldest first; versions are 1, 2, 3... with no gap."""
 
@@ -197,6 +327,8 @@ def _migrate(dialect: str, migrations: tuple[Migration, ...], now: int) -> Scrip
             continue
         for statement in migration.statements:
             yield statement, ()
+        if migration.script is not None:
+            yield from migration.script()
         yield (
             "INSERT INTO schema_version (version, name, checksum, applied_at) "
             "VALUES ($1, $2, $3, $4)",

@@ -57,6 +57,8 @@ class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
     ended_at: float
     players: list[PlayerResult]
     result: dict[str, Any]
+    private: bool = False
+    """Played at a private table: listed and served only to its players (see docs/api.md)."""
 
 
 def summary_fields(game: GameSummary | GameRecord) -> dict[str, Any]:
@@ -95,6 +97,7 @@ class GameRecord(FileRecord, kw_only=True):
     ended_at: float
     players: list[PlayerResult]
     result: dict[str, Any]
+    private: bool = False
 
 
 class Rating(msgspec.Struct, frozen=True, kw_only=True):

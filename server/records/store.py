@@ -166,6 +166,7 @@ def _summary(row: Row) -> GameSummary:
         ended_at=_seconds(row["ended_at"]),
         players=summary.players,
         result=summary.result,
+        private=bool(row["private"]),
     )
 
 
@@ -179,12 +180,21 @@ def _rating(row: Row) -> Rating:
     )
 
 
-_GAME_COLUMNS = "g.id, g.game, g.table_id, g.rated, g.started_at, g.ended_at, g.summary"
+_GAME_COLUMNS = "g.id, g.game, g.table_id, g.rated, g.started_at, g.ended_at, g.summary, g.private"
 
 
 def _unsealed(parameter: int) -> str:
     """The condition that game ``g`` may be served at the time given as parameter ``$n``."""
     return f"(g.sealed_until IS NULL OR g.sealed_until <= ${parameter})"
+
+
+def _readable(parameter: int) -> str:
+    """The condition that game ``g`` may be served to the player given as parameter ``$n``
+    (``NULL``: anyone): a public game, or a private one they played."""
+    return (
+        f"(g.private = FALSE OR EXISTS (SELECT 1 FROM game_players v "
+        f"WHERE v.game_id = g.id AND v.player = ${parameter}))"
+    )
 
 
 class RecordsStore:
@@ -229,13 +239,15 @@ class RecordsStore:
         return await self.db.run_each([_put_or_conflict(game, lock_rows) for game in games])
 
     # ------------------------------------------------------------------ reading games
-    # ------------------------------------------------------------------ reading games
-    async def game(self, game_id: str) -> GameRecord | None:
-        """One stored game as its record file plus metadata, or ``None``."""
+    async def game(self, game_id: str, viewer: str | None = None) -> GameRecord | None:
+        """One stored game as its record file plus metadata, or ``None``: also for a private
+        game that ``viewer`` (the player asking; ``None``: anyone) did not play."""
         row = await self.db.fetchrow(
-            f"SELECT {_GAME_COLUMNS}, g.record FROM games g WHERE g.id = $1 AND {_unsealed(2)}",
+            f"SELECT {_GAME_COLUMNS}, g.record FROM games g "
+            f"WHERE g.id = $1 AND {_unsealed(2)} AND {_readable(3)}",
             game_id,
             _ms(self.clock()),
+            viewer,
         )
         if row is None:
             return None
@@ -251,6 +263,7 @@ class RecordsStore:
                 "ended_at": summary.ended_at,
                 "players": msgspec.to_builtins(summary.players),
                 "result": summary.result,
+                "private": summary.private,
             },
             GameRecord,
         )
@@ -262,11 +275,13 @@ class RecordsStore:
         game: str | None = None,
         before: str | None = None,
         limit: int = 20,
+        viewer: str | None = None,
     ) -> tuple[list[GameSummary], str | None]:
         """Finished games, newest first, optionally of one player and/or one game.
 
-        ``before`` is the cursor a previous page returned; returns the page and the cursor of
-        the next one (``None``: this was the last page).
+        Private games are left out, except from a player's own list (``player == viewer``,
+        the player asking). ``before`` is the cursor a previous page returned; returns the page
+        and the cursor of the next one (``None``: this was the last page).
         """
         _check_limit(limit)
         conditions: list[str] = []
@@ -278,6 +293,8 @@ class RecordsStore:
             key = "k"
             args.append(player)
             conditions.append(f"k.player = ${len(args)}")
+        if player is None or player != viewer:  # each list one range of an index (migration 3)
+            conditions.append(f"{key}.private = FALSE")
         if game is not None:
             args.append(game)
             conditions.append(f"{key}.game = ${len(args)}")
@@ -536,13 +553,14 @@ def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
     ended = _ms(game.ended_at)
     inserted = yield (
         "INSERT INTO games (id, game, table_id, rated, started_at, ended_at, commitment, "
-        "record, summary, sealed_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+        "record, summary, sealed_until, private) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
         (
             game.id, game.game, game.table, game.rated, _ms(game.started_at), ended,
             game.record.commitment, encode_record(game.record).decode(),
             _SUMMARY_ENCODER.encode(_Summary(game.players, game.result)).decode(),
-            None if game.sealed_until is None else _ms(game.sealed_until),
+            None if game.sealed_until is None else _ms(game.sealed_until), game.private,
         ),
     )  # fmt: skip
     if not inserted:
@@ -556,9 +574,11 @@ def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
         return False
     players = sorted(game.players, key=lambda p: p.player)  # one lock order for every write
     bots = yield from _see_players([(p.player, p.name, p.bot) for p in players], ended)
-    rows, arguments = values([(game.id, p.player, game.game, ended, p.seat) for p in players])
+    rows, arguments = values(
+        [(game.id, p.player, game.game, ended, p.seat, game.private) for p in players]
+    )
     yield (
-        f"INSERT INTO game_players (game_id, player, game, ended_at, seat) VALUES {rows}",
+        f"INSERT INTO game_players (game_id, player, game, ended_at, seat, private) VALUES {rows}",
         arguments,
     )
     scored = game.game not in RATED_GAMES and game.scored

@@ -124,6 +124,7 @@ def finished(game: GameOver) -> FinishedGame:
         table=table,
         sealed_until=game.sealed_until,
         scored=game.scored,
+        private=game.private,
     )
 
 

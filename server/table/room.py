@@ -205,6 +205,9 @@ class GameOver:
     scored: bool = False
     """A solitaire's game ranked on the leaderboards and played without help (no hint, no
     undo): only such a score may be the player's best in the records."""
+    private: bool = False
+    """Played at a private BlackDrez table (a solitaire session is unlisted, not private): its
+    record is read by its players only."""
 
 
 @dataclass
@@ -1026,6 +1029,7 @@ class Room:
                     and self.assist is not None
                     and not (self.assist.hints or self.assist.undos)
                 ),
+                private=self.options.private and not self.spec.solitaire,
             )
         )
         self.turn_deadline = None

@@ -30,6 +30,7 @@ def finished(
     rated: bool = False,
     seats: int = 4,
     sealed_until: float | None = None,
+    private: bool = False,
 ) -> FinishedGame:
     """A verified finished game; ``players[i]`` sits at seat ``i`` (default p0, p1...)."""
     record = bot_record(game, seed or game_id, seats)
@@ -47,6 +48,7 @@ def finished(
         rated=rated,
         table=f"t_{game_id}",
         sealed_until=sealed_until,
+        private=private,
     )
 
 

@@ -122,3 +122,96 @@ async def test_an_unknown_or_unreachable_database_is_a_clear_error() -> None:
         await open_database("mysql://u@h/db")
     with pytest.raises(DatabaseError, match="cannot connect to postgresql://u:\\*\\*\\*@"):
         await open_database(f"postgresql://u:secret@127.0.0.1:{free_port()}/db")
+
+
+def _insert(sql: str, rows: list[tuple[object, ...]]) -> Script[None]:
+    for row in rows:
+        yield sql, row
+
+
+OldGame = tuple[str, str, str, int, int, int | None, str, str, int]
+"""id, game, table, started, ended, sealed_until (ms), seed, player, score."""
+
+
+async def _old_games(db: Database, games: list[OldGame]) -> None:
+    """Write ``games`` (one player each) as the code of schema 2 wrote them."""
+    players = sorted({game[7] for game in games})
+    await db.run(_insert(
+        "INSERT INTO players (id, name, bot, created_at, seen_at) VALUES ($1, $1, FALSE, 0, 0)",
+        [(player,) for player in players],
+    ))  # fmt: skip
+    await db.run(_insert(
+        "INSERT INTO games (id, game, table_id, rated, started_at, ended_at, commitment, "
+        "record, summary, sealed_until) VALUES ($1, $2, $3, FALSE, $4, $5, 'c', $6, $7, $8)",
+        [
+            (gid, game, table, started, ended,
+             f'{{"game": "{game}", "config": {{}}, "seed": "{seed}", "actions": []}}',
+             f'{{"players": [{{"seat": 0, "player": "{player}", "name": "{player}", '
+             f'"bot": false, "place": null, "score": {score}, "won": false}}], "result": {{}}}}',
+             sealed)
+            for gid, game, table, started, ended, sealed, seed, player, score in games
+        ],
+    ))  # fmt: skip
+    await db.run(_insert(
+        "INSERT INTO game_players (game_id, player, game, ended_at, seat) "
+        "VALUES ($1, $2, $3, $4, 0)",
+        [(gid, player, game, ended) for gid, game, _, _, ended, _, _, player, _ in games],
+    ))  # fmt: skip
+
+
+async def test_games_stored_before_private_games_existed_are_public(db: Database) -> None:
+    await migrate(db, MIGRATIONS[:2])
+    await _old_games(db, [
+        ("d:1", "blackdrez", "t_d", 0, 1_000, None, "s-d", "ann", 6),
+        ("r:1", "blue_jacket", "s_r", 0, 3_000, None, "f00d", "ann", 90),
+    ])  # fmt: skip
+    await migrate(db)
+    store = RecordsStore(db)
+    for lister in (store.games(), store.games(player="ann"), store.games(game="blackdrez")):
+        page, _ = await lister
+        assert page and not any(game.private for game in page)
+    assert len((await store.games(player="ann"))[0]) == 2
+    assert await store.game("d:1") is not None
+
+
+async def test_best_scores_stored_under_the_old_rule_are_recomputed_under_todays(
+    db: Database,
+) -> None:
+    """Before, a best score was the best of every game; now only ranked games played without
+    help count: a numbered deal never, a daily deal in the player's first session of it only."""
+    await migrate(db, MIGRATIONS[:3])
+    day = 1_764_547_200_000  # a daily deal's day end (ms)
+    await _old_games(db, [
+        ("d:1", "blackdrez", "t_d", 0, 1_000, None, "s-d", "ann", 6),
+        ("n:1", "blue_jacket", "s_n", 0, 2_000, None, "blue_jacket:deal:7", "ann", 200),
+        ("r:1", "blue_jacket", "s_r", 0, 3_000, None, "f00d", "ann", 90),
+        ("r:2", "blue_jacket", "s_r", 0, 4_000, None, "beef", "ann", 120),
+        ("a:1", "blue_jacket", "s_a", 50, 5_000, day, "daily", "ann", 150),
+        ("b:1", "blue_jacket", "s_b", 100, 6_000, day, "daily", "ann", 180),
+        ("z:1", "blackjack_piles", "s_z", 0, 7_000, None, "blackjack_piles:deal:3", "bob", 40),
+        ("y:1", "blue_jacket", "s_y", 0, 8_000, None, "c0de", "cy", 70),
+        ("y:2", "blue_jacket", "s_y2", 0, 9_000, None, "c0fe", "cy", 99),
+    ])  # fmt: skip
+    # the old rule: the best of every game. cy's 99 came after the new rule, which left it out
+    # (hints, not stored): the stored best is 70
+    await db.run(_insert(
+        "INSERT INTO player_stats (player, game, bot, games, wins, best_score, best_at, last_at) "
+        "VALUES ($1, $2, FALSE, 1, 0, $3, $4, 0)",
+        [("ann", "blackdrez", None, None), ("ann", "blue_jacket", 200, 2_000),
+         ("bob", "blackjack_piles", 40, 7_000), ("cy", "blue_jacket", 70, 8_000)],
+    ))  # fmt: skip
+
+    assert await migrate(db) == [4]
+    best = {
+        (row["player"], row["game"]): (row["best_score"], row["best_at"])
+        for row in await db.fetch("SELECT player, game, best_score, best_at FROM player_stats")
+    }
+    assert best == {
+        ("ann", "blackdrez"): (None, None),
+        # not the numbered deal's 200 nor the second daily session's 180: the first one's 150
+        ("ann", "blue_jacket"): (150, 5_000),
+        ("bob", "blackjack_piles"): (None, None),  # only a numbered deal: off the board
+        ("cy", "blue_jacket"): (70, 8_000),  # never raised
+    }
+    board, _ = await RecordsStore(db).leaderboard("blue_jacket")
+    assert [(e.player, e.best_score) for e in board] == [("ann", 150), ("cy", 70)]

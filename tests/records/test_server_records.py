@@ -66,11 +66,16 @@ async def eventually(check: Callable[[], Any], what: str) -> Any:
         await asyncio.sleep(0.1)
 
 
-async def http_get(server: GameServer, path: str) -> tuple[int, bytes]:
+async def http_get(server: GameServer, path: str, token: str | None = None) -> tuple[int, bytes]:
+    """GET ``path`` on the server's port, as the player of ``token`` if one is given."""
+
     def fetch() -> tuple[int, bytes]:
         url = f"http://127.0.0.1:{server.port}{path}"
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
         try:
-            with urllib.request.urlopen(url, timeout=30) as response:
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers=headers), timeout=30
+            ) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as error:
             return error.code, error.read()
@@ -613,3 +618,60 @@ async def test_sign_out_everywhere_closes_the_accounts_other_connections_on_ever
             await client.close()
         for node in nodes:
             await node.stop()
+
+
+async def test_a_private_tables_games_are_read_by_their_players_only(server: GameServer) -> None:
+    """Not in the lists of games, not served by id, not in a profile, except to a player of
+    the game who says who they are (the token hello gave them); a public game still is."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    records = server.records
+    assert records is not None
+    ann = await Client.connect(url, name="Ann")
+    bob = await Client.connect(url, name="Bob")
+    cy = await Client.connect(url, name="Cy")
+    ids = {}
+    for private in (True, False):
+        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0, private=private)
+        created = await ann.request(v1.CreateTable(options=options))
+        table = created.table.id
+        await bob.request(v1.JoinTable(table=table, invite=created.invite))
+        await bob.request(v1.SetReady(table=table))
+        await ann.request(v1.StartGame(table=table))
+        await asyncio.gather(play_table(ann, table), play_table(bob, table))
+        ids[private] = f"{table}:1"
+
+    async def both_stored() -> Any:
+        return await records.db.fetchval("SELECT count(*) FROM games") == 2
+
+    await eventually(both_stored, "both games' records")
+    hidden, public = ids[True], ids[False]
+
+    async def listed(path: str, token: str | None = None) -> list[str]:
+        status, body = await http_get(server, path, token)
+        assert status == 200, body
+        if path.startswith("/api/v1/players/"):
+            return [g.id for g in msgspec.json.decode(body, type=PlayerProfile).games]
+        return [g.id for g in msgspec.json.decode(body, type=GamesPage).games]
+
+    for token in (None, cy.token):
+        assert await listed("/api/v1/games", token) == [public]
+        assert await listed(f"/api/v1/games?player={ann.player}", token) == [public]
+        assert await listed(f"/api/v1/players/{bob.player}", token) == [public]
+        for path in (f"/api/v1/games/{hidden}", f"/api/v1/games/{hidden}/replay"):
+            status, body = await http_get(server, path, token)
+            assert status == 404 and b"not_found" in body, path
+        status, _ = await http_get(server, f"/api/v1/games/{public}", token)
+        assert status == 200
+    for player in (ann, bob):
+        mine = f"/api/v1/games?player={player.player}"
+        assert await listed(mine, player.token) == [public, hidden]
+        assert await listed(f"/api/v1/players/{player.player}", player.token) == [public, hidden]
+        status, body = await http_get(server, f"/api/v1/games/{hidden}", player.token)
+        assert status == 200 and verify.verify(decode_record(body)) == []
+        status, _ = await http_get(server, f"/api/v1/games/{hidden}/replay", player.token)
+        assert status == 200
+    assert await listed("/api/v1/games", ann.token) == [public], "everyone's: public only"
+    status, body = await http_get(server, "/api/v1/games", "forged.token")
+    assert status == 401 and b"invalid_token" in body
+    for client in (ann, bob, cy):
+        await client.close()

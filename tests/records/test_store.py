@@ -328,3 +328,32 @@ async def test_a_daily_deals_game_stays_sealed_until_its_day_has_ended(
     assert fetched is not None and verify.verify(fetched) == []
     games, _ = await store.games(player="ann")
     assert [g.id for g in games] == ["other", "daily"]
+
+
+async def test_a_private_tables_games_are_listed_and_served_to_their_players_only(
+    store: RecordsStore,
+) -> None:
+    await store.put_game(finished("open", players=["ann", "bob"], seats=2, ended_at=10))
+    hidden = finished("hidden", players=["ann", "cy"], seats=2, ended_at=20, private=True)
+    await store.put_game(hidden)
+
+    async def ids(**filters: str) -> list[str]:
+        return [game.id for game in (await store.games(**filters))[0]]
+
+    for viewer in (None, "bob", "ann"):  # lists of everyone's games: public games only
+        assert await ids(viewer=viewer) == ["open"]
+        assert await ids(game="blackdrez", viewer=viewer) == ["open"]
+    assert await ids(player="ann") == ["open"]
+    assert await ids(player="ann", viewer="cy") == ["open"], "another player's list"
+    assert await ids(player="ann", viewer="ann") == ["hidden", "open"]
+    assert await ids(player="cy", game="blackdrez", viewer="cy") == ["hidden"]
+    assert await ids(player="cy") == []
+
+    assert await store.game("hidden") is None
+    assert await store.game("hidden", viewer="bob") is None
+    served = await store.game("hidden", viewer="cy")
+    assert served is not None and served.private and served.players == hidden.players
+    public = await store.game("open")
+    assert public is not None and not public.private
+    stats = {s.game: s for s in await store.stats("cy")}
+    assert stats["blackdrez"].games == 1, "a private game is one of the player's games"
