@@ -278,6 +278,8 @@ async def test_a_record_kept_for_a_while_then_for_good(store: Store) -> None:
 
 
 async def test_a_daily_seed_is_drawn_once_and_a_daily_claimed_once(store: Store) -> None:
+    """A player's first claim of a day's deal is ranked, and names the table of that ranked
+    session: every later claim (any node's) answers that table, whose game it waits for."""
     first = await store.daily_seed("blue_jacket", "2026-11-30", "one")
     assert first == "one"
     assert await store.daily_seed("blue_jacket", "2026-11-30", "two") == "one"
@@ -286,10 +288,13 @@ async def test_a_daily_seed_is_drawn_once_and_a_daily_claimed_once(store: Store)
     assert await store.daily_seed("blue_jacket", "2026-11-30", None) == "one"  # read only
     assert await store.daily_seed("blue_jacket", "2026-11-29", None) is None
     assert await store.daily_seed("blue_jacket", "2026-11-29", "five") == "five"  # none made
-    assert await store.claim_daily("blue_jacket", "2026-11-30", "p1")
-    assert not await store.claim_daily("blue_jacket", "2026-11-30", "p1")
-    assert await store.claim_daily("blue_jacket", "2026-11-30", "p2")
-    assert await store.claim_daily("blue_jacket", "2026-12-01", "p1")
+    assert await store.daily_table("blue_jacket", "2026-11-30", "p1") is None
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p1", "s1") == "s1"
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p1", "s2") == "s1"
+    assert await store.daily_table("blue_jacket", "2026-11-30", "p1") == "s1"
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p2", "s3") == "s3"
+    assert await store.claim_daily("blue_jacket", "2026-12-01", "p1", "s4") == "s4"
+    assert await store.daily_table("blackjack_piles", "2026-11-30", "p1") is None
 
 
 # ---------------------------------------------------------------------- secret

@@ -50,7 +50,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,23 +263,14 @@ class Hosting:
         *,
         daily: str | None = None,
         ranked: bool = False,
+        rank: Callable[[str], Awaitable[bool]] | None = None,
     ) -> Room:
-        """Create a room hosted here: leased, logged and listed before anyone hears of it."""
+        """Create a room hosted here: leased, logged and listed before anyone hears of it.
+
+        ``rank``, if given, decides ``ranked`` once the table is leased (a daily deal's claim
+        names the table, which other nodes then find hosted); a :class:`RoomError` it raises
+        refuses the room, whose id is retired unused."""
         table_id = (SOLITAIRE_PREFIX if GAMES[game].solitaire else "t") + secrets.token_hex(5)
-        create = Create(
-            table=table_id,
-            game=game,
-            host=host,
-            options=options,
-            listed=not GAMES[game].solitaire and not options.private,
-            invite=secrets.token_urlsafe(6) if options.private else None,
-            deal=deal,
-            daily=daily,
-            ranked=ranked,
-        )
-        now = self.clock()
-        room = new_room(create, now)
-        first = encode_entry(LogEntry(now=now, command=create))
         sent = time.monotonic()
         token = await self.store.acquire_lease(table_id, self.lease_ttl)
         if token is None:
@@ -287,6 +278,22 @@ class Hosting:
         lease = Lease(token, self._valid_until(sent))
         self._leases[table_id] = lease  # renewed from now on: the writes below may take a while
         try:
+            if rank is not None:
+                ranked = await self._ranked_or_retired(table_id, token, rank)
+            create = Create(
+                table=table_id,
+                game=game,
+                host=host,
+                options=options,
+                listed=not GAMES[game].solitaire and not options.private,
+                invite=secrets.token_urlsafe(6) if options.private else None,
+                deal=deal,
+                daily=daily,
+                ranked=ranked,
+            )
+            now = self.clock()
+            room = new_room(create, now)
+            first = encode_entry(LogEntry(now=now, command=create))
             await self.store.append_log(table_id, token, 1, first)
             record = msgspec.msgpack.encode(room.info())
             await self.store.put_table(table_id, self.id, record, room.listed, token)
@@ -295,6 +302,18 @@ class Hosting:
             raise
         self._host(room, [first], lease)
         return room
+
+    async def _ranked_or_retired(
+        self, table_id: str, token: int, rank: Callable[[str], Awaitable[bool]]
+    ) -> bool:
+        """``rank(table_id)``; if it refuses the room, the leased id is retired first (as an
+        adopter retires a table whose node died before creating it): its keys end like a closed
+        table's, and nobody can lease it again."""
+        try:
+            return await rank(table_id)
+        except RoomError:
+            await self.store.retire_table(table_id, token, b"", self.record_retention)
+            raise
 
     def _host(self, room: Room, log_entries: list[bytes], lease: Lease) -> None:
         self.rooms[room.id] = room

@@ -11,8 +11,10 @@ table with a free seat or creates one; bots are named here and started by the se
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 import msgspec
 
@@ -23,9 +25,8 @@ from protocol.codec import encode
 from protocol.errors import ErrorCode
 from server import bus
 from server.connection import Connection
-from server.node.hosting import is_solitaire_id
 from server.node.routing import SOLITAIRE_GRACE, error_answer, refused
-from server.stores.base import LOBBY_CHANNEL
+from server.stores.base import LOBBY_CHANNEL, Whereabouts
 from server.table import assist
 from server.table.commands import (
     Answer,
@@ -45,6 +46,8 @@ BOT_ARRIVAL = 10.0
 counts it as seated meanwhile (quick requests would start more bots than there are seats), and
 nobody else may take the seat (see ``Lobby._claim_held_seat``)."""
 
+DAILY_RUNNING = "your ranked game of today's deal is still being played: finish it first"
+
 LOBBY_LINGER = 30.0
 """Seconds a node stays subscribed to the lobby channel after its last lobby watcher left (a
 browser that reloads the page is back within them)."""
@@ -62,20 +65,29 @@ class Lobby:
         options = v1.TableOptions(grace_seconds=SOLITAIRE_GRACE, private=True)
         day = seed = None
         ranked = message.deal is None
+        rank: Callable[[str], Awaitable[bool]] | None = None
         if message.daily:
             day = assist.day_of(self.clock())
             seed = await self.store.daily_seed(message.game, day, self.seed_source())
             assert seed is not None  # (a candidate was given)
-            ranked = await self.store.claim_daily(message.game, day, client.player)
-            if not ranked and await self._daily_running(client.player, message.game, day):
-                return error_answer(
-                    message,
-                    ErrorCode.GAME_RUNNING,
-                    "your ranked game of today's deal is still being played: finish it first",
-                )
-        room = await self._new_room(
-            message.game, client.player, options, message.deal, daily=day, ranked=ranked
-        )
+            # Asked before a table is leased (a refusal costs no keys); the claim, once it is,
+            # asks again: another node may have claimed the deal meanwhile.
+            first = await self.store.daily_table(message.game, day, client.player)
+            if first is not None and await self._still_played(first):
+                return error_answer(message, ErrorCode.GAME_RUNNING, DAILY_RUNNING)
+            rank = functools.partial(self._claim_daily, message.game, day, client.player)
+        try:
+            room = await self._new_room(
+                message.game,
+                client.player,
+                options,
+                message.deal,
+                daily=day,
+                ranked=ranked,
+                rank=rank,
+            )
+        except RoomError as error:
+            return error_answer(message, error.code, error.message)
         for step in (v1.JoinTable(id=message.id, table=room.id), Begin()):
             answer = await self._execute(room, client.player, client.name, step, seed=seed)
             if refused(answer):
@@ -83,20 +95,31 @@ class Lobby:
         room = self.rooms.get(room.id, room)
         return joined(room, client.player, message.id, 0)
 
-    async def _daily_running(self, player: str, game: str, day: str) -> bool:
-        """Whether ``player`` holds a session of ``game``'s daily deal of ``day`` whose ranked
-        game is still being played. Another session of the deal would show its cards to come
-        (the same stock, dealt face up there) before they are dealt in the ranked game."""
-        await self._settled()  # read your own writes: a session just started here counts
-        for table in await self.store.player_tables(player):
-            found = await self.store.get_table(table) if is_solitaire_id(table) else None
-            if found is None:
-                continue
-            info = msgspec.msgpack.decode(found[1], type=v1.TableInfo)
-            running = info.status not in ("finished", "closed")
-            if info.game == game and info.daily == day and info.ranked and running:
-                return True
+    async def _claim_daily(self, game: str, day: str, player: str, table: str) -> bool:
+        """Claim ``game``'s daily deal of ``day`` for ``player`` at ``table`` (leased already):
+        whether that session is ranked (the player's first of the deal). A later session waits
+        until the ranked game has ended (:class:`RoomError` ``game_running``): it would show that
+        game's cards to come (the same stock, dealt face up there) before they are dealt in it.
+        The claim and the check agree on every node: the claim is atomic in the store and names
+        the ranked session's table, which is leased before it is named."""
+        first = await self.store.claim_daily(game, day, player, table)
+        if first == table:
+            return True
+        if first is not None and await self._still_played(first):
+            raise RoomError(ErrorCode.GAME_RUNNING, DAILY_RUNNING)
         return False
+
+    async def _still_played(self, table: str) -> bool:
+        """Whether ``table``'s game is still being played: its record says so, or it has none
+        yet while it is hosted (being created: its lease was taken first) or moving. Retired
+        (closed) or gone, it is not."""
+        await self._settled()  # read your own writes: a game just ended here has ended
+        found = await self.store.get_table(table)
+        if found is not None:
+            info = msgspec.msgpack.decode(found[1], type=v1.TableInfo)
+            return info.status not in ("finished", "closed")
+        place = await self.store.locate(table)
+        return place.where in (Whereabouts.HOSTED, Whereabouts.MOVING)
 
     async def _daily(self, message: v1.GetDaily) -> Answer:
         """A day's daily deal: its commitment, and its seed once the day has ended. A day

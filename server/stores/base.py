@@ -263,9 +263,18 @@ class Store(abc.ABC):
         only the one kept (``None`` if none was dealt)."""
 
     @abc.abstractmethod
-    async def claim_daily(self, game: str, day: str, player: str) -> bool:
-        """Note that ``player`` starts ``game``'s daily deal of ``day``: ``True`` the first
-        time (that session is ranked), ``False`` after."""
+    async def claim_daily(self, game: str, day: str, player: str, table: str) -> str | None:
+        """Note that ``player`` starts ``game``'s daily deal of ``day`` at ``table``: the table
+        of the player's ranked session of that deal, ``table`` itself the first time (that
+        session is ranked), the first one's after. The caller holds ``table``'s lease already,
+        so that whoever reads the claim finds its table hosted from that instant (whether its
+        game still runs is read from the table: the claim is only a reference). ``None``: the
+        first claim named no table (a node of an older version made it)."""
+
+    @abc.abstractmethod
+    async def daily_table(self, game: str, day: str, player: str) -> str | None:
+        """The table of ``player``'s ranked session of ``game``'s daily deal of ``day``, as
+        :meth:`claim_daily` noted it, without claiming (``None``: none noted)."""
 
     # ------------------------------------------------------------------ hosting
     # See "Hosting and fencing" in the module docstring. Tokens are the epochs returned by

@@ -44,7 +44,8 @@ class MemoryStore(Store):
         self._scores: dict[str, dict[str, tuple[int, int, bytes]]] = defaultdict(dict)
         self._kept: dict[str, bytes] = {}
         self._daily_seeds: dict[tuple[str, str], str] = {}
-        self._daily_players: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self._daily_players: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+        """Per daily deal, who started it, each with the table of their ranked session."""
         self._order = itertools.count()
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
         self._leases: dict[str, tuple[str, float]] = {}
@@ -124,12 +125,11 @@ class MemoryStore(Store):
             return self._daily_seeds.get((game, day))
         return self._daily_seeds.setdefault((game, day), candidate)
 
-    async def claim_daily(self, game: str, day: str, player: str) -> bool:
-        players = self._daily_players[game, day]
-        if player in players:
-            return False
-        players.add(player)
-        return True
+    async def claim_daily(self, game: str, day: str, player: str, table: str) -> str | None:
+        return self._daily_players[game, day].setdefault(player, table)
+
+    async def daily_table(self, game: str, day: str, player: str) -> str | None:
+        return self._daily_players.get((game, day), {}).get(player)
 
     # ------------------------------------------------------------------ hosting
     def _holder(self, table_id: str) -> str | None:

@@ -41,9 +41,12 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
     bd:rec:{G}             string  the game's host    fixed while a leaderboard entry shows the
                                                       game (one kept for good per entry placed;
                                                       a game placed nowhere: the record TTL)
-    bd:daily:{D}, bd:daily:{D}:players
-                           string, set  every node    fixed: a daily deal's seed (set once,
-                                                      never changed) and who started it
+    bd:daily:{D}, bd:daily:{D}:players, bd:daily:{D}:ranked
+                           string, set, hash          fixed: a daily deal's seed (set once,
+                                       every node     never changed), who started it, and per
+                                                      player the table of their ranked session
+                                                      (a reference: whether its game still runs
+                                                      is read from the table's own keys)
 
 The fixed keys above are the only ones that may exist without a TTL, besides a live table's
 epoch, log, record and snapshot (owned by its host, deleted or given a TTL when it is retired; a
@@ -376,6 +379,18 @@ end
 return {'unknown'}
 """
 
+CLAIM_DAILY_SCRIPT = """
+if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  return ARGV[2]
+end
+return redis.call('HGET', KEYS[2], ARGV[1])
+"""
+"""Claims a daily deal for a player (KEYS: the deal's players set and ranked hash; ARGV: the
+player, the table of the session): the table of the player's ranked session of the deal, this
+one if the player is new to it (``nil``: an older version's claim named none). The set is the
+claim older versions make too (a rolling upgrade)."""
+
 
 def table_key(table_id: str) -> str:
     """The hash holding a table's hosting node, record and listed flag."""
@@ -498,6 +513,7 @@ class RedisStore(Store):
         self._retire = self._redis.register_script(RETIRE_SCRIPT)
         self._put_snapshot = self._redis.register_script(PUT_SNAPSHOT_SCRIPT)
         self._locate = self._redis.register_script(LOCATE_SCRIPT)
+        self._claim_daily = self._redis.register_script(CLAIM_DAILY_SCRIPT)
         self._pubsub: PubSub = self._new_pubsub()
         self._handlers: dict[str, list[Handler]] = {}
         self._confirmations: dict[str, asyncio.Future[None]] = {}
@@ -1106,10 +1122,18 @@ class RedisStore(Store):
                 _, seed = await pipe.execute()
         return seed.decode()
 
-    async def claim_daily(self, game: str, day: str, player: str) -> bool:
+    async def claim_daily(self, game: str, day: str, player: str, table: str) -> str | None:
+        key = daily_key(game, day)
         with self._reaching():
-            added = await self._redis.sadd(f"{daily_key(game, day)}:players", player)
-        return bool(added)
+            ranked = await self._claim_daily(
+                keys=[f"{key}:players", f"{key}:ranked"], args=[player, table]
+            )
+        return None if ranked is None else ranked.decode()
+
+    async def daily_table(self, game: str, day: str, player: str) -> str | None:
+        with self._reaching():
+            ranked = await self._redis.hget(f"{daily_key(game, day)}:ranked", player)
+        return None if ranked is None else ranked.decode()
 
     # ------------------------------------------------------------------ bus
     async def publish(self, channel: str, data: bytes) -> None:

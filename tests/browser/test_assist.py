@@ -174,3 +174,48 @@ async def test_toasts_are_few_and_keep_off_the_board(new_page) -> None:
         assert len(boxes) == 2
         assert all(b[0] >= 0 and b[2] <= width and b[1] >= 0 and b[3] <= height for b in boxes)
         assert await page.evaluate(COVERED, boxes) == [], (width, boxes)
+
+
+BOX = """(selector) => { const r = document.querySelector(selector).getBoundingClientRect();
+  return [r.left, r.top, r.right, r.bottom]; }"""
+HIT = """(selector) => { const e = document.querySelector(selector);
+  const r = e.getBoundingClientRect();
+  return document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2) === e; }"""
+
+
+def overlap(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+async def test_a_toast_leaves_hint_and_undo_in_sight_and_within_reach(new_page, screenshot) -> None:
+    """On a phone the toasts were at the bottom of the screen, where Blue Jacket's Hint and
+    Undo are once the player has scrolled down to them. A toast shown then covers neither (on a
+    desktop neither: the toasts are at the top there), and a tap on either reaches it."""
+    for width, height, name in (
+        (1280, 900, "blue-jacket-toast"),
+        (390, 844, "blue-jacket-toast-phone"),
+    ):
+        page = await new_page("Thumb", width=width, height=height)
+        await start_deal(page, "blue_jacket", DEAL)
+        state = await table_state(page)
+        move = next(a for a in state["legal"] if a["type"] == "move")
+        await page.locator(f"[data-loc='{move['source']}']").click()
+        await click_and_wait(page, page.locator(f"[data-loc='{move['target']}']"))
+        await page.wait_for_function("!document.querySelector('#undo').disabled")
+        await page.evaluate("document.querySelector('#undo').scrollIntoView({block: 'end'})")
+        await page.locator("#hint").click()
+        await page.locator(".toast", has_text="Hint:").wait_for()
+        await page.evaluate("window.blackdrez.ctx.toast('A second message, as long as they come.')")
+        toasts = await page.evaluate(TOAST_BOXES)
+        assert len(toasts) == 2
+        await screenshot(page, name, full=False)
+        for button in ("#hint", "#undo"):
+            box = await page.evaluate(BOX, button)
+            assert box[3] <= height, f"{button} is on the screen"
+            assert not any(overlap(box, toast) for toast in toasts), (width, button, box, toasts)
+            assert await page.evaluate(HIT, button), f"a tap at {button}'s centre reaches it"
+        before = await seq(page)
+        await page.locator("#undo").click(timeout=2000)
+        await page.wait_for_function(f"window.blackdrez.table().seq > {before}")
+        assert await page.locator("#stat-moves").text_content() == "0"
+        assert await page.locator("#toasts .toast").count() >= 1, "the messages still show"

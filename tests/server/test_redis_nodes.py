@@ -302,3 +302,42 @@ async def test_a_nodes_periodic_orphan_scan_looks_at_its_share_and_a_node_going_
         node_c.cancel()
         for other in others:
             await other.close()
+
+
+async def test_a_daily_deal_tried_again_on_another_node_waits_for_a_ranked_game_being_made(
+    two_nodes, connect, monkeypatch
+) -> None:
+    """Ann's ranked session of the day's deal is claimed on node A; before A has stored its
+    table, Ann asks node B for another session of that deal. B finds the ranked session
+    through the claim itself (the table it names is leased already): refused, as it is once
+    the table is stored, and not dealt beside the ranked game."""
+    a, b = two_nodes
+    ann = await connect(a, name="Ann")
+    again = await connect(b, token=ann.token)
+    creating, resume = asyncio.Event(), asyncio.Event()
+    append_log = a.node.store.append_log
+
+    async def paused(table, token, position, entry, *args, **kwargs):
+        if position == 1:  # a table's creation: the daily deal was claimed before it
+            creating.set()
+            await resume.wait()
+        return await append_log(table, token, position, entry, *args, **kwargs)
+
+    monkeypatch.setattr(a.node.store, "append_log", paused)
+    daily = v1.StartSolitaire(game="blue_jacket", daily=True)
+    ranked = asyncio.create_task(ann.request(daily))
+    await asyncio.wait_for(creating.wait(), 5.0)
+    with pytest.raises(ServerError) as error:
+        await again.request(daily)
+    assert error.value.code == ErrorCode.GAME_RUNNING
+    resume.set()
+    table = (await ranked).table
+    assert table.ranked
+    with pytest.raises(ServerError) as error:
+        await again.request(daily)
+    assert error.value.code == ErrorCode.GAME_RUNNING, "stored now: refused the same"
+    await ann.act(table.id, {"type": "resign"})
+    await ann.wait_until(lambda: ann.tables[table.id].view["over"])
+    await a.node._settled()  # its record says finished
+    joined = await again.request(daily)
+    assert not joined.table.ranked, "the second try knows the cards already"
