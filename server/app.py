@@ -69,7 +69,7 @@ from server import hints, identity
 from server.admin import PREFIX as ADMIN_PREFIX
 from server.admin import AdminApi
 from server.connection import Connection
-from server.metrics import Metrics
+from server.metrics import INVALID_MESSAGE, Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
 from server.node.hosting import HINT_BURST, HINT_RATE, is_solitaire_id
 from server.ratelimit import TokenBucket
@@ -773,6 +773,7 @@ class GameServer:
                 message = decoder.decode(frame)
             except FrameError as error:
                 message = None
+                metrics.count_message(INVALID_MESSAGE)
                 reply = v1.Error(id=_request_id(frame), code=error.code, message=error.message)
             if not client.bucket.take(now):
                 if now - client.violations_since > VIOLATION_WINDOW:
@@ -795,7 +796,7 @@ class GameServer:
                 metrics.errors.labels(reply.code).inc()
                 client.send(reply)
                 continue
-            metrics.count_message(type(message).__name__)
+            metrics.count_message(type(message).__struct_config__.tag)
             if isinstance(message, v1.Logout):
                 if await self._logout(client, message):
                     return  # nothing sent after a logout is executed

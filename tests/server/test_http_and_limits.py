@@ -13,6 +13,7 @@ import sys
 import urllib.error
 import urllib.request
 
+import msgspec
 import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -49,9 +50,32 @@ async def test_health_and_metrics_on_the_game_port(server, connect) -> None:
     text = body.decode()
     assert "blackdrez_connections 1.0" in text
     assert 'blackdrez_tables{game="blackdrez"} 1.0' in text
-    assert 'blackdrez_messages_in_total{type="CreateTable"} 1.0' in text
-    assert 'blackdrez_messages_in_total{type="ListTables"} 3.0' in text
+    assert 'blackdrez_messages_in_total{type="create_table"} 1.0' in text
+    assert 'blackdrez_messages_in_total{type="list_tables"} 3.0' in text
     assert "blackdrez_action_seconds_bucket" in text
+
+
+async def test_messages_are_counted_by_wire_type_and_bad_frames_under_one_label(server) -> None:
+    """``blackdrez_messages_in_total`` names a message as the protocol does (``join``, not the
+    class ``JoinTable``), and every frame that is no known message counts as ``invalid``: the
+    label values are the protocol's few, whatever a client makes up."""
+    async with ws_connect(f"ws://127.0.0.1:{server.port}/") as ws:
+        await ws.send(encode(Hello(versions=[1], name="Ann"), binary=False))
+        await ws.recv()  # welcome
+        await ws.send(json.dumps({"type": "join", "id": 1, "table": "nope"}))
+        await ws.send(json.dumps({"type": "ready", "id": 2, "table": "nope", "ready": True}))
+        for made_up in ("JoinTable", "bogus-1", "bogus-2", "x" * 200):
+            await ws.send(json.dumps({"type": made_up, "id": 3}))
+        await ws.send("not json at all")
+        await ws.send(json.dumps({"id": 4}))  # no type
+        await ws.send(json.dumps({"type": "ping", "id": 5}))
+        while msgspec.json.decode(await ws.recv()).get("id") != 5:
+            pass
+    _, _, body = await asyncio.to_thread(fetch, server.port, "/metrics")
+    counted = dict(
+        re.findall(r'^blackdrez_messages_in_total\{type="([^"]*)"\} (\S+)$', body.decode(), re.M)
+    )
+    assert counted == {"join": "1.0", "ready": "1.0", "ping": "1.0", "invalid": "6.0"}
 
 
 async def test_static_files_and_no_escape_from_their_folder(server, tmp_path) -> None:
