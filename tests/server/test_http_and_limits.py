@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -24,9 +25,9 @@ from protocol import v1
 from protocol.codec import encode
 from protocol.errors import CloseCode
 from protocol.handshake import Hello
-from server.app import STATIC_DIR
-from server.testing.redis_server import free_port
-from tests.server.helpers import play_out, seat_and_start
+from server.app import STATIC_DIR, STORE_GRACE
+from server.testing.redis_server import RedisServer, free_port
+from tests.server.helpers import play_out, seat_and_start, wait_for
 
 
 def fetch(port: int, path: str) -> tuple[int, str, bytes]:
@@ -184,3 +185,51 @@ async def test_sigterm_tells_clients_and_exits_cleanly() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+async def test_a_node_that_lost_its_store_is_unhealthy_after_a_grace_and_ok_once_it_is_back(
+    make_server, connect
+) -> None:
+    """A node whose Redis is gone can run no command: past a short grace (a blip does not
+    flap the load balancer) ``/healthz`` says ``store_unreachable`` with 503 and a new
+    WebSocket handshake gets 503 too (a load balancer tries another node), while the players
+    already connected stay and ``/metrics`` still answers. Once Redis answers: ``ok`` again."""
+    with RedisServer() as redis_server:
+        server = await make_server(redis_url=redis_server.url)
+        ann = await connect(server, name="Ann")
+
+        async def health() -> tuple[int, dict[str, object]]:
+            status, _, body = await asyncio.to_thread(fetch, server.port, "/healthz")
+            return status, json.loads(body)
+
+        status, body = await health()
+        assert (status, body["status"], body["store"]) == (200, "ok", "up")
+        await asyncio.to_thread(redis_server.stop)
+        await wait_for(lambda: not server.store.health.up, "the node sees its store gone")
+        status, body = await health()
+        assert (status, body["status"], body["store"]) == (200, "ok", "down"), "a blip"
+        lost = time.monotonic()
+        while (answer := await health())[0] == 200:
+            assert time.monotonic() - lost < 30, "never unhealthy"
+            await asyncio.sleep(0.1)
+        assert time.monotonic() - lost >= STORE_GRACE - 0.5
+        assert answer == (
+            503,
+            {"status": "store_unreachable", "node": server.settings.node_id, "store": "down",
+             "connections": 1, "tables": 0},
+        )  # fmt: skip
+        with pytest.raises(InvalidStatus) as refused:
+            async with ws_connect(f"ws://127.0.0.1:{server.port}/"):
+                pass
+        assert refused.value.response.status_code == 503
+        assert isinstance(await ann.request(v1.Ping()), v1.Pong), "the connected stay"
+        status, _, _ = await asyncio.to_thread(fetch, server.port, "/metrics")
+        assert status == 200
+
+        await asyncio.to_thread(redis_server.start)
+        while (answer := await health())[0] != 200:
+            assert time.monotonic() - lost < 60, f"never healthy again: {answer}"
+            await asyncio.sleep(0.1)
+        assert (answer[1]["status"], answer[1]["store"]) == ("ok", "up")
+        again = await connect(server, token=ann.token)
+        assert again.player == ann.player
