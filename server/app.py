@@ -373,6 +373,7 @@ class GameServer:
         self.writer = RecordsWriter(self.records, self.metrics)
         self.writer.start()
         self.node.records = self.writer
+        self.node.token_generations = self.records.token_generations
 
     def _own_url(self) -> str:
         """This node's WebSocket address, for the clients it runs itself (bots)."""
