@@ -31,7 +31,10 @@ three by ``websockets``; all four are counted in ``blackdrez_closes_total``).
 A node listens before its store answers: while Redis is still starting (or refuses this client)
 it logs one line, retries on the store's backoff, and answers every request, ``/healthz`` and
 WebSocket handshakes included, with 503 ``starting``, so an orchestrator sees an unhealthy node
-rather than a crash loop.
+rather than a crash loop. A node that loses its store while it runs stays ``ok`` for
+:data:`STORE_GRACE` seconds (a blip must not flap the load balancer), then answers ``/healthz``
+and new WebSocket handshakes with 503 ``store_unreachable`` until the store answers again: it can
+run no command, and a load balancer retrying a 503 elsewhere gives the player a node that can.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ from server import hints, identity
 from server.admin import PREFIX as ADMIN_PREFIX
 from server.admin import AdminApi
 from server.connection import Connection
-from server.metrics import Metrics
+from server.metrics import INVALID_MESSAGE, Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
 from server.node.hosting import HINT_BURST, HINT_RATE, is_solitaire_id
 from server.ratelimit import TokenBucket
@@ -104,6 +107,15 @@ unanswered: 1011): counted like the 1008 of a flood, which the server sends, in
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
 BOT_THINK = 0.6
 """Seconds a bot the host added waits before each action, so people at the table can follow."""
+
+STORE_GRACE = 3.0
+"""Seconds a node may have lost its store and still answer ``/healthz`` ``ok``: a blip (a Redis
+restart, a failover) must not flap the load balancer; past it, ``store_unreachable``."""
+
+STORE_UNREACHABLE = "store_unreachable"
+"""``/healthz``'s status (503) for a node that lost its store longer than the grace: it can run
+no command, so new connections (their WebSocket handshakes get 503 too) had better go to a
+node that can. Its connected players stay: their tables wait for the store."""
 
 STORE_WAIT_FIRST = 0.1
 STORE_WAIT_CAP = 5.0
@@ -276,6 +288,7 @@ class GameServer:
         self.ready = False
         """True once the store answered and the node started; until then every request gets 503."""
         self.stopping = False
+        self.store_grace = STORE_GRACE
         self._sweeper: asyncio.Task[None] | None = None
         self._limits = settings.limits()
         self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
@@ -360,6 +373,7 @@ class GameServer:
         self.writer = RecordsWriter(self.records, self.metrics)
         self.writer.start()
         self.node.records = self.writer
+        self.node.token_generations = self.records.token_generations
 
     def _own_url(self) -> str:
         """This node's WebSocket address, for the clients it runs itself (bots)."""
@@ -469,6 +483,8 @@ class GameServer:
         if not self.ready:
             return self._health()  # starting: 503 to everything, WebSocket handshakes included
         if request.headers.get("Upgrade", "").lower() == "websocket":
+            if self._state() == STORE_UNREACHABLE:
+                return self._health()  # a load balancer tries another node; a client, later
             origins = request.headers.get_all("Origin")
             if not origins:
                 return None  # not a browser: browsers always send Origin with a WebSocket
@@ -563,12 +579,26 @@ class GameServer:
             return self._health()
         return _response(http.HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
 
+    def _state(self) -> str:
+        """What ``/healthz`` says: ``starting`` until the store first answered, ``ok``,
+        :data:`STORE_UNREACHABLE` while the store has been lost for more than ``store_grace``
+        seconds, ``stopping`` from a drain or signal on (whatever the store does: ``blackdrez
+        drain`` waits on it)."""
+        if self.stopping:
+            return "stopping"
+        if not self.ready:
+            return "starting"
+        if self.store.health.down_for() > self.store_grace:
+            return STORE_UNREACHABLE
+        return "ok"
+
     def _health(self) -> Response:
-        state = "stopping" if self.stopping else "ok" if self.ready else "starting"
+        state = self._state()
         body = msgspec.json.encode(
             {
                 "status": state,
                 "node": self.settings.node_id,
+                "store": "up" if self.store.health.up else "down",
                 "connections": len(self.node.clients),
                 "tables": len(self.node.rooms),
             }
@@ -800,6 +830,7 @@ class GameServer:
                 message = decoder.decode(frame)
             except FrameError as error:
                 message = None
+                metrics.count_message(INVALID_MESSAGE)
                 reply = v1.Error(id=_request_id(frame), code=error.code, message=error.message)
             if not client.bucket.take(now):
                 if now - client.violations_since > VIOLATION_WINDOW:
@@ -822,7 +853,7 @@ class GameServer:
                 metrics.errors.labels(reply.code).inc()
                 client.send(reply)
                 continue
-            metrics.count_message(type(message).__name__)
+            metrics.count_message(type(message).__struct_config__.tag)
             if isinstance(message, v1.Logout):
                 if await self._logout(client, message):
                     return  # nothing sent after a logout is executed

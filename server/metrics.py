@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+INVALID_MESSAGE = "invalid"
+"""``blackdrez_messages_in_total``'s ``type`` for a frame that is no known message (undecodable,
+an unknown or missing type, a bad field): one label value, never the type a client made up, so
+that a client cannot add label values (each is a time series kept for good)."""
+
 
 class Metrics:
     """The server's counters, gauges and histograms."""
@@ -81,8 +86,9 @@ class Metrics:
         )
 
     def count_message(self, kind: str) -> None:
-        """Count a received message of type ``kind``: ``messages_in``'s child for it, looked
-        up once (``labels`` takes a lock and checks its arguments: 4 µs a message, 1 µs this)."""
+        """Count a received message of type ``kind`` (its wire type, or
+        :data:`INVALID_MESSAGE`): ``messages_in``'s child for it, looked up once (``labels``
+        takes a lock and checks its arguments: 4 µs a message, 1 µs this)."""
         counter = self._message_counters.get(kind)
         if counter is None:
             counter = self._message_counters[kind] = self.messages_in.labels(kind)

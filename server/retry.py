@@ -54,6 +54,10 @@ class StoreHealth:
         """False from a failed call until the store answers again."""
         return self._up.is_set()
 
+    def down_for(self) -> float:
+        """Seconds since the store went down (0 while it is up)."""
+        return 0.0 if self.up else time.monotonic() - self._down_since
+
     async def wait_up(self) -> None:
         """Return once the store is up (at once if it is)."""
         await self._up.wait()

@@ -17,7 +17,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from typing import Any, Protocol
 
 from games.shuffle import new_seed
@@ -85,6 +85,10 @@ class GameRecords(Protocol):
     async def seat_ratings(self, game: str, players: list[str]) -> dict[str, v1.SeatRating]:
         """The current rating in ``game`` of each of ``players`` (the initial one for a player
         not rated yet)."""
+
+
+TokenGenerations = Callable[[list[str]], Awaitable[dict[str, int]]]
+"""The current token generation of each of these players who has an account."""
 
 
 class Node(Hosting, Routing, Failover, Fanout, Lobby):
@@ -191,6 +195,10 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self.records: GameRecords | None = None
         """Where finished games go once their log entry is written (set by the server when it
         keeps records: ``server.records.writer``)."""
+        self.token_generations: TokenGenerations | None = None
+        """Reads accounts' current token generations (set by the server when it keeps records:
+        ``RecordsStore.token_generations``): what a node whose bus was down checks its
+        connections against (``_close_signed_out_meanwhile``)."""
 
     async def start(self) -> None:
         """Subscribe to this node's channels, start the background work, and take over at once
@@ -302,6 +310,27 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         client = self.clients.get(player)
         if client is not None and client.token.generation < generation:
             client.close(CloseCode.SIGNED_OUT, "signed out everywhere")
+
+    def _on_bus_recovered(self) -> None:
+        super()._on_bus_recovered()
+        self._spawn(self._close_signed_out_meanwhile())
+
+    async def _close_signed_out_meanwhile(self) -> None:
+        """After a bus outage: a ``SignedOut`` published meanwhile was lost, so read the token
+        generation of every account connected here and close the connections on older tokens
+        (the bus is subscribed again: a sign-out after this read is heard)."""
+        if self.token_generations is None:
+            return
+        players = [client.player for client in self.clients.values() if client.token.generation]
+        if not players:
+            return
+        try:
+            generations = await self.token_generations(players)
+        except Exception:  # the database's own errors: the tokens are refused at next hello
+            log.warning("bus back: the accounts' sign-outs could not be checked", exc_info=True)
+            return
+        for player, generation in generations.items():
+            self.close_signed_out(player, generation)
 
     async def sign_out_everywhere(self, player: str, generation: int) -> None:
         """Close the account's connections with older tokens, here and on every live node (a

@@ -53,6 +53,9 @@ from server.records.ratings import Rating as Skill
 
 MAX_LIMIT = 100
 """The most rows one list query returns."""
+GENERATIONS_AT_ONCE = 500
+"""Players whose token generations one query reads (SQLite takes at most 999 parameters in
+old builds)."""
 
 
 class InvalidCursor(ValueError):
@@ -522,6 +525,19 @@ class RecordsStore:
         return await self.db.fetchval(
             "SELECT token_generation FROM accounts WHERE player = $1", player
         )
+
+    async def token_generations(self, players: Sequence[str]) -> dict[str, int]:
+        """The current token generation of each of ``players`` who has an account (read
+        :data:`GENERATIONS_AT_ONCE` at a time: a node reads those of all its connections)."""
+        found: dict[str, int] = {}
+        for start in range(0, len(players), GENERATIONS_AT_ONCE):
+            some = players[start : start + GENERATIONS_AT_ONCE]
+            marks = ", ".join(f"${n}" for n in range(1, len(some) + 1))
+            rows = await self.db.fetch(
+                f"SELECT player, token_generation FROM accounts WHERE player IN ({marks})", *some
+            )
+            found.update((row["player"], row["token_generation"]) for row in rows)
+        return found
 
     async def revoke_tokens(self, player: str) -> int | None:
         """Raise the account's token generation (every older token is refused); return it."""

@@ -160,7 +160,8 @@ class Store(abc.ABC):
         leases and never the other way round."""
         self.health = StoreHealth(self.ping, f"store ({type(self).__name__})")
         self.on_bus_recovered: Callable[[], None] | None = None
-        """Called when the bus is back after an outage: messages sent meanwhile are lost."""
+        """Called when the bus is back after an outage, every channel subscribed again:
+        messages sent meanwhile are lost, those sent from now on are heard."""
 
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Connect; called once before use."""

@@ -113,7 +113,9 @@ The bus uses one pub/sub connection per store, read by one background task that 
 message to the channel's handlers with ``loop.call_soon`` (the same as the in-memory store).
 When the connection drops the task reconnects on the retry policy's backoff (woken at once when
 the store's health sees Redis back) and subscribes every channel that still has handlers;
-messages published while it was down are lost, as Redis pub/sub never keeps them. Commands fail
+messages published while it was down are lost, as Redis pub/sub never keeps them: once Redis has
+confirmed every subscription (a PING sent after them is answered) the node is told
+(``on_bus_recovered``) and fetches what it may have missed. Commands fail
 fast (short socket timeouts, no retries) and raise :class:`StoreUnavailable`, so the caller can
 answer ``unavailable`` at once; every outcome is reported to the store's health, and the
 connection pool reconnects on the next call.
@@ -519,6 +521,8 @@ class RedisStore(Store):
         self._confirmations: dict[str, asyncio.Future[None]] = {}
         self._subscriptions = asyncio.Lock()
         self._online = asyncio.Event()
+        self._recovery_unannounced = False
+        """Reconnected after an outage: ``on_bus_recovered`` is due at the PONG that follows."""
         self._retry_now = asyncio.Event()
         self._attempt_failed = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
@@ -1218,10 +1222,8 @@ class RedisStore(Store):
         outage = False
         while True:
             try:
-                await self._connect_pubsub()
+                await self._connect_pubsub(announce=outage)
                 delays = RECONNECT_BACKOFF.delays()
-                if outage and self.on_bus_recovered is not None:
-                    asyncio.get_running_loop().call_soon(self.on_bus_recovered)
                 outage = True  # whatever ends the next dispatch is one
                 await self._dispatch_until_lost()
             except UNREACHABLE as error:
@@ -1251,13 +1253,19 @@ class RedisStore(Store):
                 async with asyncio.timeout(max(0.0, next(delays) - first)):
                     await self._retry_now.wait()
 
-    async def _connect_pubsub(self) -> None:
-        """Connect and subscribe every channel that has handlers."""
+    async def _connect_pubsub(self, announce: bool) -> None:
+        """Connect and subscribe every channel that has handlers; to ``announce`` a recovery,
+        also PING: its PONG comes after every subscription is confirmed, and only then is
+        ``on_bus_recovered`` called (what was published before that, it must fetch; what is
+        published after, the handlers hear)."""
         async with self._subscriptions:
             self._pubsub = await self._pubsub_for_next_attempt()
             await self._pubsub.connect()
             if self._handlers:
                 await self._pubsub.execute_command("SUBSCRIBE", *self._handlers)
+            if announce:
+                await self._pubsub.execute_command("PING")
+            self._recovery_unannounced = announce
             self._online.set()
 
     async def _dispatch_until_lost(self) -> None:
@@ -1286,6 +1294,10 @@ class RedisStore(Store):
                 confirmed = self._confirmations.get(message["channel"].decode())
                 if confirmed is not None and not confirmed.done():
                     confirmed.set_result(None)
+            elif kind == "pong" and self._recovery_unannounced:
+                self._recovery_unannounced = False
+                if self.on_bus_recovered is not None:
+                    loop.call_soon(self.on_bus_recovered)
 
     # ------------------------------------------------------------------ revoked session tokens
     async def revoke_token(self, token_id: str, ttl: float) -> None:

@@ -18,7 +18,7 @@ from server.records.accounts import (
     LoginLimiter,
     name_key,
 )
-from server.records.store import RecordsStore
+from server.records.store import GENERATIONS_AT_ONCE, RecordsStore
 from tests.records.games import finished
 
 SECRET = b"test secret"
@@ -175,6 +175,17 @@ async def test_revoking_refuses_every_older_token(accounts: Accounts) -> None:
     await expect(AccountErrorCode.INVALID_TOKEN, accounts.revoke(first.token))
     again = await accounts.login("Ann", PASSWORD, "ip")
     assert await accounts.authenticate(again.token) is not None
+
+
+async def test_token_generations_are_read_for_many_players_at_once(store: RecordsStore) -> None:
+    """A node whose bus was down reads the generation of every account connected to it: more
+    players than one query takes, guests (no account) left out."""
+    for n in range(3):
+        await store.create_account(f"p_{n}", f"Ann{n}", f"ann{n}", "hash")
+    await store.revoke_tokens("p_1")
+    players = [f"p_guest{n}" for n in range(GENERATIONS_AT_ONCE)] + ["p_0", "p_1"]
+    assert await store.token_generations([*players, "p_2"]) == {"p_0": 1, "p_1": 2, "p_2": 1}
+    assert await store.token_generations([]) == {}
 
 
 async def test_a_guest_token_cannot_revoke(accounts: Accounts) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import redis.asyncio as aioredis
 
 from clients.bots import BOT_CLIENT, play_table, run_bot
 from clients.client import Client, ServerError
@@ -675,3 +676,51 @@ async def test_a_private_tables_games_are_read_by_their_players_only(server: Gam
     assert status == 401 and b"invalid_token" in body
     for client in (ann, bob, cy):
         await client.close()
+
+
+async def test_a_sign_out_everywhere_missed_while_a_nodes_bus_was_down_closes_there_once_back(
+    database_url: str, redis_url_clean: str
+) -> None:
+    """Node B's pub/sub link is down (killed, and its reconnections refused) while node A signs
+    an account out everywhere: the ``SignedOut`` published for B is lost. Once B's link is back
+    it finds the account's connection on an older token and closes it with 4007."""
+    admin = aioredis.Redis.from_url(redis_url_clean)
+    await admin.execute_command("ACL", "SETUSER", "node-b", "on", ">pw", "~*", "&*", "+@all")
+    urls = {"node-a": redis_url_clean, "node-b": redis_url_clean.replace("//", "//node-b:pw@")}
+    nodes = [
+        GameServer(
+            Settings(port=0, ping_interval=None, db_url=database_url, redis_url=url, node_id=id_),
+            bot_client=run_bot,
+        )
+        for id_, url in urls.items()
+    ]
+    clients: list[Client] = []
+    try:
+        for node in nodes:
+            await node.start()
+        here, there = (f"ws://127.0.0.1:{node.port}/" for node in nodes)
+        ann = await Client.connect(here, name="Ann")
+        clients.append(ann)
+        session = await ann.request(v1.SignUp(name="Ann", password="correct horse"))
+        stale = await Client.connect(there, token=session.token)
+        clients.append(stale)
+        assert stale.player == ann.player
+
+        await admin.execute_command("ACL", "SETUSER", "node-b", "off")  # no new connection
+        assert await admin.execute_command("CLIENT", "KILL", "TYPE", "pubsub", "USER", "node-b")
+        await ann.request(v1.SignOutEverywhere())
+        await asyncio.sleep(0.5)
+        assert not stale.closed.done(), "B heard nothing: its link is down"
+        assert isinstance(await stale.request(v1.Ping()), v1.Pong)
+
+        await admin.execute_command("ACL", "SETUSER", "node-b", "on")
+        code, reason = await asyncio.wait_for(stale.closed, 10.0)
+        assert (code, reason) == (CloseCode.SIGNED_OUT, "signed out everywhere")
+        assert isinstance(await ann.request(v1.Ping()), v1.Pong), "the new token's stays"
+    finally:
+        await admin.execute_command("ACL", "DELUSER", "node-b")
+        await admin.aclose()
+        for client in clients:
+            await client.close()
+        for node in nodes:
+            await node.stop()

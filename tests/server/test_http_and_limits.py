@@ -10,9 +10,11 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
+import msgspec
 import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -23,9 +25,9 @@ from protocol import v1
 from protocol.codec import encode
 from protocol.errors import CloseCode
 from protocol.handshake import Hello
-from server.app import STATIC_DIR
-from server.testing.redis_server import free_port
-from tests.server.helpers import play_out, seat_and_start
+from server.app import STATIC_DIR, STORE_GRACE
+from server.testing.redis_server import RedisServer, free_port
+from tests.server.helpers import play_out, seat_and_start, wait_for
 
 
 def fetch(port: int, path: str) -> tuple[int, str, bytes]:
@@ -49,9 +51,32 @@ async def test_health_and_metrics_on_the_game_port(server, connect) -> None:
     text = body.decode()
     assert "blackdrez_connections 1.0" in text
     assert 'blackdrez_tables{game="blackdrez"} 1.0' in text
-    assert 'blackdrez_messages_in_total{type="CreateTable"} 1.0' in text
-    assert 'blackdrez_messages_in_total{type="ListTables"} 3.0' in text
+    assert 'blackdrez_messages_in_total{type="create_table"} 1.0' in text
+    assert 'blackdrez_messages_in_total{type="list_tables"} 3.0' in text
     assert "blackdrez_action_seconds_bucket" in text
+
+
+async def test_messages_are_counted_by_wire_type_and_bad_frames_under_one_label(server) -> None:
+    """``blackdrez_messages_in_total`` names a message as the protocol does (``join``, not the
+    class ``JoinTable``), and every frame that is no known message counts as ``invalid``: the
+    label values are the protocol's few, whatever a client makes up."""
+    async with ws_connect(f"ws://127.0.0.1:{server.port}/") as ws:
+        await ws.send(encode(Hello(versions=[1], name="Ann"), binary=False))
+        await ws.recv()  # welcome
+        await ws.send(json.dumps({"type": "join", "id": 1, "table": "nope"}))
+        await ws.send(json.dumps({"type": "ready", "id": 2, "table": "nope", "ready": True}))
+        for made_up in ("JoinTable", "bogus-1", "bogus-2", "x" * 200):
+            await ws.send(json.dumps({"type": made_up, "id": 3}))
+        await ws.send("not json at all")
+        await ws.send(json.dumps({"id": 4}))  # no type
+        await ws.send(json.dumps({"type": "ping", "id": 5}))
+        while msgspec.json.decode(await ws.recv()).get("id") != 5:
+            pass
+    _, _, body = await asyncio.to_thread(fetch, server.port, "/metrics")
+    counted = dict(
+        re.findall(r'^blackdrez_messages_in_total\{type="([^"]*)"\} (\S+)$', body.decode(), re.M)
+    )
+    assert counted == {"join": "1.0", "ready": "1.0", "ping": "1.0", "invalid": "6.0"}
 
 
 async def test_static_files_and_no_escape_from_their_folder(server, tmp_path) -> None:
@@ -160,3 +185,51 @@ async def test_sigterm_tells_clients_and_exits_cleanly() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+async def test_a_node_that_lost_its_store_is_unhealthy_after_a_grace_and_ok_once_it_is_back(
+    make_server, connect
+) -> None:
+    """A node whose Redis is gone can run no command: past a short grace (a blip does not
+    flap the load balancer) ``/healthz`` says ``store_unreachable`` with 503 and a new
+    WebSocket handshake gets 503 too (a load balancer tries another node), while the players
+    already connected stay and ``/metrics`` still answers. Once Redis answers: ``ok`` again."""
+    with RedisServer() as redis_server:
+        server = await make_server(redis_url=redis_server.url)
+        ann = await connect(server, name="Ann")
+
+        async def health() -> tuple[int, dict[str, object]]:
+            status, _, body = await asyncio.to_thread(fetch, server.port, "/healthz")
+            return status, json.loads(body)
+
+        status, body = await health()
+        assert (status, body["status"], body["store"]) == (200, "ok", "up")
+        await asyncio.to_thread(redis_server.stop)
+        await wait_for(lambda: not server.store.health.up, "the node sees its store gone")
+        status, body = await health()
+        assert (status, body["status"], body["store"]) == (200, "ok", "down"), "a blip"
+        lost = time.monotonic()
+        while (answer := await health())[0] == 200:
+            assert time.monotonic() - lost < 30, "never unhealthy"
+            await asyncio.sleep(0.1)
+        assert time.monotonic() - lost >= STORE_GRACE - 0.5
+        assert answer == (
+            503,
+            {"status": "store_unreachable", "node": server.settings.node_id, "store": "down",
+             "connections": 1, "tables": 0},
+        )  # fmt: skip
+        with pytest.raises(InvalidStatus) as refused:
+            async with ws_connect(f"ws://127.0.0.1:{server.port}/"):
+                pass
+        assert refused.value.response.status_code == 503
+        assert isinstance(await ann.request(v1.Ping()), v1.Pong), "the connected stay"
+        status, _, _ = await asyncio.to_thread(fetch, server.port, "/metrics")
+        assert status == 200
+
+        await asyncio.to_thread(redis_server.start)
+        while (answer := await health())[0] != 200:
+            assert time.monotonic() - lost < 60, f"never healthy again: {answer}"
+            await asyncio.sleep(0.1)
+        assert (answer[1]["status"], answer[1]["store"]) == ("ok", "up")
+        again = await connect(server, token=ann.token)
+        assert again.player == ann.player
