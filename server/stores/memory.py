@@ -46,6 +46,7 @@ class MemoryStore(Store):
         self._daily_seeds: dict[tuple[str, str], str] = {}
         self._daily_players: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._order = itertools.count()
+        self._attaches = itertools.count(1)
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
         self._leases: dict[str, tuple[str, float]] = {}
         self._epochs: dict[str, int] = {}
@@ -92,6 +93,9 @@ class MemoryStore(Store):
 
     async def player_tables(self, player: str) -> list[str]:
         return sorted(self._player_tables.get(player, ()))
+
+    async def next_attach(self) -> int:
+        return next(self._attaches)
 
     async def heartbeat(self, ttl: float) -> None:
         self._heartbeats[self.node_id] = (time.monotonic() + ttl, self.incarnation)
