@@ -655,6 +655,10 @@ class GameServer:
         if older is not None:
             older.close(CloseCode.REPLACED, "you connected again elsewhere")
         try:
+            try:
+                await self.node.claim(client)
+            except StoreUnavailable:  # the player's connections on other nodes stay open
+                log.warning("store unavailable: other nodes not told of a player's new connection")
             await self._serve(client)
         except ConnectionClosed:
             pass

@@ -9,7 +9,8 @@ and decoded by one decoder into its type (never into a plain dict):
 * a node's own channel carries :class:`Request` (a client's request for a table that node
   hosts, forwarded by the client's node) and :class:`Reply` (the answer, sent back to the
   requester's node). A reply's messages are decoded as the protocol's server messages, so a
-  forwarded ``error`` is a :class:`protocol.v1.Error` like a local one;
+  forwarded ``error`` is a :class:`protocol.v1.Error` like a local one. It also carries what
+  closes a player's connection there: :class:`SignedOut` and :class:`Replaced`;
 * a table's channel carries :class:`TableUpdate`: what the table's host announces, in the same
   store step as the log entry that caused it (with the seats whose players the host now counts
   away, so other nodes can correct it for players still connected to them);
@@ -80,7 +81,18 @@ class SignedOut(msgspec.Struct, tag="signed_out", tag_field="bus", kw_only=True)
     generation: int
 
 
-BusMessage = Request | Reply | TableUpdate | LobbyChanged | Handover | SignedOut
+class Replaced(msgspec.Struct, tag="replaced", tag_field="bus", kw_only=True):
+    """A player connected on another node: each node closes the player's connection there if
+    it is older (its ``order`` is lower: ``Store.next_attach``)."""
+
+    player: str
+    order: int
+    seated: list[str] = []
+    """The tables where the new connection found the player seated: it answers for them, so
+    the older connection's close does not count the player away there."""
+
+
+BusMessage = Request | Reply | TableUpdate | LobbyChanged | Handover | SignedOut | Replaced
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(BusMessage)
@@ -92,5 +104,6 @@ def encode(message: BusMessage) -> bytes:
 
 
 def decode(data: bytes) -> BusMessage:
-    """A bus message from the bytes received; raises ``msgspec.DecodeError`` if malformed."""
+    """A bus message from the bytes received; raises ``msgspec.DecodeError`` if malformed or
+    of a type this version does not know (a newer node's: the receiver drops it)."""
     return _decoder.decode(data)

@@ -52,10 +52,21 @@ class Connection:
     token: Token
     """The session token this connection greeted with (or was given)."""
     tables: dict[str, Watch] = field(default_factory=dict)
-    left_to_me: dict[str, int | None] = field(default_factory=dict)
-    """Tables (and the seat there, ``None`` for a spectator) of an older connection of the same
-    player that this one replaced and does not watch (yet): when this one closes without having
-    watched them, the player is away there (:meth:`server.node.node.Node.detach`)."""
+    left_to_me: dict[str, bool] = field(default_factory=dict)
+    """Tables (and whether seated there, or a spectator) of an older connection of the same
+    player that this one replaced, here or on another node, and does not watch (yet): when this
+    one closes without having watched them, the player is away there
+    (:meth:`server.node.node.Node.detach`)."""
+    order: int | None = None
+    """Where this connection stands among its player's connections on every node
+    (``Store.next_attach``): the higher replaces the lower. ``None`` until the store answered
+    (or if it could not)."""
+    outranked: tuple[int, list[str]] | None = None
+    """The order and seated tables of a newer connection of the player on another node, heard
+    of before this one's own order was known (``Node.close_replaced``)."""
+    answered_elsewhere: frozenset[str] = frozenset()
+    """Replaced by a connection on another node: the tables it answers for (where it found the
+    player seated), which this one's close must not count the player away from."""
     lobby: bool = False
     bot: bool = False
     """Said so in ``hello`` (its ``client`` names a bot): shown as a bot, always ready."""

@@ -2,7 +2,7 @@
 // what the whole page does: messages (toasts) in words, the "your turn" signals, keyboard
 // shortcuts, the rules dialog and the player's settings (theme, sound).
 
-import { Connection } from "./net.js";
+import { Connection, isAccount } from "./net.js";
 import { TableStore } from "./tables.js";
 import { h, swap } from "./dom.js";
 import { Lobby } from "./lobby.js";
@@ -14,7 +14,7 @@ import { showHelp } from "./help.js";
 import { motion } from "./motion.js";
 import { THEMES, applyTheme, setSound, setTheme, signalTurn, soundOn, theme } from "./prefs.js";
 import { describeEvent, errorText } from "./words.js";
-import { isAccount, recordsRoute, renderRecords } from "./records.js";
+import { recordsRoute, renderRecords } from "./records.js";
 
 const CURRENT_KEY = "blackdrez.current";
 const RENDERERS = { blackdrez: renderBlackDrez, blackjack_piles: renderPiles, blue_jacket: renderBlueJacket };

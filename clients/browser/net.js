@@ -12,6 +12,16 @@ const MIN_DELAY = 100;
 const MAX_DELAY = 5000;
 const MOVING_PATIENCE = 30000; // ms to keep retrying a request while its table moves between nodes
 
+/** Whether ``token`` belongs to an account (a claimed identity), from its payload. */
+export function isAccount(token) {
+  try {
+    const payload = JSON.parse(atob(token.split(".")[0].replace(/-/g, "+").replace(/_/g, "/")));
+    return (payload.g ?? 0) > 0;
+  } catch {
+    return false;
+  }
+}
+
 export class Connection extends EventTarget {
   constructor(url = defaultUrl()) {
     super();
@@ -49,6 +59,13 @@ export class Connection extends EventTarget {
     else this.open();
   }
 
+  /** Forget a token the server refuses. An account's name goes with it: the browser goes on as
+   * a plain guest with a name of its own, not as a guest bearing the account's name. */
+  forget() {
+    if (this.token && isAccount(this.token)) this.name = "";
+    localStorage.removeItem(TOKEN_KEY);
+  }
+
   /** Forget the current identity and greet again as a new guest with ``name``. */
   renew(name) {
     localStorage.removeItem(TOKEN_KEY);
@@ -83,7 +100,7 @@ export class Connection extends EventTarget {
           this.emit("welcome", message);
           this.measureClock();
         } else if (message.type === "error") {
-          if (message.code === "bad_token") localStorage.removeItem(TOKEN_KEY);
+          if (message.code === "bad_token") this.forget();
           this.emit("error", message);
         }
         return;
@@ -95,7 +112,7 @@ export class Connection extends EventTarget {
       this.ws = null;
       this.greeted = false;
       if (event.code === 4007) {  // signed out everywhere: this token is refused from now on
-        localStorage.removeItem(TOKEN_KEY);
+        this.forget();
         this.emit("error", { code: "signed_out", message: event.reason });
       }
       for (const { reject } of this.pending.values()) reject(Object.assign(new Error("connection closed"), { code: "closed" }));

@@ -9,6 +9,7 @@ import { h, short, swap } from "./dom.js";
 import { cardBack, pokerCard, standardCard } from "./cards.js";
 import { count, describeEvent, errorText } from "./words.js";
 import { ratingText } from "./rating.js";
+import { isAccount } from "./net.js";
 
 const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
 const ROUTES = [
@@ -35,16 +36,6 @@ export function recordsRoute(hash = location.hash) {
     if (found) return make(found);
   }
   return null;
-}
-
-/** Whether this browser's token belongs to an account (a claimed identity), from its payload. */
-export function isAccount(token) {
-  try {
-    const payload = JSON.parse(atob(token.split(".")[0].replace(/-/g, "+").replace(/_/g, "/")));
-    return (payload.g ?? 0) > 0;
-  } catch {
-    return false;
-  }
 }
 
 async function api(path) {

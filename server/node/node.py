@@ -341,6 +341,43 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         for node in await self.store.live_nodes() - {self.id}:
             await self.store.publish(node_channel(node), message)
 
+    async def claim(self, client: Connection) -> None:
+        """Make a greeted ``client`` its player's one connection across the nodes sharing the
+        store (on this node :meth:`attach` did): the store orders it after every earlier one,
+        and every other node closes the player's connection there if it is older, so of two
+        hellos at once on two nodes the later in the store's order stays, whichever message
+        arrives first. The tables where the player is seated are left to ``client`` until it
+        watches them, as after a replacement on this node; the older connection's close does
+        not count the player away there. Alone on its store (in memory) a node has nothing to
+        do. Raises :class:`StoreUnavailable` (the other connections then stay open)."""
+        if not self.store.shared:
+            return
+        client.order = order = await self.store.next_attach()
+        seated = await self.store.player_tables(client.player)
+        for table in seated:
+            if table not in client.tables:
+                client.left_to_me.setdefault(table, True)
+        if client.outranked is not None and client.outranked[0] > order:
+            _replaced_elsewhere(client, client.outranked[1])
+        if client.closing:
+            return  # replaced already: the newer connection tells the other nodes
+        message = bus.encode(bus.Replaced(player=client.player, order=order, seated=seated))
+        for node in await self.store.live_nodes() - {self.id}:
+            await self.store.publish(node_channel(node), message)
+
+    def close_replaced(self, player: str, order: int, seated: list[str]) -> None:
+        """``player`` connected on another node, as number ``order``, seated at ``seated``:
+        close their connection here if it is older (one whose order the store has not given yet
+        is closed once it has, if it is older then: :meth:`claim`)."""
+        client = self.clients.get(player)
+        if client is None:
+            return
+        if client.order is None:
+            if client.outranked is None or client.outranked[0] < order:
+                client.outranked = (order, seated)
+        elif client.order < order:
+            _replaced_elsewhere(client, seated)
+
     async def detach(self, client: Connection) -> None:
         """Forget a closed client: its tables learn that the player is away. A newer connection
         of the same player (it replaced this one) answers for them instead, those it watches and
@@ -349,19 +386,21 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
             del self.clients[client.player]
         self.metrics.connections.set(len(self.clients))
         self._stop_watching_lobby(client)
-        held = {table: watch.seat for table, watch in client.tables.items()}
-        held |= {t: seat for t, seat in client.left_to_me.items() if t not in held}
-        for table, seat in held.items():
+        held = {table: watch.seat is not None for table, watch in client.tables.items()}
+        held |= {t: seated for t, seated in client.left_to_me.items() if t not in held}
+        for table, seated in held.items():
             if table in client.tables:
                 await self._unwatch(client, table)
             if self.stopping:
                 continue  # handed over (the new host counts everyone away)
+            if seated and table in client.answered_elsewhere:
+                continue  # the player's newer connection on another node answers for the seat
             newer = self.clients.get(client.player)
             if newer is not None:  # back already: the newer connection answers for the table
                 if table not in newer.tables:  # until it watches it (it may never)
-                    newer.left_to_me.setdefault(table, seat)
+                    newer.left_to_me.setdefault(table, seated)
                 continue
-            await self._gone_away(client.player, client.name, table, seated=seat is not None)
+            await self._gone_away(client.player, client.name, table, seated=seated)
 
     async def handle(self, client: Connection, message: Any) -> None:
         """Serve one decoded request from ``client``."""
@@ -407,3 +446,10 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
             await self._catch_up_watch(client, table, watch)
         if answer.unwatch is not None:
             await self._unwatch(client, answer.unwatch)
+
+
+def _replaced_elsewhere(client: Connection, seated: list[str]) -> None:
+    """Close ``client``: its player's newer connection on another node is the live one, and
+    answers for the tables where it found them seated."""
+    client.answered_elsewhere = frozenset(seated)
+    client.close(CloseCode.REPLACED, "you connected again elsewhere")

@@ -243,6 +243,8 @@ class Routing:
                 self._spawn(self._serve_forward(message))
             case bus.SignedOut():
                 self.close_signed_out(message.player, message.generation)
+            case bus.Replaced():
+                self.close_replaced(message.player, message.order, message.seated)
             case _:
                 log.warning("unexpected %s on this node's channel", type(message).__name__)
 

@@ -220,6 +220,12 @@ class Store(abc.ABC):
     async def player_tables(self, player: str) -> list[str]:
         """Return the tables where ``player`` holds a seat."""
 
+    @abc.abstractmethod
+    async def next_attach(self) -> int:
+        """A number greater than every one returned before, to any node sharing this store: it
+        orders players' connections across nodes (a player's later connection replaces the
+        earlier one, ``Node.claim``) without trusting the nodes' clocks."""
+
     # ------------------------------------------------------------------ presence
     @abc.abstractmethod
     async def heartbeat(self, ttl: float) -> None:

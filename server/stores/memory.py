@@ -47,6 +47,7 @@ class MemoryStore(Store):
         self._daily_players: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
         """Per daily deal, who started it, each with the table of their ranked session."""
         self._order = itertools.count()
+        self._attaches = itertools.count(1)
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
         self._leases: dict[str, tuple[str, float]] = {}
         self._epochs: dict[str, int] = {}
@@ -93,6 +94,9 @@ class MemoryStore(Store):
 
     async def player_tables(self, player: str) -> list[str]:
         return sorted(self._player_tables.get(player, ()))
+
+    async def next_attach(self) -> int:
+        return next(self._attaches)
 
     async def heartbeat(self, ttl: float) -> None:
         self._heartbeats[self.node_id] = (time.monotonic() + ttl, self.incarnation)

@@ -47,6 +47,9 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
                                                       player the table of their ranked session
                                                       (a reference: whether its game still runs
                                                       is read from the table's own keys)
+    bd:attaches            string  every node         fixed: a counter, one step per greeted
+                                                      connection, that orders a player's
+                                                      connections across nodes
 
 The fixed keys above are the only ones that may exist without a TTL, besides a live table's
 epoch, log, record and snapshot (owned by its host, deleted or given a TTL when it is retired; a
@@ -214,7 +217,7 @@ showed as the worst act -> update latencies, a table's players waiting behind th
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
 FIXED_KEYS: tuple[str, ...] = (
     "bd:secret", "bd:nodes", "{bd:nodes}:incarnations", "bd:hosted", "bd:{hosted}:*",
-    "bd:lobby:tables", "bd:lb:*", "bd:rec:*", "bd:daily:*",
+    "bd:lobby:tables", "bd:lb:*", "bd:rec:*", "bd:daily:*", "bd:attaches",
 )  # fmt: skip
 """Patterns (``fnmatch``) of the only keys that may live without a TTL (see the key table)."""
 LEGACY_HOSTED_KEY = "bd:hosted"
@@ -231,6 +234,7 @@ def hosted_key(bucket: int) -> str:
 SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
 NODES_KEY = "bd:nodes"
+ATTACHES_KEY = "bd:attaches"
 INCARNATIONS_KEY = "{bd:nodes}:incarnations"
 """Per node, ``<expiry ms>/<incarnation>`` of its last heartbeat. Its hash tag is the whole name
 of ``bd:nodes``, so both are in one slot and one script writes them on a cluster too. A separate
@@ -1069,6 +1073,10 @@ class RedisStore(Store):
         with self._reaching():
             members = await self._redis.smembers(player_tables_key(player))
         return sorted(member.decode() for member in members)
+
+    async def next_attach(self) -> int:
+        with self._reaching():
+            return int(await self._redis.incr(ATTACHES_KEY))
 
     # ------------------------------------------------------------------ presence
     async def heartbeat(self, ttl: float) -> None:

@@ -1,5 +1,6 @@
-"""One account in two browsers: the second takes the identity over without the two kicking each
-other for ever, and signing out everywhere turns the other browser into a guest at once."""
+"""One account in two browsers: the second takes the identity over (through the same node or
+another) without the two kicking each other for ever, and signing out everywhere turns the other
+browser into a plain guest."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ async def state(page: Page) -> tuple[str, str]:
 async def test_a_browser_replaced_by_another_stays_out_until_the_player_says_play_here(
     new_page, screenshot, server: GameServer
 ) -> None:
-    """Signing in on a phone replaces the laptop's connection (4004, one per player and node).
+    """Signing in on a phone replaces the laptop's connection (4004, one per player).
     Before, the laptop reconnected on its own, replacing the phone, which did the same: the two
     took the connection from each other every few seconds. Now the laptop waits, says why, and
     takes it back only when asked."""
@@ -108,12 +109,17 @@ async def test_a_browser_replaced_by_another_stays_out_until_the_player_says_pla
     assert await state(phone) == ("replaced", ann)
 
 
-async def test_signing_out_everywhere_turns_the_other_browser_into_a_guest_at_once(
-    new_page, screenshot, server: GameServer, tmp_path: Path, redis_url_clean: str
+async def guest_name(page: Page) -> str:
+    """The name the page last greeted as (shown in its header)."""
+    return str(await page.evaluate("window.blackdrez.conn.welcome.name"))
+
+
+async def test_a_browser_on_another_node_replaces_the_first_which_waits_to_play_here(
+    new_page, server: GameServer, tmp_path: Path, redis_url_clean: str
 ) -> None:
-    """Ann is signed in on her laptop (node a) and on her phone (node b, another server of the
-    deployment). Signing out everywhere on the phone closes the laptop's connection at once
-    (4007): the laptop says why and goes on as a new guest; the phone stays Ann."""
+    """Ann's laptop plays through node a; her phone signs in through node b, another server of
+    the deployment. Before, both stayed connected as Ann; now the laptop is replaced (4004) as
+    on one node: it shows the notice and waits, and Play here takes the identity back."""
     other = GameServer(node_settings(tmp_path, redis_url_clean, "b"), bot_client=run_bot)
     await other.start()
     try:
@@ -125,7 +131,76 @@ async def test_signing_out_everywhere_turns_the_other_browser_into_a_guest_at_on
         await phone.goto(f"http://127.0.0.1:{other.port}/")
         await phone.locator("#status[data-state=open]").wait_for()
         await sign_in(phone, "ann lee", "correct horse battery", ann)
-        assert await state(laptop) == ("open", ann), "another node's connection is not replaced"
+
+        notice = laptop.locator("#replaced")
+        await notice.wait_for()
+        assert "another tab or browser" in (await notice.text_content() or "")
+        assert await state(laptop) == ("replaced", ann)
+        assert ann not in server.node.clients and ann in other.node.clients
+
+        await notice.get_by_role("button", name="Play here").click()
+        await laptop.locator("#status[data-state=open]").wait_for()
+        await phone.locator("#replaced").wait_for()
+        assert await state(laptop) == ("open", ann)
+        assert await state(phone) == ("replaced", ann)
+    finally:
+        await other.stop()
+
+
+async def test_a_replaced_browser_of_an_account_signed_out_everywhere_comes_back_a_plain_guest(
+    new_page, server: GameServer, tmp_path: Path, redis_url_clean: str
+) -> None:
+    """The phone (node b) replaced the laptop (node a), then signed out everywhere. Play here on
+    the laptop finds its token refused: it goes on as a new guest with a guest name of its own,
+    not as a guest named Ann Lee (which it was before)."""
+    other = GameServer(node_settings(tmp_path, redis_url_clean, "b"), bot_client=run_bot)
+    await other.start()
+    try:
+        laptop = await new_page("Ann")
+        laptop.set_default_timeout(PATIENCE_MS)
+        ann = await sign_up(laptop, "Ann Lee", "correct horse battery")
+        phone = await new_page("Zed", width=390, height=844)
+        phone.set_default_timeout(PATIENCE_MS)
+        await phone.goto(f"http://127.0.0.1:{other.port}/")
+        await phone.locator("#status[data-state=open]").wait_for()
+        await sign_in(phone, "ann lee", "correct horse battery", ann)
+        await laptop.locator("#replaced").wait_for()
+        await phone.evaluate("location.hash = '#/account'")
+        await phone.get_by_role("button", name="Sign out everywhere").click()
+        await phone.locator("text=Signed out everywhere else.").wait_for()
+
+        await laptop.locator("#replaced").get_by_role("button", name="Play here").click()
+        await laptop.wait_for_function(
+            "document.getElementById('status').dataset.state === 'open' && "
+            f"window.blackdrez.conn.welcome.player !== {ann!r}"
+        )
+        assert (await guest_name(laptop)).startswith("Guest-")
+        assert await state(phone) == ("open", ann)
+    finally:
+        await other.stop()
+
+
+async def test_signing_out_everywhere_turns_the_other_browser_into_a_guest_at_once(
+    new_page, screenshot, server: GameServer, tmp_path: Path, redis_url_clean: str, monkeypatch
+) -> None:
+    """Ann is signed in on her laptop (node a) and on her phone (node b, another server of the
+    deployment), and node a did not hear that the phone replaced the laptop (as a node of an
+    older version: it drops the news). Signing out everywhere on the phone closes the laptop's
+    connection at once (4007): the laptop says why and goes on as a new guest with a guest
+    name of its own (it kept the account's name before); the phone stays Ann."""
+    other = GameServer(node_settings(tmp_path, redis_url_clean, "b"), bot_client=run_bot)
+    await other.start()
+    monkeypatch.setattr(server.node, "close_replaced", lambda *news: None)
+    try:
+        laptop = await new_page("Ann")
+        laptop.set_default_timeout(PATIENCE_MS)
+        ann = await sign_up(laptop, "Ann Lee", "correct horse battery")
+        phone = await new_page("Zed", width=390, height=844)
+        phone.set_default_timeout(PATIENCE_MS)
+        await phone.goto(f"http://127.0.0.1:{other.port}/")
+        await phone.locator("#status[data-state=open]").wait_for()
+        await sign_in(phone, "ann lee", "correct horse battery", ann)
+        assert await state(laptop) == ("open", ann), "node a did not hear of the phone"
 
         await phone.evaluate("location.hash = '#/account'")
         await phone.get_by_role("button", name="Sign out everywhere").click()
@@ -137,6 +212,7 @@ async def test_signing_out_everywhere_turns_the_other_browser_into_a_guest_at_on
             f"window.blackdrez.conn.welcome.player !== {ann!r}"
         )
         await screenshot(laptop, "signed-out-everywhere", full=False)
+        assert (await guest_name(laptop)).startswith("Guest-")
         assert await state(phone) == ("open", ann)
         await phone.reload()  # the phone keeps the new token
         await phone.locator("#status[data-state=open]").wait_for()
