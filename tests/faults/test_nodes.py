@@ -224,6 +224,13 @@ async def test_a_node_paused_past_its_lease_never_serves_or_writes_a_stale_table
         node_b.resume()
         for client in on_a:
             await client.close()
+        # One connection per player: the newcomer on A replaced P1's on B (if B was live to
+        # hear it). P1 plays on from a connection on B again, which replaces the newcomer.
+        again = await connect(node_b.url, token=on_a[1].token, name="P1")
+        clients.append(again)
+        again.tables[table] = TableState(table)
+        await request(again, v1.Resync(table=table, since=0), deadline=60.0)
+        on_b[1] = again
         results = await asyncio.gather(
             *(
                 play(client, table, deadline=30.0, strategy=STRATEGIES[i])
