@@ -289,12 +289,27 @@ async def test_a_daily_seed_is_drawn_once_and_a_daily_claimed_once(store: Store)
     assert await store.daily_seed("blue_jacket", "2026-11-29", None) is None
     assert await store.daily_seed("blue_jacket", "2026-11-29", "five") == "five"  # none made
     assert await store.daily_table("blue_jacket", "2026-11-30", "p1") is None
-    assert await store.claim_daily("blue_jacket", "2026-11-30", "p1", "s1") == "s1"
-    assert await store.claim_daily("blue_jacket", "2026-11-30", "p1", "s2") == "s1"
+    keep = 60.0
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p1", "s1", keep) == "s1"
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p1", "s2", keep) == "s1"
     assert await store.daily_table("blue_jacket", "2026-11-30", "p1") == "s1"
-    assert await store.claim_daily("blue_jacket", "2026-11-30", "p2", "s3") == "s3"
-    assert await store.claim_daily("blue_jacket", "2026-12-01", "p1", "s4") == "s4"
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p2", "s3", keep) == "s3"
+    assert await store.claim_daily("blue_jacket", "2026-12-01", "p1", "s4", keep) == "s4"
     assert await store.daily_table("blackjack_piles", "2026-11-30", "p1") is None
+
+
+async def test_a_daily_claim_lasts_as_long_as_it_is_kept_for(store: Store) -> None:
+    """Who started a day's deal matters only while that day's sessions can start: a claim is
+    kept for what the caller says (until a day after the deal's day ends), then forgotten, so
+    the claims of past days do not pile up for ever (the seed alone is kept for good)."""
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p1", "s1", keep=0.3) == "s1"
+    assert await store.claim_daily("blue_jacket", "2026-11-30", "p2", "s2", keep=0.3) == "s2"
+    assert await store.daily_table("blue_jacket", "2026-11-30", "p1") == "s1"
+    assert await store.claim_daily("blue_jacket", "2026-12-01", "p1", "s3", keep=30) == "s3"
+    await asyncio.sleep(0.5)
+    assert await store.daily_table("blue_jacket", "2026-11-30", "p1") is None
+    assert await store.daily_table("blue_jacket", "2026-11-30", "p2") is None
+    assert await store.daily_table("blue_jacket", "2026-12-01", "p1") == "s3"
 
 
 # ---------------------------------------------------------------------- secret

@@ -102,7 +102,10 @@ class Lobby:
         game's cards to come (the same stock, dealt face up there) before they are dealt in it.
         The claim and the check agree on every node: the claim is atomic in the store and names
         the ranked session's table, which is leased before it is named."""
-        first = await self.store.claim_daily(game, day, player, table)
+        # Kept until a day after the deal's day ends (no session of it starts after the day;
+        # the day after covers clocks a little apart), then forgotten: only the seed is kept.
+        keep = max(assist.day_bounds(day)[1] - self.clock(), 0.0) + assist.DAY
+        first = await self.store.claim_daily(game, day, player, table, keep)
         if first == table:
             return True
         if first is not None and await self._still_played(first):

@@ -270,13 +270,17 @@ class Store(abc.ABC):
         only the one kept (``None`` if none was dealt)."""
 
     @abc.abstractmethod
-    async def claim_daily(self, game: str, day: str, player: str, table: str) -> str | None:
+    async def claim_daily(
+        self, game: str, day: str, player: str, table: str, keep: float
+    ) -> str | None:
         """Note that ``player`` starts ``game``'s daily deal of ``day`` at ``table``: the table
         of the player's ranked session of that deal, ``table`` itself the first time (that
         session is ranked), the first one's after. The caller holds ``table``'s lease already,
         so that whoever reads the claim finds its table hosted from that instant (whether its
         game still runs is read from the table: the claim is only a reference). ``None``: the
-        first claim named no table (a node of an older version made it)."""
+        first claim named no table (a node of an older version made it). The deal's claims are
+        kept ``keep`` seconds from this one (the caller: until a day after ``day`` ends, when
+        no session of that deal can start any more), then forgotten."""
 
     @abc.abstractmethod
     async def daily_table(self, game: str, day: str, player: str) -> str | None:

@@ -46,6 +46,8 @@ class MemoryStore(Store):
         self._daily_seeds: dict[tuple[str, str], str] = {}
         self._daily_players: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
         """Per daily deal, who started it, each with the table of their ranked session."""
+        self._daily_until: dict[tuple[str, str], float] = {}
+        """Per daily deal, until when (monotonic clock) its claims are kept."""
         self._order = itertools.count()
         self._attaches = itertools.count(1)
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
@@ -129,11 +131,23 @@ class MemoryStore(Store):
             return self._daily_seeds.get((game, day))
         return self._daily_seeds.setdefault((game, day), candidate)
 
-    async def claim_daily(self, game: str, day: str, player: str, table: str) -> str | None:
+    async def claim_daily(
+        self, game: str, day: str, player: str, table: str, keep: float
+    ) -> str | None:
+        self._forget_old_claims()
+        self._daily_until[game, day] = time.monotonic() + keep
         return self._daily_players[game, day].setdefault(player, table)
 
     async def daily_table(self, game: str, day: str, player: str) -> str | None:
+        self._forget_old_claims()
         return self._daily_players.get((game, day), {}).get(player)
+
+    def _forget_old_claims(self) -> None:
+        """Drop the claims of the daily deals kept long enough (as Redis expires them)."""
+        now = time.monotonic()
+        for deal in [deal for deal, until in self._daily_until.items() if until <= now]:
+            del self._daily_until[deal]
+            self._daily_players.pop(deal, None)
 
     # ------------------------------------------------------------------ hosting
     def _holder(self, table_id: str) -> str | None:

@@ -41,12 +41,14 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
     bd:rec:{G}             string  the game's host    fixed while a leaderboard entry shows the
                                                       game (one kept for good per entry placed;
                                                       a game placed nowhere: the record TTL)
-    bd:daily:{D}, bd:daily:{D}:players, bd:daily:{D}:ranked
-                           string, set, hash          fixed: a daily deal's seed (set once,
-                                       every node     never changed), who started it, and per
-                                                      player the table of their ranked session
-                                                      (a reference: whether its game still runs
-                                                      is read from the table's own keys)
+    bd:daily:{D}           string  every node         fixed: a daily deal's seed (set once,
+                                                      never changed; revealed once its day ends)
+    bd:daily:{D}:players, bd:daily:{D}:ranked
+                           set, hash  every node      who started the deal, and per player the
+                                                      table of their ranked session (a
+                                                      reference: whether its game still runs is
+                                                      read from the table's own keys); TTL = a
+                                                      day past the deal's day, set at each claim
     bd:attaches            string  every node         fixed: a counter, one step per greeted
                                                       connection, that orders a player's
                                                       connections across nodes
@@ -217,7 +219,7 @@ showed as the worst act -> update latencies, a table's players waiting behind th
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
 FIXED_KEYS: tuple[str, ...] = (
     "bd:secret", "bd:nodes", "{bd:nodes}:incarnations", "bd:hosted", "bd:{hosted}:*",
-    "bd:lobby:tables", "bd:lb:*", "bd:rec:*", "bd:daily:*", "bd:attaches",
+    "bd:lobby:tables", "bd:lb:*", "bd:rec:*", "bd:daily:{*}", "bd:attaches",
 )  # fmt: skip
 """Patterns (``fnmatch``) of the only keys that may live without a TTL (see the key table)."""
 LEGACY_HOSTED_KEY = "bd:hosted"
@@ -386,16 +388,21 @@ return {'unknown'}
 """
 
 CLAIM_DAILY_SCRIPT = """
+local first
 if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-  return ARGV[2]
+  first = ARGV[2]
+else
+  first = redis.call('HGET', KEYS[2], ARGV[1])
 end
-return redis.call('HGET', KEYS[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return first
 """
 """Claims a daily deal for a player (KEYS: the deal's players set and ranked hash; ARGV: the
-player, the table of the session): the table of the player's ranked session of the deal, this
-one if the player is new to it (``nil``: an older version's claim named none). The set is the
-claim older versions make too (a rolling upgrade)."""
+player, the table of the session, how long to keep the claims in ms): the table of the player's
+ranked session of the deal, this one if the player is new to it (``nil``: an older version's
+claim named none). The set is the claim older versions make too (a rolling upgrade)."""
 
 
 def table_key(table_id: str) -> str:
@@ -1134,11 +1141,14 @@ class RedisStore(Store):
                 _, seed = await pipe.execute()
         return seed.decode()
 
-    async def claim_daily(self, game: str, day: str, player: str, table: str) -> str | None:
+    async def claim_daily(
+        self, game: str, day: str, player: str, table: str, keep: float
+    ) -> str | None:
         key = daily_key(game, day)
         with self._reaching():
             ranked = await self._claim_daily(
-                keys=[f"{key}:players", f"{key}:ranked"], args=[player, table]
+                keys=[f"{key}:players", f"{key}:ranked"],
+                args=[player, table, max(1, int(keep * 1000))],
             )
         return None if ranked is None else ranked.decode()
 

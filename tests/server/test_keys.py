@@ -15,7 +15,8 @@ import redis.asyncio as aioredis
 
 from games import shuffle
 from protocol import v1
-from server.stores.redis import FIXED_KEYS
+from server.stores.redis import FIXED_KEYS, daily_key
+from server.table import assist
 from server.table.commands import rebuild
 from server.table.records import decode_table_record, record_log
 from tests.server.helpers import play_out, seat_and_start
@@ -108,3 +109,26 @@ async def test_a_ranked_games_record_is_kept_for_good_only_if_a_board_shows_it(
             game = key[len("bd:rec:{") : -1]
             assert (ttl == -1) == (game in shown), ttls
         assert sorted(ttl == -1 for ttl in ttls.values()) == [False, True], ttls
+
+
+async def test_a_daily_deals_claims_end_a_day_after_the_deals_day(
+    make_server, connect, redis_url_clean
+) -> None:
+    """Only the day's seed is kept for good (``GetDaily`` reveals it for any past day); who
+    started the deal, and the table of each one's ranked session, matter only while that day's
+    sessions can start: their keys end a day after the deal's day does."""
+    server = await make_server(redis_url=redis_url_clean)
+    ann = await connect(server, name="Ann")
+    joined = await ann.request(v1.StartSolitaire(game="blue_jacket", daily=True))
+    assert joined.table.ranked
+    day = assist.day_of(server.node.clock())
+    _, ends = assist.day_bounds(day)
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        keys = sorted([key.decode() async for key in raw.scan_iter("bd:daily:*")])
+        seed = daily_key("blue_jacket", day)
+        assert keys == [seed, f"{seed}:players", f"{seed}:ranked"]
+        assert fixed(seed) and await raw.ttl(seed) == -1
+        longest = ends - time.time() + assist.DAY
+        for key in keys[1:]:
+            assert not fixed(key), key
+            assert 0 < await raw.pttl(key) / 1000 <= longest + 1, key
