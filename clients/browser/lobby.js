@@ -227,6 +227,7 @@ export class Lobby {
   }
 
   renderDaily() {
+    if (!this.root) return;  // not drawn yet (a records page was opened first, by its link)
     for (const [game, line] of Object.entries(this.dailyLines)) {
       const daily = this.daily[game];
       if (!daily) continue;

@@ -12,6 +12,11 @@ const MIN_DELAY = 100;
 const MAX_DELAY = 5000;
 const MOVING_PATIENCE = 30000; // ms to keep retrying a request while its table moves between nodes
 
+/** The session token this browser greets with (null before its first welcome). */
+export function storedToken() {
+  return localStorage.getItem(TOKEN_KEY);
+}
+
 /** Whether ``token`` belongs to an account (a claimed identity), from its payload. */
 export function isAccount(token) {
   try {
@@ -37,7 +42,7 @@ export class Connection extends EventTarget {
     this.clockOffset = 0; // server time minus local time, in seconds
   }
 
-  get token() { return localStorage.getItem(TOKEN_KEY); }
+  get token() { return storedToken(); }
   get name() { return localStorage.getItem(NAME_KEY) || ""; }
   set name(value) { localStorage.setItem(NAME_KEY, value); }
 

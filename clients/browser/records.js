@@ -9,7 +9,7 @@ import { h, short, swap } from "./dom.js";
 import { cardBack, pokerCard, standardCard } from "./cards.js";
 import { count, describeEvent, errorText } from "./words.js";
 import { ratingText } from "./rating.js";
-import { isAccount } from "./net.js";
+import { isAccount, storedToken } from "./net.js";
 
 const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
 const ROUTES = [
@@ -38,11 +38,40 @@ export function recordsRoute(hash = location.hash) {
   return null;
 }
 
+/** GET ``/api/v1/<path>`` as this browser's player (its token: a private table's games are
+ * served to their players only), or as anyone once the server refuses the token (the
+ * connection deals with a refused token; the page still shows what anyone may see). */
+async function apiResponse(path) {
+  const token = storedToken();
+  if (token) {
+    const response = await fetch(`/api/v1/${path}`, { headers: { Authorization: `Bearer ${token}` } });
+    if (response.status !== 401) return response;
+  }
+  return fetch(`/api/v1/${path}`);
+}
+
 async function api(path) {
-  const response = await fetch(`/api/v1/${path}`);
+  const response = await apiResponse(path);
   const body = await response.json().catch(() => null);
   if (!response.ok) throw Object.assign(new Error(body?.error?.message ?? response.statusText), { code: body?.error?.code, status: response.status });
   return body;
+}
+
+const PRIVATE_TITLE = "Played at a private table: only its players can see this game";
+
+function privateBadge(game) {
+  return game.private ? h("span.badge.private", { title: PRIVATE_TITLE }, "private") : null;
+}
+
+/** Save the record of a private game: a plain link would fetch it without the token. */
+async function downloadRecord(event, replay) {
+  event.preventDefault();
+  const name = event.currentTarget.getAttribute("download");
+  const response = await apiResponse(`games/${encodeURIComponent(replay.id)}`);
+  if (!response.ok) return;
+  const link = h("a", { href: URL.createObjectURL(await response.blob()), download: name });
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
 }
 
 function when(seconds) {
@@ -204,6 +233,7 @@ function gameRow(game, player) {
   return h("li.game-row",
     h("a", { href: gameHref(game.id), class: "replay-link" }, GAME_NAMES[game.game] ?? game.game),
     game.rated ? h("span.badge.rated", "rated") : null,
+    privateBadge(game),
     h("span", ` ${outcome}`),
     others.length ? h("span.muted", " vs ", others.map((p, i) => [i ? ", " : "", playerLink(p)])) : null,
     h("span.muted.when", when(game.ended_at)));
@@ -330,13 +360,14 @@ async function replayPage(ctx, route, page) {
   swap(page,
     h("section.panel.replay-head",
       h("div.panel-head",
-        h("h2", `${GAME_NAMES[replay.game] ?? replay.game}`, replay.rated ? h("span.badge.rated", "rated") : null),
+        h("h2", `${GAME_NAMES[replay.game] ?? replay.game}`, replay.rated ? h("span.badge.rated", "rated") : null, privateBadge(replay)),
         h("span.muted", when(replay.ended_at))),
       h("ol.replay-players", [...replay.players].sort((a, b) => (a.place ?? 99) - (b.place ?? 99) || a.seat - b.seat).map((p) => h("li",
         p.place ? h("strong", `${p.place}. `) : null, playerLink(p),
         p.score !== null ? h("span.muted", ` · ${replay.game === "blackdrez" ? count(p.score, "card") : `score ${p.score}`}`) : null,
         p.won ? h("span.badge.won", "won") : null))),
-      h("p.share", "Link to this game: ", h("input#share-link", { readonly: true, value: share, "aria-label": "Link to this game", onfocus: (e) => e.target.select() }))),
+      h("p.share", "Link to this game: ", h("input#share-link", { readonly: true, value: share, "aria-label": "Link to this game", onfocus: (e) => e.target.select() }),
+        replay.private ? h("span.muted", " (it opens for the game's players only)") : null)),
     h("section.panel.replay",
       h("div.replay-controls", buttons.first, buttons.back, counter, buttons.forward, buttons.end, roundPick),
       board,
@@ -348,6 +379,10 @@ async function replayPage(ctx, route, page) {
       fair.verified
         ? h("p.muted", "The seed hashes to the commitment, every action replays, and the cards dealt are exactly the shuffle's. Check it yourself: download the record and run blackdrez verify.")
         : h("ul", fair.problems.map((p) => h("li", p))),
-      h("p", h("a", { href: `/api/v1/games/${encodeURIComponent(replay.id)}`, download: `${replay.id.replace(":", "-")}.json` }, "Download the record"))));
+      h("p", h("a", {
+        href: `/api/v1/games/${encodeURIComponent(replay.id)}`,
+        download: `${replay.id.replace(":", "-")}.json`,
+        onclick: replay.private ? (event) => downloadRecord(event, replay) : null,
+      }, "Download the record"))));
   go(0);
 }

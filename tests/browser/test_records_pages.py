@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from playwright.async_api import Page
 
-from clients.bots import BOT_CLIENT, run_bot
+from clients.bots import BOT_CLIENT, play_table, run_bot
 from clients.client import Client
 from games import verify
+from games.records import decode_record
 from protocol import v1
 from server import identity
 from server.app import GameServer, Settings
@@ -283,3 +284,53 @@ async def test_a_seat_kept_for_a_rated_games_leaver_is_not_offered_as_free(
     finally:
         for client in (ann, bob, cid):
             await client.close()
+
+
+async def test_a_private_tables_game_is_in_its_players_profile_and_nobody_elses(
+    new_page, screenshot, server: GameServer
+) -> None:
+    """A private table's game is served only to its players, who say who they are with their
+    token: the browser sends it, so Ann finds the game in her profile (marked private) and can
+    replay and download it; another browser sees neither her game nor its page."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    ann, bob = await Client.connect(url, name="Ann"), await Client.connect(url, name="Bob")
+    try:
+        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0, private=True)
+        created = await ann.request(v1.CreateTable(options=options))
+        table = created.table.id
+        await bob.request(v1.JoinTable(table=table, invite=created.invite))
+        await bob.request(v1.SetReady(table=table))
+        await ann.request(v1.StartGame(table=table))
+        await asyncio.gather(play_table(ann, table), play_table(bob, table))
+        (game,) = await stored_games(server, 1, player=ann.player, viewer=ann.player)
+        token, player = ann.token, ann.player
+    finally:
+        await ann.close()
+        await bob.close()
+
+    page = await new_page("Someone")
+    page.set_default_timeout(PATIENCE_MS)
+    await page.evaluate("token => localStorage.setItem('blackdrez.token', token)", token)
+    await page.goto(page.url.split("#")[0] + f"#/player/{player}")
+    await page.reload()  # greets with Ann's token now
+    await page.wait_for_function(f"window.blackdrez.conn.welcome?.player === {player!r}")
+    row = page.locator(".games .game-row")
+    await row.first.wait_for()
+    assert await row.count() == 1
+    assert await row.first.locator(".badge.private").count() == 1
+    await screenshot(page, "profile-private-game", full=False)
+    await row.first.locator("a.replay-link").click()
+    await page.locator(".records[data-step]").wait_for()
+    assert await page.locator(".replay-head .badge.private").count() == 1
+    async with page.expect_download() as download:
+        await page.get_by_role("link", name="Download the record").click()
+    saved = await (await download.value).path()
+    assert verify.verify(decode_record(Path(saved).read_bytes())) == []
+
+    other = await new_page("Zed", width=390, height=844)
+    other.set_default_timeout(PATIENCE_MS)
+    await other.goto(other.url.split("#")[0] + f"#/player/{player}")
+    await other.locator(".profile h2", has_text="Ann").wait_for()
+    assert await other.locator(".games .game-row").count() == 0
+    await other.goto(other.url.split("#")[0] + f"#/game/{game.id}")
+    await other.locator(".records h2", has_text="Not found").wait_for()
