@@ -71,7 +71,7 @@ from protocol.errors import CloseCode, ErrorCode
 from server import hints, identity
 from server.admin import PREFIX as ADMIN_PREFIX
 from server.admin import AdminApi
-from server.connection import Connection
+from server.connection import OLDEST, Connection
 from server.metrics import INVALID_MESSAGE, Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
 from server.node.hosting import HINT_BURST, HINT_RATE, is_solitaire_id
@@ -720,8 +720,9 @@ class GameServer:
             player = identity.new_player_id()
             token = identity.issue_token(self.secret, player, identity.clean_name(hello.name))
         player, name = token.player, token.name
+        new_identity = hello.token is None  # seated nowhere, connected nowhere else
         try:
-            tables = await self.store.player_tables(player)
+            tables = [] if new_identity else await self.store.player_tables(player)
         except StoreUnavailable:
             tables = []
         client = Connection(
@@ -736,6 +737,7 @@ class GameServer:
             on_close=self._count_close,
             token=token,
             address=address,
+            order=OLDEST if new_identity else None,
         )
         client.send(
             v1.Welcome(

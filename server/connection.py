@@ -29,6 +29,11 @@ from protocol.errors import CloseCode
 from server.identity import Token
 from server.ratelimit import TokenBucket
 
+OLDEST = 0
+"""The order of a connection older than every one the store orders (``Store.next_attach``
+counts from 1): a new identity's first connection, of which no other can exist yet, and one
+greeted while the store could not be reached. A later connection anywhere replaces it."""
+
 
 @dataclass
 class Watch:
@@ -59,8 +64,8 @@ class Connection:
     (:meth:`server.node.node.Node.detach`)."""
     order: int | None = None
     """Where this connection stands among its player's connections on every node
-    (``Store.next_attach``): the higher replaces the lower. ``None`` until the store answered
-    (or if it could not)."""
+    (``Store.next_attach``): the higher replaces the lower. ``None`` until the store answered;
+    :data:`OLDEST` for a new identity's first connection and one the store could not order."""
     outranked: tuple[int, list[str]] | None = None
     """The order and seated tables of a newer connection of the player on another node, heard
     of before this one's own order was known (``Node.close_replaced``)."""

@@ -24,7 +24,7 @@ from games.shuffle import new_seed
 from protocol import v1
 from protocol.errors import CloseCode, ErrorCode
 from server import bus
-from server.connection import Connection, Watch
+from server.connection import OLDEST, Connection, Watch
 from server.hints import HintWorker
 from server.metrics import Metrics
 from server.node.failover import Failover
@@ -349,16 +349,21 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         arrives first. The tables where the player is seated are left to ``client`` until it
         watches them, as after a replacement on this node; the older connection's close does
         not count the player away there. Alone on its store (in memory) a node has nothing to
-        do. Raises :class:`StoreUnavailable` (the other connections then stay open)."""
-        if not self.store.shared:
+        do, nor has a new identity's first connection (its order is ``OLDEST`` already).
+        Raises :class:`StoreUnavailable`: the other connections then stay open, and this one
+        is ordered ``OLDEST`` (the player's next connection anywhere replaces it)."""
+        if not self.store.shared or client.order is not None:
             return
-        client.order = order = await self.store.next_attach()
+        try:
+            order = await self.store.next_attach()
+        except StoreUnavailable:
+            _ordered(client, OLDEST)
+            raise
+        _ordered(client, order)
         seated = await self.store.player_tables(client.player)
         for table in seated:
             if table not in client.tables:
                 client.left_to_me.setdefault(table, True)
-        if client.outranked is not None and client.outranked[0] > order:
-            _replaced_elsewhere(client, client.outranked[1])
         if client.closing:
             return  # replaced already: the newer connection tells the other nodes
         message = bus.encode(bus.Replaced(player=client.player, order=order, seated=seated))
@@ -446,6 +451,14 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
             await self._catch_up_watch(client, table, watch)
         if answer.unwatch is not None:
             await self._unwatch(client, answer.unwatch)
+
+
+def _ordered(client: Connection, order: int) -> None:
+    """Give ``client`` its ``order``, and close it if a newer connection of its player on
+    another node was heard of while the order was not known (``Node.close_replaced``)."""
+    client.order = order
+    if client.outranked is not None and client.outranked[0] > order:
+        _replaced_elsewhere(client, client.outranked[1])
 
 
 def _replaced_elsewhere(client: Connection, seated: list[str]) -> None:

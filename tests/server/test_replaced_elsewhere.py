@@ -8,6 +8,7 @@ import asyncio
 
 import msgspec
 import pytest
+import redis.asyncio as aioredis
 
 from clients.client import Client
 from protocol import v1
@@ -132,3 +133,64 @@ async def test_a_node_drops_a_bus_message_it_does_not_know(
     await a.node.store.publish(node_channel(a.node.id), future)
     assert isinstance(await ann.request(v1.Ping()), v1.Pong)
     assert not ann.closed.done()
+
+
+async def test_a_new_guests_hello_costs_the_other_nodes_nothing(
+    two_nodes: tuple[GameServer, ...], connect: ClientFactory, redis_url_clean: str
+) -> None:
+    """A hello without a token is a new identity: no connection of it exists anywhere, so no
+    other node is told of it (a client reconnecting as a new guest in a loop made every node
+    decode a message per hello). A later connection of that guest elsewhere replaces it all the
+    same."""
+    a, b = two_nodes
+    listener = aioredis.Redis.from_url(redis_url_clean)
+    heard = listener.pubsub()
+    await heard.subscribe(node_channel(b.node.id))
+    try:
+        await heard.get_message(timeout=1.0)  # the subscription's confirmation
+        guests = [await connect(a, name=f"Guest {n}") for n in range(5)]
+        assert isinstance(await guests[-1].request(v1.Ping()), v1.Pong)
+        assert await heard.get_message(timeout=0.5) is None, "node b was told of a new guest"
+    finally:
+        await heard.aclose()
+        await listener.aclose()
+
+    again = await connect(b, token=guests[0].token)
+    assert await asyncio.wait_for(guests[0].closed, 10.0) == REPLACED
+    assert isinstance(await again.request(v1.Ping()), v1.Pong)
+
+
+async def test_a_connection_greeted_while_its_nodes_store_was_down_is_replaced_by_a_later_one(
+    make_server: ServerFactory, connect: ClientFactory, redis_url_clean: str
+) -> None:
+    """Node b cannot reach Redis when Ann greets it (her token is accepted, the store gives the
+    connection no order). Once Redis answers again Ann connects on node a: the connection on
+    node b is older and is replaced (it stayed open beside the new one, for good)."""
+    admin = aioredis.Redis.from_url(redis_url_clean)
+    await admin.execute_command("ACL", "SETUSER", "node-b", "on", ">pw", "~*", "&*", "+@all")
+    try:
+        a = await make_server(redis_url=redis_url_clean, node_id="node-a")
+        b = await make_server(
+            redis_url=redis_url_clean.replace("//", "//node-b:pw@"), node_id="node-b"
+        )
+        b.store_grace = 60.0  # still taking handshakes while its store is down
+        ann = await connect(a, name="Ann")
+
+        await admin.execute_command("ACL", "SETUSER", "node-b", "off")  # no new connection
+        await admin.execute_command("CLIENT", "KILL", "USER", "node-b")
+        there = await connect(b, token=ann.token)
+        assert isinstance(await there.request(v1.Ping()), v1.Pong)  # served: greeted through
+        assert not b.store.health.up, "node b greeted Ann without its store"
+
+        await admin.execute_command("ACL", "SETUSER", "node-b", "on")
+        await wait_for(lambda: b.store.health.up and b.store._online.is_set(), "b's store back")
+        here = await connect(a, token=ann.token)
+        assert await asyncio.wait_for(ann.closed, 10.0) == (
+            CloseCode.REPLACED,
+            "you connected again elsewhere",
+        )
+        assert await asyncio.wait_for(there.closed, 10.0) == REPLACED
+        assert isinstance(await here.request(v1.Ping()), v1.Pong)
+    finally:
+        await admin.execute_command("ACL", "DELUSER", "node-b")
+        await admin.aclose()
