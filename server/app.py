@@ -293,6 +293,8 @@ class GameServer:
         self._limits = settings.limits()
         self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
         self._per_address: Counter[str] = Counter()
+        self._outages_warned: dict[str, int] = {}
+        """Per warning of :meth:`_warn_once_per_outage`, the store outage it was logged in."""
         self.admin = AdminApi(self)
         self.finished = asyncio.Event()
         """Set once :meth:`stop` has finished (after a signal, or a drain)."""
@@ -658,13 +660,23 @@ class GameServer:
             try:
                 await self.node.claim(client)
             except StoreUnavailable:  # the player's connections on other nodes stay open
-                log.warning("store unavailable: other nodes not told of a player's new connection")
+                self._warn_once_per_outage(
+                    "store unavailable: other nodes not told of a player's new connection"
+                )
             await self._serve(client)
         except ConnectionClosed:
             pass
         finally:
             client.closing = True
             await self.node.detach(client)
+
+    def _warn_once_per_outage(self, message: str) -> None:
+        """Log ``message`` as a warning the first time in a store outage, at debug level after:
+        every player coming back at once during an outage would write it per ``hello``."""
+        outage = self.store.health.outages
+        seen = self._outages_warned.get(message) == outage
+        self._outages_warned[message] = outage
+        log.log(logging.DEBUG if seen else logging.WARNING, message)
 
     async def _greet(self, ws: ServerConnection, address: str) -> Connection | None:
         s = self.settings
@@ -707,7 +719,9 @@ class GameServer:
             except StoreUnavailable:
                 # Let players come back during a store outage (their tables wait for the store
                 # anyway); a revocation is enforced again as soon as the store answers.
-                log.warning("store unavailable: token accepted without the revocation check")
+                self._warn_once_per_outage(
+                    "store unavailable: token accepted without the revocation check"
+                )
                 revoked = False
             if token is None or revoked:
                 await refuse(

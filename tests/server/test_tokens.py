@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 
@@ -122,6 +123,29 @@ async def test_during_a_store_outage_a_token_is_accepted_unchecked(make_server, 
             await comeback.close()
             assert time.monotonic() < deadline, "the revocation did not hold again"
             await asyncio.sleep(0.1)
+        await server.stop()
+
+
+async def test_a_storm_of_hellos_during_a_store_outage_logs_each_warning_once(
+    make_server, connect, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every player of a node comes back while its store is away: the log says once that
+    tokens are accepted unchecked and that other nodes are not told, not once per hello (a
+    reconnection storm wrote two warning lines per connection), and says it again at the next
+    outage."""
+    with RedisServer() as redis_server:
+        server = await make_server(redis_url=redis_server.url)
+        server.store_grace = 60.0  # still taking handshakes while its store is down
+        ann = await connect(server, name="Ann")
+        for outage in (1, 2):
+            redis_server.stop()
+            for _ in range(6):
+                await (await connect(server, token=ann.token)).close()
+            warnings = [r.message for r in caplog.records if r.levelno >= logging.WARNING]
+            for said in ("accepted without the revocation check", "other nodes not told"):
+                assert sum(said in line for line in warnings) == outage, warnings
+            redis_server.start()
+            await server.store.health.wait_up()
         await server.stop()
 
 
