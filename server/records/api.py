@@ -359,7 +359,7 @@ class RecordsApi:
             raise _not_found(f"no player {player_id!r} has finished a game")
         # Three independent reads: at once, on as many connections as the database has
         (ratings, ratings_next), (games, games_next), stats = await asyncio.gather(
-            self.store.rating_history(player.id, "blackdrez", limit=PROFILE_RATINGS),
+            self.store.rating_history(player.id, "blackdrez", limit=PROFILE_RATINGS, viewer=viewer),
             self.store.games(player=player.id, limit=PROFILE_GAMES, viewer=viewer),
             self.store.stats(player.id),
         )
@@ -382,7 +382,11 @@ class RecordsApi:
             raise _bad(f"{game} has no ratings; rated: {', '.join(sorted(RATED_GAMES))}")
         try:
             points, cursor = await self.store.rating_history(
-                _player_id(player_id), game, before=query.text("before"), limit=query.limit()
+                _player_id(player_id),
+                game,
+                before=query.text("before"),
+                limit=query.limit(),
+                viewer=viewer,
             )
         except InvalidCursor as error:
             raise _bad(str(error)) from None

@@ -368,9 +368,19 @@ class RecordsStore:
         return {row["player"]: _rating(row) for row in rows}
 
     async def rating_history(
-        self, player: str, game: str, *, before: str | None = None, limit: int = 20
+        self,
+        player: str,
+        game: str,
+        *,
+        before: str | None = None,
+        limit: int = 20,
+        viewer: str | None = None,
     ) -> tuple[list[RatingPoint], str | None]:
-        """The player's rating after each rated game of ``game``, newest first; and the cursor."""
+        """The player's rating after each rated game of ``game``, newest first; and the cursor.
+
+        A private table's game is left out unless the player asks (``viewer``): its point
+        would say when they played it, how it went and, beside the other players' points at
+        the same instant, with whom."""
         _check_limit(limit)
         args: list[Any] = [player, game]
         condition = ""
@@ -378,6 +388,11 @@ class RecordsStore:
             at, game_id = _parse_cursor(before, int)
             args += [at, game_id]
             condition = "AND (at, game_id) < ($3, $4)"
+        if viewer != player:
+            condition += (
+                " AND NOT EXISTS (SELECT 1 FROM games g"
+                " WHERE g.id = rating_history.game_id AND g.private = TRUE)"
+            )
         args.append(limit + 1)
         rows = await self.db.fetch(
             "SELECT game_id, at, place, mu_before, sigma_before, mu, sigma, ordinal "

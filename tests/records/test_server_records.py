@@ -637,7 +637,9 @@ async def test_a_private_tables_games_are_read_by_their_players_only(server: Gam
     cy = await Client.connect(url, name="Cy")
     ids = {}
     for private in (True, False):
-        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0, private=private)
+        options = v1.TableOptions(
+            seats=2, max_rounds=1, round_pause_seconds=0, private=private, rated=True
+        )
         created = await ann.request(v1.CreateTable(options=options))
         table = created.table.id
         await bob.request(v1.JoinTable(table=table, invite=created.invite))
@@ -677,6 +679,16 @@ async def test_a_private_tables_games_are_read_by_their_players_only(server: Gam
         status, _ = await http_get(server, f"/api/v1/games/{hidden}/replay", player.token)
         assert status == 200
     assert await listed("/api/v1/games", ann.token) == [public], "everyone's: public only"
+
+    async def rated_games(path: str, token: str | None = None) -> list[str]:
+        status, body = await http_get(server, path, token)
+        assert status == 200, body
+        return [point["game_id"] for point in json.loads(body)["ratings"]]
+
+    for path in (f"/api/v1/players/{ann.player}/ratings", f"/api/v1/players/{ann.player}"):
+        assert await rated_games(path) == [public], "the rating history anyone reads"
+        assert await rated_games(path, cy.token) == [public]
+        assert await rated_games(path, ann.token) == [public, hidden], "hers (newest first)"
     status, body = await http_get(server, "/api/v1/games", "forged.token")
     assert status == 401 and b"invalid_token" in body
     for client in (ann, bob, cy):

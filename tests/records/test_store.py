@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -328,6 +329,35 @@ async def test_a_daily_deals_game_stays_sealed_until_its_day_has_ended(
     assert fetched is not None and verify.verify(fetched) == []
     games, _ = await store.games(player="ann")
     assert [g.id for g in games] == ["other", "daily"]
+
+
+async def test_a_private_rated_games_point_is_in_its_players_rating_history_only(
+    store: RecordsStore,
+) -> None:
+    """A private rated table moves its players' ratings like any, but the point it adds to a
+    rating history (its game's id, its time, the place) would tell anyone who played it, when,
+    with whom (the other players' points at the same instant) and how it went: left out of the
+    history anyone but the player reads. The rating itself is the player's, as before."""
+    await store.put_game(finished("open", players=["ann", "bob"], seats=2, rated=True, ended_at=10))
+    hidden = finished(
+        "hidden", players=["ann", "cy"], seats=2, rated=True, ended_at=20, private=True
+    )
+    await store.put_game(hidden)
+
+    async def points(player: str, viewer: str | None, **options: Any) -> list[str]:
+        history, _ = await store.rating_history(player, "blackdrez", viewer=viewer, **options)
+        return [point.game_id for point in history]
+
+    for viewer in (None, "bob", "cy"):
+        assert await points("ann", viewer) == ["open"], viewer
+    assert await points("ann", "ann") == ["hidden", "open"]
+    assert await points("cy", "cy") == ["hidden"]
+    assert await points("cy", None) == []
+    first, cursor = await store.rating_history("ann", "blackdrez", viewer="ann", limit=1)
+    assert [p.game_id for p in first] == ["hidden"] and cursor is not None
+    assert await points("ann", "ann", before=cursor) == ["open"]
+    [stats] = await store.stats("cy")
+    assert stats.rating is not None and stats.rating.games == 1, "the rating is the player's"
 
 
 async def test_a_private_tables_games_are_listed_and_served_to_their_players_only(
