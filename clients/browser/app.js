@@ -280,8 +280,20 @@ settings.append(
     h("select", { id: "theme", "aria-label": "Theme", onchange: (e) => setTheme(e.target.value) },
       THEMES.map(([value, label]) => h("option", { value, selected: value === theme() }, label)))),
   h("label.check", h("input", { type: "checkbox", id: "sound", checked: soundOn(), onchange: (e) => setSound(e.target.checked) }), " Sound on your turn"),
-  h("button", { type: "button", onclick: () => showHelp(current ? store.get(current.id)?.info?.game ?? "blackdrez" : "blackdrez") }, "Rules and help"));
+  h("button", { type: "button", onclick: () => { settingsMenu.open = false; showHelp(current ? store.get(current.id)?.info?.game ?? "blackdrez" : "blackdrez"); } }, "Rules and help"));
 applyTheme();
+// The menu floats over the page (a phone's Quick join, a table's seats): it closes once left,
+// as a menu does, not only when Settings is pressed again.
+const settingsMenu = document.querySelector(".settings-menu");
+document.addEventListener("click", (event) => {
+  if (settingsMenu.open && !settingsMenu.contains(event.target)) settingsMenu.open = false;
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && settingsMenu.open) {
+    settingsMenu.open = false;
+    settingsMenu.querySelector("summary").focus();
+  }
+});
 matchMedia("(prefers-color-scheme: dark)").addEventListener("change", applyTheme);
 
 // Keyboard shortcuts of the screen on show (never while typing, nor with a modifier but Shift).

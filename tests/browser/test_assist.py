@@ -219,3 +219,20 @@ async def test_a_toast_leaves_hint_and_undo_in_sight_and_within_reach(new_page, 
         await page.wait_for_function(f"window.blackdrez.table().seq > {before}")
         assert await page.locator("#stat-moves").text_content() == "0"
         assert await page.locator("#toasts .toast").count() >= 1, "the messages still show"
+
+
+async def test_daily_deal_pressed_again_mid_game_opens_the_game_being_played(new_page) -> None:
+    """A newcomer starts the daily deal, goes back to the lobby and presses Daily deal again.
+    The page said "A game is already running at this table." (in the lobby, at no table) and
+    stayed there; it now opens the ranked game still being played, and says so."""
+    page = await new_page("Daily")
+    await page.locator("[data-start-daily=blue_jacket]").click()
+    await page.locator("#stat-score").wait_for()
+    table = (await table_state(page))["id"]
+    await page.locator("[data-key=lobby]").click()
+    await page.locator("[data-start-daily=blue_jacket]").click()
+    await page.locator("#stat-score").wait_for()
+    assert (await table_state(page))["id"] == table
+    toast = page.locator(".toast", has_text="still being played: here it is")
+    await toast.wait_for()
+    assert "at this table" not in (await page.locator("#toasts").text_content() or "")

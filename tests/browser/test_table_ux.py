@@ -551,3 +551,35 @@ async def test_blue_jacket_says_why_a_card_does_not_move(new_page) -> None:
     await page.locator(f"[data-loc='{stuck}']").click()
     await page.locator(".toast", has_text="nowhere to go").wait_for()
     assert await page.locator(".bj-pile.selected").count() == 0
+
+
+REACHED = """(selector) => { const e = document.querySelector(selector);
+  const r = e.getBoundingClientRect();
+  return e.contains(document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2)); }"""
+"""Whether a click in the middle of the element reaches it (nothing covers it)."""
+
+
+async def test_the_settings_menu_closes_once_used_or_left(new_page) -> None:
+    """A newcomer opens Settings, reads Rules and help and closes them: the menu stayed open
+    over the page (on a phone over Quick join, at a table over the seats) until Settings was
+    pressed again. It now closes when Rules and help opens, and on a click elsewhere or Escape."""
+    for width, height in ((1280, 900), (390, 844)):
+        page = await new_page("Reader", width=width, height=height)
+        menu = page.locator("details.settings-menu")
+        await menu.locator("summary").click()
+        await page.get_by_role("button", name="Rules and help").click()
+        dialog = page.locator("dialog#help")
+        await dialog.wait_for()
+        await page.keyboard.press("Escape")
+        await dialog.wait_for(state="hidden")
+        assert await menu.get_attribute("open") is None, (width, "open after Rules and help")
+        assert await page.evaluate(REACHED, "#quick-join"), width
+        await menu.locator("summary").click()
+        await page.locator("#tables-title").click()  # anywhere else on the page
+        assert await menu.get_attribute("open") is None, (width, "open after a click elsewhere")
+        await menu.locator("summary").click()
+        await page.keyboard.press("Escape")
+        assert await menu.get_attribute("open") is None, (width, "open after Escape")
+        await menu.locator("summary").click()
+        await page.locator("#sound").check()  # a setting changed: the menu stays for the next
+        assert await menu.get_attribute("open") is not None
