@@ -312,6 +312,17 @@ async def test_a_daily_claim_lasts_as_long_as_it_is_kept_for(store: Store) -> No
     assert await store.daily_table("blue_jacket", "2026-12-01", "p1") == "s3"
 
 
+async def test_a_players_latest_connection_is_the_greatest_order_given_them(store: Store) -> None:
+    """Every hello takes the next order; each player's latest is noted (for a node whose bus
+    was down when that player connected elsewhere: ``Node._close_replaced_meanwhile``)."""
+    first = await store.next_attach("ann")
+    second = await store.next_attach("bob")
+    third = await store.next_attach("ann")
+    assert first < second < third
+    assert await store.latest_attaches(["ann", "bob", "cy"]) == {"ann": third, "bob": second}
+    assert await store.latest_attaches([]) == {}
+
+
 # ---------------------------------------------------------------------- secret
 async def test_shared_secret_first_proposal_wins(store: Store) -> None:
     assert await store.shared_secret(b"first") == b"first"

@@ -314,6 +314,27 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
     def _on_bus_recovered(self) -> None:
         super()._on_bus_recovered()
         self._spawn(self._close_signed_out_meanwhile())
+        self._spawn(self._close_replaced_meanwhile())
+
+    async def _close_replaced_meanwhile(self) -> None:
+        """After a bus outage: a ``Replaced`` published meanwhile was lost, so read the order of
+        each connected player's latest connection and close those here that are older (the
+        bus is subscribed again: a replacement after this read is heard)."""
+        if not self.store.shared:
+            return
+        ordered = [c for c in self.clients.values() if c.order is not None]
+        if not ordered:
+            return
+        try:
+            latest = await self.store.latest_attaches([client.player for client in ordered])
+            for client in ordered:
+                newer, order = latest.get(client.player), client.order
+                if newer is None or order is None or newer <= order:
+                    continue
+                if self.clients.get(client.player) is client and not client.closing:
+                    _replaced_elsewhere(client, await self.store.player_tables(client.player))
+        except StoreUnavailable:
+            log.warning("bus back: players' newer connections elsewhere could not be checked")
 
     async def _close_signed_out_meanwhile(self) -> None:
         """After a bus outage: a ``SignedOut`` published meanwhile was lost, so read the token
@@ -355,7 +376,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         if not self.store.shared or client.order is not None:
             return
         try:
-            order = await self.store.next_attach()
+            order = await self.store.next_attach(client.player)
         except StoreUnavailable:
             _ordered(client, OLDEST)
             raise

@@ -221,10 +221,16 @@ class Store(abc.ABC):
         """Return the tables where ``player`` holds a seat."""
 
     @abc.abstractmethod
-    async def next_attach(self) -> int:
+    async def next_attach(self, player: str) -> int:
         """A number greater than every one returned before, to any node sharing this store: it
         orders players' connections across nodes (a player's later connection replaces the
-        earlier one, ``Node.claim``) without trusting the nodes' clocks."""
+        earlier one, ``Node.claim``) without trusting the nodes' clocks. Noted as ``player``'s
+        latest unless a greater one is already (:meth:`latest_attaches`)."""
+
+    @abc.abstractmethod
+    async def latest_attaches(self, players: list[str]) -> dict[str, int]:
+        """The order of each player's latest connection, as :meth:`next_attach` noted it (for
+        a few days after it: a player never noted, or not for that long, is left out)."""
 
     # ------------------------------------------------------------------ presence
     @abc.abstractmethod

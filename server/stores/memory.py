@@ -50,6 +50,7 @@ class MemoryStore(Store):
         """Per daily deal, until when (monotonic clock) its claims are kept."""
         self._order = itertools.count()
         self._attaches = itertools.count(1)
+        self._latest_attach: dict[str, int] = {}
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
         self._leases: dict[str, tuple[str, float]] = {}
         self._epochs: dict[str, int] = {}
@@ -97,8 +98,13 @@ class MemoryStore(Store):
     async def player_tables(self, player: str) -> list[str]:
         return sorted(self._player_tables.get(player, ()))
 
-    async def next_attach(self) -> int:
-        return next(self._attaches)
+    async def next_attach(self, player: str) -> int:
+        order = next(self._attaches)
+        self._latest_attach[player] = order
+        return order
+
+    async def latest_attaches(self, players: list[str]) -> dict[str, int]:
+        return {p: self._latest_attach[p] for p in players if p in self._latest_attach}
 
     async def heartbeat(self, ttl: float) -> None:
         self._heartbeats[self.node_id] = (time.monotonic() + ttl, self.incarnation)

@@ -18,6 +18,9 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
     bd:p:{P}:tables        set     the tables' hosts  TTL PLAYER_TABLES_TTL, renewed by each add;
                                                       members removed when the seat is freed or
                                                       the table retired (empty: gone)
+    bd:p:{P}:attach        string  every node         the order of the player's latest connection
+                                                      (``bd:attaches``'s step); TTL
+                                                      PLAYER_TABLES_TTL, renewed by each hello
     bd:secret              string  every node         fixed (no TTL): the token-signing secret
     bd:revoked:{ID}        string  the node a player  TTL = the token's remaining lifetime: a
                            logged out on      token ended by ``logout``
@@ -237,6 +240,16 @@ SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
 NODES_KEY = "bd:nodes"
 ATTACHES_KEY = "bd:attaches"
+LATEST_ATTACH_SCRIPT = """
+local latest = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > latest then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+"""
+"""Keeps the greatest order given to a player's connections (KEYS: the player's key; ARGV: the
+order, the TTL in ms): two hellos at once may note theirs in either order."""
 INCARNATIONS_KEY = "{bd:nodes}:incarnations"
 """Per node, ``<expiry ms>/<incarnation>`` of its last heartbeat. Its hash tag is the whole name
 of ``bd:nodes``, so both are in one slot and one script writes them on a cluster too. A separate
@@ -410,6 +423,11 @@ def table_key(table_id: str) -> str:
     return f"bd:t:{{{table_id}}}:record"
 
 
+def latest_attach_key(player: str) -> str:
+    """The order of the player's latest connection (``Store.next_attach``)."""
+    return f"bd:p:{{{player}}}:attach"
+
+
 def player_tables_key(player: str) -> str:
     """The set of tables where a player holds a seat."""
     return f"bd:p:{{{player}}}:tables"
@@ -515,6 +533,7 @@ class RedisStore(Store):
         self.wait_timeout_ms = wait_timeout_ms
         self._redis: Any = self._client(url)
         self._heartbeat = self._redis.register_script(HEARTBEAT_SCRIPT)
+        self._latest_attach = self._redis.register_script(LATEST_ATTACH_SCRIPT)
         self._live_incarnations = self._redis.register_script(LIVE_INCARNATIONS_SCRIPT)
         self._submit_score = self._redis.register_script(SUBMIT_SCORE_SCRIPT)
         self._top_scores = self._redis.register_script(TOP_SCORES_SCRIPT)
@@ -1081,9 +1100,25 @@ class RedisStore(Store):
             members = await self._redis.smembers(player_tables_key(player))
         return sorted(member.decode() for member in members)
 
-    async def next_attach(self) -> int:
+    async def next_attach(self, player: str) -> int:
         with self._reaching():
-            return int(await self._redis.incr(ATTACHES_KEY))
+            order = int(await self._redis.incr(ATTACHES_KEY))
+            await self._latest_attach(
+                keys=[latest_attach_key(player)], args=[order, PLAYER_TABLES_TTL * 1000]
+            )
+        return order
+
+    async def latest_attaches(self, players: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        with self._reaching():
+            for start in range(0, len(players), MAX_RENEWALS):
+                group = players[start : start + MAX_RENEWALS]
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for player in group:
+                        pipe.get(latest_attach_key(player))
+                    orders = await pipe.execute()
+                found |= {p: int(o) for p, o in zip(group, orders, strict=True) if o is not None}
+        return found
 
     # ------------------------------------------------------------------ presence
     async def heartbeat(self, ttl: float) -> None:

@@ -194,3 +194,39 @@ async def test_a_connection_greeted_while_its_nodes_store_was_down_is_replaced_b
     finally:
         await admin.execute_command("ACL", "DELUSER", "node-b")
         await admin.aclose()
+
+
+async def test_a_replacement_missed_while_a_nodes_bus_was_down_is_found_once_back(
+    make_server: ServerFactory, connect: ClientFactory, redis_url_clean: str
+) -> None:
+    """Ann plays through node b, whose pub/sub link is down (killed, its reconnections refused)
+    when she connects again on node a: the ``Replaced`` published for b is lost. Once b's link
+    is back it reads each of its players' latest connection and closes Ann's older one there
+    (it stayed open for good beside the new one); the seat never counts her away."""
+    admin = aioredis.Redis.from_url(redis_url_clean)
+    await admin.execute_command("ACL", "SETUSER", "node-b", "on", ">pw", "~*", "&*", "+@all")
+    try:
+        a = await make_server(redis_url=redis_url_clean, node_id="node-a")
+        b = await make_server(
+            redis_url=redis_url_clean.replace("//", "//node-b:pw@"), node_id="node-b"
+        )
+        ann, bob = await connect(b, name="Ann"), await connect(b, name="Bob")
+        table = await seat_and_start(ann, [bob], turn_seconds=30)
+        seat = ann.tables[table].seat
+        stays = await connect(b, name="Cy")  # another player of node b: left alone
+
+        await admin.execute_command("ACL", "SETUSER", "node-b", "off")  # no new connection
+        assert await admin.execute_command("CLIENT", "KILL", "TYPE", "pubsub", "USER", "node-b")
+        here = await connect(a, token=ann.token)
+        await asyncio.sleep(0.5)
+        assert not ann.closed.done(), "b heard nothing: its link is down"
+
+        await admin.execute_command("ACL", "SETUSER", "node-b", "on")
+        assert await asyncio.wait_for(ann.closed, 10.0) == REPLACED
+        await detached(b, ann.player)
+        assert not went_away(bob, table, seat), "her seat was answered for by node a"
+        assert isinstance(await here.request(v1.Ping()), v1.Pong)
+        assert isinstance(await stays.request(v1.Ping()), v1.Pong)
+    finally:
+        await admin.execute_command("ACL", "DELUSER", "node-b")
+        await admin.aclose()
