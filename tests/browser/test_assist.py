@@ -63,14 +63,21 @@ async def test_hint_highlights_the_move_and_undo_takes_it_back(new_page, screens
     assert await page.locator("#stat-moves").text_content() == "0"
 
 
-async def test_undo_by_key_and_a_deal_ends_what_can_be_taken_back(new_page) -> None:
-    page = await new_page("Keys")
+async def one_move_of_the_deal(page: Page) -> dict:
+    """Deal Blue Jacket's test deal and play its first move with the mouse (Undo is enabled
+    then); the table's state before the move."""
     await start_deal(page, "blue_jacket", DEAL)
     state = await table_state(page)
     move = next(a for a in state["legal"] if a["type"] == "move")
     await page.locator(f"[data-loc='{move['source']}']").click()
     await click_and_wait(page, page.locator(f"[data-loc='{move['target']}']"))
     await page.wait_for_function("!document.querySelector('#undo').disabled")
+    return state
+
+
+async def test_undo_by_key_and_a_deal_ends_what_can_be_taken_back(new_page) -> None:
+    page = await new_page("Keys")
+    state = await one_move_of_the_deal(page)
     before = await seq(page)
     await page.keyboard.press("u")
     await page.wait_for_function(f"window.blackdrez.table().seq > {before}")
@@ -196,12 +203,7 @@ async def test_a_toast_leaves_hint_and_undo_in_sight_and_within_reach(new_page, 
         (390, 844, "blue-jacket-toast-phone"),
     ):
         page = await new_page("Thumb", width=width, height=height)
-        await start_deal(page, "blue_jacket", DEAL)
-        state = await table_state(page)
-        move = next(a for a in state["legal"] if a["type"] == "move")
-        await page.locator(f"[data-loc='{move['source']}']").click()
-        await click_and_wait(page, page.locator(f"[data-loc='{move['target']}']"))
-        await page.wait_for_function("!document.querySelector('#undo').disabled")
+        await one_move_of_the_deal(page)
         await page.evaluate("document.querySelector('#undo').scrollIntoView({block: 'end'})")
         await page.locator("#hint").click()
         await page.locator(".toast", has_text="Hint:").wait_for()

@@ -295,12 +295,7 @@ async def test_a_private_tables_game_is_in_its_players_profile_and_nobody_elses(
     url = f"ws://127.0.0.1:{server.port}/"
     ann, bob = await Client.connect(url, name="Ann"), await Client.connect(url, name="Bob")
     try:
-        options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0, private=True)
-        created = await ann.request(v1.CreateTable(options=options))
-        table = created.table.id
-        await bob.request(v1.JoinTable(table=table, invite=created.invite))
-        await bob.request(v1.SetReady(table=table))
-        await ann.request(v1.StartGame(table=table))
+        table = await seat_and_start(ann, [bob], max_rounds=1, private=True)
         await asyncio.gather(play_table(ann, table), play_table(bob, table))
         (game,) = await stored_games(server, 1, player=ann.player, viewer=ann.player)
         token, player = ann.token, ann.player

@@ -50,6 +50,20 @@ async def sign_up(page: Page, name: str, password: str) -> str:
     return str(player)
 
 
+async def laptop_then_phone(new_page, other: GameServer) -> tuple[Page, Page, str]:
+    """Ann signs up on her laptop (node a, ``base_url``), then signs in on her phone through
+    ``other`` (node b): the two pages and her player id."""
+    laptop = await new_page("Ann")
+    laptop.set_default_timeout(PATIENCE_MS)
+    ann = await sign_up(laptop, "Ann Lee", "correct horse battery")
+    phone = await new_page("Zed", width=390, height=844)
+    phone.set_default_timeout(PATIENCE_MS)
+    await phone.goto(f"http://127.0.0.1:{other.port}/")
+    await phone.locator("#status[data-state=open]").wait_for()
+    await sign_in(phone, "ann lee", "correct horse battery", ann)
+    return laptop, phone, ann
+
+
 async def sign_in(page: Page, name: str, password: str, player: str) -> None:
     await page.evaluate("location.hash = '#/account'")
     form = page.locator("#sign-in")
@@ -123,14 +137,7 @@ async def test_a_browser_on_another_node_replaces_the_first_which_waits_to_play_
     other = GameServer(node_settings(tmp_path, redis_url_clean, "b"), bot_client=run_bot)
     await other.start()
     try:
-        laptop = await new_page("Ann")
-        laptop.set_default_timeout(PATIENCE_MS)
-        ann = await sign_up(laptop, "Ann Lee", "correct horse battery")
-        phone = await new_page("Zed", width=390, height=844)
-        phone.set_default_timeout(PATIENCE_MS)
-        await phone.goto(f"http://127.0.0.1:{other.port}/")
-        await phone.locator("#status[data-state=open]").wait_for()
-        await sign_in(phone, "ann lee", "correct horse battery", ann)
+        laptop, phone, ann = await laptop_then_phone(new_page, other)
 
         notice = laptop.locator("#replaced")
         await notice.wait_for()
@@ -156,14 +163,7 @@ async def test_a_replaced_browser_of_an_account_signed_out_everywhere_comes_back
     other = GameServer(node_settings(tmp_path, redis_url_clean, "b"), bot_client=run_bot)
     await other.start()
     try:
-        laptop = await new_page("Ann")
-        laptop.set_default_timeout(PATIENCE_MS)
-        ann = await sign_up(laptop, "Ann Lee", "correct horse battery")
-        phone = await new_page("Zed", width=390, height=844)
-        phone.set_default_timeout(PATIENCE_MS)
-        await phone.goto(f"http://127.0.0.1:{other.port}/")
-        await phone.locator("#status[data-state=open]").wait_for()
-        await sign_in(phone, "ann lee", "correct horse battery", ann)
+        laptop, phone, ann = await laptop_then_phone(new_page, other)
         await laptop.locator("#replaced").wait_for()
         await phone.evaluate("location.hash = '#/account'")
         await phone.get_by_role("button", name="Sign out everywhere").click()
@@ -192,14 +192,7 @@ async def test_signing_out_everywhere_turns_the_other_browser_into_a_guest_at_on
     await other.start()
     monkeypatch.setattr(server.node, "close_replaced", lambda *news: None)
     try:
-        laptop = await new_page("Ann")
-        laptop.set_default_timeout(PATIENCE_MS)
-        ann = await sign_up(laptop, "Ann Lee", "correct horse battery")
-        phone = await new_page("Zed", width=390, height=844)
-        phone.set_default_timeout(PATIENCE_MS)
-        await phone.goto(f"http://127.0.0.1:{other.port}/")
-        await phone.locator("#status[data-state=open]").wait_for()
-        await sign_in(phone, "ann lee", "correct horse battery", ann)
+        laptop, phone, ann = await laptop_then_phone(new_page, other)
         assert await state(laptop) == ("open", ann), "node a did not hear of the phone"
 
         await phone.evaluate("location.hash = '#/account'")

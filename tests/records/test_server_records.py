@@ -4,18 +4,18 @@ port, accounts at hello and over the WebSocket, the bot ladder. SQLite and a rea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import http.client
 import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
 import pytest
-import redis.asyncio as aioredis
 
 from clients.bots import BOT_CLIENT, play_table, run_bot
 from clients.client import Client, ServerError
@@ -28,6 +28,7 @@ from server.app import GameServer, Settings
 from server.node import hosting
 from server.records.api import GamesPage, Leaderboard, PlayerProfile
 from server.retry import Backoff
+from tests.server.helpers import redis_user, seat_and_start
 from tools.ladder import ladder_bots, run_ladder
 
 DEADLINE = 60.0
@@ -563,6 +564,44 @@ async def test_a_solitaires_board_and_best_score_count_only_ranked_games_without
         await client.close()
 
 
+ConnectTo = Callable[..., Awaitable[Client]]
+
+
+@contextlib.asynccontextmanager
+async def two_nodes_keeping_both(
+    database_url: str, urls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[str, str, ConnectTo]]:
+    """Nodes a and b, on the Redis of ``urls`` (one each) and one records database, where one
+    player can have a live connection on each: node a drops ``Replaced``, as a node of an
+    older version does (one connection per player closes the older one otherwise). Yields
+    their WebSocket URLs and a ``connect(url, **options)`` whose clients close at the end."""
+    nodes = [
+        GameServer(
+            Settings(port=0, ping_interval=None, db_url=database_url, redis_url=url, node_id=id_),
+            bot_client=run_bot,
+        )
+        for id_, url in zip(("node-a", "node-b"), urls, strict=True)
+    ]
+    clients: list[Client] = []
+
+    async def connect(url: str, **options: Any) -> Client:
+        client = await Client.connect(url, **options)
+        clients.append(client)
+        return client
+
+    try:
+        for node in nodes:
+            await node.start()
+        monkeypatch.setattr(nodes[0].node, "close_replaced", lambda *news: None)
+        here, there = (f"ws://127.0.0.1:{node.port}/" for node in nodes)
+        yield here, there, connect
+    finally:
+        for client in clients:
+            await client.close()
+        for node in nodes:
+            await node.stop()
+
+
 async def test_sign_out_everywhere_closes_the_accounts_other_connections_on_every_node(
     database_url: str, redis_url_clean: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -572,31 +611,8 @@ async def test_sign_out_everywhere_closes_the_accounts_other_connections_on_ever
     connection on another node replaces the older one (4004) first, so the older one is still
     open only where that news did not arrive: node a here drops it, as a node of an older
     version does."""
-    nodes = [
-        GameServer(
-            Settings(
-                port=0,
-                ping_interval=None,
-                db_url=database_url,
-                redis_url=redis_url_clean,
-                node_id=node_id,
-            ),
-            bot_client=run_bot,
-        )
-        for node_id in ("node-a", "node-b")
-    ]
-    clients: list[Client] = []
-    try:
-        for node in nodes:
-            await node.start()
-        here, there = (f"ws://127.0.0.1:{node.port}/" for node in nodes)
-        monkeypatch.setattr(nodes[0].node, "close_replaced", lambda *news: None)
-
-        async def connect(url: str, **options: Any) -> Client:
-            client = await Client.connect(url, **options)
-            clients.append(client)
-            return client
-
+    urls = [redis_url_clean, redis_url_clean]
+    async with two_nodes_keeping_both(database_url, urls, monkeypatch) as (here, there, connect):
         ann = await connect(here, name="Ann")
         await ann.request(v1.SignUp(name="Ann", password="correct horse"))
         joined = await ann.request(v1.CreateTable(options=v1.TableOptions(seats=2)))
@@ -619,11 +635,6 @@ async def test_sign_out_everywhere_closes_the_accounts_other_connections_on_ever
         assert again.welcome.tables == [table]
         code, _ = await asyncio.wait_for(elsewhere.closed, 10.0)
         assert code == CloseCode.REPLACED, "the newer connection on the new token replaces it"
-    finally:
-        for client in clients:
-            await client.close()
-        for node in nodes:
-            await node.stop()
 
 
 async def test_a_private_tables_games_are_read_by_their_players_only(server: GameServer) -> None:
@@ -637,14 +648,7 @@ async def test_a_private_tables_games_are_read_by_their_players_only(server: Gam
     cy = await Client.connect(url, name="Cy")
     ids = {}
     for private in (True, False):
-        options = v1.TableOptions(
-            seats=2, max_rounds=1, round_pause_seconds=0, private=private, rated=True
-        )
-        created = await ann.request(v1.CreateTable(options=options))
-        table = created.table.id
-        await bob.request(v1.JoinTable(table=table, invite=created.invite))
-        await bob.request(v1.SetReady(table=table))
-        await ann.request(v1.StartGame(table=table))
+        table = await seat_and_start(ann, [bob], max_rounds=1, private=private, rated=True)
         await asyncio.gather(play_table(ann, table), play_table(bob, table))
         ids[private] = f"{table}:1"
 
@@ -701,46 +705,26 @@ async def test_a_sign_out_everywhere_missed_while_a_nodes_bus_was_down_closes_th
     """Node B's pub/sub link is down (killed, and its reconnections refused) while node A signs
     an account out everywhere: the ``SignedOut`` published for B is lost. Once B's link is back
     it finds the account's connection on an older token and closes it with 4007."""
-    admin = aioredis.Redis.from_url(redis_url_clean)
-    await admin.execute_command("ACL", "SETUSER", "node-b", "on", ">pw", "~*", "&*", "+@all")
-    urls = {"node-a": redis_url_clean, "node-b": redis_url_clean.replace("//", "//node-b:pw@")}
-    nodes = [
-        GameServer(
-            Settings(port=0, ping_interval=None, db_url=database_url, redis_url=url, node_id=id_),
-            bot_client=run_bot,
-        )
-        for id_, url in urls.items()
-    ]
-    clients: list[Client] = []
-    try:
-        for node in nodes:
-            await node.start()
-        here, there = (f"ws://127.0.0.1:{node.port}/" for node in nodes)
-        # Node A keeps Ann's connection when B greets her again, as a node of an older version
-        # does (one that drops ``Replaced``): two live connections of one account.
-        monkeypatch.setattr(nodes[0].node, "close_replaced", lambda *news: None)
-        ann = await Client.connect(here, name="Ann")
-        clients.append(ann)
+    async with (
+        redis_user(redis_url_clean, "node-b") as user,
+        two_nodes_keeping_both(database_url, [redis_url_clean, user.url], monkeypatch) as (
+            here,
+            there,
+            connect,
+        ),
+    ):
+        ann = await connect(here, name="Ann")
         session = await ann.request(v1.SignUp(name="Ann", password="correct horse"))
-        stale = await Client.connect(there, token=session.token)
-        clients.append(stale)
+        stale = await connect(there, token=session.token)
         assert stale.player == ann.player
 
-        await admin.execute_command("ACL", "SETUSER", "node-b", "off")  # no new connection
-        assert await admin.execute_command("CLIENT", "KILL", "TYPE", "pubsub", "USER", "node-b")
+        await user.cut(bus_only=True)
         await ann.request(v1.SignOutEverywhere())
         await asyncio.sleep(0.5)
         assert not stale.closed.done(), "B heard nothing: its link is down"
         assert isinstance(await stale.request(v1.Ping()), v1.Pong)
 
-        await admin.execute_command("ACL", "SETUSER", "node-b", "on")
+        await user.restore()
         code, reason = await asyncio.wait_for(stale.closed, 10.0)
         assert (code, reason) == (CloseCode.SIGNED_OUT, "signed out everywhere")
         assert isinstance(await ann.request(v1.Ping()), v1.Pong), "the new token's stays"
-    finally:
-        await admin.execute_command("ACL", "DELUSER", "node-b")
-        await admin.aclose()
-        for client in clients:
-            await client.close()
-        for node in nodes:
-            await node.stop()

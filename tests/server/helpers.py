@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -53,13 +54,14 @@ async def play_out(client: Client, table: str, strategy: str = "threshold") -> l
 
 
 async def seat_and_start(host: Client, others: list[Client], **options: Any) -> str:
-    """Create a table with ``host``, seat ``others``, ready everyone, start; return the table id."""
+    """Create a table with ``host``, seat ``others`` (with its invite, if private), ready
+    everyone, start; return the table id."""
     options.setdefault("seats", 1 + len(others))
     options.setdefault("round_pause_seconds", 0.0)
     joined = await host.request(v1.CreateTable(options=v1.TableOptions(**options)))
     table = joined.table.id
     for other in others:
-        await other.request(v1.JoinTable(table=table))
+        await other.request(v1.JoinTable(table=table, invite=joined.invite))
     for player in [host, *others]:
         await player.request(v1.SetReady(table=table))
     await host.request(v1.StartGame(table=table))
@@ -129,6 +131,35 @@ async def queued_at(node: Any, table: str, waiters: int) -> None:
         return held is not None and held.users - 1 >= waiters
 
     await wait_for(queued, f"{waiters} requests queued on the table", timeout=5.0)
+
+
+class RedisUser:
+    """A Redis user of one node's own (``url``), so a test can cut that node off its store
+    while the others go on: :meth:`cut` refuses its new connections and drops those it has
+    (all, or its pub/sub link alone), :meth:`restore` lets it connect again."""
+
+    def __init__(self, admin: redis.asyncio.Redis, name: str, url: str) -> None:
+        self.admin, self.name, self.url = admin, name, url
+
+    async def cut(self, *, bus_only: bool = False) -> None:
+        await self.admin.execute_command("ACL", "SETUSER", self.name, "off")
+        kind = ["TYPE", "pubsub"] if bus_only else []
+        assert await self.admin.execute_command("CLIENT", "KILL", *kind, "USER", self.name)
+
+    async def restore(self) -> None:
+        await self.admin.execute_command("ACL", "SETUSER", self.name, "on")
+
+
+@contextlib.asynccontextmanager
+async def redis_user(url: str, name: str) -> AsyncIterator[RedisUser]:
+    """A :class:`RedisUser` ``name`` on the Redis of ``url`` (deleted at the end)."""
+    admin = redis.asyncio.Redis.from_url(url)
+    await admin.execute_command("ACL", "SETUSER", name, "on", ">pw", "~*", "&*", "+@all")
+    try:
+        yield RedisUser(admin, name, url.replace("//", f"//{name}:pw@"))
+    finally:
+        await admin.execute_command("ACL", "DELUSER", name)
+        await admin.aclose()
 
 
 class Listener:

@@ -16,7 +16,7 @@ from protocol.errors import CloseCode
 from server.app import GameServer
 from server.stores.base import node_channel
 from tests.server.conftest import ClientFactory, ServerFactory
-from tests.server.helpers import play_out, seat_and_start, wait_for
+from tests.server.helpers import play_out, redis_user, seat_and_start, wait_for
 
 REPLACED = (CloseCode.REPLACED, "you connected again elsewhere")
 
@@ -166,34 +166,23 @@ async def test_a_connection_greeted_while_its_nodes_store_was_down_is_replaced_b
     """Node b cannot reach Redis when Ann greets it (her token is accepted, the store gives the
     connection no order). Once Redis answers again Ann connects on node a: the connection on
     node b is older and is replaced (it stayed open beside the new one, for good)."""
-    admin = aioredis.Redis.from_url(redis_url_clean)
-    await admin.execute_command("ACL", "SETUSER", "node-b", "on", ">pw", "~*", "&*", "+@all")
-    try:
+    async with redis_user(redis_url_clean, "node-b") as user:
         a = await make_server(redis_url=redis_url_clean, node_id="node-a")
-        b = await make_server(
-            redis_url=redis_url_clean.replace("//", "//node-b:pw@"), node_id="node-b"
-        )
+        b = await make_server(redis_url=user.url, node_id="node-b")
         b.store_grace = 60.0  # still taking handshakes while its store is down
         ann = await connect(a, name="Ann")
 
-        await admin.execute_command("ACL", "SETUSER", "node-b", "off")  # no new connection
-        await admin.execute_command("CLIENT", "KILL", "USER", "node-b")
+        await user.cut()
         there = await connect(b, token=ann.token)
         assert isinstance(await there.request(v1.Ping()), v1.Pong)  # served: greeted through
         assert not b.store.health.up, "node b greeted Ann without its store"
 
-        await admin.execute_command("ACL", "SETUSER", "node-b", "on")
+        await user.restore()
         await wait_for(lambda: b.store.health.up and b.store._online.is_set(), "b's store back")
         here = await connect(a, token=ann.token)
-        assert await asyncio.wait_for(ann.closed, 10.0) == (
-            CloseCode.REPLACED,
-            "you connected again elsewhere",
-        )
+        assert await asyncio.wait_for(ann.closed, 10.0) == REPLACED
         assert await asyncio.wait_for(there.closed, 10.0) == REPLACED
         assert isinstance(await here.request(v1.Ping()), v1.Pong)
-    finally:
-        await admin.execute_command("ACL", "DELUSER", "node-b")
-        await admin.aclose()
 
 
 async def test_a_replacement_missed_while_a_nodes_bus_was_down_is_found_once_back(
@@ -203,30 +192,22 @@ async def test_a_replacement_missed_while_a_nodes_bus_was_down_is_found_once_bac
     when she connects again on node a: the ``Replaced`` published for b is lost. Once b's link
     is back it reads each of its players' latest connection and closes Ann's older one there
     (it stayed open for good beside the new one); the seat never counts her away."""
-    admin = aioredis.Redis.from_url(redis_url_clean)
-    await admin.execute_command("ACL", "SETUSER", "node-b", "on", ">pw", "~*", "&*", "+@all")
-    try:
+    async with redis_user(redis_url_clean, "node-b") as user:
         a = await make_server(redis_url=redis_url_clean, node_id="node-a")
-        b = await make_server(
-            redis_url=redis_url_clean.replace("//", "//node-b:pw@"), node_id="node-b"
-        )
+        b = await make_server(redis_url=user.url, node_id="node-b")
         ann, bob = await connect(b, name="Ann"), await connect(b, name="Bob")
         table = await seat_and_start(ann, [bob], turn_seconds=30)
         seat = ann.tables[table].seat
         stays = await connect(b, name="Cy")  # another player of node b: left alone
 
-        await admin.execute_command("ACL", "SETUSER", "node-b", "off")  # no new connection
-        assert await admin.execute_command("CLIENT", "KILL", "TYPE", "pubsub", "USER", "node-b")
+        await user.cut(bus_only=True)
         here = await connect(a, token=ann.token)
         await asyncio.sleep(0.5)
         assert not ann.closed.done(), "b heard nothing: its link is down"
 
-        await admin.execute_command("ACL", "SETUSER", "node-b", "on")
+        await user.restore()
         assert await asyncio.wait_for(ann.closed, 10.0) == REPLACED
         await detached(b, ann.player)
         assert not went_away(bob, table, seat), "her seat was answered for by node a"
         assert isinstance(await here.request(v1.Ping()), v1.Pong)
         assert isinstance(await stays.request(v1.Ping()), v1.Pong)
-    finally:
-        await admin.execute_command("ACL", "DELUSER", "node-b")
-        await admin.aclose()
