@@ -35,12 +35,21 @@ const ctx = {
   toast,
   help: showHelp,
   shortcuts: {},
-  /** Send a request; show its error as a sentence; resolve with the reply or null. */
+  /** Send a request; show its error as a sentence; resolve with the reply or null. The open
+   * table answered ``not_found`` is gone (the store lost it): the page leaves it for the lobby,
+   * as for a table that closed. ``unavailable`` (the server cannot reach its store) shows in the
+   * header until a request succeeds. */
   async send(message) {
     try {
-      return await conn.request(message);
+      const reply = await conn.request(message);
+      storeTrouble(false);
+      return reply;
     } catch (error) {
       toast(errorText(error));
+      if (error.code === "unavailable") storeTrouble(true);
+      if (error.code === "not_found" && current && message.table === current.id) {
+        store.forget(current.id); // its change event opens the lobby
+      }
       return null;
     }
   },
@@ -173,15 +182,44 @@ function show() {
 }
 let wasMyTurn = false;
 
+/** Show the connection's state in the header's badge. While waiting to reconnect it counts
+ * down (its timer runs then only). Once connected, it says when the server cannot reach its
+ * store: nothing the player does is saved until a request succeeds or an update arrives. */
+function showStatus(state, wait = 0) {
+  clearInterval(countdown);
+  countdown = null;
+  statusBadge.dataset.state = state === "moving" ? "waiting" : state;
+  if (state === "waiting") {
+    const until = Date.now() + wait;
+    const tick = () => {
+      statusBadge.textContent = `Reconnecting in ${(Math.max(0, until - Date.now()) / 1000).toFixed(1)} s…`;
+    };
+    tick();
+    countdown = setInterval(tick, 100);
+    return;
+  }
+  const busy = state === "open" && storeDown;
+  statusBadge.textContent = busy ? "Connected · server busy" : STATUS_TEXT[state];
+  statusBadge.title = busy ? "The server cannot save moves just now; it retries by itself." : "";
+  if (busy) statusBadge.dataset.store = "down";
+  else delete statusBadge.dataset.store;
+}
+const STATUS_TEXT = {
+  connecting: "Connecting…", open: "Connected", moving: "Table moving…", replaced: "Playing elsewhere",
+};
+let countdown = null;
+let storeDown = false;
+
+/** Note whether the server could reach its store at the last request (or update). */
+function storeTrouble(down) {
+  if (down === storeDown) return;
+  storeDown = down;
+  if (statusBadge.dataset.state === "open") showStatus("open");
+}
+
 conn.addEventListener("status", ({ detail }) => {
-  const text = {
-    connecting: "Connecting…",
-    open: "Connected",
-    waiting: `Reconnecting in ${(detail.wait / 1000).toFixed(1)} s…`,
-    replaced: "Playing elsewhere",
-  }[detail.state];
-  statusBadge.textContent = text;
-  statusBadge.dataset.state = detail.state;
+  if (detail.state !== "open") storeDown = false; // a new connection: its node may be another
+  showStatus(detail.state, detail.wait);
   document.getElementById("replaced")?.remove();
   if (detail.state === "replaced") {
     const note = h("div#replaced.toast.error", { role: "alert" },
@@ -192,14 +230,10 @@ conn.addEventListener("status", ({ detail }) => {
 });
 
 conn.addEventListener("moving", () => {
-  statusBadge.textContent = "Table moving…";
-  statusBadge.dataset.state = "waiting";
+  showStatus("moving");
   clearTimeout(movingTimer);
   movingTimer = setTimeout(() => {
-    if (conn.connected) {
-      statusBadge.textContent = "Connected";
-      statusBadge.dataset.state = "open";
-    }
+    if (conn.connected) showStatus("open");
   }, 2500);
 });
 let movingTimer = null;
@@ -219,6 +253,7 @@ conn.addEventListener("welcome", async ({ detail: welcome }) => {
 });
 
 conn.addEventListener("message", ({ detail: message }) => {
+  if (message.type !== "shutdown") storeTrouble(false); // pushed through the store's bus
   if (store.apply(message)) return;
   if (message.type === "lobby" || message.type === "tables" || message.type === "leaderboard") {
     lobby.receive(message);
@@ -233,6 +268,12 @@ store.addEventListener("change", ({ detail: id }) => {
   if (current && current.id === id && !store.get(id)) ctx.lobby(); // gone: closed or left
   else if (current && current.id === id) show();
   else if (!current) lobby.tablesChanged();
+});
+
+// A table the server no longer knows (its store lost it) is left like one that closed; the
+// player on it is told why.
+store.addEventListener("gone", ({ detail: id }) => {
+  if (current && current.id === id) toast(errorText({ code: "not_found" }));
 });
 
 store.addEventListener("event", ({ detail: { table, event, names } }) => {

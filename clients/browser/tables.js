@@ -1,7 +1,8 @@
 // What the client knows of each table: the last snapshot or update applied, by event number.
 // Updates are applied only in order (first event = last + 1); older ones are ignored and a gap
 // asks for a resync. A snapshot or update older than the last event held (an answer overtaken by
-// a later update on the way) is not applied: the client never goes back. The last number held is kept in localStorage so a reload resyncs from it.
+// a later update on the way) is not applied: the client never goes back. A resync answered
+// ``not_found`` (the table closed, or the store lost it) forgets the table after a "gone" event. The last number held is kept in localStorage so a reload resyncs from it.
 //
 // The table log (the last LOG_SIZE events, as {seq, event}) survives a reload or a late arrival
 // (a spectator): when a table is (re)loaded with an empty log, its recent history is fetched once
@@ -123,8 +124,10 @@ export class TableStore extends EventTarget {
     try {
       await this.connection.request({ type: "resync", table: id, since });
     } catch (error) {
-      if (error.code === "not_found" || error.code === "not_seated") this.forget(id);
-      else throw error;
+      if (error.code === "not_found" || error.code === "not_seated") {
+        if (error.code === "not_found") this.dispatchEvent(new CustomEvent("gone", { detail: id }));
+        this.forget(id);
+      } else throw error;
     } finally {
       // answered, even by an answer not applied (older than what is held): the next gap resyncs
       table.resyncing = false;
