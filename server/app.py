@@ -557,12 +557,8 @@ class GameServer:
         scheme, _, text = authorization[0].partition(" ")
         token = None
         if len(authorization) == 1 and scheme.lower() == "bearer" and text.strip():
-            token = await self._authenticate(text.strip())
-        try:
-            revoked = token is not None and await self.store.token_revoked(token.id)
-        except StoreUnavailable:  # as at hello: enforced again as soon as the store answers
-            revoked = False
-        if token is None or revoked:
+            token = await self._token_in_force(text.strip())
+        if token is None:
             body = msgspec.json.encode(
                 {"error": {"code": "invalid_token", "message": (
                     "the Authorization header's token is not valid here (forged, expired or "
@@ -713,17 +709,8 @@ class GameServer:
             )
             return None
         if hello.token is not None:
-            token = await self._authenticate(hello.token)
-            try:
-                revoked = token is not None and await self.store.token_revoked(token.id)
-            except StoreUnavailable:
-                # Let players come back during a store outage (their tables wait for the store
-                # anyway); a revocation is enforced again as soon as the store answers.
-                self._warn_once_per_outage(
-                    "store unavailable: token accepted without the revocation check"
-                )
-                revoked = False
-            if token is None or revoked:
+            token = await self._token_in_force(hello.token)
+            if token is None:
                 await refuse(
                     ErrorCode.BAD_TOKEN,
                     "the session token is not valid here (forged, expired or logged out)",
@@ -751,6 +738,7 @@ class GameServer:
             on_close=self._count_close,
             token=token,
             address=address,
+            seated=tables,
             order=OLDEST if new_identity else None,
         )
         client.send(
@@ -766,6 +754,23 @@ class GameServer:
             )
         )
         return client
+
+    async def _token_in_force(self, text: str) -> identity.Token | None:
+        """The token ``text`` if it is genuine (:meth:`_authenticate`) and not logged out (the
+        store's list of ended tokens), else ``None``: for a ``hello`` and an API request alike.
+        During a store outage a token is taken without the list (players come back, their
+        tables wait for the store anyway); it is enforced again as soon as the store answers."""
+        token = await self._authenticate(text)
+        if token is None:
+            return None
+        try:
+            revoked = await self.store.token_revoked(token.id)
+        except StoreUnavailable:
+            self._warn_once_per_outage(
+                "store unavailable: token accepted without the revocation check"
+            )
+            revoked = False
+        return None if revoked else token
 
     async def _authenticate(self, text: str) -> identity.Token | None:
         """The token of a ``hello`` if it is genuine, unexpired and, with records, not revoked

@@ -62,6 +62,8 @@ class Connection:
     player that this one replaced, here or on another node, and does not watch (yet): when this
     one closes without having watched them, the player is away there
     (:meth:`server.node.node.Node.detach`)."""
+    seated: list[str] = field(default_factory=list)
+    """The tables where the player held a seat when this connection greeted (its welcome's)."""
     order: int | None = None
     """Where this connection stands among its player's connections on every node
     (``Store.next_attach``): the higher replaces the lower. ``None`` until the store answered;

@@ -358,9 +358,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         node of an older version drops the message: its connections stay open, but their
         tokens are refused at their next hello). Raises :class:`StoreUnavailable`."""
         self.close_signed_out(player, generation)
-        message = bus.encode(bus.SignedOut(player=player, generation=generation))
-        for node in await self.store.live_nodes() - {self.id}:
-            await self.store.publish(node_channel(node), message)
+        await self._tell_other_nodes(bus.SignedOut(player=player, generation=generation))
 
     async def claim(self, client: Connection) -> None:
         """Make a greeted ``client`` its player's one connection across the nodes sharing the
@@ -381,15 +379,20 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
             _ordered(client, OLDEST)
             raise
         _ordered(client, order)
-        seated = await self.store.player_tables(client.player)
-        for table in seated:
+        for table in client.seated:
             if table not in client.tables:
                 client.left_to_me.setdefault(table, True)
         if client.closing:
             return  # replaced already: the newer connection tells the other nodes
-        message = bus.encode(bus.Replaced(player=client.player, order=order, seated=seated))
+        replaced = bus.Replaced(player=client.player, order=order, seated=client.seated)
+        await self._tell_other_nodes(replaced)
+
+    async def _tell_other_nodes(self, message: bus.BusMessage) -> None:
+        """Publish ``message`` on every other live node's channel (a node of an older version
+        drops a type it does not know). Raises :class:`StoreUnavailable`."""
+        data = bus.encode(message)
         for node in await self.store.live_nodes() - {self.id}:
-            await self.store.publish(node_channel(node), message)
+            await self.store.publish(node_channel(node), data)
 
     def close_replaced(self, player: str, order: int, seated: list[str]) -> None:
         """``player`` connected on another node, as number ``order``, seated at ``seated``:

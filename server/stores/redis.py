@@ -214,6 +214,8 @@ MAX_BATCH = 256
 """Log appends sent in one script call at most (a bigger batch would hold Redis for longer)."""
 MAX_RENEWALS = 1000
 """Leases renewed in one script call at most (a few hundred microseconds of Redis's time)."""
+READ_CHUNK = 1000
+"""Keys read in one pipeline at most by a read of many players' keys (after a bus outage)."""
 SCAN_CHUNK = 32
 """Tables an orphan scan locates per round trip. One pipeline for all of them held the node's
 event loop while it packed and parsed them all (a few hundred script calls): under load that
@@ -1111,8 +1113,8 @@ class RedisStore(Store):
     async def latest_attaches(self, players: list[str]) -> dict[str, int]:
         found: dict[str, int] = {}
         with self._reaching():
-            for start in range(0, len(players), MAX_RENEWALS):
-                group = players[start : start + MAX_RENEWALS]
+            for start in range(0, len(players), READ_CHUNK):
+                group = players[start : start + READ_CHUNK]
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for player in group:
                         pipe.get(latest_attach_key(player))
