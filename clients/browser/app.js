@@ -35,17 +35,18 @@ const ctx = {
   toast,
   help: showHelp,
   shortcuts: {},
-  /** Send a request; show its error as a sentence; resolve with the reply or null. The open
+  /** Send a request; show its error as a sentence (unless ``handled(error)`` says it dealt
+   * with it); resolve with the reply or null. The open
    * table answered ``not_found`` is gone (the store lost it): the page leaves it for the lobby,
    * as for a table that closed. ``unavailable`` (the server cannot reach its store) shows in the
    * header until a request succeeds. */
-  async send(message) {
+  async send(message, handled = null) {
     try {
       const reply = await conn.request(message);
       storeTrouble(false);
       return reply;
     } catch (error) {
-      toast(errorText(error));
+      if (!handled?.(error)) toast(errorText(error));
       if (error.code === "unavailable") storeTrouble(true);
       if (error.code === "not_found" && current && message.table === current.id) {
         store.forget(current.id); // its change event opens the lobby

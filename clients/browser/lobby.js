@@ -7,7 +7,6 @@
 import { h, short, swap } from "./dom.js";
 import { GAME_NAMES, SOLITAIRES } from "./games.js";
 import { botTag, ratingTag } from "./rating.js";
-import { errorText } from "./words.js";
 
 const STATUS_WORDS = { open: "waiting", playing: "playing", finished: "game over", closed: "closed" };
 
@@ -126,20 +125,16 @@ export class Lobby {
   async solitaire(game, deal, daily = false) {
     const message = { type: "start_solitaire", game, daily };
     if (deal !== null) message.deal = deal;
-    let reply;
-    try {
-      reply = await this.ctx.conn.request(message);
-    } catch (error) {
-      // Daily deal pressed again while today's ranked game is still played (the player went
-      // back to the lobby mid-game): that game is what they are after, not a refusal.
+    // Daily deal pressed again while today's ranked game is still played (the player went
+    // back to the lobby mid-game): that game is what they are after, not a refusal.
+    const reply = await this.ctx.send(message, (error) => {
       const running = daily && error.code === "game_running" && this.runningDaily(game);
-      if (running) {
-        this.ctx.open(running.id, "seat");
-        this.ctx.toast("Your game of today's deal is still being played: here it is.", "info");
-      } else this.ctx.toast(errorText(error));
-      return;
-    }
-    this.ctx.open(reply.table.id, "seat");
+      if (!running) return false;
+      this.ctx.open(running.id, "seat");
+      this.ctx.toast("Your game of today's deal is still being played: here it is.", "info");
+      return true;
+    });
+    if (reply) this.ctx.open(reply.table.id, "seat");
   }
 
   /** The player's session of ``game``'s daily deal whose game is not over, if it holds one. */
