@@ -281,13 +281,24 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
                 await self._tick(room)
 
     async def _heartbeat(self) -> None:
-        """Tell the other nodes this one is alive (they look for orphans when one goes)."""
+        """Tell the other nodes this one is alive (they look for orphans when one goes).
+
+        After a store outage the node may have dropped out of the live nodes, and the news the
+        others sent only to live nodes meanwhile (a sign-out, a replacement) never reached it,
+        even with its bus up: once its first heartbeat after the outage is written (so that
+        whatever is sent from then on reaches it) it reads what it missed, as after a bus
+        outage."""
+        outages = self.store.health.outages
         while not self.stopping:
             await self.store.health.wait_up()
             with contextlib.suppress(StoreUnavailable):
                 sent = time.perf_counter()
                 await self.store.heartbeat(self.lease_ttl)
                 self.metrics.store_rtt.observe(time.perf_counter() - sent)
+                if self.store.health.outages != outages:
+                    outages = self.store.health.outages
+                    self._spawn(self._close_signed_out_meanwhile())
+                    self._spawn(self._close_replaced_meanwhile())
             await asyncio.sleep(self.lease_ttl / RENEWALS)
 
     def _on_store_back(self) -> None:
