@@ -30,6 +30,7 @@ from server.stores.redis import SCAN_CHUNK, RedisStore, hosted_key
 from server.testing.redis_server import RedisServer
 
 from .leases import SHORT_LEASE, until_lapsed
+from .server.helpers import redis_user
 
 OpenRedisStore = Callable[..., Awaitable[RedisStore]]
 
@@ -761,6 +762,46 @@ async def test_adoptable_tables_forgets_tables_that_are_gone(
         assert await raw.smembers(hosted_key(bucket_of("t1"))) == {b"t1"}
         assert await store.adoptable_tables() == []
         assert await raw.smembers(hosted_key(bucket_of("t1"))) == set()
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+async def test_a_table_gone_before_its_first_entry_leaves_no_key_behind(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A node that leased a new table id and failed before logging its create command (the
+    store went away, the node died) leaves a lease that lapses and an epoch counter: the orphan
+    scan that finds the id gone removes the counter too, or it would stay for good."""
+    url = request.getfixturevalue(f"{'redis_cluster' if kind == 'cluster' else 'redis'}_url_clean")
+    store = open_store(url, "node-a")
+    await store.start()
+    try:
+        assert await store.acquire_lease("t1", SHORT_LEASE) is not None
+        await until_lapsed(store, "t1")
+        assert await store.adoptable_tables() == []
+        raw = store._redis  # the store's own client: a cluster's reaches every master
+        left = [key async for key in raw.scan_iter(match="bd:t:{t1}:*")]
+        assert left == [], f"keys left with no owner: {left}"
+    finally:
+        await store.close()
+
+
+async def test_a_lease_is_taken_with_its_hosted_entry_or_not_at_all(
+    redis_url_clean: str,
+) -> None:
+    """The lease, the epoch and the hosted index's entry are written together: a store that
+    cannot write the index (here a user refused ``SADD``) takes no lease either, so no table is
+    left leased and epoch-counted where no orphan scan would ever find it."""
+    async with redis_user(redis_url_clean, "no-sadd") as user:
+        await user.admin.execute_command("ACL", "SETUSER", "no-sadd", "-sadd")
+        store = RedisStore(user.url, "node-a")
+        await store.start()
+        try:
+            with pytest.raises(Exception):  # noqa: B017 (refused: whichever way redis-py says it)
+                await store.acquire_lease("t1", 60)
+        finally:
+            await store.close()
+        async with aioredis.Redis.from_url(redis_url_clean) as raw:
+            assert [key async for key in raw.scan_iter(match="bd:t:{t1}:*")] == []
 
 
 async def test_a_share_of_the_hosted_tables_is_read_from_its_own_buckets(

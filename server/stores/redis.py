@@ -10,6 +10,8 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
     bd:t:{T}:lease         string  the table's host   TTL = lease TTL, renewed by its holder;
                                                       deleted when the table is retired
     bd:t:{T}:epoch         string  lease acquisitions the table's life; TTL = retention once retired
+                                                      (deleted by the orphan scan if the lease
+                                                      lapsed before the first log entry)
     bd:t:{T}:log           stream  the table's host   the table's life; deleted when retired
     bd:t:{T}:record        hash    the table's host   the table's life; deleted when retired
     bd:t:{T}:snap          hash    the table's host   the table's life; deleted when retired
@@ -58,7 +60,9 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
 
 The fixed keys above are the only ones that may exist without a TTL, besides a live table's
 epoch, log, record and snapshot (owned by its host, deleted or given a TTL when it is retired; a
-table whose host died is adopted by another node, so its keys always have an owner). Fields:
+table whose host died is adopted by another node, so its keys always have an owner; one that
+died before logging anything is forgotten by the orphan scan, which finds its id in the hosted
+index: the id goes there in the lease's own transaction). Fields:
 ``record`` holds node, record, listed ("1" / "0"); ``snap`` holds position and data (the room just
 after that log entry: :mod:`server.table.snapshots`); ``lease`` holds ``node/incarnation/token``;
 ``log`` entries have the field ``e`` and the ID ``<position>-0``, position 1 being the create
@@ -402,6 +406,17 @@ end
 return {'unknown'}
 """
 
+FORGET_SCRIPT = """
+for i = 1, 4 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then return 0 end
+end
+return redis.call('DEL', KEYS[5], KEYS[6])
+"""
+"""Forgets a table id that was leased and never logged, its lease lapsed (KEYS: the lease,
+state, log and record keys, then the epoch and snapshot keys): deletes the epoch counter (and a
+snapshot, which cannot exist without a log) unless the table lives after all. Such an id is
+never leased again (a new table draws a new id), so its counter has nothing left to fence."""
+
 CLAIM_DAILY_SCRIPT = """
 local first
 if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
@@ -540,6 +555,7 @@ class RedisStore(Store):
         self._submit_score = self._redis.register_script(SUBMIT_SCORE_SCRIPT)
         self._top_scores = self._redis.register_script(TOP_SCORES_SCRIPT)
         self._acquire = self._redis.register_script(ACQUIRE_SCRIPT)
+        self._forget = self._redis.register_script(FORGET_SCRIPT)
         self._renew = self._redis.register_script(RENEW_SCRIPT)
         self._append = self._redis.register_script(APPEND_SCRIPT)
         self._put_record = self._redis.register_script(PUT_RECORD_SCRIPT)
@@ -744,14 +760,20 @@ class RedisStore(Store):
         return holder_value(self.node_id, self.incarnation, token)
 
     async def acquire_lease(self, table_id: str, ttl: float) -> int | None:
+        """See :meth:`Store.acquire_lease`. The table's id goes into the hosted index in the
+        same transaction as the lease and epoch: an id leased where no orphan scan could find
+        it would keep its keys for good once its node died. (The index entry of a lease not
+        taken is removed by the next scan, which finds the id gone.)"""
+        keys = [lease_key(table_id), epoch_key(table_id), state_key(table_id)]
         with self._reaching():
-            token = await self._acquire(
-                keys=[lease_key(table_id), epoch_key(table_id), state_key(table_id)],
-                args=[self.node_id, self.incarnation, int(ttl * 1000)],
-            )
-            if token:
-                await self._redis.sadd(hosted_key(bucket_of(table_id)), table_id)
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.sadd(hosted_key(bucket_of(table_id)), table_id)
+                self._queue_script(pipe, self._acquire, keys, self._acquire_args(ttl))
+                _, token = await pipe.execute()
         return int(token) or None
+
+    def _acquire_args(self, ttl: float) -> list[Any]:
+        return [self.node_id, self.incarnation, int(ttl * 1000)]
 
     async def renew_leases(self, leases: dict[str, int], ttl: float) -> set[str]:
         """See :meth:`Store.renew_leases`: one script call per :data:`MAX_RENEWALS` leases (a
@@ -779,6 +801,9 @@ class RedisStore(Store):
 
     def _locate_keys(self, table_id: str) -> list[str]:
         return [lease_key(table_id), state_key(table_id), log_key(table_id), table_key(table_id)]
+
+    def _forget_keys(self, table_id: str) -> list[str]:
+        return [*self._locate_keys(table_id), epoch_key(table_id), snapshot_key(table_id)]
 
     def _location(self, found: list[bytes]) -> Location:
         where = Whereabouts(found[0].decode())
@@ -818,6 +843,8 @@ class RedisStore(Store):
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for table_id in gone:
                         pipe.srem(hosted_key(bucket_of(table_id)), table_id)
+                        if places[table_id].where is UNKNOWN:  # leased, never logged
+                            self._queue_script(pipe, self._forget, self._forget_keys(table_id), [])
                     pipe.srem(LEGACY_HOSTED_KEY, *gone)
                     await pipe.execute()
         return [

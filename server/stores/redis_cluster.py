@@ -80,7 +80,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from server.stores.base import StoreUnavailable
+from server.stores.base import StoreUnavailable, bucket_of
 from server.stores.redis import (
     COMMAND_TIMEOUT,
     CONNECT_TIMEOUT,
@@ -89,7 +89,10 @@ from server.stores.redis import (
     UNREACHABLE,
     PendingAppend,
     RedisStore,
+    epoch_key,
+    hosted_key,
     lease_key,
+    state_key,
 )
 
 SCHEME = "redis+cluster"
@@ -220,6 +223,20 @@ class RedisClusterStore(RedisStore):
             for index, outcome in zip((i for group in share for i in group), found, strict=True):
                 outcomes[index] = outcome
         return outcomes
+
+    async def acquire_lease(self, table_id: str, ttl: float) -> int | None:
+        """See :meth:`RedisStore.acquire_lease`: the hosted index is in another slot, so no
+        transaction holds both. The id goes into the index first (the lease is only tried once
+        it is there) and again after a lease is taken, in case an orphan scan read the index
+        in between and forgot the id as gone."""
+        bucket = hosted_key(bucket_of(table_id))
+        keys = [lease_key(table_id), epoch_key(table_id), state_key(table_id)]
+        with self._reaching():
+            await self._redis.sadd(bucket, table_id)
+            token = await self._acquire(keys=keys, args=self._acquire_args(ttl))
+            if token:
+                await self._redis.sadd(bucket, table_id)
+        return int(token) or None
 
     def _master_name(self, slot: int) -> str:
         """The name of the master serving ``slot`` ("" while the slot map has none for it)."""
