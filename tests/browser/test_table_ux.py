@@ -583,3 +583,30 @@ async def test_the_settings_menu_closes_once_used_or_left(new_page) -> None:
         await menu.locator("summary").click()
         await page.locator("#sound").check()  # a setting changed: the menu stays for the next
         assert await menu.get_attribute("open") is not None
+
+
+async def test_on_a_phone_a_bots_badges_stay_inside_its_seat_between_rounds(
+    new_page, server: GameServer
+) -> None:
+    """Between rounds a bot that deals next carries four badges (bot, deals next, connected,
+    remove): on a phone they ran out of its seat and the page scrolled sideways. They wrap."""
+    server.node.seed_source = lambda: ROUND_ONE_SPLIT_ON_THE_DEAL  # a bot deals round 2
+    host = await new_page("Hostess", width=390, height=844)
+    await create_table(host, "Pocket", seats=3, max_rounds=None, pause=60)
+    await add_bots(host, 2)
+    await host.locator("#start").click()
+    while not await host.locator(".round-summary").count():
+        if not await play_turn(host):
+            await asyncio.sleep(0.05)
+    dealer = host.locator(".seat", has=host.locator(".badge.dealer"))
+    assert await dealer.locator(".badge.dealer").text_content() == "deals next"
+    assert await dealer.locator(".badge.bot").count() == 1
+    outside = await host.evaluate(
+        "[...document.querySelectorAll('.seat')].flatMap(seat => {"
+        " const box = seat.getBoundingClientRect();"
+        " return [...seat.querySelectorAll('.badges > *')].filter(b => {"
+        " const r = b.getBoundingClientRect(); return r.left < box.left || r.right > box.right; })"
+        ".map(b => `${seat.dataset.seat}: ${b.textContent || b.className}`); })"
+    )
+    assert outside == []
+    assert await host.evaluate("document.documentElement.scrollWidth") <= 390
