@@ -196,3 +196,16 @@ async def test_piles_only_card_selected_empty_piles_still_take_the_stock(new_pag
     engine.apply(0, bp.Move(0, 2))
     shown = await page.locator(".pile-column[data-pile='2'] .card").get_attribute("data-card")
     assert shown == engine.state.piles[2][-1]
+
+
+async def test_on_a_phone_the_rounds_table_of_a_finished_session_fits_the_screen(new_page) -> None:
+    """At the end of a Blackjack Piles session the table of rounds (with its Par column) ran
+    past a phone's right edge and the page scrolled sideways: it fits."""
+    page = await new_page("Sol", width=390, height=844)
+    await start_deal(page, "blackjack_piles", PILES_DEAL)
+    await click_and_wait(page, page.locator("#resign"))  # the page accepts the confirm
+    rounds = page.locator("table.results")
+    await rounds.locator("th", has_text="Par").wait_for()
+    box = await rounds.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
