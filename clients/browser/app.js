@@ -57,6 +57,7 @@ const ctx = {
   act(table, action) { return ctx.send({ type: "act", table, action }); },
   open(id, mode = "seat", invite = null) {
     leaveRecords();
+    dismiss("hint");
     current = { id, mode, invite };
     sessionStorage.setItem(CURRENT_KEY, JSON.stringify(current));
     show();
@@ -64,6 +65,7 @@ const ctx = {
   },
   lobby() {
     leaveRecords();
+    dismiss("hint");
     current = null;
     sessionStorage.removeItem(CURRENT_KEY);
     show();
@@ -126,6 +128,11 @@ function toast(text, kind = "error", topic = null) {
   const stay = kind === "error" ? 9000 : 6000;
   setTimeout(() => note.classList.add("fade"), stay);
   setTimeout(() => note.remove(), stay + 700);
+}
+
+/** Withdraw the messages of ``topic`` (a hint, once a move is made or its game left). */
+function dismiss(topic) {
+  for (const old of [...toasts.children]) if (old.dataset.topic === topic) old.remove();
 }
 
 /** Say something to screen-reader users without showing it (a persistent live region). */
@@ -280,6 +287,7 @@ store.addEventListener("gone", ({ detail: id }) => {
 store.addEventListener("event", ({ detail: { table, event, names } }) => {
   if (!fresh.has(table)) fresh.set(table, []);
   fresh.get(table).push(event);
+  if (current && current.id === table) dismiss("hint"); // a move: the hint was for the last position
   if (event.type === "game_started") {
     resetPiles(table);
     resetBlueJacket(table);

@@ -1,8 +1,9 @@
 // Hint and Undo for both solitaires, and the session's ranking line.
 // Hint asks the server for the best bot's move and highlights its source and destination until
-// the next move; Undo takes back moves made since the last card was revealed (the server keeps
-// the count in info.undoable, so the button says why it is disabled). A game with hints or undos
-// is ranked apart: the line above the board says whether (and how) this game is ranked.
+// the next move (its message goes then too, or when the player leaves the game); Undo takes back
+// moves made since the last card was revealed (the server keeps the count in info.undoable, so
+// the button says why it is disabled). A game with hints or undos is ranked apart: the line
+// above the board says whether (and how) this game is ranked.
 
 import { h } from "./dom.js";
 import { count } from "./words.js";

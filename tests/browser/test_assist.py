@@ -238,3 +238,24 @@ async def test_daily_deal_pressed_again_mid_game_opens_the_game_being_played(new
     toast = page.locator(".toast", has_text="still being played: here it is")
     await toast.wait_for()
     assert "at this table" not in (await page.locator("#toasts").text_content() or "")
+
+
+async def test_a_hint_is_withdrawn_once_a_move_is_made_or_the_game_left(new_page) -> None:
+    """A hint's message stayed six seconds whatever happened: the move it named already made,
+    or on the next game opened from the lobby (a Blackjack Piles hint over a Blue Jacket deal).
+    It goes with its highlight, at the next move, and when the player leaves the game."""
+    page = await new_page("Sol")
+    await start_deal(page, "blue_jacket", DEAL)
+    engine = bj.BlueJacket.new(bj.Config(), GAMES["blue_jacket"].deal_seed(DEAL))
+    expected = msgspec.to_builtins(hint("blue_jacket", engine, 0))
+    await page.locator("#hint").click()
+    hinted = page.locator(".toast", has_text="Hint:")
+    await hinted.wait_for()
+    await page.locator(f"[data-loc='{expected['source']}']").click()
+    await click_and_wait(page, page.locator(f"[data-loc='{expected['target']}']"))
+    assert await hinted.count() == 0, "the hint after its move was made"
+    await page.locator("#hint").click()
+    await hinted.wait_for()
+    await page.locator("[data-key=lobby]").click()
+    await page.locator("#quick-join").wait_for()
+    assert await hinted.count() == 0, "the hint in the lobby"
