@@ -610,3 +610,25 @@ async def test_on_a_phone_a_bots_badges_stay_inside_its_seat_between_rounds(
     )
     assert outside == []
     assert await host.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+async def test_on_a_phone_the_header_says_whom_you_play_as(new_page) -> None:
+    """On a phone the header hid "Playing as …": a newcomer saw a New name field and no name,
+    and could not tell what the others see. The name shows, a long one cut short, and the
+    header still fits the screen."""
+    page = await new_page("Newcomer", width=390, height=844)
+    name = page.locator("#whoami")
+    assert await name.is_visible()
+    assert await name.text_content() == "Newcomer"
+    long = "A name as long as it gets"[:24]
+    await page.locator("#rename input").fill(long)
+    await page.locator("#rename button").click()
+    await page.wait_for_function(f"document.getElementById('whoami').textContent === {long!r}")
+    assert await name.is_visible()
+    for button in ("#rename button", ".settings-menu summary"):
+        box = await page.locator(button).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, button
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await page.locator(".settings-menu summary").click()
+    box = await page.locator("#settings").bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, "settings"
