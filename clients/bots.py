@@ -43,6 +43,8 @@ REFUSAL_PATIENCE = 90.0
 """Seconds of refusals in a row after which a bot gives up: its table is not coming back."""
 STALL = 10.0
 """Seconds a bot waits for its turn (or for its action's update) before it resyncs anyway."""
+START_RETRY = 1.0
+"""Seconds a hosting bot waits after its ``start`` was refused before it looks again."""
 
 
 @dataclass
@@ -205,6 +207,27 @@ def unseated(state: TableState, player: str) -> bool:
     return info.status == "closed" or all(s is None or s.player != player for s in info.seats)
 
 
+def startable(state: TableState, player: str) -> bool:
+    """Whether ``player`` hosts the table, no game is on and two seated players are ready: a
+    bot that made its table (a quick-join that found none open) is its host, and nobody else
+    may start its game."""
+    info = state.info
+    if info is None or info.host != player or info.status not in ("open", "finished"):
+        return False
+    return sum(1 for seat in info.seats if seat is not None and seat.ready) >= 2
+
+
+async def _start(client: Client, table: str) -> None:
+    """Start the game as its host. A refusal (a player left or got unready meanwhile, the
+    table is moving) is tried again after :data:`START_RETRY` if the table still looks
+    startable then."""
+    try:
+        await client.request(v1.StartGame(table=table))
+    except ServerError as error:
+        log.info("start at %s refused (%s): trying again shortly", table, error.code)
+        await asyncio.sleep(START_RETRY)
+
+
 def _games_started(state: TableState) -> int:
     return sum(1 for e in state.events if e.event["type"] == "game_started")
 
@@ -267,12 +290,16 @@ async def run_bot(
                         _games_started(state) > s
                         or unseated(state, client.player)
                         or (games is None and abandoned())
+                        or startable(state, client.player)
                     ),
                     timeout=None,
                 )
                 if unseated(state, client.player):
                     result.removed = True
                     break
+                if _games_started(state) == seen and startable(state, client.player):
+                    await _start(client, client_table)
+                    continue
                 if _games_started(state) == seen:  # abandoned: leave, so that it closes
                     with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
                         await client.request(v1.LeaveTable(table=client_table))

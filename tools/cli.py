@@ -974,7 +974,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     where = bot.add_mutually_exclusive_group()
     where.add_argument("--table", help="the table to join (default: none, give this or --quick)")
-    where.add_argument("--quick", action="store_true", help="quick-join an open table")
+    where.add_argument(
+        "--quick",
+        action="store_true",
+        help="quick-join an open table; with none open, make one and start its game once "
+        "another player is ready there",
+    )
     bot.add_argument("--invite", help="invite code of a private table (default: none)")
     bot.add_argument(
         "--strategy",

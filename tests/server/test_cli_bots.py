@@ -90,3 +90,28 @@ async def test_a_bot_plays_several_games_when_asked(server, connect) -> None:
     assert code == 0, out
     assert f"table {table}, seat 1: 2 games, the last with" in out
     assert "fairness proof: verified" in out
+
+
+async def test_a_bot_that_made_its_table_by_quick_join_starts_the_game(server, connect) -> None:
+    """With no open table, ``blackdrez bot --quick`` creates one and is its host: only it may
+    start the game, so it starts one once a second player is ready (it waited for ever)."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    bot = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tools.cli", "bot", "--url", url, "--quick",
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        person = await connect(server, name="Person")
+        async with asyncio.timeout(30):
+            while not (tables := (await person.request(v1.ListTables())).tables):
+                await asyncio.sleep(0.1)
+        table = tables[0].id
+        await person.request(v1.JoinTable(table=table))
+        state = person.tables[table]
+        assert state.info.host != person.player
+        await person.request(v1.SetReady(table=table))
+        await person.wait_until(lambda: games_started(state) == 1, timeout=10)
+        assert state.info.status == "playing"
+    finally:
+        bot.kill()
+        await bot.wait()
