@@ -78,11 +78,11 @@ from server.node.hosting import HINT_BURST, HINT_RATE, is_solitaire_id
 from server.ratelimit import TokenBucket
 from server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
 from server.records.api import RecordsApi
-from server.records.db import DatabaseError
+from server.records.db import DatabaseError, redact
 from server.records.store import RecordsStore
 from server.records.writer import RecordsWriter
 from server.retry import Backoff
-from server.stores import Store, StoreUnavailable, open_store
+from server.stores import Store, StoreRefused, StoreUnavailable, open_store
 from server.table.room import KEPT_EVENTS
 from server.tasks import cancel_until_done
 
@@ -343,7 +343,11 @@ class GameServer:
                     process_response=_secure,
                     server_header=f"blackdrez/{VERSION}",
                 )
-        self.secret = await self._wait_for_store()
+        try:
+            self.secret = await self._wait_for_store()
+        except StoreRefused as error:
+            where = f"the Redis at {redact(s.redis_url)}" if s.redis_url else "the store"
+            raise StartError(f"cannot use {where}: {error}") from None
         await self.store.start()  # after: its bus reader would log every refused attempt
         if s.db_url:
             try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.stores.base import LeaseLost, Store, StoreUnavailable
+from server.stores.base import LeaseLost, Store, StoreRefused, StoreUnavailable
 from server.stores.memory import MemoryStore
 
 
@@ -27,4 +27,11 @@ def open_store(
     )
 
 
-__all__ = ["LeaseLost", "MemoryStore", "Store", "StoreUnavailable", "open_store"]
+__all__ = [
+    "LeaseLost",
+    "MemoryStore",
+    "Store",
+    "StoreRefused",
+    "StoreUnavailable",
+    "open_store",
+]

@@ -62,6 +62,12 @@ class StoreUnavailable(Exception):
     """The store cannot be reached now; nothing was changed."""
 
 
+class StoreRefused(Exception):
+    """The store answers but refuses what this node asks at start (a Redis database number it
+    does not have, a user not allowed the commands): a setting to fix, which waiting would not
+    cure. Nothing was changed."""
+
+
 class LeaseLost(Exception):
     """Fenced out: this process does not hold the table's lease with that token (another node
     hosts it, or the lease lapsed), or the log has moved past the position the write expected.
@@ -175,7 +181,8 @@ class Store(abc.ABC):
     # ------------------------------------------------------------------ secrets
     @abc.abstractmethod
     async def shared_secret(self, proposed: bytes) -> bytes:
-        """Return the secret all nodes sign tokens with: ``proposed`` if none was set before."""
+        """Return the secret all nodes sign tokens with: ``proposed`` if none was set before.
+        The node's first call to the store: :class:`StoreRefused` if it refuses this node."""
 
     # ------------------------------------------------------------------ lobby records
     @abc.abstractmethod

@@ -160,6 +160,7 @@ from server.stores.base import (
     Location,
     Share,
     Store,
+    StoreRefused,
     StoreUnavailable,
     Whereabouts,
     bucket_of,
@@ -682,11 +683,14 @@ class RedisStore(Store):
 
     # ------------------------------------------------------------------ secrets
     async def shared_secret(self, proposed: bytes) -> bytes:
-        with self._reaching():
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.set(SECRET_KEY, proposed, nx=True)
-                pipe.get(SECRET_KEY)
-                _, secret = await pipe.execute()
+        try:
+            with self._reaching():
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    pipe.set(SECRET_KEY, proposed, nx=True)
+                    pipe.get(SECRET_KEY)
+                    _, secret = await pipe.execute()
+        except redis.exceptions.ResponseError as error:  # an error reply, not a lost link
+            raise StoreRefused(str(error)) from error
         return secret
 
     # ------------------------------------------------------------------ lobby records

@@ -435,3 +435,20 @@ def test_serve_names_what_it_could_not_start_in_one_line(tmp_path) -> None:
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("blackdrez serve: cannot open the records database: "), line
+
+
+def test_serve_with_a_redis_database_the_server_lacks_says_so_in_one_line(
+    tmp_path, redis_server
+) -> None:
+    """A Redis URL naming a database the Redis does not have (it has 16 unless configured) is a
+    setting to fix, not an outage to wait out: it ended in a traceback and status 1."""
+    url = f"redis://127.0.0.1:{redis_server.port}/99"
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.cli", "serve", "--port", "0", "--db-url", "none",
+         "--redis-url", url],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"blackdrez serve: cannot use the Redis at {url}: DB index is out of range"
+    ]
