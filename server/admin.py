@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import http
 import json
+import os
 import secrets
 import time
 import urllib.error
@@ -125,7 +126,7 @@ def drain(url: str, token: str, timeout: float = 60.0, say: Callable[[str], None
     except ValueError:  # (JSON's errors are ValueErrors)
         raise DrainError(f"{url} answered, but not as a BlackDrez game port does") from None
     except OSError as error:
-        raise DrainError(f"cannot reach {url}: {error}") from None
+        raise DrainError(f"cannot reach {url}: {_unreachable(error)}") from None
     if status == http.HTTPStatus.NOT_FOUND:
         raise DrainError(f"{url} has no admin API: start the node with --admin-token")
     if status != http.HTTPStatus.ACCEPTED:
@@ -144,6 +145,16 @@ def drain(url: str, token: str, timeout: float = 60.0, say: Callable[[str], None
     took = time.monotonic() - started
     say(f"node {body['node']} drained and exited in {took:.1f} s")
     return took
+
+
+def _unreachable(error: OSError) -> str:
+    """Why a node could not be reached, in words (``urllib`` wraps the system's error)."""
+    reason = getattr(error, "reason", error)
+    if isinstance(reason, TimeoutError):
+        return "no answer in time"
+    if isinstance(reason, OSError) and reason.errno:
+        return f"{os.strerror(reason.errno).lower()} (is the node running?)"
+    return str(reason)
 
 
 class AdminApi:

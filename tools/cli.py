@@ -161,6 +161,17 @@ def _positive(most: float | None = None) -> Callable[[str], float]:
     return parse
 
 
+def _http_url(text: str) -> str:
+    """An argparse type: an ``http://`` or ``https://`` address with a host (the node's game
+    port), not its WebSocket address nor a bare ``host:port``."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not the node's http://HOST:PORT address")
+    return text
+
+
 def _network(text: str) -> str:
     """An argparse type: an IP address or network in CIDR notation."""
     import ipaddress
@@ -867,7 +878,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Ask a node to stop taking tables, move its players and hand its tables over "
         "to the other nodes, then exit; wait until it is gone. See docs/operations.md.",
     )
-    drain.add_argument("--url", required=True, help="the node's HTTP address, http://host:port")
+    drain.add_argument(
+        "--url", required=True, type=_http_url, help="the node's HTTP address, http://host:port"
+    )
     drain.add_argument(
         "--token",
         default=os.environ.get("BLACKDREZ_ADMIN_TOKEN"),

@@ -452,3 +452,26 @@ def test_serve_with_a_redis_database_the_server_lacks_says_so_in_one_line(
     assert done.stderr.strip().splitlines() == [
         f"blackdrez serve: cannot use the Redis at {url}: DB index is out of range"
     ]
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8765", "ws://127.0.0.1:8765/", "localhost"])
+def test_drain_refuses_a_url_that_is_not_http_in_one_line(capsys, url) -> None:
+    """A game address without its scheme, or the WebSocket one, was tried and reported as
+    "cannot reach URL: <urlopen error unknown url type: ...>"."""
+    code, _, err = run(capsys, "drain", "--url", url, "--token", "t")
+    assert code == 2
+    assert err.strip().splitlines()[-1] == (
+        f"blackdrez drain: error: argument --url: {url!r} is not the node's http://HOST:PORT"
+        " address"
+    )
+
+
+def test_drain_says_in_words_that_nothing_answers(capsys) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+        code, _, err = run(capsys, "drain", "--url", url, "--token", "t")
+    assert code == 1
+    assert err.strip().splitlines() == [
+        f"blackdrez drain: cannot reach {url}: connection refused (is the node running?)"
+    ]
