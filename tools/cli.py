@@ -12,6 +12,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from games import GAMES
 
@@ -115,6 +116,13 @@ def _redis_options(args: argparse.Namespace, settings: Any) -> None:
             f"--redis-url: {settings.redis_url!r} is not a redis://, rediss://, unix:// or "
             f"{SCHEME}:// URL"
         )
+    elif settings.redis_url and settings.redis_url.startswith(("redis://", "rediss://")):
+        # Redis's client takes a database it cannot read as a number for database 0, silently.
+        database = urlsplit(settings.redis_url).path.strip("/")
+        if database and not (database.isascii() and database.isdigit()):
+            args.parser.error(
+                f"--redis-url: the database {database!r} is not a number (redis://HOST:PORT/DB)"
+            )
     if args.redis_wait_replicas < 0:
         args.parser.error("--redis-wait-replicas must be 0 or more")
     if args.redis_wait_replicas and not settings.redis_url:
@@ -164,8 +172,6 @@ def _positive(most: float | None = None) -> Callable[[str], float]:
 def _http_url(text: str) -> str:
     """An argparse type: an ``http://`` or ``https://`` address with a host (the node's game
     port), not its WebSocket address nor a bare ``host:port``."""
-    from urllib.parse import urlsplit
-
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"{text!r} is not the node's http://HOST:PORT address")

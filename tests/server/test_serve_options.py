@@ -205,3 +205,20 @@ def test_a_redis_url_without_a_scheme_and_a_bad_log_format_are_refused(monkeypat
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve"])
     assert "argument --port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/O", "rediss://127.0.0.1/db1"])
+def test_a_redis_database_that_is_not_a_number_is_refused(url, capsys) -> None:
+    """Redis's client took such a database for database 0 without a word: a node meant for a
+    deployment of its own joined the one on database 0."""
+    args = build_parser().parse_args(["serve", "--redis-url", url])
+    with pytest.raises(SystemExit):
+        serve_settings(args)
+    database = url.rsplit("/", 1)[1]
+    assert f"--redis-url: the database {database!r} is not a number" in capsys.readouterr().err
+
+
+def test_a_redis_url_with_or_without_a_database_number_is_taken() -> None:
+    for url in ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379/", "redis://h:6379/15"):
+        args = build_parser().parse_args(["serve", "--redis-url", url])
+        assert serve_settings(args).redis_url == url
