@@ -244,11 +244,13 @@ async def run_bot(
     games: int | None = 1,
     think: float = 0.0,
     token: str | None = None,
+    seated: Callable[[str, int, bool], None] | None = None,
 ) -> BotResult:
     """Connect, take a seat (at ``table`` or by quick-join), get ready and play ``games`` games
     (``None``: every game the table plays until the bot loses its seat or the table closes),
     waiting ``think`` seconds before each action. ``token``: connect as the player it names
     (a bot the server starts for a host's ``add_bots`` takes the seat held for it that way).
+    ``seated(table, seat, host)`` is called once the bot sits (``host``: it made the table).
 
     Returns the record of the last game played, with the number of games in ``games``.
     """
@@ -270,6 +272,8 @@ async def run_bot(
         client_table = joined.table.id
         state = client.tables[client_table]
         await client.request(v1.SetReady(table=client_table))
+        if seated is not None:
+            seated(client_table, joined.seat or 0, joined.table.host == client.player)
         played = 0
         result = BotResult(table=client_table, seat=joined.seat or 0, player=client.player)
 

@@ -495,6 +495,12 @@ def _connect_failures() -> tuple[type[BaseException], ...]:
     return (*CONNECT_FAILURES, InvalidHandshake, InvalidURI)
 
 
+def _say_seated(table: str, seat: int, host: bool) -> None:
+    """Tell whoever started ``blackdrez bot`` where it sits while it waits for a game."""
+    made = ", a table it made: it starts the game once another player is ready" if host else ""
+    print(f"blackdrez bot: seated at table {table}, seat {seat}{made}", file=sys.stderr, flush=True)
+
+
 def _bot(args: argparse.Namespace) -> int:
     from clients.bots import run_bot
     from clients.client import ServerError
@@ -514,6 +520,7 @@ def _bot(args: argparse.Namespace) -> int:
                 name=args.name,
                 invite=args.invite,
                 games=args.games,
+                seated=_say_seated,
             )
         )
     except ServerError as error:

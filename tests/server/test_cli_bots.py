@@ -115,3 +115,24 @@ async def test_a_bot_that_made_its_table_by_quick_join_starts_the_game(server, c
     finally:
         bot.kill()
         await bot.wait()
+
+
+async def test_a_waiting_bot_says_at_which_table_it_sits(server, connect) -> None:
+    """``blackdrez bot --quick`` may wait long for an opponent: it says at once where it sits
+    (its table's id, and that it made the table), so its author can send a player there."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    bot = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tools.cli", "bot", "--url", url, "--quick",
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert bot.stderr is not None
+        async with asyncio.timeout(30):
+            line = (await bot.stderr.readline()).decode()
+        person = await connect(server, name="Person")
+        tables = (await person.request(v1.ListTables())).tables
+        assert [t.id for t in tables] == [tables[0].id]
+        assert f"seated at table {tables[0].id}, seat 0, a table it made" in line, line
+    finally:
+        bot.kill()
+        await bot.wait()
