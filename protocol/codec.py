@@ -77,10 +77,26 @@ class Decoder:
             if isinstance(frame, str):
                 return self._json.decode(frame)
             return self._msgpack.decode(frame)
+        except msgspec.ValidationError as error:
+            # A typed decoder checks a value against the type as it reads it: a frame whose
+            # first value is wrong is refused before its trailing bytes are seen. Is the frame
+            # well-formed at all? (Only on this error path: ``bad_frame`` comes first.)
+            _check_well_formed(frame)
+            raise _classify(error) from None
         except msgspec.DecodeError as error:
             raise _classify(error) from None
         except RecursionError:
             raise FrameError(ErrorCode.BAD_FRAME, "the frame is nested too deeply") from None
+
+
+def _check_well_formed(frame: Frame) -> None:
+    """Raise ``bad_frame`` if ``frame`` is not one value of its encoding (trailing bytes)."""
+    try:
+        (msgspec.json if isinstance(frame, str) else msgspec.msgpack).decode(frame)
+    except msgspec.DecodeError as error:
+        raise FrameError(ErrorCode.BAD_FRAME, f"undecodable frame: {error}") from None
+    except RecursionError:
+        raise FrameError(ErrorCode.BAD_FRAME, "the frame is nested too deeply") from None
 
 
 def _too_deep(frame: Frame) -> bool:

@@ -228,6 +228,12 @@ def test_a_message_built_in_code_round_trips_in_both_encodings() -> None:
         ("not json", ErrorCode.BAD_FRAME),
         ('{"type": "ping"', ErrorCode.BAD_FRAME),
         (b"\xc1", ErrorCode.BAD_FRAME),
+        # Well-formed at first (a number, an object) with bytes after it: not one frame of
+        # either encoding, whatever the first part is.
+        (b"not json", ErrorCode.BAD_FRAME),
+        ("1 not json", ErrorCode.BAD_FRAME),
+        ('{"type": "join", "id": 1} x', ErrorCode.BAD_FRAME),
+        (msgspec.msgpack.encode({"type": "fly"}) + b"\xff", ErrorCode.BAD_FRAME),
         (
             '{"type": "act", "table": "t", "action": ' + "[" * 100_000 + "]" * 100_000 + "}",
             ErrorCode.BAD_FRAME,
@@ -271,6 +277,8 @@ def test_valid_frames_decode_to_their_messages() -> None:
         ('{"type": "ping"}', ErrorCode.HELLO_REQUIRED),
         ('{"type": "hello", "versions": "one"}', ErrorCode.BAD_MESSAGE),
         ("{", ErrorCode.BAD_FRAME),
+        (b"not json", ErrorCode.BAD_FRAME),
+        ('{"type": "hello"} and more', ErrorCode.BAD_FRAME),
     ],
 )
 def test_a_first_frame_that_is_not_hello_is_classified(frame: str, code: ErrorCode) -> None:
