@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 
 import msgspec
@@ -36,7 +35,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from server import identity
-from server.ratelimit import TokenBucket
+from server.ratelimit import KeyedBuckets
 from server.records.store import AlreadyClaimed, NameTaken, RecordsStore
 
 MIN_PASSWORD = 8
@@ -77,32 +76,6 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     token: str
 
 
-class _Buckets:
-    """Token buckets by key, forgetting a key once its bucket would be full again."""
-
-    def __init__(self, rate: float, burst: int, max_keys: int) -> None:
-        self.rate = rate
-        self.burst = burst
-        self.max_keys = max_keys
-        self._buckets: OrderedDict[str, tuple[TokenBucket, float]] = OrderedDict()
-
-    def take(self, key: str, now: float) -> bool:
-        entry = self._buckets.pop(key, None)
-        bucket = entry[0] if entry is not None else TokenBucket(self.rate, self.burst, now)
-        allowed = bucket.take(now)
-        self._buckets[key] = (bucket, now)  # most recently used last
-        refilled = now - self.burst / self.rate
-        while self._buckets:
-            _, (_, last_used) = next(iter(self._buckets.items()))
-            if last_used > refilled and len(self._buckets) <= self.max_keys:
-                break
-            self._buckets.popitem(last=False)  # full again (same as new), or over the cap
-        return allowed
-
-    def __len__(self) -> int:
-        return len(self._buckets)
-
-
 class LoginLimiter:
     """Login attempts allowed per account name and per client address (see the module doc).
 
@@ -119,8 +92,8 @@ class LoginLimiter:
         client_burst: int = 20,
         max_keys: int = 100_000,
     ) -> None:
-        self.accounts = _Buckets(account_rate, account_burst, max_keys)
-        self.clients = _Buckets(client_rate, client_burst, max_keys)
+        self.accounts = KeyedBuckets(account_rate, account_burst, max_keys)
+        self.clients = KeyedBuckets(client_rate, client_burst, max_keys)
 
     def check(self, account: str, client: str, now: float) -> None:
         """Spend an attempt of ``account`` and of ``client``; raise ``AccountError`` if spent."""
