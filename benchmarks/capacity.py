@@ -67,7 +67,9 @@ from server.testing.redis_cluster import LocalCluster
 from server.testing.redis_server import RedisServer
 from tools.loadtest import cli as loadtest
 
-SERVE_EXTRA = ("--rate", "1000", "--burst", "1000", "--max-connections-per-ip", "0")
+SERVE_EXTRA = (
+    "--rate", "1000", "--burst", "1000", "--max-connections-per-ip", "0", "--handshake-burst", "0"
+)  # fmt: skip
 PLAYERS = (10_000, 100_000, 1_000_000)
 WORKERS_START = 60.0
 """Seconds ``serve --workers N`` may take until every worker serves (a loaded machine)."""

@@ -11,6 +11,14 @@ allowed origin; a handshake without ``Origin`` is not a browser's and passes. An
 connection is counted against its client address (the peer's, or from a trusted proxy the
 ``X-Forwarded-For`` hop it names) and closed with 4006 past ``max_connections_per_ip``.
 
+How fast one client address may open new WebSocket connections, and send records API requests,
+is limited by a token bucket per address and kind (``handshake_rate``/``handshake_burst``,
+``api_rate``/``api_burst``): a ``hello`` with a token costs every node of a deployment work
+(``Node.claim``) and an API request database reads. Past its limit a handshake is answered HTTP
+429 with ``Retry-After`` (no WebSocket opens, nothing else is done for it), an API request 429
+``rate_limited`` in the API's error shape; ``blackdrez_rate_limited_total`` counts both.
+``/healthz``, ``/metrics`` and static files are never limited: an orchestrator polls them.
+
 Every response, the WebSocket handshake's included, carries the security headers of
 :func:`secure_headers`: a Content-Security-Policy allowing only this origin's scripts, styles and
 WebSocket, no framing, ``nosniff`` and no referrer.
@@ -46,6 +54,7 @@ import gc
 import http
 import ipaddress
 import logging
+import math
 import mimetypes
 import os
 import re
@@ -75,9 +84,9 @@ from server.connection import OLDEST, Connection
 from server.metrics import INVALID_MESSAGE, Metrics
 from server.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
 from server.node.hosting import HINT_BURST, HINT_RATE, is_solitaire_id
-from server.ratelimit import TokenBucket
+from server.ratelimit import KeyedBuckets, TokenBucket
 from server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
-from server.records.api import RecordsApi
+from server.records.api import ApiError, ErrorReply, RecordsApi
 from server.records.db import DatabaseError, redact
 from server.records.store import RecordsStore
 from server.records.writer import RecordsWriter
@@ -156,6 +165,20 @@ DEFAULT_DB_URL = "sqlite:///blackdrez-data/records.db"
 """Where ``blackdrez serve`` keeps its records unless told otherwise (relative: to the working
 directory)."""
 API_PREFIX = "/api/"
+HANDSHAKE_RATE = 20.0
+HANDSHAKE_BURST = 400
+"""New WebSocket connections per client address: a burst above ``max_connections_per_ip`` (a
+bots swarm or a NAT's players reconnecting after a node restart open that many at once; the test
+suite's servers take 300 from 127.0.0.1 in about two seconds), then 20 a second. Each ``hello``
+with a token costs every node of a deployment work (``Node.claim``): a client looping connect,
+``hello``, disconnect is held to that pace."""
+API_RATE = 10.0
+API_BURST = 100
+"""Records API requests per client address: a records page asks a few, someone browsing pages
+of games far fewer than 100 at once; each is database reads."""
+MAX_ADDRESSES = 100_000
+"""Client addresses each flood limit remembers at once (an address unseen long enough for its
+bucket to refill is forgotten first; past this, the least recently seen)."""
 
 
 @dataclass
@@ -186,6 +209,14 @@ class Settings:
     """Seconds a session token is accepted, from its first issue (never renewed)."""
     max_connections_per_ip: int = 256
     """WebSocket connections one client address may hold at once (0: no cap); more get 4006."""
+    handshake_rate: float = HANDSHAKE_RATE
+    handshake_burst: int = HANDSHAKE_BURST
+    """One client address may open ``handshake_burst`` WebSocket connections at once and
+    ``handshake_rate`` a second after that; a handshake past it gets HTTP 429 (0: no limit)."""
+    api_rate: float = API_RATE
+    api_burst: int = API_BURST
+    """One client address may send ``api_burst`` records API requests at once and ``api_rate`` a
+    second after that; a request past it gets 429 ``rate_limited`` (0: no limit)."""
     trusted_proxies: list[str] = field(default_factory=list)
     """Addresses or networks (CIDR) of proxies whose ``X-Forwarded-For`` names the client."""
     max_solitaire_sessions: int = 10
@@ -293,6 +324,8 @@ class GameServer:
         self._limits = settings.limits()
         self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
         self._per_address: Counter[str] = Counter()
+        self._handshakes = _address_limit(settings.handshake_rate, settings.handshake_burst)
+        self._api_requests = _address_limit(settings.api_rate, settings.api_burst)
         self._outages_warned: dict[str, int] = {}
         """Per warning of :meth:`_warn_once_per_outage`, the store outage it was logged in."""
         self.admin = AdminApi(self)
@@ -491,6 +524,11 @@ class GameServer:
         if request.headers.get("Upgrade", "").lower() == "websocket":
             if self._state() == STORE_UNREACHABLE:
                 return self._health()  # a load balancer tries another node; a client, later
+            address = self._address(connection, request)
+            wait = self._too_fast(self._handshakes, "handshake", address)
+            if wait is not None:
+                message = f"too many new connections from {address}: try again in {wait:g} s\n"
+                return _too_many(message.encode(), "text/plain", wait)
             origins = request.headers.get_all("Origin")
             if not origins:
                 return None  # not a browser: browsers always send Origin with a WebSocket
@@ -519,6 +557,15 @@ class GameServer:
     async def _api(self, connection: ServerConnection, request: Request) -> Response:
         """A GET of the records API (``docs/api.md``). The HTTP parser under the WebSocket
         server takes GET only: the account requests are WebSocket messages here."""
+        address = self._address(connection, request)
+        wait = self._too_fast(self._api_requests, "api", address)
+        if wait is not None:
+            error = ApiError(
+                code=AccountErrorCode.RATE_LIMITED,
+                message=f"too many requests from {address}: try again in {wait:g} s",
+                retry_after=wait,
+            )
+            return _too_many(msgspec.json.encode(ErrorReply(error=error)), "application/json", wait)
         if self.api is None:
             body = b'{"error": {"code": "not_found", "message": "this server keeps no records"}}'
             return _response(http.HTTPStatus.NOT_FOUND, body, "application/json")
@@ -533,9 +580,6 @@ class GameServer:
             response = _response(http.HTTPStatus.METHOD_NOT_ALLOWED, body, "application/json")
             response.headers["Allow"] = "GET"
             return response
-        address = client_address(
-            connection.remote_address[0], request.headers.get_all("X-Forwarded-For"), self._trusted
-        )
         try:
             viewer = await self._api_viewer(request.headers.get_all("Authorization"))
             if isinstance(viewer, Response):
@@ -551,6 +595,19 @@ class GameServer:
         headers = Headers([*answer.headers, ("Content-Length", str(len(answer.body)))])
         status = http.HTTPStatus(answer.status)
         return Response(status.value, status.phrase, headers, answer.body)
+
+    def _address(self, connection: ServerConnection, request: Request) -> str:
+        """The client address a request counts against (see :func:`client_address`)."""
+        forwarded = request.headers.get_all("X-Forwarded-For")
+        return client_address(connection.remote_address[0], forwarded, self._trusted)
+
+    def _too_fast(self, limit: KeyedBuckets | None, kind: str, address: str) -> float | None:
+        """Spend one of ``address``'s requests of ``kind`` under ``limit``: ``None`` if it had
+        one, else the seconds until it has (the refusal is counted)."""
+        if limit is None or limit.take(address, time.monotonic()):
+            return None
+        self.metrics.rate_limited.labels(kind).inc()
+        return limit.retry_after(address)
 
     async def _api_viewer(self, authorization: list[str]) -> str | Response | None:
         """Who an API request comes from: the player of its ``Authorization: Bearer <token>``
@@ -630,9 +687,7 @@ class GameServer:
             await ws.close(CloseCode.GOING_AWAY, "server shutting down")
             return
         assert ws.request is not None
-        address = client_address(
-            ws.remote_address[0], ws.request.headers.get_all("X-Forwarded-For"), self._trusted
-        )
+        address = self._address(ws, ws.request)
         self._per_address[address] += 1
         try:
             cap = self.settings.max_connections_per_ip
@@ -1042,6 +1097,19 @@ def _secure(connection: ServerConnection, request: Request, response: Response) 
     hosts = request.headers.get_all("Host")
     for name, value in secure_headers(hosts[0] if len(hosts) == 1 else None):
         response.headers[name] = value
+
+
+def _address_limit(rate: float, burst: int) -> KeyedBuckets | None:
+    """A flood limit per client address, or ``None`` for a rate or burst of 0 (no limit)."""
+    return KeyedBuckets(rate, burst, MAX_ADDRESSES) if rate > 0 and burst > 0 else None
+
+
+def _too_many(body: bytes, content_type: str, wait: float) -> Response:
+    """A 429 whose ``Retry-After`` is ``wait`` seconds in whole seconds (rounded up: a client
+    that waits that long is not refused again)."""
+    response = _response(http.HTTPStatus.TOO_MANY_REQUESTS, body, content_type)
+    response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+    return response
 
 
 def _response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:

@@ -13,6 +13,9 @@ INVALID_MESSAGE = "invalid"
 an unknown or missing type, a bad field): one label value, never the type a client made up, so
 that a client cannot add label values (each is a time series kept for good)."""
 
+RATE_LIMITED_KINDS = ("handshake", "api")
+"""``blackdrez_rate_limited_total``'s ``kind``: what a client address sent too fast."""
+
 
 class Metrics:
     """The server's counters, gauges and histograms."""
@@ -36,6 +39,15 @@ class Metrics:
         self.closes = Counter(
             "blackdrez_closes", "Connections closed by the server", ["code"], registry=r
         )
+        self.rate_limited = Counter(
+            "blackdrez_rate_limited",
+            "HTTP requests refused with 429 for coming too fast from one client address, by kind: "
+            "handshake (a new WebSocket connection) or api (the records API)",
+            ["kind"],
+            registry=r,
+        )
+        for kind in RATE_LIMITED_KINDS:
+            self.rate_limited.labels(kind)  # shown at 0 from the start
         self.records_written = Counter(
             "blackdrez_records_written",
             "Finished games this node stored in the records database",

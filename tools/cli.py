@@ -37,6 +37,10 @@ def serve_settings(args: argparse.Namespace) -> Any:
         allowed_origins=args.allowed_origin or None,
         compression=args.compression,
         max_connections_per_ip=args.max_connections_per_ip,
+        handshake_rate=args.handshake_rate,
+        handshake_burst=args.handshake_burst,
+        api_rate=args.api_rate,
+        api_burst=args.api_burst,
         trusted_proxies=args.trusted_proxy or [],
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
@@ -777,6 +781,38 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="WebSocket connections one client address may hold at once; more are closed with "
         "4006 (0: no cap; default 256)",
+    )
+    serve.add_argument(
+        "--handshake-rate",
+        type=_positive(),
+        default=os.environ.get("BLACKDREZ_HANDSHAKE_RATE", "20"),
+        metavar="PER_SECOND",
+        help="new WebSocket connections per second one client address may open, on average; "
+        "past it the handshake gets HTTP 429 (default 20; env BLACKDREZ_HANDSHAKE_RATE)",
+    )
+    serve.add_argument(
+        "--handshake-burst",
+        type=_whole(0),
+        default=os.environ.get("BLACKDREZ_HANDSHAKE_BURST", "400"),
+        metavar="N",
+        help="new WebSocket connections one client address may open at once (0: no limit; "
+        "default 400; env BLACKDREZ_HANDSHAKE_BURST)",
+    )
+    serve.add_argument(
+        "--api-rate",
+        type=_positive(),
+        default=os.environ.get("BLACKDREZ_API_RATE", "10"),
+        metavar="PER_SECOND",
+        help="records API requests per second one client address may send, on average; past it "
+        "a request gets 429 rate_limited (default 10; env BLACKDREZ_API_RATE)",
+    )
+    serve.add_argument(
+        "--api-burst",
+        type=_whole(0),
+        default=os.environ.get("BLACKDREZ_API_BURST", "100"),
+        metavar="N",
+        help="records API requests one client address may send at once (0: no limit; default "
+        "100; env BLACKDREZ_API_BURST)",
     )
     serve.add_argument(
         "--trusted-proxy",

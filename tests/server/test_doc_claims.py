@@ -77,6 +77,8 @@ def test_the_doc_states_the_limits_the_code_has() -> None:
     assert f"{defaults.token_lifetime / 86400:g} days" in DOC
     assert f"{defaults.max_solitaire_sessions} open solitaire sessions" in DOC
     assert f"{defaults.max_connections_per_ip} connections" in DOC
+    assert f"may open {defaults.handshake_burst} WebSocket connections at once" in DOC
+    assert f"then {defaults.handshake_rate:g} a second (operator settings)" in DOC
     assert f"within {defaults.close_timeout:g} seconds" in DOC
 
 

@@ -42,6 +42,10 @@ def test_the_defaults_are_the_settings_defaults() -> None:
         "allowed_origins",
         "compression",
         "max_connections_per_ip",
+        "handshake_rate",
+        "handshake_burst",
+        "api_rate",
+        "api_burst",
         "trusted_proxies",
         "max_solitaire_sessions",
         "token_lifetime",
@@ -58,6 +62,10 @@ def test_the_options_reach_the_settings() -> None:
         [
             "serve",
             "--max-connections-per-ip", "7",
+            "--handshake-rate", "2.5",
+            "--handshake-burst", "0",
+            "--api-rate", "0.5",
+            "--api-burst", "9",
             "--trusted-proxy", "10.0.0.0/8",
             "--trusted-proxy", "192.0.2.1",
             "--allowed-origin", "https://play.example",
@@ -71,6 +79,8 @@ def test_the_options_reach_the_settings() -> None:
     )  # fmt: skip
     settings = serve_settings(args)
     assert settings.max_connections_per_ip == 7
+    assert (settings.handshake_rate, settings.handshake_burst) == (2.5, 0)
+    assert (settings.api_rate, settings.api_burst) == (0.5, 9)
     assert settings.trusted_proxies == ["10.0.0.0/8", "192.0.2.1"]
     assert settings.allowed_origins == ["https://play.example"]
     assert settings.max_solitaire_sessions == 3
@@ -84,6 +94,8 @@ def test_the_options_reach_the_settings() -> None:
     [
         ["--trusted-proxy", "proxy.example"],
         ["--max-connections-per-ip", "-1"],
+        ["--handshake-burst", "-1"],
+        ["--api-burst", "many"],
         ["--max-solitaire-sessions", "lots"],
         ["--token-days", "0"],
         ["--close-timeout", "-1"],
@@ -99,6 +111,8 @@ def test_bad_values_are_refused_by_the_parser(bad, capsys) -> None:
 CENTURY = 100 * 365 * 86400
 FRACTIONAL = {
     "--rate": "",
+    "--handshake-rate": "",
+    "--api-rate": "",
     "--token-days": " and at most 36500",
     "--close-timeout": f" and at most {CENTURY}",
     "--lease-ttl": f" and at most {CENTURY}",
@@ -129,7 +143,7 @@ def test_a_rate_or_duration_that_makes_no_sense_is_refused_in_one_line(
 ) -> None:
     """A duration past a century overflows what the store keeps (Redis TTLs are milliseconds in
     64 bits; ``1e300`` days of token are infinite seconds); a rate has no ceiling."""
-    if option == "--rate" and text == "1e300":
+    if option in ("--rate", "--handshake-rate", "--api-rate") and text == "1e300":
         text = "1e400"  # (a float past the largest: infinity)
     with pytest.raises(SystemExit) as refused:
         build_parser().parse_args(["serve", option, text])
@@ -222,3 +236,19 @@ def test_a_redis_url_with_or_without_a_database_number_is_taken() -> None:
     for url in ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379/", "redis://h:6379/15"):
         args = build_parser().parse_args(["serve", "--redis-url", url])
         assert serve_settings(args).redis_url == url
+
+
+def test_the_flood_limits_are_taken_from_the_environment(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("BLACKDREZ_HANDSHAKE_RATE", "3")
+    monkeypatch.setenv("BLACKDREZ_HANDSHAKE_BURST", "0")
+    monkeypatch.setenv("BLACKDREZ_API_RATE", "0.25")
+    monkeypatch.setenv("BLACKDREZ_API_BURST", "7")
+    settings = serve_settings(build_parser().parse_args(["serve"]))
+    assert (settings.handshake_rate, settings.handshake_burst) == (3.0, 0)
+    assert (settings.api_rate, settings.api_burst) == (0.25, 7)
+    given = serve_settings(build_parser().parse_args(["serve", "--api-burst", "50"]))
+    assert given.api_burst == 50  # an option given wins
+    monkeypatch.setenv("BLACKDREZ_API_RATE", "inf")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve"])
+    assert "argument --api-rate" in capsys.readouterr().err

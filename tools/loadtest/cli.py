@@ -673,6 +673,7 @@ def _spawn_server(
         sys.executable, "-m", "tools.cli", "serve", "--host", host, "--port", str(port),
         "--rate", str(args.server_rate), "--burst", str(args.server_burst),
         "--max-connections-per-ip", "0",  # every load connection comes from this machine
+        "--handshake-burst", "0",  # at --ramp-rate, from one address unless that is too many
     ]  # fmt: skip
     if redis_url:
         command += ["--redis-url", redis_url]
