@@ -18,7 +18,9 @@ A request for a table that is moving between nodes is answered ``moving`` (nothi
 :meth:`Client.request` waits it out, sending the request again with backoff, so callers only see
 real answers (``not_found`` is never a table in transit). Reconnections and retries follow the
 policies of :mod:`protocol.retry`: a connection whose node died is re-opened at once at the next
-url; a refused request is tried again after at most a quarter second, with jitter.
+url; a refused request is tried again after at most a quarter second, with jitter. A
+reconnection refused with HTTP 429 (too many new connections from this address) or 503 waits at
+least the ``Retry-After`` the server gave before its next try.
 
 A request answered ``rate_limited`` (not executed: the connection, or the table's hints, went over
 the server's limit) is sent again after the ``retry_after`` the server gave, at most
@@ -72,6 +74,20 @@ FINAL_CLOSE_CODES = frozenset(
     }
 )
 """Closes after which reconnecting cannot help."""
+MAX_RETRY_AFTER = 60.0
+"""The longest wait a handshake's ``Retry-After`` may ask of a reconnecting client."""
+
+
+def retry_after(header: str | None) -> float:
+    """Seconds a ``Retry-After`` header in seconds asks for (0 without one, or a date; at
+    most :data:`MAX_RETRY_AFTER`)."""
+    try:
+        seconds = float(header) if header is not None else 0.0
+    except ValueError:
+        return 0.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER) if seconds == seconds else 0.0
+
+
 PASSING_STATUSES = frozenset({429, 500, 502, 503, 504})
 """HTTP answers to a handshake that say "not now": a node still starting (503 until its store
 answers), a proxy with no node behind it yet, too many requests. Reconnecting tries again."""
@@ -396,8 +412,10 @@ class Client:
         """Re-open the connection at the next url in turn, at once if its node died (see
         :func:`protocol.retry.reconnect_delays`); resync every table held."""
         delays = reconnect_delays(self.ws.close_code)
+        told = 0.0  # the server's Retry-After, when it refused the last try with one
         for _ in range(RECONNECT_TRIES):
-            await asyncio.sleep(next(delays))
+            await asyncio.sleep(max(next(delays), told))
+            told = 0.0
             hello = Hello(versions=list(self.versions), token=self.token, client=self.client_name)
             self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
             try:
@@ -406,7 +424,10 @@ class Client:
                 return False  # the server refuses this token: nothing to retry
             except InvalidStatus as refused:
                 if refused.response.status_code in PASSING_STATUSES:
-                    continue  # e.g. a node started again at this address, not ready yet
+                    # e.g. a node started again at this address, not ready yet; or too many
+                    # new connections from this address (429), for as long as it says
+                    told = retry_after(refused.response.headers.get("Retry-After"))
+                    continue
                 return False  # refused for good (an origin not allowed...)
             except (OSError, ConnectionClosed, InvalidMessage, TimeoutError):
                 continue  # nothing listens yet, or it went away during the handshake

@@ -163,3 +163,35 @@ async def test_the_default_limits_leave_a_browser_and_a_bots_swarm_alone(make_se
     codes = await asyncio.gather(*(hello_from(server) for _ in range(256)))
     assert set(codes) == {101}
     assert refused(server, "handshake") == 0
+
+
+async def test_the_python_client_waits_the_retry_after_of_a_refused_reconnection(
+    make_server,
+) -> None:
+    """A client reconnecting (its connection lost) into the limit is told when to come back:
+    it waits that long instead of trying again on its own faster backoff, each try one more
+    refusal (and, for a swarm of bots behind one address, the limit never clearing)."""
+    from clients.client import Client
+
+    server = await make_server(handshake_rate=0.5, handshake_burst=2)
+    client = await Client.connect(f"ws://127.0.0.1:{server.port}/", name="Ann", reconnect=True)
+    try:
+        assert await hello_from(server) == 101  # the address's last token
+        server.node.clients[client.player].ws.transport.abort()  # lost, as a dropped network link
+        async with asyncio.timeout(10):
+            while client.reconnects < 1:
+                await asyncio.sleep(0.05)
+        assert refused(server, "handshake") == 1
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("2", 2.0), ("0.5", 0.5), (None, 0.0), ("-3", 0.0), ("nan", 0.0), ("9999", 60.0),
+     ("Wed, 21 Oct 2026 07:28:00 GMT", 0.0)],
+)  # fmt: skip
+def test_a_retry_after_header_is_read_as_a_bounded_wait(header: str | None, seconds: float) -> None:
+    from clients.client import retry_after
+
+    assert retry_after(header) == seconds
