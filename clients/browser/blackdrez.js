@@ -301,7 +301,12 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
 
   const tableControls = h("div.table-controls", { role: "group", "aria-label": "Table" },
     seated ? [
-      h("button", { id: "ready", dataset: { key: "ready" }, "aria-pressed": me?.ready ? "true" : "false", title: "Ready to play the next game", onclick: () => ctx.send({ type: "ready", table: table.id, ready: !me?.ready }) }, me?.ready ? "Ready ✓" : "Ready"),
+      // Ready is for the game the host starts next, and the server clears it when a game ends:
+      // offered only while the table waits for a game (at a game's end the result holds the
+      // one control for the next: Play again, or Ready for another game).
+      info.status === "open"
+        ? h("button", { id: "ready", dataset: { key: "ready" }, "aria-pressed": me?.ready ? "true" : "false", title: me?.ready ? "Press again if you are not ready after all" : "Tell the host you are ready: they start the game", onclick: () => ctx.send({ type: "ready", table: table.id, ready: !me?.ready }) }, me?.ready ? "Ready to play ✓" : "Ready to play")
+        : null,
       host && info.seats.includes(null) ? [
         h("select", { id: "bot-strategy", dataset: { key: "bot-strategy" }, "aria-label": "Strategy of the bot to add", onchange: (event) => { botStrategy = event.target.value; } },
           BOT_STRATEGIES.map(([value, label]) => h("option", { value, selected: value === botStrategy }, label))),
@@ -365,7 +370,7 @@ function waitingText(info, host, readyOthers, seated) {
       ? "Press Start game when everyone you want is seated: you play too."
       : `Waiting for players${free ? `: ${count(free, "seat")} free. Invite someone, or press Add bot` : ""}.`;
   }
-  return "Press Ready, then the host starts the game.";
+  return "Press Ready to play, then the host starts the game.";
 }
 
 /** Why the host cannot start yet. */
@@ -378,7 +383,7 @@ function situation(table, names, can, host) {
   const mine = view?.seats[table.seat];
   const quiet = (banner, line) => ({ banner, line, hit: line, stand: line, withdraw: line });
   if (!view) {
-    return quiet("Waiting to start", host ? "Press Start game when you are ready: you play too." : "Press Ready; the host starts the game.");
+    return quiet("Waiting to start", host ? "Press Start game when you are ready: you play too." : "Press Ready to play; the host starts the game.");
   }
   if (view.phase === "over") {
     return quiet("Game over", host ? "Press Play again for another game with the same players." : "Press Ready for another game; the host starts it.");

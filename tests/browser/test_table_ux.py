@@ -632,3 +632,30 @@ async def test_on_a_phone_the_header_says_whom_you_play_as(new_page) -> None:
     await page.locator(".settings-menu summary").click()
     box = await page.locator("#settings").bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, "settings"
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 900), (390, 844)])
+async def test_one_control_starts_the_next_game(new_page, screenshot, width, height) -> None:
+    """At a game's end the host saw a Ready button under the table and Play again in the
+    result, two controls for one thing, and during play a "Ready ✓" that meant nothing (a
+    player's ready is for the game the host starts next, and is cleared when one ends). Ready
+    is offered only while the table waits for a game, and at its end Play again is the one
+    control, in sight."""
+    host = await new_page("Hostess", width=width, height=height)
+    await create_table(host, "Next", seats=2, max_rounds=1, pause=0.3)
+    await add_bots(host, 1)
+    ready = host.locator("#ready")
+    assert "play" in (await ready.text_content() or ""), "says what ready is for"
+    await host.locator("#start").click()
+    await host.locator(".seat.mine .hand .card").first.wait_for()
+    assert await ready.count() == 0, "no Ready while the game is played"
+    await play_to_the_end(host)
+    await settled(host)
+    await screenshot(host, f"blackdrez-next-game-{width}", full=False)
+    buttons = await host.locator("button:visible").all_text_contents()
+    assert [b for b in buttons if "Ready" in b or "again" in b] == ["Play again"], buttons
+    assert await host.locator("#play-again").is_visible()
+    box = await host.locator("#play-again").bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height, (
+        "Play again is in sight at the game's end"
+    )
