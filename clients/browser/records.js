@@ -279,16 +279,19 @@ function cards(codes, game, empty = "none") {
   return codes.length ? h("span.cards", codes.map((c) => card(c, game))) : h("span.muted", empty);
 }
 
-/** The table of BlackDrez as spectators saw it after a step. */
+/** The table of BlackDrez as spectators saw it after a step (before the first deal, round
+ * 0: nobody is in a round yet, and nobody is out of one either). */
 function blackdrezBoard(view, players) {
   const names = new Map(players.map((p) => [p.seat, p]));
+  const dealt = view.round > 0;
   return h("div.replay-felt",
     h("div.replay-seats", view.seats.map((s) => {
       const who = names.get(s.seat);
+      const name = who ? who.name : `Seat ${s.seat + 1}`;
       return h("div.replay-seat", { class: view.to_act === s.seat ? "on-turn" : "", dataset: { seat: s.seat } },
-        h("div.seat-name", who ? who.name : `Seat ${s.seat + 1}`, who?.bot ? h("span.badge.bot", "bot") : null),
-        h("div.seat-status", s.in_round ? `${s.status}${s.value !== null ? ` · ${s.value}` : ""}` : "out of the round"),
-        h("div.hand", cards(s.hand, "blackdrez", "no cards")),
+        h("div.seat-name", h("span.name", { title: name }, name), who?.bot ? h("span.badge.bot", "bot") : null),
+        h("div.seat-status", !dealt ? "waiting for the deal" : s.in_round ? `${s.status}${s.value !== null ? ` · ${s.value}` : ""}` : "out of the round"),
+        h("div.hand", cards(s.hand, "blackdrez", dealt ? "no cards" : "")),
         h("div.pile", `Pile: ${count(s.pile.length, "card")}`));
     })),
     h("div.replay-centre",

@@ -329,3 +329,37 @@ async def test_a_private_tables_game_is_in_its_players_profile_and_nobody_elses(
     assert await other.locator(".games .game-row").count() == 0
     await other.goto(other.url.split("#")[0] + f"#/game/{game.id}")
     await other.locator(".records h2", has_text="Not found").wait_for()
+
+
+async def test_a_replay_reads_right_before_the_deal_and_fits_a_phone(
+    new_page, screenshot, server: GameServer
+) -> None:
+    """At step 0 every seat said "out of the round" and "no cards", as if the players had
+    left; it waits for the deal. On a phone a bot's name cut short pushed its "bot" badge past
+    the screen's edge: the badge stays in its seat and the name reads whole on hover."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    await asyncio.wait_for(run_ladder(url, server.secret, 1, games=1, think=0), DEADLINE)
+    (summary,) = await stored_games(server, 1)
+    phone = await new_page("Phone", width=390, height=844)
+    phone.set_default_timeout(PATIENCE_MS)
+    await phone.goto(phone.url.split("#")[0] + f"#/game/{summary.id}")
+    await phone.locator(".records[data-step='0']").wait_for()
+    seats = phone.locator(".replay-seat")
+    text = " ".join(await seats.all_text_contents())
+    assert "out of the round" not in text and "no cards" not in text, text
+    assert await seats.locator(".seat-status").all_text_contents() == ["waiting for the deal"] * 4
+    await screenshot(phone, "replay-start-phone", element=".replay-board")
+    badges = await phone.evaluate(
+        "[...document.querySelectorAll('.replay-seat')].map(seat => {"
+        " const box = seat.getBoundingClientRect();"
+        " const badge = seat.querySelector('.badge.bot').getBoundingClientRect();"
+        " return badge.left >= box.left && badge.right <= box.right && badge.right <= 390; })"
+    )
+    assert badges == [True] * 4
+    names = [p.name for p in (await server.records.game(summary.id)).players]  # type: ignore[union-attr]
+    titles = await seats.locator(".seat-name .name").evaluate_all(
+        "names => names.map(n => n.title)"
+    )
+    assert sorted(titles) == sorted(names)
+    await phone.locator("#replay-forward").click()
+    assert "out of the round" not in " ".join(await seats.all_text_contents())
