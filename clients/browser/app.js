@@ -74,7 +74,7 @@ const ctx = {
   /** Keep a new token for this identity (sign up, sign out everywhere). */
   keep(session) {
     conn.keep(session);
-    whoami.textContent = session.name;
+    showName(session.name);
     showAccount();
   },
   /** Play as another identity from now on (sign in): greet again with its token. */
@@ -246,8 +246,15 @@ conn.addEventListener("moving", () => {
 });
 let movingTimer = null;
 
+/** The name the others see, in the header; on a phone a long one is cut short, so the line
+ * also carries it whole as its title (shown on hover or a long press). */
+function showName(name) {
+  whoami.textContent = name;
+  whoami.parentElement.title = `Playing as ${name}`;
+}
+
 conn.addEventListener("welcome", async ({ detail: welcome }) => {
-  whoami.textContent = welcome.name;
+  showName(welcome.name);
   showAccount();
   lobby.welcomed(welcome);
   for (const id of welcome.tables) store.resync(id).catch(() => {});

@@ -625,6 +625,11 @@ async def test_on_a_phone_the_header_says_whom_you_play_as(new_page) -> None:
     await page.locator("#rename button").click()
     await page.wait_for_function(f"document.getElementById('whoami').textContent === {long!r}")
     assert await name.is_visible()
+    # Cut short, the name reads whole on hover or a long press (it had no title).
+    assert await page.evaluate(
+        "(s => s.scrollWidth > s.clientWidth)(document.querySelector('.rename > span'))"
+    )
+    assert await page.locator(".rename > span").get_attribute("title") == f"Playing as {long}"
     for button in ("#rename button", ".settings-menu summary"):
         box = await page.locator(button).bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, button
