@@ -41,6 +41,7 @@ const PAGES = {
       h("li", "When the stock is empty, End round. Some rounds cap the cards a pile holds.")),
     h("h3", "Score"),
     h("p", "Each round scores (hands + a bonus for leaving 3 or fewer cards) × the round number."),
+    h("p", "You reach the next round when your hands that round outnumber the cards left on the piles and in the stock as it ends: the count ", h("em", "Left (piles + stock)"), " at the top."),
     h("h3", "Keys"),
     h("p", h("kbd", "1"), "–", h("kbd", "5"), " select a pile's top card · ", h("kbd", "S"), " select the stock's card · ",
       h("kbd", "Shift"), "+", h("kbd", "1"), "–", h("kbd", "5"), " place on that pile · ", h("kbd", "E"), " end the round · ", h("kbd", "H"), " hint · ", h("kbd", "U"), " undo · ", h("kbd", "Esc"), " clear"),

@@ -158,7 +158,8 @@ export function renderPiles(ctx, table, screen) {
       h("h2", "Blackjack Piles"),
       h("dl.stats",
         stat("Round", `${view.round} / 7`, "round"), stat("Hands", view.hands, "hands"),
-        stat("Cards left", view.left, "left"), stat("Score", view.score, "score"))),
+        stat("Left (piles + stock)", view.left, "left", "Cards still on the piles and in the stock: reach the next round with more hands than this when the round ends"),
+        stat("Score", view.score, "score"))),
     rankingLine(table),
     over ? finalPanel(ctx, table) : h("p.hint-text",
       "Select cards that make 21 (2 to 6 of them): the hand is taken at once. ",
@@ -245,8 +246,8 @@ function finalPanel(ctx, table) {
     parLine(table, "seeing every card, in the rounds you played"));
 }
 
-function stat(label, value, id) {
-  return h("div.stat", h("dt", label), h("dd", { id: `stat-${id}` }, String(value)));
+function stat(label, value, id, title = null) {
+  return h("div.stat", { title }, h("dt", label), h("dd", { id: `stat-${id}` }, String(value)));
 }
 
 /** Leave a finished session and start a new random deal of the same game. */

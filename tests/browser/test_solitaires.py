@@ -6,6 +6,7 @@ game in step with the clicks and checks what the page shows against it.
 
 from __future__ import annotations
 
+import pytest
 from playwright.async_api import Page
 
 from games import GAMES
@@ -209,3 +210,25 @@ async def test_on_a_phone_the_rounds_table_of_a_finished_session_fits_the_screen
     box = await rounds.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+async def test_piles_cards_left_say_they_count_the_piles_and_the_stock(
+    new_page, screenshot, width
+) -> None:
+    """A newcomer was puzzled by "Cards left 52" beside "Stock 44": the count names what it
+    holds (the piles and the stock) and says what it is for (the hands must beat it)."""
+    page = await new_page("Sol", width=width, height=844)
+    await start_deal(page, "blackjack_piles", PILES_DEAL)
+    engine = bp.BlackjackPiles.new(bp.Config(), GAMES["blackjack_piles"].deal_seed(PILES_DEAL))
+    for pile in (0, 1, 2):
+        await place(page, engine, pile)
+    left = page.locator(".stat", has=page.locator("#stat-left"))
+    label = await left.locator("dt").text_content() or ""
+    assert "piles" in label and "stock" in label, label
+    assert "more hands" in (await left.get_attribute("title") or "")
+    stock = int(await page.locator("#stock-count").text_content() or -1)
+    on_piles = await page.locator(".pile-column .card").count()
+    assert await stats(page, "left") == [stock + on_piles] == [engine.view(0).left]
+    await screenshot(page, f"piles-stats-{width}", full=False)
+    assert await page.evaluate("document.documentElement.scrollWidth") <= width
