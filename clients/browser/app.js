@@ -265,7 +265,19 @@ conn.addEventListener("welcome", async ({ detail: welcome }) => {
     ctx.lobby();
   }
   show();
+  joinByLink();
 });
+
+/** An invite link (``#/invite/<table>:<code>``, shown at a private table) opened: sit at its
+ * table. The link is taken off the address first, so a reload does not join again. */
+function joinByLink() {
+  const found = /^#\/invite\/([^:/]+):([^:/]+)$/.exec(location.hash);
+  if (!found || !conn.welcome) return;
+  history.replaceState(null, "", location.pathname + location.search);
+  const [, table, invite] = found;
+  if (store.get(table)?.seat != null) ctx.open(table, "seat"); // seated here already
+  else lobby.join(table, { invite });
+}
 
 conn.addEventListener("message", ({ detail: message }) => {
   if (message.type !== "shutdown") storeTrouble(false); // pushed through the store's bus
@@ -376,7 +388,10 @@ setInterval(() => {
   }
 }, 250);
 
-window.addEventListener("hashchange", show);
+window.addEventListener("hashchange", () => {
+  show();
+  joinByLink();
+});
 
 document.querySelector(".top h1 a").addEventListener("click", (e) => {
   e.preventDefault();

@@ -327,7 +327,7 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
       h("span.status", { dataset: { status: info.status } }, STATUS_WORDS[info.status] ?? info.status),
       info.options?.rated ? h("span.badge.rated", { title: "A rated table: each game moves its players' ratings" }, "rated") : null,
       view ? h("span", `Round ${view.round}${info.options?.max_rounds ? ` of ${info.options.max_rounds}` : ""}`) : null,
-      table.invite ? h("span.invite", "Invite code: ", h("code", `${table.id}:${table.invite}`)) : null),
+      table.invite ? inviteLine(table) : null),
     felt,
     actionBar,
     tableControls,
@@ -344,6 +344,15 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
     s: () => can("stand") && ctx.act(table.id, { type: "stand" }),
     w: () => can("withdraw") && ctx.act(table.id, { type: "withdraw" }),
   } : {};
+}
+
+/** A private table's invite: the code the lobby's field takes, and a link to send a friend
+ * (app.js joins the table it names when it is opened). */
+function inviteLine(table) {
+  const code = `${table.id}:${table.invite}`;
+  const link = `${location.origin}${location.pathname}#/invite/${code}`;
+  return h("span.invite", "Invite code: ", h("code", code), " · link: ",
+    h("input#invite-link", { readonly: true, value: link, "aria-label": "Invite link to send", onfocus: (e) => e.target.select() }));
 }
 
 const STATUS_WORDS = { open: "waiting for players", playing: "playing", finished: "game over", closed: "closed" };
@@ -374,7 +383,7 @@ function waitingText(info, host, readyOthers, seated) {
 }
 
 /** Why the host cannot start yet. */
-const START_REASON = "Start needs one other ready player: press Add bot, or wait for someone to join and press Ready.";
+const START_REASON = "Start needs one other ready player: press Add bot, or wait for someone to join and press Ready to play.";
 
 /** The action bar's headline (what is going on) and, under the buttons, what to do now or
  * why a button is disabled; also each disabled button's reason, for its tooltip. */

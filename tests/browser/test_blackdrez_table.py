@@ -253,3 +253,25 @@ async def test_the_host_adds_bots_from_the_table_and_plays_them(new_page) -> Non
         if not await play_turn(host):
             await asyncio.sleep(0.05)
     assert await host.locator(".ranking").count() == 1
+
+
+async def test_a_private_table_is_joined_by_its_invite_link(new_page, screenshot) -> None:
+    """A private table gave only a code to paste into the lobby's field: the host now has a
+    link to send, and a friend who opens it in another browser sits at the table; a link with
+    a wrong code says why and leaves them in the lobby."""
+    host = await new_page("Hostess", width=390, height=844)
+    await create_table(host, "Friends only", seats=3, private=True)
+    code = await host.locator(".invite code").text_content()
+    link = await host.locator("#invite-link").input_value()
+    assert link == f"{host.url.split('#')[0]}#/invite/{code}"
+    stranger = await new_page("Stranger")
+    await stranger.goto(link.rsplit(":", 1)[0] + ":wrong")
+    await stranger.locator(".toast", has_text="private").wait_for()
+    assert await stranger.locator(".lobby").count() == 1
+    friend = await new_page("Friend")
+    await friend.goto(link)
+    await friend.locator(".blackdrez .seat.mine").wait_for()
+    assert "/invite/" not in friend.url, "the link is used once: a reload does not join again"
+    await host.locator(".seat", has_text="Friend").wait_for()
+    await screenshot(host, "invite-link-phone", full=False)
+    assert await host.evaluate("document.documentElement.scrollWidth") <= 390
