@@ -116,3 +116,47 @@ async def start_deal(page: Page, game: str, deal: int) -> None:
     await form.locator("input[name=deal]").fill(str(deal))
     await form.get_by_role("button", name="Play deal").click()
     await page.locator("#stat-score").wait_for()
+
+
+LOW_CONTRAST = r"""(root) => {
+  // Every visible text whose colour is too close to the background behind it: WCAG's contrast
+  // ratio under 4.5 (text below 18.66 px bold / 24 px), under 3 for large text.
+  const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const behind = (el) => {  // the colours behind el: its first opaque one, or a gradient's
+    for (let e = el; e; e = e.parentElement) {
+      const style = getComputedStyle(e);
+      const c = rgb(style.backgroundColor);
+      if (c.length >= 3 && (c.length < 4 || c[3] > 0.9)) return [c];
+      const image = style.backgroundImage;
+      if (image.includes("url(")) return null; // a picture: not judged
+      if (image.includes("gradient")) return (image.match(/rgba?\([^)]*\)/g) || []).map(rgb);
+    }
+    return [[255, 255, 255]];
+  };
+  const low = [];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!n.textContent.trim() || !el || !el.checkVisibility()) continue;
+    if (el.closest(":disabled, [aria-disabled=true]")) continue; // WCAG exempts a disabled control
+    const style = getComputedStyle(el);
+    const backgrounds = behind(el);
+    if (!backgrounds || !backgrounds.length || parseFloat(style.opacity) < 0.9) continue;
+    const a = lum(rgb(style.color));
+    const ratio = Math.min(...backgrounds.map((bg) => {
+      const b = lum(bg);
+      return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    }));
+    const size = parseFloat(style.fontSize), bold = parseInt(style.fontWeight) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    const what = `${n.textContent.trim().slice(0, 30)} (${el.className || el.tagName})`;
+    if (ratio < need) low.push(`${what}: ${ratio.toFixed(2)}`);
+  }
+  return low;
+}"""
+"""A page function: the visible texts of ``root`` whose contrast with their background is
+under WCAG AA's (``await page.evaluate(LOW_CONTRAST, element_handle)``)."""

@@ -12,7 +12,7 @@ from playwright.async_api import Page
 from games import GAMES
 from games.blackjack_piles import rules as bp
 from games.blue_jacket import rules as bj
-from tests.browser.helpers import click_and_wait, seq, start_deal
+from tests.browser.helpers import LOW_CONTRAST, click_and_wait, seq, start_deal
 
 PILES_DEAL = 7
 BLUE_JACKET_DEAL = 1
@@ -232,3 +232,25 @@ async def test_piles_cards_left_say_they_count_the_piles_and_the_stock(
     assert await stats(page, "left") == [stock + on_piles] == [engine.view(0).left]
     await screenshot(page, f"piles-stats-{width}", full=False)
     assert await page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+@pytest.mark.parametrize("theme", ["light", "dark", "contrast"])
+async def test_piles_labels_are_readable_on_the_felt(new_page, theme) -> None:
+    """A pile's count against its cap ("1/3", in the rounds with a cap) was grey on the green
+    felt (a contrast of 1.6 in the light theme): every text of the felt reads at WCAG AA's
+    4.5. Round 1 has no cap: the count is added to a label as the page draws it then."""
+    page = await new_page("Sol", width=1280, height=900)
+    if theme != "light":
+        await page.locator(".settings-menu summary").click()
+        await page.locator("#theme").select_option(theme)
+        await page.locator(".settings-menu summary").click()
+    await start_deal(page, "blackjack_piles", PILES_DEAL)
+    await page.evaluate(
+        """() => { for (const label of document.querySelectorAll('.pile-label')) {
+             const count = document.createElement('span');
+             count.className = 'muted'; count.textContent = ' 1/3'; label.append(count); } }"""
+    )
+    await page.locator(".pile-column").first.evaluate("c => c.classList.add('full')")
+    felt = await page.query_selector(".solitaire.piles")
+    low = await page.evaluate(LOW_CONTRAST, felt)
+    assert low == [], "\n".join(low)
