@@ -149,7 +149,7 @@ export function renderPiles(ctx, table, screen) {
         onclick: () => toggle("stock"),
       })
       : stockTop ? standardCard(stockTop) : h("span.slot.empty-stock", "empty"),
-    h("p.rule", view.rules.stock_in_hand ? "This round the stock's card may join a hand." : "This round the stock's card may not join a hand."));
+    over ? null : h("p.rule", view.rules.stock_in_hand ? "This round the stock's card may join a hand." : "This round the stock's card may not join a hand."));
 
   const can = (type) => legal.some((a) => a.type === type);
   const last = view.results[view.results.length - 1];

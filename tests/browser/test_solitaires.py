@@ -201,12 +201,14 @@ async def test_piles_only_card_selected_empty_piles_still_take_the_stock(new_pag
 
 async def test_on_a_phone_the_rounds_table_of_a_finished_session_fits_the_screen(new_page) -> None:
     """At the end of a Blackjack Piles session the table of rounds (with its Par column) ran
-    past a phone's right edge and the page scrolled sideways: it fits."""
+    past a phone's right edge and the page scrolled sideways: it fits. (And the last round's
+    rule about the stock's card, meaningless once the session is over, is gone.)"""
     page = await new_page("Sol", width=390, height=844)
     await start_deal(page, "blackjack_piles", PILES_DEAL)
     await click_and_wait(page, page.locator("#resign"))  # the page accepts the confirm
     rounds = page.locator("table.results")
     await rounds.locator("th", has_text="Par").wait_for()
+    assert await page.locator(".stock-area .rule").count() == 0, "no round's rule once it is over"
     box = await rounds.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     assert await page.evaluate("document.documentElement.scrollWidth") <= 390
