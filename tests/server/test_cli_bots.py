@@ -20,6 +20,15 @@ async def run_cli(*args: str) -> tuple[int, str]:
     return process.returncode, out.decode()
 
 
+async def quick_bot(server, stderr: int = subprocess.DEVNULL) -> asyncio.subprocess.Process:
+    """``blackdrez bot --quick`` against ``server``, running (the caller kills it)."""
+    url = f"ws://127.0.0.1:{server.port}/"
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tools.cli", "bot", "--url", url, "--quick",
+        stdout=subprocess.DEVNULL, stderr=stderr,
+    )  # fmt: skip
+
+
 async def test_bots_swarm_prints_a_summary(server) -> None:
     url = f"ws://127.0.0.1:{server.port}/"
     code, out = await run_cli("bots", "--url", url, "--tables", "4", "--per-table", "3")
@@ -95,11 +104,7 @@ async def test_a_bot_plays_several_games_when_asked(server, connect) -> None:
 async def test_a_bot_that_made_its_table_by_quick_join_starts_the_game(server, connect) -> None:
     """With no open table, ``blackdrez bot --quick`` creates one and is its host: only it may
     start the game, so it starts one once a second player is ready (it waited for ever)."""
-    url = f"ws://127.0.0.1:{server.port}/"
-    bot = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tools.cli", "bot", "--url", url, "--quick",
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    bot = await quick_bot(server)
     try:
         person = await connect(server, name="Person")
         async with asyncio.timeout(30):
@@ -120,11 +125,7 @@ async def test_a_bot_that_made_its_table_by_quick_join_starts_the_game(server, c
 async def test_a_waiting_bot_says_at_which_table_it_sits(server, connect) -> None:
     """``blackdrez bot --quick`` may wait long for an opponent: it says at once where it sits
     (its table's id, and that it made the table), so its author can send a player there."""
-    url = f"ws://127.0.0.1:{server.port}/"
-    bot = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tools.cli", "bot", "--url", url, "--quick",
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    bot = await quick_bot(server, stderr=subprocess.PIPE)
     try:
         assert bot.stderr is not None
         async with asyncio.timeout(30):
