@@ -122,7 +122,7 @@ class Failover:
                     share = _share_of(self.id, live)
                 if now >= next_full:
                     next_full = now + FULL_SCAN
-                orphans = await self.store.adoptable_tables(share)
+                orphans = await self.store.adoptable_tables(share, held=self._leases.keys())
             except StoreUnavailable:
                 continue
             await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))

@@ -37,7 +37,7 @@ import enum
 import secrets
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from server.retry import StoreHealth
@@ -322,10 +322,14 @@ class Store(abc.ABC):
         """Give the lease up (if held with ``token``) so another node adopts the table."""
 
     @abc.abstractmethod
-    async def adoptable_tables(self, share: Share | None = None) -> list[str]:
+    async def adoptable_tables(
+        self, share: Share | None = None, held: Collection[str] = ()
+    ) -> list[str]:
         """Tables still hosted (not retired) whose lease nobody holds, or an earlier
         incarnation of this node holds. Forgets the ids of tables that are gone. ``share``
-        ``(i, n)``: look only at the hosted tables of share ``i`` of ``n`` (:func:`in_share`)."""
+        ``(i, n)``: look only at the hosted tables of share ``i`` of ``n`` (:func:`in_share`).
+        ``held``: tables whose lease this process holds and renews, not looked up (no orphans:
+        on a node hosting most of its share, looking them up was most of a scan's work)."""
 
     @abc.abstractmethod
     async def locate(self, table_id: str) -> Location:

@@ -14,7 +14,7 @@ import functools
 import itertools
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from server.stores.base import (
     Handler,
@@ -210,8 +210,10 @@ class MemoryStore(Store):
         if self._holder(table_id) == self._mine(token):
             del self._leases[table_id]
 
-    async def adoptable_tables(self, share: Share | None = None) -> list[str]:
-        hosted = {t for t in self._hosted if in_share(t, share)}
+    async def adoptable_tables(
+        self, share: Share | None = None, held: Collection[str] = ()
+    ) -> list[str]:
+        hosted = {t for t in self._hosted if in_share(t, share)} - set(held)
         gone = {t for t in hosted if self._is_retired(t) or t not in self._logs}
         self._hosted -= {t for t in gone if self._holder(t) is None}
         return sorted(

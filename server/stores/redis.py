@@ -140,7 +140,7 @@ import contextlib
 import functools
 import hashlib
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -830,9 +830,11 @@ class RedisStore(Store):
         hosted = {raw.decode() for raw in members}
         return hosted | {t for raw in legacy if in_share(t := raw.decode(), share)}
 
-    async def adoptable_tables(self, share: Share | None = None) -> list[str]:
+    async def adoptable_tables(
+        self, share: Share | None = None, held: Collection[str] = ()
+    ) -> list[str]:
         with self._reaching():
-            hosted = sorted(await self._hosted(share))
+            hosted = sorted(await self._hosted(share) - set(held))
             if not hosted:
                 return []
             found: list[Any] = []

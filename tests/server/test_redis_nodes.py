@@ -283,9 +283,9 @@ async def test_a_nodes_periodic_orphan_scan_looks_at_its_share_and_a_node_going_
         shares: list[object] = []
         scan = server.store.adoptable_tables
 
-        async def spy(share=None):
+        async def spy(share=None, held=()):
             shares.append(share)
-            return await scan(share)
+            return await scan(share, held)
 
         server.store.adoptable_tables = spy
         async with asyncio.timeout(10):  # the start's window of full scans ends (2 TTLs)
