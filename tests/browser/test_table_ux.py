@@ -652,8 +652,9 @@ async def test_one_control_starts_the_next_game(new_page, screenshot, width, hei
     ready = host.locator("#ready")
     assert "play" in (await ready.text_content() or ""), "says what ready is for"
     await host.locator("#start").click()
-    await host.locator(".seat.mine .hand .card").first.wait_for()
-    assert await ready.count() == 0, "no Ready while the game is played"
+    # No Ready once the game is on (nor at its end: with one round and a bot that may make 11
+    # before the host's first turn, the game can be over before a card shows in sight).
+    await ready.wait_for(state="detached")
     await play_to_the_end(host)
     await settled(host)
     await screenshot(host, f"blackdrez-next-game-{width}", full=False)
