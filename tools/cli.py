@@ -173,6 +173,30 @@ def _positive(most: float | None = None) -> Callable[[str], float]:
     return parse
 
 
+def _per_address_limit(
+    serve: argparse.ArgumentParser, kind: str, what: str, refused: str, rate: int, burst: int
+) -> None:
+    """``--KIND-rate`` and ``--KIND-burst``: a token bucket per client address for ``what``
+    (each also read from ``BLACKDREZ_KIND_RATE`` / ``_BURST``)."""
+    env = f"BLACKDREZ_{kind.upper()}"
+    serve.add_argument(
+        f"--{kind}-rate",
+        type=_positive(),
+        default=os.environ.get(f"{env}_RATE", str(rate)),
+        metavar="PER_SECOND",
+        help=f"{what} per second one client address may make, on average; past it {refused} "
+        f"(default {rate}; env {env}_RATE)",
+    )
+    serve.add_argument(
+        f"--{kind}-burst",
+        type=_whole(0),
+        default=os.environ.get(f"{env}_BURST", str(burst)),
+        metavar="N",
+        help=f"{what} one client address may make at once (0: no limit; default {burst}; env "
+        f"{env}_BURST)",
+    )
+
+
 def _http_url(text: str) -> str:
     """An argparse type: an ``http://`` or ``https://`` address with a host (the node's game
     port), not its WebSocket address nor a bare ``host:port``."""
@@ -782,38 +806,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="WebSocket connections one client address may hold at once; more are closed with "
         "4006 (0: no cap; default 256)",
     )
-    serve.add_argument(
-        "--handshake-rate",
-        type=_positive(),
-        default=os.environ.get("BLACKDREZ_HANDSHAKE_RATE", "20"),
-        metavar="PER_SECOND",
-        help="new WebSocket connections per second one client address may open, on average; "
-        "past it the handshake gets HTTP 429 (default 20; env BLACKDREZ_HANDSHAKE_RATE)",
-    )
-    serve.add_argument(
-        "--handshake-burst",
-        type=_whole(0),
-        default=os.environ.get("BLACKDREZ_HANDSHAKE_BURST", "400"),
-        metavar="N",
-        help="new WebSocket connections one client address may open at once (0: no limit; "
-        "default 400; env BLACKDREZ_HANDSHAKE_BURST)",
-    )
-    serve.add_argument(
-        "--api-rate",
-        type=_positive(),
-        default=os.environ.get("BLACKDREZ_API_RATE", "10"),
-        metavar="PER_SECOND",
-        help="records API requests per second one client address may send, on average; past it "
-        "a request gets 429 rate_limited (default 10; env BLACKDREZ_API_RATE)",
-    )
-    serve.add_argument(
-        "--api-burst",
-        type=_whole(0),
-        default=os.environ.get("BLACKDREZ_API_BURST", "100"),
-        metavar="N",
-        help="records API requests one client address may send at once (0: no limit; default "
-        "100; env BLACKDREZ_API_BURST)",
-    )
+    for kind, what, refused, rate, burst in (
+        ("handshake", "new WebSocket connections", "the handshake gets HTTP 429", 20, 400),
+        ("api", "records API requests", "a request gets 429 rate_limited", 10, 100),
+    ):
+        _per_address_limit(serve, kind, what, refused, rate, burst)
     serve.add_argument(
         "--trusted-proxy",
         action="append",
