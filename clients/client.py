@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,7 +86,7 @@ def retry_after(header: str | None) -> float:
         seconds = float(header) if header is not None else 0.0
     except ValueError:
         return 0.0
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER) if seconds == seconds else 0.0
+    return 0.0 if math.isnan(seconds) else min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
 PASSING_STATUSES = frozenset({429, 500, 502, 503, 504})
