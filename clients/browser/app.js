@@ -237,14 +237,11 @@ conn.addEventListener("status", ({ detail }) => {
   }
 });
 
-conn.addEventListener("moving", () => {
-  showStatus("moving");
-  clearTimeout(movingTimer);
-  movingTimer = setTimeout(() => {
-    if (conn.connected) showStatus("open");
-  }, 2500);
+// "Table moving…" while a request waits for its table to change node, and no longer.
+conn.addEventListener("moving", () => showStatus("moving"));
+conn.addEventListener("moved", () => {
+  if (conn.connected && statusBadge.dataset.state === "waiting" && !countdown) showStatus("open");
 });
-let movingTimer = null;
 
 /** The name the others see, in the header; on a phone a long one is cut short, so the line
  * also carries it whole as its title (shown on hover or a long press). */

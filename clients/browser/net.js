@@ -3,7 +3,8 @@
 //
 // A Connection emits: "welcome" (after every successful hello), "message" (every server message
 // that is not a reply awaited by request()), "status" ({state: "connecting" | "open" | "waiting" | "replaced", wait}),
-// "moving" ({table}: a request is waiting for its table to finish moving to another node), and
+// "moving" ({table}: a request is waiting for its table to finish moving to another node),
+// "moved" (no request waits for a moving table any more: it was answered, or given up), and
 // "error" (an error reply nobody awaited: {code, message}).
 
 const TOKEN_KEY = "blackdrez.token";
@@ -40,6 +41,7 @@ export class Connection extends EventTarget {
     /** Closed because this identity connected elsewhere (4004): no reconnection until resume(). */
     this.replaced = false;
     this.clockOffset = 0; // server time minus local time, in seconds
+    this.movingWaits = 0; // requests waiting for their table to finish moving
   }
 
   get token() { return storedToken(); }
@@ -172,15 +174,22 @@ export class Connection extends EventTarget {
   async request(message) {
     const started = Date.now();
     let wait = 200;
-    for (;;) {
-      try {
-        return await this.requestOnce(message);
-      } catch (error) {
-        if (error.code !== "moving" || Date.now() - started > MOVING_PATIENCE) throw error;
-        this.emit("moving", { table: message.table ?? null });
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        wait = Math.min(wait * 2, 2000);
+    let waited = false;
+    try {
+      for (;;) {
+        try {
+          return await this.requestOnce(message);
+        } catch (error) {
+          if (error.code !== "moving" || Date.now() - started > MOVING_PATIENCE) throw error;
+          if (!waited) this.movingWaits += 1;
+          waited = true;
+          this.emit("moving", { table: message.table ?? null });
+          await new Promise((resolve) => setTimeout(resolve, wait));
+          wait = Math.min(wait * 2, 2000);
+        }
       }
+    } finally {
+      if (waited && --this.movingWaits === 0) this.emit("moved", {});
     }
   }
 

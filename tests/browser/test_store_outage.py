@@ -109,5 +109,7 @@ async def test_the_header_says_when_the_server_cannot_save_moves_until_it_can(
     await wait_for(lambda: server.node.store.health.up, "the node reached its store again")
     await page.locator("#start").click()
     await page.locator(".seat.mine .hand .card").first.wait_for(timeout=15000)
-    await wait_until(page, f"{BADGE}.dataset.store !== 'down'")
-    assert await badge(page) == "Connected"
+    # The start may have waited for the table to move (its lease can lapse in the outage): the
+    # header says "Connected" once the start is answered, not some seconds later (CI's failure).
+    await wait_until(page, f"{BADGE}.textContent === 'Connected'", timeout=1000)
+    assert await page.evaluate(f"{BADGE}.dataset.store") is None

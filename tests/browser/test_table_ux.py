@@ -332,9 +332,18 @@ async def test_a_table_that_is_moving_is_waited_out(new_page) -> None:
         " message: 'the table is moving to another node: retry shortly'}), 50); return; }"
         " send(data); }; }"
     )
+    await page.evaluate(
+        "() => { window.badges = []; const b = document.getElementById('status');"
+        " new MutationObserver(() => window.badges.push(b.textContent))"
+        ".observe(b, {childList: true, characterData: true, subtree: true}); }"
+    )
     await page.locator("#start").click()
     await page.locator(".seat.mine .hand .card").first.wait_for(timeout=15000)
     assert await page.evaluate("window.refused") >= 2, "the refused start was sent again"
+    # The header said so while the start waited, and says "Connected" once it went through
+    # (before, "Table moving…" stood for 2.5 s whatever happened).
+    assert "Table moving…" in await page.evaluate("window.badges")
+    assert await page.evaluate("document.getElementById('status').textContent") == "Connected"
     assert await page.locator(".toast").count() == 0, "waiting out a move is no error"
     assert await page.locator(".blackdrez").count() == 1
 
