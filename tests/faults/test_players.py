@@ -153,7 +153,10 @@ async def test_a_game_left_with_one_player_who_can_play_does_not_spin(
     Then the other leaves too, and the table closes."""
     nodes = launch_nodes(1)
     node = nodes[0]
-    table = await open_table(nodes.urls, fault_options(seats=2, round_pause_seconds=0.0))
+    # A deserted game waits out its grace for players to sit down again before it closes:
+    # 8 s, past the frozen window, so that the window sees the table waiting (not 30).
+    options = fault_options(seats=2, round_pause_seconds=0.0, grace_seconds=8.0)
+    table = await open_table(nodes.urls, options)
     stayer, quitter = table.clients
     try:
         if how == "unready":
