@@ -56,6 +56,9 @@ def test_smoke_run_reports_sane_figures(tmp_path: Path) -> None:
     assert 0 <= lag["p99"] <= lag["max"] and lag["over_10ms"] >= 0
     assert report["server_rss_held_kib"] > report["server_rss_before_kib"] > 0
     assert report["server_rss_per_connection_kib"] > 0
+    own = report["server_action_ms"]  # the server's own account, from its /metrics
+    assert 0.5 * report["actions_per_s"] * 2 <= own["count"] <= 2 * report["actions_per_s"] * 2
+    assert 0 <= own["share_over_10ms"] <= 1 and 0 < own["p99_at_most_ms"] <= 500
     assert report["machine"]["nproc"] >= 1
     assert chart_path.read_bytes()[:4] == b"\x89PNG"
 
@@ -282,6 +285,20 @@ def test_bots_act_again_after_a_refusal_while_the_store_restarts(tmp_path: Path)
         < 0.2 * (before[table] - start[table]) / (killed - started)
     }
     assert not slow, f"tables (and their entries/s before) that stopped after the restart: {slow}"
+
+
+def test_the_servers_own_action_latency_is_told_from_its_histogram_over_the_window() -> None:
+    inf = float("inf")
+    start = {0.001: 10.0, 0.005: 20.0, 0.01: 30.0, 0.02: 30.0, inf: 30.0}
+    end = {0.001: 510.0, 0.005: 900.0, 0.01: 1020.0, 0.02: 1028.0, inf: 1030.0}
+    own = procfs.action_latency(start, end)
+    # 1,000 in the window: 990 within 10 ms, 8 more within 20 ms, 2 slower.
+    assert own == {"count": 1000, "share_over_10ms": pytest.approx(0.01), "p99_at_most_ms": 10.0}
+    slow = {**end, 0.01: 950.0, 0.02: 1025.0}
+    assert procfs.action_latency(start, slow)["p99_at_most_ms"] == 20.0
+    assert procfs.action_latency(start, {**slow, 0.02: 990.0})["p99_at_most_ms"] is None
+    assert procfs.action_latency(None, end) is None  # no /metrics on the game port
+    assert procfs.action_latency(start, start) is None  # nothing handled in the window
 
 
 def test_the_median_of_a_series_reads_dotted_figures_and_counts_missing_ones_as_zero() -> None:

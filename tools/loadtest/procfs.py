@@ -163,3 +163,50 @@ def cpu_list(text: str) -> tuple[int, ...]:
         elif part:
             cpus.append(int(part))
     return tuple(cpus)
+
+
+ACTION_HISTOGRAM = "blackdrez_action_seconds"
+
+
+def action_buckets(url: str, timeout: float = 2.0) -> dict[float, float] | None:
+    """The server's own count of handled actions by duration so far (its ``/metrics``
+    histogram ``blackdrez_action_seconds``, from receiving an ``act`` to handing its update to
+    the connections, the store's round trip included): cumulative counts by upper bound in
+    seconds (``inf`` last); ``None`` when the server does not serve them on its game port."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    host, port = check_loopback(url)
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout) as reply:
+            text = reply.read().decode()
+    except (OSError, ValueError):
+        return None
+    for family in text_string_to_metric_families(text):
+        if family.name == ACTION_HISTOGRAM:
+            return {
+                float(sample.labels["le"]): sample.value
+                for sample in family.samples
+                if sample.name.endswith("_bucket")
+            }
+    return None
+
+
+def action_latency(
+    start: dict[float, float] | None, end: dict[float, float] | None
+) -> dict[str, Any] | None:
+    """The server's own action latency over a window, from :func:`action_buckets` at its start
+    and end: how many, the share over 10 ms, and the bucket bound the p99 is at most (ms)."""
+    if not start or not end or set(start) != set(end):
+        return None
+    bounds = sorted(end)
+    counts = [end[b] - start[b] for b in bounds]
+    total = counts[-1]
+    if total <= 0:
+        return None
+    at_10ms = next((c for b, c in zip(bounds, counts, strict=True) if b >= 0.01), total)
+    p99 = next(b for b, c in zip(bounds, counts, strict=True) if c >= 0.99 * total)
+    return {
+        "count": int(total),
+        "share_over_10ms": 1 - at_10ms / total,
+        "p99_at_most_ms": None if p99 == float("inf") else round(1000 * p99, 3),
+    }
