@@ -114,6 +114,8 @@ PROTOCOL_CLOSES = frozenset(
 unanswered: 1011): counted like the 1008 of a flood, which the server sends, in
 ``blackdrez_closes_total``."""
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
+LOOP_PROBE_EVERY = 0.05
+"""Seconds between the loop lag probe's timers (``blackdrez_loop_lag_seconds``)."""
 BOT_THINK = 0.6
 """Seconds a bot the host added waits before each action, so people at the table can follow."""
 
@@ -321,6 +323,7 @@ class GameServer:
         self.stopping = False
         self.store_grace = STORE_GRACE
         self._sweeper: asyncio.Task[None] | None = None
+        self._lag_probe: asyncio.Task[None] | None = None
         self._limits = settings.limits()
         self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
         self._per_address: Counter[str] = Counter()
@@ -389,6 +392,7 @@ class GameServer:
                 raise StartError(f"cannot open the records database: {_why(error)}") from None
         await self.node.start()
         self._sweeper = asyncio.get_running_loop().create_task(self._close_idle())
+        self._lag_probe = asyncio.get_running_loop().create_task(self._probe_loop())
         self.ready = True
         log.info("node %s listening on %s:%s", s.node_id, s.host, self.port)
         if self.metrics_server is not None:
@@ -442,7 +446,9 @@ class GameServer:
             await self.finished.wait()
             return
         self.stopping = True
-        background = [t for t in (self._sweeper, self._ladder, *self._bots) if t is not None]
+        background = [
+            t for t in (self._sweeper, self._lag_probe, self._ladder, *self._bots) if t is not None
+        ]
         for task in background:
             task.cancel()
         if self.server is not None:
@@ -506,6 +512,16 @@ class GameServer:
             for client in list(self.node.clients.values()):
                 if client.last_seen < cutoff:
                     client.close(CloseCode.IDLE_TIMEOUT, "idle for too long")
+
+    async def _probe_loop(self) -> None:
+        """Observe how late the loop wakes for a timer (``blackdrez_loop_lag_seconds``): a loop
+        busy for long stretches delays every frame that arrives meanwhile, before any handler
+        (and the action latency histogram) sees it."""
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + LOOP_PROBE_EVERY
+            await asyncio.sleep(LOOP_PROBE_EVERY)
+            self.metrics.loop_lag.observe(max(0.0, loop.time() - due))
 
     def _count_close(self, code: int) -> None:
         self.metrics.closes.labels(str(int(code))).inc()

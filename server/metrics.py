@@ -75,6 +75,13 @@ class Metrics:
             registry=r,
         )
 
+        self.loop_lag = Histogram(
+            "blackdrez_loop_lag_seconds",
+            "How late the node's event loop woke for a timer due every 50 ms: what a frame that"
+            " arrives at a random moment waits before the node reads it",
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0),
+            registry=r,
+        )
         self.store_rtt = Histogram(
             "blackdrez_store_rtt_seconds",
             "Round trip of the node's heartbeat to the store (Redis)",

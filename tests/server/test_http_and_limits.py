@@ -56,6 +56,27 @@ async def test_health_and_metrics_on_the_game_port(server, connect) -> None:
     assert "blackdrez_action_seconds_bucket" in text
 
 
+LAG_BUCKET = 'blackdrez_loop_lag_seconds_bucket{le="0.1"}'
+
+
+async def test_the_loop_lag_histogram_counts_a_loop_held_up(server) -> None:
+    """``blackdrez_loop_lag_seconds``: how late the node's loop woke for its probe's timer. A
+    handler that holds the loop 0.3 s shows as one probe late by about that much."""
+
+    def late_count() -> float:
+        _, _, body = fetch(server.port, "/metrics")
+        lines = [line for line in body.decode().splitlines() if line[:1] != "#"]
+        figures = dict(line.rsplit(" ", 1) for line in lines)
+        assert LAG_BUCKET in figures, "no loop lag histogram"  # (a StopIteration would hang)
+        return float(figures["blackdrez_loop_lag_seconds_count"]) - float(figures[LAG_BUCKET])
+
+    await asyncio.sleep(0.2)  # a few probes on time
+    before = await asyncio.to_thread(late_count)
+    time.sleep(0.3)  # the loop held up, as by a long handler
+    await asyncio.sleep(0.2)
+    assert await asyncio.to_thread(late_count) == before + 1
+
+
 async def test_messages_are_counted_by_wire_type_and_bad_frames_under_one_label(server) -> None:
     """``blackdrez_messages_in_total`` names a message as the protocol does (``join``, not the
     class ``JoinTable``), and every frame that is no known message counts as ``invalid``: the
