@@ -48,6 +48,12 @@ def _stolen(run: dict[str, Any]) -> float:
     return sum((run.get("steal_share") or {}).values())
 
 
+def _own(run: dict[str, Any], figure: str, histogram: str = "action") -> Any:
+    """A figure of one of the server's own histograms over a run (its ``/metrics``: ``action``,
+    act -> update; ``loop_lag``, how late its loop woke), if it had them."""
+    return (run.get(f"server_{histogram}_ms") or {}).get(figure)
+
+
 def _row(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "runs": len(runs),
@@ -59,6 +65,8 @@ def _row(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "p99_ms": loadtest.median_of(runs, "latency_ms.p99"),
         "p99_ms_each": [r["latency_ms"]["p99"] for r in runs],
         "server_cpu_share": loadtest.median_of(runs, "server_cpu_share"),
+        "server_over_10ms_each": [_own(r, "share_over_10ms") for r in runs],
+        "server_loop_late_10ms_each": [_own(r, "share_over_10ms", "loop_lag") for r in runs],
         "load_average_before": [round(r["load_average_before"], 1) for r in runs],
         "stolen_each": [round(_stolen(r), 2) for r in runs],
         "errors": sum(r["errors"] for r in runs),
@@ -77,7 +85,10 @@ def _series(
             last = runs[name][-1]
             print(
                 f"  {name}: {last['actions_per_s']:,.0f} actions/s, p99 "
-                f"{last['latency_ms']['p99']} ms (load {last['load_average_before']:.1f}, "
+                f"{last['latency_ms']['p99']} ms; over 10 ms the server's own "
+                f"{100 * (_own(last, 'share_over_10ms') or 0):.2f}%, its loop late "
+                f"{100 * (_own(last, 'share_over_10ms', 'loop_lag') or 0):.2f}% "
+                f"(load {last['load_average_before']:.1f}, "
                 f"stolen {_stolen(last):.2f} of a CPU)",
                 file=sys.stderr,
                 flush=True,

@@ -59,6 +59,8 @@ def test_smoke_run_reports_sane_figures(tmp_path: Path) -> None:
     own = report["server_action_ms"]  # the server's own account, from its /metrics
     assert 0.5 * report["actions_per_s"] * 2 <= own["count"] <= 2 * report["actions_per_s"] * 2
     assert 0 <= own["share_over_10ms"] <= 1 and 0 < own["p99_at_most_ms"] <= 500
+    node_lag = report["server_loop_lag_ms"]  # its loop lag probe: every 50 ms over 2 s
+    assert 20 <= node_lag["count"] <= 45 and 0 < node_lag["p99_at_most_ms"] <= 1000
     assert report["machine"]["nproc"] >= 1
     assert chart_path.read_bytes()[:4] == b"\x89PNG"
 
@@ -291,14 +293,14 @@ def test_the_servers_own_action_latency_is_told_from_its_histogram_over_the_wind
     inf = float("inf")
     start = {0.001: 10.0, 0.005: 20.0, 0.01: 30.0, 0.02: 30.0, inf: 30.0}
     end = {0.001: 510.0, 0.005: 900.0, 0.01: 1020.0, 0.02: 1028.0, inf: 1030.0}
-    own = procfs.action_latency(start, end)
+    own = procfs.histogram_window(start, end)
     # 1,000 in the window: 990 within 10 ms, 8 more within 20 ms, 2 slower.
     assert own == {"count": 1000, "share_over_10ms": pytest.approx(0.01), "p99_at_most_ms": 10.0}
     slow = {**end, 0.01: 950.0, 0.02: 1025.0}
-    assert procfs.action_latency(start, slow)["p99_at_most_ms"] == 20.0
-    assert procfs.action_latency(start, {**slow, 0.02: 990.0})["p99_at_most_ms"] is None
-    assert procfs.action_latency(None, end) is None  # no /metrics on the game port
-    assert procfs.action_latency(start, start) is None  # nothing handled in the window
+    assert procfs.histogram_window(start, slow)["p99_at_most_ms"] == 20.0
+    assert procfs.histogram_window(start, {**slow, 0.02: 990.0})["p99_at_most_ms"] is None
+    assert procfs.histogram_window(None, end) is None  # no /metrics on the game port
+    assert procfs.histogram_window(start, start) is None  # nothing handled in the window
 
 
 def test_the_median_of_a_series_reads_dotted_figures_and_counts_missing_ones_as_zero() -> None:

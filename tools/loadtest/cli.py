@@ -23,9 +23,10 @@ before the first connection and while they are all held, and its CPU time over t
 Each worker also reports how late its own event loop woke in the window (``clients_loop_lag_ms``):
 a latency sample is taken when a worker's loop gets to the frame, so a stalled worker inflates
 the tail by as much as it stalls. The server's own account of the same latency, from receiving
-an ``act`` to handing its update to the connections (its ``/metrics`` histogram, read at the
-window's start and end: ``server_action_ms``), tells the server's share of a slow tail from the
-kernel's and the clients'. Once its connections are open a worker collects once and
+an ``act`` to handing its update to the connections, and how late its event loop woke (what a
+frame waits before the node reads it), from its ``/metrics`` histograms read at the window's
+start and end (``server_action_ms``, ``server_loop_lag_ms``), tell the server's share of a slow
+tail from the kernel's and the clients'. Once its connections are open a worker collects once and
 freezes what is left (``gc.freeze``), so that the collector does not walk the ramp's objects
 again inside the window.
 
@@ -64,15 +65,15 @@ import msgspec
 from server.testing.redis_server import free_port
 from tools.loadtest.charts import timeline_chart
 from tools.loadtest.procfs import (
-    action_buckets,
-    action_latency,
     check_loopback,
     cpu_list,
     cpu_seconds,
     favour,
     find_server_pid,
+    histogram_window,
     involuntary_switches,
     rss_kib,
+    server_histograms,
     start_process,
     steal_seconds,
     stop_process,
@@ -299,7 +300,8 @@ def run_load(
     preempted_start = preempted_end = 0
     steal_start: dict[str, float] = {}
     steal_end: dict[str, float] = {}
-    actions_start = actions_end = None
+    histograms_start: dict[str, dict[float, float]] = {}
+    histograms_end: dict[str, dict[float, float]] = {}
     load_before = os.getloadavg()[0]
     window_start = window_end = 0.0
     progress.phase = "ramping"
@@ -322,7 +324,7 @@ def run_load(
                 clients_start = sum(cpu_seconds(p.pid) for p in processes if p.pid)
                 neighbours_start = _cpu_of(neighbours)
                 steal_start = steal_seconds()
-                actions_start = action_buckets(url)
+                histograms_start = server_histograms(url)
                 if server_pid:
                     rss_held = rss_kib(server_pid)
                     cpu_start = cpu_seconds(server_pid)
@@ -338,7 +340,7 @@ def run_load(
                 clients_end = sum(cpu_seconds(p.pid) for p in processes if p.pid)
                 neighbours_end = _cpu_of(neighbours)
                 steal_end = steal_seconds()
-                actions_end = action_buckets(url)
+                histograms_end = server_histograms(url)
                 if server_pid:
                     cpu_end = cpu_seconds(server_pid)
                     preempted_end = involuntary_switches(server_pid)
@@ -372,7 +374,10 @@ def run_load(
         if cpu in steal_start
     }
     report["load_average_before"] = load_before
-    report["server_action_ms"] = action_latency(actions_start, actions_end)
+    for name in ("action", "loop_lag"):
+        report[f"server_{name}_ms"] = histogram_window(
+            histograms_start.get(name), histograms_end.get(name)
+        )
     return report
 
 
@@ -588,13 +593,13 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"latency ms (n={latency['count']}): p50 {latency['p50']:.2f}, "
             f"p99 {latency['p99']:.2f}, p999 {latency['p999']:.2f}, max {latency['max']:.2f}"
         )
-    own = report.get("server_action_ms")
-    if own:
-        lines.append(
-            f"the server's own act -> update (its /metrics, n={own['count']}): "
-            f"{100 * own['share_over_10ms']:.2f}% over 10 ms, p99 at most "
-            f"{own['p99_at_most_ms']} ms"
-        )
+    for name, what in (("action", "act -> update"), ("loop_lag", "event loop lag")):
+        if own := report.get(f"server_{name}_ms"):
+            lines.append(
+                f"the server's own {what} (its /metrics, n={own['count']}): "
+                f"{100 * own['share_over_10ms']:.2f}% over 10 ms, p99 at most "
+                f"{own['p99_at_most_ms']} ms"
+            )
     lag = report.get("clients_loop_lag_ms") or {}
     if lag.get("max") is not None:
         lines.append(

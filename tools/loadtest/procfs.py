@@ -165,14 +165,20 @@ def cpu_list(text: str) -> tuple[int, ...]:
     return tuple(cpus)
 
 
-ACTION_HISTOGRAM = "blackdrez_action_seconds"
+SERVER_HISTOGRAMS = {
+    "action": "blackdrez_action_seconds",
+    "loop_lag": "blackdrez_loop_lag_seconds",
+}
+"""The server's own histograms a load reads over its window: ``action``, from receiving an
+``act`` to handing its update to the connections (the store's round trip included);
+``loop_lag``, how late its event loop woke for a timer (what a frame arriving at a random moment
+waits before the node reads it, outside ``action``)."""
 
 
-def action_buckets(url: str, timeout: float = 2.0) -> dict[float, float] | None:
-    """The server's own count of handled actions by duration so far (its ``/metrics``
-    histogram ``blackdrez_action_seconds``, from receiving an ``act`` to handing its update to
-    the connections, the store's round trip included): cumulative counts by upper bound in
-    seconds (``inf`` last); ``None`` when the server does not serve them on its game port."""
+def server_histograms(url: str, timeout: float = 2.0) -> dict[str, dict[float, float]]:
+    """The server's :data:`SERVER_HISTOGRAMS` so far from its ``/metrics``: by short name,
+    cumulative counts by upper bound in seconds (``inf`` last). Empty, or missing a name, when
+    the server does not serve them on its game port."""
     from prometheus_client.parser import text_string_to_metric_families
 
     host, port = check_loopback(url)
@@ -180,22 +186,24 @@ def action_buckets(url: str, timeout: float = 2.0) -> dict[float, float] | None:
         with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout) as reply:
             text = reply.read().decode()
     except (OSError, ValueError):
-        return None
+        return {}
+    names = {name: short for short, name in SERVER_HISTOGRAMS.items()}
+    found = {}
     for family in text_string_to_metric_families(text):
-        if family.name == ACTION_HISTOGRAM:
-            return {
+        if family.name in names:
+            found[names[family.name]] = {
                 float(sample.labels["le"]): sample.value
                 for sample in family.samples
                 if sample.name.endswith("_bucket")
             }
-    return None
+    return found
 
 
-def action_latency(
+def histogram_window(
     start: dict[float, float] | None, end: dict[float, float] | None
 ) -> dict[str, Any] | None:
-    """The server's own action latency over a window, from :func:`action_buckets` at its start
-    and end: how many, the share over 10 ms, and the bucket bound the p99 is at most (ms)."""
+    """A histogram over a window, from :func:`server_histograms` at its start and end: how
+    many, the share over 10 ms, and the bucket bound the p99 is at most (ms)."""
     if not start or not end or set(start) != set(end):
         return None
     bounds = sorted(end)
