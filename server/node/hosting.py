@@ -376,6 +376,7 @@ class Hosting:
         from its log as it was (nothing half-applied) and the requester gets ``unavailable``.
         A command that starts a game uses ``seed`` if given (a daily deal's), else a new one.
         """
+        started = time.perf_counter()  # waiting for the table's lock and lease counts too
         async with self._lock(room.id):
             current = self.rooms.get(room.id)
             if current is None:
@@ -392,7 +393,6 @@ class Hosting:
             except StoreUnavailable:
                 return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
             room = current  # it may have been rebuilt while this request waited
-            started = time.perf_counter()
             if isinstance(message, v1.AddBots):
                 return self._add_bots(room, player, message)
             hint = None

@@ -471,3 +471,27 @@ async def test_viewers_of_a_node_restarted_under_its_id_are_away_at_a_table_host
     finally:
         for client in (host, pat, sam):
             await client.close()
+
+
+async def test_the_action_histogram_counts_the_wait_for_the_tables_lock(
+    make_server, connect
+) -> None:
+    """``blackdrez_action_seconds`` is what the player waits: an action queued behind another
+    command of its table (here the lock held 0.3 s) counts its wait too. Before, the clock
+    started once the lock was taken, and this action showed as taking microseconds."""
+    server = await make_server()
+    host, guest = await connect(server, name="Host"), await connect(server, name="Guest")
+    table = await seat_and_start(host, [guest])
+    mover = next(c for c in (host, guest) if c.tables[table].legal)
+    move = mover.tables[table].legal[0]
+
+    def total() -> float:
+        return server.metrics.registry.get_sample_value("blackdrez_action_seconds_sum") or 0.0
+
+    before = total()
+    async with server.node._lock(table):
+        acting = asyncio.create_task(mover.act(table, move))
+        await queued_at(server.node, table, 1)
+        await asyncio.sleep(0.3)
+    await acting
+    assert total() - before >= 0.3
