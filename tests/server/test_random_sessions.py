@@ -1,6 +1,7 @@
 """Random sessions against a live server: several players do whatever the protocol offers a
 client, at random, across tables, and the server stays sound after every step; then everyone
-goes, and every table comes to its end.
+goes, and every table comes to its end, leaving nothing behind in the node nor in its store (in
+memory, and on a real Redis: no key of a table but its record, and every key with its TTL).
 
 Each walk is seeded (``random.Random(seed)``): a failure names its seed and step, and the same
 seed plays the same requests again (the bots the host adds and the timers are live, so a
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import random
 import string
 import time
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import redis
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
@@ -28,6 +31,8 @@ from protocol.codec import SERVER_DECODERS, encode
 from protocol.errors import CloseCode, ErrorCode
 from protocol.handshake import Hello
 from server.app import GameServer
+from server.stores.memory import MemoryStore
+from server.stores.redis import FIXED_KEYS
 
 SERVER = SERVER_DECODERS[1]
 PLAYERS = 4
@@ -490,21 +495,51 @@ def leftovers(server: GameServer) -> dict[str, Any]:
         "ratings_wanted": node._ratings_wanted,
         "per_address": server._per_address,
         "bots": server._bots,
-        "store tables": store._tables,
-        "store player tables": store._player_tables,
-        "store leases": store._leases,
-        "store hosted": store._hosted,
-        "store logs": store._logs,
-        "store snapshots": store._snapshots,
     }
+    if isinstance(store, MemoryStore):  # on Redis: redis_leftovers
+        held |= {
+            "store tables": store._tables,
+            "store player tables": store._player_tables,
+            "store leases": store._leases,
+            "store hosted": store._hosted,
+            "store logs": store._logs,
+            "store snapshots": store._snapshots,
+        }
     return {name: value for name, value in held.items() if value}
 
 
+KEPT_ON_REDIS = (
+    *FIXED_KEYS, "bd:t:{*}:record", "bd:t:{*}:epoch", "bd:t:{*}:state", "bd:t:{*}:game",
+    "bd:p:{*}:attach", "bd:revoked:{*}", "bd:daily:{*}:players", "bd:daily:{*}:ranked",
+)  # fmt: skip
+"""What may stay in Redis once every table has ended: the fixed keys, a retired table's record
+(its epoch, state and game kept beside it), a player's last attachment, revoked tokens, the day's
+daily deal players; all but the fixed keys with a TTL."""
+
+
+def redis_leftovers(url: str) -> list[str]:
+    """The keys left in Redis that are none of :data:`KEPT_ON_REDIS` (a table's lease, log or
+    snapshot, a player's tables...), and those that are but have no TTL where they should."""
+    with redis.Redis.from_url(url) as client:
+        keys = sorted(key.decode() for key in client.scan_iter(count=1000))
+        left = [k for k in keys if not any(fnmatch.fnmatchcase(k, p) for p in KEPT_ON_REDIS)]
+        forever = [
+            f"{key} (no TTL)"
+            for key in keys
+            if key not in left
+            and not any(fnmatch.fnmatchcase(key, p) for p in FIXED_KEYS)
+            and client.ttl(key) == -1
+        ]
+    return left + forever
+
+
 @pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("store", ["memory", "redis"])
 async def test_random_sessions_keep_the_server_sound_and_every_table_ends(
-    make_server, seed: int
+    make_server, store: str, seed: int, request: pytest.FixtureRequest
 ) -> None:
-    server = await make_server()
+    redis_url = request.getfixturevalue("redis_url_clean") if store == "redis" else None
+    server = await make_server(redis_url=redis_url)
     server.bot_think = 0.0
     walk = Walk(server, seed)
     try:
@@ -515,3 +550,6 @@ async def test_random_sessions_keep_the_server_sound_and_every_table_ends(
         raise
     await fast_forward(server, 600.0)
     assert not leftovers(server), leftovers(server)
+    if redis_url is not None:
+        left = await asyncio.to_thread(redis_leftovers, redis_url)
+        assert not left, "\n".join(left)
