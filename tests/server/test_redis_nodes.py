@@ -306,6 +306,31 @@ async def test_a_nodes_periodic_orphan_scan_looks_at_its_share_and_a_node_going_
             await other.close()
 
 
+async def test_a_nodes_orphan_scan_is_told_the_tables_whose_leases_it_holds(
+    make_server, connect, redis_url_clean, monkeypatch
+) -> None:
+    """The scan skips the tables the node holds and renews (the store's test covers the skip):
+    the node's failover loop must say which they are, or every scan looks its own tables up."""
+    from server.node import failover
+
+    monkeypatch.setattr(failover, "FULL_SCAN", 0.2)
+    server = await make_server(redis_url=redis_url_clean)
+    host = await connect(server, name="Host")
+    table = (await host.request(v1.CreateTable())).table.id
+    told: list[set[str]] = []
+    scan = server.store.adoptable_tables
+
+    async def spy(share=None, held=()):
+        told.append(set(held))
+        return await scan(share, held)
+
+    server.store.adoptable_tables = spy
+    async with asyncio.timeout(10):
+        while not told:
+            await asyncio.sleep(0.05)
+    assert table in told[-1]
+
+
 async def test_a_daily_deal_tried_again_on_another_node_waits_for_a_ranked_game_being_made(
     two_nodes, connect, monkeypatch
 ) -> None:
