@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from server.testing.redis_server import free_port
 from tools.loadtest import cli as loadtest
+from tools.loadtest.procfs import quantile_bound
 
 POSTGRES_DB = "{postgres}"
 """In a variant: ``--server-arg=--db-url`` of a new database on the script's PostgreSQL."""
@@ -101,13 +102,8 @@ class Scraper(threading.Thread):
 
     def quantile(self, q: float) -> float | None:
         """The upper bound (ms) of the histogram bucket holding quantile ``q``."""
-        if not self.buckets:
-            return None
-        total = self.buckets[-1][1]
-        for bound, count in self.buckets:
-            if count >= q * total:
-                return 1000 * bound
-        return None
+        bound = quantile_bound(dict(self.buckets), q)
+        return None if bound is None else 1000 * bound
 
 
 def pin_postgres(data_dir: Path) -> None:

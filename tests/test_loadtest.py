@@ -301,6 +301,9 @@ def test_the_servers_own_action_latency_is_told_from_its_histogram_over_the_wind
     assert procfs.histogram_window(start, {**slow, 0.02: 990.0})["p99_at_most_ms"] is None
     assert procfs.histogram_window(None, end) is None  # no /metrics on the game port
     assert procfs.histogram_window(start, start) is None  # nothing handled in the window
+    assert procfs.quantile_bound(end, 0.4) == 0.001  # 510 of 1,030 within 1 ms
+    assert procfs.quantile_bound(end, 0.5) == 0.005
+    assert procfs.quantile_bound({inf: 0.0}, 0.5) is None  # an empty histogram
 
 
 def test_the_median_of_a_series_reads_dotted_figures_and_counts_missing_ones_as_zero() -> None:

@@ -212,9 +212,20 @@ def histogram_window(
     if total <= 0:
         return None
     at_10ms = next((c for b, c in zip(bounds, counts, strict=True) if b >= 0.01), total)
-    p99 = next(b for b, c in zip(bounds, counts, strict=True) if c >= 0.99 * total)
+    p99 = quantile_bound(dict(zip(bounds, counts, strict=True)), 0.99)
     return {
         "count": int(total),
         "share_over_10ms": 1 - at_10ms / total,
-        "p99_at_most_ms": None if p99 == float("inf") else round(1000 * p99, 3),
+        "p99_at_most_ms": None if p99 is None else round(1000 * p99, 3),
     }
+
+
+def quantile_bound(buckets: dict[float, float], share: float) -> float | None:
+    """The upper bound (s) of the bucket of a cumulative histogram (counts by upper bound,
+    ``inf`` last) holding quantile ``share``; ``None`` if past the last finite bound or empty."""
+    bounds = sorted(buckets)
+    if not bounds or buckets[bounds[-1]] <= 0:
+        return None
+    total = buckets[bounds[-1]]
+    found = next(b for b in bounds if buckets[b] >= share * total)
+    return None if found == float("inf") else found
