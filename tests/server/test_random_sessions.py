@@ -33,6 +33,7 @@ from protocol.handshake import Hello
 from server.app import GameServer
 from server.stores.memory import MemoryStore
 from server.stores.redis import FIXED_KEYS
+from tests.faults.history import keys_without_ttl
 
 SERVER = SERVER_DECODERS[1]
 PLAYERS = 4
@@ -517,20 +518,13 @@ KEPT_ON_REDIS = (
 daily deal players; all but the fixed keys with a TTL."""
 
 
-def redis_leftovers(url: str) -> list[str]:
+async def redis_leftovers(url: str) -> list[str]:
     """The keys left in Redis that are none of :data:`KEPT_ON_REDIS` (a table's lease, log or
-    snapshot, a player's tables...), and those that are but have no TTL where they should."""
+    snapshot, a player's tables...), and the others that have no TTL where they should."""
     with redis.Redis.from_url(url) as client:
-        keys = sorted(key.decode() for key in client.scan_iter(count=1000))
-        left = [k for k in keys if not any(fnmatch.fnmatchcase(k, p) for p in KEPT_ON_REDIS)]
-        forever = [
-            f"{key} (no TTL)"
-            for key in keys
-            if key not in left
-            and not any(fnmatch.fnmatchcase(key, p) for p in FIXED_KEYS)
-            and client.ttl(key) == -1
-        ]
-    return left + forever
+        keys = [key.decode() for key in client.scan_iter(count=1000)]
+    left = [k for k in keys if not any(fnmatch.fnmatchcase(k, p) for p in KEPT_ON_REDIS)]
+    return left + [f"{key} (no TTL)" for key in await keys_without_ttl(url) if key not in left]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -551,5 +545,5 @@ async def test_random_sessions_keep_the_server_sound_and_every_table_ends(
     await fast_forward(server, 600.0)
     assert not leftovers(server), leftovers(server)
     if redis_url is not None:
-        left = await asyncio.to_thread(redis_leftovers, redis_url)
+        left = await redis_leftovers(redis_url)
         assert not left, "\n".join(left)
