@@ -116,6 +116,9 @@ unanswered: 1011): counted like the 1008 of a flood, which the server sends, in
 STATIC_DIR = Path(__file__).resolve().parent.parent / "clients" / "browser"
 LOOP_PROBE_EVERY = 0.05
 """Seconds between the loop lag probe's timers (``blackdrez_loop_lag_seconds``)."""
+LISTEN_BACKLOG = 2048
+"""The game port's listen backlog: room for a reconnect storm (a failed node's players all
+arriving at once) while the loop is busy; asyncio's default of 100 dropped the rest's SYNs."""
 BOT_THINK = 0.6
 """Seconds a bot the host added waits before each action, so people at the table can follow."""
 
@@ -236,6 +239,9 @@ class Settings:
     that no other node shares (nothing can move there)."""
     record_retention: float = RECORD_RETENTION
     """Seconds a closed table's compact game record is kept in the store."""
+    listen_backlog: int = LISTEN_BACKLOG
+    """Connections the kernel completes and queues for the node while it is not accepting
+    (capped by ``net.core.somaxconn``); past it a client's SYN is dropped and retried 1 s later."""
     reuse_port: bool = False
     """Bind with ``SO_REUSEPORT``, so that several workers share the port (``server.workers``)."""
     static_dir: Path = STATIC_DIR
@@ -368,6 +374,7 @@ class GameServer:
                 ping_timeout=s.ping_timeout,
                 server_header=f"blackdrez/{VERSION}",
                 reuse_port=s.reuse_port or None,
+                backlog=s.listen_backlog,
             )
         if s.metrics_port is not None:
             with _listening(s.metrics_host, s.metrics_port, " (metrics)"):

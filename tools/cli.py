@@ -48,6 +48,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
         token_lifetime=args.token_days * 24 * 3600.0,
         send_buffer=args.send_buffer,
         close_timeout=args.close_timeout,
+        listen_backlog=args.listen_backlog,
         admin_token=args.admin_token or None,
         db_url=None if args.db_url.strip().lower() in ("", "none") else args.db_url,
         ladder_tables=args.ladder_tables,
@@ -850,6 +851,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long a connection the server closes has to take its close frame before the "
         "TCP connection is cut (default 10)",
+    )
+    serve.add_argument(
+        "--listen-backlog",
+        type=_whole(1),
+        default=2048,
+        metavar="N",
+        help="connections the kernel queues for the node while it is busy (a reconnect storm); "
+        "past it a client's SYN is dropped and retried a second later; capped by "
+        "net.core.somaxconn (default 2048)",
     )
     serve.add_argument(
         "--metrics-port",

@@ -77,6 +77,44 @@ async def test_the_loop_lag_histogram_counts_a_loop_held_up(server) -> None:
     assert await asyncio.to_thread(late_count) >= before + 1  # (a slow machine may add more)
 
 
+def _connected_while_not_accepting(port: int, count: int) -> int:
+    """Open ``count`` TCP connections at once to a listener that is not accepting (its loop
+    held up) and count those the kernel completed: at most the listen backlog. The others'
+    SYNs are dropped, and their clients wait a second for a retry, then three more."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.setblocking(False)
+            sock.connect_ex(("127.0.0.1", port))
+            sockets.append(sock)
+        time.sleep(0.3)  # (loopback: a handshake takes microseconds; a retried SYN, 1 s)
+        return sum(1 for sock in sockets if _established(sock))
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _established(sock: socket.socket) -> bool:
+    try:
+        sock.getpeername()
+    except OSError:
+        return False
+    return sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+
+
+async def test_a_burst_of_connections_is_queued_by_the_listen_backlog(make_server) -> None:
+    """A node restarting or failing over sends its players to the others all at once: a
+    thousand handshakes may arrive while a node's loop is busy. The listen backlog
+    (``--listen-backlog``, default 2048, capped by the kernel's ``somaxconn``) queues them; with
+    asyncio's default of 100 the rest of the burst had its SYNs dropped and waited 1 s or more."""
+    server = await make_server()
+    # The loop is held up by this synchronous call, as by a long stretch of work.
+    assert _connected_while_not_accepting(server.port, 600) == 600
+    small = await make_server(listen_backlog=50)
+    assert _connected_while_not_accepting(small.port, 200) <= 60
+
+
 async def test_messages_are_counted_by_wire_type_and_bad_frames_under_one_label(server) -> None:
     """``blackdrez_messages_in_total`` names a message as the protocol does (``join``, not the
     class ``JoinTable``), and every frame that is no known message counts as ``invalid``: the

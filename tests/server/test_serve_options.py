@@ -51,6 +51,7 @@ def test_the_defaults_are_the_settings_defaults() -> None:
         "token_lifetime",
         "send_buffer",
         "close_timeout",
+        "listen_backlog",
         "metrics_host",
         "metrics_port",
     ):
@@ -73,6 +74,7 @@ def test_the_options_reach_the_settings() -> None:
             "--token-days", "2",
             "--send-buffer", "65536",
             "--close-timeout", "4",
+            "--listen-backlog", "512",
             "--metrics-host", "0.0.0.0",
             "--metrics-port", "9100",
         ]
@@ -86,6 +88,7 @@ def test_the_options_reach_the_settings() -> None:
     assert settings.max_solitaire_sessions == 3
     assert settings.token_lifetime == 2 * 86400
     assert (settings.send_buffer, settings.close_timeout) == (65536, 4.0)
+    assert settings.listen_backlog == 512
     assert (settings.metrics_host, settings.metrics_port) == ("0.0.0.0", 9100)
 
 
@@ -99,6 +102,7 @@ def test_the_options_reach_the_settings() -> None:
         ["--max-solitaire-sessions", "lots"],
         ["--token-days", "0"],
         ["--close-timeout", "-1"],
+        ["--listen-backlog", "0"],
         ["--metrics-port", "70000"],
     ],
 )
