@@ -99,6 +99,21 @@ def test_a_worker_freezes_what_its_ramp_built_and_probes_its_loop_in_the_window(
     assert all(lag >= 0 for lag in window.lags)
 
 
+def test_a_worker_keeps_only_the_samples_started_inside_the_parents_window() -> None:
+    """A worker notices the window at its own progress ticks, up to a quarter of a second
+    late, and the other workers may already be tearing their connections down (keeping the
+    server busy) when it does: only actions started inside the parent's bounds are timed."""
+    plan = workers.WorkerPlan(index=0, url="ws://127.0.0.1:9/", deadline=time.monotonic() + 30)
+    start = time.monotonic() + 10.0
+    bounds = [start, start + 5.0]  # (the parent's RawArray reads the same)
+    worker = workers._Worker(plan, threading.Event(), threading.Event(), bounds)
+    worker._open_window()
+    offset = time.monotonic() - time.perf_counter()
+    for started, took in ((start - 0.1, 0.001), (start + 1, 0.002), (start + 5.01, 0.060)):
+        worker.sample(started - offset, started - offset + took)
+    assert worker.latencies == [pytest.approx(0.002)]
+
+
 def test_the_bot_hits_low_stands_or_withdraws() -> None:
     view = frames.LeanView(
         phase="playing", to_act=1, seats=[frames.SeatValue(3), frames.SeatValue(9)]

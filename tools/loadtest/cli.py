@@ -16,7 +16,9 @@ opens its share of the connections at a bounded rate (``--ramp-rate``), in one o
 
 Once every connection is open (and ``--warmup`` seconds later) the parent opens the measurement
 window for ``--duration`` seconds: workers snapshot their counters at its start and end, and keep
-the latency samples taken inside it. The latency of an action is the time from sending ``act`` to
+the latency samples of the actions started inside it (the parent's bounds; it tells the workers
+to stop :data:`END_GRACE` later, so that the last actions are timed and no worker's teardown
+holds up another's). The latency of an action is the time from sending ``act`` to
 the arrival of the ``update`` frame whose ``seq`` equals the ``ok.seq`` of its answer (the server
 sends the update before the ``ok``). The parent reads the server's RSS (``/proc/<pid>/status``)
 before the first connection and while they are all held, and its CPU time over the window.
@@ -83,6 +85,10 @@ from tools.loadtest.profiler import profile_summary, start_profiler
 from tools.loadtest.workers import PROGRESS_INTERVAL, Window, WorkerPlan, worker_main
 
 MODES = ("idle", "lobby", "play", "echo")
+END_GRACE = 0.5
+"""Seconds between the window's end and telling the workers to stop: an action started just
+before the end is still timed to its update, and no worker tears its connections down (which
+keeps the server busy) while another's samples started inside the window are in flight."""
 PORTS_PER_ADDRESS_SHARE = 0.6
 """Use another source address once one would need more than this share of the ephemeral ports."""
 
@@ -281,11 +287,12 @@ def run_load(
     context = multiprocessing.get_context("spawn")
     reports = context.Queue()
     measuring, stopping = context.Event(), context.Event()
+    bounds = context.RawArray("d", 2)  # the window's start and end (time.monotonic)
     plans = plan_workers(args, url)
     progress = Progress(target=sum(p.connections for p in plans))
     rss_before = rss_kib(server_pid) if server_pid else None
     processes = [
-        context.Process(target=worker_main, args=(plan, reports, measuring, stopping))
+        context.Process(target=worker_main, args=(plan, reports, measuring, stopping, bounds))
         for plan in plans
     ]
     for process in processes:
@@ -330,12 +337,13 @@ def run_load(
                     cpu_start = cpu_seconds(server_pid)
                     preempted_start = involuntary_switches(server_pid)
                 window_start = now
+                measure_until = now + args.duration
+                bounds[0], bounds[1] = window_start, measure_until
                 measuring.set()
                 if on_measure is not None:
                     on_measure()
-                measure_until = now + args.duration
             elif progress.phase == "measuring" and now >= measure_until:
-                progress.phase = "stopping"
+                progress.phase = "closing"
                 window_end = now
                 clients_end = sum(cpu_seconds(p.pid) for p in processes if p.pid)
                 neighbours_end = _cpu_of(neighbours)
@@ -345,6 +353,8 @@ def run_load(
                     cpu_end = cpu_seconds(server_pid)
                     preempted_end = involuntary_switches(server_pid)
                     rss_held = max(rss_held or 0, rss_kib(server_pid))
+            elif progress.phase == "closing" and now >= measure_until + END_GRACE:
+                progress.phase = "stopping"
                 stopping.set()
             display.update(progress)
     finally:

@@ -11,8 +11,14 @@ plan's action rate, if any), or raw echo connections. An act or a game restart r
 short capped delay with jitter (:data:`protocol.retry.RETRY`). It reports :class:`Counters` every
 :data:`PROGRESS_INTERVAL` seconds and a :class:`Window` (counters at the start and end of the
 measurement window, latency samples inside it, and how late its own loop woke in it) when the
-parent closes the window. Once its connections are open it collects and freezes what is left
-(``gc.freeze``) before letting the traffic start: the collector then never walks them again.
+parent closes the window. The window's bounds are the parent's (``bounds``: its start and end on
+the machine's monotonic clock, set before it opens the window): a worker notices the window
+open and closed at its own progress ticks, but keeps only the samples of actions (and loop
+probes) started inside those bounds. Without that, a worker still recording after the window's
+end timed actions held up by another worker tearing its 600 connections down (seen: a dozen
+actions of 50-66 ms just after the window, in one worker only). Once its connections are open
+it collects and freezes what is left (``gc.freeze``) before letting the traffic start: the
+collector then never walks them again.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import asyncio
 import base64
 import contextlib
 import gc
+import math
 import os
 import resource
 import socket
@@ -146,13 +153,17 @@ def _bound_socket(source: str) -> socket.socket:
 class _Worker:
     """One worker process's connections, counters and latency samples."""
 
-    def __init__(self, plan: WorkerPlan, measuring: Any, stopping: Any) -> None:
+    def __init__(self, plan: WorkerPlan, measuring: Any, stopping: Any, bounds: Any = None) -> None:
         self.plan = plan
         self.counters = Counters()
         self.failures: dict[str, int] = {}
         self.latencies: list[float] = []
         self.lags: list[float] = []
         self.recording = False
+        self._bounds = bounds
+        self.window_from = -math.inf
+        self.window_until = math.inf
+        """The parent's window on ``time.perf_counter``'s clock: samples started in it count."""
         self.connections: list[Any] = []
         self.tasks: set[asyncio.Task[None]] = set()
         self._measuring = measuring
@@ -323,12 +334,26 @@ class _Worker:
         if slot > now:
             await asyncio.sleep(slot - now)
 
+    def sample(self, started: float, now: float) -> None:
+        """A latency sample: what started at ``started`` (``time.perf_counter``) ended ``now``;
+        kept if it started inside the parent's window."""
+        if self.recording and self.window_from <= started < self.window_until:
+            self.latencies.append(now - started)
+
+    def _open_window(self) -> None:
+        """The parent opened the window: take its bounds onto ``time.perf_counter``'s clock."""
+        if self._bounds is not None:
+            offset = time.monotonic() - time.perf_counter()
+            self.window_from = self._bounds[0] - offset
+            self.window_until = self._bounds[1] - offset
+        self.recording = True
+
     async def probe_loop(self) -> None:
         """Record, while the window is open, how late this worker's event loop wakes."""
         while True:
             asked = time.perf_counter()
             await asyncio.sleep(LAG_PROBE)
-            if self.recording:
+            if self.recording and self.window_from <= asked < self.window_until:
                 self.lags.append(max(0.0, time.perf_counter() - asked - LAG_PROBE))
 
     def open_traffic(self) -> None:
@@ -363,7 +388,7 @@ class _Worker:
                 self.open_traffic()
             if start_snapshot is None and self._measuring.is_set():
                 start_snapshot, window_start = asdict(self.counters), time.monotonic()
-                self.recording = True
+                self._open_window()
             if self._stopping.is_set():
                 break
             await asyncio.sleep(PROGRESS_INTERVAL)
@@ -434,8 +459,7 @@ class _RawEcho(asyncio.Protocol):
             worker = self.worker
             worker.counters.frames += 1
             worker.counters.bytes += self.size
-            if worker.recording:
-                worker.latencies.append(time.perf_counter() - self.sent_at)
+            worker.sample(self.sent_at, time.perf_counter())
             self.send()
 
     def send(self) -> None:
@@ -558,16 +582,14 @@ class _Bot:
         """Find the arrival of the update with ``seq`` (it normally came just before)."""
         for arrived_seq, arrived_at in reversed(self.arrivals):
             if arrived_seq == seq:
-                if self.worker.recording:
-                    self.worker.latencies.append(arrived_at - self.sent_at)
+                self.worker.sample(self.sent_at, arrived_at)
                 return
             if arrived_seq < seq:
                 break
         self.waiting_seq = seq
 
     def _record(self, now: float) -> None:
-        if self.worker.recording:
-            self.worker.latencies.append(now - self.sent_at)
+        self.worker.sample(self.sent_at, now)
         self.waiting_seq = None
 
     def _act_again_later(self) -> None:
@@ -624,8 +646,10 @@ class _Bot:
             self._restarting = False
 
 
-def worker_main(plan: WorkerPlan, reports: Any, measuring: Any, stopping: Any) -> None:
-    """Entry point of a worker process."""
+def worker_main(
+    plan: WorkerPlan, reports: Any, measuring: Any, stopping: Any, bounds: Any = None
+) -> None:
+    """Entry point of a worker process (``bounds``: the window's, see :class:`_Worker`)."""
     if plan.cpus:
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, plan.cpus)
@@ -633,7 +657,7 @@ def worker_main(plan: WorkerPlan, reports: Any, measuring: Any, stopping: Any) -
     worker_holder: list[_Worker] = []
 
     async def main() -> None:
-        worker = _Worker(plan, measuring, stopping)
+        worker = _Worker(plan, measuring, stopping, bounds)
         worker_holder.append(worker)
         await worker.run(reports.put)
 
