@@ -493,7 +493,7 @@ class Joined(Message, tag="joined", kw_only=True):
     table: TableInfo
     seat: int | None
     invite: str | None = None
-    """The invite code, for the host of a private table."""
+    """A private table's invite code, for everyone it let in (its host, or who gave the code)."""
 
 
 class Snapshot(Message, tag="snapshot", kw_only=True):

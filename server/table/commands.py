@@ -286,8 +286,10 @@ def rebuilding(entries: list[bytes]) -> Iterator[Room]:
 
 
 def joined(room: Room, player: str, request_id: int | None, seat: int | None) -> Answer:
-    """The answer to a join or spectate: ``joined``, then a snapshot, and watching."""
-    invite = room.invite if player == room.host else None
+    """The answer to a join or spectate: ``joined``, then a snapshot, and watching. A private
+    table's invite goes to whoever it let in (its host, or someone who gave the invite), to
+    pass on."""
+    invite = room.invite
     snapshot = room.snapshot(seat)
     return Answer(
         replies=[

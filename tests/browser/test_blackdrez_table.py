@@ -257,8 +257,8 @@ async def test_the_host_adds_bots_from_the_table_and_plays_them(new_page) -> Non
 
 async def test_a_private_table_is_joined_by_its_invite_link(new_page, screenshot) -> None:
     """A private table gave only a code to paste into the lobby's field: the host now has a
-    link to send, and a friend who opens it in another browser sits at the table; a link with
-    a wrong code says why and leaves them in the lobby."""
+    link to send, and a friend who opens it in another browser sits at the table and is shown
+    the same link to pass on; a link with a wrong code says why and leaves them in the lobby."""
     host = await new_page("Hostess", width=390, height=844)
     await create_table(host, "Friends only", seats=3, private=True)
     code = await host.locator(".invite code").text_content()
@@ -272,6 +272,11 @@ async def test_a_private_table_is_joined_by_its_invite_link(new_page, screenshot
     await friend.goto(link)
     await friend.locator(".blackdrez .seat.mine").wait_for()
     assert "/invite/" not in friend.url, "the link is used once: a reload does not join again"
+    # The friend may bring the next friend: the same code and link show at their seat too.
+    assert await friend.locator(".invite code").text_content() == code
+    assert await friend.locator("#invite-link").input_value() == link.replace(
+        host.url.split("#")[0], friend.url.split("#")[0]
+    )
     await host.locator(".seat", has_text="Friend").wait_for()
     await screenshot(host, "invite-link-phone", full=False)
     assert await host.evaluate("document.documentElement.scrollWidth") <= 390

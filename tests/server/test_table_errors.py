@@ -79,6 +79,22 @@ def test_a_private_table_needs_its_invite_except_for_its_host() -> None:
     assert harness.room.seat_of("bob") == 1
 
 
+def test_everyone_let_in_at_a_private_table_is_told_its_invite_to_pass_on() -> None:
+    """Only the host was told the invite, so a friend who came by it could not show it to the
+    next friend. Whoever a private table lets in (with the invite, or as its host) was given it
+    and may pass it on; a public table has none."""
+    invite = "secret"
+    harness = seated("ann", seats=3, private=True, invite=invite)
+    for reply in (
+        harness.client("ann").join()[0],  # (the host's own seat again)
+        harness.client("bob").join(invite=invite)[0],
+        harness.client("cid").spectate(invite=invite)[0],
+    ):
+        assert isinstance(reply, v1.Joined) and reply.invite == invite
+    public = seated("ann")
+    assert public.client("bob").join()[0].invite is None
+
+
 def test_leaving_a_table_one_is_not_at_is_refused() -> None:
     harness = seated("ann")
     refused(ErrorCode.NOT_SEATED, harness.client("bob").leave)
