@@ -580,6 +580,9 @@ class GameServer:
     async def _api(self, connection: ServerConnection, request: Request) -> Response:
         """A GET of the records API (``docs/api.md``). The HTTP parser under the WebSocket
         server takes GET only: the account requests are WebSocket messages here."""
+        if self.api is None:  # (as cheap as a static file: not counted against the limit)
+            body = b'{"error": {"code": "not_found", "message": "this server keeps no records"}}'
+            return _response(http.HTTPStatus.NOT_FOUND, body, "application/json")
         address = self._address(connection, request)
         wait = self._too_fast(self._api_requests, "api", address)
         if wait is not None:
@@ -589,9 +592,6 @@ class GameServer:
                 retry_after=wait,
             )
             return _too_many(msgspec.json.encode(ErrorReply(error=error)), "application/json", wait)
-        if self.api is None:
-            body = b'{"error": {"code": "not_found", "message": "this server keeps no records"}}'
-            return _response(http.HTTPStatus.NOT_FOUND, body, "application/json")
         method = getattr(request, "method", "GET")
         if method not in ("GET", "HEAD"):  # (the method was not looked at: a POST got the GET)
             body = msgspec.json.encode(

@@ -158,6 +158,18 @@ async def test_api_requests_past_the_limit_get_429_rate_limited(
     assert refused(server, "api") == 1
 
 
+async def test_a_server_without_records_answers_its_api_404_without_spending_the_limit(
+    make_server,
+) -> None:
+    """With ``--db-url none`` every ``/api/`` path is a 404 that costs nothing to answer: a
+    browser polling the leaderboard there is told the server keeps no records, never 429."""
+    server = await make_server(api_rate=2.0, api_burst=3)
+    answers = [await http_get(server, LEADERBOARD) for _ in range(10)]
+    assert {status for status, _, _ in answers} == {404}
+    assert all(b"keeps no records" in body for _, _, body in answers)
+    assert refused(server, "api") == 0
+
+
 async def test_the_default_limits_leave_a_browser_and_a_bots_swarm_alone(make_server) -> None:
     server = await make_server()
     codes = await asyncio.gather(*(hello_from(server) for _ in range(256)))
