@@ -91,9 +91,11 @@ class Line:
     """One greeted connection: answers go to the requests waiting for them, the rest to the
     inbox, as they come."""
 
-    def __init__(self, ws: ClientConnection, welcome: v1.Welcome) -> None:
+    def __init__(self, ws: ClientConnection, welcome: v1.Welcome, node: int = 0) -> None:
         self.ws = ws
         self.welcome = welcome
+        self.node = node
+        """Which of the walk's servers it is connected to."""
         self.inbox: asyncio.Queue[Any] = asyncio.Queue()
         self.waiting: dict[int, asyncio.Future[Any]] = {}
         self.reader = asyncio.get_running_loop().create_task(self._read())
@@ -155,13 +157,15 @@ class Player:
 
 
 class Walk:
-    """A seeded random walk of ``PLAYERS`` players against one server."""
+    """A seeded random walk of ``PLAYERS`` players against one server, or several sharing one
+    Redis (each connection goes to one of them at random: a player's tables, watches and
+    replaced connections then cross nodes)."""
 
-    def __init__(self, server: GameServer, seed: int) -> None:
-        self.server = server
+    def __init__(self, servers: list[GameServer], seed: int) -> None:
+        self.servers = servers
         self.rng = random.Random(seed)
         self.seed = seed
-        self.url = f"ws://127.0.0.1:{server.port}/"
+        self.urls = [f"ws://127.0.0.1:{server.port}/" for server in servers]
         self.players = [Player(name=f"P{i}") for i in range(PLAYERS)]
         self.ids = iter(range(1, 2**40))
         self.step = 0
@@ -171,11 +175,14 @@ class Walk:
         """The tables of the latest list."""
         self.observer: Line | None = None
         self.log: list[str] = []
+        self.crossed = 0
+        """Requests sent to one node for a table another node hosted."""
 
     # ------------------------------------------------------------------ wire
     async def greet(self, player: Player, token: str | None) -> Line | None:
         """Open a connection for ``player`` (with ``token``, or as a new guest)."""
-        ws = await ws_connect(self.url, compression=None, max_size=2**22)
+        node = 0 if len(self.urls) == 1 else self.rng.randrange(len(self.urls))
+        ws = await ws_connect(self.urls[node], compression=None, max_size=2**22)
         await ws.send(encode(Hello(versions=[1], name=player.name, token=token), False))
         reply = SERVER.decode(await asyncio.wait_for(ws.recv(), ANSWER_TIMEOUT))
         if isinstance(reply, v1.Error):
@@ -188,13 +195,16 @@ class Walk:
             player.tables.clear()
             player.invites.clear()
         player.token, player.id = reply.token, reply.player
-        return Line(ws, reply)
+        return Line(ws, reply, node)
 
     async def ask(self, player: Player, message: Any) -> Any:
         """Send a request and return its answer, checking it is one the protocol documents."""
         line = player.line
         assert line is not None
         message.id = next(self.ids)
+        table = getattr(message, "table", None)
+        if any(table in s.node.rooms for i, s in enumerate(self.servers) if i != line.node):
+            self.crossed += 1
         answer = line.waiting[message.id] = asyncio.get_running_loop().create_future()
         self.log.append(f"{self.step}: {player.name} {message}")
         try:
@@ -383,7 +393,7 @@ class Walk:
     # ------------------------------------------------------------------ invariants
     async def check(self) -> None:
         """What holds after every step."""
-        node = self.server.node
+        nodes = [server.node for server in self.servers]
         for player in self.players:
             if player.line is not None:
                 assert player.line.close_code is None, (player.name, player.line.close_code)
@@ -395,11 +405,14 @@ class Walk:
         self.listed = sorted(info.id for info in listed.tables)
         self.known.update(self.listed)
         for info in listed.tables:
-            if info.id not in node.rooms:  # closed since: its retirement takes it off the list
-                await node._settled()
-                still = {info.id for info in await node.list_tables()}
+            if not any(info.id in node.rooms for node in nodes):  # closed since: its retirement
+                for node in nodes:  # takes it off the list
+                    await node._settled()
+                still = {info.id for info in await nodes[0].list_tables()}
                 assert info.id not in still, f"{info.id} is listed but hosted nowhere"
-        for room in node.rooms.values():
+        hosts = [room.id for node in nodes for room in node.rooms.values()]
+        assert len(hosts) == len(set(hosts)), f"a table hosted twice: {sorted(hosts)}"
+        for room in (room for node in nodes for room in node.rooms.values()):
             players = [s.player for s in room.seats if s is not None]
             assert len(players) == len(set(players)), (room.id, room.seats)
 
@@ -535,7 +548,7 @@ async def test_random_sessions_keep_the_server_sound_and_every_table_ends(
     redis_url = request.getfixturevalue("redis_url_clean") if store == "redis" else None
     server = await make_server(redis_url=redis_url)
     server.bot_think = 0.0
-    walk = Walk(server, seed)
+    walk = Walk([server], seed)
     try:
         await walk.run(STEPS)
         await walk.everyone_goes()
@@ -547,3 +560,29 @@ async def test_random_sessions_keep_the_server_sound_and_every_table_ends(
     if redis_url is not None:
         left = await redis_leftovers(redis_url)
         assert not left, "\n".join(left)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+async def test_random_sessions_across_two_nodes_keep_them_sound_and_every_table_ends(
+    make_server, redis_url_clean: str, seed: int
+) -> None:
+    """The same walk with two nodes on one Redis, each connection to either: tables hosted on
+    one node are joined, watched, acted at and left from the other, a player's second
+    connection replaces a first on the other node, and in the end every table ends on both
+    nodes and in Redis."""
+    servers = [await make_server(redis_url=redis_url_clean) for _ in range(2)]
+    for server in servers:
+        server.bot_think = 0.0
+    walk = Walk(servers, seed)
+    try:
+        await walk.run(STEPS)
+        await walk.everyone_goes()
+    except BaseException:
+        print("\n".join(walk.log[-40:]))
+        raise
+    assert walk.crossed >= 20, f"only {walk.crossed} requests crossed nodes"
+    await asyncio.gather(*(fast_forward(server, 600.0) for server in servers))
+    for server in servers:
+        assert not leftovers(server), (server.node.id, leftovers(server))
+    left = await redis_leftovers(redis_url_clean)
+    assert not left, "\n".join(left)
