@@ -178,7 +178,7 @@ async def test_private_tables_need_the_invite(server, connect) -> None:
     assert error.value.code == ErrorCode.INVITE_REQUIRED
     seated = await guest.request(v1.JoinTable(table=joined.table.id, invite=joined.invite))
     assert seated.seat == 1
-    assert seated.invite is None
+    assert seated.invite == joined.invite  # they came by it: theirs to pass on
 
 
 @pytest.mark.parametrize(
