@@ -170,6 +170,9 @@ DEFAULT_DB_URL = "sqlite:///blackdrez-data/records.db"
 """Where ``blackdrez serve`` keeps its records unless told otherwise (relative: to the working
 directory)."""
 API_PREFIX = "/api/"
+LIMIT_TIMEOUT = 0.5
+"""Seconds a handshake or API request waits for the store's shared rate limit before this
+node's own decides (the store slow or away must not hold connections up)."""
 HANDSHAKE_RATE = 20.0
 HANDSHAKE_BURST = 400
 """New WebSocket connections per client address: a burst above ``max_connections_per_ip`` (a
@@ -548,7 +551,7 @@ class GameServer:
             if self._state() == STORE_UNREACHABLE:
                 return self._health()  # a load balancer tries another node; a client, later
             address = self._address(connection, request)
-            wait = self._too_fast(self._handshakes, "handshake", address)
+            wait = await self._too_fast(self._handshakes, "handshake", address)
             if wait is not None:
                 message = f"too many new connections from {address}: try again in {wait:g} s\n"
                 return _too_many(message.encode(), "text/plain", wait)
@@ -584,7 +587,7 @@ class GameServer:
             body = b'{"error": {"code": "not_found", "message": "this server keeps no records"}}'
             return _response(http.HTTPStatus.NOT_FOUND, body, "application/json")
         address = self._address(connection, request)
-        wait = self._too_fast(self._api_requests, "api", address)
+        wait = await self._too_fast(self._api_requests, "api", address)
         if wait is not None:
             error = ApiError(
                 code=AccountErrorCode.RATE_LIMITED,
@@ -624,13 +627,24 @@ class GameServer:
         forwarded = request.headers.get_all("X-Forwarded-For")
         return client_address(connection.remote_address[0], forwarded, self._trusted)
 
-    def _too_fast(self, limit: KeyedBuckets | None, kind: str, address: str) -> float | None:
+    async def _too_fast(self, limit: KeyedBuckets | None, kind: str, address: str) -> float | None:
         """Spend one of ``address``'s requests of ``kind`` under ``limit``: ``None`` if it had
-        one, else the seconds until it has (the refusal is counted)."""
-        if limit is None or limit.take(address, time.monotonic()):
+        one, else the seconds until it has (the refusal is counted). On a shared store the
+        bucket is the store's, one for every node (a load balancer spreads an address over
+        them all); while the store cannot be reached, this node's own."""
+        if limit is None:
+            return None
+        wait: float | None = None
+        if self.store.shared:
+            with contextlib.suppress(StoreUnavailable, TimeoutError):
+                async with asyncio.timeout(LIMIT_TIMEOUT):
+                    wait = await self.store.take_token(kind, address, limit.rate, limit.burst)
+        if wait is None:
+            wait = 0.0 if limit.take(address, time.monotonic()) else limit.retry_after(address)
+        if not wait:
             return None
         self.metrics.rate_limited.labels(kind).inc()
-        return limit.retry_after(address)
+        return wait
 
     async def _api_viewer(self, authorization: list[str]) -> str | Response | None:
         """Who an API request comes from: the player of its ``Authorization: Bearer <token>``

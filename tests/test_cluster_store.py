@@ -127,6 +127,22 @@ async def test_a_tables_keys_share_a_slot_and_each_index_is_one_key(
     assert await store.player_tables("alice") == ["t1", "t2", "t3"]
 
 
+async def test_an_addresss_rate_limit_is_one_bucket_for_every_node_of_a_cluster(
+    open_cluster_store: OpenStore, redis_cluster_url_clean: str
+) -> None:
+    """``take_token``: the handshake and API limits of one address, shared by every node (a
+    single-key script: any slot), timed by Redis, waited out exactly."""
+    first = await open_cluster_store(redis_cluster_url_clean, "node-a")
+    second = await open_cluster_store(redis_cluster_url_clean, "node-b")
+    takes = [await store.take_token("handshake", "192.0.2.7", 2.0, 2) for store in (first, second)]
+    assert takes == [0.0, 0.0]
+    wait = await first.take_token("handshake", "192.0.2.7", 2.0, 2)
+    assert 0 < wait <= 0.5
+    assert await second.take_token("api", "192.0.2.7", 2.0, 2) == 0.0  # another kind: its own
+    await asyncio.sleep(wait)
+    assert await second.take_token("handshake", "192.0.2.7", 2.0, 2) == 0.0
+
+
 async def test_updates_cross_the_cluster_to_a_subscriber_on_another_node(
     open_cluster_store: OpenStore, redis_cluster_url_clean: str
 ) -> None:

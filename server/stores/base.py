@@ -234,6 +234,13 @@ class Store(abc.ABC):
         earlier one, ``Node.claim``) without trusting the nodes' clocks. Noted as ``player``'s
         latest unless a greater one is already (:meth:`latest_attaches`)."""
 
+    async def take_token(self, kind: str, key: str, rate: float, burst: int) -> float:
+        """Spend a token of ``key``'s bucket for ``kind`` (``rate`` a second, ``burst`` at
+        most), one bucket for every node sharing this store: 0 if there was one, else the
+        seconds until there is (nothing spent). Only a :attr:`shared` store has them: a lone
+        node keeps its buckets itself."""
+        raise NotImplementedError("a lone node keeps its rate limits itself")
+
     @abc.abstractmethod
     async def latest_attaches(self, players: list[str]) -> dict[str, int]:
         """The order of each player's latest connection, as :meth:`next_attach` noted it (for

@@ -57,6 +57,9 @@ lifetime (when it goes); ``retention`` is the node's ``--record-retention`` (def
     bd:attaches            string  every node         fixed: a counter, one step per greeted
                                                       connection, that orders a player's
                                                       connections across nodes
+    bd:limit:K:{A}         hash    every node         a client address's token bucket for K
+                                                      (``handshake``, ``api``): TTL = until it
+                                                      would be full again (a new one is the same)
 
 The fixed keys above are the only ones that may exist without a TTL, besides a live table's
 epoch, log, record and snapshot (owned by its host, deleted or given a TTL when it is retired; a
@@ -257,6 +260,29 @@ end
 """
 """Keeps the greatest order given to a player's connections (KEYS: the player's key; ARGV: the
 order, the TTL in ms): two hellos at once may note theirs in either order."""
+TAKE_TOKEN_SCRIPT = """
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local saved = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens, at = tonumber(saved[1]), tonumber(saved[2])
+if tokens == nil or at == nil then
+  tokens, at = burst, now_ms
+end
+tokens = math.min(burst, tokens + math.max(0, now_ms - at) * rate / 1000)
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+else
+  wait = math.ceil((1 - tokens) * 1000 / rate)
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.6f', tokens), 'at', now_ms)
+redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((burst - tokens) * 1000 / rate)))
+return wait
+"""
+"""A token bucket shared by every node (KEYS: the bucket; ARGV: rate a second, burst): spend a
+token if there is one and return 0, else the milliseconds until there is. Timed by Redis's own
+clock, so nodes whose clocks differ share one bucket; the key lives until it would be full."""
 INCARNATIONS_KEY = "{bd:nodes}:incarnations"
 """Per node, ``<expiry ms>/<incarnation>`` of its last heartbeat. Its hash tag is the whole name
 of ``bd:nodes``, so both are in one slot and one script writes them on a cluster too. A separate
@@ -441,6 +467,12 @@ def table_key(table_id: str) -> str:
     return f"bd:t:{{{table_id}}}:record"
 
 
+def limit_key(kind: str, key: str) -> str:
+    """A client address's (``key``) token bucket for ``kind`` of request, shared by every node
+    (``Store.take_token``)."""
+    return f"bd:limit:{kind}:{{{key}}}"
+
+
 def latest_attach_key(player: str) -> str:
     """The order of the player's latest connection (``Store.next_attach``)."""
     return f"bd:p:{{{player}}}:attach"
@@ -552,6 +584,7 @@ class RedisStore(Store):
         self._redis: Any = self._client(url)
         self._heartbeat = self._redis.register_script(HEARTBEAT_SCRIPT)
         self._latest_attach = self._redis.register_script(LATEST_ATTACH_SCRIPT)
+        self._take_token = self._redis.register_script(TAKE_TOKEN_SCRIPT)
         self._live_incarnations = self._redis.register_script(LIVE_INCARNATIONS_SCRIPT)
         self._submit_score = self._redis.register_script(SUBMIT_SCORE_SCRIPT)
         self._top_scores = self._redis.register_script(TOP_SCORES_SCRIPT)
@@ -1142,6 +1175,11 @@ class RedisStore(Store):
                 keys=[latest_attach_key(player)], args=[order, PLAYER_TABLES_TTL * 1000]
             )
         return order
+
+    async def take_token(self, kind: str, key: str, rate: float, burst: int) -> float:
+        with self._reaching():
+            wait_ms = await self._take_token(keys=[limit_key(kind, key)], args=[rate, burst])
+        return int(wait_ms) / 1000
 
     async def latest_attaches(self, players: list[str]) -> dict[str, int]:
         found: dict[str, int] = {}

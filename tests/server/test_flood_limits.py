@@ -15,6 +15,7 @@ import socket
 from pathlib import Path
 
 import pytest
+import redis
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
 
@@ -22,6 +23,7 @@ from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
 from protocol.handshake import Hello
 from server.app import GameServer
+from server.testing.redis_server import RedisServer
 from tests.server.test_per_ip_cap import from_address
 
 LEADERBOARD = "/api/v1/leaderboards/blackdrez"
@@ -62,6 +64,18 @@ async def refusal_from(server: GameServer, source: str = "127.0.0.1") -> tuple[i
             pass
     response = refused.value.response
     return response.status_code, dict(response.headers.raw_items()), response.body.decode()
+
+
+async def handshake_status(server: GameServer, source: str = "127.0.0.1") -> int:
+    """Open a WebSocket from ``source`` and close it at once (no ``hello``): 101, or the HTTP
+    status refusing the handshake."""
+    sock = await connected(server, source)
+    try:
+        async with ws_connect(f"ws://127.0.0.1:{server.port}/", sock=sock):
+            pass
+    except InvalidStatus as refused:
+        return refused.response.status_code
+    return 101
 
 
 async def http_get(
@@ -207,3 +221,57 @@ def test_a_retry_after_header_is_read_as_a_bounded_wait(header: str | None, seco
     from clients.client import retry_after
 
     assert retry_after(header) == seconds
+
+
+async def test_nodes_sharing_a_redis_share_each_addresss_buckets(
+    make_server, redis_url_clean: str, tmp_path: Path
+) -> None:
+    """Behind a load balancer an address's handshakes and API requests are spread over every
+    node: with a bucket per node it had N times the limit. On a shared store the buckets are
+    the store's (timed by Redis's clock), one per address for every node, and each lives only
+    until it would be full again."""
+    nodes = [
+        await make_server(
+            redis_url=redis_url_clean,
+            db_url=f"sqlite:///{tmp_path / f'records-{n}.db'}",
+            handshake_rate=0.2,
+            handshake_burst=2,
+            api_rate=0.2,
+            api_burst=2,
+        )
+        for n in range(2)
+    ]
+    first, second = nodes
+    assert [await hello_from(first), await hello_from(second)] == [101, 101]
+    assert [await hello_from(first), await hello_from(second)] == [429, 429]
+    status, headers, _ = await refusal_from(second)
+    assert status == 429 and 1 <= int(headers["Retry-After"]) <= 5
+    assert await hello_from(second, source="127.0.0.2") == 101  # another address: its own
+    assert [(await http_get(node, LEADERBOARD))[0] for node in nodes] == [200, 200]
+    assert [(await http_get(node, LEADERBOARD))[0] for node in nodes] == [429, 429]
+    assert [refused(node, "handshake") for node in nodes] == [1, 2]
+    assert [refused(node, "api") for node in nodes] == [1, 1]
+    raw = redis.Redis.from_url(redis_url_clean)
+    try:
+        keys = sorted(key.decode() for key in raw.scan_iter("bd:limit:*"))
+        assert keys == [
+            "bd:limit:api:{127.0.0.1}",
+            "bd:limit:handshake:{127.0.0.1}",
+            "bd:limit:handshake:{127.0.0.2}",
+        ]
+        for key in keys:  # (full again in at most burst / rate = 10 s)
+            assert 0 < raw.pttl(key) <= 10_000, key
+    finally:
+        raw.close()
+
+
+async def test_a_node_cut_off_from_its_redis_limits_with_its_own_buckets(make_server) -> None:
+    """The shared buckets are in the store: while it cannot be reached (before the node calls
+    itself unhealthy), a node limits with buckets of its own rather than not at all, and does
+    not hold handshakes up waiting for it."""
+    with RedisServer() as store:
+        server = await make_server(redis_url=store.url, handshake_rate=0.2, handshake_burst=2)
+        store.stop()
+        opened = [await handshake_status(server) for _ in range(3)]
+    assert opened == [101, 101, 429]
+    assert refused(server, "handshake") == 1

@@ -525,10 +525,11 @@ def leftovers(server: GameServer) -> dict[str, Any]:
 KEPT_ON_REDIS = (
     *FIXED_KEYS, "bd:t:{*}:record", "bd:t:{*}:epoch", "bd:t:{*}:state", "bd:t:{*}:game",
     "bd:p:{*}:attach", "bd:revoked:{*}", "bd:daily:{*}:players", "bd:daily:{*}:ranked",
+    "bd:limit:*:{*}",
 )  # fmt: skip
 """What may stay in Redis once every table has ended: the fixed keys, a retired table's record
 (its epoch, state and game kept beside it), a player's last attachment, revoked tokens, the day's
-daily deal players; all but the fixed keys with a TTL."""
+daily deal players, an address's rate limit buckets; all but the fixed keys with a TTL."""
 
 
 async def redis_leftovers(url: str) -> list[str]:
