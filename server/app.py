@@ -635,7 +635,7 @@ class GameServer:
         if limit is None:
             return None
         wait: float | None = None
-        if self.store.shared:
+        if self.store.shared and self.store.health.up:  # (known down: no wait for it)
             with contextlib.suppress(StoreUnavailable, TimeoutError):
                 async with asyncio.timeout(LIMIT_TIMEOUT):
                     wait = await self.store.take_token(kind, address, limit.rate, limit.burst)
