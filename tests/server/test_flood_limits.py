@@ -12,6 +12,7 @@ import asyncio
 import http.client
 import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from websockets.exceptions import InvalidStatus
 from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
 from protocol.handshake import Hello
-from server.app import GameServer
+from server.app import LIMIT_TIMEOUT, GameServer
 from server.testing.redis_server import RedisServer
 from tests.server.test_per_ip_cap import from_address
 
@@ -275,3 +276,24 @@ async def test_a_node_cut_off_from_its_redis_limits_with_its_own_buckets(make_se
         opened = [await handshake_status(server) for _ in range(3)]
     assert opened == [101, 101, 429]
     assert refused(server, "handshake") == 1
+
+
+async def test_a_node_whose_redis_is_paused_holds_no_handshake_up_past_half_a_second(
+    make_server,
+) -> None:
+    """A frozen Redis (SIGSTOP: connections open, nothing answers) would hold every handshake
+    for the store's command timeout: a handshake waits at most ``LIMIT_TIMEOUT`` for the shared
+    bucket, then this node's own decides; once the node sees Redis gone, at once."""
+    with RedisServer() as store:
+        server = await make_server(redis_url=store.url, handshake_rate=0.2, handshake_burst=2)
+        store.pause()
+        try:
+            took, opened = [], []
+            for _ in range(3):
+                started = time.monotonic()
+                opened.append(await handshake_status(server))
+                took.append(time.monotonic() - started)
+        finally:
+            store.resume()
+    assert opened == [101, 101, 429]
+    assert max(took) < LIMIT_TIMEOUT + 0.4, took
