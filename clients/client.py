@@ -22,10 +22,21 @@ url; a refused request is tried again after at most a quarter second, with jitte
 reconnection refused with HTTP 429 (too many new connections from this address) or 503 waits at
 least the ``Retry-After`` the server gave before its next try.
 
+Every message sent is paced to the limit the server announced in ``welcome.limits`` (a token
+bucket of ``messages_per_second`` holding half its ``burst``, so that the network's jitter cannot
+bunch them past the server's bucket): many requests at once wait their turn in the client instead
+of being refused, and a refused one sent again joins the same queue rather than all of them at
+the same moment. ``pace=False`` turns it off (tests of the server's own limits).
+
 A request answered ``rate_limited`` (not executed: the connection, or the table's hints, went over
 the server's limit) is sent again after the ``retry_after`` the server gave, at most
 ``rate_limit_retries`` times (:data:`RATE_LIMIT_RETRIES`; 0 turns it off); then, or when the
 server asks for a longer wait than :data:`RATE_LIMIT_PATIENCE`, :class:`RateLimited` is raised.
+
+A request whose connection drops before its reply raises :class:`ConnectionLost`: whether the
+server carried it out is not known until the table is resynced. With ``reconnect=True`` every
+table's legal actions are emptied at the drop (they may be stale) and come back with the resync,
+so a bot waiting for ``legal`` acts again only on what the server says now.
 """
 
 from __future__ import annotations
@@ -116,6 +127,11 @@ class ServerError(Exception):
         self.error = error
 
 
+class ConnectionLost(ConnectionError):
+    """The connection dropped while a request waited for its reply: the server may or may not
+    have carried it out (with ``reconnect=True``, the resync that follows says)."""
+
+
 class RateLimited(ServerError):
     """The server answered ``rate_limited`` (the request was not executed) and the client did
     not, or no longer, wait to send it again."""
@@ -155,6 +171,7 @@ class Client:
         versions: tuple[int, ...] = (1,),
         reconnect: bool = False,
         rate_limit_retries: int = RATE_LIMIT_RETRIES,
+        pace: bool = True,
         options: dict[str, Any] | None = None,
     ) -> None:
         self.ws = ws
@@ -165,6 +182,9 @@ class Client:
         self.reconnect = reconnect
         self.rate_limit_retries = rate_limit_retries
         """Times a request answered ``rate_limited`` is sent again (0: never)."""
+        self.pace = pace
+        """Whether messages are paced to ``welcome.limits`` (see the module docstring)."""
+        self._paced_until = 0.0  # the pacing's theoretical arrival time (GCRA)
         self._options = options or {}
         self.frames: list[str | bytes] | None = [] if record else None
         """With ``record=True``: every frame received after ``welcome``, as received."""
@@ -175,7 +195,9 @@ class Client:
         self.tables: dict[str, TableState] = {}
         self.lobby: dict[str, v1.TableInfo] = {}
         self.pushed: list[Any] = []
-        """Messages the server pushed that are neither updates nor replies (lobby, shutdown)."""
+        """Messages the server pushed that are neither updates nor replies (lobby, shutdown), and
+        errors answering no request this client waits for (a frame written to :attr:`ws` by
+        hand, a request that timed out)."""
         self.client_name = CLIENT_NAME
         self.reconnects = 0
         """How many times the connection was re-established."""
@@ -209,6 +231,7 @@ class Client:
         client_name: str = CLIENT_NAME,
         also: tuple[str, ...] = (),
         rate_limit_retries: int = RATE_LIMIT_RETRIES,
+        pace: bool = True,
         **options: Any,
     ) -> Client:
         """Open a connection, say hello and return the greeted client.
@@ -219,8 +242,10 @@ class Client:
         so the client carries on where it was; a node that answers "not now" (503 while it
         starts, see :data:`PASSING_STATUSES`) is tried again too. ``also`` names other nodes to
         try in turn (for several nodes with no load balancer in front). A request answered
-        ``rate_limited`` is sent again up to ``rate_limit_retries`` times (see the module
-        docstring).
+        ``rate_limited`` is sent again up to ``rate_limit_retries`` times, and messages are
+        paced to the server's announced limit unless ``pace=False`` (see the module docstring).
+        With ``token`` (a saved session) the player is who they were: ``welcome.tables`` lists
+        their tables, and :meth:`resync` of each brings its state (seat, view, legal actions).
         """
         ws, welcome = await _open(
             url,
@@ -237,6 +262,7 @@ class Client:
             versions=versions,
             reconnect=reconnect,
             rate_limit_retries=rate_limit_retries,
+            pace=pace,
             options=options,
         )
         client.client_name = client_name
@@ -276,10 +302,31 @@ class Client:
                 raise self._closed_error()
             if not self._connected.is_set():
                 raise TimeoutError(f"not reconnected within {timeout} s")
+        if self.pace:
+            await self._wait_for_pace()
         try:
             await self.ws.send(encode(message, self.binary))
         except ConnectionClosed as closed:
-            raise ConnectionError(f"connection lost: {closed}") from None
+            raise ConnectionLost(f"connection lost: {closed}") from None
+
+    async def _wait_for_pace(self) -> None:
+        """Wait until one more message keeps within the server's announced limit (a generic cell
+        rate: each message books the next slot, so concurrent senders queue in order). A wait
+        longer than :data:`RATE_LIMIT_PATIENCE` (a server whose limit is that slow) is not sat
+        out: the message goes, and the server's ``rate_limited`` says what to do."""
+        limits = self.welcome.limits
+        if limits.messages_per_second <= 0:
+            return
+        interval = 1.0 / limits.messages_per_second
+        tolerance = max(limits.burst // 2 - 1, 0) * interval
+        now = time.monotonic()
+        booked = max(self._paced_until, now)
+        wait = booked - tolerance - now
+        if wait > RATE_LIMIT_PATIENCE:
+            return
+        self._paced_until = booked + interval
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     def _closed_error(self) -> ConnectionError:
         """What a request on a client closed for good raises: the close code and reason."""
@@ -396,8 +443,11 @@ class Client:
                 for future in self._pending.values():
                     if not future.done():
                         future.set_exception(
-                            ConnectionError(f"connection lost: {code} {self.ws.close_reason}")
+                            ConnectionLost(f"connection lost: {code} {self.ws.close_reason}")
                         )
+                for state in self.tables.values():
+                    state.legal = []  # may be stale: the resync after reconnecting says
+                    state.deadline = None
                 if self._closing or not self.reconnect or code in FINAL_CLOSE_CODES:
                     break
                 if not await self._reopen():
@@ -477,6 +527,8 @@ class Client:
             future = self._pending.get(request_id)
             if future is not None and not future.done():
                 future.set_result(message)
+            elif isinstance(message, v1.Error):
+                self.pushed.append(message)  # no request waits for it (a frame sent by hand)
 
     def _apply_snapshot(self, snapshot: v1.Snapshot) -> None:
         state = self.tables.setdefault(snapshot.table, TableState(snapshot.table))
@@ -510,3 +562,12 @@ class Client:
         state.deadline = update.deadline
         if update.info is not None:
             state.info = update.info
+            state.seat = seat_of(update.info, self.player)
+
+
+def seat_of(info: v1.TableInfo, player: str) -> int | None:
+    """The seat ``player`` holds in ``info`` (``None``: none, e.g. watching)."""
+    for index, seat in enumerate(info.seats):
+        if seat is not None and seat.player == player:
+            return index
+    return None

@@ -84,7 +84,7 @@ async def test_a_sit_and_leave_flood_at_a_rated_table_is_refused_and_harms_no_on
             return client
 
         host, ann, bob = [await connect(n) for n in ("Host", "Ann", "Bob")]
-        mallory = await connect("Mallory", rate_limit_retries=0)  # floods: never waits
+        mallory = await connect("Mallory", rate_limit_retries=0, pace=False)  # floods
         flooded = await rated_table(host, seats=4)
         other = await rated_table(ann, seats=2)
         await bob.request(v1.JoinTable(table=other))

@@ -24,7 +24,7 @@ async def test_a_rate_limited_request_is_sent_again_after_the_servers_delay(
     make_server, connect
 ) -> None:
     server = await make_server(**TIGHT)
-    client = await connect(server, name="Pacer")
+    client = await connect(server, name="Pacer", pace=False)
     await spend_the_burst(client)
     started = time.monotonic()
     reply = await client.request(v1.Ping())
@@ -37,7 +37,7 @@ async def test_with_retries_off_a_rate_limited_request_raises_with_the_delay(
     make_server, connect
 ) -> None:
     server = await make_server(**TIGHT)
-    client = await connect(server, name="Impatient", rate_limit_retries=0)
+    client = await connect(server, name="Impatient", rate_limit_retries=0, pace=False)
     await spend_the_burst(client)
     with pytest.raises(RateLimited) as limited:
         await client.request(v1.Ping())

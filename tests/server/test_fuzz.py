@@ -300,7 +300,7 @@ def closes(server, code: int) -> float:
 async def test_a_flood_is_closed_with_1008(make_server, connect) -> None:
     server = await make_server(messages_per_second=10.0, burst=10)
     bystander = await connect(server, name="Calm")
-    flooder = await connect(server, name="Flood")
+    flooder = await connect(server, name="Flood", pace=False)
     with_errors = 0
     for _ in range(200):
         try:
