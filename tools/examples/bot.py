@@ -3,22 +3,19 @@
     python3 -m tools.examples.bot ws://127.0.0.1:8765/          # host a game against a bot
     python3 -m tools.examples.bot ws://127.0.0.1:8765/ TABLE    # take a seat at TABLE
 
-Hosting, it creates a two-seat table of one round, asks the server for a bot opponent and starts;
-at a given table it sits, says it is ready and waits for the host. Either way it plays one game,
-hitting below 8, and prints the ranking. The client library keeps the table's state in step.
+Hosting, it creates a two-seat table of one round, asks for a server bot and starts; at a given
+table it sits (a bot is ready at once) and waits for the host. It plays one game and prints the
+ranking; the client library keeps the table's state in step, across a dropped connection too.
 """
-
-from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
 
-from clients.client import Client
+from clients.client import Client, ConnectionLost
 from protocol import v1
 
 
-def choose(view: dict[str, Any], legal: list[dict[str, Any]], seat: int) -> dict[str, Any]:
+def choose(view: dict, legal: list[dict], seat: int) -> dict:
     """The whole strategy: hit below 8; else stand if allowed, else withdraw."""
     kinds = {action["type"] for action in legal}
     if (view["seats"][seat]["value"] or 0) < 8 and "hit" in kinds:
@@ -27,7 +24,9 @@ def choose(view: dict[str, Any], legal: list[dict[str, Any]], seat: int) -> dict
 
 
 async def main(url: str, table: str | None) -> None:
-    client = await Client.connect(url, name="MiniPy", reconnect=True)
+    client = await Client.connect(
+        url, name="MiniPy", client_name="blackdrez-bot/py", reconnect=True
+    )
     if table is None:
         options = v1.TableOptions(seats=2, max_rounds=1, round_pause_seconds=0)
         table = (await client.request(v1.CreateTable(options=options))).table.id
@@ -35,7 +34,6 @@ async def main(url: str, table: str | None) -> None:
     else:
         await client.request(v1.JoinTable(table=table))
     state = client.tables[table]
-    await client.request(v1.SetReady(table=table))
     if state.info is not None and state.info.host == client.player:
         await client.wait_until(lambda: all(state.info.seats), None)
         await client.request(v1.StartGame(table=table))
@@ -47,7 +45,10 @@ async def main(url: str, table: str | None) -> None:
         await client.wait_until(lambda: state.legal or over(), None)
         if over():
             break
-        done = (await client.act(table, choose(state.view, state.legal, state.seat))).seq
+        try:
+            done = (await client.act(table, choose(state.view, state.legal, state.seat))).seq
+        except ConnectionLost:  # dropped with the move in flight: the resync says if it counted
+            continue  # (a reconnected client's legal actions come back with the resync)
         await client.wait_until(lambda s=done: state.seq >= s, None)  # our move is in the view
     print("game over:", state.view["result"]["ranking"], flush=True)
     await client.close()
