@@ -126,6 +126,11 @@ STORE_GRACE = 3.0
 """Seconds a node may have lost its store and still answer ``/healthz`` ``ok``: a blip (a Redis
 restart, a failover) must not flap the load balancer; past it, ``store_unreachable``."""
 
+STOPPING = "stopping"
+"""``/healthz``'s status (503) from a drain or a signal until the node exits: its tables are
+being handed over, so a new WebSocket handshake gets 503 as well (a load balancer tries another
+node). The listener stays open until the handover is done, so ``blackdrez drain``, polling
+``/healthz``, returns only once the node has gone."""
 STORE_UNREACHABLE = "store_unreachable"
 """``/healthz``'s status (503) for a node that lost its store longer than the grace: it can run
 no command, so new connections (their WebSocket handshakes get 503 too) had better go to a
@@ -455,14 +460,12 @@ class GameServer:
         if self.stopping:
             await self.finished.wait()
             return
-        self.stopping = True
+        self.stopping = True  # from here a new handshake and /healthz get 503 "stopping"
         background = [
             t for t in (self._sweeper, self._lag_probe, self._ladder, *self._bots) if t is not None
         ]
         for task in background:
             task.cancel()
-        if self.server is not None:
-            self.server.close(close_connections=False)
         clients = list(self.node.clients.values())
         for client in clients:
             client.send(v1.Shutdown(reason="server shutting down", reconnect_after=1.0))
@@ -548,7 +551,7 @@ class GameServer:
         if not self.ready:
             return self._health()  # starting: 503 to everything, WebSocket handshakes included
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            if self._state() == STORE_UNREACHABLE:
+            if self._state() in (STORE_UNREACHABLE, STOPPING):
                 return self._health()  # a load balancer tries another node; a client, later
             address = self._address(connection, request)
             wait = await self._too_fast(self._handshakes, "handshake", address)
@@ -681,7 +684,7 @@ class GameServer:
         seconds, ``stopping`` from a drain or signal on (whatever the store does: ``blackdrez
         drain`` waits on it)."""
         if self.stopping:
-            return "stopping"
+            return STOPPING
         if not self.ready:
             return "starting"
         if self.store.health.down_for() > self.store_grace:

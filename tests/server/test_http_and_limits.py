@@ -292,3 +292,36 @@ async def test_a_node_that_lost_its_store_is_unhealthy_after_a_grace_and_ok_once
         assert (answer[1]["status"], answer[1]["store"]) == ("ok", "up")
         again = await connect(server, token=ann.token)
         assert again.player == ann.player
+
+
+async def test_a_stopping_node_answers_503_stopping_until_its_tables_are_handed_over(
+    make_server, connect
+) -> None:
+    """During a drain or a stop the game port stays open while the tables are handed over:
+    ``/healthz`` says ``stopping`` (503) and a new WebSocket handshake gets the same 503, so a
+    load balancer sends players elsewhere and ``blackdrez drain`` waits for the whole handover;
+    the port closes only once it is done."""
+    server = await make_server()
+    ann = await connect(server, name="Ann")
+    await seat_and_start(ann, [await connect(server, name="Bob")])
+    handover = asyncio.Event()
+    node_stop = server.node.stop
+
+    async def slow_handover() -> None:
+        await handover.wait()
+        await node_stop()
+
+    server.node.stop = slow_handover
+    port = server.port
+    stopping = asyncio.create_task(server.stop())
+    await wait_for(lambda: server.stopping, "the stop begins")
+    status, _, body = await asyncio.to_thread(fetch, server.port, "/healthz")
+    assert (status, json.loads(body)["status"]) == (503, "stopping")
+    with pytest.raises(InvalidStatus) as refused:
+        async with ws_connect(f"ws://127.0.0.1:{server.port}/"):
+            pass
+    assert refused.value.response.status_code == 503
+    handover.set()
+    await stopping
+    with pytest.raises(OSError):
+        await asyncio.to_thread(fetch, port, "/healthz")
