@@ -387,3 +387,24 @@ async def test_a_private_tables_games_are_listed_and_served_to_their_players_onl
     assert public is not None and not public.private
     stats = {s.game: s for s in await store.stats("cy")}
     assert stats["blackdrez"].games == 1, "a private game is one of the player's games"
+
+
+async def test_two_nodes_writing_one_database_at_once_lose_nothing(
+    store: RecordsStore, database_url: str
+) -> None:
+    """Two nodes on one records database (the workers of one machine on its SQLite file, or
+    nodes sharing a PostgreSQL) writing rated games of the same players at once: every game and
+    every rating change is kept (a SQLite writer waits for the other's lock)."""
+    other = await RecordsStore.open(database_url)
+    try:
+        games = [finished(f"g{n}", "blackdrez", rated=True, ended_at=1e9 + n) for n in range(16)]
+        written = await asyncio.gather(
+            *((store if n % 2 else other).put_game(game) for n, game in enumerate(games))
+        )
+        assert written == [True] * 16
+        for player in ("p0", "p1", "p2", "p3"):
+            [stats] = await other.stats(player)
+            assert stats.games == 16 and stats.rating is not None
+            assert stats.rating.games == 16, player
+    finally:
+        await other.close()
