@@ -69,3 +69,26 @@ def test_the_checker_sees_imports_anywhere_in_a_module(tmp_path: Path) -> None:
         "    import server.app\n    from . import sibling\n"
     )
     assert project_imports(module) == {(2, "games"), (6, "tests"), (7, "server")}
+
+
+def test_every_logger_of_the_project_is_named_under_blackdrez() -> None:
+    """An operator filters the logs by ``logger`` (``blackdrez.node``, ``blackdrez.store``...):
+    a module logging under its own path (``server.stores.redis``) falls outside every filter.
+    Checked: each module's own logger, ``NAME = logging.getLogger(...)`` at its top level."""
+    outside = []
+    for package in ("games", "protocol", "server", "clients", "tools"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.parse(path.read_text(), str(path)).body:
+                call = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "getLogger"
+                    and not (
+                        call.args
+                        and isinstance(call.args[0], ast.Constant)
+                        and str(call.args[0].value).split(".")[0] == "blackdrez"
+                    )
+                ):
+                    outside.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert outside == []

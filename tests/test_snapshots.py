@@ -68,7 +68,7 @@ def test_a_snapshot_that_does_not_fit_the_log_is_ignored(caplog: pytest.LogCaptu
     good = (200, take(rebuild_from_log(log[:200])))
     replayed = rebuild_from_log(log)
     assert_same(rebuild(log, good), replayed)
-    with caplog.at_level(logging.WARNING, logger="server.table.snapshots"):
+    with caplog.at_level(logging.WARNING, logger="blackdrez.node"):
         for unfit in ((len(log) + 1, good[1]), (0, good[1]), (200, b"not a snapshot")):
             assert_same(rebuild(log, unfit), replayed)
         # A snapshot taken later than it claims: the entries after its position do not apply.

@@ -173,7 +173,7 @@ from server.stores.base import (
 )
 from server.tasks import cancel_until_done
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("blackdrez.store")
 
 UNREACHABLE = (
     redis.exceptions.ConnectionError,  # includes "no connection available" from a full pool

@@ -34,7 +34,7 @@ from server.table.commands import decode_entry, execute
 from server.table.commands import rebuild as rebuild_from_log
 from server.table.room import GameOver, Room, RoomError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("blackdrez.node")
 
 SNAPSHOT_EVERY = 500
 """Log entries between snapshots: a rebuild replays fewer than this many entries. A snapshot of a
