@@ -330,6 +330,7 @@ class GameServer:
         self._bots: set[asyncio.Task[object]] = set()
         self.bot_think = BOT_THINK
         self.secret = b""
+        self._checks: set[asyncio.Task[None]] = set()
         self.server: Server | None = None
         self.metrics_server: Server | None = None
         self.ready = False
@@ -399,6 +400,7 @@ class GameServer:
         except StoreRefused as error:
             where = f"the Redis at {redact(s.redis_url)}" if s.redis_url else "the store"
             raise StartError(f"cannot use {where}: {error}") from None
+        self.store.health.listeners.append(self._store_back)
         await self.store.start()  # after: its bus reader would log every refused attempt
         if s.db_url:
             try:
@@ -438,6 +440,35 @@ class GameServer:
         host = "127.0.0.1" if self.settings.host in ("", "0.0.0.0", "::") else self.settings.host
         return f"ws://{host}:{self.port}/"
 
+    def _store_back(self) -> None:
+        """The store answers again: check that it kept its data (:meth:`_check_store_kept`)."""
+        if not self.stopping:
+            task = asyncio.get_running_loop().create_task(self._check_store_kept())
+            self._checks.add(task)
+            task.add_done_callback(self._checks.discard)
+
+    async def _check_store_kept(self) -> None:
+        """A store back from an outage without its data (a Redis restarted with no persistence,
+        a replica promoted empty) lost every table, lobby record and session it held: say so,
+        and write the token secret back at once, before a node started now makes a new one
+        (which would refuse every session this node issued)."""
+        try:
+            before = await self.store.restore_secret(self.secret)
+        except (StoreUnavailable, StoreRefused):
+            return  # down again: its next return checks again
+        if before is None:
+            log.error(
+                "the store came back without its data (its token secret was gone; this node "
+                "wrote it back): the tables, lobby and sessions it held are lost. Run Redis "
+                "with persistence (appendonly yes), as the compose file does"
+            )
+        elif before != self.secret:
+            log.error(
+                "the store holds another token secret than this node's (a node started while "
+                "it was empty?): sessions issued here are refused by the other nodes; restart "
+                "this node to take the stored secret"
+            )
+
     async def _wait_for_store(self) -> bytes:
         """Read the shared secret, waiting while the store refuses: its health logs one line
         when it goes down and probes it with backoff until it answers."""
@@ -462,7 +493,9 @@ class GameServer:
             return
         self.stopping = True  # from here a new handshake and /healthz get 503 "stopping"
         background = [
-            t for t in (self._sweeper, self._lag_probe, self._ladder, *self._bots) if t is not None
+            t
+            for t in (self._sweeper, self._lag_probe, self._ladder, *self._bots, *self._checks)
+            if t is not None
         ]
         for task in background:
             task.cancel()

@@ -184,6 +184,13 @@ class Store(abc.ABC):
         """Return the secret all nodes sign tokens with: ``proposed`` if none was set before.
         The node's first call to the store: :class:`StoreRefused` if it refuses this node."""
 
+    async def restore_secret(self, secret: bytes) -> bytes | None:
+        """Write ``secret`` back unless the store holds one; return what it held before
+        (``None``: nothing, the store lost its data). Called by a node whose store came back,
+        so that the nodes that hold the secret write it before a new node makes another. A
+        store that cannot lose its data while the node runs (in memory) holds it still."""
+        return secret
+
     # ------------------------------------------------------------------ lobby records
     @abc.abstractmethod
     async def put_table(

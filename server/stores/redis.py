@@ -729,6 +729,17 @@ class RedisStore(Store):
             raise StoreRefused(str(error)) from error
         return secret
 
+    async def restore_secret(self, secret: bytes) -> bytes | None:
+        try:
+            with self._reaching():
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    pipe.get(SECRET_KEY)
+                    pipe.set(SECRET_KEY, secret, nx=True)
+                    before, _ = await pipe.execute()
+        except redis.exceptions.ResponseError as error:
+            raise StoreRefused(str(error)) from error
+        return before
+
     # ------------------------------------------------------------------ lobby records
     async def put_table(
         self, table_id: str, node_id: str, record: bytes, listed: bool, token: int | None = None

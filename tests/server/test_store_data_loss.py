@@ -1,0 +1,54 @@
+"""A Redis that comes back empty (no persistence, or a replica promoted before it had the data):
+the nodes say so loudly, and the token secret they all sign sessions with is written again by
+the nodes that hold it, so a node started afterwards agrees with them instead of making a new
+one (which would refuse every session the others issued: close 4002, for good)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+import redis.asyncio as aioredis
+
+from clients.client import Client
+from protocol import v1
+from server.stores.redis import SECRET_KEY
+from server.testing.redis_server import RedisServer
+from tests.server.helpers import wait_for
+
+
+async def test_a_store_back_empty_is_reported_and_the_nodes_keep_one_secret(
+    make_server, caplog: pytest.LogCaptureFixture
+) -> None:
+    with RedisServer() as store:  # no append-only file: a restart loses everything
+        first = await make_server(redis_url=store.url)
+        ann = await Client.connect(f"ws://127.0.0.1:{first.port}/", name="Ann")
+        token = ann.token
+        await ann.close()
+        caplog.set_level(logging.ERROR, logger="blackdrez.server")
+        await asyncio.to_thread(store.stop)
+        await wait_for(lambda: not first.store.health.up, "the node sees its store gone")
+        await asyncio.to_thread(store.start)
+        await wait_for(lambda: first.store.health.up, "the node sees its store back", 10)
+        direct = aioredis.from_url(store.url)
+        try:
+            await wait_for_async(lambda: direct.get(SECRET_KEY), "the secret written again")
+            assert await direct.get(SECRET_KEY) == first.secret
+        finally:
+            await direct.aclose()
+        assert any("came back without its data" in r.getMessage() for r in caplog.records)
+
+        second = await make_server(redis_url=store.url)
+        assert second.secret == first.secret
+        again = await Client.connect(f"ws://127.0.0.1:{second.port}/", token=token)
+        assert again.player == ann.player, "a session issued before the loss is still good"
+        assert isinstance(await again.request(v1.Ping()), v1.Pong)
+        await again.close()
+
+
+async def wait_for_async(read, what: str, timeout: float = 5.0) -> None:
+    """Wait until the awaitable ``read()`` gives something true."""
+    async with asyncio.timeout(timeout):
+        while not await read():
+            await asyncio.sleep(0.05)
