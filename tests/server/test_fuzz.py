@@ -10,8 +10,9 @@ import string
 import urllib.request
 
 import msgspec
+import pytest
 from websockets.asyncio.client import connect as ws_connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from clients.client import Client, ServerError
 from games.blackdrez import rules as blackdrez
@@ -281,14 +282,25 @@ async def test_the_closes_of_a_silent_client_and_of_a_stopping_server_are_counte
             assert asyncio.get_running_loop().time() < deadline, "1011 not counted"
             await asyncio.sleep(0.05)
     assert closes(server, CloseCode.HANDSHAKE_FAILED) == 1
-    server.stopping = True  # (as between a drain's start and the listener's close)
+    too_fast = server._too_fast
+
+    async def stop_begins(*args):  # a stop begins between a handshake's checks and its handler
+        server.stopping = True
+        return await too_fast(*args)
+
+    server._too_fast = stop_begins
     try:
         async with ws_connect(url, ping_interval=None) as ws:
             with contextlib.suppress(ConnectionClosed):
                 await ws.recv()
             assert ws.close_code == CloseCode.GOING_AWAY
+        with pytest.raises(InvalidStatus) as refused:  # once stopping: no new handshake
+            async with ws_connect(url, ping_interval=None):
+                pass
+        assert refused.value.response.status_code == 503
     finally:
         server.stopping = False
+        server._too_fast = too_fast
     assert closes(server, CloseCode.GOING_AWAY) == 1
 
 
