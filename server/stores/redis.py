@@ -719,26 +719,24 @@ class RedisStore(Store):
 
     # ------------------------------------------------------------------ secrets
     async def shared_secret(self, proposed: bytes) -> bytes:
-        try:
-            with self._reaching():
-                async with self._redis.pipeline(transaction=True) as pipe:
-                    pipe.set(SECRET_KEY, proposed, nx=True)
-                    pipe.get(SECRET_KEY)
-                    _, secret = await pipe.execute()
-        except redis.exceptions.ResponseError as error:  # an error reply, not a lost link
-            raise StoreRefused(str(error)) from error
-        return secret
+        return (await self._offer_secret(proposed))[1]
 
     async def restore_secret(self, secret: bytes) -> bytes | None:
+        return (await self._offer_secret(secret))[0]
+
+    async def _offer_secret(self, secret: bytes) -> tuple[bytes | None, bytes]:
+        """Write ``secret`` unless one is stored, in one transaction: the secret stored before
+        (``None``: none) and the one stored now."""
         try:
             with self._reaching():
                 async with self._redis.pipeline(transaction=True) as pipe:
                     pipe.get(SECRET_KEY)
                     pipe.set(SECRET_KEY, secret, nx=True)
-                    before, _ = await pipe.execute()
-        except redis.exceptions.ResponseError as error:
+                    pipe.get(SECRET_KEY)
+                    before, _, now = await pipe.execute()
+        except redis.exceptions.ResponseError as error:  # an error reply, not a lost link
             raise StoreRefused(str(error)) from error
-        return before
+        return before, now
 
     # ------------------------------------------------------------------ lobby records
     async def put_table(

@@ -33,7 +33,9 @@ async def test_a_store_back_empty_is_reported_and_the_nodes_keep_one_secret(
         await wait_for(lambda: first.store.health.up, "the node sees its store back", 10)
         direct = aioredis.from_url(store.url)
         try:
-            await wait_for_async(lambda: direct.get(SECRET_KEY), "the secret written again")
+            async with asyncio.timeout(5):  # the node writes its secret back
+                while await direct.get(SECRET_KEY) is None:
+                    await asyncio.sleep(0.05)
             assert await direct.get(SECRET_KEY) == first.secret
         finally:
             await direct.aclose()
@@ -45,10 +47,3 @@ async def test_a_store_back_empty_is_reported_and_the_nodes_keep_one_secret(
         assert again.player == ann.player, "a session issued before the loss is still good"
         assert isinstance(await again.request(v1.Ping()), v1.Pong)
         await again.close()
-
-
-async def wait_for_async(read, what: str, timeout: float = 5.0) -> None:
-    """Wait until the awaitable ``read()`` gives something true."""
-    async with asyncio.timeout(timeout):
-        while not await read():
-            await asyncio.sleep(0.05)
