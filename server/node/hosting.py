@@ -678,10 +678,13 @@ class Hosting:
                 continue
             self._renewed(held, lost, sent)
 
+    def _loop_answered(self) -> None:
+        """The event loop ran a callback the renewal thread queued: it is not stuck."""
+        self._loop_seen = time.monotonic()
+
     def _renewed(self, held: dict[str, int], lost: set[str], sent: float) -> None:
         """A renewal sent at ``sent`` (``time.monotonic()``) of the ``held`` leases came back:
         extend their validity, drop the rooms whose lease is gone."""
-        self._loop_seen = time.monotonic()
         for table, token in held.items():
             lease = self._leases.get(table)
             if lease is None or lease.token != token:
@@ -699,9 +702,12 @@ class Hosting:
         its own, so that a busy event loop (a burst of reconnections after another node died,
         a starved machine) does not lose its tables; results go back to the loop.
 
-        It stops renewing when the loop has not taken a result for LOOP_PATIENCE s: a node
-        whose loop is stuck must let its tables go. A stall of the whole process (SIGSTOP, a
-        garbage collection, a VM pause) stops this thread too: that is what the TTL covers.
+        It stops renewing when the loop has not run its probe (:meth:`_loop_answered`, queued
+        at every period whether or not a renewal was sent or answered) for LOOP_PATIENCE s: a
+        node whose loop is stuck must let its tables go, and renews again as soon as the loop
+        runs the probe. A stall of the whole process (SIGSTOP, a garbage collection, a VM
+        pause) stops this thread too: that is what the TTL covers. The probe never depends on
+        the store: after a Redis outage of any length the loop is as alive as before.
         """
         assert self._open_renewal_store is not None
         store = self._open_renewal_store()
@@ -712,6 +718,8 @@ class Hosting:
                 with contextlib.suppress(StoreUnavailable):
                     await store.ping()  # connect first (a cluster client reads its slot map)
                 while not self._stop_renewing.is_set():
+                    with contextlib.suppress(RuntimeError):  # the loop closed: stopping
+                        loop.call_soon_threadsafe(self._loop_answered)
                     if time.monotonic() - self._loop_seen < LOOP_PATIENCE:
                         held = {t: lease.token for t, lease in dict(self._leases).items()}
                         sent = time.monotonic()

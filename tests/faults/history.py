@@ -15,6 +15,9 @@ each table's log through the store (:meth:`RedisStore.read_log`), rebuilds the t
   player saw it end, and what each player saw last is the replayed game's final view (same
   ranking, pot, piles and revealed seed); the fairness proof each player checked held;
 * the table is closed (when the scenario says tables must close);
+* the table was adopted (a ``Resume`` entry) no more often than the scenario's faults can
+  explain (``resumes``): a node that takes a table back and then loses its lease again, over
+  and over, leaves a trail of resumes even when every action is kept;
 
 and, once, that no Redis key lives without a TTL except a fixed, documented set
 (:data:`FIXED_KEYS`), that no node printed an unhandled error, and that no node was busy on
@@ -42,7 +45,7 @@ from clients.bots import BotResult
 from protocol import v1
 from server.stores import open_store
 from server.stores.redis import FIXED_KEYS
-from server.table.commands import decode_entry, rebuild
+from server.table.commands import Resume, decode_entry, rebuild
 from server.table.records import decode_table_record, record_log
 from server.table.room import Room
 from server.testing.nodes import CpuSampler, NodeProcess
@@ -217,7 +220,12 @@ def _redis_memory(redis_url: str) -> int:
 
 
 def check_table(
-    log: TableLog, results: Sequence[BotResult], *, finished: bool, closed: bool
+    log: TableLog,
+    results: Sequence[BotResult],
+    *,
+    finished: bool,
+    closed: bool,
+    resumes: int | None = None,
 ) -> tuple[Counter[str], list[str]]:
     """The per-table checks of the module docstring: counts and problems."""
     table = log.table
@@ -264,6 +272,13 @@ def check_table(
     if room is not None and closed and status_of(room) != "closed":
         counts["not_closed"] += 1
         problems.append(f"{table}: still {status_of(room)} (it should have closed)")
+    resumed = sum(isinstance(entry.command, Resume) for entry in log.entries)
+    counts["resumes"] += resumed
+    if resumes is not None and resumed > resumes:
+        problems.append(
+            f"{table}: adopted {resumed} times (at most {resumes} expected): "
+            "a node kept losing its lease after the fault"
+        )
     counts["entries"] += len(log.entries)
     return counts, problems
 
@@ -276,6 +291,7 @@ async def check_history(
     finished: bool = True,
     closed: bool = True,
     fixed_keys: Sequence[str] = FIXED_KEYS,
+    resumes: int | None = None,
     cpu: CpuSampler | None = None,
     nodes: Iterable[NodeProcess] = (),
 ) -> History:
@@ -283,7 +299,8 @@ async def check_history(
 
     ``results`` are the players' records; ``tables`` adds tables nobody played at. ``finished``
     and ``closed`` say whether every game must have ended and every table closed; the key check
-    runs only when tables must be closed (a live table's keys are owned by its lease). ``cpu``
+    runs only when tables must be closed (a live table's keys are owned by its lease).
+    ``resumes`` is how many adoptions a table may show (``None``: any number). ``cpu``
     adds each node's CPU figures; ``nodes`` has their output searched for unhandled errors.
     """
     by_table: dict[str, list[BotResult]] = {}
@@ -295,7 +312,9 @@ async def check_history(
     history.logs = await read_table_logs(redis_url, by_table)
     totals: Counter[str] = Counter()
     for table, log in history.logs.items():
-        counts, problems = check_table(log, by_table[table], finished=finished, closed=closed)
+        counts, problems = check_table(
+            log, by_table[table], finished=finished, closed=closed, resumes=resumes
+        )
         totals.update(counts)
         history.problems += problems
     figures = history.figures
@@ -305,6 +324,7 @@ async def check_history(
     for name in ("acked", "lost", "duplicated", "stale_writes"):
         figures[name.replace("_", " ")] = totals[name]
     figures["log entries"] = totals["entries"]
+    figures["resumes"] = totals["resumes"]
     if closed:
         figures["not closed"] = totals["not_closed"]
         left = await keys_without_ttl(redis_url, fixed_keys)
@@ -345,11 +365,14 @@ async def finish_and_check(
     fault: Fault,
     figures: dict[str, Any],
     *,
+    resumes: int = 1,
     cpu: CpuSampler | None = None,
     nodes: Iterable[NodeProcess] = (),
 ) -> list[str]:
     """Let the games end and the tables close, then check the history: return every problem,
-    the errors that players of the tables hit by ``fault`` must never hear included."""
+    the errors that players of the tables hit by ``fault`` must never hear included. A table
+    may be adopted ``resumes`` times (once per fault that moves it): more means its node did
+    not hold its lease after it recovered."""
     try:
         await asyncio.wait_for(playing, 150)
     finally:
@@ -358,6 +381,8 @@ async def finish_and_check(
     found, problems = forbidden_errors(fault.going, fault.frames)
     figures["forbidden errors"] = found
     await wait_closed(redis_url, [t.id for t in tables])
-    history = await check_history(redis_url, results_of(tables), cpu=cpu, nodes=nodes)
+    history = await check_history(
+        redis_url, results_of(tables), resumes=resumes, cpu=cpu, nodes=nodes
+    )
     figures.update(history.figures)
     return history.problems + problems

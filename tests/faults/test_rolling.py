@@ -132,6 +132,7 @@ async def test_a_rolling_restart_of_every_node_loses_no_game(
         asyncio.ensure_future(asyncio.gather(*playing)),
         everything,
         figures,
+        resumes=len(nodes),  # a table may move at each drain
         cpu=cpu,
         nodes=list(nodes),
     )
