@@ -30,9 +30,8 @@ from server.connection import Connection, Watch
 from server.node.hosting import STORE_RETRY
 from server.stores import StoreUnavailable
 from server.stores.base import table_channel
-from server.table.commands import (
-    ConnectionChanged,
-)
+from server.table.commands import Answer, ConnectionChanged, rebuild
+from server.table.records import decode_table_record, record_log
 from server.table.room import Broadcast
 
 log = logging.getLogger("blackdrez.node")
@@ -136,7 +135,9 @@ class Fanout:
 
     async def _catch_up_viewer(self, client: Connection, table: str) -> None:
         """Resync one viewer of a remote table, retrying while its host is not reachable yet
-        (the host's own bus may come back later than this node's) or the table is moving."""
+        (the host's own bus may come back later than this node's) or the table is moving.
+        A viewer the host no longer counts (their seat was freed, or the table closed, while
+        this node could not hear it) is told from the table's log what they missed."""
         delays = STORE_RETRY.delays()
         for _ in range(12):
             watch = client.tables.get(table)
@@ -145,16 +146,50 @@ class Fanout:
             message = v1.Resync(table=table, since=watch.seq)
             try:
                 answer = await self.route(client.player, client.name, table, message)
+                if _refused_with(
+                    answer, ErrorCode.NOT_SEATED, ErrorCode.NOT_FOUND
+                ) and await self._tell_what_was_missed(client, table, watch.seq):
+                    return
             except (StoreUnavailable, TimeoutError):
                 answer = None
-            if answer is not None and not any(
-                isinstance(reply, v1.Error)
-                and reply.code in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING)
-                for reply in answer.replies
+            if answer is not None and not _refused_with(
+                answer, ErrorCode.UNAVAILABLE, ErrorCode.MOVING
             ):
                 await self._deliver_answer(client, answer)
                 return
             await asyncio.sleep(next(delays))
+
+    async def _tell_what_was_missed(self, client: Connection, table: str, since: int) -> bool:
+        """Send a viewer the host no longer answers for what happened at ``table`` after
+        event ``since``, read from its log (or its record, once retired), as a spectator sees
+        it: the freeing of their seat, the game's end, the table's closing. Then the watch
+        ends, as when such an update reaches a watcher live. ``False``: no log to tell from."""
+        entries = await self.store.read_log(table)
+        if not entries:
+            record = await self.store.game_record(table)
+            entries = record_log(decode_table_record(record)) if record else []
+        if not entries:
+            return False
+        room = rebuild(entries)
+        if client.tables.get(table) is None or client.closing:
+            return True  # gone meanwhile
+        events = room.events_since(since)
+        if events is None:
+            client.send(room.snapshot(None))
+        elif events:
+            client.send(
+                v1.Update(
+                    table=table,
+                    seq=room.seq,
+                    events=events,
+                    view=room.view(None),
+                    legal=[],
+                    deadline=room.turn_deadline,
+                    info=room.info(),
+                )
+            )
+        await self._unwatch(client, table)
+        return True
 
     def _correct_presence(self, table: str, away: list[int]) -> None:
         """A table's host counts a player away (its new host counts everyone away until told
@@ -211,6 +246,11 @@ class Fanout:
             client.send_frame(frame)
         watch.seq = broadcast.seq
         return 1
+
+
+def _refused_with(answer: Answer, *codes: ErrorCode) -> bool:
+    """Whether ``answer`` is a refusal with one of ``codes``."""
+    return any(isinstance(reply, v1.Error) and reply.code in codes for reply in answer.replies)
 
 
 def _endings(broadcast: Broadcast) -> tuple[bool, set[int]]:

@@ -10,9 +10,11 @@ a single adoption, not one every lease period.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
+import msgspec
 import pytest
 
 from clients.client import ServerError
@@ -23,7 +25,14 @@ from server.table.commands import Resume
 from server.testing.redis_server import RedisServer
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import read_table_logs
-from tests.faults.players import close_all, fault_options, open_table, request
+from tests.faults.players import (
+    close_all,
+    connect,
+    fault_options,
+    next_move,
+    open_table,
+    request,
+)
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -32,6 +41,7 @@ pytestmark = [
 
 STALL = LOOP_PATIENCE + 2.0
 """Seconds the fault lasts: past the renewal thread's patience."""
+FREED = {"reason": "timeout"}
 WATCH = 8.0
 """Seconds the table is watched after it first answers again: several lease periods."""
 
@@ -76,3 +86,59 @@ async def test_after_a_stall_past_the_loop_patience_the_node_holds_its_leases(
     figures["leases lost"] = len(lost)
     assert refused == 0, f"after the first answer, {refused} resyncs refused: {answers}"
     assert resumes <= 1, f"the table was adopted {resumes} times after one stall"
+
+
+async def test_a_player_on_a_node_paused_past_the_grace_is_told_their_seat_was_freed(
+    launch_nodes: LaunchNodes,
+    durable_redis: RedisServer,
+    figures: dict[str, Any],
+) -> None:
+    """The table is hosted on A; P0 is connected to A, P1 to B. A is paused past its lease: B
+    adopts the table, P0's grace runs out there, B frees P0's seat and the game ends. When A
+    runs again it must tell P0 what happened meanwhile (its seat freed, the game's end), as
+    whoever watches a seat when it is freed is told: not leave P0 looking at a game in progress
+    with actions to play."""
+    nodes = launch_nodes(2)
+    node_a, node_b = nodes[0], nodes[1]
+    options = fault_options(seats=2, turn_seconds=300.0, grace_seconds=2.0)
+    p0 = await connect(node_a.url, name="P0", reconnect=False)
+    p1 = await connect(node_b.url, name="P1")
+    clients = [p0, p1]
+    try:
+        table = (await request(p0, v1.CreateTable(options=options))).table.id
+        await request(p1, v1.JoinTable(table=table))
+        for client in clients:
+            await request(client, v1.SetReady(table=table))
+        await request(p0, v1.StartGame(table=table))
+        for client in clients:
+            await client.wait_until(lambda c=client: c.tables[table].view is not None, 30)
+        seat = p0.tables[table].seat
+        node_a.pause()
+        paused = time.monotonic()
+        await request(p1, v1.Resync(table=table, since=0), deadline=60.0)  # B adopts it
+        while p1.tables[table].view["phase"] != "over":  # P1 plays on alone if on turn
+            assert time.monotonic() < paused + 40, "the game never ended at B"
+            move = next_move(p1, table)
+            if move is not None:
+                with contextlib.suppress(ServerError):
+                    await p1.act(table, move)
+            await asyncio.sleep(0.2)
+        figures["game over at B after s"] = round(time.monotonic() - paused, 2)
+        node_a.resume()
+        resumed = time.monotonic()
+        state = p0.tables[table]
+        with contextlib.suppress(TimeoutError):
+            await p0.wait_until(lambda: state.seq >= p1.tables[table].seq, 15)
+        figures["P0 told after s"] = round(time.monotonic() - resumed, 2)
+    finally:
+        await close_all(clients)
+    logs = await read_table_logs(durable_redis.url, [table])
+    room = logs[table].room
+    assert room is not None and room.engine is not None and room.engine.over
+    freed = [
+        e.seq for e in state.events if e.event == {"type": "seat_freed", **FREED, "seat": seat}
+    ]
+    figures["P0 at event, the table at"] = f"{state.seq}, {p1.tables[table].seq}"
+    assert freed, f"P0 was never told its seat was freed (P0 at event {state.seq})"
+    assert state.view == msgspec.to_builtins(room.engine.view(None)), "P0's last view"
+    assert state.legal == [], "P0 is still offered actions"
