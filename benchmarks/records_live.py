@@ -123,7 +123,7 @@ async def measure(db_url: str, args: argparse.Namespace) -> dict[str, Any]:
     port = free_port()
     node = subprocess.Popen(
         pinned(0, [sys.executable, "-m", "tools.cli", "serve", "--port", str(port),
-                   "--db-url", db_url]),
+                   "--in-memory", "--db-url", db_url]),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
     )  # fmt: skip
     url = f"ws://127.0.0.1:{port}/"

@@ -75,7 +75,17 @@ async def main() -> None:
     args = parser.parse_args()
     port = free_port()
     node = subprocess.Popen(
-        [sys.executable, "-m", "tools.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "tools.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--in-memory",
+        ],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import gc
 import http
@@ -92,6 +93,7 @@ from server.records.store import RecordsStore
 from server.records.writer import RecordsWriter
 from server.retry import Backoff
 from server.stores import Store, StoreRefused, StoreUnavailable, open_store
+from server.stores.embedded import EmbeddedError, EmbeddedRedis
 from server.table.room import KEPT_EVENTS
 from server.tasks import cancel_until_done
 
@@ -202,6 +204,11 @@ class Settings:
     port: int = 8765
     redis_url: str | None = None
     """``redis://...`` for one Redis, ``redis+cluster://host:port[,...]`` for a Redis Cluster."""
+    data_dir: Path | None = None
+    """Without ``redis_url``: the folder whose Redis (``server.stores.embedded``: started by the
+    node unless already running, its append-only file in ``DATA/redis``) keeps the node's state
+    across restarts (``blackdrez serve`` defaults to ``blackdrez-data``). ``None`` with no
+    ``redis_url``: the in-memory store, for tests and benchmarks, lost when the process ends."""
     redis_wait_replicas: int = 0
     """Replicas that must hold each log entry before a command is acknowledged (Redis WAIT)."""
     redis_wait_timeout_ms: int = 100
@@ -1230,6 +1237,27 @@ async def run(
     stops it cleanly too.
     """
     logging.getLogger("websockets").setLevel(logging.WARNING)
+    embedded = None
+    if settings.redis_url is None and settings.data_dir is not None:
+        embedded = EmbeddedRedis(settings.data_dir / "redis")
+        try:
+            url = await asyncio.to_thread(embedded.open)
+        except EmbeddedError as error:
+            raise StartError(str(error)) from None
+        settings = dataclasses.replace(settings, redis_url=url)
+    try:
+        await _run(settings, bot_client, ladder, embedded)
+    finally:
+        if embedded is not None and await asyncio.to_thread(embedded.close):
+            log.info("the Redis of %s was shut down", embedded.folder)
+
+
+async def _run(
+    settings: Settings,
+    bot_client: BotClient | None,
+    ladder: Ladder | None,
+    embedded: EmbeddedRedis | None,
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -1259,7 +1287,7 @@ async def run(
     records = f"records in {server.records.db.url}" if server.records else "no records"
     print(
         f"blackdrez {VERSION}: node {settings.node_id} on http://{settings.host}:{server.port}/ "
-        f"({'redis' if settings.redis_url else 'in-memory'} lobby, {records})",
+        f"({_lobby(settings, embedded)}, {records})",
         flush=True,
     )
     # A signal, or a drain through the admin API (which stops the server itself), ends the run.
@@ -1268,6 +1296,13 @@ async def run(
     for wait in waits:
         wait.cancel()
     await server.stop()  # returns once stopped, whoever started the stop
+
+
+def _lobby(settings: Settings, embedded: EmbeddedRedis | None) -> str:
+    """Where the node keeps its lobby, in words for its first line."""
+    if embedded is not None:
+        return f"state kept in {embedded.folder}"
+    return "redis lobby" if settings.redis_url else "in-memory lobby, lost when it stops"
 
 
 def _bot_ended(table: str, task: asyncio.Task[object]) -> None:

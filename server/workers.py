@@ -9,9 +9,10 @@ bound with ``SO_REUSEPORT``, so that the kernel spreads new connections over the
 workers are nodes like any other: each has its own node id (``ID-1`` to ``ID-N``) and they share
 the tables through the configured Redis exactly as nodes on separate machines do (a request that
 reaches a worker other than the table's host is forwarded to it, and the updates come back
-through pub/sub). Without Redis there is nothing they could share, so ``--workers`` refuses to
-start: a private Redis started behind the operator's back would be one more process to lose,
-durable nowhere they chose.
+through pub/sub). Given no ``--redis-url``, the supervisor opens the data folder's own Redis
+(``server.stores.embedded``) before the workers start, hands them its address, and shuts it down
+after the last one stopped; with ``--in-memory`` there is nothing they could share, so
+``--workers`` refuses to start.
 
 The supervisor serves nothing itself. It restarts a worker that exits on its own, under the same
 node id (the new process takes that worker's tables back at once, as a restarted node does); a
@@ -36,6 +37,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from server.app import Settings, StartError, run
+from server.stores.embedded import EmbeddedError, EmbeddedRedis
 
 log = logging.getLogger("blackdrez.workers")
 
@@ -60,8 +62,8 @@ def worker_settings(settings: Settings, count: int) -> list[Settings]:
         raise WorkersRefused("--workers must be at least 1")
     if not settings.redis_url:
         raise WorkersRefused(
-            "--workers needs --redis-url: the workers share their tables through Redis "
-            "(one worker without Redis is `blackdrez serve` alone)"
+            "--workers needs a Redis (--redis-url, or the data folder's own): the workers "
+            "share their tables through it, and --in-memory has none"
         )
     if settings.port == 0:
         raise WorkersRefused("--workers needs a fixed --port: port 0 would give each its own")
@@ -103,6 +105,23 @@ def supervise(settings: Settings, count: int) -> int:
 
     Raises :class:`WorkersRefused` before starting anything if the settings do not allow it.
     """
+    embedded = None
+    if not settings.redis_url and settings.data_dir is not None:  # one Redis for them all
+        worker_settings(dataclasses.replace(settings, redis_url="redis://"), count)  # checks
+        embedded = EmbeddedRedis(settings.data_dir / "redis")
+        try:
+            url = embedded.open()
+        except EmbeddedError as error:
+            raise WorkersRefused(str(error)) from None
+        settings = dataclasses.replace(settings, redis_url=url, data_dir=None)
+    try:
+        return _supervise(settings, count)
+    finally:
+        if embedded is not None:
+            embedded.close()
+
+
+def _supervise(settings: Settings, count: int) -> int:
     plans = worker_settings(settings, count)
     context = multiprocessing.get_context("spawn")
     stopping = False

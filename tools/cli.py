@@ -11,13 +11,16 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from games import GAMES
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
-DEFAULT_DB_URL = "sqlite:///blackdrez-data/records.db"
+DEFAULT_DATA_DIR = "blackdrez-data"
+"""The folder ``blackdrez serve`` keeps its state in, in the working directory."""
+DEFAULT_DB_URL = f"sqlite:///{DEFAULT_DATA_DIR}/records.db"
 """``server.app.DEFAULT_DB_URL`` (not imported: the tools start without the server)."""
 GAME_NAMES = tuple(GAMES)
 """The games the tools know: one per folder of ``games/``."""
@@ -50,11 +53,19 @@ def serve_settings(args: argparse.Namespace) -> Any:
         close_timeout=args.close_timeout,
         listen_backlog=args.listen_backlog,
         admin_token=args.admin_token or None,
-        db_url=None if args.db_url.strip().lower() in ("", "none") else args.db_url,
+        db_url=_db_url(args),
         ladder_tables=args.ladder_tables,
     )
+    if args.in_memory and args.redis_url:
+        args.parser.error("--in-memory and --redis-url: choose one")
+    if not args.in_memory and not args.redis_url:
+        settings.data_dir = Path(args.data_dir)
     if args.node_id:
         settings.node_id = args.node_id
+    elif settings.data_dir is not None and settings.port:
+        from server.stores.embedded import remembered_node_id
+
+        settings.node_id = remembered_node_id(settings.data_dir, settings.port, settings.node_id)
     if args.log_format not in ("plain", "json"):  # (from BLACKDREZ_LOG_FORMAT: not checked)
         args.parser.error(f"--log-format (or BLACKDREZ_LOG_FORMAT): {args.log_format!r}")
     if args.ladder_tables and settings.db_url is None:
@@ -65,6 +76,14 @@ def serve_settings(args: argparse.Namespace) -> Any:
     if args.record_retention is not None:
         settings.record_retention = args.record_retention
     return settings
+
+
+def _db_url(args: argparse.Namespace) -> str | None:
+    """The records database ``--db-url`` names (``None``: none), by default a SQLite file in
+    ``--data-dir``."""
+    if args.db_url is None:
+        return f"sqlite:///{Path(args.data_dir) / 'records.db'}"
+    return None if args.db_url.strip().lower() in ("", "none") else args.db_url
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -744,8 +763,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--redis-url",
         default=os.environ.get("BLACKDREZ_REDIS_URL"),
         help="share the lobby through Redis: redis://HOST:PORT/DB for one Redis, "
-        "redis+cluster://HOST:PORT[,HOST:PORT...] for a Redis Cluster (default: in memory; "
-        "env BLACKDREZ_REDIS_URL)",
+        "redis+cluster://HOST:PORT[,HOST:PORT...] for a Redis Cluster (default: a Redis of the "
+        "node's own, kept in --data-dir; env BLACKDREZ_REDIS_URL)",
+    )
+    serve.add_argument(
+        "--data-dir",
+        default=os.environ.get("BLACKDREZ_DATA_DIR", DEFAULT_DATA_DIR),
+        metavar="DIR",
+        help="the folder the node keeps its state in: without --redis-url, its own Redis's "
+        "append-only file (DIR/redis: identities, tables, sessions survive a restart), and the "
+        f"records unless --db-url says otherwise (default {DEFAULT_DATA_DIR}; env "
+        "BLACKDREZ_DATA_DIR)",
+    )
+    serve.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="keep the lobby, tables and sessions in this process's memory, with no Redis: "
+        "all of it is lost when the node stops (for tests and benchmarks; default off)",
     )
     serve.add_argument(
         "--redis-wait-replicas",
@@ -912,11 +946,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--db-url",
-        default=os.environ.get("BLACKDREZ_DB_URL", DEFAULT_DB_URL),
+        default=os.environ.get("BLACKDREZ_DB_URL"),
         metavar="URL",
         help="the records database (finished games, accounts, ratings, the /api/ routes): "
         "sqlite:///PATH or postgresql://USER@HOST/DB; 'none' keeps no records "
-        f"(default: $BLACKDREZ_DB_URL, else {DEFAULT_DB_URL})",
+        f"(default: $BLACKDREZ_DB_URL, else {DEFAULT_DB_URL}, in --data-dir)",
     )
     serve.add_argument(
         "--ladder-tables",

@@ -716,6 +716,11 @@ class RedisStore(Store):
             await self._pubsub.aclose()
         with contextlib.suppress(*UNREACHABLE):
             await self._redis.aclose()
+        # The client does not own the pool it was given: its connections stay open otherwise.
+        pool = getattr(self._redis, "connection_pool", None)  # (a cluster client has none)
+        if pool is not None:
+            with contextlib.suppress(*UNREACHABLE):
+                await pool.disconnect()
 
     # ------------------------------------------------------------------ secrets
     async def shared_secret(self, proposed: bytes) -> bytes:

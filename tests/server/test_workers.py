@@ -70,20 +70,20 @@ async def test_two_workers_share_one_port_and_a_game_plays_across_them(
     assert "node w-1 on" in output and "node w-2 on" in output
 
 
-def test_workers_without_redis_are_refused_with_the_reason(tmp_path) -> None:
-    command = [sys.executable, "-m", "tools.cli", "serve", "--workers", "2", "--port", "0"]
+def test_workers_in_memory_are_refused_with_the_reason(tmp_path) -> None:
+    command = [sys.executable, "-m", "tools.cli", "serve", "--workers", "2", "--in-memory"]
     supervisor = NodeProcess("", "w", command=command)
     supervisor.launch()
     assert supervisor._process is not None
     assert supervisor._process.wait(60) == 2
     output = "".join(supervisor.output())
-    assert "--workers needs --redis-url" in output
+    assert "--workers needs a Redis" in output and "--in-memory has none" in output
 
 
 @pytest.mark.parametrize(
     ("settings", "reason"),
     [
-        (Settings(port=8765), "--redis-url"),
+        (Settings(port=8765), "needs a Redis"),
         (Settings(port=0, redis_url="redis://127.0.0.1:1/0"), "fixed --port"),
     ],
 )

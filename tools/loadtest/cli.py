@@ -706,9 +706,11 @@ def _spawn_server(
         "--max-connections-per-ip", "0",  # every load connection comes from this machine
         "--handshake-burst", "0",  # at --ramp-rate, from one address unless that is too many
     ]  # fmt: skip
+    extras = [part for extra in args.server_arg for part in shlex.split(extra)]
     if redis_url:
         command += ["--redis-url", redis_url]
-    extras = [part for extra in args.server_arg for part in shlex.split(extra)]
+    elif not any(part.split("=")[0] == "--redis-url" for part in extras):
+        command += ["--in-memory"]  # the in-memory store, not the data folder's Redis
     if not any(part.split("=")[0] == "--db-url" for part in extras):
         command += ["--db-url", f"sqlite:///{data / 'records.db'}"]
     command += extras
