@@ -12,6 +12,10 @@ const NAME_KEY = "blackdrez.name";
 const MIN_DELAY = 100;
 const MAX_DELAY = 5000;
 const MOVING_PATIENCE = 30000; // ms to keep retrying a request while its table moves between nodes
+// After the server said it is restarting ("shutdown"), try again often rather than backing off:
+// a lone server is back within seconds, and behind a load balancer the first try finds a node.
+const RESTART_PATIENCE = 60000; // ms
+const RESTART_DELAY = 400; // ms, plus up to as much again at random (no herd of exact retries)
 
 /** The session token this browser greets with (null before its first welcome). */
 export function storedToken() {
@@ -36,6 +40,7 @@ export class Connection extends EventTarget {
     this.nextId = 1;
     this.pending = new Map();
     this.delay = MIN_DELAY;
+    this.restartingSince = null; // when the server said it was restarting (null: it did not)
     this.welcome = null;
     this.greeted = false;
     /** Closed because this identity connected elsewhere (4004): no reconnection until resume(). */
@@ -100,6 +105,7 @@ export class Connection extends EventTarget {
           greeted = true;
           this.greeted = true;
           this.delay = MIN_DELAY;
+          this.restartingSince = null;
           this.welcome = message;
           localStorage.setItem(TOKEN_KEY, message.token);
           this.name = message.name;
@@ -144,7 +150,8 @@ export class Connection extends EventTarget {
   }
 
   retry() {
-    const wait = Math.min(this.delay, MAX_DELAY);
+    const restarting = this.restartingSince !== null && Date.now() - this.restartingSince < RESTART_PATIENCE;
+    const wait = restarting ? RESTART_DELAY + Math.random() * RESTART_DELAY : Math.min(this.delay, MAX_DELAY);
     this.delay = Math.min(this.delay * 2, MAX_DELAY);
     this.emit("status", { state: "waiting", wait });
     setTimeout(() => { if (!this.ws) this.open(); }, wait);
@@ -153,6 +160,7 @@ export class Connection extends EventTarget {
   get connected() { return this.greeted && this.ws !== null && this.ws.readyState === WebSocket.OPEN; }
 
   receive(message) {
+    if (message.type === "shutdown") this.restartingSince = Date.now();
     const waiter = message.id != null ? this.pending.get(message.id) : undefined;
     if (waiter) {
       this.pending.delete(message.id);
