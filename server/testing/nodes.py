@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 
 from server.testing.launcher import OneProcess
@@ -77,8 +78,11 @@ class NodeProcess(OneProcess):
         db_url: str = "none",
         extra: Sequence[str] = (),
         command: Sequence[str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.redis_url = redis_url
+        self.cwd = cwd
+        """The folder the node runs in (``None``: this process's)."""
         self.node_id = node_id
         self.port = port or free_port()
         self.command = (
@@ -112,6 +116,7 @@ class NodeProcess(OneProcess):
         self._first_line = len(self.lines)
         process = subprocess.Popen(
             self.command,
+            cwd=self.cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

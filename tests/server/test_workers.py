@@ -6,11 +6,13 @@ import asyncio
 import json
 import sys
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from clients.bots import run_swarm
 from server.app import Settings
+from server.testing.default_server import redis_pid
 from server.testing.nodes import NodeProcess
 from server.testing.redis_server import free_port
 from server.workers import WorkersRefused, worker_settings
@@ -18,13 +20,16 @@ from server.workers import WorkersRefused, worker_settings
 pytestmark = pytest.mark.timeout(180)
 
 
-def serve_workers(redis_url: str, port: int, count: int) -> NodeProcess:
-    """The supervisor of ``count`` workers on ``port``, started (it prints before they listen)."""
+def serve_workers(redis_url: str, port: int, count: int, *, cwd: Path | None = None) -> NodeProcess:
+    """The supervisor of ``count`` workers on ``port``, started (it prints before they listen);
+    ``redis_url`` empty: the data folder's Redis, the folder in ``cwd``."""
     command = [
         sys.executable, "-m", "tools.cli", "serve", "--port", str(port), "--workers", str(count),
-        "--redis-url", redis_url, "--node-id", "w",
+        "--node-id", "w",
     ]  # fmt: skip
-    supervisor = NodeProcess(redis_url, "w", port=port, command=command)
+    if redis_url:
+        command += ["--redis-url", redis_url]
+    supervisor = NodeProcess(redis_url, "w", port=port, command=command, cwd=cwd)
     supervisor.start()
     return supervisor
 
@@ -51,11 +56,15 @@ async def nodes_seen(port: int, wanted: int, timeout: float = 90.0) -> set[str]:
     return seen
 
 
+@pytest.mark.parametrize("store", ["redis", "data folder"])
 async def test_two_workers_share_one_port_and_a_game_plays_across_them(
-    redis_url_clean: str,
+    store: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
+    """On a Redis given, or on the data folder's own (which the supervisor shuts down after
+    the workers, as a lone node does)."""
     port = free_port()
-    supervisor = serve_workers(redis_url_clean, port, 2)
+    redis_url = request.getfixturevalue("redis_url_clean") if store == "redis" else ""
+    supervisor = serve_workers(redis_url, port, 2, cwd=tmp_path)
     try:
         assert await nodes_seen(port, 2) == {"w-1", "w-2"}
         # Four bots per table connect one by one: the kernel spreads them over both workers, so
@@ -68,6 +77,9 @@ async def test_two_workers_share_one_port_and_a_game_plays_across_them(
     assert supervisor._process is not None and supervisor._process.returncode == 0
     output = "".join(supervisor.output())
     assert "node w-1 on" in output and "node w-2 on" in output
+    if store == "data folder":
+        assert redis_pid(tmp_path / "blackdrez-data") is None, "its Redis outlived the workers"
+        assert any((tmp_path / "blackdrez-data" / "redis").glob("appendonly*"))
 
 
 def test_workers_in_memory_are_refused_with_the_reason(tmp_path) -> None:
