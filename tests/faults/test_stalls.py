@@ -19,13 +19,16 @@ import pytest
 
 from clients.client import ServerError
 from protocol import v1
+from server.app import GameServer, Settings
 from server.node import LEASE_TTL
 from server.node.hosting import LOOP_PATIENCE
 from server.table.commands import Resume
+from server.testing.nodes import lease_holders
 from server.testing.redis_server import RedisServer
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import read_table_logs
 from tests.faults.players import (
+    act_on_turn,
     close_all,
     connect,
     fault_options,
@@ -142,3 +145,40 @@ async def test_a_player_on_a_node_paused_past_the_grace_is_told_their_seat_was_f
     assert freed, f"P0 was never told its seat was freed (P0 at event {state.seq})"
     assert state.view == msgspec.to_builtins(room.engine.view(None)), "P0's last view"
     assert state.legal == [], "P0 is still offered actions"
+
+
+async def test_a_node_whose_event_loop_is_stuck_past_the_patience_lets_its_tables_go(
+    launch_nodes: LaunchNodes,
+    durable_redis: RedisServer,
+    figures: dict[str, Any],
+) -> None:
+    """The other side of the renewal thread's patience: node A (in this process) hosts a table
+    and its event loop is blocked past LOOP_PATIENCE (a stuck loop, not a paused process: the
+    renewal thread runs on). A must stop renewing so that the table can be adopted; once A's loop
+    runs again A finds its lease gone, and the table goes on where it was adopted (by B, or by A
+    itself: its first scan after the stall may come first), once."""
+    node_b = launch_nodes(1)[0]
+    node_a = GameServer(Settings(port=0, redis_url=durable_redis.url, node_id="inproc"))
+    await node_a.start()
+    clients = []
+    try:
+        options = fault_options(seats=2, turn_seconds=300.0, grace_seconds=300.0)
+        url_a = f"ws://127.0.0.1:{node_a.port}/"
+        table = await open_table([url_a, node_b.url], options, host_url=url_a)
+        clients = table.clients
+        assert lease_holders(durable_redis.url)[table.id] == "inproc"
+        time.sleep(STALL)  # the point: this event loop is stuck
+        holder = lease_holders(durable_redis.url).get(table.id)
+        figures["holder after the stall"] = holder
+        assert holder != "inproc", "the stuck node kept renewing its lease"
+        _, seq = await act_on_turn(table.clients, table.id)  # (retried while it moves)
+        figures["acted at"] = seq
+        await asyncio.sleep(2 * LEASE_TTL)  # whichever node adopted it holds it
+        figures["holder then"] = lease_holders(durable_redis.url).get(table.id)
+    finally:
+        await close_all(clients)
+        await node_a.stop()
+    log = (await read_table_logs(durable_redis.url, [table.id]))[table.id]
+    assert log.problem is None, log.problem
+    resumes = sum(isinstance(e.command, Resume) for e in log.entries)
+    assert resumes == 1, f"adopted {resumes} times"
