@@ -136,7 +136,15 @@ node). The listener stays open until the handover is done, so ``blackdrez drain`
 STORE_UNREACHABLE = "store_unreachable"
 """``/healthz``'s status (503) for a node that lost its store longer than the grace: it can run
 no command, so new connections (their WebSocket handshakes get 503 too) had better go to a
-node that can. Its connected players stay: their tables wait for the store."""
+node that can. Its connected players stay, told once (:data:`STORE_LOST`): their tables wait
+for the store, or go on at another node if only this one lost it (a partition)."""
+STORE_LOST = "this node cannot reach its store: another node may (reconnect there to play on)"
+"""The ``error`` (``unavailable``, no ``id``) each connected client gets once per outage when
+the node turns ``store_unreachable``: a client that can reach another node may move there,
+keeping this connection until that node greets it (``clients.client`` does); if none does
+(the store is down for every node), this one serves again once the store is back."""
+STORE_WATCH_EVERY = 0.25
+"""Seconds between two looks at the store's health for :data:`STORE_LOST`."""
 
 STORE_WAIT_FIRST = 0.1
 STORE_WAIT_CAP = 5.0
@@ -346,6 +354,7 @@ class GameServer:
         self.store_grace = STORE_GRACE
         self._sweeper: asyncio.Task[None] | None = None
         self._lag_probe: asyncio.Task[None] | None = None
+        self._store_watch: asyncio.Task[None] | None = None
         self._limits = settings.limits()
         self._trusted = [ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies]
         self._per_address: Counter[str] = Counter()
@@ -417,6 +426,7 @@ class GameServer:
         await self.node.start()
         self._sweeper = asyncio.get_running_loop().create_task(self._close_idle())
         self._lag_probe = asyncio.get_running_loop().create_task(self._probe_loop())
+        self._store_watch = asyncio.get_running_loop().create_task(self._tell_store_lost())
         self.ready = True
         log.info("node %s listening on %s:%s", s.node_id, s.host, self.port)
         if self.metrics_server is not None:
@@ -501,7 +511,14 @@ class GameServer:
         self.stopping = True  # from here a new handshake and /healthz get 503 "stopping"
         background = [
             t
-            for t in (self._sweeper, self._lag_probe, self._ladder, *self._bots, *self._checks)
+            for t in (
+                self._sweeper,
+                self._lag_probe,
+                self._store_watch,
+                self._ladder,
+                *self._bots,
+                *self._checks,
+            )
             if t is not None
         ]
         for task in background:
@@ -565,6 +582,21 @@ class GameServer:
             for client in list(self.node.clients.values()):
                 if client.last_seen < cutoff:
                     client.close(CloseCode.IDLE_TIMEOUT, "idle for too long")
+
+    async def _tell_store_lost(self) -> None:
+        """Tell every connected client, once per store outage, when the node turns
+        ``store_unreachable`` (:data:`STORE_LOST`). Before, a node cut from its store while the
+        others reached it held its players: their tables went on at another node without them
+        (their turns timed out, their seats were freed), and nothing told them to leave."""
+        told = 0
+        while True:
+            await asyncio.sleep(STORE_WATCH_EVERY)
+            outage = self.store.health.outages
+            if outage != told and self._state() == STORE_UNREACHABLE:
+                told = outage
+                notice = v1.Error(code=ErrorCode.UNAVAILABLE, message=STORE_LOST)
+                for client in list(self.node.clients.values()):
+                    client.send(notice)
 
     async def _probe_loop(self) -> None:
         """Observe how late the loop wakes for a timer (``blackdrez_loop_lag_seconds``): a loop
@@ -1249,7 +1281,7 @@ async def run(
         await _run(settings, bot_client, ladder, embedded)
     finally:
         if embedded is not None and await asyncio.to_thread(embedded.close):
-            log.info("the Redis of %s was shut down", embedded.folder)
+            log.debug("the Redis of %s was shut down", embedded.folder)
 
 
 async def _run(
