@@ -124,6 +124,15 @@ class PostgresServer(Launcher):
         self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w",
                   "-t", str(STOP_TIMEOUT), "stop")  # fmt: skip
 
+    def crash(self) -> None:
+        """Stop the server as a crash would (immediate shutdown: no checkpoint, every
+        connection cut); :meth:`start` recovers it from its write-ahead log."""
+        if not self._started:
+            return
+        self._started = False
+        self._run("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w",
+                  "-t", str(STOP_TIMEOUT), "stop")  # fmt: skip
+
     def close(self) -> None:
         """Stop the server and delete the cluster."""
         try:
