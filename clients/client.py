@@ -37,6 +37,14 @@ A request whose connection drops before its reply raises :class:`ConnectionLost`
 server carried it out is not known until the table is resynced. With ``reconnect=True`` every
 table's legal actions are emptied at the drop (they may be stale) and come back with the resync,
 so a bot waiting for ``legal`` acts again only on what the server says now.
+
+A node that has lost its shared store says so once (an ``error`` ``unavailable`` with no
+``id``): with ``reconnect=True`` the client then looks for a node that greets its session (the
+other urls in turn, or the same url again behind a load balancer), and only once one has does it
+let the old connection go and resync every table there (make before break): if only that node
+lost the store (a network partition), its tables go on elsewhere and so does the player. If no
+node greets it in :data:`MOVE_TRIES` rounds, it stays: the old node serves again once it
+reaches the store.
 """
 
 from __future__ import annotations
@@ -58,12 +66,15 @@ from protocol import v1
 from protocol.codec import SERVER_DECODERS, encode
 from protocol.errors import CloseCode, ErrorCode
 from protocol.handshake import Hello
-from protocol.retry import RETRY, reconnect_delays
+from protocol.retry import RECONNECT, RETRY, reconnect_delays
 
 CLIENT_NAME = "blackdrez-py/0.1"
 RECONNECT_TRIES = 15
 """Tries to re-open a dropped connection: 30 to 50 s in all with
 :data:`protocol.retry.RECONNECT`."""
+MOVE_TRIES = 8
+"""Rounds of tries (every other url, on :data:`protocol.retry.RECONNECT`'s backoff: 8 to 16 s
+in all) to move away from a node that lost its store before staying with it."""
 MOVING_PATIENCE = 30.0
 """Seconds a request answered ``moving`` is retried before the error is raised: a table moves
 to another node within a few seconds (its lease TTL and an adoption)."""
@@ -211,6 +222,12 @@ class Client:
         self._connected = asyncio.Event()
         self._connected.set()
         self._closing = False
+        self.left: set[str] = set()
+        """Tables this client left (``leave`` answered ``ok``): not resynced after a
+        reconnection, where the server would answer that they are gone."""
+        self._moving: asyncio.Task[None] | None = None
+        self._moved: tuple[str, ClientConnection, v1.Welcome] | None = None
+        """A new connection, greeted, to switch to once the old one has ended."""
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._changed = asyncio.Condition()
@@ -273,6 +290,8 @@ class Client:
         """Close the connection for good (no reconnection)."""
         self._closing = True
         await self.ws.close()
+        if self._moved is not None:  # greeted elsewhere, not switched to yet
+            await self._moved[1].close()
         self._reader.cancel()
         for task in list(self._tasks):
             task.cancel()
@@ -349,6 +368,11 @@ class Client:
         while True:
             reply = await self._request_once(message, timeout)
             if not isinstance(reply, v1.Error):
+                table = getattr(message, "table", None)
+                if isinstance(message, v1.LeaveTable):
+                    self.left.add(message.table)
+                elif isinstance(table, str):
+                    self.left.discard(table)  # (joined, watching or resynced again)
                 return reply
             if reply.code == ErrorCode.RATE_LIMITED:
                 wait = self._rate_limit_wait(reply)
@@ -438,7 +462,9 @@ class Client:
         try:
             while True:
                 await self._read()
-                self._connected.clear()
+                moved, self._moved = self._moved, None
+                if moved is None:
+                    self._connected.clear()
                 code = self.ws.close_code
                 for future in self._pending.values():
                     if not future.done():
@@ -448,6 +474,9 @@ class Client:
                 for state in self.tables.values():
                     state.legal = []  # may be stale: the resync after reconnecting says
                     state.deadline = None
+                if moved is not None:
+                    self._greeted(*moved)
+                    continue
                 if self._closing or not self.reconnect or code in FINAL_CLOSE_CODES:
                     break
                 if not await self._reopen():
@@ -482,14 +511,55 @@ class Client:
                 return False  # refused for good (an origin not allowed...)
             except (OSError, ConnectionClosed, InvalidMessage, TimeoutError):
                 continue  # nothing listens yet, or it went away during the handshake
-            self.reconnects += 1
-            self.reconnected_at = time.monotonic()
-            self._connected.set()
-            for table in {*self.tables, *self.welcome.tables}:
-                self.tables.setdefault(table, TableState(table))
-                self._background(self._resync_until_done(table))
+            self._greeted(self.url, self.ws, self.welcome)
             return True
         return False
+
+    def _greeted(self, url: str, ws: ClientConnection, welcome: v1.Welcome) -> None:
+        """Carry on over a new connection, greeted: resync every table held."""
+        self.url, self.ws, self.welcome = url, ws, welcome
+        self.reconnects += 1
+        self.reconnected_at = time.monotonic()
+        self._connected.set()
+        for table in {*(set(self.tables) - self.left), *self.welcome.tables}:
+            self.tables.setdefault(table, TableState(table))
+            self._background(self._resync_until_done(table))
+
+    def _store_lost(self) -> None:
+        """The node said it lost its store: look for another (see the module docstring)."""
+        if self.reconnect and not self._closing and (self._moving is None or self._moving.done()):
+            self._moving = asyncio.get_running_loop().create_task(self._move_elsewhere())
+            self._tasks.add(self._moving)
+            self._moving.add_done_callback(self._tasks.discard)
+
+    async def _move_elsewhere(self) -> None:
+        """Open a connection to another url (the same one when there is no other) that greets
+        this session, then end the old connection: the reader switches to the new one."""
+        old = self.ws
+        hello = Hello(versions=list(self.versions), token=self.token, client=self.client_name)
+        delays = RECONNECT.delays()
+        for _ in range(MOVE_TRIES):
+            for url in [u for u in self.urls if u != self.url] or [self.url]:
+                if self.ws is not old or self._closing:
+                    return  # it dropped meanwhile: the reader reconnects on its own
+                try:
+                    ws, welcome = await _open(url, hello, self.binary, self._options)
+                except (
+                    ServerError,
+                    InvalidStatus,
+                    OSError,
+                    ConnectionClosed,
+                    InvalidMessage,
+                    TimeoutError,
+                ):
+                    continue  # this one cannot serve either (503 while it lost the store too)
+                if self.ws is not old or self._closing:
+                    await ws.close()
+                    return
+                self._moved = (url, ws, welcome)
+                old.transport.abort()
+                return
+            await asyncio.sleep(next(delays))
 
     async def _read(self) -> None:
         try:
@@ -522,6 +592,8 @@ class Client:
             self.pushed.append(message)
         elif getattr(message, "id", None) is None:
             self.pushed.append(message)
+            if isinstance(message, v1.Error) and message.code == ErrorCode.UNAVAILABLE:
+                self._store_lost()
         request_id = getattr(message, "id", None)
         if request_id is not None:
             future = self._pending.get(request_id)

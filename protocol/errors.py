@@ -114,3 +114,7 @@ class CloseCode(enum.IntEnum):
     SIGNED_OUT = 4007
     """The account signed out everywhere (``sign_out_everywhere``, from another connection): this
     connection's token is refused from now on; sign in again."""
+    NO_ANSWER = 4008
+    """An action (``act``, ``undo``, ``add_bots``) was forwarded to the node hosting its table
+    and no answer came in time: it may or may not have been carried out (an error would say it
+    was not, and the client would play it again); reconnect and resync."""

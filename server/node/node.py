@@ -91,6 +91,12 @@ TokenGenerations = Callable[[list[str]], Awaitable[dict[str, int]]]
 """The current token generation of each of these players who has an account."""
 
 
+NOT_REPEATABLE = (v1.Act, v1.Undo, v1.AddBots)
+"""Requests that change a table again each time they run: one forwarded to the table's node and
+left unanswered closes its connection (4008) rather than answer an error that says nothing
+changed (the others are harmless to send again: a second ``join`` or ``ready`` changes nothing)."""
+
+
 class Node(Hosting, Routing, Failover, Fanout, Lobby):
     """One server process's share of the game world (see ``server.node``)."""
 
@@ -459,6 +465,12 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
                 message, ErrorCode.UNAVAILABLE, "the store answered too late: retry"
             )
         except TimeoutError:
+            if isinstance(message, NOT_REPEATABLE):
+                # Forwarded, and no answer came: the table's node may have run it, and an error
+                # (nothing changed) would have the player play it again. A lost connection says
+                # "unknown": the client reconnects and resyncs, and sees.
+                client.close(CloseCode.NO_ANSWER, "the table's node did not answer: resync")
+                return
             answer = error_answer(message, ErrorCode.UNAVAILABLE, "the table's node did not answer")
         except Exception:
             log.exception("request %r failed", message)

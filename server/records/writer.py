@@ -41,7 +41,11 @@ every game that ended in it again, and only the missing ones are written; two no
 same game at once store it once too.
 
 A table that closes gives its log up for a compact record (``Node._retire``): before that, the
-node waits (:meth:`written`, bounded by :data:`RETIRE_WAIT`) until the table's games are stored.
+node waits (:meth:`written`, until :data:`RETIRE_WAIT` after they began waiting) until the
+table's games are stored. The bound counts from their submission, not from the call: the node
+retires its closed tables one after another, and in a database outage each waiting its full
+:data:`RETIRE_WAIT` from its turn would hold the last of N tables N times as long, and the
+node's other store writes queued behind them.
 Only a database outage longer than that, followed by this node's death before the database is
 back, could lose a record.
 """
@@ -53,6 +57,7 @@ import collections
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Iterable
 
 from games import verify
@@ -70,7 +75,8 @@ log = logging.getLogger("blackdrez.records")
 RETRY = Backoff(first=0.1, cap=5.0)
 """How a failed write is retried."""
 RETIRE_WAIT = 10.0
-"""Seconds a closing table waits for its games to be stored before its log is retired."""
+"""Seconds from when its games began waiting that a closing table waits for them to be stored
+before its log is retired."""
 STOP_WAIT = 5.0
 """Seconds a stopping writer keeps writing what is queued."""
 MAX_BATCH = 64
@@ -141,6 +147,8 @@ class RecordsWriter:
         self._queue: asyncio.Queue[GameOver] = asyncio.Queue()
         self._pending: collections.Counter[str] = collections.Counter()
         """Games submitted and not yet stored (or dropped), by table..."""
+        self._since: dict[str, float] = {}
+        """...since when (``time.monotonic()``: the first submission since none waited)..."""
         self._unstored = 0
         """...and in all: queued or being written."""
         self._failing = False
@@ -166,6 +174,7 @@ class RecordsWriter:
         """Queue games that ended (their log entry is written) to be stored."""
         for game in games:
             self._pending[_table(game)] += 1
+            self._since.setdefault(_table(game), time.monotonic())
             self._unstored += 1
             self._queue.put_nowait(game)
         if self._unstored > MAX_BATCH and not self._failing:
@@ -191,9 +200,11 @@ class RecordsWriter:
 
     async def written(self, table: str, timeout: float = RETIRE_WAIT) -> bool:
         """Wait until every game submitted for ``table`` is stored (or dropped); ``False`` if
-        that took longer than ``timeout`` seconds."""
+        that took longer than ``timeout`` seconds from when the table's games began waiting
+        (the first submission since none waited; see the module docstring)."""
+        since = self._since.get(table, time.monotonic())
         try:
-            async with asyncio.timeout(timeout), self._changed:
+            async with asyncio.timeout(since + timeout - time.monotonic()), self._changed:
                 await self._changed.wait_for(lambda: not self._pending[table])
         except TimeoutError:
             log.warning("table %s retired before its games were stored", table)
@@ -239,6 +250,7 @@ class RecordsWriter:
                     self._pending[table] -= 1
                     if not self._pending[table]:
                         del self._pending[table]
+                        del self._since[table]
                     self._unstored -= 1
                     self._queue.task_done()
                 if self._unstored <= CAUGHT_UP:

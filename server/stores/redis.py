@@ -115,7 +115,8 @@ on its own holder; on a Redis Cluster, one call per slot.
 
 With ``wait_replicas`` (``--redis-wait-replicas``) a log append is pipelined with ``WAIT`` on the
 same connection, and its announcement is published only once enough replicas hold the entry (these
-appends are sent one by one, not grouped). The table's lobby record is written after that, apart:
+appends are sent one by one, not grouped); an entry too few replicas took in time is taken back
+(fenced) before the command is refused. The table's lobby record is written after that, apart:
 one that cannot be written then is written by a background task once Redis answers (the newest
 of the table's, never an older one after it).
 
@@ -143,6 +144,7 @@ import contextlib
 import functools
 import hashlib
 import logging
+import socket
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -192,21 +194,48 @@ or a Redis Cluster whose slot has no master for a moment)."""
 def lost_connection(error: BaseException) -> bool:
     """Whether ``error`` is, or was raised while handling, a lost or refused connection
     (:data:`UNREACHABLE`): a Redis master killed mid-read can end in another exception from the
-    client's cleanup, with the lost connection as its context."""
+    client's cleanup, with the lost connection as its context. Under uvloop, a write to a
+    connection the kernel has dropped meanwhile (:data:`UNACKED_TIMEOUT`) raises a
+    ``RuntimeError`` saying its handler is closed."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         if isinstance(current, UNREACHABLE):
+            return True
+        if isinstance(current, RuntimeError) and "handler is closed" in str(current):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
 
 
+def refuses_writes(error: BaseException) -> bool:
+    """Whether Redis refused a command because it cannot persist writes (``MISCONF``: its
+    append-only file or snapshot failed to be written, a full disk): it takes writes again by
+    itself once its disk does, so the caller waits as for an outage. It refuses PING too; a
+    script's refused write says ``MISCONF`` inside the script's error (Redis 6) or first (7)."""
+    return isinstance(error, redis.exceptions.ResponseError) and "MISCONF" in str(error)
+
+
 POOL_SIZE = 64
 """Connections to Redis per node, beside the pub/sub one."""
 CONNECT_TIMEOUT = 1.0
 COMMAND_TIMEOUT = 2.0
+UNACKED_TIMEOUT = COMMAND_TIMEOUT / 2
+"""Seconds a command's bytes may go unacknowledged by Redis's host before the kernel drops the
+connection (``TCP_USER_TIMEOUT``), its unsent bytes with it. Without it, a command sent into a
+network partition and given up on (its caller answered, the socket closed) stayed queued in the
+kernel and reached Redis when the link healed, seconds or minutes later: a stale write. Shorter
+than COMMAND_TIMEOUT, so the connection is gone before its caller stops waiting for it."""
+KEEP_NOTHING_QUEUED: dict[str, Any] = (
+    {
+        "socket_keepalive": True,
+        "socket_keepalive_options": {socket.TCP_USER_TIMEOUT: int(UNACKED_TIMEOUT * 1000)},
+    }
+    if hasattr(socket, "TCP_USER_TIMEOUT")  # Linux
+    else {}
+)
+"""redis-py's connection options that set UNACKED_TIMEOUT."""
 SUBSCRIBE_TIMEOUT = 2.0
 """How long :meth:`RedisStore.subscribe` waits for the connection and for Redis's confirmation."""
 KEEPALIVE = 5.0
@@ -395,6 +424,19 @@ redis.call('HSET', KEYS[2], 'node', ARGV[2], 'record', ARGV[3], 'listed', ARGV[4
 return 1
 """
 
+TAKE_BACK_SCRIPT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if #last == 0 or last[1][1] ~= ARGV[2] .. '-0' then return 0 end
+redis.call('XDEL', KEYS[2], ARGV[2] .. '-0')
+redis.call('XSETID', KEYS[2], (tonumber(ARGV[2]) - 1) .. '-0')
+return 1
+"""
+"""Takes a table's last log entry back (KEYS: lease, log; ARGV: holder, the entry's position,
+above 1) while the lease is held and the entry is still the last: the log is as it was before
+it, and the next entry takes its position again. 1 taken back, 0 not (the lease moved, or the
+log went on)."""
+
 RELEASE_SCRIPT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -581,6 +623,9 @@ class RedisStore(Store):
         self.wait_replicas = wait_replicas
         """Replicas that must hold a log entry before :meth:`append_log` returns (0: none)."""
         self.wait_timeout_ms = wait_timeout_ms
+        self._refusing_writes = False
+        """Redis refused a write (``MISCONF``): down until it answers the probe's PING (it
+        serves reads meanwhile, which must not count as back: the health would flap)."""
         self._redis: Any = self._client(url)
         self._heartbeat = self._redis.register_script(HEARTBEAT_SCRIPT)
         self._latest_attach = self._redis.register_script(LATEST_ATTACH_SCRIPT)
@@ -594,6 +639,7 @@ class RedisStore(Store):
         self._append = self._redis.register_script(APPEND_SCRIPT)
         self._put_record = self._redis.register_script(PUT_RECORD_SCRIPT)
         self._release = self._redis.register_script(RELEASE_SCRIPT)
+        self._take_back = self._redis.register_script(TAKE_BACK_SCRIPT)
         self._retire = self._redis.register_script(RETIRE_SCRIPT)
         self._put_snapshot = self._redis.register_script(PUT_SNAPSHOT_SCRIPT)
         self._locate = self._redis.register_script(LOCATE_SCRIPT)
@@ -637,6 +683,7 @@ class RedisStore(Store):
             socket_connect_timeout=CONNECT_TIMEOUT,
             socket_timeout=COMMAND_TIMEOUT,
             maint_notifications_config=MaintNotificationsConfig(enabled=False),
+            **KEEP_NOTHING_QUEUED,
         )
         return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
 
@@ -673,6 +720,10 @@ class RedisStore(Store):
             self.health.failed(error)
             raise StoreUnavailable(f"redis: {error}") from error
         except redis.exceptions.ResponseError as error:
+            if refuses_writes(error):
+                self._refusing_writes = True
+                self.health.failed(error)
+                raise StoreUnavailable(f"redis: {error}") from error
             # Protected mode answers every command of a client from another host with DENIED.
             if not str(error).startswith("DENIED"):
                 raise
@@ -682,12 +733,14 @@ class RedisStore(Store):
             )
             self.health.failed(refused)
             raise refused from error
-        self.health.succeeded()
+        if not self._refusing_writes:
+            self.health.succeeded()
 
     async def ping(self) -> None:
         with self._reaching():
             async with asyncio.timeout(PROBE_TIMEOUT):
                 await self._redis.ping()
+            self._refusing_writes = False  # (PING is refused as writes are)
 
     async def start(self) -> None:
         """Start the pub/sub reader; Redis need not be up yet (it connects when it can)."""
@@ -1038,9 +1091,13 @@ class RedisStore(Store):
     ) -> None:
         """The append, then ``WAIT`` for ``wait_replicas`` replicas on the same connection (one
         round trip), then the announcement: nothing is acknowledged or seen that a failover
-        could lose. Too few replicas in time: :class:`StoreUnavailable` (the entry may stay in
-        the log: the log position fences the host's next write, and the table is adopted
-        again from whatever the log holds)."""
+        could lose. Too few replicas in time: the entry is taken back (:data:`TAKE_BACK_SCRIPT`),
+        then :class:`StoreUnavailable`: nothing changed, as the host tells its player, and its
+        next write takes the same position. (Before, the entry stayed in the log: the player
+        was told ``unavailable`` for an action the table then played, and the host's next
+        write, fenced out by the log's position, had the table adopted again, at every refused
+        action.) An entry that cannot be taken back (Redis gone meanwhile) may stay: the log
+        position fences the host's next write, and the table is adopted again from the log."""
         keys = [lease_key(table_id), log_key(table_id), table_key(table_id)]
         with self._reaching():
             async with self._redis.pipeline(transaction=False) as pipe:
@@ -1052,15 +1109,29 @@ class RedisStore(Store):
         if not went_there():
             raise StoreUnavailable(f"redis: {table_id}'s slot moved during the write")
         if replicas < self.wait_replicas:
+            taken_back = await self._take_back_entry(table_id, token, position)
             raise StoreUnavailable(
                 f"redis: {replicas} of {self.wait_replicas} replicas took entry {position} of "
                 f"{table_id} within {self.wait_timeout_ms} ms"
+                + ("" if taken_back else " (it may stay in the log)")
             )
         if announce is not None:
             # Logged and replicated: a lost announcement costs viewers one update, which the
             # next one's sequence number reveals; it does not undo the acknowledged command.
             with contextlib.suppress(StoreUnavailable), self._reaching():
                 await self._redis.publish(channel, announce)
+
+    async def _take_back_entry(self, table_id: str, token: int, position: int) -> bool:
+        """Take back the entry at ``position`` of a table's log (:data:`TAKE_BACK_SCRIPT`);
+        whether it was (never the create entry: a table whose creation failed is dropped)."""
+        if position <= 1:
+            return False
+        keys, args = [lease_key(table_id), log_key(table_id)], [self._holder(token), position]
+        try:
+            with self._reaching():
+                return bool(await self._take_back(keys=keys, args=args))
+        except StoreUnavailable:
+            return False
 
     async def _put_lobby_record(self, table_id: str, token: int, lobby: LobbyRecord) -> None:
         """The lobby record of an append made durable, and its announcement. The game does
@@ -1359,8 +1430,11 @@ class RedisStore(Store):
         connection = self._pubsub.connection
         if not self._online.is_set() or connection is None or not connection.is_connected:
             raise StoreUnavailable("redis: pub/sub connection is down")
-        with self._reaching():
+        try:  # only written: Redis answers the reader, so it is no sign that Redis is up
             await self._pubsub.execute_command(*command)
+        except UNREACHABLE as error:
+            self.health.failed(error)
+            raise StoreUnavailable(f"redis: {error}") from error
 
     # ------------------------------------------------------------------ pub/sub reader
     async def _read_forever(self) -> None:
@@ -1424,7 +1498,14 @@ class RedisStore(Store):
             if connection is None or not connection.is_connected:
                 # Someone else's failed command closed it; reconnecting here would not resubscribe.
                 raise redis.exceptions.ConnectionError("pub/sub connection closed")
-            message = await self._pubsub.get_message(timeout=KEEPALIVE)
+            try:
+                message = await self._pubsub.get_message(timeout=KEEPALIVE)
+            except redis.exceptions.ResponseError as error:
+                if not refuses_writes(error):
+                    raise
+                # Redis answered a PING by refusing it, as it refuses writes while it cannot
+                # persist them: the link is alive, and the answer counts as the pong.
+                message = {"type": "pong"}
             if message is None:
                 if awaiting_pong:
                     raise redis.exceptions.ConnectionError("no reply to PING")
@@ -1572,7 +1653,9 @@ class CommitLink:
         if loop.time() < self._not_before:
             raise redis.exceptions.ConnectionError("redis: waiting to reconnect (backoff)")
         try:
-            connection = await resp.RespConnection.open(self._url, CONNECT_TIMEOUT)
+            connection = await resp.RespConnection.open(
+                self._url, CONNECT_TIMEOUT, unacked=UNACKED_TIMEOUT
+            )
             try:
                 await connection.call(self._load, COMMAND_TIMEOUT)
             except BaseException:

@@ -84,6 +84,7 @@ from server.stores.base import StoreUnavailable, bucket_of
 from server.stores.redis import (
     COMMAND_TIMEOUT,
     CONNECT_TIMEOUT,
+    KEEP_NOTHING_QUEUED,
     MAX_RENEWALS,
     PROBE_TIMEOUT,
     UNREACHABLE,
@@ -173,6 +174,7 @@ class RedisClusterStore(RedisStore):
             max_connections=POOL_SIZE,
             socket_connect_timeout=CONNECT_TIMEOUT,
             socket_timeout=COMMAND_TIMEOUT,
+            **KEEP_NOTHING_QUEUED,
             **options,
         )
 
@@ -193,6 +195,7 @@ class RedisClusterStore(RedisStore):
         with self._reaching():
             async with asyncio.timeout(PROBE_TIMEOUT):
                 await self._redis.ping(target_nodes=RedisCluster.PRIMARIES)
+            self._refusing_writes = False  # (PING is refused as writes are)
 
     async def close(self) -> None:
         await super().close()
@@ -301,6 +304,7 @@ class RedisClusterStore(RedisStore):
             socket_connect_timeout=CONNECT_TIMEOUT,
             socket_timeout=COMMAND_TIMEOUT,
             retry=Retry(NoBackoff(), 0),
+            **KEEP_NOTHING_QUEUED,
             **self._credentials,
         )
         return self._bus_client

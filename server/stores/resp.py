@@ -38,6 +38,7 @@ Failures, none retried here (the caller decides):
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -129,9 +130,11 @@ class RespConnection(asyncio.Protocol):
         self._lost: redis.exceptions.RedisError | None = None
 
     @classmethod
-    async def open(cls, url: str, timeout: float) -> RespConnection:
+    async def open(cls, url: str, timeout: float, unacked: float | None = None) -> RespConnection:
         """Connect to the Redis of ``url`` and log in (``AUTH``, ``SELECT``), all within
-        ``timeout`` seconds."""
+        ``timeout`` seconds. ``unacked``: seconds sent bytes may go unacknowledged before the
+        kernel drops the connection and what it still holds (``TCP_USER_TIMEOUT``, Linux): a
+        closed connection then never delivers a command late."""
         if not supports(url):
             raise ValueError(f"{url}: only redis:// and unix:// URLs (no TLS)")
         options = parse_url(url)
@@ -143,7 +146,16 @@ class RespConnection(asyncio.Protocol):
                     _, connection = await loop.create_unix_connection(cls, options["path"])
                 else:
                     host, port = options.get("host", "localhost"), options.get("port", 6379)
-                    _, connection = await loop.create_connection(cls, host, port)
+                    transport, connection = await loop.create_connection(cls, host, port)
+                    sock = transport.get_extra_info("socket")
+                    if (
+                        unacked is not None
+                        and sock is not None
+                        and hasattr(socket, "TCP_USER_TIMEOUT")
+                    ):
+                        sock.setsockopt(
+                            socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(unacked * 1000)
+                        )
                 login: list[Any] = []
                 if options.get("password") is not None:
                     user = [options["username"]] if options.get("username") else []

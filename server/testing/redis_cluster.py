@@ -24,6 +24,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,10 +72,11 @@ def find_redis_cli(server: str) -> str:
     return on_path
 
 
-def redis_command(port: int, *args: str, timeout: float = 2.0) -> str:
-    """Send one command in RESP and return the reply's text (bulk strings decoded)."""
+def redis_command(port: int, *args: str, timeout: float = 2.0, host: str = "127.0.0.1") -> str:
+    """Send one command in RESP to ``host:port`` and return the reply's text (bulk strings
+    decoded)."""
     packed = f"*{len(args)}\r\n" + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as conn:
+    with socket.create_connection((host, port), timeout=timeout) as conn:
         conn.sendall(packed.encode())
         reply = b""
         while True:
@@ -113,11 +115,15 @@ def _complete(reply: bytes) -> bool:
 
 @dataclass
 class ClusterProcess:
-    """One node of the cluster: a port, a data directory and (while running) a process."""
+    """One node of the cluster: a port, a data directory and (while running) a process;
+    ``host`` is the address it binds and announces, ``wrap`` runs its command (in a network
+    namespace: ``server.testing.netns.Host.wrap``)."""
 
     port: int
     data_dir: Path
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    host: str = "127.0.0.1"
+    wrap: Callable[[list[str]], list[str]] = field(default=list, repr=False)
 
     @property
     def running(self) -> bool:
@@ -127,7 +133,7 @@ class ClusterProcess:
     def info(self, section: str) -> dict[str, str]:
         """``INFO section`` (or ``CLUSTER INFO`` for ``"cluster"``) as a dict."""
         command = ("CLUSTER", "INFO") if section == "cluster" else ("INFO", section)
-        text = redis_command(self.port, *command)
+        text = redis_command(self.port, *command, host=self.host)
         pairs = (line.split(":", 1) for line in text.splitlines() if ":" in line)
         return {key.strip(): value.strip() for key, value in pairs}
 
@@ -143,7 +149,10 @@ class LocalCluster(Launcher):
         node_timeout_ms: int = 2000,
         appendonly: bool = False,
         executable: str = "",
+        hosts: Sequence[tuple[str, Callable[[list[str]], list[str]]]] = (),
     ) -> None:
+        """``hosts``: per node, the address it binds and how its command is run (default:
+        every node on loopback, run as it is)."""
         self.executable = executable or find_redis_server()
         self.cli = find_redis_cli(self.executable)
         self.masters = masters
@@ -158,13 +167,14 @@ class LocalCluster(Launcher):
             taken |= {port, port + BUS_OFFSET}
             data_dir = Path(self._root.name) / f"node-{index}"
             data_dir.mkdir()
-            self.nodes.append(ClusterProcess(port, data_dir))
+            host, wrap = hosts[index] if hosts else ("127.0.0.1", list)
+            self.nodes.append(ClusterProcess(port, data_dir, host=host, wrap=wrap))
 
     @property
     def url(self) -> str:
         """The store URL for this cluster: ``redis+cluster://`` and every node as a seed (so
         that a client started while one is dead still finds the cluster)."""
-        return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in self.ports)
+        return "redis+cluster://" + ",".join(f"{node.host}:{node.port}" for node in self.nodes)
 
     @property
     def ports(self) -> list[int]:
@@ -180,7 +190,7 @@ class LocalCluster(Launcher):
         created = subprocess.run(
             [
                 self.cli, "--cluster", "create",
-                *(f"127.0.0.1:{port}" for port in self.ports),
+                *(f"{node.host}:{node.port}" for node in self.nodes),
                 "--cluster-replicas", str(self.replicas), "--cluster-yes",
             ],
             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
@@ -194,7 +204,7 @@ class LocalCluster(Launcher):
         command = [
             self.executable,
             "--port", str(node.port),
-            "--bind", "127.0.0.1",
+            "--bind", node.host,
             "--cluster-enabled", "yes",
             "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", str(self.node_timeout_ms),
@@ -206,12 +216,15 @@ class LocalCluster(Launcher):
             "--daemonize", "no",
         ]  # fmt: skip
         node.process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+            node.wrap(command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
         )
 
     def _wait_ping(self, node: ClusterProcess) -> None:
         deadline = time.monotonic() + START_TIMEOUT
-        while not answers_ping(node.port):
+        while not answers_ping(node.port, node.host):
             assert node.process is not None
             if node.process.poll() is not None or time.monotonic() > deadline:
                 log = node.data_dir / "redis.log"
@@ -264,14 +277,17 @@ class LocalCluster(Launcher):
 
     def index_serving(self, key: str) -> int:
         """The node that is master of ``key``'s slot now."""
-        slot = int(redis_command(self.nodes[0].port, "CLUSTER", "KEYSLOT", key).lstrip(":"))
+        first = self.nodes[0]
+        reply = redis_command(first.port, "CLUSTER", "KEYSLOT", key, host=first.host)
+        slot = int(reply.lstrip(":"))
         for index in self.master_indexes():
             if self._serves(index, slot):
                 return index
         raise RuntimeError(f"no master serves slot {slot}")
 
     def _serves(self, index: int, slot: int) -> bool:
-        for line in redis_command(self.nodes[index].port, "CLUSTER", "NODES").splitlines():
+        node = self.nodes[index]
+        for line in redis_command(node.port, "CLUSTER", "NODES", host=node.host).splitlines():
             fields = line.split()
             if "myself" not in fields[2]:
                 continue

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from server.stores.embedded import find_redis_server
@@ -41,10 +42,10 @@ def free_port() -> int:
             return port
 
 
-def answers_ping(port: int) -> bool:
-    """True when a Redis server on ``port`` replies ``+PONG`` (not ``-LOADING``)."""
+def answers_ping(port: int, host: str = "127.0.0.1") -> bool:
+    """True when a Redis server on ``host:port`` replies ``+PONG`` (not ``-LOADING``)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
+        with socket.create_connection((host, port), timeout=0.5) as conn:
             conn.sendall(b"PING\r\n")
             return conn.recv(64).startswith(b"+PONG")
     except OSError:
@@ -55,7 +56,9 @@ class RedisServer(Launcher, OneProcess):
     """One ``redis-server`` process; :meth:`restart` keeps its port and data directory.
 
     With ``appendonly=True`` the data survives :meth:`stop` / :meth:`restart` (AOF in the data
-    directory); otherwise nothing is ever written to disk.
+    directory); otherwise nothing is ever written to disk. ``bind`` and ``wrap`` run it
+    elsewhere than on loopback: on a network namespace's address, through ``wrap(command)``
+    (``server.testing.netns.Host.wrap``).
     """
 
     def __init__(
@@ -64,8 +67,12 @@ class RedisServer(Launcher, OneProcess):
         appendonly: bool = False,
         data_dir: Path | str | None = None,
         executable: str = "",
+        bind: str = "127.0.0.1",
+        wrap: Callable[[list[str]], list[str]] = list,
     ) -> None:
         self.appendonly = appendonly
+        self.bind = bind
+        self.wrap = wrap
         self.executable = executable or find_redis_server()
         self._owned_dir = None if data_dir else tempfile.TemporaryDirectory(prefix="bd-redis-")
         self.data_dir = Path(data_dir or self._owned_dir.name)
@@ -75,7 +82,7 @@ class RedisServer(Launcher, OneProcess):
     @property
     def url(self) -> str:
         """The ``redis://`` URL of this server."""
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{self.bind}:{self.port}/0"
 
     def start(self) -> None:
         """Start the server and wait until it answers PING."""
@@ -85,7 +92,7 @@ class RedisServer(Launcher, OneProcess):
         command = [
             self.executable,
             "--port", str(self.port),
-            "--bind", "127.0.0.1",
+            "--bind", self.bind,
             "--save", "",
             "--appendonly", "yes" if self.appendonly else "no",
             "--appendfsync", "everysec",
@@ -94,10 +101,13 @@ class RedisServer(Launcher, OneProcess):
             "--daemonize", "no",
         ]  # fmt: skip
         self._process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+            self.wrap(command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + START_TIMEOUT
-        while not answers_ping(self.port):
+        while not answers_ping(self.port, self.bind):
             if self._process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 log = log_path.read_text(errors="replace") if log_path.exists() else ""

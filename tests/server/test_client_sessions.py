@@ -10,7 +10,7 @@ import pytest
 
 from clients.client import Client, ConnectionLost
 from protocol import v1
-from protocol.errors import CloseCode
+from protocol.errors import CloseCode, ErrorCode
 
 
 async def test_many_requests_at_once_are_paced_to_the_announced_limit(make_server, connect) -> None:
@@ -95,3 +95,21 @@ async def test_an_error_answering_a_frame_sent_by_hand_is_kept_in_pushed(
     (error,) = [m for m in client.pushed if isinstance(m, v1.Error)]
     assert error.id == 1000000 and error.code == "not_found"
     assert isinstance(await client.request(v1.Ping()), v1.Pong), "the client goes on"
+
+
+async def test_a_table_left_is_not_resynced_after_a_reconnection(make_server, connect) -> None:
+    """A client resynced every table it ever held after reconnecting, the ones it had left
+    included: the server answered each with an error (a closed table: ``not_found``)."""
+    server = await make_server()
+    ann = await connect(server, name="Ann", reconnect=True)
+    left = (await ann.request(v1.CreateTable())).table.id
+    await ann.request(v1.LeaveTable(table=left))  # alone at it: it closes
+    kept = (await ann.request(v1.CreateTable())).table.id
+    not_found = server.metrics.errors.labels(ErrorCode.NOT_FOUND)
+    before = not_found._value.get()
+    await ann.drop()
+    await ann.wait_until(lambda: ann.reconnects == 1, 10)
+    await ann.resync(kept)  # answered after any resync the reconnection started
+    await asyncio.sleep(0.2)
+    assert not_found._value.get() == before, "a table it had left was resynced"
+    assert ann.left == {left}
