@@ -53,6 +53,7 @@ from tests.faults.history import finish_and_check, read_table_logs, resume_figur
 from tests.faults.players import (
     NEVER,
     RETRYABLE,
+    Fault,
     Table,
     abandoned_on_failure,
     errors_seen,
@@ -424,19 +425,42 @@ async def test_records_sqlite_file_on_a_full_disk(
         free(small_disk)
     freed = time.monotonic()
     problems = late + failure_figures(figures, node, fault.at, ended)
-    problems += await check_stored(
+    problems += await records_kept(
         lambda: asyncio.to_thread(sqlite_game_ids, path),
-        {f"{table.id}:1" for table in tables},
-        figures,
         freed,
-    )
-    figures["write failures (metric)"] = await metric(
-        node, "blackdrez_records_write_failures_total"
-    )
-    problems += await finish_and_check(
-        durable_redis.url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
+        figures,
+        redis_url=durable_redis.url,
+        tables=tables,
+        playing=playing,
+        fault=fault,
+        nodes=nodes,
+        cpu=cpu,
     )
     assert not problems, "\n".join(problems)
+
+
+async def records_kept(
+    stored: Any,
+    back: float,
+    figures: dict[str, Any],
+    *,
+    redis_url: str,
+    tables: list[Table],
+    playing: asyncio.Task[None],
+    fault: Fault,
+    nodes: Nodes,
+    cpu: CpuSampler,
+) -> list[str]:
+    """After a records outage that ended at ``back``: every game stored once (``stored()``
+    gives the ids stored), the write failures counted, then the history checked."""
+    problems = await check_stored(stored, {f"{table.id}:1" for table in tables}, figures, back)
+    figures["write failures (metric)"] = await metric(
+        nodes[0], "blackdrez_records_write_failures_total"
+    )
+    problems += await finish_and_check(
+        redis_url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
+    )
+    return problems
 
 
 @pytest.fixture
@@ -488,17 +512,16 @@ async def test_records_postgresql_stopped_or_held_while_games_finish(
         problems = late + failure_figures(figures, node, fault.at, ended)
         if fault_kind == "held":  # a query held is not a failed one: nothing to log
             problems = [p for p in problems if "never logged" not in p]
-        problems += await check_stored(
+        problems += await records_kept(
             lambda: postgres_game_ids(records_schema),
-            {f"{table.id}:1" for table in tables},
-            figures,
             back,
-        )
-        figures["write failures (metric)"] = await metric(
-            node, "blackdrez_records_write_failures_total"
-        )
-        problems += await finish_and_check(
-            durable_redis.url, tables, playing, fault, figures, cpu=cpu, nodes=nodes
+            figures,
+            redis_url=durable_redis.url,
+            tables=tables,
+            playing=playing,
+            fault=fault,
+            nodes=nodes,
+            cpu=cpu,
         )
     finally:
         await proxy.cut()
