@@ -6,7 +6,7 @@ FROM python:3.11-slim
 ARG OFFLINE=
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY games ./games
 COPY protocol ./protocol
 COPY server ./server

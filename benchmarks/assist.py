@@ -4,7 +4,8 @@ Usage::
 
     python3 benchmarks/assist.py [--games 20] [--json]
 
-Plays ``--games`` games of each solitaire on a table core (``server.table.room.Room``, no I/O) with
+Plays ``--games`` games of each solitaire on a table core (``blackdrez.server.table.room.Room``, no
+I/O) with
 the hint bot choosing every move (a hint is asked before each move, as a player leaning on them
 would), and prints the mean and 95th percentile time of:
 
@@ -33,9 +34,9 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol import v1
-from server.table.assist import forced_finish
-from server.table.commands import Begin, Create, LogEntry, execute, new_room
+from blackdrez.protocol import v1
+from blackdrez.server.table.assist import forced_finish
+from blackdrez.server.table.commands import Begin, Create, LogEntry, execute, new_room
 
 
 def _timed(timings: dict[str, list[float]], name: str, call: Callable[..., Any], *args: Any) -> Any:

@@ -7,7 +7,8 @@ Theory of operation
 -------------------
 Everything is measured on this machine with the parts a deployment runs: a ``redis-server`` with
 append-only persistence (started here), node processes running ``blackdrez serve --redis-url``
-(started here), and ``blackdrez loadtest`` bots (``tools.loadtest.cli.run_load``: 4 bots per
+(started here), and ``blackdrez loadtest`` bots (``blackdrez.tools.loadtest.cli.run_load``: 4 bots
+per
 table, MessagePack, each action paced to a total rate).
 
 1. **Calibration** (1 node, ``--tables`` tables, ``--rate`` actions/s). Over the load tool's
@@ -59,13 +60,13 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from server.node.failover import FULL_SCAN
-from server.node.hosting import RENEWALS
-from server.node.node import LEASE_TTL
-from server.testing.nodes import NodeProcess, cpu_seconds, resident_bytes
-from server.testing.redis_cluster import LocalCluster
-from server.testing.redis_server import RedisServer
-from tools.loadtest import cli as loadtest
+from blackdrez.server.node.failover import FULL_SCAN
+from blackdrez.server.node.hosting import RENEWALS
+from blackdrez.server.node.node import LEASE_TTL
+from blackdrez.server.testing.nodes import NodeProcess, cpu_seconds, resident_bytes
+from blackdrez.server.testing.redis_cluster import LocalCluster
+from blackdrez.server.testing.redis_server import RedisServer
+from blackdrez.tools.loadtest import cli as loadtest
 
 SERVE_EXTRA = (
     "--rate", "1000", "--burst", "1000", "--max-connections-per-ip", "0", "--handshake-burst", "0"

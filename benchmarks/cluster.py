@@ -40,10 +40,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from server.stores import LeaseLost, StoreUnavailable, open_store
-from server.testing.redis_cluster import LocalCluster, redis_command
-from server.testing.redis_server import RedisServer
-from tools.loadtest import cli as loadtest
+from blackdrez.server.stores import LeaseLost, StoreUnavailable, open_store
+from blackdrez.server.testing.redis_cluster import LocalCluster, redis_command
+from blackdrez.server.testing.redis_server import RedisServer
+from blackdrez.tools.loadtest import cli as loadtest
 
 LOAD_CPU = 1
 

@@ -6,7 +6,8 @@ Usage::
         [--server-cpus 0] [--worker-cpus 1] [--workers 2] [--duration 10]
 
 Starts a bare ``websockets`` echo server (compression off, uvloop when installed, the same
-``--server-cpus`` pinning) with ``python -m tools.loadtest --echo-server``, and loads it with the
+``--server-cpus`` pinning) with ``python -m blackdrez.tools.loadtest --echo-server``, and loads it
+with the
 load tool's ``echo`` clients: ``-c`` connections, each sending a ``--size``-byte binary frame and
 waiting for its echo, again, for ``--duration`` seconds. Reports, per run and as medians: frames/s
 received by the clients, the round trip p50/p99, and the server's RSS per connection read from
@@ -26,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.loadtest import cli as loadtest
+from blackdrez.tools.loadtest import cli as loadtest
 
 
 def main(argv: list[str] | None = None) -> int:

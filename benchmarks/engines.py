@@ -32,9 +32,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from games.blackdrez import rules as blackdrez
-from games.blackjack_piles import rules as blackjack_piles
-from games.blue_jacket import rules as blue_jacket
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.games.blackjack_piles import rules as blackjack_piles
+from blackdrez.games.blue_jacket import rules as blue_jacket
 
 Game = tuple[Callable[[], Any], list[tuple[int, Any]]]
 """A game to replay: a factory for a fresh engine and the ``(seat, action)`` pairs to apply."""

@@ -19,9 +19,10 @@ cores together give the 1,000-game figures. ``summary`` prints the number of gam
 with its 95% Wilson interval, the mean score, CPU per game, and for Blackjack Piles the ratio of
 mean scores to the ``--versus`` lines (paired by deal, with the 95% interval of the mean paired
 difference) and, per round, how many games passed it of those that played it. ``hints`` times
-the expert's hint (:func:`server.table.assist.expert_hint`, the function the node's hint worker
+the expert's hint (:func:`blackdrez.server.table.assist.expert_hint`, the function the node's hint
+worker
 runs) on positions of games the quick hint bot plays, and prints the CPU seconds of one hint
-(median, 95th percentile, max) and the share over the node's budget (``server.hints``).
+(median, 95th percentile, max) and the share over the node's budget (``blackdrez.server.hints``).
 
 This is a script, not a test: it asserts nothing.
 """
@@ -39,14 +40,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from games.stats import Z95, wilson
+from blackdrez.games.stats import Z95, wilson
 
 
 def _play(game: str, strategy: str, seed: str, start: int, stop: int) -> None:
     if game == "blue_jacket":
-        from games.blue_jacket import bots
-        from games.blue_jacket.expert import ExpertBot
-        from games.blue_jacket.rules import BlueJacket, Config
+        from blackdrez.games.blue_jacket import bots
+        from blackdrez.games.blue_jacket.expert import ExpertBot
+        from blackdrez.games.blue_jacket.rules import BlueJacket, Config
 
         bot = ExpertBot() if strategy == "expert" else bots.STRATEGIES[strategy]
         for index in range(start, stop):
@@ -57,9 +58,9 @@ def _play(game: str, strategy: str, seed: str, start: int, stop: int) -> None:
             line = {"i": index, "score": result.score, "won": bool(result.won)}
             _emit(line, began)
     elif game == "blackjack_piles":
-        from games.blackjack_piles import bots
-        from games.blackjack_piles.expert import PilesExpert
-        from games.blackjack_piles.rules import LAST_ROUND, BlackjackPiles, Config
+        from blackdrez.games.blackjack_piles import bots
+        from blackdrez.games.blackjack_piles.expert import PilesExpert
+        from blackdrez.games.blackjack_piles.rules import LAST_ROUND, BlackjackPiles, Config
 
         bot = PilesExpert() if strategy == "expert" else bots.STRATEGIES[strategy]
         for index in range(start, stop):
@@ -76,10 +77,10 @@ def _play(game: str, strategy: str, seed: str, start: int, stop: int) -> None:
 
 
 def _hints(game: str, seed: str, start: int, stop: int, every: int) -> dict[str, Any]:
-    from games import GAMES
-    from protocol import v1
-    from server.hints import HINT_BUDGET
-    from server.table.assist import expert_hint, hint_job, quick_hint
+    from blackdrez.games import GAMES
+    from blackdrez.protocol import v1
+    from blackdrez.server.hints import HINT_BUDGET
+    from blackdrez.server.table.assist import expert_hint, hint_job, quick_hint
 
     spec = GAMES[game]
     seconds: list[float] = []
@@ -106,9 +107,9 @@ def _hints(game: str, seed: str, start: int, stop: int, every: int) -> dict[str,
 
 
 def _rounds_alone(strategy: str, seed: str, rounds: list[int], deals: int) -> list[dict[str, Any]]:
-    from games.blackjack_piles import bots
-    from games.blackjack_piles.expert import PilesExpert
-    from games.blackjack_piles.rules import BlackjackPiles, Config
+    from blackdrez.games.blackjack_piles import bots
+    from blackdrez.games.blackjack_piles.expert import PilesExpert
+    from blackdrez.games.blackjack_piles.rules import BlackjackPiles, Config
 
     report = []
     for number in rounds:

@@ -3,7 +3,8 @@
     python3 benchmarks/group_commit.py [--tables 300] [--rounds 20] [--repeat 3] [--cpu 0]
         [--json FILE]
 
-A Redis of its own (``server.testing.redis_server``) and one :class:`RedisStore` in this process,
+A Redis of its own (``blackdrez.server.testing.redis_server``) and one :class:`RedisStore` in this
+process,
 as a node has; ``--tables`` tables, each leased and created. Then ``--rounds`` times each table
 appends one entry of 120 bytes with an announcement of 400 (about a BlackDrez action and its
 update), in two ways:
@@ -33,10 +34,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a checkout, not installed
 
-from server.stores.base import Store, table_channel
-from server.stores.memory import MemoryStore
-from server.stores.redis import RedisStore
-from server.testing.redis_server import RedisServer
+from blackdrez.server.stores.base import Store, table_channel
+from blackdrez.server.stores.memory import MemoryStore
+from blackdrez.server.stores.redis import RedisStore
+from blackdrez.server.testing.redis_server import RedisServer
 
 ENTRY = b"e" * 120
 ANNOUNCE = b"u" * 400

@@ -5,7 +5,7 @@
 
 Theory of operation
 -------------------
-Every run is ``blackdrez loadtest --spawn-server --mode play`` (``tools.loadtest``) with a
+Every run is ``blackdrez loadtest --spawn-server --mode play`` (``blackdrez.tools.loadtest``) with a
 server, and with ``--redis`` a Redis, of its own; ``--tables`` tables of 4 bots. The series take
 turns within each repetition, so that a machine whose load drifts hurts them alike.
 
@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.loadtest import cli as loadtest
+from blackdrez.tools.loadtest import cli as loadtest
 
 PINNED = ["--server-cpus", "0", "--worker-cpus", "1"]
 PARTS = ("max", "half", "workers")

@@ -4,7 +4,8 @@
 
 Theory of operation
 -------------------
-Every node's orphan scan starts from the index of hosted tables (``server.stores.redis``). Kept
+Every node's orphan scan starts from the index of hosted tables (``blackdrez.server.stores.redis``).
+Kept
 as one set (``bd:hosted``, before the buckets) each node read all of it with ``SMEMBERS``, and
 then kept its share; kept in buckets (``bd:{hosted}:B``) a node reads its share's buckets with
 one ``SUNION``. This script starts a Redis of its own, fills both forms with ``--tables`` ids
@@ -28,9 +29,9 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a checkout, not installed
 
-from server.stores.base import bucket_of, in_share, share_buckets
-from server.stores.redis import LEGACY_HOSTED_KEY, hosted_key
-from server.testing.redis_server import RedisServer
+from blackdrez.server.stores.base import bucket_of, in_share, share_buckets
+from blackdrez.server.stores.redis import LEGACY_HOSTED_KEY, hosted_key
+from blackdrez.server.testing.redis_server import RedisServer
 
 
 async def fill(client: aioredis.Redis, tables: int) -> None:

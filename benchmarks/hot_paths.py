@@ -3,7 +3,8 @@ form into the game's action, and a finished game's verification before it is sto
 
     python3 benchmarks/hot_paths.py [--repeat 7] [--json]
 
-* ``shuffle_52`` / ``shuffle_104``: ``games.shuffle.shuffled`` of one and two decks (every deal,
+* ``shuffle_52`` / ``shuffle_104``: ``blackdrez.games.shuffle.shuffled`` of one and two decks (every
+deal,
   live at a table and again in every replay and verification), µs each.
 * ``action_of`` against ``convert_union``: a BlackDrez action's wire dict to its Struct through
   ``GameSpec.action_of`` (what ``Room.act`` and the replays use), and through
@@ -29,11 +30,11 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from games import GAMES, verify
-from games.blackdrez import rules as blackdrez
-from games.shuffle import shuffled
-from server.records.ingest import finished_game
-from server.records.model import SeatPlayer
+from blackdrez.games import GAMES, verify
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.games.shuffle import shuffled
+from blackdrez.server.records.ingest import finished_game
+from blackdrez.server.records.model import SeatPlayer
 
 
 def _timed(work: Callable[[], object], count: int, repeat: int) -> list[float]:

@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.loadtest import cli as loadtest
+from blackdrez.tools.loadtest import cli as loadtest
 
 
 def _row(label: str, runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -17,7 +17,8 @@ drift of the machine's speed hurts them alike:
 * ``...-no-records``: the same with ``--db-url none``: no records writer at all;
 * ``redis-favoured``: Redis runs before the bots on the CPU they share (``--redis-favoured``);
 * ``...-postgres``: the records in PostgreSQL instead of SQLite: a throwaway durable cluster
-  this script starts (``server.testing.postgres_server``; Debian's ``postgresql``) pinned with
+  this script starts (``blackdrez.server.testing.postgres_server``; Debian's ``postgresql``) pinned
+  with
   the bots and Redis to CPU 1, a new database for each run.
 
 With ``--trees``, each variant runs with the node started from each of those source trees in
@@ -49,9 +50,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from server.testing.redis_server import free_port
-from tools.loadtest import cli as loadtest
-from tools.loadtest.procfs import quantile_bound
+from blackdrez.server.testing.redis_server import free_port
+from blackdrez.tools.loadtest import cli as loadtest
+from blackdrez.tools.loadtest.procfs import quantile_bound
 
 POSTGRES_DB = "{postgres}"
 """In a variant: ``--server-arg=--db-url`` of a new database on the script's PostgreSQL."""
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in plans}
     postgres = None
     if any(POSTGRES_DB in extra for extra in plans.values()):
-        from server.testing.postgres_server import PostgresServer
+        from blackdrez.server.testing.postgres_server import PostgresServer
 
         postgres = PostgresServer(durable=True)
         postgres.start()

@@ -9,7 +9,8 @@ seeds ``par:i``; Blue Jacket ``heuristic``, seeds ``par:i``), then computes each
 each budget (nodes per round for Piles, per search for Blue Jacket) and prints, per game and
 budget: the mean par, the share of games whose par is exact, and the CPU seconds (median and
 max, ``time.process_time``) one par takes. A par is computed by the node's worker process, off
-the event loop (``server.hints``), so its budget is bounded by what a worker may spend per game.
+the event loop (``blackdrez.server.hints``), so its budget is bounded by what a worker may spend per
+game.
 
 This is a script, not a test: it asserts nothing.
 """
@@ -26,14 +27,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from games.blackjack_piles import bots as piles_bots
-from games.blackjack_piles import solver as piles_solver
-from games.blackjack_piles.rules import LAST_ROUND, BlackjackPiles
-from games.blackjack_piles.rules import Config as PilesConfig
-from games.blue_jacket import bots as blue_jacket_bots
-from games.blue_jacket import solver as blue_jacket_solver
-from games.blue_jacket.rules import BlueJacket
-from games.blue_jacket.rules import Config as BlueJacketConfig
+from blackdrez.games.blackjack_piles import bots as piles_bots
+from blackdrez.games.blackjack_piles import solver as piles_solver
+from blackdrez.games.blackjack_piles.rules import LAST_ROUND, BlackjackPiles
+from blackdrez.games.blackjack_piles.rules import Config as PilesConfig
+from blackdrez.games.blue_jacket import bots as blue_jacket_bots
+from blackdrez.games.blue_jacket import solver as blue_jacket_solver
+from blackdrez.games.blue_jacket.rules import BlueJacket
+from blackdrez.games.blue_jacket.rules import Config as BlueJacketConfig
 
 
 def _piles_games(games: int) -> list[BlackjackPiles]:

@@ -40,13 +40,13 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from games import verify
-from games.blackdrez import rules as blackdrez
-from server.records.api import RecordsApi
-from server.records.ingest import finished_game
-from server.records.model import FinishedGame, SeatPlayer
-from server.records.store import RecordsStore
-from server.testing.postgres_server import PostgresServer
+from blackdrez.games import verify
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.server.records.api import RecordsApi
+from blackdrez.server.records.ingest import finished_game
+from blackdrez.server.records.model import FinishedGame, SeatPlayer
+from blackdrez.server.records.store import RecordsStore
+from blackdrez.server.testing.postgres_server import PostgresServer
 
 PLAYERS = 2000
 BOT_SHARE = 10

@@ -3,7 +3,8 @@
     python3 benchmarks/records_live.py [--db sqlite|postgresql] [--tables 30] [--seconds 30]
                                        [--api-clients 4] [--json]
 
-Starts one server node process (``python -m tools.cli serve``, records in a SQLite file or in a
+Starts one server node process (``python -m blackdrez.tools.cli serve``, records in a SQLite file or
+in a
 throwaway PostgreSQL from ``server/testing/postgres_server.py`` with its durable defaults), pinned
 to CPU 0 when ``taskset`` exists, and loads it from CPU 1:
 
@@ -37,8 +38,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from server.testing.postgres_server import PostgresServer
-from server.testing.redis_server import free_port
+from blackdrez.server.testing.postgres_server import PostgresServer
+from blackdrez.server.testing.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,7 +113,7 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 async def swarm(url: str, tables: int) -> int:
     process = await asyncio.create_subprocess_exec(
-        *pinned(1, [sys.executable, "-m", "tools.cli", "bots", "--url", url,
+        *pinned(1, [sys.executable, "-m", "blackdrez.tools.cli", "bots", "--url", url,
                     "--tables", str(tables), "--per-table", "4"]),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
     )  # fmt: skip
@@ -122,7 +123,7 @@ async def swarm(url: str, tables: int) -> int:
 async def measure(db_url: str, args: argparse.Namespace) -> dict[str, Any]:
     port = free_port()
     node = subprocess.Popen(
-        pinned(0, [sys.executable, "-m", "tools.cli", "serve", "--port", str(port),
+        pinned(0, [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--port", str(port),
                    "--in-memory", "--db-url", db_url]),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
     )  # fmt: skip

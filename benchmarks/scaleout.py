@@ -40,12 +40,12 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from clients.bots import play_table, run_swarm
-from clients.client import Client, ServerError
-from protocol import v1
-from server.node import LEASE_TTL
-from server.testing.nodes import Nodes, lease_holders
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.bots import play_table, run_swarm
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.server.node import LEASE_TTL
+from blackdrez.server.testing.nodes import Nodes, lease_holders
+from blackdrez.server.testing.redis_server import RedisServer
 
 SWARM_TABLES = 9
 """Tables of 3 bots over the 3 nodes in the failover runs: few, so that the nodes' own load on a

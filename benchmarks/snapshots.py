@@ -3,7 +3,8 @@
     python3 benchmarks/snapshots.py [--entries 1000,10000] [--repeat 5] [--json FILE]
 
 For each length, a BlackDrez table of four players is played in process until its log holds that
-many entries (``server.testing.table_logs``), snapshotted every ``SNAPSHOT_EVERY`` entries from
+many entries (``blackdrez.server.testing.table_logs``), snapshotted every ``SNAPSHOT_EVERY`` entries
+from
 the live room as a host does; the log and the latest snapshot go to a Redis of its own. Then, as
 an adopting node does, ``--repeat`` times each:
 
@@ -32,12 +33,12 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a checkout, not installed
 
-from server.stores.redis import RedisStore, log_key
-from server.table.commands import rebuild as rebuild_from_log
-from server.table.room import Room
-from server.table.snapshots import SNAPSHOT_EVERY, resume, take
-from server.testing.redis_server import RedisServer
-from server.testing.table_logs import TABLE, play_table
+from blackdrez.server.stores.redis import RedisStore, log_key
+from blackdrez.server.table.commands import rebuild as rebuild_from_log
+from blackdrez.server.table.room import Room
+from blackdrez.server.table.snapshots import SNAPSHOT_EVERY, resume, take
+from blackdrez.server.testing.redis_server import RedisServer
+from blackdrez.server.testing.table_logs import TABLE, play_table
 
 
 def build(entries: int) -> tuple[list[bytes], tuple[int, bytes], float]:

@@ -4,7 +4,8 @@ Usage::
 
     python benchmarks/waiting_table.py [--seconds 5] [--tables 1] [--grace 60]
 
-Starts a server node (``python -m tools.cli serve``, in memory, on a free loopback port), and at
+Starts a server node (``python -m blackdrez.tools.cli serve``, in memory, on a free loopback port),
+and at
 each of ``--tables`` tables seats two players with no pause between rounds, starts the game, has
 one player say ``ready: false`` and plays the round out: fewer than two seats can play the next
 round, so the table waits for ``--grace`` seconds. For ``--seconds`` of that wait it reports the
@@ -26,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from clients.client import Client  # noqa: E402
-from protocol import v1  # noqa: E402
-from server.testing.redis_server import free_port  # noqa: E402
+from blackdrez.clients.client import Client  # noqa: E402
+from blackdrez.protocol import v1  # noqa: E402
+from blackdrez.server.testing.redis_server import free_port  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> float:
@@ -78,7 +79,7 @@ async def main() -> None:
         [
             sys.executable,
             "-m",
-            "tools.cli",
+            "blackdrez.tools.cli",
             "serve",
             "--host",
             "127.0.0.1",

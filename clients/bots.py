@@ -20,13 +20,13 @@ from typing import Any
 
 import msgspec
 
-from clients.client import Client, ServerError, TableState
-from games import shuffle
-from games.blackdrez import bots as blackdrez_bots
-from games.blackdrez import rules as blackdrez
-from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
-from protocol import v1
-from protocol.retry import RETRY
+from blackdrez.clients.client import Client, ServerError, TableState
+from blackdrez.games import shuffle
+from blackdrez.games.blackdrez import bots as blackdrez_bots
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
+from blackdrez.protocol import v1
+from blackdrez.protocol.retry import RETRY
 
 log = logging.getLogger("blackdrez.bot")
 
@@ -37,7 +37,8 @@ RETRYABLE = frozenset(
 )
 """Refusals a bot meets while its table moves between nodes (or the store is down), or when it
 acted on a view that was already stale: look at the table again (resync) and carry on, after a
-short capped delay with jitter (:data:`protocol.retry.RETRY`: the table is back about a lease
+short capped delay with jitter (:data:`blackdrez.protocol.retry.RETRY`: the table is back about a
+lease
 after its node died, and a bot that waited seconds more would hold its whole table up)."""
 REFUSAL_PATIENCE = 90.0
 """Seconds of refusals in a row after which a bot gives up: its table is not coming back."""

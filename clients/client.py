@@ -17,7 +17,8 @@ by a later update on the way) is not applied: the client never goes back.
 A request for a table that is moving between nodes is answered ``moving`` (nothing changed):
 :meth:`Client.request` waits it out, sending the request again with backoff, so callers only see
 real answers (``not_found`` is never a table in transit). Reconnections and retries follow the
-policies of :mod:`protocol.retry`: a connection whose node died is re-opened at once at the next
+policies of :mod:`blackdrez.protocol.retry`: a connection whose node died is re-opened at once at
+the next
 url; a refused request is tried again after at most a quarter second, with jitter. A
 reconnection refused with HTTP 429 (too many new connections from this address) or 503 waits at
 least the ``Retry-After`` the server gave before its next try.
@@ -62,18 +63,19 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
-from protocol import v1
-from protocol.codec import SERVER_DECODERS, encode
-from protocol.errors import CloseCode, ErrorCode
-from protocol.handshake import Hello
-from protocol.retry import RECONNECT, RETRY, reconnect_delays
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS, encode
+from blackdrez.protocol.errors import CloseCode, ErrorCode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.protocol.retry import RECONNECT, RETRY, reconnect_delays
 
 CLIENT_NAME = "blackdrez-py/0.1"
 RECONNECT_TRIES = 15
 """Tries to re-open a dropped connection: 30 to 50 s in all with
-:data:`protocol.retry.RECONNECT`."""
+:data:`blackdrez.protocol.retry.RECONNECT`."""
 MOVE_TRIES = 8
-"""Rounds of tries (every other url, on :data:`protocol.retry.RECONNECT`'s backoff: 8 to 16 s
+"""Rounds of tries (every other url, on :data:`blackdrez.protocol.retry.RECONNECT`'s backoff: 8 to
+16 s
 in all) to move away from a node that lost its store before staying with it."""
 MOVING_PATIENCE = 30.0
 """Seconds a request answered ``moving`` is retried before the error is raised: a table moves
@@ -255,7 +257,8 @@ class Client:
 
         With ``reconnect=True`` a dropped connection is re-opened with the session token (at
         once if its node died, then with backoff from 0.1 s up to 5 s, at most
-        :data:`RECONNECT_TRIES` tries: :mod:`protocol.retry`) and every table held is resynced,
+        :data:`RECONNECT_TRIES` tries: :mod:`blackdrez.protocol.retry`) and every table held is
+        resynced,
         so the client carries on where it was; a node that answers "not now" (503 while it
         starts, see :data:`PASSING_STATUSES`) is tried again too. ``also`` names other nodes to
         try in turn (for several nodes with no load balancer in front). A request answered
@@ -490,7 +493,7 @@ class Client:
 
     async def _reopen(self) -> bool:
         """Re-open the connection at the next url in turn, at once if its node died (see
-        :func:`protocol.retry.reconnect_delays`); resync every table held."""
+        :func:`blackdrez.protocol.retry.reconnect_delays`); resync every table held."""
         delays = reconnect_delays(self.ws.close_code)
         told = 0.0  # the server's Retry-After, when it refused the last try with one
         for _ in range(RECONNECT_TRIES):

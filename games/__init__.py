@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 Each sub-package is one game (``games/<name>/``: ``rules`` the engine, no I/O, no asyncio,
 deterministic from a seed and the list of actions; ``bots`` the reference strategies; ``table``
-its :class:`~games.spec.GameSpec`) and exposes ``SPEC``. :data:`GAMES` is built by listing those
+its :class:`~blackdrez.games.spec.GameSpec`) and exposes ``SPEC``. :data:`GAMES` is built by listing
+those
 folders, in name order, so adding a game is adding a folder: the server, the CLI, the protocol's
 game names and schema, and the browser's game list all read this registry. The shared helpers
 beside the folders (``base``, ``cards``, ``shuffle``, ``records``, ``verify``, ``transcript``)
@@ -16,7 +17,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from games.spec import GameSpec
+from blackdrez.games.spec import GameSpec
 
 
 def _discover() -> dict[str, GameSpec]:

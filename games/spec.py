@@ -6,12 +6,15 @@ A game is a folder under ``games/`` (rules, bots, table glue) whose ``__init__``
 an instance of a :class:`GameSpec` subclass. The registry (:data:`games.GAMES`) collects them, and
 every reader takes what it needs from there instead of naming games itself:
 
-* the table core (``server.table``): seats, how a game is created from table options, the system
+* the table core (``blackdrez.server.table``): seats, how a game is created from table options, the
+system
   actions the table plays itself (BlackDrez: starting each round, ending the game when fewer than
   two can play), the round pause and the turn timer, what a leaver plays, the leaderboard score;
-* the protocol (``protocol.v1`` and its schema export): the game names, which are solitaires, and
+* the protocol (``blackdrez.protocol.v1`` and its schema export): the game names, which are
+solitaires, and
   each game's action, event and view types;
-* the tools (``games.verify``, ``tools.cli``): the Config type, the canonical deck and the shuffle
+* the tools (``blackdrez.games.verify``, ``blackdrez.tools.cli``): the Config type, the canonical
+deck and the shuffle
   contexts to check a deal against, the state field holding a card order, the reference bots.
 
 Table options arrive as the protocol's ``TableOptions``; a spec reads their fields by name and
@@ -36,7 +39,7 @@ class GameSpec:
     solitaire: ClassVar[bool] = True
     """A one-seat game started with ``start_solitaire`` (else a table created by a host)."""
     engine: ClassVar[Any]
-    """The engine class (see :class:`games.base.Engine`)."""
+    """The engine class (see :class:`blackdrez.games.base.Engine`)."""
     config: ClassVar[Any]
     """The engine's Config Struct (its defaults make a valid game)."""
     action: ClassVar[Any]

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from games.blackdrez import rules as blackdrez
-from games.blackjack_piles import rules as blackjack_piles
-from games.blue_jacket import rules as blue_jacket
-from games.cards import FIGURE_NAMES
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.games.blackjack_piles import rules as blackjack_piles
+from blackdrez.games.blue_jacket import rules as blue_jacket
+from blackdrez.games.cards import FIGURE_NAMES
 
 SUIT_SYMBOLS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
 RANK_WORDS = {"A": "A", "T": "10", "J": "J", "Q": "Q", "K": "K"}

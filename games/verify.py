@@ -2,9 +2,11 @@
 
 Theory of operation
 -------------------
-Each game's :class:`~games.spec.GameSpec` (from :data:`games.GAMES`) gives its engine class,
+Each game's :class:`~blackdrez.games.spec.GameSpec` (from :data:`games.GAMES`) gives its engine
+class,
 config type, action union (the type ``msgspec.convert`` turns a wire dict into), its canonical
-deck, its shuffle contexts and its reference bots. A :class:`~games.records.Record` names the
+deck, its shuffle contexts and its reference bots. A :class:`~blackdrez.games.records.Record` names
+the
 game, its config, its seed (or explicit card order) and every ``[seat, action]`` applied.
 :func:`replay` rebuilds the game from those;
 :func:`verify` checks a finished game's record against its revealed seed:
@@ -24,11 +26,11 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from games import GAMES
-from games.base import Rejected
-from games.records import Record
-from games.shuffle import commitment
-from games.spec import GameSpec
+from blackdrez.games import GAMES
+from blackdrez.games.base import Rejected
+from blackdrez.games.records import Record
+from blackdrez.games.shuffle import commitment
+from blackdrez.games.spec import GameSpec
 
 
 class ReplayError(Exception):

@@ -1,7 +1,8 @@
 """Encoding and decoding frames: JSON in text frames, MessagePack in binary frames.
 
 Encoders and decoders are built once per version and reused (msgspec's fastest path). Decoding
-failures become :class:`FrameError` with the :class:`~protocol.errors.ErrorCode` that the server
+failures become :class:`FrameError` with the :class:`~blackdrez.protocol.errors.ErrorCode` that the
+server
 sends back, so every bad frame gets a typed answer.
 
 Values may nest at most :data:`MAX_DEPTH` levels (the frame's own object is level 1). A deeper
@@ -17,9 +18,9 @@ from typing import Any
 
 import msgspec
 
-from protocol import v1
-from protocol.errors import ErrorCode
-from protocol.handshake import Hello
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.protocol.handshake import Hello
 
 Frame = str | bytes
 

@@ -3,7 +3,8 @@
 The first message a client sends, in JSON or MessagePack, is ``hello`` listing every protocol
 version it speaks. The server picks the highest version both speak and answers ``welcome`` with it,
 or answers ``error`` with code ``unsupported_version`` and the versions it supports, then closes
-with code 4001. Everything after ``welcome`` is in the chosen version's module (``protocol.v1``).
+with code 4001. Everything after ``welcome`` is in the chosen version's module
+(``blackdrez.protocol.v1``).
 """
 
 from __future__ import annotations

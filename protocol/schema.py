@@ -11,10 +11,10 @@ definitions are prefixed with the game's name (``blackdrez.Hit``) so that two ga
 same class name without renaming each other's definitions.
 
 This module is an export tool: it imports the engines' types through the games registry
-(:mod:`protocol.v1` takes only the game names from it).
+(:mod:`blackdrez.protocol.v1` takes only the game names from it).
 The output is stable (sorted keys, two-space indent, trailing newline), so a test can compare the
-committed file with the code. Regenerate with ``python -m protocol.schema``; check with
-``python -m protocol.schema --check`` (exit status 1 when the committed file differs).
+committed file with the code. Regenerate with ``python -m blackdrez.protocol.schema``; check with
+``python -m blackdrez.protocol.schema --check`` (exit status 1 when the committed file differs).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from typing import Any
 
 import msgspec
 
-from games import GAMES
-from protocol import v1
-from protocol.handshake import Hello
+from blackdrez.games import GAMES
+from blackdrez.protocol import v1
+from blackdrez.protocol.handshake import Hello
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "schema" / "v1.json"
-REGENERATE = "python -m protocol.schema"
+REGENERATE = "python -m blackdrez.protocol.schema"
 
 PROTOCOL_UNIONS: dict[str, Any] = {
     "hello": Hello,
@@ -95,7 +95,7 @@ def build() -> dict[str, Any]:
 class SchemaFile:
     """A generated JSON Schema document committed at ``path``: its exact text, the check that the
     committed file is current, and the command that writes or checks it. Shared by this module
-    and the records API's schema (``server.records.schema``)."""
+    and the records API's schema (``blackdrez.server.records.schema``)."""
 
     build: Callable[[], dict[str, Any]]
     path: Path

@@ -23,8 +23,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from games import GAMES, SOLITAIRES
-from protocol.handshake import Hello
+from blackdrez.games import GAMES, SOLITAIRES
+from blackdrez.protocol.handshake import Hello
 
 VERSION = 1
 
@@ -470,7 +470,7 @@ class Welcome(Message, tag="welcome", kw_only=True):
 class Error(Message, tag="error", kw_only=True):
     id: RequestId | None = None
     code: str
-    """One of :class:`protocol.errors.ErrorCode`."""
+    """One of :class:`blackdrez.protocol.errors.ErrorCode`."""
     message: str
     supported: list[int] | None = None
     """With ``unsupported_version``: the versions this server speaks."""

@@ -51,13 +51,13 @@ import msgspec
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.stores import StoreUnavailable
-from server.table.commands import Stop, decode_entry
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.stores import StoreUnavailable
+from blackdrez.server.table.commands import Stop, decode_entry
 
 if TYPE_CHECKING:
-    from server.app import GameServer
+    from blackdrez.server.app import GameServer
 
 PREFIX = "/admin/"
 OPERATOR = "operator"

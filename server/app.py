@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 ``websockets`` accepts every connection. A plain HTTP request (no ``Upgrade`` header) is answered
 in ``process_request``: ``/healthz``, ``/metrics`` (unless ``metrics_port`` gives them a listener
-of their own), the records API's GET routes under ``/api/`` (``server.records.api``, when the
+of their own), the records API's GET routes under ``/api/`` (``blackdrez.server.records.api``, when
+the
 server keeps records) and the browser client's static files. A WebSocket handshake from a browser
 page is refused there (403) unless its ``Origin`` names the request's own host and port or an
 allowed origin; a handshake without ``Origin`` is not a browser's and passes. An accepted
@@ -27,11 +28,13 @@ A WebSocket connection must then send ``hello`` within ``hello_timeout``; the se
 version, checks the session token (signature, lifetime from its first issue, the store's list of
 revoked tokens, and with records its account's token generation) or issues one, and answers
 ``welcome``. After that every frame is decoded (JSON in text frames, MessagePack in binary frames),
-rate-limited by a token bucket, and handed to the :class:`~server.node.Node`, except what this
+rate-limited by a token bucket, and handed to the :class:`~blackdrez.server.node.Node`, except what
+this
 layer answers itself: ``logout`` (revoke the token, close), a ``start_solitaire`` past the player's
 session cap, and the account requests (``sign_up``, ``sign_in``, ``sign_out_everywhere``: the HTTP
 parser under this server takes GET only, so accounts are WebSocket messages here). With records,
-finished games go from the node to a :class:`~server.records.writer.RecordsWriter`. Bad frames get
+finished games go from the node to a :class:`~blackdrez.server.records.writer.RecordsWriter`. Bad
+frames get
 a typed ``error`` and change nothing; a flood is closed with 1008, a frame over ``max_frame_bytes``
 with 1009, a text frame that is not UTF-8 with 1007 and one breaking the protocol with 1002 (these
 three by ``websockets``; all four are counted in ``blackdrez_closes_total``).
@@ -74,28 +77,28 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from games import GAMES
-from protocol import handshake, v1
-from protocol.codec import CLIENT_DECODERS, FrameError, decode_hello, encode
-from protocol.errors import CloseCode, ErrorCode
-from server import hints, identity
-from server.admin import PREFIX as ADMIN_PREFIX
-from server.admin import AdminApi
-from server.connection import OLDEST, Connection
-from server.metrics import INVALID_MESSAGE, Metrics
-from server.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
-from server.node.hosting import HINT_BURST, HINT_RATE, is_solitaire_id
-from server.ratelimit import KeyedBuckets, TokenBucket
-from server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
-from server.records.api import ApiError, ErrorReply, RecordsApi
-from server.records.db import DatabaseError, redact
-from server.records.store import RecordsStore
-from server.records.writer import RecordsWriter
-from server.retry import Backoff
-from server.stores import Store, StoreRefused, StoreUnavailable, open_store
-from server.stores.embedded import EmbeddedError, EmbeddedRedis
-from server.table.room import KEPT_EVENTS
-from server.tasks import cancel_until_done
+from blackdrez.games import GAMES
+from blackdrez.protocol import handshake, v1
+from blackdrez.protocol.codec import CLIENT_DECODERS, FrameError, decode_hello, encode
+from blackdrez.protocol.errors import CloseCode, ErrorCode
+from blackdrez.server import hints, identity
+from blackdrez.server.admin import PREFIX as ADMIN_PREFIX
+from blackdrez.server.admin import AdminApi
+from blackdrez.server.connection import OLDEST, Connection
+from blackdrez.server.metrics import INVALID_MESSAGE, Metrics
+from blackdrez.server.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
+from blackdrez.server.node.hosting import HINT_BURST, HINT_RATE, is_solitaire_id
+from blackdrez.server.ratelimit import KeyedBuckets, TokenBucket
+from blackdrez.server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
+from blackdrez.server.records.api import ApiError, ErrorReply, RecordsApi
+from blackdrez.server.records.db import DatabaseError, redact
+from blackdrez.server.records.store import RecordsStore
+from blackdrez.server.records.writer import RecordsWriter
+from blackdrez.server.retry import Backoff
+from blackdrez.server.stores import Store, StoreRefused, StoreUnavailable, open_store
+from blackdrez.server.stores.embedded import EmbeddedError, EmbeddedRedis
+from blackdrez.server.table.room import KEPT_EVENTS
+from blackdrez.server.tasks import cancel_until_done
 
 log = logging.getLogger("blackdrez.server")
 
@@ -141,7 +144,7 @@ for the store, or go on at another node if only this one lost it (a partition)."
 STORE_LOST = "this node cannot reach its store: another node may (reconnect there to play on)"
 """The ``error`` (``unavailable``, no ``id``) each connected client gets once per outage when
 the node turns ``store_unreachable``: a client that can reach another node may move there,
-keeping this connection until that node greets it (``clients.client`` does); if none does
+keeping this connection until that node greets it (``blackdrez.clients.client`` does); if none does
 (the store is down for every node), this one serves again once the store is back."""
 STORE_WATCH_EVERY = 0.25
 """Seconds between two looks at the store's health for :data:`STORE_LOST`."""
@@ -166,10 +169,11 @@ GAMES_MODULE = (
 ).encode()
 """``/games.js``: the browser's list of games, from :data:`games.GAMES`."""
 Ladder = Callable[..., Awaitable[None]]
-"""Runs the bot ladder: ``ladder(url, secret, tables, node_id)`` (``tools.ladder.run_ladder``)."""
+"""Runs the bot ladder: ``ladder(url, secret, tables, node_id)``
+(``blackdrez.tools.ladder.run_ladder``)."""
 BotClient = Callable[..., Awaitable[object]]
 """Plays one bot over the protocol: ``bot_client(url, table=, strategy=, invite=, name=, games=,
-think=, token=)`` (``clients.bots.run_bot``)."""
+think=, token=)`` (``blackdrez.clients.bots.run_bot``)."""
 AccountRequest = v1.SignUp | v1.SignIn | v1.SignOutEverywhere
 _ACCOUNT_ERRORS = {
     AccountErrorCode.INVALID_TOKEN: ErrorCode.BAD_TOKEN,
@@ -213,7 +217,8 @@ class Settings:
     redis_url: str | None = None
     """``redis://...`` for one Redis, ``redis+cluster://host:port[,...]`` for a Redis Cluster."""
     data_dir: Path | None = None
-    """Without ``redis_url``: the folder whose Redis (``server.stores.embedded``: started by the
+    """Without ``redis_url``: the folder whose Redis (``blackdrez.server.stores.embedded``: started
+    by the
     node unless already running, its append-only file in ``DATA/redis``) keeps the node's state
     across restarts (``blackdrez serve`` defaults to ``blackdrez-data``). ``None`` with no
     ``redis_url``: the in-memory store, for tests and benchmarks, lost when the process ends."""
@@ -266,7 +271,8 @@ class Settings:
     """Connections the kernel completes and queues for the node while it is not accepting
     (capped by ``net.core.somaxconn``); past it a client's SYN is dropped and retried 1 s later."""
     reuse_port: bool = False
-    """Bind with ``SO_REUSEPORT``, so that several workers share the port (``server.workers``)."""
+    """Bind with ``SO_REUSEPORT``, so that several workers share the port
+    (``blackdrez.server.workers``)."""
     static_dir: Path = STATIC_DIR
     admin_token: str | None = None
     """Enables the ``/admin/`` calls (drain, the admin view) for whoever sends this token."""
@@ -275,9 +281,9 @@ class Settings:
     ``sqlite:///path`` or ``postgresql://...``; ``None`` keeps no records (``blackdrez serve``
     defaults to :data:`DEFAULT_DB_URL`)."""
     ladder_tables: int = 0
-    """Rated tables of bots this node keeps playing (the bot ladder, ``tools.ladder``)."""
+    """Rated tables of bots this node keeps playing (the bot ladder, ``blackdrez.tools.ladder``)."""
     hint_workers: int = hints.WORKERS
-    """Processes computing the experts' hints and the pars (``server.hints``)."""
+    """Processes computing the experts' hints and the pars (``blackdrez.server.hints``)."""
     hint_budget: float = hints.HINT_BUDGET
     """Seconds a hint waits for the expert before a quick bot answers."""
     hints_per_second: float = HINT_RATE
@@ -330,10 +336,11 @@ class GameServer:
         )
         self.bot_client = bot_client
         self.ladder = ladder
-        """Keeps ``ladder_tables`` rated tables of bots playing (``tools.ladder.run_ladder``,
-        given by ``tools.cli``: the ladder plays over the protocol, as a client)."""
-        """Runs one bot client; given by whoever starts the server (``tools.cli`` passes
-        ``clients.bots.run_bot``), since the server imports no client. Without it the node
+        """Keeps ``ladder_tables`` rated tables of bots playing
+        (``blackdrez.tools.ladder.run_ladder``,
+        given by ``blackdrez.tools.cli``: the ladder plays over the protocol, as a client)."""
+        """Runs one bot client; given by whoever starts the server (``blackdrez.tools.cli`` passes
+        ``blackdrez.clients.bots.run_bot``), since the server imports no client. Without it the node
         answers a request for bots with ``unavailable``."""
         if bot_client is not None:
             self.node.spawn_bot = self._spawn_bot
@@ -433,14 +440,14 @@ class GameServer:
             log.info("node %s: metrics on %s:%s", s.node_id, s.metrics_host, self.metrics_port)
         if s.ladder_tables:
             if self.ladder is None:
-                raise ValueError("ladder_tables needs a ladder (tools.ladder.run_ladder)")
+                raise ValueError("ladder_tables needs a ladder (blackdrez.tools.ladder.run_ladder)")
             self._ladder = asyncio.get_running_loop().create_task(
                 self.ladder(self._own_url(), self.secret, s.ladder_tables, s.node_id)
             )
 
     async def _open_records(self, url: str) -> None:
         """Open the records database and wire it: accounts at ``hello``, the API, the writer
-        of finished games (see ``server.records``)."""
+        of finished games (see ``blackdrez.server.records``)."""
         self.records = await RecordsStore.open(url)
         self.records.clock = lambda: self.node.clock()  # a daily deal's game unseals at day end
         self.accounts = Accounts(
@@ -499,7 +506,8 @@ class GameServer:
                 await self.store.health.wait_up()
 
     def drain(self) -> None:
-        """Start a graceful stop now, as for a rolling upgrade (see :mod:`server.admin`)."""
+        """Start a graceful stop now, as for a rolling upgrade (see
+        :mod:`blackdrez.server.admin`)."""
         if self._draining is None and not self.stopping:
             self._draining = asyncio.get_running_loop().create_task(self.stop())
 

@@ -2,14 +2,16 @@
 
 Theory of operation
 -------------------
-Nodes talk over the store's publish/subscribe bus (see ``server.stores.base``) on four kinds of
+Nodes talk over the store's publish/subscribe bus (see ``blackdrez.server.stores.base``) on four
+kinds of
 channel, and every message on any of them is one of the Structs below, encoded with MessagePack
 and decoded by one decoder into its type (never into a plain dict):
 
 * a node's own channel carries :class:`Request` (a client's request for a table that node
   hosts, forwarded by the client's node) and :class:`Reply` (the answer, sent back to the
   requester's node). A reply's messages are decoded as the protocol's server messages, so a
-  forwarded ``error`` is a :class:`protocol.v1.Error` like a local one. It also carries what
+  forwarded ``error`` is a :class:`blackdrez.protocol.v1.Error` like a local one. It also carries
+  what
   closes a player's connection there: :class:`SignedOut` and :class:`Replaced`;
 * a table's channel carries :class:`TableUpdate`: what the table's host announces, in the same
   store step as the log entry that caused it (with the seats whose players the host now counts
@@ -22,9 +24,9 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol import v1
-from server.table.commands import Answer, ConnectionChanged, Stop
-from server.table.room import Broadcast
+from blackdrez.protocol import v1
+from blackdrez.server.table.commands import Answer, ConnectionChanged, Stop
+from blackdrez.server.table.room import Broadcast
 
 HANDOVER_CHANNEL = "bd:handover"
 
@@ -39,7 +41,7 @@ class Request(msgspec.Struct, tag="request", tag_field="bus", kw_only=True):
     name: str
     table: str
     message: v1.ClientMessage | ConnectionChanged | Stop
-    """``Stop``: an operator closes the table (``server.admin``)."""
+    """``Stop``: an operator closes the table (``blackdrez.server.admin``)."""
     bot: bool = False
     incarnation: str | None = None
     """The requester's node process (``Store.incarnation``; ``None`` from older versions): the

@@ -24,10 +24,10 @@ from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
-from protocol.codec import Frame, encode
-from protocol.errors import CloseCode
-from server.identity import Token
-from server.ratelimit import TokenBucket
+from blackdrez.protocol.codec import Frame, encode
+from blackdrez.protocol.errors import CloseCode
+from blackdrez.server.identity import Token
+from blackdrez.server.ratelimit import TokenBucket
 
 OLDEST = 0
 """The order of a connection older than every one the store orders (``Store.next_attach``

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-A hint shows the *expert's* move (:func:`server.table.assist.expert_hint`), and the Blue Jacket
+A hint shows the *expert's* move (:func:`blackdrez.server.table.assist.expert_hint`), and the Blue
+Jacket
 expert plans for about a second of CPU; a par is a bounded perfect-information search of the same
 order. Run on the node's event loop, either would hold up every table of the node (and, with the
 in-memory store, the lease renewals that run in the loop). So both run in a small pool of worker
@@ -14,7 +15,8 @@ Bounds, so that a flood costs the node nothing it cannot afford:
 
 * at most ``queue`` jobs are in the pool at once, *counting* jobs whose caller stopped waiting
   (a running process cannot be interrupted); past that a hint is answered at once by the quick
-  bot (:func:`server.table.assist.quick_hint`, tens of milliseconds) and a par waits its turn;
+  bot (:func:`blackdrez.server.table.assist.quick_hint`, tens of milliseconds) and a par waits its
+  turn;
 * a hint waits at most ``hint_budget`` seconds (well under a forwarded request's patience,
   ``REMOTE_TIMEOUT``); past that it is answered by the quick bot too. The reply's ``by`` says
   which bot gave the move: ``expert``, or the quick bot's name;
@@ -23,9 +25,10 @@ Bounds, so that a flood costs the node nothing it cannot afford:
 * a worker process that dies (killed, out of memory) breaks the pool: that hint is answered by
   the quick bot, and the next job starts a new pool;
 * how often one table may ask is the host's business (a token bucket per table,
-  ``server.node.hosting``): past it the request gets ``rate_limited`` and nothing changes.
+  ``blackdrez.server.node.hosting``): past it the request gets ``rate_limited`` and nothing changes.
 
-Everything a worker runs is a pure function of its arguments (``server.table.assist``), so the
+Everything a worker runs is a pure function of its arguments (``blackdrez.server.table.assist``), so
+the
 hint is exactly the expert's move for what the player sees, and a par is the same wherever it is
 computed.
 """
@@ -40,7 +43,7 @@ import multiprocessing
 from collections.abc import Callable
 from typing import Any
 
-from server.table.assist import HintJob, expert_hint, par_of, quick_hint
+from blackdrez.server.table.assist import HintJob, expert_hint, par_of, quick_hint
 
 log = logging.getLogger("blackdrez.hints")
 
@@ -118,7 +121,7 @@ class HintWorker:
 
     async def par(self, game: str, dump: bytes) -> dict[str, Any] | None:
         """The par of the finished game ``game`` whose engine dumped ``dump`` (see
-        :func:`server.table.assist.par_of`): waits its turn when the pool is full."""
+        :func:`blackdrez.server.table.assist.par_of`): waits its turn when the pool is full."""
         while self._busy >= self.queue:
             await asyncio.sleep(0.05)
         try:

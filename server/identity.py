@@ -8,7 +8,7 @@ A token is issued once, to a new guest, and never renewed: coming back with it g
 again, so its lifetime counts from that first issue and a stolen token cannot be kept alive. Its
 :attr:`Token.id` (the signature part) names it in the store's list of revoked tokens.
 
-A player who claimed an account (``server.records.accounts``) gets tokens that also carry
+A player who claimed an account (``blackdrez.server.records.accounts``) gets tokens that also carry
 ``"g"``, the account's token generation: revoking the account's tokens ("log out everywhere")
 raises the generation, so the server checks ``g`` against the account (one look-up) to refuse
 every older token at once. A guest token has no ``g`` (generation 0) and reads exactly as before.

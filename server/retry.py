@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 A failed store call is never retried in a tight loop. Whoever must try again waits on
-:class:`Backoff` (:mod:`protocol.retry`, shared with the clients): capped exponential delays with
+:class:`Backoff` (:mod:`blackdrez.protocol.retry`, shared with the clients): capped exponential
+delays with
 jitter (so many waiters do not retry in step).
 
 :class:`StoreHealth` is a circuit breaker shared by a whole node. The store reports every call's
@@ -22,7 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from protocol.retry import Backoff
+from blackdrez.protocol.retry import Backoff
 
 __all__ = ["PROBE_CAP", "PROBE_FIRST", "Backoff", "StoreHealth"]
 

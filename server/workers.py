@@ -4,13 +4,15 @@ Theory of operation
 -------------------
 One node runs one event loop, so it uses one core. To use every core of a machine, the
 supervisor (the process ``blackdrez serve --workers N`` started) starts N worker processes that
-each run a whole node (:func:`server.app.run`) on the same host and port, every listening socket
+each run a whole node (:func:`blackdrez.server.app.run`) on the same host and port, every listening
+socket
 bound with ``SO_REUSEPORT``, so that the kernel spreads new connections over the workers. The
 workers are nodes like any other: each has its own node id (``ID-1`` to ``ID-N``) and they share
 the tables through the configured Redis exactly as nodes on separate machines do (a request that
 reaches a worker other than the table's host is forwarded to it, and the updates come back
 through pub/sub). Given no ``--redis-url``, the supervisor opens the data folder's own Redis
-(``server.stores.embedded``) before the workers start, hands them its address, and shuts it down
+(``blackdrez.server.stores.embedded``) before the workers start, hands them its address, and shuts
+it down
 after the last one stopped; with ``--in-memory`` there is nothing they could share, so
 ``--workers`` refuses to start.
 
@@ -36,8 +38,8 @@ import time
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from server.app import Settings, StartError, run
-from server.stores.embedded import EmbeddedError, EmbeddedRedis
+from blackdrez.server.app import Settings, StartError, run
+from blackdrez.server.stores.embedded import EmbeddedError, EmbeddedRedis
 
 log = logging.getLogger("blackdrez.workers")
 

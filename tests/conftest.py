@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from server.testing.postgres_server import PostgresServer
-from server.testing.redis_cluster import LocalCluster
-from server.testing.redis_server import RedisServer
+from blackdrez.server.testing.postgres_server import PostgresServer
+from blackdrez.server.testing.redis_cluster import LocalCluster
+from blackdrez.server.testing.redis_server import RedisServer
 
 # Server processes the tests start keep no records unless the test names a database: no
 # blackdrez-data/ folder in the working directory, no file shared by unrelated tests.

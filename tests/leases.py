@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from server.stores.base import Store, Whereabouts
+from blackdrez.server.stores.base import Store, Whereabouts
 
 # A lease in these tests lasts long enough that the calls made while it should still be held
 # finish inside it on a loaded CI machine; the tests then wait for it to lapse, not a fixed time.

@@ -18,15 +18,15 @@ import pytest
 import redis.asyncio.connection
 import redis.exceptions
 
-from server.stores import StoreUnavailable, open_store
-from server.stores.base import LOBBY_CHANNEL, LobbyRecord, table_channel
-from server.stores.redis import RedisStore
-from server.stores.redis_cluster import (
+from blackdrez.server.stores import StoreUnavailable, open_store
+from blackdrez.server.stores.base import LOBBY_CHANNEL, LobbyRecord, table_channel
+from blackdrez.server.stores.redis import RedisStore
+from blackdrez.server.stores.redis_cluster import (
     RedisClusterStore,
     _unreachable_cluster,
     parse_cluster_url,
 )
-from server.testing.redis_cluster import LocalCluster, direct_client, redis_command
+from blackdrez.server.testing.redis_cluster import LocalCluster, direct_client, redis_command
 from tests.test_stores import Inbox, eventually
 
 OpenStore = Callable[..., Awaitable[RedisStore]]

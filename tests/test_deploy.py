@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tools.cli import build_parser
+from blackdrez.tools.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -117,10 +117,10 @@ def test_the_image_runs_the_server_by_default() -> None:
 
 @pytest.mark.parametrize("name", sorted(NODES))
 def test_the_node_launcher_runs_the_compose_command(name: str) -> None:
-    from server.testing.nodes import node_command
+    from blackdrez.server.testing.nodes import node_command
 
     command = node_command(port=9999, redis_url="redis://127.0.0.1:1/0", node_id="x")
-    assert command[:3] == [command[0], "-m", "tools.cli"]
+    assert command[:3] == [command[0], "-m", "blackdrez.tools.cli"]
     compose = parse(NODES[name]["command"])
     local = build_parser().parse_args(command[3:])
     for option in ("command", "max_frame_bytes", "rate", "burst", "compression"):

@@ -18,13 +18,19 @@ from pathlib import Path
 import pytest
 import redis
 
-from server.stores import open_store
-from server.stores.base import LeaseLost, LobbyRecord, Store, StoreUnavailable, table_channel
-from server.stores.memory import MemoryStore
-from server.stores.redis import RedisStore
-from server.stores.redis_cluster import RedisClusterStore
-from server.testing.redis_cluster import LocalCluster
-from server.testing.redis_server import RedisServer
+from blackdrez.server.stores import open_store
+from blackdrez.server.stores.base import (
+    LeaseLost,
+    LobbyRecord,
+    Store,
+    StoreUnavailable,
+    table_channel,
+)
+from blackdrez.server.stores.memory import MemoryStore
+from blackdrez.server.stores.redis import RedisStore
+from blackdrez.server.stores.redis_cluster import RedisClusterStore
+from blackdrez.server.testing.redis_cluster import LocalCluster
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.test_stores import Inbox, eventually
 
 
@@ -104,7 +110,8 @@ async def test_only_logged_entries_are_announced(store: Store) -> None:
 
 async def test_an_append_says_whether_its_announcement_was_heard(store: Store) -> None:
     """What lets a host stop announcing a table no other node follows ("Quiet tables" in
-    ``server.node.hosting``): an announcement published with nobody subscribed is not heard, on
+    ``blackdrez.server.node.hosting``): an announcement published with nobody subscribed is not
+    heard, on
     one Redis and in memory; a cluster's ``PUBLISH`` counts the subscribers of one master only,
     so there it is always heard. An append that announces nothing is heard (nothing to tell)."""
     tokens = await leased(store, ["t"])
@@ -301,7 +308,8 @@ async def test_closing_the_store_answers_every_queued_append(durable_redis: Redi
 
 
 # ---------------------------------------------------------------- the group commit's own connection
-# On one Redis the batches go on a connection of the store's own (``server.stores.resp``), not
+# On one Redis the batches go on a connection of the store's own (``blackdrez.server.stores.resp``),
+# not
 # through redis-py's pool: what happens to it when Redis forgets the script, restarts, dies with
 # a batch out, or does not answer.
 

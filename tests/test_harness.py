@@ -1,4 +1,5 @@
-"""The harness the suite starts real processes with (``server.testing``): ports and start-up.
+"""The harness the suite starts real processes with (``blackdrez.server.testing``): ports and
+start-up.
 
 A scenario starts several processes at once on ports it picked beforehand; two that got the
 same port would make one of them fail to listen, and a test then talks to the wrong process (a
@@ -13,8 +14,8 @@ import socket
 
 import pytest
 
-from server.testing.nodes import NodeProcess
-from server.testing.redis_server import free_port
+from blackdrez.server.testing.nodes import NodeProcess
+from blackdrez.server.testing.redis_server import free_port
 
 
 def test_free_ports_are_never_handed_out_twice() -> None:

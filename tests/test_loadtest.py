@@ -17,10 +17,10 @@ import msgspec
 import pytest
 import redis
 
-from server.testing.nodes import NodeProcess
-from server.testing.redis_server import RedisServer, answers_ping
-from tools.loadtest import cli as loadtest
-from tools.loadtest import frames, procfs, profiler, workers
+from blackdrez.server.testing.nodes import NodeProcess
+from blackdrez.server.testing.redis_server import RedisServer, answers_ping
+from blackdrez.tools.loadtest import cli as loadtest
+from blackdrez.tools.loadtest import frames, procfs, profiler, workers
 
 
 def test_smoke_run_reports_sane_figures(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ def test_the_installed_tool_runs_on_redis_from_any_folder(
     elsewhere.mkdir()
     store_args = [store, "--redis-favoured"] if store == "--redis" else [store, redis_url]
     command = [
-        sys.executable, "-m", "tools.cli", "loadtest", "--spawn-server", *store_args,
+        sys.executable, "-m", "blackdrez.tools.cli", "loadtest", "--spawn-server", *store_args,
         "--mode", "play", "-c", "8", "--workers", "1", "--warmup", "0.5", "--duration", "1",
         "--action-rate", "50", "--server-log", "server.log", "--json", "report.json", "--quiet",
     ]  # fmt: skip

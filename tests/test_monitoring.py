@@ -21,12 +21,12 @@ import yaml
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from clients.bots import play_table, run_bot
-from clients.client import Client, ServerError
-from protocol import v1
-from server.admin import drain
-from server.app import GameServer, Settings
-from server.testing.redis_server import free_port
+from blackdrez.clients.bots import play_table, run_bot
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.server.admin import drain
+from blackdrez.server.app import GameServer, Settings
+from blackdrez.server.testing.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"

@@ -20,12 +20,18 @@ from typing import Any, get_args
 import msgspec
 import pytest
 
-from clients.bots import run_bot
-from protocol import schema, v1
-from protocol.codec import CLIENT_DECODERS, SERVER_DECODERS, FrameError, decode_hello, encode
-from protocol.errors import ErrorCode
-from protocol.handshake import Hello
-from server.app import GameServer, Settings
+from blackdrez.clients.bots import run_bot
+from blackdrez.protocol import schema, v1
+from blackdrez.protocol.codec import (
+    CLIENT_DECODERS,
+    SERVER_DECODERS,
+    FrameError,
+    decode_hello,
+    encode,
+)
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.server.app import GameServer, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "protocol.md"

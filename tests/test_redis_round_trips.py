@@ -4,7 +4,7 @@ times a second, and a command per table cost the node's CPU and Redis's)."""
 
 from __future__ import annotations
 
-from server.stores.redis import RedisStore
+from blackdrez.server.stores.redis import RedisStore
 from tests.test_group_commit import script_calls
 
 

@@ -1,4 +1,5 @@
-"""The group commit's own Redis connection (``server.stores.resp``): the pure RESP core on plain
+"""The group commit's own Redis connection (``blackdrez.server.stores.resp``): the pure RESP core on
+plain
 bytes, then the connection on a real Redis: replies in order, an error reply fails its own call
 only, a timeout or a lost connection fails every waiting call and no late reply is ever taken for
 another call's, and the URL's password and database are used."""
@@ -15,8 +16,8 @@ import redis
 import redis.exceptions
 import uvloop
 
-from server.stores.resp import Incomplete, RespConnection, pack, parse, supports
-from server.testing.redis_server import RedisServer
+from blackdrez.server.stores.resp import Incomplete, RespConnection, pack, parse, supports
+from blackdrez.server.testing.redis_server import RedisServer
 
 
 def test_a_command_is_an_array_of_bulk_strings() -> None:

@@ -1,10 +1,11 @@
-"""The one backoff policy (protocol.retry): capped, jittered, and at once after a node's death."""
+"""The one backoff policy (blackdrez.protocol.retry): capped, jittered, and at once after a node's
+death."""
 
 from __future__ import annotations
 
 import itertools
 
-from protocol.retry import (
+from blackdrez.protocol.retry import (
     RECONNECT,
     RECONNECT_SPREAD,
     RETRY,

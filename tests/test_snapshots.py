@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from server.stores import open_store
-from server.stores.base import LeaseLost, Store
-from server.table.commands import rebuild as rebuild_from_log
-from server.table.snapshots import SnapshotError, load, rebuild, take
-from server.testing.table_logs import play_table
+from blackdrez.server.stores import open_store
+from blackdrez.server.stores.base import LeaseLost, Store
+from blackdrez.server.table.commands import rebuild as rebuild_from_log
+from blackdrez.server.table.snapshots import SnapshotError, load, rebuild, take
+from blackdrez.server.testing.table_logs import play_table
 
 from .leases import SHORT_LEASE, until_lapsed
 

@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 import pytest
 import redis.asyncio as aioredis
 
-from server.stores import open_store
-from server.stores.base import (
+from blackdrez.server.stores import open_store
+from blackdrez.server.stores.base import (
     LeaseLost,
     Store,
     StoreUnavailable,
@@ -25,9 +25,9 @@ from server.stores.base import (
     node_channel,
     table_channel,
 )
-from server.stores.memory import MemoryStore
-from server.stores.redis import SCAN_CHUNK, RedisStore, hosted_key
-from server.testing.redis_server import RedisServer
+from blackdrez.server.stores.memory import MemoryStore
+from blackdrez.server.stores.redis import SCAN_CHUNK, RedisStore, hosted_key
+from blackdrez.server.testing.redis_server import RedisServer
 
 from .leases import SHORT_LEASE, until_lapsed
 from .server.helpers import redis_user

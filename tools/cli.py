@@ -15,20 +15,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from games import GAMES
+from blackdrez.games import GAMES
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
 DEFAULT_DATA_DIR = "blackdrez-data"
 """The folder ``blackdrez serve`` keeps its state in, in the working directory."""
 DEFAULT_DB_URL = f"sqlite:///{DEFAULT_DATA_DIR}/records.db"
-"""``server.app.DEFAULT_DB_URL`` (not imported: the tools start without the server)."""
+"""``blackdrez.server.app.DEFAULT_DB_URL`` (not imported: the tools start without the server)."""
 GAME_NAMES = tuple(GAMES)
 """The games the tools know: one per folder of ``games/``."""
 
 
 def serve_settings(args: argparse.Namespace) -> Any:
-    """The :class:`~server.app.Settings` that ``blackdrez serve`` options describe."""
-    from server.app import Settings
+    """The :class:`~blackdrez.server.app.Settings` that ``blackdrez serve`` options describe."""
+    from blackdrez.server.app import Settings
 
     settings = Settings(
         host=args.host,
@@ -63,7 +63,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
     if args.node_id:
         settings.node_id = args.node_id
     elif settings.data_dir is not None and settings.port:
-        from server.stores.embedded import remembered_node_id
+        from blackdrez.server.stores.embedded import remembered_node_id
 
         settings.node_id = remembered_node_id(settings.data_dir, settings.port, settings.node_id)
     if args.log_format not in ("plain", "json"):  # (from BLACKDREZ_LOG_FORMAT: not checked)
@@ -87,15 +87,15 @@ def _db_url(args: argparse.Namespace) -> str | None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from clients.bots import run_bot
-    from server.app import StartError, run
-    from server.logs import configure
-    from tools.ladder import run_ladder
+    from blackdrez.clients.bots import run_bot
+    from blackdrez.server.app import StartError, run
+    from blackdrez.server.logs import configure
+    from blackdrez.tools.ladder import run_ladder
 
     settings = serve_settings(args)
     configure(args.log_format, settings.node_id)
     if args.workers is not None:
-        from server.workers import WorkersRefused, supervise
+        from blackdrez.server.workers import WorkersRefused, supervise
 
         try:
             return supervise(settings, args.workers)
@@ -111,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _drain(args: argparse.Namespace) -> int:
-    from server.admin import DrainError, drain
+    from blackdrez.server.admin import DrainError, drain
 
     if not args.token:
         args.parser.error("give --token or set BLACKDREZ_ADMIN_TOKEN")
@@ -125,8 +125,8 @@ def _drain(args: argparse.Namespace) -> int:
 
 def _redis_options(args: argparse.Namespace, settings: Any) -> None:
     """Check and apply the Redis Cluster URL and the WAIT options."""
-    from server.stores.redis import COMMAND_TIMEOUT
-    from server.stores.redis_cluster import SCHEME, parse_cluster_url
+    from blackdrez.server.stores.redis import COMMAND_TIMEOUT
+    from blackdrez.server.stores.redis_cluster import SCHEME, parse_cluster_url
 
     if settings.redis_url and settings.redis_url.startswith(f"{SCHEME}:"):
         try:
@@ -239,7 +239,7 @@ _network.__name__ = "address or network"
 
 def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str] | None:
     """Reject options that do not apply to ``args.game``; return the strategies chosen."""
-    from games import GAMES
+    from blackdrez.games import GAMES
 
     game = GAMES[args.game]
     if getattr(args, "per_round", False) and args.game != "blackjack_piles":
@@ -269,9 +269,9 @@ def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from games.blackdrez import bots as blackdrez_bots
-    from games.blackjack_piles import bots as blackjack_piles_bots
-    from games.blue_jacket import bots as blue_jacket_bots
+    from blackdrez.games.blackdrez import bots as blackdrez_bots
+    from blackdrez.games.blackjack_piles import bots as blackjack_piles_bots
+    from blackdrez.games.blue_jacket import bots as blue_jacket_bots
 
     strategies = _check_options(args.parser, args)
     if args.games < 1:
@@ -410,7 +410,7 @@ def _load(path: str) -> Any:
     """Read a record file; raises ``ValueError`` with a readable message."""
     import msgspec
 
-    from games.records import read_record
+    from blackdrez.games.records import read_record
 
     try:
         return read_record(path)
@@ -423,8 +423,8 @@ def _load(path: str) -> Any:
 def _replay(args: argparse.Namespace) -> int:
     import msgspec
 
-    from games.transcript import describe, opening
-    from games.verify import ReplayError, start, steps
+    from blackdrez.games.transcript import describe, opening
+    from blackdrez.games.verify import ReplayError, start, steps
 
     try:
         record = _load(args.file)
@@ -469,7 +469,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from games.verify import verify
+    from blackdrez.games.verify import verify
 
     try:
         record = _load(args.file)
@@ -491,14 +491,14 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from games import GAMES
-    from games.records import encode_record, write_record
-    from games.verify import play_bots
+    from blackdrez.games import GAMES
+    from blackdrez.games.records import encode_record, write_record
+    from blackdrez.games.verify import play_bots
 
     strategies = _check_options(args.parser, args)
     config = GAMES[args.game].config()
     if args.game == "blackdrez":
-        from games.blackdrez.rules import Config
+        from blackdrez.games.blackdrez.rules import Config
 
         config = Config(seats=args.seats or 4)
     record = play_bots(args.game, args.seed, config, strategies)
@@ -550,8 +550,8 @@ def _say_seated(table: str, seat: int, host: bool) -> None:
 
 
 def _bot(args: argparse.Namespace) -> int:
-    from clients.bots import run_bot
-    from clients.client import ServerError
+    from blackdrez.clients.bots import run_bot
+    from blackdrez.clients.client import ServerError
 
     if not args.table and not args.quick:
         args.parser.error("give --table ID or --quick")
@@ -589,8 +589,8 @@ def _bot(args: argparse.Namespace) -> int:
 
 
 def _bots(args: argparse.Namespace) -> int:
-    from clients.bots import STRATEGIES, run_swarm
-    from clients.client import ServerError
+    from blackdrez.clients.bots import STRATEGIES, run_swarm
+    from blackdrez.clients.client import ServerError
 
     if not 2 <= args.per_table <= 8:
         args.parser.error("--per-table must be 2 to 8")
@@ -623,8 +623,8 @@ def _ladder(args: argparse.Namespace) -> int:
     """``blackdrez bots --ladder``: rated tables of bots kept playing, as accounts."""
     from pathlib import Path
 
-    from clients.bots import STRATEGIES
-    from tools.ladder import ROUND_PAUSE, THINK, LadderError, run_account_ladder
+    from blackdrez.clients.bots import STRATEGIES
+    from blackdrez.tools.ladder import ROUND_PAUSE, THINK, LadderError, run_account_ladder
 
     if args.tables < 1 or (args.games is not None and args.games < 1):
         args.parser.error("--tables and --games must be at least 1")
@@ -675,7 +675,7 @@ def _deal_numbers(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 def _action_text(action: Any) -> str:
     """A Blue Jacket action in short form: ``b3>aces``, ``r1.2<>r2.5``, ``deal``."""
-    from games.blue_jacket.rules import Interchange, Move
+    from blackdrez.games.blue_jacket.rules import Interchange, Move
 
     if isinstance(action, Move):
         return f"{action.source}>{action.target}"
@@ -687,7 +687,7 @@ def _action_text(action: Any) -> str:
 def _solve(args: argparse.Namespace) -> int:
     import msgspec
 
-    from games.blue_jacket import solver
+    from blackdrez.games.blue_jacket import solver
 
     numbers = _deal_numbers(args.parser, args)
     if args.budget < 1:
@@ -1063,7 +1063,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("file", metavar="FILE", help="a record written by 'blackdrez record'")
     verify.set_defaults(run=_verify)
 
-    from clients.bots import STRATEGIES
+    from blackdrez.clients.bots import STRATEGIES
 
     bot = commands.add_parser(
         "bot",
@@ -1172,7 +1172,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``blackdrez`` console script."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["loadtest"]:  # its own parser reads every option, --help included
-        from tools.loadtest import cli as loadtest
+        from blackdrez.tools.loadtest import cli as loadtest
 
         return loadtest.main(argv[1:])
     args = build_parser().parse_args(argv)

@@ -3,8 +3,9 @@
 Theory of operation
 -------------------
 A ladder table has one bot per seat, each a client that connects like anyone else
-(``clients.bots``), sits at a *rated* table and plays one game after another; the records then
-rate them like players (``server.records``), always labelled as bots. Seat ``k`` plays the
+(``blackdrez.clients.bots``), sits at a *rated* table and plays one game after another; the records
+then
+rate them like players (``blackdrez.server.records``), always labelled as bots. Seat ``k`` plays the
 ``k``-th strategy in turn, so every table pits the strategies against each other. A table that
 fails (its node went away, the store is down) is set up again after a pause.
 
@@ -36,11 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clients.bots import BOT_CLIENT, STRATEGIES, _games_started, _setup_step, play_table
-from clients.client import Client, ServerError
-from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
-from protocol import v1
-from server import identity
+from blackdrez.clients.bots import BOT_CLIENT, STRATEGIES, _games_started, _setup_step, play_table
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
+from blackdrez.protocol import v1
+from blackdrez.server import identity
 
 log = logging.getLogger("blackdrez.ladder")
 

@@ -3,6 +3,6 @@
 ``SPEC`` is what the registry (:data:`games.GAMES`) lists for this game.
 """
 
-from games.blackdrez.table import BlackDrezSpec
+from blackdrez.games.blackdrez.table import BlackDrezSpec
 
 SPEC = BlackDrezSpec()

@@ -1,6 +1,7 @@
 """Reference BlackDrez bots and a simulator to play them against each other.
 
-A bot is a pure function of one seat's :class:`~games.blackdrez.rules.View` and that seat's legal
+A bot is a pure function of one seat's :class:`~blackdrez.games.blackdrez.rules.View` and that
+seat's legal
 actions; it never sees the engine or the stock. ``threshold`` hits below a fixed value;
 ``bust_probability`` counts the cards it has not seen (the deck minus every card in the view) and
 hits while the chance that the next card busts it is acceptable.
@@ -12,8 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from games.base import Rejected
-from games.blackdrez.rules import (
+from blackdrez.games.base import Rejected
+from blackdrez.games.blackdrez.rules import (
     ELEVEN,
     SYSTEM,
     Action,
@@ -27,7 +28,7 @@ from games.blackdrez.rules import (
     Withdraw,
     hand_value,
 )
-from games.cards import pokerdrez_deck
+from blackdrez.games.cards import pokerdrez_deck
 
 Strategy = Callable[[View, list[Action]], Action]
 

@@ -69,9 +69,9 @@ from typing import Literal, Self
 
 import msgspec
 
-from games.base import Reason, Rejected
-from games.cards import FIGURE_POINTS, pokerdrez_deck
-from games.shuffle import commitment, shuffled
+from blackdrez.games.base import Reason, Rejected
+from blackdrez.games.cards import FIGURE_POINTS, pokerdrez_deck
+from blackdrez.games.shuffle import commitment, shuffled
 
 SYSTEM = -1
 """The pseudo-seat of the runtime: it alone may start rounds."""

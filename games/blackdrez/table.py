@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.blackdrez import bots, rules
-from games.cards import pokerdrez_deck
-from games.spec import GameSpec
+from blackdrez.games.blackdrez import bots, rules
+from blackdrez.games.cards import pokerdrez_deck
+from blackdrez.games.spec import GameSpec
 
 
 class BlackDrezSpec(GameSpec):

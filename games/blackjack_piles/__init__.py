@@ -3,6 +3,6 @@
 ``SPEC`` is what the registry (:data:`games.GAMES`) lists for this game.
 """
 
-from games.blackjack_piles.table import BlackjackPilesSpec
+from blackdrez.games.blackjack_piles.table import BlackjackPilesSpec
 
 SPEC = BlackjackPilesSpec()

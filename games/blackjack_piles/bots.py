@@ -1,11 +1,12 @@
 """Reference bots for Blackjack Piles, and the simulation that measures the rounds table.
 
-A bot is a pure function of the player's :class:`~games.blackjack_piles.rules.View` and legal
+A bot is a pure function of the player's :class:`~blackdrez.games.blackjack_piles.rules.View` and
+legal
 actions; it never sees the stock below its top. :func:`greedy` looks one action ahead: it scores
 the position each legal action leads to by the cards it removes and by how near the groups of
 pile tops are to 21, one or two cards short (the *potential*, computed against a full deck's
 value frequencies, since the view does not say which cards were cashed). The ``expert``
-(:class:`~games.blackjack_piles.expert.PilesExpert`) counts the cards it has seen
+(:class:`~blackdrez.games.blackjack_piles.expert.PilesExpert`) counts the cards it has seen
 instead and looks a stock card ahead.
 """
 
@@ -17,8 +18,8 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 
-from games.blackjack_piles.expert import PilesExpert
-from games.blackjack_piles.rules import (
+from blackdrez.games.blackjack_piles.expert import PilesExpert
+from blackdrez.games.blackjack_piles.rules import (
     LAST_ROUND,
     MAX_HAND,
     ROUNDS,
@@ -163,7 +164,7 @@ def greedy(view: View, legal: list[Action]) -> Action:
 
 
 STRATEGIES: dict[str, Strategy] = {"greedy": greedy, "expert": PilesExpert()}
-"""The reference bots by name (``expert``: :mod:`games.blackjack_piles.expert`)."""
+"""The reference bots by name (``expert``: :mod:`blackdrez.games.blackjack_piles.expert`)."""
 
 
 def _play(engine: BlackjackPiles, strategy: Strategy, rounds: int) -> None:

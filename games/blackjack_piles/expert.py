@@ -45,7 +45,7 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 
-from games.blackjack_piles.rules import (
+from blackdrez.games.blackjack_piles.rules import (
     MAX_HAND,
     TARGET,
     Action,
@@ -59,7 +59,7 @@ from games.blackjack_piles.rules import (
     card_points,
     missing_to_21,
 )
-from games.cards import standard_deck
+from blackdrez.games.cards import standard_deck
 
 PAIR_WEIGHT = 5.0
 """How much a group two cards short of 21 counts against one a single card short."""

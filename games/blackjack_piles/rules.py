@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 Each round deals one freshly shuffled 52-card deck (``standard_deck()`` shuffled by
-:func:`games.shuffle.shuffled` with context ``"round:N"``) into a face-down stock whose top
+:func:`blackdrez.games.shuffle.shuffled` with context ``"round:N"``) into a face-down stock whose
+top
 card is face up. The player (seat 0) places that card on one of the round's piles, cashes 2 to 6
 available cards (pile tops, and the stock's top in rounds that allow it) totalling exactly 21, or
 moves a pile's top card to an empty pile. The round's rules come from one table, :data:`ROUNDS`:
@@ -50,9 +51,9 @@ from typing import Any, ClassVar, Literal, Self
 
 import msgspec
 
-from games.base import Reason, Rejected
-from games.cards import standard_deck
-from games.shuffle import commitment, shuffled
+from blackdrez.games.base import Reason, Rejected
+from blackdrez.games.cards import standard_deck
+from blackdrez.games.shuffle import commitment, shuffled
 
 LAST_ROUND = 7
 MIN_HAND = 2

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-A round of Blackjack Piles (:mod:`games.blackjack_piles.rules`) is a sequence of decisions over
+A round of Blackjack Piles (:mod:`blackdrez.games.blackjack_piles.rules`) is a sequence of decisions
+over
 a known deck once the stock's order is known: place the top card on a pile, cash 2 to 6 available
 cards worth 21, move a top card to an empty pile, or end the round once the stock is empty. Only
 the cards' points matter (a Jack is a Ten), so the search works on points: Aces 1, tens 10.
@@ -31,7 +32,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from games.blackjack_piles.rules import (
+from blackdrez.games.blackjack_piles.rules import (
     MAX_HAND,
     MIN_HAND,
     TARGET,

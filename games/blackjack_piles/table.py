@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.blackjack_piles import bots, rules, solver
-from games.cards import standard_deck
-from games.spec import GameSpec
+from blackdrez.games.blackjack_piles import bots, rules, solver
+from blackdrez.games.cards import standard_deck
+from blackdrez.games.spec import GameSpec
 
 
 class BlackjackPilesSpec(GameSpec):

@@ -3,6 +3,6 @@
 ``SPEC`` is what the registry (:data:`games.GAMES`) lists for this game.
 """
 
-from games.blue_jacket.table import BlueJacketSpec
+from blackdrez.games.blue_jacket.table import BlueJacketSpec
 
 SPEC = BlueJacketSpec()

@@ -8,7 +8,7 @@ Strategies (``STRATEGIES``):
 * ``first``: the first legal action that is not resign;
 * ``random``: a legal action other than resign, from a generator seeded by the view (so it too
   is a pure function);
-* ``expert``: imagines the stock and solves (:mod:`games.blue_jacket.expert`); it keeps
+* ``expert``: imagines the stock and solves (:mod:`blackdrez.games.blue_jacket.expert`); it keeps
   the plan of the current phase between moves.
 
 The look-ahead sees what the player sees: every card but the stock. It applies the *safe*
@@ -46,8 +46,8 @@ from typing import Any
 
 import msgspec
 
-from games.blue_jacket.expert import ExpertBot
-from games.blue_jacket.rules import (
+from blackdrez.games.blue_jacket.expert import ExpertBot
+from blackdrez.games.blue_jacket.rules import (
     ACES,
     PILES,
     ROWS,
@@ -64,8 +64,8 @@ from games.blue_jacket.rules import (
     next_card,
     row_location,
 )
-from games.cards import rank_of, standard_deck
-from games.stats import wilson
+from blackdrez.games.cards import rank_of, standard_deck
+from blackdrez.games.stats import wilson
 
 Strategy = Callable[[View, Sequence[Action]], Action]
 

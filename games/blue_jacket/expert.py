@@ -6,7 +6,7 @@ The player sees every card but the stock's order; the stock's cards are known as
 (two decks less the open cards and the Aces home). The expert draws :data:`SAMPLES` orders of
 that multiset (*determinization*) from a generator seeded by the view, so its choice is a pure
 function of the view, and solves each imagined game with the solver
-(:mod:`games.blue_jacket.solver`, perfect information, :data:`SAMPLE_BUDGET` nodes).
+(:mod:`blackdrez.games.blue_jacket.solver`, perfect information, :data:`SAMPLE_BUDGET` nodes).
 
 No card is revealed until the next deal, so the expert plans a whole *phase*: the moves up to and
 including that deal. Every imagined game the solver wins proposes the first phase of its winning
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from games.blue_jacket.rules import (
+from blackdrez.games.blue_jacket.rules import (
     Action,
     BlueJacket,
     Config,
@@ -41,8 +41,8 @@ from games.blue_jacket.rules import (
     State,
     View,
 )
-from games.blue_jacket.solver import DEAL, Search, Step, actions, phase
-from games.cards import standard_deck
+from blackdrez.games.blue_jacket.solver import DEAL, Search, Step, actions, phase
+from blackdrez.games.cards import standard_deck
 
 SAMPLES = 8
 """Imagined stocks per plan."""

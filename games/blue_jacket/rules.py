@@ -63,9 +63,9 @@ from typing import Any, ClassVar, Literal, Self
 
 import msgspec
 
-from games.base import Reason, Rejected
-from games.cards import RANK_VALUE, RANKS, rank_of, standard_deck
-from games.shuffle import commitment, shuffled
+from blackdrez.games.base import Reason, Rejected
+from blackdrez.games.cards import RANK_VALUE, RANKS, rank_of, standard_deck
+from blackdrez.games.shuffle import commitment, shuffled
 
 ROWS = 3
 PILES = 8

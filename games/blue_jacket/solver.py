@@ -67,7 +67,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from games.blue_jacket.rules import (
+from blackdrez.games.blue_jacket.rules import (
     ACES,
     PILES,
     ROWS,
@@ -82,8 +82,8 @@ from games.blue_jacket.rules import (
     bottom_location,
     row_location,
 )
-from games.cards import standard_deck
-from games.stats import percentile, wilson
+from blackdrez.games.cards import standard_deck
+from blackdrez.games.stats import percentile, wilson
 
 Outcome = Literal["winnable", "not_winnable", "unknown"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.blue_jacket import bots, rules, solver
-from games.cards import standard_deck
-from games.spec import GameSpec
+from blackdrez.games.blue_jacket import bots, rules, solver
+from blackdrez.games.cards import standard_deck
+from blackdrez.games.spec import GameSpec
 
 
 class BlueJacketSpec(GameSpec):

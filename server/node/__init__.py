@@ -3,16 +3,20 @@
 Theory of operation
 -------------------
 Every table (and solitaire session) is hosted by exactly one node process: the one holding its lease
-(see "Hosting and fencing" in ``server.stores.base``). Its :class:`~server.table.room.Room` lives
+(see "Hosting and fencing" in ``blackdrez.server.stores.base``). Its
+:class:`~blackdrez.server.table.room.Room` lives
 there, and only there are its commands executed (synchronously, under the table's lock, so one
 table's commands never interleave). A node that receives a request for a table hosted elsewhere
-forwards it over the store's bus to the host (typed messages: ``server.bus``) and relays the answer;
+forwards it over the store's bus to the host (typed messages: ``blackdrez.server.bus``) and relays
+the answer;
 the host publishes every table update on the table's channel, and each node with viewers of that
 table fans the update out to them. With the in-memory store there is one node and everything is
 local.
 
-The node is thin asyncio code around the table core (``server.table``), one concern a module,
-each a mixin of :class:`~server.node.node.Node`, which only wires them and runs the periodic
+The node is thin asyncio code around the table core (``blackdrez.server.table``), one concern a
+module,
+each a mixin of :class:`~blackdrez.server.node.node.Node`, which only wires them and runs the
+periodic
 work:
 
 * ``hosting``: hosted rooms, their leases and fenced log appends, undoing a failed write,
@@ -22,18 +26,20 @@ work:
 * ``fanout``: watchers, updates to clients, following tables hosted elsewhere, catch-up;
 * ``lobby``: the table list, quick join, create-and-sit, bots, the lobby pushes.
 
-The store's health (``server.retry``) is shared by the whole node: while the store is down, no
+The store's health (``blackdrez.server.retry``) is shared by the whole node: while the store is
+down, no
 command runs (requests are answered ``unavailable`` at once), timers wait for the store to be
 back rather than retrying on their own, and the periodic work (heartbeat, lease renewals,
 orphan scans) waits too; when it is back, leases are renewed and orphans looked for at once. A
 failed log write undoes its command by rebuilding the room from the log once; then the table
 waits. Log appends of all tables are sent to the store together (its group commit); each table
 waits for its own. Every ``SNAPSHOT_EVERY`` entries the room is snapshotted
-(``server.table.snapshots``), so an adoption or an undo replays only the entries after the latest
+(``blackdrez.server.table.snapshots``), so an adoption or an undo replays only the entries after the
+latest
 snapshot. Side effects outside the room (lobby record, player sets, scores, retirement) are done in
 order by one outbox task, retried on the shared backoff while the store is down.
 """
 
-from server.node.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
+from blackdrez.server.node.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL, Node
 
 __all__ = ["LEASE_TTL", "RECORD_RETENTION", "SOLE_LEASE_TTL", "Node"]

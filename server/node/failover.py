@@ -33,18 +33,18 @@ import time
 
 import msgspec
 
-from server import bus
-from server.node.hosting import ELIDED, Lease, nap
-from server.stores import LeaseLost, StoreUnavailable
-from server.stores.base import Share, table_channel
-from server.table.commands import (
+from blackdrez.server import bus
+from blackdrez.server.node.hosting import ELIDED, Lease, nap
+from blackdrez.server.stores import LeaseLost, StoreUnavailable
+from blackdrez.server.stores.base import Share, table_channel
+from blackdrez.server.table.commands import (
     LogEntry,
     Resume,
     execute,
     rebuild_games,
 )
-from server.table.room import GameOver, Room
-from server.table.snapshots import SnapshotError, resume_games
+from blackdrez.server.table.room import GameOver, Room
+from blackdrez.server.table.snapshots import SnapshotError, resume_games
 
 log = logging.getLogger("blackdrez.node")
 

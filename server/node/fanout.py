@@ -22,17 +22,17 @@ import logging
 
 import msgspec
 
-from protocol import v1
-from protocol.codec import encode
-from protocol.errors import ErrorCode
-from server import bus
-from server.connection import Connection, Watch
-from server.node.hosting import STORE_RETRY
-from server.stores import StoreUnavailable
-from server.stores.base import table_channel
-from server.table.commands import Answer, ConnectionChanged, rebuild
-from server.table.records import decode_table_record, record_log
-from server.table.room import Broadcast
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import encode
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server import bus
+from blackdrez.server.connection import Connection, Watch
+from blackdrez.server.node.hosting import STORE_RETRY
+from blackdrez.server.stores import StoreUnavailable
+from blackdrez.server.stores.base import table_channel
+from blackdrez.server.table.commands import Answer, ConnectionChanged, rebuild
+from blackdrez.server.table.records import decode_table_record, record_log
+from blackdrez.server.table.room import Broadcast
 
 log = logging.getLogger("blackdrez.node")
 

@@ -25,7 +25,8 @@ Quiet tables: a table's updates are announced on its channel for the other nodes
 viewers. When the store says an announcement reached nobody (no node was subscribed), the table
 goes *quiet* and its updates are no longer announced (nor encoded for the bus) until a node asks
 this one for the table: every node subscribes to a table's channel before it forwards the first
-request of a watcher (``spectate``, ``join``, ``resync``: ``server.node.routing``), and any
+request of a watcher (``spectate``, ``join``, ``resync``: ``blackdrez.server.node.routing``), and
+any
 forwarded request for the table makes it loud again before it runs, so a new follower misses
 nothing: what was not announced is in the answer it gets. A "nobody heard" that comes back after
 such a request arrived counts for nothing (the append went out before the follower asked). The
@@ -56,16 +57,16 @@ from typing import Any
 
 import msgspec
 
-from games import GAMES
-from protocol import v1
-from protocol.errors import ErrorCode
-from server import bus
-from server.node.routing import closed_answer, error_answer, moving_answer
-from server.ratelimit import TokenBucket
-from server.retry import Backoff
-from server.stores import LeaseLost, StoreUnavailable
-from server.stores.base import LOBBY_CHANNEL, LobbyRecord, table_channel
-from server.table.commands import (
+from blackdrez.games import GAMES
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server import bus
+from blackdrez.server.node.routing import closed_answer, error_answer, moving_answer
+from blackdrez.server.ratelimit import TokenBucket
+from blackdrez.server.retry import Backoff
+from blackdrez.server.stores import LeaseLost, StoreUnavailable
+from blackdrez.server.stores.base import LOBBY_CHANNEL, LobbyRecord, table_channel
+from blackdrez.server.table.commands import (
     NEEDS_SEED,
     Answer,
     Create,
@@ -79,11 +80,11 @@ from server.table.commands import (
     new_room,
     timer_entry,
 )
-from server.table.records import players_seated, table_record
-from server.table.room import Broadcast, Outcome, Room, RoomError
-from server.table.snapshots import SNAPSHOT_EVERY
-from server.table.snapshots import rebuild as rebuild_from_snapshot
-from server.table.snapshots import take as take_snapshot
+from blackdrez.server.table.records import players_seated, table_record
+from blackdrez.server.table.room import Broadcast, Outcome, Room, RoomError
+from blackdrez.server.table.snapshots import SNAPSHOT_EVERY
+from blackdrez.server.table.snapshots import rebuild as rebuild_from_snapshot
+from blackdrez.server.table.snapshots import take as take_snapshot
 
 log = logging.getLogger("blackdrez.node")
 
@@ -111,7 +112,7 @@ past that the loop is stuck, and the node lets its tables go."""
 HINT_RATE = 1.0
 """Hints a table may ask for per second on average (a token bucket per hosted table)..."""
 HINT_BURST = 5
-"""...and at once: a hint costs a worker up to a second of CPU (``server.hints``)."""
+"""...and at once: a hint costs a worker up to a second of CPU (``blackdrez.server.hints``)."""
 LEASE_MARGIN = 0.1
 """Share of the TTL a host does not count on: its clock and Redis's may run at slightly
 different rates, so it stops trusting a lease a little before Redis could let it lapse."""
@@ -434,7 +435,8 @@ class Hosting:
             return answer
 
     async def _find_hint(self, room: Room, player: str, message: v1.Hint) -> GivenHint | Answer:
-        """The hint for ``player`` from the node's worker (``server.hints``), or the answer
+        """The hint for ``player`` from the node's worker (``blackdrez.server.hints``), or the
+        answer
         refusing it: not allowed now, too many hints (``rate_limited``), or the table moved
         meanwhile. Nothing is changed here: the caller logs the ``hint`` with its move.
 
@@ -612,7 +614,8 @@ class Hosting:
         return LobbyRecord(self.id, record, True, LOBBY_CHANNEL, bus.encode(changed))
 
     def _take_snapshot(self, room: Room, position: int, token: int) -> None:
-        """Snapshot the room just logged (see :mod:`server.table.snapshots`): kept here for
+        """Snapshot the room just logged (see :mod:`blackdrez.server.table.snapshots`): kept here
+        for
         undoing a later command, and stored (in the background, fenced) for the node that adopts
         it."""
         try:

@@ -18,22 +18,22 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from games.blackdrez.bots import BOT_NAMES
-from games.shuffle import commitment
-from protocol import v1
-from protocol.codec import encode
-from protocol.errors import ErrorCode
-from server import bus
-from server.connection import Connection
-from server.node.routing import SOLITAIRE_GRACE, error_answer, refused
-from server.stores.base import LOBBY_CHANNEL, Whereabouts
-from server.table import assist
-from server.table.commands import (
+from blackdrez.games.blackdrez.bots import BOT_NAMES
+from blackdrez.games.shuffle import commitment
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import encode
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server import bus
+from blackdrez.server.connection import Connection
+from blackdrez.server.node.routing import SOLITAIRE_GRACE, error_answer, refused
+from blackdrez.server.stores.base import LOBBY_CHANNEL, Whereabouts
+from blackdrez.server.table import assist
+from blackdrez.server.table.commands import (
     Answer,
     Begin,
     joined,
 )
-from server.table.room import Room, RoomError
+from blackdrez.server.table.room import Room, RoomError
 
 log = logging.getLogger("blackdrez.node")
 

@@ -5,7 +5,7 @@ Theory of operation
 :class:`Node` holds the state every part shares (hosted rooms, leases, watchers, connections,
 timers, the outbox) and runs the node's periodic work (the bus subscriptions, heartbeat, lease
 renewals, orphan scans, the sweeper for rooms that should close). Everything else is in the
-mixins it is made of: hosting, routing, failover, fan-out and lobby (see ``server.node``).
+mixins it is made of: hosting, routing, failover, fan-out and lobby (see ``blackdrez.server.node``).
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from typing import Any, Protocol
 
-from games.shuffle import new_seed
-from protocol import v1
-from protocol.errors import CloseCode, ErrorCode
-from server import bus
-from server.connection import OLDEST, Connection, Watch
-from server.hints import HintWorker
-from server.metrics import Metrics
-from server.node.failover import Failover
-from server.node.fanout import Fanout
-from server.node.hosting import (
+from blackdrez.games.shuffle import new_seed
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import CloseCode, ErrorCode
+from blackdrez.server import bus
+from blackdrez.server.connection import OLDEST, Connection, Watch
+from blackdrez.server.hints import HintWorker
+from blackdrez.server.metrics import Metrics
+from blackdrez.server.node.failover import Failover
+from blackdrez.server.node.fanout import Fanout
+from blackdrez.server.node.hosting import (
     HINT_BURST,
     HINT_RATE,
     RENEWALS,
@@ -39,16 +39,16 @@ from server.node.hosting import (
     RatingsWanted,
     TableLock,
 )
-from server.node.lobby import Lobby
-from server.node.routing import Routing, error_answer
-from server.ratelimit import TokenBucket
-from server.stores import LeaseLost, Store, StoreUnavailable
-from server.stores.base import node_channel
-from server.table.commands import (
+from blackdrez.server.node.lobby import Lobby
+from blackdrez.server.node.routing import Routing, error_answer
+from blackdrez.server.ratelimit import TokenBucket
+from blackdrez.server.stores import LeaseLost, Store, StoreUnavailable
+from blackdrez.server.stores.base import node_channel
+from blackdrez.server.table.commands import (
     Answer,
 )
-from server.table.room import Broadcast, GameOver, Room
-from server.tasks import cancel_until_done
+from blackdrez.server.table.room import Broadcast, GameOver, Room
+from blackdrez.server.tasks import cancel_until_done
 
 log = logging.getLogger("blackdrez.node")
 
@@ -58,7 +58,7 @@ about this long after the kill. Fencing (tokens checked by every write) makes a 
 what bounds it from below is the longest stall a live node must survive without losing its
 tables (see RENEWALS), and work done on the event loop when leases are renewed in the loop (the
 in-memory store): which is why hints and pars are computed in worker processes
-(``server.hints``)."""
+(``blackdrez.server.hints``)."""
 
 SOLE_LEASE_TTL = 30.0
 """The lease of a node whose store no other node shares (the in-memory store), unless set: no
@@ -74,7 +74,7 @@ SWEEP_INTERVAL = 5.0
 
 
 class GameRecords(Protocol):
-    """The records of finished games (``server.records.writer.RecordsWriter``)."""
+    """The records of finished games (``blackdrez.server.records.writer.RecordsWriter``)."""
 
     def submit(self, games: Iterable[GameOver]) -> None:
         """Queue games whose end is logged, to be stored (again, after a failover: harmless)."""
@@ -98,7 +98,7 @@ changed (the others are harmless to send again: a second ``join`` or ``ready`` c
 
 
 class Node(Hosting, Routing, Failover, Fanout, Lobby):
-    """One server process's share of the game world (see ``server.node``)."""
+    """One server process's share of the game world (see ``blackdrez.server.node``)."""
 
     def __init__(
         self,
@@ -123,7 +123,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self.record_retention = record_retention
         self.stopping = False
         self.hints = hints if hints is not None else HintWorker()
-        """Computes hints and pars off the event loop (``server.hints``)."""
+        """Computes hints and pars off the event loop (``blackdrez.server.hints``)."""
         self.hint_rate = hint_rate
         self.hint_burst = hint_burst
         self._hint_buckets: dict[str, TokenBucket] = {}
@@ -200,7 +200,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         when it holds a seat (see ``Lobby._add_bots``)."""
         self.records: GameRecords | None = None
         """Where finished games go once their log entry is written (set by the server when it
-        keeps records: ``server.records.writer``)."""
+        keeps records: ``blackdrez.server.records.writer``)."""
         self.token_generations: TokenGenerations | None = None
         """Reads accounts' current token generations (set by the server when it keeps records:
         ``RecordsStore.token_generations``): what a node whose bus was down checks its

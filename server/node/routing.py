@@ -20,14 +20,14 @@ from typing import Any
 
 import msgspec
 
-from protocol import v1
-from protocol.errors import ErrorCode
-from server import bus
-from server.connection import Connection
-from server.stores import StoreUnavailable
-from server.stores.base import Whereabouts, node_channel
-from server.table.commands import Answer, ConnectionChanged
-from server.table.room import RoomError
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server import bus
+from blackdrez.server.connection import Connection
+from blackdrez.server.stores import StoreUnavailable
+from blackdrez.server.stores.base import Whereabouts, node_channel
+from blackdrez.server.table.commands import Answer, ConnectionChanged
+from blackdrez.server.table.room import RoomError
 
 log = logging.getLogger("blackdrez.node")
 
@@ -251,7 +251,7 @@ class Routing:
     async def _serve_forward(self, request: bus.Request) -> None:
         message = request.message
         # The requester's node may follow the table now (it subscribes first): announce it
-        # again ("Quiet tables" in ``server.node.hosting``).
+        # again ("Quiet tables" in ``blackdrez.server.node.hosting``).
         self._tables_asked += 1
         lease = self._leases.get(request.table)
         if lease is not None:

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-A guest already has a player id and a name, carried by a signed token (``server.identity``).
+A guest already has a player id and a name, carried by a signed token
+(``blackdrez.server.identity``).
 :meth:`Accounts.claim` takes that token, a name and a password, and stores an account for the
 same player id, so history and rating stay attached to it; the name becomes theirs alone
 (compared case-folded). :meth:`Accounts.login` on another browser checks the password and hands
@@ -34,9 +35,9 @@ import msgspec
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from server import identity
-from server.ratelimit import KeyedBuckets
-from server.records.store import AlreadyClaimed, NameTaken, RecordsStore
+from blackdrez.server import identity
+from blackdrez.server.ratelimit import KeyedBuckets
+from blackdrez.server.records.store import AlreadyClaimed, NameTaken, RecordsStore
 
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
@@ -143,7 +144,8 @@ class Accounts:
     async def authenticate(self, token: str) -> identity.Token | None:
         """The token if it is genuine, unexpired and not revoked by its account, else ``None``.
 
-        (The store's list of single revoked tokens, ``server.identity``, is checked apart.)
+        (The store's list of single revoked tokens, ``blackdrez.server.identity``, is checked
+        apart.)
         """
         claims = identity.read_token(self.secret, token, self.token_lifetime, self.clock())
         if claims is None:

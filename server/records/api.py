@@ -43,10 +43,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import msgspec
 
-from games import GAMES
-from server.records.accounts import AccountError, AccountErrorCode, Accounts, Session
-from server.records.ingest import GAME_ID, MAX_PLAYER_ID
-from server.records.model import (
+from blackdrez.games import GAMES
+from blackdrez.server.records.accounts import AccountError, AccountErrorCode, Accounts, Session
+from blackdrez.server.records.ingest import GAME_ID, MAX_PLAYER_ID
+from blackdrez.server.records.model import (
     GameStats,
     GameSummary,
     Kind,
@@ -54,9 +54,9 @@ from server.records.model import (
     Player,
     RatingPoint,
 )
-from server.records.ratings import RATED_GAMES
-from server.records.replay import GameReplay, game_replay
-from server.records.store import InvalidCursor, RecordsStore
+from blackdrez.server.records.ratings import RATED_GAMES
+from blackdrez.server.records.replay import GameReplay, game_replay
+from blackdrez.server.records.store import InvalidCursor, RecordsStore
 
 PREFIX = "/api/v1"
 DEFAULT_LIMIT = 20

@@ -23,10 +23,10 @@ from typing import Any
 
 import msgspec
 
-from games import verify
-from games.records import Record as FileRecord
-from server.records.model import FinishedGame, PlayerResult, SeatPlayer
-from server.records.ratings import RATED_GAMES
+from blackdrez.games import verify
+from blackdrez.games.records import Record as FileRecord
+from blackdrez.server.records.model import FinishedGame, PlayerResult, SeatPlayer
+from blackdrez.server.records.ratings import RATED_GAMES
 
 GAME_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 """What a game id may be: it goes into URLs and cursors unescaped."""

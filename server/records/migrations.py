@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from server.records.db import Database, Script
+from blackdrez.server.records.db import Database, Script
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from games.records import Record as FileRecord
+from blackdrez.games.records import Record as FileRecord
 
 Kind = Literal["humans", "bots", "all"]
 """Whose entries a leaderboard lists."""

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from games import GAMES, verify
-from server.records.model import GameRecord, GameSummary, summary_fields
+from blackdrez.games import GAMES, verify
+from blackdrez.server.records.model import GameRecord, GameSummary, summary_fields
 
 
 class ReplayStep(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,11 +2,12 @@
 
 Theory of operation
 -------------------
-Like ``protocol.schema`` for the wire protocol: every body the API sends or takes is a msgspec
+Like ``blackdrez.protocol.schema`` for the wire protocol: every body the API sends or takes is a
+msgspec
 Struct, so :func:`msgspec.json.schema_components` turns them into one document,
 ``docs/schema/api-v1.json``, with one top-level key per body (:data:`BODIES`) and the shared
 definitions under ``$defs``. The output is stable, so a test compares the committed file with the
-code. Regenerate with ``python -m server.records.schema``; check with ``--check``.
+code. Regenerate with ``python -m blackdrez.server.records.schema``; check with ``--check``.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from typing import Any
 
 import msgspec
 
-from protocol.schema import SchemaFile
-from server.records import api
-from server.records.accounts import Session
-from server.records.model import GameRecord
-from server.records.replay import GameReplay
+from blackdrez.protocol.schema import SchemaFile
+from blackdrez.server.records import api
+from blackdrez.server.records.accounts import Session
+from blackdrez.server.records.model import GameRecord
+from blackdrez.server.records.replay import GameReplay
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "schema" / "api-v1.json"
-REGENERATE = "python -m server.records.schema"
+REGENERATE = "python -m blackdrez.server.records.schema"
 
 BODIES: dict[str, Any] = {
     "games_page": api.GamesPage,

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-:meth:`RecordsStore.put_game` writes one :class:`~server.records.model.FinishedGame` in one
+:meth:`RecordsStore.put_game` writes one :class:`~blackdrez.server.records.model.FinishedGame` in
+one
 transaction (a write script, ``_put_game``: see ``db.py``; a handful of multi-row statements
 whatever the number of players). The game row goes first, with ``INSERT ... ON CONFLICT (id)
 DO NOTHING``; if the id was already there the write stops and changes nothing (a retried write
@@ -32,10 +33,10 @@ from typing import Any
 
 import msgspec
 
-from games.records import encode_record
-from server.records.db import Database, Row, Script, open_database, values
-from server.records.migrations import migrate
-from server.records.model import (
+from blackdrez.games.records import encode_record
+from blackdrez.server.records.db import Database, Row, Script, open_database, values
+from blackdrez.server.records.migrations import migrate
+from blackdrez.server.records.model import (
     Account,
     FinishedGame,
     GameRecord,
@@ -48,8 +49,8 @@ from server.records.model import (
     Rating,
     RatingPoint,
 )
-from server.records.ratings import INITIAL, RATED_GAMES, provisional, rate
-from server.records.ratings import Rating as Skill
+from blackdrez.server.records.ratings import INITIAL, RATED_GAMES, provisional, rate
+from blackdrez.server.records.ratings import Rating as Skill
 
 MAX_LIMIT = 100
 """The most rows one list query returns."""

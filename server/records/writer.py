@@ -60,15 +60,15 @@ import sys
 import time
 from collections.abc import Iterable
 
-from games import verify
-from protocol import v1
-from server.metrics import Metrics
-from server.records.ingest import InvalidGame, finished_game
-from server.records.model import FinishedGame, SeatPlayer
-from server.records.ratings import INITIAL, RATED_GAMES, provisional
-from server.records.store import GameIdConflict, RecordsStore
-from server.retry import Backoff
-from server.table.room import GameOver
+from blackdrez.games import verify
+from blackdrez.protocol import v1
+from blackdrez.server.metrics import Metrics
+from blackdrez.server.records.ingest import InvalidGame, finished_game
+from blackdrez.server.records.model import FinishedGame, SeatPlayer
+from blackdrez.server.records.ratings import INITIAL, RATED_GAMES, provisional
+from blackdrez.server.records.store import GameIdConflict, RecordsStore
+from blackdrez.server.retry import Backoff
+from blackdrez.server.table.room import GameOver
 
 log = logging.getLogger("blackdrez.records")
 

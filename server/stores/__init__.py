@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from server.stores.base import LeaseLost, Store, StoreRefused, StoreUnavailable
-from server.stores.memory import MemoryStore
+from blackdrez.server.stores.base import LeaseLost, Store, StoreRefused, StoreUnavailable
+from blackdrez.server.stores.memory import MemoryStore
 
 
 def open_store(
@@ -11,16 +11,16 @@ def open_store(
 ) -> Store:
     """Return the Redis store for ``redis_url`` (a Redis Cluster's for ``redis+cluster://``),
     or the in-memory store when it is empty. ``wait_replicas`` and ``wait_timeout_ms``: see
-    :class:`~server.stores.redis.RedisStore`."""
+    :class:`~blackdrez.server.stores.redis.RedisStore`."""
     if not redis_url:
         return MemoryStore(node_id)
     if redis_url.startswith("redis+cluster://"):
-        from server.stores.redis_cluster import RedisClusterStore
+        from blackdrez.server.stores.redis_cluster import RedisClusterStore
 
         return RedisClusterStore(
             redis_url, node_id, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms
         )
-    from server.stores.redis import RedisStore
+    from blackdrez.server.stores.redis import RedisStore
 
     return RedisStore(
         redis_url, node_id, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms

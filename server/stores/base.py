@@ -5,15 +5,17 @@ Theory of operation
 A store holds what several server processes (nodes) must share: the lobby's table records, which
 node hosts each table, which tables a player sits at, node presence (heartbeats with a TTL), the
 solitaire leaderboards, and a publish/subscribe bus for live updates and for forwarding requests to
-the node that hosts a table. :class:`~server.stores.memory.MemoryStore` keeps it all in one
-process (the default; nothing to install); :class:`~server.stores.redis.RedisStore` keeps it in
+the node that hosts a table. :class:`~blackdrez.server.stores.memory.MemoryStore` keeps it all in
+one
+process (the default; nothing to install); :class:`~blackdrez.server.stores.redis.RedisStore` keeps
+it in
 Redis so any number of nodes share one lobby.
 
 Payloads are bytes (MessagePack): the store never interprets them. Every key that belongs to one
 table carries the table id as a Redis Cluster hash tag (``bd:t:{ID}:...``) so a table's keys live in
 one slot. When the store cannot be reached a method raises :class:`StoreUnavailable`; the caller
 answers ``unavailable`` and changes nothing. Every call's outcome is reported to the store's
-:class:`~server.retry.StoreHealth`, which the node waits on instead of retrying by itself.
+:class:`~blackdrez.server.retry.StoreHealth`, which the node waits on instead of retrying by itself.
 
 Hosting and fencing
 -------------------
@@ -40,7 +42,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from server.retry import StoreHealth
+from blackdrez.server.retry import StoreHealth
 
 Handler = Callable[[bytes], None]
 """A subscriber: called in the event loop with each message published on its channel."""
@@ -382,8 +384,8 @@ class Store(abc.ABC):
 
         Returns whether the announcement may have been heard: False only when the store knows
         that nobody was subscribed to ``channel`` as it was published (a host may then stop
-        announcing the table until another node asks for it: ``server.node.hosting``, "Quiet
-        tables"); True when it was, when the store cannot tell, and when nothing was announced."""
+        announcing the table until another node asks for it: ``blackdrez.server.node.hosting``,
+        "Quiet tables"); True when it was, when the store cannot tell, and when nothing was announced."""
 
     @abc.abstractmethod
     async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
@@ -394,7 +396,8 @@ class Store(abc.ABC):
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
         """Keep ``data``, the table's room just after its log entry ``position``, in place of an
         earlier snapshot (a later one stays), only while this process holds the lease with
-        ``token`` (else :class:`LeaseLost`, nothing written). See :mod:`server.table.snapshots`."""
+        ``token`` (else :class:`LeaseLost`, nothing written). See
+        :mod:`blackdrez.server.table.snapshots`."""
 
     @abc.abstractmethod
     async def read_snapshot(self, table_id: str) -> tuple[int, bytes] | None:

@@ -16,7 +16,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 
-from server.stores.base import (
+from blackdrez.server.stores.base import (
     Handler,
     LeaseLost,
     LobbyRecord,

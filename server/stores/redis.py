@@ -67,17 +67,20 @@ table whose host died is adopted by another node, so its keys always have an own
 died before logging anything is forgotten by the orphan scan, which finds its id in the hosted
 index: the id goes there in the lease's own transaction). Fields:
 ``record`` holds node, record, listed ("1" / "0"); ``snap`` holds position and data (the room just
-after that log entry: :mod:`server.table.snapshots`); ``lease`` holds ``node/incarnation/token``;
+after that log entry: :mod:`blackdrez.server.table.snapshots`); ``lease`` holds
+``node/incarnation/token``;
 ``log`` entries have the field ``e`` and the ID ``<position>-0``, position 1 being the create
-command; ``game`` is the table's compact game record (``server.table.records.TableRecord``).
+command; ``game`` is the table's compact game record
+(``blackdrez.server.table.records.TableRecord``).
 
 Writes that touch several keys of one slot run in one Lua script (every fenced write: see
-"Hosting and fencing" in :mod:`server.stores.base`) or one MULTI/EXEC transaction, so a lost
+"Hosting and fencing" in :mod:`blackdrez.server.stores.base`) or one MULTI/EXEC transaction, so a
+lost
 connection changes all or nothing. The sets ``bd:lobby:tables`` and ``bd:{hosted}:B`` live in
 other slots than a table's keys: they are updated in a second step, and every reader tolerates and
 removes ids whose table is gone (:meth:`RedisStore.list_tables`,
 :meth:`RedisStore.adoptable_tables`). So the same keys work on a Redis Cluster: how, and why each
-cross-table index is one key in one slot, is in :mod:`server.stores.redis_cluster`.
+cross-table index is one key in one slot, is in :mod:`blackdrez.server.stores.redis_cluster`.
 
 Group commit. A node's log appends are not sent one by one: :meth:`RedisStore.append_log` queues
 its append and waits; in the event-loop turn after the first one queued, every queued append goes
@@ -97,19 +100,21 @@ reply settles its appends from the protocol callback that read it (a busy node's
 milliseconds: each turn saved shows in the tail latency). The connection is not redis-py's: at
 moderate load most batches hold one append, so the cost of one call is the node's cost per
 action, and redis-py's client, pool and parser made it about 300 µs of CPU against about 150 µs
-on this small RESP connection (:mod:`server.stores.resp`; measured in ``docs/benchmarks.md``,
+on this small RESP connection (:mod:`blackdrez.server.stores.resp`; measured in
+``docs/benchmarks.md``,
 "Group commit"). It sends ``EVALSHA`` (the script is loaded when the connection opens; a
 ``NOSCRIPT`` reply, Redis having forgotten it, means nothing ran: the batch is sent again behind
 a ``SCRIPT LOAD``). A lost connection fails the batches out on it (and no other); while none is
 open, one committer task opens it and sends batch after batch until the queue is empty; a failed
 opening waits on :data:`RECONNECT_BACKOFF` before the next, unless the store's health sees Redis
 back first. Outcomes are reported to the health like every call's. On a Redis Cluster the batch
-is split by master (see :mod:`server.stores.redis_cluster`); there, and with a TLS URL
+is split by master (see :mod:`blackdrez.server.stores.redis_cluster`); there, and with a TLS URL
 (``rediss://``), redis-py carries the batches, one at a time: whatever queued while one was out
 goes in the next.
 
 Lease renewals are batched too: a node renews every lease it holds several times a second
-(``RENEWALS`` per TTL, :mod:`server.node.hosting`), so :meth:`RedisStore.renew_leases` sends one
+(``RENEWALS`` per TTL, :mod:`blackdrez.server.node.hosting`), so :meth:`RedisStore.renew_leases`
+sends one
 script call for them all (``RENEW_SCRIPT``, at most ``MAX_RENEWALS`` a call), each lease fenced
 on its own holder; on a Redis Cluster, one call per slot.
 
@@ -156,9 +161,9 @@ from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 from redis.maint_notifications import MaintNotificationsConfig
 
-from server.retry import Backoff
-from server.stores import resp
-from server.stores.base import (
+from blackdrez.server.retry import Backoff
+from blackdrez.server.stores import resp
+from blackdrez.server.stores.base import (
     Handler,
     LeaseLost,
     LobbyRecord,
@@ -173,7 +178,7 @@ from server.stores.base import (
     in_share,
     share_buckets,
 )
-from server.tasks import cancel_until_done
+from blackdrez.server.tasks import cancel_until_done
 
 log = logging.getLogger("blackdrez.store")
 
@@ -270,7 +275,8 @@ table a node of an older version hosted is found (a rolling upgrade); never adde
 
 
 def hosted_key(bucket: int) -> str:
-    """The set of hosted tables of one bucket (``server.stores.base.bucket_of``). Every bucket
+    """The set of hosted tables of one bucket (``blackdrez.server.stores.base.bucket_of``). Every
+    bucket
     is in one slot (the hash tag), so one ``SUNION`` reads a share's buckets, on a cluster too."""
     return f"bd:{{hosted}}:{bucket}"
 
@@ -340,7 +346,7 @@ def state_key(table_id: str) -> str:
 
 
 def snapshot_key(table_id: str) -> str:
-    """A table's latest snapshot (see :mod:`server.table.snapshots`)."""
+    """A table's latest snapshot (see :mod:`blackdrez.server.table.snapshots`)."""
     return f"bd:t:{{{table_id}}}:snap"
 
 
@@ -749,7 +755,8 @@ class RedisStore(Store):
 
     async def close(self) -> None:
         """Stop the pub/sub reader and close every connection."""
-        # The reader takes a lost cancellation for a quiet link and reads on (see server.tasks).
+        # The reader takes a lost cancellation for a quiet link and reads on (see
+        # blackdrez.server.tasks).
         tasks = [
             t
             for t in (self._reader, self._committer, self._lobby_catching_up, *self._resending)
@@ -1600,7 +1607,8 @@ def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseExcepti
 class CommitLink:
     """A script's own connection to one Redis: ``EVALSHA`` of ``script`` (the group commit's
     ``APPEND_SCRIPT``; the rate limits' ``TAKE_TOKEN_SCRIPT``) on a
-    :class:`~server.stores.resp.RespConnection`, opened on demand and again after a failure on
+    :class:`~blackdrez.server.stores.resp.RespConnection`, opened on demand and again after a
+    failure on
     :data:`RECONNECT_BACKOFF` (see "Group commit" in the module docstring): no pool, no
     redis-py encoder, a fraction of the CPU of redis-py's call."""
 
@@ -1630,7 +1638,8 @@ class CommitLink:
 
     async def append(self, keys: list[str], args: list[Any], load: bool = False) -> Any:
         """Run the script with ``keys`` and ``args``: its reply. Raises what
-        :class:`~server.stores.resp.RespConnection` raises (redis-py's exceptions). ``load``:
+        :class:`~blackdrez.server.stores.resp.RespConnection` raises (redis-py's exceptions).
+        ``load``:
         Redis said it forgot the script: load it first, in the same round trip."""
         connection = self._connection
         if connection is None or connection.lost:

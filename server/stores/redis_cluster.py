@@ -3,9 +3,11 @@
 Theory of operation
 -------------------
 ``blackdrez serve --redis-url redis+cluster://HOST:PORT[,HOST:PORT...]`` runs the store of
-:mod:`server.stores.redis` on a Redis Cluster through redis-py's asyncio ``RedisCluster``: the
+:mod:`blackdrez.server.stores.redis` on a Redis Cluster through redis-py's asyncio ``RedisCluster``:
+the
 seed nodes are only where it learns the cluster's map of slots, and it follows the map as masters
-fail over or slots move. Everything in :mod:`server.stores.redis` holds; what a cluster adds:
+fail over or slots move. Everything in :mod:`blackdrez.server.stores.redis` holds; what a cluster
+adds:
 
 Keys and slots. Every key of one table carries the table id as a hash tag (``bd:t:{T}:...``), so
 a table's lease, epoch, log, record, snapshot, state and game record share one slot, and every
@@ -37,7 +39,8 @@ transaction. Single-slot transactions (the secret, a player's set with its TTL) 
 Pipelined scripts are sent as EVAL (a cluster pipeline refuses EVALSHA, and a replica promoted
 by a failover may not have the script cached). Commands fail fast as on one Redis: no retries
 (``Retry(NoBackoff(), 0)``); a refused connection or ``CLUSTERDOWN`` is
-:class:`~server.stores.base.StoreUnavailable`, and the client rereads the slot map before its next
+:class:`~blackdrez.server.stores.base.StoreUnavailable`, and the client rereads the slot map before
+its next
 command, so once a replica has taken over a dead master's slots the next call reaches it. The
 health probe pings every master: the store is up again when all of them answer.
 
@@ -52,7 +55,8 @@ node of the cluster one message per update: small beside the log write for a few
 ``docs/benchmarks.md``), but it does not shrink as shards are added, so past some tens of
 thousands of actions/s across the cluster sharded pub/sub is the next step.
 
-Group commit. The batch of log appends of :mod:`server.stores.redis` is split by master and sent
+Group commit. The batch of log appends of :mod:`blackdrez.server.stores.redis` is split by master
+and sent
 to every master at once, each its own cluster pipeline of one script call per slot (a script may
 name the keys of one slot only). Each master's share succeeds or fails on its own: a dead master
 fails the appends of its tables (their hosts undo those commands), not those of the others.
@@ -80,8 +84,8 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from server.stores.base import StoreUnavailable, bucket_of
-from server.stores.redis import (
+from blackdrez.server.stores.base import StoreUnavailable, bucket_of
+from blackdrez.server.stores.redis import (
     COMMAND_TIMEOUT,
     CONNECT_TIMEOUT,
     KEEP_NOTHING_QUEUED,

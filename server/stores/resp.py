@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 A node on Redis logs every action with one script call, and at moderate load the group commit
-(:mod:`server.stores.redis`) sends most batches with a single append in them: the cost of one
+(:mod:`blackdrez.server.stores.redis`) sends most batches with a single append in them: the cost of
+one
 call is then the node's cost per action. Through redis-py a call passes the client, the
 connection pool (a lock, a queue, a health check), a command packer with an encoder per argument
 and a general reply parser: about 300 µs of the node's CPU per call on the benchmark machine

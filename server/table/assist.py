@@ -17,7 +17,8 @@ replays from the seed to the same state.
 *Hints*: the expert's move (:func:`expert_hint`) for what the player sees (:class:`HintJob`: the
 view, the legal actions, and in Blackjack Piles the cards cashed this round, all shown to the
 player), so a hint tells nothing about the stock. The expert takes up to about a second of CPU,
-so the node runs :func:`expert_hint` in its hint worker (``server.hints``), off the event loop,
+so the node runs :func:`expert_hint` in its hint worker (``blackdrez.server.hints``), off the event
+loop,
 and logs the move it got with the ``hint`` command (``LogEntry.hint``): a table rebuilt from its
 log recomputes nothing. When the expert is busy or late, the best quick reference bot answers
 (:func:`quick_hint`: ``heuristic``, else ``greedy``; tens of milliseconds); the reply says which.
@@ -48,12 +49,12 @@ from typing import Any
 
 import msgspec
 
-from games import GAMES
-from games.blackjack_piles import expert as piles_expert
-from games.blue_jacket import expert as blue_jacket_expert
-from games.blue_jacket import rules as blue_jacket
-from games.records import encode_record
-from games.verify import record_of
+from blackdrez.games import GAMES
+from blackdrez.games.blackjack_piles import expert as piles_expert
+from blackdrez.games.blue_jacket import expert as blue_jacket_expert
+from blackdrez.games.blue_jacket import rules as blue_jacket
+from blackdrez.games.records import encode_record
+from blackdrez.games.verify import record_of
 
 HINT_STRATEGIES = ("heuristic", "greedy")
 """The bots a hint asks, best first: the first one a game has gives its hints."""

@@ -28,10 +28,10 @@ from typing import Any
 
 import msgspec
 
-from games import GAMES
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.table.room import RUNAWAY_RATE, GameOver, Room, RoomError
+from blackdrez.games import GAMES
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.table.room import RUNAWAY_RATE, GameOver, Room, RoomError
 
 
 class Create(msgspec.Struct, tag="create", tag_field="type", kw_only=True):
@@ -125,7 +125,8 @@ class LogEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class Answer(msgspec.Struct):
-    """What a request produced for its requester (typed on the bus too: see ``server.bus``)."""
+    """What a request produced for its requester (typed on the bus too: see
+    ``blackdrez.server.bus``)."""
 
     replies: list[v1.ServerMessage] = []
     watch: tuple[str, int | None, int] | None = None
@@ -181,7 +182,8 @@ def execute(room: Room, entry: LogEntry) -> Answer:
 
 def timer_entry(room: Room, now: float) -> LogEntry:
     """The command to run when ``room``'s timer fires at ``now``: a :class:`Tick`, or a
-    :class:`Stop` once the timer fires faster than :data:`~server.table.room.RUNAWAY_RATE`."""
+    :class:`Stop` once the timer fires faster than
+    :data:`~blackdrez.server.table.room.RUNAWAY_RATE`."""
     if room.timer_budget.spend(now):
         return LogEntry(now=now, command=Tick())
     reason = f"stopped: its timer fired more than {RUNAWAY_RATE:.0f} times a second"

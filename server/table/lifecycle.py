@@ -55,7 +55,7 @@ false during a game: the player finishes the round in play, then sits out the fo
 (keeping the pile and the place in the ranking) until ready again. (e) The host who starts is
 marked ready and plays (if seated); at least two ready players are needed. (f) Solitaire
 sessions only (``not_a_solitaire`` otherwise), for the seated player; ``undo`` takes back only
-moves since the last card was revealed (``nothing_to_undo``), see ``server.table.assist``.
+moves since the last card was revealed (``nothing_to_undo``), see ``blackdrez.server.table.assist``.
 
 A status changes only by :meth:`Room._enter`, along :data:`TRANSITIONS`. A start enters
 ``playing``; from there the status follows from the engine and the seats (:meth:`Room._settle`,
@@ -79,7 +79,7 @@ from __future__ import annotations
 import enum
 from typing import Literal, NamedTuple
 
-from protocol.errors import ErrorCode
+from blackdrez.protocol.errors import ErrorCode
 
 
 class TableStatus(enum.StrEnum):

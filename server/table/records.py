@@ -6,7 +6,8 @@ When a table closes its log is replaced in the store by a :class:`TableRecord`: 
 commitment and result of every game played there, and the whole log compressed (so it still
 replays), kept for the node's record retention.
 :func:`table_record` rebuilds the table from its log
-(:func:`server.table.commands.rebuilding`) to note each game's seed, commitment and result;
+(:func:`blackdrez.server.table.commands.rebuilding`) to note each game's seed, commitment and
+result;
 :func:`record_log` gives the log back.
 """
 
@@ -17,8 +18,8 @@ from typing import Any
 
 import msgspec
 
-from protocol import v1
-from server.table.commands import decode_entry, rebuilding
+from blackdrez.protocol import v1
+from blackdrez.server.table.commands import decode_entry, rebuilding
 
 
 class GamePlayed(msgspec.Struct, kw_only=True):

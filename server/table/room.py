@@ -6,18 +6,20 @@ A :class:`Room` holds the seats, the engine of the running game, the events kept
 the deadlines (turn timer, next deal, waiting for players, disconnect grace, closing). Every
 command method takes the current time ``now`` and either raises :class:`RoomError` (nothing
 changed) or changes the room and queues numbered events. The runtime
-(:mod:`server.table.commands` and the node) calls :meth:`Room.flush` after each command to get
+(:mod:`blackdrez.server.table.commands` and the node) calls :meth:`Room.flush` after each command to
+get
 one :class:`Broadcast` for every viewer, and calls :meth:`Room.tick` when
 :meth:`Room.next_deadline` comes. :meth:`Room.state_key` tells whether a command changed anything
 at all: one that changed nothing is neither logged nor broadcast.
 Because every method is synchronous, one room's commands never interleave.
 
 The lifecycle (statuses, transitions, which command each status allows) is in
-:mod:`server.table.lifecycle`; :meth:`Room._check` looks every command up there first.
+:mod:`blackdrez.server.table.lifecycle`; :meth:`Room._check` looks every command up there first.
 
 A room whose timer fires more than :data:`RUNAWAY_RATE` times a second (beyond a burst of
 :data:`RUNAWAY_BURST`) is stopped (:class:`TimerBudget`; see
-:func:`server.table.commands.timer_entry`): its host logs a ``stop`` that closes it, and reports
+:func:`blackdrez.server.table.commands.timer_entry`): its host logs a ``stop`` that closes it, and
+reports
 it. A timer fires only when a deadline is due, and each firing uses one up, so no game comes near
 that rate; the guard keeps a bug from ever spinning a node again. Players' requests are not
 counted: each is one message of a rate-limited connection.
@@ -36,12 +38,12 @@ from typing import Any, Literal
 
 import msgspec
 
-from games.base import Reason, Rejected
-from games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
-from games.spec import GameSpec
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.table.assist import (
+from blackdrez.games.base import Reason, Rejected
+from blackdrez.games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
+from blackdrez.games.spec import GameSpec
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.table.assist import (
     Assist,
     Finished,
     HintJob,
@@ -51,7 +53,7 @@ from server.table.assist import (
     quick_hint,
     ranked_result,
 )
-from server.table.lifecycle import (
+from blackdrez.server.table.lifecycle import (
     ALLOWED,
     COMMANDS,
     GAME_RUNNING,
@@ -178,7 +180,7 @@ class Outcome:
     unseated: list[str] = field(default_factory=list)
     closed: bool = False
     games_over: list[GameOver] = field(default_factory=list)
-    """Games that ended, for the records (``server.records.writer``)."""
+    """Games that ended, for the records (``blackdrez.server.records.writer``)."""
 
 
 @dataclass(frozen=True)
@@ -287,7 +289,7 @@ class Room:
         self.timer_budget = TimerBudget()
         self.version = 0
         """Counts the commands that changed the room (kept by
-        :func:`server.table.commands.execute`)."""
+        :func:`blackdrez.server.table.commands.execute`)."""
         self._applied = 0
         self._pending: list[v1.Numbered] = []
         self._info_dirty = False
@@ -689,7 +691,8 @@ class Room:
     ) -> tuple[Any, str]:
         """Give the player a hint: ``given`` (the move and the bot that chose it, computed by the
         node's worker from :meth:`hint_job`), else the quick bot's move computed here (see
-        ``server.table.assist``). The game is marked as helped. Returns the move and the bot."""
+        ``blackdrez.server.table.assist``). The game is marked as helped. Returns the move and the
+        bot."""
         job = self.hint_job(player)
         assist = self._assist()
         if given is None:

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-A room is rebuilt by replaying its log (:func:`server.table.commands.rebuild`), which costs one
+A room is rebuilt by replaying its log (:func:`blackdrez.server.table.commands.rebuild`), which
+costs one
 command per entry: a table that played for hours has a long log and a slow adoption. So every
 :data:`SNAPSHOT_EVERY` entries the host takes a snapshot, the room just after entry ``position`` as
 bytes (:func:`take`), and stores it beside the log (fenced by its lease like a log append:
@@ -29,10 +30,10 @@ import logging
 import pickle
 from typing import Any
 
-from games import GAMES
-from server.table.commands import decode_entry, execute
-from server.table.commands import rebuild as rebuild_from_log
-from server.table.room import GameOver, Room, RoomError
+from blackdrez.games import GAMES
+from blackdrez.server.table.commands import decode_entry, execute
+from blackdrez.server.table.commands import rebuild as rebuild_from_log
+from blackdrez.server.table.room import GameOver, Room, RoomError
 
 log = logging.getLogger("blackdrez.node")
 

@@ -2,7 +2,8 @@
 
 The compose deployment puts nginx in front of the nodes; where there is no Docker (and no nginx),
 a soak needs something in that place that it can kill and start again. ``python -m
-server.testing.balancer PORT BACKEND_PORT...`` listens on ``127.0.0.1:PORT`` and hands each new
+blackdrez.server.testing.balancer PORT BACKEND_PORT...`` listens on ``127.0.0.1:PORT`` and hands
+each new
 connection to the next backend on ``127.0.0.1`` in turn that accepts it (skipping those that
 refuse, as nginx's ``proxy_next_upstream`` does), then copies bytes both ways until either side
 closes. It reads nothing of HTTP or WebSocket: a handshake a node answers 503 reaches the client,
@@ -19,8 +20,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from server.testing.launcher import Launcher, OneProcess
-from server.testing.redis_server import free_port
+from blackdrez.server.testing.launcher import Launcher, OneProcess
+from blackdrez.server.testing.redis_server import free_port
 
 CONNECT_TIMEOUT = 1.0
 START_TIMEOUT = 30.0
@@ -70,7 +71,7 @@ class Balancer(Launcher, OneProcess):
         return f"ws://127.0.0.1:{self.port}/"
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "server.testing.balancer", str(self.port)]
+        command = [sys.executable, "-m", "blackdrez.server.testing.balancer", str(self.port)]
         self._process = subprocess.Popen(
             command + [str(port) for port in self.backends],
             stdin=subprocess.DEVNULL,

@@ -1,10 +1,12 @@
 """``blackdrez serve`` as a newcomer runs it: no Redis given, its state in a data folder.
 
-:class:`DefaultServer` runs ``python -m tools.cli serve --port PORT`` in a folder of the test's
+:class:`DefaultServer` runs ``python -m blackdrez.tools.cli serve --port PORT`` in a folder of the
+test's
 own, with the environment's ``BLACKDREZ_*`` settings removed (the suite's ``BLACKDREZ_DB_URL=none``
 among them), so the node keeps its records and its Redis in ``FOLDER/blackdrez-data`` as the
 README's first command does. It can be stopped with any signal and started again in the same
-folder; :func:`redis_pid` tells whether the folder's Redis (``server.stores.embedded``) runs.
+folder; :func:`redis_pid` tells whether the folder's Redis (``blackdrez.server.stores.embedded``)
+runs.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ server runs with its defaults, as a newcomer's does."""
 
 
 class DefaultServer:
-    """``python -m tools.cli serve --port PORT`` in the folder ``cwd``, as the README runs it."""
+    """``python -m blackdrez.tools.cli serve --port PORT`` in the folder ``cwd``, as the README runs
+    it."""
 
     def __init__(self, cwd: Path, port: int) -> None:
         self.cwd, self.port = cwd, port
@@ -46,7 +49,7 @@ class DefaultServer:
         """Start the node; return once it listens (its first line), its output read on by a
         thread (kept in :attr:`lines`) so that it never blocks on a full pipe."""
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tools.cli", "serve", "--port", str(self.port)],
+            [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--port", str(self.port)],
             cwd=self.cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

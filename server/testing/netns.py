@@ -39,8 +39,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.testing.launcher import Launcher
-from server.testing.nodes import NodeProcess, node_command
+from blackdrez.server.testing.launcher import Launcher
+from blackdrez.server.testing.nodes import NodeProcess, node_command
 
 PREFIX = "bdlab"
 """The prefix of every namespace a lab makes."""

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-A :class:`NodeProcess` runs ``python -m tools.cli serve --redis-url URL --node-id ID`` (the
+A :class:`NodeProcess` runs ``python -m blackdrez.tools.cli serve --redis-url URL --node-id ID``
+(the
 compose file's node command, on a free loopback port) and keeps every line it prints with the time
 it arrived, read by a thread so that a node never blocks on a full pipe. It can be killed
 (SIGKILL), paused (SIGSTOP), resumed (SIGCONT) and started again with the same id and port, as a
@@ -26,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from server.testing.launcher import OneProcess
-from server.testing.redis_cluster import direct_client
-from server.testing.redis_server import free_port
+from blackdrez.server.testing.launcher import OneProcess
+from blackdrez.server.testing.redis_cluster import direct_client
+from blackdrez.server.testing.redis_server import free_port
 
 START_TIMEOUT = 30.0
 """Seconds a node may take to print its first line (a loaded machine imports slowly)."""
@@ -50,7 +51,7 @@ def node_command(
     the records database ``db_url`` (``none``: no records, rather than a file in the working
     directory)."""
     return [
-        sys.executable, "-m", "tools.cli", "serve",
+        sys.executable, "-m", "blackdrez.tools.cli", "serve",
         "--host", host,
         "--port", str(port),
         "--redis-url", redis_url,

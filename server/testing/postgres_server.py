@@ -21,8 +21,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from server.testing.launcher import Launcher
-from server.testing.redis_server import free_port
+from blackdrez.server.testing.launcher import Launcher
+from blackdrez.server.testing.redis_server import free_port
 
 START_TIMEOUT = 60
 STOP_TIMEOUT = 30

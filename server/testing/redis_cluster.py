@@ -30,8 +30,8 @@ from pathlib import Path
 
 import redis
 
-from server.testing.launcher import Launcher
-from server.testing.redis_server import answers_ping, find_redis_server, handed_out
+from blackdrez.server.testing.launcher import Launcher
+from blackdrez.server.testing.redis_server import answers_ping, find_redis_server, handed_out
 
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
@@ -95,7 +95,7 @@ def redis_command(port: int, *args: str, timeout: float = 2.0, host: str = "127.
 def direct_client(url: str) -> redis.Redis | redis.RedisCluster:
     """A synchronous client to look into a store's Redis (``redis://``) or Redis Cluster
     (``redis+cluster://``, whose seed nodes lead to the others)."""
-    from server.stores.redis_cluster import SCHEME, parse_cluster_url
+    from blackdrez.server.stores.redis_cluster import SCHEME, parse_cluster_url
 
     if not url.startswith(f"{SCHEME}:"):
         return redis.Redis.from_url(url)

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from server.stores.embedded import find_redis_server
-from server.testing.launcher import Launcher, OneProcess
+from blackdrez.server.stores.embedded import find_redis_server
+from blackdrez.server.testing.launcher import Launcher, OneProcess
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0

@@ -1,7 +1,8 @@
 """Long table logs for tests and benchmarks: a BlackDrez table played game after game, in process.
 
 :func:`play_table` does what a node does for a hosted room, without a node: it runs each command
-through :func:`~server.table.commands.execute` on a clock that moves half a second a command, keeps
+through :func:`~blackdrez.server.table.commands.execute` on a clock that moves half a second a
+command, keeps
 the entry only when the room changed, flushes the room's update, and fires its timers when no seat
 can act. The players pick random legal actions (seeded), ready up and start again after each game,
 so the log grows as long as asked for, through many games."""
@@ -14,8 +15,8 @@ from typing import Any
 
 import msgspec
 
-from protocol import v1
-from server.table.commands import (
+from blackdrez.protocol import v1
+from blackdrez.server.table.commands import (
     NEEDS_SEED,
     Create,
     LogEntry,
@@ -24,7 +25,7 @@ from server.table.commands import (
     new_room,
     timer_entry,
 )
-from server.table.room import Room, RoomError
+from blackdrez.server.table.room import Room, RoomError
 
 TABLE = "tlonglog0001"
 

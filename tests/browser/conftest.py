@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 
-from clients.bots import run_bot
-from server.app import GameServer, Settings
+from blackdrez.clients.bots import run_bot
+from blackdrez.server.app import GameServer, Settings
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 CHROMIUM_ARGS = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from playwright.async_api import Browser, expect
 
-from clients.client import Client
-from protocol import v1
-from server.app import GameServer
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.app import GameServer
 
 TOKEN = "admin-page-token"
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import msgspec
 from playwright.async_api import Page
 
-from games import GAMES
-from games.blue_jacket import rules as bj
-from games.records import read_record
-from games.verify import verify
-from server.table.assist import hint
+from blackdrez.games import GAMES
+from blackdrez.games.blue_jacket import rules as bj
+from blackdrez.games.records import read_record
+from blackdrez.games.verify import verify
+from blackdrez.server.table.assist import hint
 from tests.browser.helpers import click_and_wait, seq, start_deal, table_state, wait_until
 
 DEAL = 3

@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 from playwright.async_api import Page
 
-from clients.bots import BOT_CLIENT, play_table, run_bot
-from clients.client import Client
-from games import verify
-from games.records import decode_record
-from protocol import v1
-from server import identity
-from server.app import GameServer, Settings
+from blackdrez.clients.bots import BOT_CLIENT, play_table, run_bot
+from blackdrez.clients.client import Client
+from blackdrez.games import verify
+from blackdrez.games.records import decode_record
+from blackdrez.protocol import v1
+from blackdrez.server import identity
+from blackdrez.server.app import GameServer, Settings
+from blackdrez.tools.ladder import ladder_bots, run_ladder
 from tests.browser.helpers import create_table, table_state
 from tests.server.helpers import act_once, seat_and_start
-from tools.ladder import ladder_bots, run_ladder
 
 DEADLINE = 180.0
 PATIENCE_MS = 90_000

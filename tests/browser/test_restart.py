@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from server.testing.default_server import DefaultServer
-from server.testing.redis_server import free_port
+from blackdrez.server.testing.default_server import DefaultServer
+from blackdrez.server.testing.redis_server import free_port
 from tests.browser.helpers import click_and_wait, start_deal, table_state, wait_until
 
 pytestmark = pytest.mark.timeout(180)

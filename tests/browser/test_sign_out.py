@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page
 
-from clients.bots import run_bot
-from server.app import GameServer, Settings
+from blackdrez.clients.bots import run_bot
+from blackdrez.server.app import GameServer, Settings
 
 PATIENCE_MS = 90_000
 """Playwright's waits on a loaded machine (the suite shares two cores with other work)."""

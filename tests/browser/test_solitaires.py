@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from playwright.async_api import Page
 
-from games import GAMES
-from games.blackjack_piles import rules as bp
-from games.blue_jacket import rules as bj
+from blackdrez.games import GAMES
+from blackdrez.games.blackjack_piles import rules as bp
+from blackdrez.games.blue_jacket import rules as bj
 from tests.browser.helpers import LOW_CONTRAST, click_and_wait, seq, start_deal
 
 PILES_DEAL = 7

@@ -12,8 +12,8 @@ import pytest
 import redis
 from playwright.async_api import Page
 
-from clients.bots import run_bot
-from server.app import GameServer, Settings
+from blackdrez.clients.bots import run_bot
+from blackdrez.server.app import GameServer, Settings
 from tests.browser.helpers import create_table, wait_until
 from tests.browser.test_table_ux import add_bots
 from tests.server.helpers import RedisUser, redis_user, wait_for

@@ -13,7 +13,7 @@ from itertools import combinations
 import pytest
 from playwright.async_api import Page
 
-from server.app import GameServer
+from blackdrez.server.app import GameServer
 from tests.browser.helpers import (
     click_and_wait,
     create_table,

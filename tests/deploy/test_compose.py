@@ -21,10 +21,10 @@ import pytest
 import redis
 import yaml
 
-from clients.bots import BotResult, SwarmSummary, run_swarm
-from protocol import v1
-from server.stores.base import parse_holder
-from server.table.commands import Resume, decode_entry
+from blackdrez.clients.bots import BotResult, SwarmSummary, run_swarm
+from blackdrez.protocol import v1
+from blackdrez.server.stores.base import parse_holder
+from blackdrez.server.table.commands import Resume, decode_entry
 from tests.deploy.harness import COMPOSE_FILE, Deployment, compose_profiles, output, run
 
 # The first test includes building every image.

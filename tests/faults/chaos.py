@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 The same processes as the compose deployment, without Docker: a Redis with its append-only
 file, a PostgreSQL for the records, three node processes on them, and a load balancer in front
-(:mod:`server.testing.balancer`, where compose has nginx). Players connect through the balancer
+(:mod:`blackdrez.server.testing.balancer`, where compose has nginx). Players connect through the
+balancer
 only, in :data:`LANES` lanes: each lane opens a BlackDrez table of two or three players, plays
 its game to the end with the fault suite's players (:mod:`tests.faults.players`: every
 acknowledged action and the last view recorded), and opens the next, until the time is up.
@@ -39,12 +40,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clients.bots import BotResult
-from server.records.store import RecordsStore
-from server.testing.balancer import Balancer
-from server.testing.nodes import CpuSampler, NodeProcess, Nodes
-from server.testing.postgres_server import PostgresServer
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.bots import BotResult
+from blackdrez.server.records.store import RecordsStore
+from blackdrez.server.testing.balancer import Balancer
+from blackdrez.server.testing.nodes import CpuSampler, NodeProcess, Nodes
+from blackdrez.server.testing.postgres_server import PostgresServer
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults.history import check_history, wait_closed
 from tests.faults.players import (
     STRATEGIES,

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from server.testing.nodes import CpuSampler, NodeProcess, Nodes
-from server.testing.redis_server import RedisServer
+from blackdrez.server.testing.nodes import CpuSampler, NodeProcess, Nodes
+from blackdrez.server.testing.redis_server import RedisServer
 
 FIGURES_FILE = "BD_FAULT_FIGURES"
 HERE = Path(__file__).parent

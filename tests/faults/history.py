@@ -2,10 +2,11 @@
 
 Theory of operation
 -------------------
-A scenario ends with what its clients saw (one :class:`~clients.bots.BotResult` per seat: the
+A scenario ends with what its clients saw (one :class:`~blackdrez.clients.bots.BotResult` per seat:
+the
 event number of every acknowledged action, the last view) and what Redis holds. The checker reads
 each table's log through the store (:meth:`RedisStore.read_log`), rebuilds the table with
-:func:`server.table.commands.rebuild`, and checks, for every table:
+:func:`blackdrez.server.table.commands.rebuild`, and checks, for every table:
 
 * the log replays from its creation to its end, and the event number recorded with each entry
   never goes back (an entry that does was written by a node working from a stale copy);
@@ -21,7 +22,7 @@ each table's log through the store (:meth:`RedisStore.read_log`), rebuilds the t
 
 and, once, that no Redis key lives without a TTL except a fixed, documented set
 (:data:`FIXED_KEYS`), that no node printed an unhandled error, and that no node was busy on
-average beyond :data:`CPU_BOUND` (:class:`~server.testing.nodes.CpuSampler`).
+average beyond :data:`CPU_BOUND` (:class:`~blackdrez.server.testing.nodes.CpuSampler`).
 It gathers every problem instead of stopping at the first, and its figures (actions acknowledged,
 lost, duplicated, keys left, CPU) are printed by every test and tabulated by
 ``benchmarks/faults.py``.
@@ -41,15 +42,15 @@ from typing import Any
 import msgspec
 import redis
 
-from clients.bots import BotResult
-from protocol import v1
-from server.stores import open_store
-from server.stores.redis import FIXED_KEYS
-from server.table.commands import Resume, decode_entry, rebuild
-from server.table.records import decode_table_record, record_log
-from server.table.room import Room
-from server.testing.nodes import CpuSampler, NodeProcess
-from server.testing.redis_cluster import direct_client
+from blackdrez.clients.bots import BotResult
+from blackdrez.protocol import v1
+from blackdrez.server.stores import open_store
+from blackdrez.server.stores.redis import FIXED_KEYS
+from blackdrez.server.table.commands import Resume, decode_entry, rebuild
+from blackdrez.server.table.records import decode_table_record, record_log
+from blackdrez.server.table.room import Room
+from blackdrez.server.testing.nodes import CpuSampler, NodeProcess
+from blackdrez.server.testing.redis_cluster import direct_client
 from tests.faults.players import (
     Fault,
     Table,

@@ -1,7 +1,9 @@
 """Players for the fault scenarios: real clients that seat themselves, play, and remember.
 
-A player here is the bots' client (:mod:`clients.bots`): it plays its seat with a reference
-strategy over the public protocol and records, in a :class:`~clients.bots.BotResult`, the event
+A player here is the bots' client (:mod:`blackdrez.clients.bots`): it plays its seat with a
+reference
+strategy over the public protocol and records, in a :class:`~blackdrez.clients.bots.BotResult`, the
+event
 number of every action the server acknowledged and the last view it saw. Unlike the swarm's bot it
 can be held (``gate``: it sends nothing while the gate is closed, so a scenario can tell what a
 node does on its own), it gives up only when its game stalls or keeps refusing it (to be reported
@@ -22,12 +24,12 @@ from typing import Any
 
 import msgspec
 
-from clients.bots import BotResult, check_fairness
-from clients.client import Client, ServerError
-from games.blackdrez import bots as blackdrez_bots
-from games.blackdrez import rules as blackdrez
-from protocol import v1
-from protocol.codec import SERVER_DECODERS
+from blackdrez.clients.bots import BotResult, check_fairness
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.games.blackdrez import bots as blackdrez_bots
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS
 
 RETRYABLE = frozenset({"unavailable", "moving", "not_your_turn"})
 """Errors a player meets while its table moves or a timer acts first: look again and retry."""

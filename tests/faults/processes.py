@@ -1,6 +1,7 @@
 """A node's hint worker processes, found and watched through ``/proc`` (Linux).
 
-The node starts its hint workers (``server.hints``) with multiprocessing's ``spawn`` method: each
+The node starts its hint workers (``blackdrez.server.hints``) with multiprocessing's ``spawn``
+method: each
 is a child process whose command line runs ``spawn_main``. A scenario holds them (SIGSTOP) or
 waits for them to finish their jobs.
 """
@@ -13,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from server.testing.nodes import cpu_seconds
+from blackdrez.server.testing.nodes import cpu_seconds
 
 
 def children(pid: int) -> list[int]:

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from server.testing.nodes import CpuSampler
-from server.testing.redis_cluster import LocalCluster
+from blackdrez.server.testing.nodes import CpuSampler
+from blackdrez.server.testing.redis_cluster import LocalCluster
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import finish_and_check, resume_figures
 from tests.faults.players import (

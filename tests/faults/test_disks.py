@@ -41,13 +41,13 @@ from typing import Any
 import asyncpg
 import pytest
 
-from protocol import v1
-from server.app import STORE_UNREACHABLE
-from server.records.writer import RETIRE_WAIT
-from server.testing.nodes import CpuSampler, NodeProcess, Nodes
-from server.testing.postgres_server import PostgresServer
-from server.testing.redis_cluster import direct_client
-from server.testing.redis_server import RedisServer
+from blackdrez.protocol import v1
+from blackdrez.server.app import STORE_UNREACHABLE
+from blackdrez.server.records.writer import RETIRE_WAIT
+from blackdrez.server.testing.nodes import CpuSampler, NodeProcess, Nodes
+from blackdrez.server.testing.postgres_server import PostgresServer
+from blackdrez.server.testing.redis_cluster import direct_client
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import finish_and_check, read_table_logs, resume_figures, wait_closed
 from tests.faults.players import (

@@ -21,14 +21,14 @@ from typing import Any
 import asyncpg
 import pytest
 
-from clients.client import Client, ServerError
-from protocol import v1
-from server.records.db import POOL_SIZE
-from server.stores.redis import log_key
-from server.testing.nodes import CpuSampler, NodeProcess
-from server.testing.postgres_server import PostgresServer
-from server.testing.redis_cluster import direct_client
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.server.records.db import POOL_SIZE
+from blackdrez.server.stores.redis import log_key
+from blackdrez.server.testing.nodes import CpuSampler, NodeProcess
+from blackdrez.server.testing.postgres_server import PostgresServer
+from blackdrez.server.testing.redis_cluster import direct_client
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults.players import act_on_turn, close_all, game_over, until
 
 pytestmark = [pytest.mark.timeout(180)]

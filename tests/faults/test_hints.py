@@ -1,6 +1,7 @@
 """A node paused (SIGSTOP) while its hint worker computes a hint, then resumed (SIGCONT).
 
-The hint worker is a process of its own (``server.hints``): it goes on computing while its node
+The hint worker is a process of its own (``blackdrez.server.hints``): it goes on computing while its
+node
 is frozen, and the node finds the job done, or its budget past, and its lease lapsed, when it
 wakes up. The player must get an answer (the hint) or a clear typed refusal (``moving`` or
 ``unavailable``, retryable), never silence or an internal error; the table must go on (a move,
@@ -17,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from clients.client import Client, ServerError
-from protocol import v1
-from server.testing.nodes import CpuSampler
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.server.testing.nodes import CpuSampler
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import keys_without_ttl, wait_closed
 from tests.faults.players import NEVER, close_all, connect, errors_seen, request

@@ -16,12 +16,12 @@ import msgspec
 import pytest
 import redis.asyncio as aioredis
 
-from clients.bots import BotResult
-from protocol import v1
-from server.app import GameServer, Settings
-from server.stores.redis import game_key
-from server.table.commands import decode_entry
-from server.table.records import decode_table_record, record_log
+from blackdrez.clients.bots import BotResult
+from blackdrez.protocol import v1
+from blackdrez.server.app import GameServer, Settings
+from blackdrez.server.stores.redis import game_key
+from blackdrez.server.table.commands import decode_entry
+from blackdrez.server.table.records import decode_table_record, record_log
 from tests.faults.history import check_history, wait_closed
 from tests.faults.players import close_all, fault_options, open_table, play_tables
 

@@ -24,16 +24,16 @@ from typing import Any
 
 import pytest
 
-from clients.bots import play_table
-from clients.client import Client
-from protocol import v1
-from server.records.store import RecordsStore
-from server.stores.redis import epoch_key
-from server.table.commands import ParFound, Ratings
-from server.testing.nodes import CpuSampler, NodeProcess
-from server.testing.postgres_server import PostgresServer
-from server.testing.redis_cluster import direct_client
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.bots import play_table
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.records.store import RecordsStore
+from blackdrez.server.stores.redis import epoch_key
+from blackdrez.server.table.commands import ParFound, Ratings
+from blackdrez.server.testing.nodes import CpuSampler, NodeProcess
+from blackdrez.server.testing.postgres_server import PostgresServer
+from blackdrez.server.testing.redis_cluster import direct_client
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults.history import keys_without_ttl, read_table_logs, wait_closed
 from tests.faults.players import request, until
 from tests.faults.processes import hint_workers, signal_all, until_idle

@@ -14,11 +14,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from clients.client import Client, ServerError, TableState
-from protocol import v1
-from protocol.codec import SERVER_DECODERS
-from server.node import LEASE_TTL
-from server.testing.nodes import CpuSampler, lease_holders
+from blackdrez.clients.client import Client, ServerError, TableState
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS
+from blackdrez.server.node import LEASE_TTL
+from blackdrez.server.testing.nodes import CpuSampler, lease_holders
 from tests.faults.conftest import LaunchNodes, watch_again
 from tests.faults.history import (
     check_history,
@@ -288,7 +288,8 @@ async def test_a_spectator_whose_node_pauses_as_it_asks_for_a_quiet_table_misses
     figures: dict[str, Any],
 ) -> None:
     """Node A hosts a table that no other node follows, so A has stopped announcing its updates
-    (a quiet table, ``server.node.hosting``). A spectator asks node B for it, and B is frozen
+    (a quiet table, ``blackdrez.server.node.hosting``). A spectator asks node B for it, and B is
+    frozen
     (SIGSTOP for 1 s) while the game plays on at A: ``at once`` after the request is sent (B
     has most likely not read it: A goes on unheard), or ``once announced``, as soon as A's
     updates are published again (B subscribed, then asked, and A's next updates wait in B's

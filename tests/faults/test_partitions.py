@@ -1,7 +1,8 @@
 """Partitions: a node cut from Redis, a client gone silent, the bus lost, a master cut from its
 replica, a slow link (issue 33).
 
-Every scenario runs in a lab of Linux network namespaces of its own (:mod:`server.testing.netns`):
+Every scenario runs in a lab of Linux network namespaces of its own
+(:mod:`blackdrez.server.testing.netns`):
 Redis (or each of a Redis Cluster's six processes) and every node in a namespace of its own, all
 on one private bridge, addresses in ``10.231.X.0/24``. The players are the test's own clients,
 in the root namespace, reaching the nodes through the lab's link as a client machine would. The
@@ -34,18 +35,18 @@ from typing import Any
 
 import pytest
 
-from clients.bots import BotResult
-from clients.client import Client, ServerError
-from protocol import v1
-from server.app import Settings
-from server.node import LEASE_TTL
-from server.node.hosting import LEASE_MARGIN
-from server.stores.redis import KEEPALIVE as BUS_KEEPALIVE
-from server.testing import netns
-from server.testing.netns import Lab, NamespacedNode
-from server.testing.nodes import CpuSampler, lease_holders
-from server.testing.redis_cluster import LocalCluster, direct_client
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.bots import BotResult
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.server.app import Settings
+from blackdrez.server.node import LEASE_TTL
+from blackdrez.server.node.hosting import LEASE_MARGIN
+from blackdrez.server.stores.redis import KEEPALIVE as BUS_KEEPALIVE
+from blackdrez.server.testing import netns
+from blackdrez.server.testing.netns import Lab, NamespacedNode
+from blackdrez.server.testing.nodes import CpuSampler, lease_holders
+from blackdrez.server.testing.redis_cluster import LocalCluster, direct_client
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults.conftest import _outcome
 from tests.faults.history import (
     check_history,

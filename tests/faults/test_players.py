@@ -13,12 +13,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from clients.bots import BotResult, check_fairness
-from clients.client import Client, ServerError
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.stores import open_store
-from server.testing.nodes import CpuSampler, resident_bytes
+from blackdrez.clients.bots import BotResult, check_fairness
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.stores import open_store
+from blackdrez.server.testing.nodes import CpuSampler, resident_bytes
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import check_history, wait_closed
 from tests.faults.players import (

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from clients.bots import play_table
-from clients.client import Client
-from protocol import v1
-from server.records.store import RecordsStore
-from server.testing.nodes import NodeProcess
-from server.testing.postgres_server import PostgresServer
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.bots import play_table
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.records.store import RecordsStore
+from blackdrez.server.testing.nodes import NodeProcess
+from blackdrez.server.testing.postgres_server import PostgresServer
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults.proxy import DatabaseProxy
 
 pytestmark = pytest.mark.timeout(240)

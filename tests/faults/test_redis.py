@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from server.testing.nodes import CpuSampler, Nodes
-from server.testing.redis_server import RedisServer
+from blackdrez.server.testing.nodes import CpuSampler, Nodes
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import finish_and_check, resume_figures
 from tests.faults.players import (

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from clients.client import Client
-from protocol import v1
-from protocol.codec import SERVER_DECODERS
-from server.admin import drain
-from server.testing.nodes import CpuSampler, lease_holders
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS
+from blackdrez.server.admin import drain
+from blackdrez.server.testing.nodes import CpuSampler, lease_holders
 from tests.faults.conftest import LaunchNodes, watch_again
 from tests.faults.history import finish_and_check
 from tests.faults.players import (

@@ -17,14 +17,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from clients.client import ServerError
-from protocol import v1
-from server.app import GameServer, Settings
-from server.node import LEASE_TTL
-from server.node.hosting import LOOP_PATIENCE
-from server.table.commands import Resume
-from server.testing.nodes import lease_holders
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.client import ServerError
+from blackdrez.protocol import v1
+from blackdrez.server.app import GameServer, Settings
+from blackdrez.server.node import LEASE_TTL
+from blackdrez.server.node.hosting import LOOP_PATIENCE
+from blackdrez.server.table.commands import Resume
+from blackdrez.server.testing.nodes import lease_holders
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import read_table_logs
 from tests.faults.players import (

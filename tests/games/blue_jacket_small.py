@@ -14,8 +14,16 @@ from dataclasses import dataclass
 
 import msgspec
 
-from games.blue_jacket.rules import PILES, ROWS, STARTERS, BlueJacket, Config, Resign, State
-from games.cards import RANKS, SUITS, standard_deck
+from blackdrez.games.blue_jacket.rules import (
+    PILES,
+    ROWS,
+    STARTERS,
+    BlueJacket,
+    Config,
+    Resign,
+    State,
+)
+from blackdrez.games.cards import RANKS, SUITS, standard_deck
 
 DECK = Counter(standard_deck(2))
 

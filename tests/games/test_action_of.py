@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from games import GAMES
+from blackdrez.games import GAMES
 
 SCALARS = st.none() | st.booleans() | st.integers(-5, 60) | st.text(max_size=6)
 VALUES = st.recursive(

@@ -7,8 +7,8 @@ import hashlib
 import msgspec
 import pytest
 
-from games.base import Reason, Rejected
-from games.blackdrez.rules import (
+from blackdrez.games.base import Reason, Rejected
+from blackdrez.games.blackdrez.rules import (
     SYSTEM,
     Action,
     BlackDrez,
@@ -31,8 +31,8 @@ from games.blackdrez.rules import (
     Withdrew,
     hand_value,
 )
-from games.cards import pokerdrez_deck
-from games.shuffle import shuffled
+from blackdrez.games.cards import pokerdrez_deck
+from blackdrez.games.shuffle import shuffled
 from tests.games.test_blackdrez_helpers import game, stack, table_cards
 
 NORTH, WEST, SOUTH, EAST = 0, 1, 2, 3

@@ -7,7 +7,7 @@ from collections import Counter
 import msgspec
 import pytest
 
-from games.blackdrez.bots import (
+from blackdrez.games.blackdrez.bots import (
     STRATEGIES,
     bust_chance,
     bust_probability,
@@ -15,7 +15,15 @@ from games.blackdrez.bots import (
     threshold,
     unseen_cards,
 )
-from games.blackdrez.rules import SYSTEM, BlackDrez, Config, Hit, Stand, StartRound, Withdraw
+from blackdrez.games.blackdrez.rules import (
+    SYSTEM,
+    BlackDrez,
+    Config,
+    Hit,
+    Stand,
+    StartRound,
+    Withdraw,
+)
 from tests.games.test_blackdrez_helpers import game
 
 

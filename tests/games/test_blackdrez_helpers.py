@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from games.blackdrez.rules import SYSTEM, BlackDrez, Config, StartRound
-from games.cards import pokerdrez_deck
+from blackdrez.games.blackdrez.rules import SYSTEM, BlackDrez, Config, StartRound
+from blackdrez.games.cards import pokerdrez_deck
 
 
 def stack(figures: str, *, decks: int = 1, fill: bool = True) -> list[str]:

@@ -10,8 +10,8 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from games.base import Reason, Rejected
-from games.blackdrez.rules import (
+from blackdrez.games.base import Reason, Rejected
+from blackdrez.games.blackdrez.rules import (
     SYSTEM,
     Action,
     BlackDrez,
@@ -24,7 +24,7 @@ from games.blackdrez.rules import (
     Withdrew,
     hand_value,
 )
-from games.cards import FIGURE_POINTS, pokerdrez_deck
+from blackdrez.games.cards import FIGURE_POINTS, pokerdrez_deck
 from tests.games.test_blackdrez_helpers import table_cards
 
 CARD = re.compile(rb"\b[QRBNPJ][1-9]\b")

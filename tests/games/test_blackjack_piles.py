@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from games.base import Reason, Rejected
-from games.blackjack_piles.bots import greedy
-from games.blackjack_piles.rules import (
+from blackdrez.games.base import Reason, Rejected
+from blackdrez.games.blackjack_piles.bots import greedy
+from blackdrez.games.blackjack_piles.rules import (
     ROUNDS,
     Action,
     BlackjackPiles,
@@ -33,8 +33,8 @@ from games.blackjack_piles.rules import (
     makes_21,
     round_bonus,
 )
-from games.cards import standard_deck
-from games.shuffle import commitment, verify_deal
+from blackdrez.games.cards import standard_deck
+from blackdrez.games.shuffle import commitment, verify_deal
 
 CARD = re.compile(r'"([A2-9TJQK][CDHS])"')
 

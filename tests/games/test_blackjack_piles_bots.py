@@ -7,8 +7,8 @@ import json
 import pathlib
 import re
 
-from games.blackjack_piles.bots import STRATEGIES, greedy, simulate
-from games.blackjack_piles.rules import (
+from blackdrez.games.blackjack_piles.bots import STRATEGIES, greedy, simulate
+from blackdrez.games.blackjack_piles.rules import (
     ROUNDS,
     BlackjackPiles,
     Cash,
@@ -20,7 +20,7 @@ from games.blackjack_piles.rules import (
     RoundRules,
     View,
 )
-from games.cards import standard_deck
+from blackdrez.games.cards import standard_deck
 
 DOC = pathlib.Path(__file__).parents[2] / "docs" / "rules" / "blackjack_piles.md"
 ROW = re.compile(r"^\| (\d) \| (\d) \| (no cap|\d+) \| (yes|no) \| ([\d.]+) \|", re.MULTILINE)

@@ -1,6 +1,7 @@
 """The Blackjack Piles expert's fast look-ahead values positions exactly as the plain one does.
 
-The expert's look-ahead (``games.blackjack_piles.expert``) is optimised: the last card ahead is
+The expert's look-ahead (``blackdrez.games.blackjack_piles.expert``) is optimised: the last card
+ahead is
 valued by the piles' tops and room only, positions are remembered at several levels, and a
 decision with one candidate is not looked at. The reference here is the look-ahead as first
 written: every position by its full piles, the expectation over the next card of the best
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 
-from games.blackjack_piles.expert import (
+from blackdrez.games.blackjack_piles.expert import (
     CASH_WEIGHT,
     DEEP_FROM_ROUND,
     DEEP_LOOK_AHEAD,
@@ -28,7 +29,7 @@ from games.blackjack_piles.expert import (
     choose,
     unseen_points,
 )
-from games.blackjack_piles.rules import (
+from blackdrez.games.blackjack_piles.rules import (
     MAX_HAND,
     BlackjackPiles,
     Cash,

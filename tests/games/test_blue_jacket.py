@@ -7,8 +7,8 @@ from collections import Counter
 import msgspec
 import pytest
 
-from games.base import Reason, Rejected
-from games.blue_jacket.rules import (
+from blackdrez.games.base import Reason, Rejected
+from blackdrez.games.blue_jacket.rules import (
     Action,
     BlueJacket,
     Config,
@@ -25,8 +25,8 @@ from games.blue_jacket.rules import (
     next_card,
     reveal_order,
 )
-from games.cards import RANKS, SUITS, standard_deck
-from games.shuffle import commitment, shuffled
+from blackdrez.games.cards import RANKS, SUITS, standard_deck
+from blackdrez.games.shuffle import commitment, shuffled
 from tests.games.test_blue_jacket_helpers import (
     DECK,
     USELESS_ROWS,

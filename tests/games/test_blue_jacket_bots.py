@@ -6,8 +6,15 @@ import json
 
 import pytest
 
-from games.blue_jacket.bots import STRATEGIES, greedy, heuristic, look_ahead, play, simulate
-from games.blue_jacket.rules import BlueJacket, Config, Deal, Interchange, Move, Resign
+from blackdrez.games.blue_jacket.bots import (
+    STRATEGIES,
+    greedy,
+    heuristic,
+    look_ahead,
+    play,
+    simulate,
+)
+from blackdrez.games.blue_jacket.rules import BlueJacket, Config, Deal, Interchange, Move, Resign
 from tests.games.test_blue_jacket_helpers import USELESS_ROWS, USELESS_STOCK, position
 
 

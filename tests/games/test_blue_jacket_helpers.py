@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from games.blue_jacket.rules import BlueJacket, Config, State
-from games.cards import standard_deck
+from blackdrez.games.blue_jacket.rules import BlueJacket, Config, State
+from blackdrez.games.cards import standard_deck
 
 DECK = Counter(standard_deck(2))
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from games.base import Reason, Rejected
-from games.blue_jacket.bots import greedy
-from games.blue_jacket.rules import (
+from blackdrez.games.base import Reason, Rejected
+from blackdrez.games.blue_jacket.bots import greedy
+from blackdrez.games.blue_jacket.rules import (
     LOCATIONS,
     Action,
     BlueJacket,

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from games import GAMES
-from games.blue_jacket.rules import BlueJacket, Config
-from games.blue_jacket.solver import (
+from blackdrez.games import GAMES
+from blackdrez.games.blue_jacket.rules import BlueJacket, Config
+from blackdrez.games.blue_jacket.solver import (
     ALL,
     PROVED,
     Techniques,

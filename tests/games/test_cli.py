@@ -14,9 +14,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from games import shuffle
-from games.records import read_record, write_record
-from tools import cli
+from blackdrez.games import shuffle
+from blackdrez.games.records import read_record, write_record
+from blackdrez.tools import cli
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -269,8 +269,8 @@ def test_replay_of_a_broken_record_names_the_action_and_fails(recorded: Path, ca
 
 
 def test_solve_one_deal_prints_a_line_that_wins(capsys) -> None:
-    from games.blue_jacket.rules import Action, BlueJacket, Config
-    from games.blue_jacket.solver import deal_seed
+    from blackdrez.games.blue_jacket.rules import Action, BlueJacket, Config
+    from blackdrez.games.blue_jacket.solver import deal_seed
 
     code, out, _ = run(capsys, "solve", "blue_jacket", "--deal", "0", "--json")
     assert code == 0
@@ -363,7 +363,10 @@ def _in_a_terminal(*argv: str) -> tuple[int, str]:
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "tools.cli", *argv], stdout=follower, stderr=follower, env=env
+        [sys.executable, "-m", "blackdrez.tools.cli", *argv],
+        stdout=follower,
+        stderr=follower,
+        env=env,
     )
     os.close(follower)
     chunks = []
@@ -387,7 +390,10 @@ def test_long_runs_show_progress_on_a_terminal_only() -> None:
     code, shown = _in_a_terminal(*argv, "--json")
     assert code == 0 and "simulating" not in shown
     piped = subprocess.run(
-        [sys.executable, "-m", "tools.cli", *argv], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "blackdrez.tools.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert piped.returncode == 0
     assert "simulating" not in piped.stdout + piped.stderr
@@ -400,7 +406,7 @@ def test_serve_on_a_port_in_use_says_so_in_one_line() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         done = subprocess.run(
-            [sys.executable, "-m", "tools.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--port", str(port)],
             capture_output=True,
             text=True,
             timeout=60,
@@ -419,7 +425,7 @@ def test_serve_names_what_it_could_not_start_in_one_line(tmp_path) -> None:
         taken.listen()
         metrics = taken.getsockname()[1]
         done = subprocess.run(
-            [sys.executable, "-m", "tools.cli", "serve", "--port", "0",
+            [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--port", "0",
              "--metrics-port", str(metrics), "--db-url", "none"],
             capture_output=True, text=True, timeout=60, cwd=tmp_path,
         )  # fmt: skip
@@ -428,7 +434,7 @@ def test_serve_names_what_it_could_not_start_in_one_line(tmp_path) -> None:
         f"blackdrez serve: cannot listen on 127.0.0.1:{metrics} (metrics): address already in use"
     ]
     done = subprocess.run(  # (a folder that cannot be made)
-        [sys.executable, "-m", "tools.cli", "serve", "--port", "0", "--db-url",
+        [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--port", "0", "--db-url",
          "sqlite:////proc/no-such-folder/records.db"],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )  # fmt: skip
@@ -444,7 +450,7 @@ def test_serve_with_a_redis_database_the_server_lacks_says_so_in_one_line(
     setting to fix, not an outage to wait out: it ended in a traceback and status 1."""
     url = f"redis://127.0.0.1:{redis_server.port}/99"
     done = subprocess.run(
-        [sys.executable, "-m", "tools.cli", "serve", "--port", "0", "--db-url", "none",
+        [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--port", "0", "--db-url", "none",
          "--redis-url", url],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )  # fmt: skip

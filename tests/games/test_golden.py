@@ -18,8 +18,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from games import GAMES, verify
-from games.records import read_record
+from blackdrez.games import GAMES, verify
+from blackdrez.games.records import read_record
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -37,7 +37,7 @@ def test_every_game_has_a_golden_record() -> None:
 @pytest.mark.parametrize("name", sorted(RESULTS))
 def test_blackdrez_verify_accepts_the_golden_record(name: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "tools.cli", "verify", str(GOLDEN / name)],
+        [sys.executable, "-m", "blackdrez.tools.cli", "verify", str(GOLDEN / name)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -13,12 +13,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from games import GAMES, shuffle, verify
-from games.blackdrez import rules as blackdrez
-from games.blackjack_piles import rules as blackjack_piles
-from games.blue_jacket import rules as blue_jacket
-from games.cards import pokerdrez_deck, standard_deck
-from games.records import Record, decode_record, encode_record, read_record, write_record
+from blackdrez.games import GAMES, shuffle, verify
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.games.blackjack_piles import rules as blackjack_piles
+from blackdrez.games.blue_jacket import rules as blue_jacket
+from blackdrez.games.cards import pokerdrez_deck, standard_deck
+from blackdrez.games.records import Record, decode_record, encode_record, read_record, write_record
 
 FAIRNESS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "fairness.md"
 CONFIGS: dict[str, Any] = {

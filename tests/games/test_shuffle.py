@@ -10,8 +10,8 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from games import shuffle
-from games.cards import pokerdrez_deck, standard_deck
+from blackdrez.games import shuffle
+from blackdrez.games.cards import pokerdrez_deck, standard_deck
 
 VECTOR_SEED = "blackdrez-test-vector"
 

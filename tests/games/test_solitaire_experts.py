@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import msgspec
 
-from games.blackjack_piles import rules as blackjack_piles
-from games.blackjack_piles.bots import STRATEGIES as PILES_STRATEGIES
-from games.blackjack_piles.bots import greedy
-from games.blackjack_piles.expert import PilesExpert, choose, seen_cashed
-from games.blackjack_piles.rules import BlackjackPiles, Resign
-from games.blackjack_piles.solver import game_par, round_par
-from games.blue_jacket import rules as blue_jacket
-from games.blue_jacket.bots import STRATEGIES as JACKET_STRATEGIES
-from games.blue_jacket.bots import play
-from games.blue_jacket.expert import ExpertBot
-from games.blue_jacket.rules import BlueJacket, Deal
-from games.blue_jacket.solver import deal_par, deal_seed
+from blackdrez.games.blackjack_piles import rules as blackjack_piles
+from blackdrez.games.blackjack_piles.bots import STRATEGIES as PILES_STRATEGIES
+from blackdrez.games.blackjack_piles.bots import greedy
+from blackdrez.games.blackjack_piles.expert import PilesExpert, choose, seen_cashed
+from blackdrez.games.blackjack_piles.rules import BlackjackPiles, Resign
+from blackdrez.games.blackjack_piles.solver import game_par, round_par
+from blackdrez.games.blue_jacket import rules as blue_jacket
+from blackdrez.games.blue_jacket.bots import STRATEGIES as JACKET_STRATEGIES
+from blackdrez.games.blue_jacket.bots import play
+from blackdrez.games.blue_jacket.expert import ExpertBot
+from blackdrez.games.blue_jacket.rules import BlueJacket, Deal
+from blackdrez.games.blue_jacket.solver import deal_par, deal_seed
 
 JACKET = blue_jacket.Config(progress_budget=0)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from server.records.store import RecordsStore
+from blackdrez.server.records.store import RecordsStore
 
 BACKENDS = ["sqlite", "postgresql"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from games import verify
-from games.blackdrez import rules as blackdrez
-from games.records import Record
-from server.records.ingest import finished_game
-from server.records.model import FinishedGame, SeatPlayer
+from blackdrez.games import verify
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.games.records import Record
+from blackdrez.server.records.ingest import finished_game
+from blackdrez.server.records.model import FinishedGame, SeatPlayer
 
 
 @functools.cache

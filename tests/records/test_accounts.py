@@ -10,15 +10,15 @@ from collections.abc import AsyncIterator
 import pytest
 from argon2 import PasswordHasher
 
-from server import identity
-from server.records.accounts import (
+from blackdrez.server import identity
+from blackdrez.server.records.accounts import (
     AccountError,
     AccountErrorCode,
     Accounts,
     LoginLimiter,
     name_key,
 )
-from server.records.store import GENERATIONS_AT_ONCE, RecordsStore
+from blackdrez.server.records.store import GENERATIONS_AT_ONCE, RecordsStore
 from tests.records.games import finished
 
 SECRET = b"test secret"

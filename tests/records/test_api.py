@@ -11,11 +11,11 @@ import msgspec
 import pytest
 from argon2 import PasswordHasher
 
-from games import verify
-from games.records import decode_record
-from server import identity
-from server.records.accounts import Accounts, LoginLimiter, Session
-from server.records.api import (
+from blackdrez.games import verify
+from blackdrez.games.records import decode_record
+from blackdrez.server import identity
+from blackdrez.server.records.accounts import Accounts, LoginLimiter, Session
+from blackdrez.server.records.api import (
     ErrorReply,
     GamesPage,
     Leaderboard,
@@ -24,9 +24,9 @@ from server.records.api import (
     RecordsApi,
     Response,
 )
-from server.records.model import GameRecord
-from server.records.replay import GameReplay
-from server.records.store import RecordsStore
+from blackdrez.server.records.model import GameRecord
+from blackdrez.server.records.replay import GameReplay
+from blackdrez.server.records.store import RecordsStore
 from tests.records.games import finished
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +73,7 @@ async def test_a_game_fetched_from_the_api_verifies(
     path = tmp_path / "fetched.json"
     path.write_bytes(response.body)
     verified = subprocess.run(
-        [sys.executable, "-m", "tools.cli", "verify", str(path)],
+        [sys.executable, "-m", "blackdrez.tools.cli", "verify", str(path)],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert verified.returncode == 0, verified.stdout + verified.stderr

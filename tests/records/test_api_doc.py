@@ -17,11 +17,11 @@ import pytest
 from argon2 import PasswordHasher
 from jsonschema import Draft202012Validator
 
-from server import identity
-from server.records import schema
-from server.records.accounts import Accounts
-from server.records.api import RecordsApi
-from server.records.store import RecordsStore
+from blackdrez.server import identity
+from blackdrez.server.records import schema
+from blackdrez.server.records.accounts import Accounts
+from blackdrez.server.records.api import RecordsApi
+from blackdrez.server.records.store import RecordsStore
 from tests.records.games import finished
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from server.records.db import Database, Row, Script, open_database, values
+from blackdrez.server.records.db import Database, Row, Script, open_database, values
 
 
 class Boom(Exception):

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from clients.bots import play_table, run_bot
-from clients.client import Client
-from protocol import v1
-from server.app import GameServer, Settings
+from blackdrez.clients.bots import play_table, run_bot
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.app import GameServer, Settings
 from tests.records.test_server_records import eventually
 
 RUN_TIMEOUT = 240.0
@@ -39,7 +39,7 @@ async def server(tmp_path: Path) -> AsyncIterator[GameServer]:
 
 async def ladder(url: str, identities: Path, *args: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tools.cli", "bots", "--ladder", "--url", url,
+        sys.executable, "-m", "blackdrez.tools.cli", "bots", "--ladder", "--url", url,
         "--identities", str(identities), "--think", "0", "--round-pause", "0", *args,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
@@ -153,7 +153,7 @@ async def test_the_ladder_plays_until_stopped_then_says_what_it_played(
 ) -> None:
     url = f"ws://127.0.0.1:{server.port}/"
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tools.cli", "bots", "--ladder", "--url", url,
+        sys.executable, "-m", "blackdrez.tools.cli", "bots", "--ladder", "--url", url,
         "--identities", str(tmp_path / "ladder.json"), "--tables", "2", "--per-table", "2",
         "--think", "0", "--round-pause", "0",
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from server.records.db import Database, DatabaseError, Script, open_database, sqlite_path
-from server.records.migrations import (
+from blackdrez.server.records.db import Database, DatabaseError, Script, open_database, sqlite_path
+from blackdrez.server.records.migrations import (
     MIGRATIONS,
     Migration,
     SchemaError,
@@ -16,8 +16,8 @@ from server.records.migrations import (
     migrate,
     schema_version,
 )
-from server.records.store import RecordsStore
-from server.testing.redis_server import free_port
+from blackdrez.server.records.store import RecordsStore
+from blackdrez.server.testing.redis_server import free_port
 
 LATEST = MIGRATIONS[-1].version
 EXTRA = Migration(LATEST + 1, "an extra table", ("CREATE TABLE extra (x INTEGER)",))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from server.records.ratings import INITIAL, PROVISIONAL_GAMES, Rating, rate
-from server.records.store import RecordsStore
+from blackdrez.server.records.ratings import INITIAL, PROVISIONAL_GAMES, Rating, rate
+from blackdrez.server.records.store import RecordsStore
 from tests.records.games import bot_record, finished, seat_order
 
 

@@ -17,19 +17,19 @@ from typing import Any
 import msgspec
 import pytest
 
-from clients.bots import BOT_CLIENT, play_table, run_bot
-from clients.client import Client, ServerError
-from games import verify
-from games.records import decode_record
-from protocol import v1
-from protocol.errors import CloseCode
-from server import identity
-from server.app import GameServer, Settings
-from server.node import hosting
-from server.records.api import GamesPage, Leaderboard, PlayerProfile
-from server.retry import Backoff
+from blackdrez.clients.bots import BOT_CLIENT, play_table, run_bot
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.games import verify
+from blackdrez.games.records import decode_record
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import CloseCode
+from blackdrez.server import identity
+from blackdrez.server.app import GameServer, Settings
+from blackdrez.server.node import hosting
+from blackdrez.server.records.api import GamesPage, Leaderboard, PlayerProfile
+from blackdrez.server.retry import Backoff
+from blackdrez.tools.ladder import ladder_bots, run_ladder
 from tests.server.helpers import redis_user, seat_and_start
-from tools.ladder import ladder_bots, run_ladder
 
 DEADLINE = 60.0
 

@@ -11,11 +11,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from games import GAMES, verify
-from games.records import decode_record
-from server.records.ingest import InvalidGame, finished_game
-from server.records.model import SeatPlayer
-from server.records.store import GameIdConflict, InvalidCursor, RecordsStore
+from blackdrez.games import GAMES, verify
+from blackdrez.games.records import decode_record
+from blackdrez.server.records.ingest import InvalidGame, finished_game
+from blackdrez.server.records.model import SeatPlayer
+from blackdrez.server.records.store import GameIdConflict, InvalidCursor, RecordsStore
 from tests.records.games import bot_record, finished
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ async def test_blackdrez_verify_accepts_the_stored_record_file(
     path = tmp_path / "game.json"
     path.write_bytes(msgspec.json.encode(await store.game("g1")))
     verified = subprocess.run(
-        [sys.executable, "-m", "tools.cli", "verify", str(path)],
+        [sys.executable, "-m", "blackdrez.tools.cli", "verify", str(path)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -13,20 +13,20 @@ from typing import Any
 import asyncpg
 import pytest
 
-from games import verify
-from games.blackdrez import rules as blackdrez
-from server.metrics import Metrics
-from server.records.db import DatabaseError, Script, T
-from server.records.store import RecordsStore
-from server.records.writer import (
+from blackdrez.games import verify
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.server.metrics import Metrics
+from blackdrez.server.records.db import DatabaseError, Script, T
+from blackdrez.server.records.store import RecordsStore
+from blackdrez.server.records.writer import (
     CATCH_UP_SWITCH_INTERVAL,
     MAX_BATCH,
     RETIRE_WAIT,
     RecordsWriter,
     finished,
 )
-from server.table.room import GameOver
-from server.testing.postgres_server import PostgresServer
+from blackdrez.server.table.room import GameOver
+from blackdrez.server.testing.postgres_server import PostgresServer
 
 
 @functools.cache

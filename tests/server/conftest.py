@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from clients.bots import run_bot
-from clients.client import Client
-from server.app import GameServer, Settings
+from blackdrez.clients.bots import run_bot
+from blackdrez.clients.client import Client
+from blackdrez.server.app import GameServer, Settings
 
 ServerFactory = Callable[..., Awaitable[GameServer]]
 ClientFactory = Callable[..., Awaitable[Client]]

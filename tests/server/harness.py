@@ -4,9 +4,11 @@ Theory of operation
 -------------------
 Like h11's ``ConnectionPair``, :class:`TableHarness` joins the two ends of the table protocol
 without any I/O. It does what a node does for a hosted room, and nothing else: it runs each request
-as a logged :class:`~server.table.commands.LogEntry` through :func:`~server.table.commands.execute`,
+as a logged :class:`~blackdrez.server.table.commands.LogEntry` through
+:func:`~blackdrez.server.table.commands.execute`,
 keeps the entry only when the room changed (as the node writes it to the store), flushes the room's
-:class:`~server.table.room.Broadcast` and hands every watcher its own copy, and fires the room's
+:class:`~blackdrez.server.table.room.Broadcast` and hands every watcher its own copy, and fires the
+room's
 timers when the test moves the clock (:meth:`TableHarness.advance`), and finds a finished
 solitaire's par (inline, where a node uses its worker). A :class:`FakeClient` keeps
 what a real client keeps: its seat, the events it was sent, the view and its legal actions.
@@ -23,9 +25,9 @@ from typing import Any
 
 import msgspec
 
-from protocol import v1
-from server.table.assist import par_of
-from server.table.commands import (
+from blackdrez.protocol import v1
+from blackdrez.server.table.assist import par_of
+from blackdrez.server.table.commands import (
     NEEDS_SEED,
     Answer,
     ConnectionChanged,
@@ -39,8 +41,8 @@ from server.table.commands import (
     rebuild,
     timer_entry,
 )
-from server.table.lifecycle import TableStatus
-from server.table.room import Broadcast, Room, RoomError
+from blackdrez.server.table.lifecycle import TableStatus
+from blackdrez.server.table.room import Broadcast, Room, RoomError
 
 START = 1_000_000.0
 """The harness clock's first reading (any fixed time: the room only compares times)."""

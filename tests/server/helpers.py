@@ -11,12 +11,12 @@ from typing import Any
 import msgspec
 import redis.asyncio
 
-from clients.client import Client, ServerError, TableState
-from games.blackdrez import bots as blackdrez_bots
-from games.blackdrez import rules as blackdrez
-from protocol import v1
-from server import bus
-from server.stores.base import table_channel
+from blackdrez.clients.client import Client, ServerError, TableState
+from blackdrez.games.blackdrez import bots as blackdrez_bots
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.protocol import v1
+from blackdrez.server import bus
+from blackdrez.server.stores.base import table_channel
 
 
 def view_of(client: Client, table: str) -> blackdrez.View | None:

@@ -1,6 +1,7 @@
 """Hint worker jobs for tests: the expert's move after a known pause, and a worker that dies.
 
-They run in the node's worker process (``server.hints``), which imports them by name, so they
+They run in the node's worker process (``blackdrez.server.hints``), which imports them by name, so
+they
 live in a module of their own. A test holds a hint for longer than a lease lasts with the first,
 and kills the worker process with the second.
 """
@@ -11,7 +12,7 @@ import os
 import time
 from typing import Any
 
-from server.table.assist import HintJob, expert_hint
+from blackdrez.server.table.assist import HintJob, expert_hint
 
 PAUSE = 2.0
 """Seconds the job waits before it asks the expert: longer than the 1 s lease of the tests."""

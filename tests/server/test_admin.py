@@ -12,11 +12,11 @@ import urllib.request
 
 import pytest
 
-from clients.bots import play_table
-from clients.client import Client
-from protocol import v1
-from server.admin import DrainError, drain
-from server.app import GameServer
+from blackdrez.clients.bots import play_table
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.admin import DrainError, drain
+from blackdrez.server.app import GameServer
 
 TOKEN = "s3cret-admin-token"
 
@@ -170,7 +170,7 @@ async def test_drain_pointed_at_the_metrics_port_says_it_is_not_the_game_port(ma
     url = f"http://127.0.0.1:{server.metrics_port}"
     wrong = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "tools.cli", "drain", "--url", url, "--token", TOKEN],
+        [sys.executable, "-m", "blackdrez.tools.cli", "drain", "--url", url, "--token", TOKEN],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert wrong.returncode == 1, wrong.stderr
@@ -185,7 +185,7 @@ async def test_the_drain_command_line(make_server) -> None:
     """``blackdrez drain``: says what it does, exits 0 once the node is gone; 1 when refused."""
     server = await make_server(admin_token=TOKEN)
     url = f"http://127.0.0.1:{server.port}"
-    command = [sys.executable, "-m", "tools.cli", "drain", "--url", url]
+    command = [sys.executable, "-m", "blackdrez.tools.cli", "drain", "--url", url]
     refused = await asyncio.to_thread(
         subprocess.run, [*command, "--token", "wrong"], capture_output=True, text=True, timeout=60
     )
@@ -195,7 +195,7 @@ async def test_the_drain_command_line(make_server) -> None:
     plain = await make_server()  # no --admin-token
     off = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "tools.cli", "drain", "--url", f"http://127.0.0.1:{plain.port}",
+        [sys.executable, "-m", "blackdrez.tools.cli", "drain", "--url", f"http://127.0.0.1:{plain.port}",
          "--token", TOKEN],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

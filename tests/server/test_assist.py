@@ -16,15 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from games import GAMES
-from games.blue_jacket import rules as blue_jacket
-from games.records import decode_record, encode_record
-from games.verify import record_of, replay
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.table.assist import forced_finish, hint_strategy
-from server.table.commands import Begin
-from server.table.room import RoomError
+from blackdrez.games import GAMES
+from blackdrez.games.blue_jacket import rules as blue_jacket
+from blackdrez.games.records import decode_record, encode_record
+from blackdrez.games.verify import record_of, replay
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.table.assist import forced_finish, hint_strategy
+from blackdrez.server.table.commands import Begin
+from blackdrez.server.table.room import RoomError
 from tests.server.harness import TableHarness
 
 SOLITAIRES = ("blackjack_piles", "blue_jacket")
@@ -247,7 +247,7 @@ def test_a_session_finishes_itself_once_the_rest_is_forced() -> None:
 
 def test_a_record_with_undos_taken_out_verifies() -> None:
     """A finished session's record file (as a leaderboard keeps it) passes ``verify``."""
-    from games.verify import verify
+    from blackdrez.games.verify import verify
 
     harness = session("blackjack_piles", seed="record:2", ranked=True)
     player = harness.client("solo")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from clients.bots import play_table
-from clients.client import Client
-from protocol import v1
+from blackdrez.clients.bots import play_table
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
 
 ROOT = Path(__file__).resolve().parents[2]
-PY_BOT = ["-m", "tools.examples.bot"]
+PY_BOT = ["-m", "blackdrez.tools.examples.bot"]
 JS_BOT = ROOT / "tools" / "examples" / "bot.mjs"
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
-from clients.bots import check_fairness, run_bot, run_swarm
-from clients.client import TableState
-from protocol import v1
+from blackdrez.clients.bots import check_fairness, run_bot, run_swarm
+from blackdrez.clients.client import TableState
+from blackdrez.protocol import v1
 from tests.server.helpers import seat_and_start
 
 

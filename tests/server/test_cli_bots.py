@@ -7,13 +7,13 @@ import socket
 import subprocess
 import sys
 
-from protocol import v1
+from blackdrez.protocol import v1
 from tests.server.helpers import games_started, play_out
 
 
 async def run_cli(*args: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tools.cli", *args,
+        sys.executable, "-m", "blackdrez.tools.cli", *args,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await asyncio.wait_for(process.communicate(), 60)
@@ -24,7 +24,7 @@ async def quick_bot(server, stderr: int = subprocess.DEVNULL) -> asyncio.subproc
     """``blackdrez bot --quick`` against ``server``, running (the caller kills it)."""
     url = f"ws://127.0.0.1:{server.port}/"
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tools.cli", "bot", "--url", url, "--quick",
+        sys.executable, "-m", "blackdrez.tools.cli", "bot", "--url", url, "--quick",
         stdout=subprocess.DEVNULL, stderr=stderr,
     )  # fmt: skip
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from clients.client import RateLimited, ServerError
-from protocol import v1
-from protocol.errors import ErrorCode
+from blackdrez.clients.client import RateLimited, ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
 
 TIGHT = {"messages_per_second": 2.0, "burst": 2}
 """Two messages at once, then one every half second."""

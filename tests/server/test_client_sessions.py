@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 
-from clients.client import Client, ConnectionLost
-from protocol import v1
-from protocol.errors import CloseCode, ErrorCode
+from blackdrez.clients.client import Client, ConnectionLost
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import CloseCode, ErrorCode
 
 
 async def test_many_requests_at_once_are_paced_to_the_announced_limit(make_server, connect) -> None:

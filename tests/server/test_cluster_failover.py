@@ -19,11 +19,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from clients.bots import BotResult, run_swarm
-from protocol import v1
-from server.table.commands import decode_entry
-from server.testing.nodes import Nodes, lease_holders
-from server.testing.redis_cluster import LocalCluster
+from blackdrez.clients.bots import BotResult, run_swarm
+from blackdrez.protocol import v1
+from blackdrez.server.table.commands import decode_entry
+from blackdrez.server.testing.nodes import Nodes, lease_holders
+from blackdrez.server.testing.redis_cluster import LocalCluster
 from tests.server.test_failover import (
     assert_games_sound,
     played_on_after_adoption,

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from clients.client import Client
-from server.app import GameServer
-from server.stores.redis_cluster import RedisClusterStore
+from blackdrez.clients.client import Client
+from blackdrez.server.app import GameServer
+from blackdrez.server.stores.redis_cluster import RedisClusterStore
+from blackdrez.tools import cli
 from tests.games.test_cli import run
 from tests.server.helpers import play_out, seat_and_start
-from tools import cli
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ async def test_a_node_on_the_cluster_with_wait_plays_a_game(
     ):  # the settings the command line made, served in this loop
         captured["settings"] = settings
 
-    monkeypatch.setattr("server.app.run", keep)
+    monkeypatch.setattr("blackdrez.server.app.run", keep)
     monkeypatch.setattr(cli, "_run_async", _finish)
     argv = ["serve", "--redis-url", redis_cluster_url_clean, "--redis-wait-replicas", "1"]
     argv += ["--redis-wait-timeout-ms", "300"]

@@ -15,13 +15,13 @@ import msgspec
 import pytest
 import websockets
 
-from clients.client import Client, ServerError
-from games.records import decode_record
-from games.shuffle import commitment
-from games.verify import verify
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.app import GameServer
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.games.records import decode_record
+from blackdrez.games.shuffle import commitment
+from blackdrez.games.verify import verify
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.app import GameServer
 
 
 class Clock:

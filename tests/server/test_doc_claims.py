@@ -8,11 +8,11 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from protocol import v1
-from protocol.codec import MAX_DEPTH, encode
-from protocol.errors import CloseCode, ErrorCode
-from protocol.handshake import Hello
-from server.app import Settings
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import MAX_DEPTH, encode
+from blackdrez.protocol.errors import CloseCode, ErrorCode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.server.app import Settings
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
 
@@ -45,7 +45,7 @@ async def test_the_snapshot_after_joined_has_no_id_and_a_resync_snapshot_has_one
 
 def replies(client, request_id: int, also_following: bool = False) -> list:
     """The messages the client received with ``request_id`` (and the one right after each)."""
-    from protocol.codec import SERVER_DECODERS
+    from blackdrez.protocol.codec import SERVER_DECODERS
 
     received = [SERVER_DECODERS[1].decode(frame) for frame in client.frames]
     found = []

@@ -1,7 +1,8 @@
 """The default server (``blackdrez serve``, no Redis given) keeps everything across its restart.
 
 It runs a Redis of its own with its append-only file in its data folder
-(``server.stores.embedded``): a player's identity and account, a BlackDrez game and a solitaire
+(``blackdrez.server.stores.embedded``): a player's identity and account, a BlackDrez game and a
+solitaire
 session in play, and every action acknowledged before the stop are all there after a graceful
 restart (SIGTERM) and after a SIGKILL; the players reconnect with their tokens and carry on.
 """
@@ -16,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from clients.client import Client, TableState
-from protocol import v1
-from server.testing.default_server import DefaultServer, redis_pid
-from server.testing.redis_server import free_port
+from blackdrez.clients.client import Client, TableState
+from blackdrez.protocol import v1
+from blackdrez.server.testing.default_server import DefaultServer, redis_pid
+from blackdrez.server.testing.redis_server import free_port
 from tests.faults.players import request
 
 pytestmark = pytest.mark.timeout(180)

@@ -1,7 +1,7 @@
 """Several real server processes on one Redis: a node killed with SIGKILL, Redis restarted.
 
 The nodes run the compose file's command (``blackdrez serve --redis-url ...``; see
-:mod:`server.testing.nodes`).
+:mod:`blackdrez.server.testing.nodes`).
 Bots play tables spread over the nodes; every table must finish with consistent results, and
 every action a bot saw acknowledged must be in its table's log.
 """
@@ -15,14 +15,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from clients.bots import BotResult, SwarmSummary, run_swarm
-from clients.client import Client, ServerError
-from protocol import v1
-from server.table.commands import Resume, decode_entry, rebuild
-from server.table.records import decode_table_record, record_log
-from server.testing.nodes import Nodes, lease_holders
-from server.testing.redis_cluster import direct_client
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.bots import BotResult, SwarmSummary, run_swarm
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.server.table.commands import Resume, decode_entry, rebuild
+from blackdrez.server.table.records import decode_table_record, record_log
+from blackdrez.server.testing.nodes import Nodes, lease_holders
+from blackdrez.server.testing.redis_cluster import direct_client
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.server.helpers import play_out, seat_and_start
 
 

@@ -20,11 +20,11 @@ import redis
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
 
-from protocol import v1
-from protocol.codec import SERVER_DECODERS, encode
-from protocol.handshake import Hello
-from server.app import LIMIT_TIMEOUT, GameServer
-from server.testing.redis_server import RedisServer
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS, encode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.server.app import LIMIT_TIMEOUT, GameServer
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.server.test_per_ip_cap import from_address
 
 LEADERBOARD = "/api/v1/leaderboards/blackdrez"
@@ -198,7 +198,7 @@ async def test_the_python_client_waits_the_retry_after_of_a_refused_reconnection
     """A client reconnecting (its connection lost) into the limit is told when to come back:
     it waits that long instead of trying again on its own faster backoff, each try one more
     refusal (and, for a swarm of bots behind one address, the limit never clearing)."""
-    from clients.client import Client
+    from blackdrez.clients.client import Client
 
     server = await make_server(handshake_rate=0.5, handshake_burst=2)
     client = await Client.connect(f"ws://127.0.0.1:{server.port}/", name="Ann", reconnect=True)
@@ -219,7 +219,7 @@ async def test_the_python_client_waits_the_retry_after_of_a_refused_reconnection
      ("Wed, 21 Oct 2026 07:28:00 GMT", 0.0)],
 )  # fmt: skip
 def test_a_retry_after_header_is_read_as_a_bounded_wait(header: str | None, seconds: float) -> None:
-    from clients.client import retry_after
+    from blackdrez.clients.client import retry_after
 
     assert retry_after(header) == seconds
 

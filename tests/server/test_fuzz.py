@@ -14,12 +14,12 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from clients.client import Client, ServerError
-from games.blackdrez import rules as blackdrez
-from protocol import v1
-from protocol.codec import SERVER_DECODERS, encode
-from protocol.errors import CloseCode, ErrorCode
-from protocol.handshake import Hello
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS, encode
+from blackdrez.protocol.errors import CloseCode, ErrorCode
+from blackdrez.protocol.handshake import Hello
 from tests.server.helpers import game_over, play_out, seat_and_start
 from tests.server.test_tables import _record_from_events
 
@@ -154,7 +154,7 @@ async def test_ten_thousand_hostile_frames_against_a_live_game(make_server, conn
     for seat, action in record.actions:
         engine.apply(seat, msgspec.convert(action, blackdrez.Action))
     assert msgspec.to_builtins(engine.view(None)) == final
-    assert 'code="internal"' not in server.metrics.render().decode()
+    assert 'code="internal"' not in blackdrez.server.metrics.render().decode()
 
     # the server still serves everyone else
     fresh = [await connect(server, name=n) for n in ("D", "E")]
@@ -166,7 +166,7 @@ async def play_one(client: Client, table: str) -> None:
     state = client.tables[table]
     view = msgspec.convert(state.view, blackdrez.View)
     legal = [msgspec.convert(x, blackdrez.Action) for x in state.legal]
-    from games.blackdrez.bots import threshold
+    from blackdrez.games.blackdrez.bots import threshold
 
     seq = state.seq
     await client.act(table, threshold(view, legal))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.errors import ErrorCode
-from server.table.room import RoomError
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.table.room import RoomError
 from tests.server.harness import TableHarness
 from tests.server.test_lifecycle import on_turn, start_game, table_of, withdraw_until_round_ends
 

@@ -8,11 +8,11 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from clients.client import Client, ServerError
-from protocol import v1
-from protocol.codec import SERVER_DECODERS, encode
-from protocol.errors import CloseCode, ErrorCode
-from protocol.handshake import Hello, negotiate
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS, encode
+from blackdrez.protocol.errors import CloseCode, ErrorCode
+from blackdrez.protocol.handshake import Hello, negotiate
 
 
 def test_negotiation_picks_the_highest_common_version() -> None:

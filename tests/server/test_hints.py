@@ -17,17 +17,17 @@ from typing import Any
 import msgspec
 import pytest
 
-from clients.client import Client, ServerError
-from games import GAMES
-from games.blackjack_piles import expert as piles_expert
-from games.blue_jacket import expert as blue_jacket_expert
-from games.blue_jacket.bots import heuristic
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.app import GameServer
-from server.hints import HintWorker
-from server.table.assist import expert_hint, hint_job
-from server.table.commands import ParFound, Resume, decode_entry, rebuild
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.games import GAMES
+from blackdrez.games.blackjack_piles import expert as piles_expert
+from blackdrez.games.blue_jacket import expert as blue_jacket_expert
+from blackdrez.games.blue_jacket.bots import heuristic
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.app import GameServer
+from blackdrez.server.hints import HintWorker
+from blackdrez.server.table.assist import expert_hint, hint_job
+from blackdrez.server.table.commands import ParFound, Resume, decode_entry, rebuild
 from tests.server.slow_expert import PAUSE, dying_expert_hint, slow_expert_hint
 
 PATIENT = 120.0

@@ -8,18 +8,18 @@ import time
 import msgspec
 import pytest
 
-from clients.client import Client, ServerError
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.app import GameServer
-from server.node.hosting import HeldLock, TableLock
-from server.node.routing import REMOTE_TIMEOUT
-from server.stores.base import LeaseLost
-from server.table.commands import LogEntry, Resume, decode_entry, rebuild
-from server.table.records import decode_table_record, record_log
-from server.table.room import Room
-from server.testing.nodes import lease_holders
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.app import GameServer
+from blackdrez.server.node.hosting import HeldLock, TableLock
+from blackdrez.server.node.routing import REMOTE_TIMEOUT
+from blackdrez.server.stores.base import LeaseLost
+from blackdrez.server.table.commands import LogEntry, Resume, decode_entry, rebuild
+from blackdrez.server.table.records import decode_table_record, record_log
+from blackdrez.server.table.room import Room
+from blackdrez.server.testing.nodes import lease_holders
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.server.helpers import play_out, queued_at, seat_and_start, wait_for
 
 

@@ -19,14 +19,14 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from clients.client import Client
-from games import GAMES
-from protocol import v1
-from protocol.codec import encode
-from protocol.errors import CloseCode
-from protocol.handshake import Hello
-from server.app import STATIC_DIR, STORE_GRACE
-from server.testing.redis_server import RedisServer, free_port
+from blackdrez.clients.client import Client
+from blackdrez.games import GAMES
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import encode
+from blackdrez.protocol.errors import CloseCode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.server.app import STATIC_DIR, STORE_GRACE
+from blackdrez.server.testing.redis_server import RedisServer, free_port
 from tests.server.helpers import play_out, seat_and_start, wait_for
 
 
@@ -225,7 +225,7 @@ async def test_idle_connections_are_closed_with_4005(make_server, connect) -> No
 async def test_sigterm_tells_clients_and_exits_cleanly() -> None:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tools.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

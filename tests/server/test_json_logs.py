@@ -8,8 +8,8 @@ import os
 import subprocess
 import sys
 
-from server.logs import ONE_LINE_LOGGERS, JsonFormatter, OneLine, configure
-from server.testing.redis_server import free_port
+from blackdrez.server.logs import ONE_LINE_LOGGERS, JsonFormatter, OneLine, configure
+from blackdrez.server.testing.redis_server import free_port
 
 
 def record(message: str, *args: object, **extra: object) -> logging.LogRecord:
@@ -78,7 +78,16 @@ def test_the_database_pools_outage_warnings_are_one_line_each(capsys) -> None:
 def test_serve_writes_json_lines() -> None:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tools.cli", "serve", "--port", str(port), "--node-id", "nj"],
+        [
+            sys.executable,
+            "-m",
+            "blackdrez.tools.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--node-id",
+            "nj",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1", "BLACKDREZ_LOG_FORMAT": "json"},

@@ -13,12 +13,12 @@ import time
 
 import redis.asyncio as aioredis
 
-from games import shuffle
-from protocol import v1
-from server.stores.redis import FIXED_KEYS, daily_key
-from server.table import assist
-from server.table.commands import rebuild
-from server.table.records import decode_table_record, record_log
+from blackdrez.games import shuffle
+from blackdrez.protocol import v1
+from blackdrez.server.stores.redis import FIXED_KEYS, daily_key
+from blackdrez.server.table import assist
+from blackdrez.server.table.commands import rebuild
+from blackdrez.server.table.records import decode_table_record, record_log
 from tests.server.helpers import play_out, seat_and_start
 
 TABLES = 4

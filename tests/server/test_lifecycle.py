@@ -11,12 +11,12 @@ import gc
 import msgspec
 import pytest
 
-from games.base import Reason
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.table.commands import Begin, Resume, Stop
-from server.table.lifecycle import COMMANDS, TRANSITIONS, TableCommand, TableStatus
-from server.table.room import RECENT_EVENTS, REJECTIONS, RUNAWAY_BURST, RoomError
+from blackdrez.games.base import Reason
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.table.commands import Begin, Resume, Stop
+from blackdrez.server.table.lifecycle import COMMANDS, TRANSITIONS, TableCommand, TableStatus
+from blackdrez.server.table.room import RECENT_EVENTS, REJECTIONS, RUNAWAY_BURST, RoomError
 from tests.server.harness import TableHarness
 
 DEAL_WIN = "deal-win:7"

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import msgspec
 
-from clients.bots import play_table
-from clients.client import Client
-from server.identity import issue_token
-from server.stores.redis import RedisStore
-from server.table.commands import Create, decode_entry, rebuild
-from server.table.records import players_seated
+from blackdrez.clients.bots import play_table
+from blackdrez.clients.client import Client
+from blackdrez.server.identity import issue_token
+from blackdrez.server.stores.redis import RedisStore
+from blackdrez.server.table.commands import Create, decode_entry, rebuild
+from blackdrez.server.table.records import players_seated
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "blackdrez-log-0.1.0.msgpack"
 

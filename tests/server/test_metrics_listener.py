@@ -10,7 +10,7 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
 
-from protocol import v1
+from blackdrez.protocol import v1
 
 
 def status_of(port: int, path: str) -> tuple[int, bytes]:

@@ -6,10 +6,16 @@ import msgspec
 import pytest
 from websockets.asyncio.client import connect
 
-from protocol import v1
-from protocol.codec import CLIENT_DECODERS, MAX_DEPTH, SERVER_DECODERS, FrameError, decode_hello
-from protocol.errors import ErrorCode
-from protocol.handshake import Hello
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import (
+    CLIENT_DECODERS,
+    MAX_DEPTH,
+    SERVER_DECODERS,
+    FrameError,
+    decode_hello,
+)
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.protocol.handshake import Hello
 
 
 def nested(levels: int) -> object:

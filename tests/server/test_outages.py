@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 
-from clients.bots import BotResult, run_swarm
-from server.testing.nodes import Nodes, lease_holders
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.bots import BotResult, run_swarm
+from blackdrez.server.testing.nodes import Nodes, lease_holders
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.server.helpers import wait_for
 from tests.server.test_failover import assert_games_sound, wait_for_tables
 

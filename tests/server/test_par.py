@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import msgspec
 
-from games import GAMES
-from games.blackjack_piles import rules as blackjack_piles
-from games.blackjack_piles.bots import greedy
-from games.blue_jacket import rules as blue_jacket
+from blackdrez.games import GAMES
+from blackdrez.games.blackjack_piles import rules as blackjack_piles
+from blackdrez.games.blackjack_piles.bots import greedy
+from blackdrez.games.blue_jacket import rules as blue_jacket
 from tests.server.harness import FakeClient, TableHarness
 
 

@@ -11,11 +11,11 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from protocol import v1
-from protocol.codec import SERVER_DECODERS, encode
-from protocol.errors import CloseCode
-from protocol.handshake import Hello
-from server.app import client_address
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS, encode
+from blackdrez.protocol.errors import CloseCode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.server.app import client_address
 
 
 def from_address(source: str) -> socket.socket:

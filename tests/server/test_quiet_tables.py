@@ -1,5 +1,5 @@
 """Quiet tables: a host stops announcing a table no other node follows, and starts again before
-another node's first request for it ("Quiet tables" in ``server.node.hosting``).
+another node's first request for it ("Quiet tables" in ``blackdrez.server.node.hosting``).
 
 On one real Redis with two nodes: a table played on its host alone goes quiet (its updates are
 no longer published on its channel); a spectator on the other node then misses nothing, and the
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from clients.client import Client
-from protocol import v1
-from server.app import GameServer
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.app import GameServer
 from tests.server.helpers import Listener, play_out, seat_and_start, wait_for
 
 WAIT = 15.0

@@ -25,14 +25,14 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from games import SOLITAIRES
-from protocol import v1
-from protocol.codec import SERVER_DECODERS, encode
-from protocol.errors import CloseCode, ErrorCode
-from protocol.handshake import Hello
-from server.app import GameServer
-from server.stores.memory import MemoryStore
-from server.stores.redis import FIXED_KEYS
+from blackdrez.games import SOLITAIRES
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS, encode
+from blackdrez.protocol.errors import CloseCode, ErrorCode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.server.app import GameServer
+from blackdrez.server.stores.memory import MemoryStore
+from blackdrez.server.stores.redis import FIXED_KEYS
 from tests.faults.history import keys_without_ttl
 
 SERVER = SERVER_DECODERS[1]

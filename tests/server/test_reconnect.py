@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from clients.client import Client
-from protocol import v1
-from server.table import room as room_module
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.table import room as room_module
 from tests.server.helpers import play_out, seat_and_start
 
 

@@ -8,9 +8,9 @@ import gc
 
 import pytest
 
-from clients.client import ServerError
-from protocol import v1
-from protocol.errors import ErrorCode
+from blackdrez.clients.client import ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
 from tests.server.helpers import play_out, queued_at, seat_and_start
 
 
@@ -83,7 +83,7 @@ async def test_a_remote_spectator_and_a_remote_reconnect(two_nodes, connect) -> 
     watcher = await connect(b, name="Watcher")
     await watcher.request(v1.Spectate(table=table))
     await guest.close()
-    from clients.client import Client
+    from blackdrez.clients.client import Client
 
     back = await Client.connect(f"ws://127.0.0.1:{b.port}/", token=guest.token)
     assert back.welcome.tables == [table]
@@ -100,8 +100,8 @@ async def test_two_real_processes_share_lobby_and_game(make_server, shared_url) 
     import subprocess
     import sys
 
-    from clients.client import Client
-    from server.testing.redis_server import free_port
+    from blackdrez.clients.client import Client
+    from blackdrez.server.testing.redis_server import free_port
 
     local = await make_server(redis_url=shared_url, node_id="in-process")
     port = free_port()
@@ -109,7 +109,7 @@ async def test_two_real_processes_share_lobby_and_game(make_server, shared_url) 
         [
             sys.executable,
             "-m",
-            "tools.cli",
+            "blackdrez.tools.cli",
             "serve",
             "--port",
             str(port),
@@ -180,8 +180,8 @@ async def test_quick_join_goes_on_when_a_remote_table_fills_up(two_nodes, connec
 async def test_a_host_that_does_not_answer_leaves_no_unretrieved_task(
     two_nodes, connect, monkeypatch
 ) -> None:
-    from server.node import routing as node_module
-    from server.stores.base import node_channel
+    from blackdrez.server.node import routing as node_module
+    from blackdrez.server.stores.base import node_channel
 
     a, b = two_nodes
     monkeypatch.setattr(node_module, "REMOTE_TIMEOUT", 0.5)
@@ -220,8 +220,8 @@ async def test_a_node_hears_the_lobby_only_while_someone_there_watches_it(
     actions), and one that has watchers misses no change."""
     import redis.asyncio as aioredis
 
-    from server.node import lobby
-    from server.stores.base import LOBBY_CHANNEL
+    from blackdrez.server.node import lobby
+    from blackdrez.server.stores.base import LOBBY_CHANNEL
 
     monkeypatch.setattr(lobby, "LOBBY_LINGER", 0.2)
     a = await make_server(redis_url=redis_url_clean, node_id="node-a")
@@ -263,8 +263,8 @@ async def test_a_nodes_periodic_orphan_scan_looks_at_its_share_and_a_node_going_
     with tables times nodes. The periodic scan now covers this node's share (its place among the
     live nodes), while a node seen going (or a start, a table found moving) makes it look at
     every table, as before, so adoption is as prompt."""
-    from server.node import failover
-    from server.stores.redis import RedisStore
+    from blackdrez.server.node import failover
+    from blackdrez.server.stores.redis import RedisStore
 
     monkeypatch.setattr(failover, "FULL_SCAN", 0.2)
     others = [RedisStore(redis_url_clean, node) for node in ("node-a", "node-c")]
@@ -311,7 +311,7 @@ async def test_a_nodes_orphan_scan_is_told_the_tables_whose_leases_it_holds(
 ) -> None:
     """The scan skips the tables the node holds and renews (the store's test covers the skip):
     the node's failover loop must say which they are, or every scan looks its own tables up."""
-    from server.node import failover
+    from blackdrez.server.node import failover
 
     monkeypatch.setattr(failover, "FULL_SCAN", 0.2)
     server = await make_server(redis_url=redis_url_clean)

@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from clients.bots import check_fairness
-from clients.client import Client
-from protocol import v1
-from server import bus
-from server.app import GameServer
-from server.stores.base import node_channel, table_channel
-from server.table import room as room_module
+from blackdrez.clients.bots import check_fairness
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server import bus
+from blackdrez.server.app import GameServer
+from blackdrez.server.stores.base import node_channel, table_channel
+from blackdrez.server.table import room as room_module
 from tests.server.helpers import play_out, seat_and_start
 
 WAIT = 15.0

@@ -10,11 +10,11 @@ import msgspec
 import pytest
 import redis.asyncio as aioredis
 
-from clients.client import Client
-from protocol import v1
-from protocol.errors import CloseCode
-from server.app import GameServer
-from server.stores.base import node_channel
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import CloseCode
+from blackdrez.server.app import GameServer
+from blackdrez.server.stores.base import node_channel
 from tests.server.conftest import ClientFactory, ServerFactory
 from tests.server.helpers import play_out, redis_user, seat_and_start, wait_for
 

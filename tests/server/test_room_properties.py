@@ -8,8 +8,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.table.lifecycle import GAME_RUNNING, TRANSITIONS, TableStatus
-from server.table.room import RoomError
+from blackdrez.server.table.lifecycle import GAME_RUNNING, TRANSITIONS, TableStatus
+from blackdrez.server.table.room import RoomError
 from tests.server.harness import TableHarness
 from tests.server.test_lifecycle import assert_replays
 

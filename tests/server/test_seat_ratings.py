@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from protocol import v1
-from server.table.commands import Ratings
-from server.table.room import Room
+from blackdrez.protocol import v1
+from blackdrez.server.table.commands import Ratings
+from blackdrez.server.table.room import Room
 from tests.server.harness import TableHarness
 
 

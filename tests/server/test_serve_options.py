@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from server.app import Settings
-from tools.cli import build_parser, serve_settings
+from blackdrez.server.app import Settings
+from blackdrez.tools.cli import build_parser, serve_settings
 
 OPERATIONS = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
 

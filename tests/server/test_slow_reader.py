@@ -18,11 +18,11 @@ from websockets.frames import Close, Opcode
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from protocol import v1
-from protocol.codec import encode
-from protocol.errors import CloseCode
-from protocol.handshake import Hello
-from server.app import GameServer, Settings
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import encode
+from blackdrez.protocol.errors import CloseCode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.server.app import GameServer, Settings
 from tests.server.helpers import play_out, seat_and_start
 
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-import server.node.failover
-import server.node.hosting
-from clients.client import Client
-from protocol import v1
-from server.table.commands import rebuild as rebuild_from_log
-from server.table.records import decode_table_record, record_log
-from server.table.snapshots import resume_games
+import blackdrez.server.node.failover
+import blackdrez.server.node.hosting
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.table.commands import rebuild as rebuild_from_log
+from blackdrez.server.table.records import decode_table_record, record_log
+from blackdrez.server.table.snapshots import resume_games
 from tests.server.helpers import play_out, seat_and_start
 
 EVERY = 5
@@ -25,14 +25,14 @@ EVERY = 5
 async def test_an_adopted_table_resumes_from_its_latest_snapshot(
     make_server: Any, redis_url_clean: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server.node.hosting, "SNAPSHOT_EVERY", EVERY)
+    monkeypatch.setattr(blackdrez.server.node.hosting, "SNAPSHOT_EVERY", EVERY)
     resumed: list[tuple[int, int]] = []
 
     def resume_noting(snapshot: tuple[int, bytes], tail: list[bytes]) -> Any:
         resumed.append((snapshot[0], len(tail)))
         return resume_games(snapshot, tail)
 
-    monkeypatch.setattr(server.node.failover, "resume_games", resume_noting)
+    monkeypatch.setattr(blackdrez.server.node.failover, "resume_games", resume_noting)
     first = await make_server(redis_url=redis_url_clean, node_id="leaving")
     second = await make_server(redis_url=redis_url_clean, node_id="staying")
     urls = [f"ws://127.0.0.1:{s.port}/" for s in (first, second)]
@@ -81,12 +81,12 @@ async def test_a_snapshot_that_fails_costs_the_command_nothing(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(server.node.hosting, "SNAPSHOT_EVERY", 1)
+    monkeypatch.setattr(blackdrez.server.node.hosting, "SNAPSHOT_EVERY", 1)
 
     def unpicklable(room: Any) -> bytes:
         raise TypeError("cannot pickle this room")
 
-    monkeypatch.setattr(server.node.hosting, "take_snapshot", unpicklable)
+    monkeypatch.setattr(blackdrez.server.node.hosting, "take_snapshot", unpicklable)
     node = await make_server()
     a, b = [await connect(node, name=n) for n in "AB"]
     table = await seat_and_start(a, [b], turn_seconds=60)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from protocol import v1
-from server import node
+from blackdrez.protocol import v1
+from blackdrez.server import node
 
 
 async def test_a_node_alone_on_its_store_keeps_its_tables_through_a_stall(

@@ -7,13 +7,13 @@ import asyncio
 import msgspec
 import pytest
 
-from clients.client import Client, ServerError
-from games.blackjack_piles import bots as blackjack_piles_bots
-from games.blackjack_piles import rules as blackjack_piles
-from games.blue_jacket import bots as blue_jacket_bots
-from games.blue_jacket import rules as blue_jacket
-from protocol import v1
-from protocol.errors import ErrorCode
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.games.blackjack_piles import bots as blackjack_piles_bots
+from blackdrez.games.blackjack_piles import rules as blackjack_piles
+from blackdrez.games.blue_jacket import bots as blue_jacket_bots
+from blackdrez.games.blue_jacket import rules as blue_jacket
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
 
 GAMES = {
     "blackjack_piles": (blackjack_piles, blackjack_piles_bots.greedy),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from clients.client import ServerError
-from protocol import v1
-from protocol.errors import ErrorCode
+from blackdrez.clients.client import ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
 
 
 async def start(client, game: str = "blue_jacket") -> str:

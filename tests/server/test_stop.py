@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from clients.bots import run_bot
-from server.app import GameServer, Settings
+from blackdrez.clients.bots import run_bot
+from blackdrez.server.app import GameServer, Settings
 
 
 async def test_a_stopped_server_leaves_no_task_running_even_one_deaf_to_a_cancel() -> None:

@@ -11,10 +11,10 @@ import logging
 import pytest
 import redis.asyncio as aioredis
 
-from clients.client import Client
-from protocol import v1
-from server.stores.redis import SECRET_KEY
-from server.testing.redis_server import RedisServer
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.stores.redis import SECRET_KEY
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.server.helpers import wait_for
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from clients.bots import run_swarm
+from blackdrez.clients.bots import run_swarm
 from tests.redis_server import RedisServer, free_port
 
 WAIT = 30.0
@@ -36,7 +36,7 @@ class NodeProcess:
         self.lines: list[str] = []
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "tools.cli", "serve",
+                sys.executable, "-m", "blackdrez.tools.cli", "serve",
                 "--host", "127.0.0.1", "--port", str(self.port),
                 "--redis-url", f"redis://127.0.0.1:{redis_port}/0", "--node-id", "early",
             ],

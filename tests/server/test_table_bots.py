@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from clients.bots import BOT_CLIENT
-from clients.client import Client, ServerError
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.app import GameServer
+from blackdrez.clients.bots import BOT_CLIENT
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.app import GameServer
 from tests.server.helpers import games_started, play_out
 
 
@@ -109,7 +109,7 @@ async def test_a_bot_removed_during_a_round_leaves_after_it(server, connect) -> 
 
 
 async def test_a_server_given_no_bot_client_refuses_bots_and_changes_nothing(connect) -> None:
-    from server.app import Settings
+    from blackdrez.server.app import Settings
 
     server = GameServer(Settings(port=0, ping_interval=None))  # no bot_client: an embedder's
     await server.start()
@@ -255,7 +255,7 @@ async def test_a_foreign_bot_takes_a_seat_nobody_holds_and_the_hosts_bot_its_own
 async def test_a_seat_held_for_a_bot_that_never_comes_is_free_again_after_a_while(
     server: GameServer, connect, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("server.node.lobby.BOT_ARRIVAL", 0.3)
+    monkeypatch.setattr("blackdrez.server.node.lobby.BOT_ARRIVAL", 0.3)
     slow_server_bots(server, delay=60.0)
     host = await connect(server, name="Host")
     someone = await connect(server, name="Someone")

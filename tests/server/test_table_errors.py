@@ -11,10 +11,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from games import GAMES
-from protocol import v1
-from protocol.errors import ErrorCode
-from server.table.commands import (
+from blackdrez.games import GAMES
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.table.commands import (
     Create,
     LogEntry,
     Tick,
@@ -24,9 +24,14 @@ from server.table.commands import (
     rebuild,
     timer_entry,
 )
-from server.table.lifecycle import TableStatus
-from server.table.records import decode_table_record, players_seated, record_log, table_record
-from server.table.room import KEPT_EVENTS, RoomError
+from blackdrez.server.table.lifecycle import TableStatus
+from blackdrez.server.table.records import (
+    decode_table_record,
+    players_seated,
+    record_log,
+    table_record,
+)
+from blackdrez.server.table.room import KEPT_EVENTS, RoomError
 from tests.server.harness import TableHarness
 
 

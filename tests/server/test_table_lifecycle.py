@@ -11,12 +11,12 @@ import asyncio
 import msgspec
 import pytest
 
-from clients.bots import BOT_CLIENT
-from clients.client import Client, ServerError
-from protocol import v1
-from protocol.errors import CloseCode, ErrorCode
-from server.node import node as node_module
-from server.table.commands import decode_entry
+from blackdrez.clients.bots import BOT_CLIENT
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import CloseCode, ErrorCode
+from blackdrez.server.node import node as node_module
+from blackdrez.server.table.commands import decode_entry
 from tests.server.helpers import game_over, seat_and_start
 
 

@@ -8,14 +8,14 @@ import collections
 import msgspec
 import pytest
 
-from clients.bots import dealt_cards
-from clients.client import ServerError
-from games import GAMES, shuffle
-from games.blackdrez import rules as blackdrez
-from games.cards import pokerdrez_deck
-from games.records import Record
-from protocol import v1
-from protocol.errors import ErrorCode
+from blackdrez.clients.bots import dealt_cards
+from blackdrez.clients.client import ServerError
+from blackdrez.games import GAMES, shuffle
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.games.cards import pokerdrez_deck
+from blackdrez.games.records import Record
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
 from tests.server.helpers import game_over, play_out, seat_and_start
 
 

@@ -10,14 +10,14 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from clients.client import Client, ServerError
-from protocol import v1
-from protocol.codec import SERVER_DECODERS
-from protocol.errors import CloseCode, ErrorCode
-from server import identity
-from server.stores.base import Store, StoreUnavailable
-from server.stores.memory import MemoryStore
-from server.stores.redis import RedisStore
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS
+from blackdrez.protocol.errors import CloseCode, ErrorCode
+from blackdrez.server import identity
+from blackdrez.server.stores.base import Store, StoreUnavailable
+from blackdrez.server.stores.memory import MemoryStore
+from blackdrez.server.stores.redis import RedisStore
 from tests.redis_server import RedisServer
 
 SECRET = b"k" * 32

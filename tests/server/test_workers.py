@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from clients.bots import run_swarm
-from server.app import Settings
-from server.testing.default_server import redis_pid
-from server.testing.nodes import NodeProcess
-from server.testing.redis_server import free_port
-from server.workers import WorkersRefused, worker_settings
+from blackdrez.clients.bots import run_swarm
+from blackdrez.server.app import Settings
+from blackdrez.server.testing.default_server import redis_pid
+from blackdrez.server.testing.nodes import NodeProcess
+from blackdrez.server.testing.redis_server import free_port
+from blackdrez.server.workers import WorkersRefused, worker_settings
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -24,7 +24,8 @@ def serve_workers(redis_url: str, port: int, count: int, *, cwd: Path | None = N
     """The supervisor of ``count`` workers on ``port``, started (it prints before they listen);
     ``redis_url`` empty: the data folder's Redis, the folder in ``cwd``."""
     command = [
-        sys.executable, "-m", "tools.cli", "serve", "--port", str(port), "--workers", str(count),
+        sys.executable, "-m", "blackdrez.tools.cli", "serve", "--port", str(port), "--workers",
+        str(count),
         "--node-id", "w",
     ]  # fmt: skip
     if redis_url:
@@ -83,7 +84,15 @@ async def test_two_workers_share_one_port_and_a_game_plays_across_them(
 
 
 def test_workers_in_memory_are_refused_with_the_reason(tmp_path) -> None:
-    command = [sys.executable, "-m", "tools.cli", "serve", "--workers", "2", "--in-memory"]
+    command = [
+        sys.executable,
+        "-m",
+        "blackdrez.tools.cli",
+        "serve",
+        "--workers",
+        "2",
+        "--in-memory",
+    ]
     supervisor = NodeProcess("", "w", command=command)
     supervisor.launch()
     assert supervisor._process is not None

@@ -1,7 +1,8 @@
 """A minimal BlackDrez bot on the Python client library (walk-through: docs/bots.md).
 
-    python3 -m tools.examples.bot ws://127.0.0.1:8765/          # host a game against a bot
-    python3 -m tools.examples.bot ws://127.0.0.1:8765/ TABLE    # take a seat at TABLE
+    python3 -m blackdrez.tools.examples.bot ws://127.0.0.1:8765/          # host a game against a
+    bot
+    python3 -m blackdrez.tools.examples.bot ws://127.0.0.1:8765/ TABLE    # take a seat at TABLE
 
 Hosting, it creates a two-seat table of one round, asks for a server bot and starts; at a given
 table it sits (a bot is ready at once) and waits for the host. It plays one game and prints the
@@ -11,8 +12,8 @@ ranking; the client library keeps the table's state in step, across a dropped co
 import asyncio
 import sys
 
-from clients.client import Client, ConnectionLost
-from protocol import v1
+from blackdrez.clients.client import Client, ConnectionLost
+from blackdrez.protocol import v1
 
 
 def choose(view: dict, legal: list[dict], seat: int) -> dict:

@@ -1,7 +1,8 @@
 """Build docs/protocol.md from its template and a real recorded session.
 
 The template (``tools/examples/protocol.md.in``) is the prose; each example in it is a
-placeholder that names frames of the session recorded by :mod:`tools.examples.record_session`,
+placeholder that names frames of the session recorded by
+:mod:`blackdrez.tools.examples.record_session`,
 so every example in the doc is a frame a real server sent or accepted:
 
 * ``@@EX kind step who dir type [n [path]]@@``: the ``n``-th frame (default 0) of ``type`` that
@@ -16,7 +17,8 @@ so every example in the doc is a frame a real server sent or accepted:
 ``kind`` becomes the ``<!-- example: kind -->`` marker that ``tests/test_protocol.py`` uses to
 decode each example with the right decoder.
 
-Run: ``python -m tools.examples.protocol_doc`` (records a session and writes docs/protocol.md);
+Run: ``python -m blackdrez.tools.examples.protocol_doc`` (records a session and writes
+docs/protocol.md);
 ``--session FILE`` reuses a recording written by ``record_session``.
 """
 
@@ -31,10 +33,10 @@ from typing import Any
 
 import msgspec
 
-from games.blackdrez import rules as blackdrez
-from games.blackjack_piles import rules as blackjack_piles
-from games.blue_jacket import rules as blue_jacket
-from tools.examples.record_session import Recorder, session
+from blackdrez.games.blackdrez import rules as blackdrez
+from blackdrez.games.blackjack_piles import rules as blackjack_piles
+from blackdrez.games.blue_jacket import rules as blue_jacket
+from blackdrez.tools.examples.record_session import Recorder, session
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TEMPLATE = Path(__file__).resolve().parent / "protocol.md.in"
@@ -147,7 +149,7 @@ def render(template: str, lines: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Record a session (or read one) and write docs/protocol.md."""
-    parser = argparse.ArgumentParser(prog="python -m tools.examples.protocol_doc")
+    parser = argparse.ArgumentParser(prog="python -m blackdrez.tools.examples.protocol_doc")
     parser.add_argument("--session", type=Path, help="a recording from record_session")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)

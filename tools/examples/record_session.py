@@ -1,14 +1,16 @@
 """Record a real protocol session: the source of every example in docs/protocol.md.
 
-Starts an in-memory :class:`~server.app.GameServer` on a free port, drives two
-:class:`~clients.client.Client` players (Ann and Bob) through a short BlackDrez game and a few
+Starts an in-memory :class:`~blackdrez.server.app.GameServer` on a free port, drives two
+:class:`~blackdrez.clients.client.Client` players (Ann and Bob) through a short BlackDrez game and a
+few
 solitaire requests, provokes each kind of error, and writes every frame sent and received, in
 order, as JSON lines (``{"step", "who", "dir", "frame"}``) to the given file (default: stdout).
 Games use the fixed seed :data:`SEED`, so the cards are the same on every run (ids, tokens and
 times are not).
 
-Run: ``python -m tools.examples.record_session /tmp/session.jsonl``; to rebuild the doc from a
-fresh recording, ``python -m tools.examples.protocol_doc``.
+Run: ``python -m blackdrez.tools.examples.record_session /tmp/session.jsonl``; to rebuild the doc
+from a
+fresh recording, ``python -m blackdrez.tools.examples.protocol_doc``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ from typing import Any
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from clients.bots import run_bot
-from clients.client import Client, ServerError
-from protocol import v1
-from protocol.codec import encode
-from protocol.handshake import Hello
-from server.app import GameServer, Settings
+from blackdrez.clients.bots import run_bot
+from blackdrez.clients.client import Client, ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import encode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.server.app import GameServer, Settings
 
 SEED = "protocol-docs-example"
 

@@ -1,7 +1,8 @@
-"""``python -m tools.loadtest``: the load tool's command line (also ``blackdrez loadtest``)."""
+"""``python -m blackdrez.tools.loadtest``: the load tool's command line (also ``blackdrez
+loadtest``)."""
 
 import sys
 
-from tools.loadtest.cli import main
+from blackdrez.tools.loadtest.cli import main
 
 sys.exit(main())

@@ -35,7 +35,8 @@ again inside the window.
 Every loop here is bounded in count and time, and the tool refuses any host but 127.0.0.x.
 
 This module plans, runs and reports; the workers (``workers``), what they send and read
-(``frames``, built on ``protocol.v1``), the server's process and ``/proc`` figures (``procfs``),
+(``frames``, built on ``blackdrez.protocol.v1``), the server's process and ``/proc`` figures
+(``procfs``),
 the profiler (``profiler``) and the chart (``charts``) are its siblings.
 """
 
@@ -64,9 +65,9 @@ from typing import Any
 
 import msgspec
 
-from server.testing.redis_server import free_port
-from tools.loadtest.charts import timeline_chart
-from tools.loadtest.procfs import (
+from blackdrez.server.testing.redis_server import free_port
+from blackdrez.tools.loadtest.charts import timeline_chart
+from blackdrez.tools.loadtest.procfs import (
     check_loopback,
     cpu_list,
     cpu_seconds,
@@ -81,8 +82,8 @@ from tools.loadtest.procfs import (
     stop_process,
     wait_listening,
 )
-from tools.loadtest.profiler import profile_summary, start_profiler
-from tools.loadtest.workers import PROGRESS_INTERVAL, Window, WorkerPlan, worker_main
+from blackdrez.tools.loadtest.profiler import profile_summary, start_profiler
+from blackdrez.tools.loadtest.workers import PROGRESS_INTERVAL, Window, WorkerPlan, worker_main
 
 MODES = ("idle", "lobby", "play", "echo")
 END_GRACE = 0.5
@@ -542,7 +543,14 @@ def run_echo_baseline(
     """Start a bare echo server, load it like ours (same connections and frame size), stop it."""
     host = "127.0.0.1"
     port = free_port()
-    command = [sys.executable, "-m", "tools.loadtest", "--echo-server", "--port", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "blackdrez.tools.loadtest",
+        "--echo-server",
+        "--port",
+        str(port),
+    ]
     log = Path(args.server_log)
     process = start_process(command, args.server_cpus, log)
     try:
@@ -701,7 +709,7 @@ def _spawn_server(
     host = "127.0.0.1"
     port = free_port()
     command = [
-        sys.executable, "-m", "tools.cli", "serve", "--host", host, "--port", str(port),
+        sys.executable, "-m", "blackdrez.tools.cli", "serve", "--host", host, "--port", str(port),
         "--rate", str(args.server_rate), "--burst", str(args.server_burst),
         "--max-connections-per-ip", "0",  # every load connection comes from this machine
         "--handshake-burst", "0",  # at --ramp-rate, from one address unless that is too many
@@ -763,7 +771,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.spawn_server:
             redis_url = args.redis_url
             if args.redis:
-                from server.testing.redis_server import RedisServer
+                from blackdrez.server.testing.redis_server import RedisServer
 
                 redis = RedisServer()
                 redis.start()

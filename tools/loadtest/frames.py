@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-Requests are ``protocol.v1`` Structs encoded by ``protocol.codec`` (so the load is the protocol
+Requests are ``blackdrez.protocol.v1`` Structs encoded by ``blackdrez.protocol.codec`` (so the load
+is the protocol
 itself, not a hand-made imitation). Server frames are decoded into :class:`LeanFrame`, which
 holds only what a bot reads (type, id, seq, legal actions, the seat values of the view):
 msgspec skips the rest fast, so a worker spends its time on the network, not on decoding. The

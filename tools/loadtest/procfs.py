@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tools.loadtest.workers import raise_open_files
+from blackdrez.tools.loadtest.workers import raise_open_files
 
 
 def check_loopback(url: str) -> tuple[str, int]:

@@ -8,7 +8,8 @@ the plan's 127.0.0.x source addresses, says ``hello``, and then plays its part: 
 lobby watchers, bots seated at tables that play as soon as they have legal actions (paced to the
 plan's action rate, if any), or raw echo connections. An act or a game restart refused with
 ``moving`` or ``unavailable`` (nothing changed, and no update may follow) is sent again after a
-short capped delay with jitter (:data:`protocol.retry.RETRY`). It reports :class:`Counters` every
+short capped delay with jitter (:data:`blackdrez.protocol.retry.RETRY`). It reports
+:class:`Counters` every
 :data:`PROGRESS_INTERVAL` seconds and a :class:`Window` (counters at the start and end of the
 measurement window, latency samples inside it, and how late its own loop woke in it) when the
 parent closes the window. The window's bounds are the parent's (``bounds``: its start and end on
@@ -40,11 +41,11 @@ from typing import Any
 
 import msgspec
 
-from protocol import v1
-from protocol.codec import encode
-from protocol.handshake import Hello
-from protocol.retry import RETRY
-from tools.loadtest.frames import (
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import encode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.protocol.retry import RETRY
+from blackdrez.tools.loadtest.frames import (
     LEAN_DECODERS,
     LeanFrame,
     LeanView,
@@ -62,7 +63,8 @@ HANDSHAKES_IN_FLIGHT = 256
 """Connections a worker may be opening at once."""
 BOT_CLIENT = "blackdrez-bot/loadtest"
 RETRIED = frozenset({"moving", "unavailable"})
-"""Refusals that changed nothing and may pass: the request is sent again (protocol.retry)."""
+"""Refusals that changed nothing and may pass: the request is sent again
+(blackdrez.protocol.retry)."""
 RESTART_PATIENCE = 60.0
 """Seconds the host of a table tries to start its next game while the table or store is away."""
 
@@ -595,7 +597,7 @@ class _Bot:
     def _act_again_later(self) -> None:
         """An act refused with nothing changed (the table moving, the store away): no update
         may follow, so act again on the same state after a short capped delay with jitter
-        (:data:`protocol.retry.RETRY`), unless an update made this bot act meanwhile."""
+        (:data:`blackdrez.protocol.retry.RETRY`), unless an update made this bot act meanwhile."""
         seq = self.last_seq
 
         def again() -> None:
