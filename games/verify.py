@@ -45,7 +45,7 @@ class ReplayError(Exception):
 class Step(NamedTuple):
     """One replayed action: its position in the record, seat, decoded action and events."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the field shadows tuple.index on purpose
     seat: int
     action: Any
     events: list[Any]

@@ -19,7 +19,7 @@ their schemas are exported beside this module's (``docs/schema/``).
 from __future__ import annotations
 
 import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
@@ -45,10 +45,14 @@ def _check_day(day: str | None) -> None:
             raise ValueError(f"{day} is not a day of the calendar") from None
 
 
-GameName = Literal[tuple(GAMES)]  # type: ignore[valid-type]
-"""A game's wire name: one per folder of ``games/`` (the registry)."""
-SolitaireName = Literal[SOLITAIRES]  # type: ignore[valid-type]
-"""A one-seat game's wire name."""
+if TYPE_CHECKING:  # the names are the registry's, known when it is imported, not to a checker
+    GameName = str
+    SolitaireName = str
+else:
+    GameName = Literal[tuple(GAMES)]
+    """A game's wire name: one per folder of ``games/`` (the registry)."""
+    SolitaireName = Literal[SOLITAIRES]
+    """A one-seat game's wire name."""
 TABLE_GAME = "blackdrez"
 """The game of the tables ``create_table`` and ``quick_join`` make (their options are its)."""
 

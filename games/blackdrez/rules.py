@@ -65,7 +65,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Sequence
-from typing import Literal, Self
+from typing import Literal, Self, cast
 
 import msgspec
 
@@ -466,7 +466,7 @@ class BlackDrez:
                 raise Rejected(Reason.NOT_YOUR_TURN, "only the table starts rounds")
             if state.phase == "playing":
                 raise Rejected(Reason.ILLEGAL, "a round is in progress")
-            return self._start_round(action)
+            return self._start_round(cast(StartRound, action))
         if kind is EndGame:
             if state.phase == "over":
                 raise Rejected(Reason.GAME_OVER, "the game is over")
@@ -559,7 +559,7 @@ class BlackDrez:
         state.pot = []
         first = playing.index(dealer) + 1
         deal = playing[first:] + playing[:first]
-        status = ["out"] * n
+        status: list[Status] = ["out"] * n
         hands: list[list[str]] = [[] for _ in range(n)]
         values = [0] * n
         order = state.order
@@ -619,11 +619,13 @@ class BlackDrez:
             self._win(seat, "eleven", events)
         else:
             values = state.values
+            to_act = seat  # the hitter keeps the turn unless a lower hand is now below it
             for other, other_status in enumerate(status):
                 if other_status == "playing" and values[other] < value:
-                    state.to_act = self._lowest_from(seat)
+                    to_act = self._lowest_from(seat)
                     break
-            events.append(Turn(state.to_act))
+            state.to_act = to_act
+            events.append(Turn(to_act))
         return events
 
     def _withdraw(self, seat: int) -> list[Event]:

@@ -144,7 +144,7 @@ def greedy(view: View, legal: list[Action]) -> Action:
     otherwise placements, and moves that open a cash, are, with credit for a cash they open.
     With nothing worth doing the round is ended.
     """
-    cashes = [action for action in legal if isinstance(action, Cash)]
+    cashes: list[Action] = [action for action in legal if isinstance(action, Cash)]
     candidates = cashes or [action for action in legal if isinstance(action, Place | Move)]
     best: Action | None = None
     best_score = -math.inf

@@ -403,7 +403,7 @@ def choose(view: View, legal: Sequence[Action], cashed: Sequence[str] = ()) -> A
     rules = view.rules
     piles = [[card_points(card) for card in pile] for pile in view.piles]
     top = card_points(view.stock_top) if view.stock_top is not None else None
-    cashes = [action for action in legal if isinstance(action, Cash)]
+    cashes: list[Action] = [action for action in legal if isinstance(action, Cash)]
     # actions that lead to the same piles are worth the same: the first of them stands for all
     distinct: dict[tuple[Piles, bool, int], Action] = {}
     for action in cashes or [a for a in legal if isinstance(a, Place | Move)]:

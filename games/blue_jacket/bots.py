@@ -350,7 +350,7 @@ def first(view: View, legal: Sequence[Action]) -> Action:
 
 def random_play(view: View, legal: Sequence[Action]) -> Action:
     """A uniformly chosen legal action other than resign, seeded from the view (pure)."""
-    plays = [a for a in legal if not isinstance(a, Resign)] or list(legal)
+    plays: list[Action] = [a for a in legal if not isinstance(a, Resign)] or list(legal)
     digest = hashlib.sha256(msgspec.json.encode(view)).digest()
     return random.Random(digest).choice(plays)
 

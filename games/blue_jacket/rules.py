@@ -363,21 +363,21 @@ def progress_possible(state: State, budget: int) -> bool | None:
         children = []
         free = next((i for i, pile in enumerate(bottom) if not pile), None)
         if free is not None:
-            for i, pile in enumerate(bottom):
-                if len(pile) >= 2:
-                    piles = list(bottom)
-                    piles[i] = pile[:-1]
-                    piles[free] = (pile[-1],)
-                    children.append((tuple(piles), vacated, dealt))
+            for i, column in enumerate(bottom):
+                if len(column) >= 2:
+                    after = list(bottom)
+                    after[i] = column[:-1]
+                    after[free] = (column[-1],)
+                    children.append((tuple(after), vacated, dealt))
             for r in range(ROWS):
                 if misplaced[r] and not empty[r]:
-                    piles = list(bottom)
-                    piles[free] = (misplaced[r][0],)
-                    children.append((tuple(piles), vacated | 1 << r, dealt))
+                    after = list(bottom)
+                    after[free] = (misplaced[r][0],)
+                    children.append((tuple(after), vacated | 1 << r, dealt))
         if not any(empty) and dealt * PILES < len(stock):
             cards = stock[dealt * PILES : (dealt + 1) * PILES]
-            piles = [(*pile, card) for pile, card in zip(bottom, cards, strict=True)]
-            children.append((tuple(piles), vacated, dealt + 1))
+            after = [(*pile, card) for pile, card in zip(bottom, cards, strict=True)]
+            children.append((tuple(after), vacated, dealt + 1))
         for child in children:
             key = (tuple(sorted(child[0])), child[1], child[2])
             if key not in seen:

@@ -510,22 +510,22 @@ class Search:
             return tuple(codes), piles, dealt, aces, _NO_FOCUS
         if kind == _PARK:
             j, f = move[1], move[2]
-            piles = list(bottom)
-            pile = piles[j]
-            piles[j] = pile[:-1]
-            piles[f] = (pile[-1],)
+            stacks = list(bottom)
+            pile = stacks[j]
+            stacks[j] = pile[:-1]
+            stacks[f] = (pile[-1],)
             if not self.t.focus:
                 focus = _NO_FOCUS
             elif len(move) > 3 or focus == _PRE_DEAL:
                 focus = _PRE_DEAL
             else:
                 focus = j
-            return rows, tuple(piles), dealt, aces, focus
+            return rows, tuple(stacks), dealt, aces, focus
         if kind == _DEAL:
-            piles = list(bottom)
+            stacks = list(bottom)
             for j, card in enumerate(self.deals[dealt]):
-                piles[j] = (*piles[j], card)
-            return rows, tuple(piles), dealt + 1, aces, _NO_FOCUS
+                stacks[j] = (*stacks[j], card)
+            return rows, tuple(stacks), dealt + 1, aces, _NO_FOCUS
         if kind == _SWAP:
             a, b = move[1], move[2]
             codes = list(rows)
@@ -533,16 +533,16 @@ class Search:
             return tuple(codes), bottom, dealt, aces, _NO_FOCUS
         index, f, source = move[1], move[2], move[3]
         codes = list(rows)
-        piles = list(bottom)
-        piles[f] = (codes[index] - 1,)
+        stacks = list(bottom)
+        stacks[f] = (codes[index] - 1,)
         if source < PILES:
-            card = piles[source][-1]
-            piles[source] = piles[source][:-1]
+            card = stacks[source][-1]
+            stacks[source] = stacks[source][:-1]
         else:
             card = codes[source - PILES] - 1
             codes[source - PILES] = 0
         codes[index] = _FOUNDATION + card
-        return tuple(codes), tuple(piles), dealt, aces, _NO_FOCUS
+        return tuple(codes), tuple(stacks), dealt, aces, _NO_FOCUS
 
     # The search --------------------------------------------------------------------------
 
