@@ -1,8 +1,7 @@
 """A minimal BlackDrez bot on the Python client library (walk-through: docs/bots.md).
 
-    python3 -m blackdrez.tools.examples.bot ws://127.0.0.1:8765/          # host a game against a
-    bot
-    python3 -m blackdrez.tools.examples.bot ws://127.0.0.1:8765/ TABLE    # take a seat at TABLE
+    python3 -m blackdrez.tools.examples.bot ws://127.0.0.1:8765/        # host, against a bot
+    python3 -m blackdrez.tools.examples.bot ws://127.0.0.1:8765/ TABLE  # take a seat at TABLE
 
 Hosting, it creates a two-seat table of one round, asks for a server bot and starts; at a given
 table it sits (a bot is ready at once) and waits for the host. It plays one game and prints the
