@@ -11,6 +11,7 @@ with venv; the client's dependencies come from the package index (pip's cache af
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -24,6 +25,8 @@ import pytest
 from blackdrez.server.testing.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
+ALONE = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+"""The environment of a virtual environment's processes: nothing of the checkout on their path."""
 pytestmark = pytest.mark.timeout(600)
 
 
@@ -109,6 +112,7 @@ def test_a_bot_plays_on_the_client_alone(client_wheel: Path, tmp_path: Path) -> 
     python = environment(tmp_path / "env")
     subprocess.run(
         [str(python), "-m", "pip", "install", "-q", str(client_wheel)],
+        env=ALONE,
         check=True,
         capture_output=True,
     )
@@ -125,6 +129,7 @@ def test_a_bot_plays_on_the_client_alone(client_wheel: Path, tmp_path: Path) -> 
             "--exclude",
             "setuptools",
         ],
+        env=ALONE,
         check=True,
         capture_output=True,
         text=True,
@@ -149,6 +154,7 @@ def test_a_bot_plays_on_the_client_alone(client_wheel: Path, tmp_path: Path) -> 
         played = subprocess.run(
             [str(python), str(ROOT / "tools" / "examples" / "bot.py"), f"ws://127.0.0.1:{port}/"],
             cwd=bot_folder,
+            env=ALONE,
             capture_output=True,
             text=True,
             timeout=120,
@@ -173,12 +179,14 @@ def test_the_server_wheel_serves_outside_the_checkout(server_wheel: Path, tmp_pa
             "--ignore-installed",
             str(server_wheel),
         ],
+        env=ALONE,
         check=True,
         capture_output=True,
     )
     where = subprocess.run(
         [str(python), "-c", "import blackdrez.server.app as a; print(a.__file__)"],
         cwd=tmp_path,
+        env=ALONE,
         check=True,
         capture_output=True,
         text=True,
@@ -188,6 +196,7 @@ def test_the_server_wheel_serves_outside_the_checkout(server_wheel: Path, tmp_pa
     server = subprocess.Popen(
         [str(tmp_path / "env" / "bin" / "blackdrez"), "serve", "--in-memory", "--port", str(port)],
         cwd=tmp_path,
+        env=ALONE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
