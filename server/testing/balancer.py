@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from blackdrez.server.testing.launcher import Launcher, OneProcess
+from blackdrez.server.testing.launcher import OneProcess
 from blackdrez.server.testing.redis_server import free_port
 
 CONNECT_TIMEOUT = 1.0
@@ -59,7 +59,7 @@ async def serve(port: int, backends: Sequence[int]) -> None:
         await server.serve_forever()
 
 
-class Balancer(Launcher, OneProcess):
+class Balancer(OneProcess):
     """The balancer process (see the module docstring) on a free port of its own."""
 
     def __init__(self, backends: Sequence[int], port: int | None = None) -> None:

@@ -5,8 +5,8 @@ Theory of operation
 A launcher (a Redis server, a Redis Cluster, a PostgreSQL cluster, a node process) is started by
 the caller and must be stopped whatever happens, so that a test or benchmark that fails half-way
 leaves nothing running. :class:`Launcher` gives each the same context-manager protocol over its
-own ``start`` and ``close``; :class:`OneProcess` adds what a launcher of one OS process answers
-about it (its pid while it runs, and whether it runs).
+own ``start`` and ``close``; :class:`OneProcess` is a launcher of one OS process and adds what it
+answers about it (its pid while it runs, and whether it runs).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Launcher:
         self.close()
 
 
-class OneProcess:
+class OneProcess(Launcher):
     """A launcher of one OS process, kept in ``_process`` while it exists."""
 
     _process: subprocess.Popen[bytes] | None = None
@@ -48,7 +48,8 @@ class OneProcess:
     @property
     def pid(self) -> int | None:
         """The process's id while it runs."""
-        return self._process.pid if self.running else None
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
 
     @property
     def running(self) -> bool:

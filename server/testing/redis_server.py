@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from blackdrez.server.stores.embedded import find_redis_server
-from blackdrez.server.testing.launcher import Launcher, OneProcess
+from blackdrez.server.testing.launcher import OneProcess
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
@@ -52,7 +52,7 @@ def answers_ping(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-class RedisServer(Launcher, OneProcess):
+class RedisServer(OneProcess):
     """One ``redis-server`` process; :meth:`restart` keeps its port and data directory.
 
     With ``appendonly=True`` the data survives :meth:`stop` / :meth:`restart` (AOF in the data
@@ -74,8 +74,11 @@ class RedisServer(Launcher, OneProcess):
         self.bind = bind
         self.wrap = wrap
         self.executable = executable or find_redis_server()
-        self._owned_dir = None if data_dir else tempfile.TemporaryDirectory(prefix="bd-redis-")
-        self.data_dir = Path(data_dir or self._owned_dir.name)
+        self._owned_dir: tempfile.TemporaryDirectory[str] | None = None
+        if data_dir is None:
+            self._owned_dir = tempfile.TemporaryDirectory(prefix="bd-redis-")
+            data_dir = self._owned_dir.name
+        self.data_dir = Path(data_dir)
         self.port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
