@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from blackdrez.server.testing.redis_server import free_port
+from blackdrez.tools import trees
 
 ROOT = Path(__file__).resolve().parent.parent
 ALONE = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
@@ -207,3 +208,27 @@ def test_the_server_wheel_serves_outside_the_checkout(server_wheel: Path, tmp_pa
     finally:
         server.terminate()
         server.wait(30)
+
+
+def test_another_trees_code_runs_under_the_installed_names(tmp_path: Path) -> None:
+    """An A/B starts the "before" server from its own checkout (``--server-dir``), not from the
+    editable install's; a tree from before the namespace runs its top-level modules."""
+    tree = tmp_path / "before"
+    for folder in trees.FOLDERS:
+        (tree / folder).mkdir(parents=True)
+        (tree / folder / "__init__.py").write_text(f"WHERE = {str(tree / folder)!r}\n")
+    (tree / "setup.py").write_text("")
+    module, env = trees.module_in(str(tree), "server")
+    assert module == "blackdrez.server"
+    where = subprocess.run(
+        [sys.executable, "-c", f"import {module} as m; print(m.WHERE)"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert where == str(tree / "server")
+    (tree / "setup.py").unlink()
+    assert trees.module_in(str(tree), "tools.cli") == ("tools.cli", None)
+    assert trees.module_in(None, "tools.cli") == ("blackdrez.tools.cli", None)

@@ -2,7 +2,8 @@
 
 The folders are installed as ``blackdrez.server``, ``blackdrez.protocol``... (setup.py maps them),
 and an editable install reaches them through an import hook that mypy does not follow. So this
-builds ``.typecheck/blackdrez/`` in the checkout, one link per installed folder, and runs mypy
+builds ``.namespace/blackdrez/`` in the checkout, one link per installed folder
+(:func:`blackdrez.tools.trees.namespace_path`), and runs mypy
 (its settings in pyproject.toml) on it: a module is checked under the name it is imported by.
 With no PATH it checks what pyproject.toml names (server/, protocol/, games/); a PATH is a file or
 folder of the checkout (``server/node``). The exit status is mypy's. ``tests/test_types.py`` runs
@@ -16,20 +17,9 @@ import sys
 import tomllib
 from pathlib import Path
 
+from blackdrez.tools.trees import namespace_path
+
 ROOT = Path(__file__).resolve().parent.parent
-TREE = ROOT / ".typecheck"
-FOLDERS = ("server", "protocol", "games", "clients", "tools")
-
-
-def link_tree() -> Path:
-    """``.typecheck/blackdrez/<folder>`` -> ``<folder>`` for every installed folder."""
-    namespace = TREE / "blackdrez"
-    namespace.mkdir(parents=True, exist_ok=True)
-    for folder in FOLDERS:
-        link = namespace / folder
-        if not link.is_symlink():
-            link.symlink_to(Path("..", "..", folder), target_is_directory=True)
-    return namespace
 
 
 def checked(paths: list[str]) -> list[str]:
@@ -37,7 +27,7 @@ def checked(paths: list[str]) -> list[str]:
     if not paths:
         config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
         paths = config["tool"]["mypy"]["files"]
-    namespace = link_tree()
+    namespace = namespace_path(ROOT) / "blackdrez"
     return [str((namespace / Path(path)).relative_to(ROOT)) for path in paths]
 
 

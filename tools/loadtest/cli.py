@@ -84,6 +84,7 @@ from blackdrez.tools.loadtest.procfs import (
 )
 from blackdrez.tools.loadtest.profiler import profile_summary, start_profiler
 from blackdrez.tools.loadtest.workers import PROGRESS_INTERVAL, Window, WorkerPlan, worker_main
+from blackdrez.tools.trees import module_in
 
 MODES = ("idle", "lobby", "play", "echo")
 END_GRACE = 0.5
@@ -708,8 +709,9 @@ def _spawn_server(
     not write into the folder it was started from, nor start with the games of earlier runs."""
     host = "127.0.0.1"
     port = free_port()
+    module, env = module_in(args.server_dir, "tools.cli")  # another tree's server: its own code
     command = [
-        sys.executable, "-m", "blackdrez.tools.cli", "serve", "--host", host, "--port", str(port),
+        sys.executable, "-m", module, "serve", "--host", host, "--port", str(port),
         "--rate", str(args.server_rate), "--burst", str(args.server_burst),
         "--max-connections-per-ip", "0",  # every load connection comes from this machine
         "--handshake-burst", "0",  # at --ramp-rate, from one address unless that is too many
@@ -722,7 +724,7 @@ def _spawn_server(
     if not any(part.split("=")[0] == "--db-url" for part in extras):
         command += ["--db-url", f"sqlite:///{data / 'records.db'}"]
     command += extras
-    process = start_process(command, args.server_cpus, Path(args.server_log), args.server_dir)
+    process = start_process(command, args.server_cpus, Path(args.server_log), args.server_dir, env)
     wait_listening(host, port, process, 30.0)
     with contextlib.suppress(OSError):
         urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=5).read()

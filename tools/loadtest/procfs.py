@@ -95,13 +95,18 @@ def _limit_files_then(cpus: str | None) -> Any:
 
 
 def start_process(
-    command: list[str], cpus: str | None, log: Path, cwd: str | None = None
+    command: list[str],
+    cpus: str | None,
+    log: Path,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a server-like process pinned to ``cpus`` with the open-file limit raised."""
     with log.open("ab") as out:
         return subprocess.Popen(
             command,
             cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
