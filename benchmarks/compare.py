@@ -1,0 +1,128 @@
+"""A/B of the hot path against any commit, in one sitting: max actions/s and p99, as ratios.
+
+    python3 benchmarks/compare.py --against REV [--runs 3] [--tables 300] [--duration 8]
+        [--stores memory,redis] [--rate ACTIONS_PER_S] [--json FILE]
+
+Theory of operation
+-------------------
+``REV`` is exported (``git archive``) into a scratch folder, once per commit, and its server is
+started from there (``blackdrez loadtest --server-dir``: a tree from before the ``blackdrez``
+namespace runs its top-level modules, a later one its own folders under the installed names,
+:mod:`blackdrez.tools.trees`); "after" is this checkout. Both are loaded by this checkout's load
+tool with the same arguments: ``--tables`` tables of 4 bots, ``--mode play``, the server pinned
+to CPU 0, the bots (and Redis) on CPU 1, each run with a server (and a Redis) of its own. The
+two sides take turns, before then after, ``--runs`` times for each store, so a machine whose load
+drifts hurts both alike. Printed per store: each side's runs and median of max actions/s, and p99
+act -> update; then the ratio after/before of the medians (above 1: after does more). With
+``--rate`` a second series paces both to that many actions/s and compares their p99 there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from blackdrez.tools.loadtest import cli as loadtest
+
+ROOT = Path(__file__).resolve().parent.parent
+PINNED = ["--server-cpus", "0", "--worker-cpus", "1"]
+
+
+def export(rev: str) -> Path:
+    """``rev``'s files in a scratch folder of their own (kept for the next comparison)."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    tree = Path(tempfile.gettempdir()) / f"bd-compare-{sha[:12]}"
+    if not (tree / "pyproject.toml").is_file():
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.Popen(["git", "archive", sha], cwd=ROOT, stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", str(tree)], stdin=archive.stdout, check=True)
+        if archive.wait() != 0:
+            raise SystemExit(f"git archive {rev} failed")
+    return tree
+
+
+def series(common: list[str], before: Path, runs: int) -> dict[str, list[dict[str, Any]]]:
+    """``runs`` runs of each side, taking turns (before first)."""
+    sides: dict[str, list[str]] = {"before": ["--server-dir", str(before)], "after": []}
+    reports: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    for _ in range(runs):
+        for side, extra in sides.items():
+            report = loadtest.report_of([*common, *extra])
+            reports[side].append(report)
+            print(
+                f"  {side}: {report['actions_per_s']:,.0f} actions/s, "
+                f"p99 {report['latency_ms']['p99']} ms, errors {report['errors']}",
+                file=sys.stderr,
+                flush=True,
+            )
+    return reports
+
+
+def summary(reports: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Each side's runs and medians, and the ratios after/before."""
+    rows: dict[str, Any] = {}
+    for side, runs in reports.items():
+        rows[side] = {
+            "actions_per_s_each": [round(r["actions_per_s"]) for r in runs],
+            "actions_per_s": loadtest.median_of(runs, "actions_per_s"),
+            "p99_ms_each": [r["latency_ms"]["p99"] for r in runs],
+            "p99_ms": loadtest.median_of(runs, "latency_ms.p99"),
+            "errors": sum(r["errors"] for r in runs),
+        }
+    before, after = rows["before"], rows["after"]
+    rows["actions_ratio"] = after["actions_per_s"] / max(before["actions_per_s"], 1e-9)
+    rows["p99_ratio"] = after["p99_ms"] / max(before["p99_ms"], 1e-9)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Compare this checkout with ``--against`` (see the module docstring)."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--against", required=True, metavar="REV", help="the commit to compare with")
+    p.add_argument("--runs", type=int, default=3, help="runs of each side per series")
+    p.add_argument("--tables", type=int, default=300, help="tables of 4 bots")
+    p.add_argument("--duration", type=float, default=8.0, help="seconds measured per run")
+    p.add_argument("--warmup", type=float, default=2.0)
+    p.add_argument("--stores", default="memory,redis", help="comma-separated: memory,redis")
+    p.add_argument("--rate", type=float, help="also compare p99 paced to this many actions/s")
+    p.add_argument("--json", metavar="FILE")
+    args = p.parse_args(argv)
+    before = export(args.against)
+    common = [
+        "--spawn-server", *PINNED, "-c", str(4 * args.tables), "--mode", "play",
+        "--duration", str(args.duration), "--warmup", str(args.warmup),
+    ]  # fmt: skip
+    results: dict[str, Any] = {"against": args.against, "tree": str(before)}
+    for store in args.stores.split(","):
+        store_args = ["--redis"] if store == "redis" else []
+        paces: list[tuple[str, list[str]]] = [("max", [])]
+        if args.rate:
+            paces.append((f"at {args.rate:g}/s", ["--action-rate", str(args.rate)]))
+        for pace, pace_args in paces:
+            name = f"{store} {pace}"
+            print(f"{name}:", file=sys.stderr, flush=True)
+            row = summary(series([*common, *store_args, *pace_args], before, args.runs))
+            results[name] = row
+            print(
+                f"{name:<18} before {row['before']['actions_per_s']:>7,.0f} actions/s "
+                f"{row['before']['actions_per_s_each']}, p99 {row['before']['p99_ms']:.1f} ms | "
+                f"after {row['after']['actions_per_s']:>7,.0f} actions/s "
+                f"{row['after']['actions_per_s_each']}, p99 {row['after']['p99_ms']:.1f} ms | "
+                f"after/before: actions {row['actions_ratio']:.2f}, p99 {row['p99_ratio']:.2f}",
+                flush=True,
+            )
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
