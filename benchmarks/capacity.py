@@ -61,7 +61,7 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from blackdrez.server.node.failover import FULL_SCAN
-from blackdrez.server.node.hosting import RENEWALS
+from blackdrez.server.node.leases import RENEWALS
 from blackdrez.server.node.node import LEASE_TTL
 from blackdrez.server.testing.nodes import NodeProcess, cpu_seconds, resident_bytes
 from blackdrez.server.testing.redis_cluster import LocalCluster

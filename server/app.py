@@ -333,6 +333,7 @@ class GameServer:
             hints=hints.HintWorker(settings.hint_workers, hint_budget=settings.hint_budget),
             hint_rate=settings.hints_per_second,
             hint_burst=settings.hint_burst,
+            spawn_bot=self._spawn_bot if bot_client is not None else None,
         )
         self.bot_client = bot_client
         self.ladder = ladder
@@ -342,8 +343,6 @@ class GameServer:
         """Runs one bot client; given by whoever starts the server (``blackdrez.tools.cli`` passes
         ``blackdrez.clients.bots.run_bot``), since the server imports no client. Without it the node
         answers a request for bots with ``unavailable``."""
-        if bot_client is not None:
-            self.node.spawn_bot = self._spawn_bot
         self.records: RecordsStore | None = None
         self.accounts: Accounts | None = None
         self.api: RecordsApi | None = None
@@ -449,15 +448,14 @@ class GameServer:
         """Open the records database and wire it: accounts at ``hello``, the API, the writer
         of finished games (see ``blackdrez.server.records``)."""
         self.records = await RecordsStore.open(url)
-        self.records.clock = lambda: self.node.clock()  # a daily deal's game unseals at day end
+        self.records.clock = lambda: self.node.clock.time()  # a daily game unseals at day end
         self.accounts = Accounts(
             self.records, self.secret, token_lifetime=self.settings.token_lifetime
         )
         self.api = RecordsApi(self.records, self.accounts)
         self.writer = RecordsWriter(self.records, self.metrics)
         self.writer.start()
-        self.node.records = self.writer
-        self.node.token_generations = self.records.token_generations
+        self.node.bind_records(self.writer, self.records.token_generations)
 
     def _own_url(self) -> str:
         """This node's WebSocket address, for the clients it runs itself (bots)."""

@@ -1,4 +1,4 @@
-"""Failover: adopting tables whose host is gone, handing tables over, same-id takeover.
+"""Failover: adopting tables whose host is gone, same-id takeover.
 
 Theory of operation
 -------------------
@@ -14,14 +14,20 @@ otherwise, never closer than :data:`SCAN_GAP`. That periodic scan looks at this 
 the tables only (the i-th of n hash shares, i its place among the n live nodes): together the
 nodes still look at every table each FULL_SCAN seconds, and Redis does that work once, not once
 per node (every node looking at every table grew with tables times nodes). A table is adopted
-by taking its lease and rebuilding it from its log. A
-stopping node adopts nothing: it hands its tables over, and hears its own handover like the
-others; its scan is cancelled, and checks that it is stopping at each step besides, since a
-cancellation that lands during a redis-py command is now and then lost.
+by taking its lease and rebuilding it from its log, then hosted here like any other
+(``blackdrez.server.node.hosting``, which also hands tables over at shutdown). A stopping node
+adopts nothing: it hands its tables over, and hears its own handover like the others; its scan
+is cancelled, and checks that it is stopping at each step besides, since a cancellation that
+lands during a redis-py command is now and then lost.
 
-Each scan also reads which nodes heartbeat, and as which process (incarnation): a node that
-stopped, or that now heartbeats as another process (restarted under its id within the TTL), has
-its viewers at the tables hosted here counted away (``Routing._viewers_gone``).
+Each scan also reads which nodes heartbeat, and as which process (incarnation), and tells
+routing (``Routing.nodes_heard``): a node that stopped, or that now heartbeats as another
+process (restarted under its id within the TTL), has its viewers at the tables hosted here
+counted away.
+
+:class:`Failover` owns the scans' pace (when to look next, and how widely); the scan's own
+clock readings come from the node's clock (``blackdrez.server.node.clock``), its periods from
+asyncio's.
 """
 
 from __future__ import annotations
@@ -29,14 +35,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from blackdrez.server import bus
-from blackdrez.server.node.hosting import ELIDED, Lease, nap
-from blackdrez.server.stores import LeaseLost, StoreUnavailable
-from blackdrez.server.stores.base import Share, table_channel
+from blackdrez.server.metrics import Metrics
+from blackdrez.server.node.clock import Clock
+from blackdrez.server.node.hosting import ELIDED
+from blackdrez.server.node.leases import Lease, nap
+from blackdrez.server.stores import LeaseLost, Store, StoreUnavailable
+from blackdrez.server.stores.base import Share
 from blackdrez.server.table.commands import (
     LogEntry,
     Resume,
@@ -45,6 +54,11 @@ from blackdrez.server.table.commands import (
 )
 from blackdrez.server.table.room import GameOver, Room
 from blackdrez.server.table.snapshots import SnapshotError, resume_games
+
+if TYPE_CHECKING:
+    from blackdrez.server.node.fanout import Fanout
+    from blackdrez.server.node.hosting import Hosting
+    from blackdrez.server.node.routing import Routing
 
 log = logging.getLogger("blackdrez.node")
 
@@ -69,24 +83,38 @@ def _share_of(node_id: str, live: set[str]) -> Share | None:
 
 
 class Failover:
-    """Adoption of orphaned tables, handover at shutdown."""
+    """Adoption of orphaned tables: the scans that look for them, and their adoption."""
 
-    async def _handover(self, room: Room) -> None:
-        """Give a room up to the other nodes (graceful shutdown with a shared store)."""
-        async with self._lock(room.id):
-            lease = self._leases.get(room.id)
-            self._unhost(room.id)
-            self.metrics.tables_handed_over.inc()
-            if lease is not None:
-                with contextlib.suppress(StoreUnavailable):
-                    await self.store.release_lease(room.id, lease.token)
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        clock: Clock,
+        *,
+        hosting: Hosting,
+        routing: Routing,
+        fanout: Fanout,
+    ) -> None:
+        self.store = store
+        self.id = store.node_id
+        self.metrics = metrics
+        self.clock = clock
+        self.hosting = hosting
+        """Where an adopted table is hosted, under the lease taken here."""
+        self.routing = routing
+        """Told the live nodes each scan hears (``Routing.nodes_heard``)."""
+        self.fanout = fanout
+        """Stops following a table adopted here (its updates come directly from then on)."""
+        self._scan_until = 0.0
+        """Until when (monotonic) scans look at every table, often (orphans are likely)."""
+        self._scan_now = asyncio.Event()
 
-    def _scan_soon(self) -> None:
+    def scan_soon(self) -> None:
         """Look for tables to adopt now, and often for a while."""
-        self._scan_until = asyncio.get_running_loop().time() + 2 * self.lease_ttl
+        self._scan_until = self.clock.monotonic() + 2 * self.hosting.leases.ttl
         self._scan_now.set()
 
-    async def _adopt_orphans(self) -> None:
+    async def adopt_orphans(self) -> None:
         """Adopt tables whose host died or handed them over: rebuild them from their logs.
 
         Looking for orphans costs a look at every hosted table, so it is done often only
@@ -94,27 +122,24 @@ class Failover:
         a table was found moving, or the store came back (until the leases have surely
         lapsed), and otherwise every FULL_SCAN s.
         """
-        loop = asyncio.get_running_loop()
+        hosting, ttl = self.hosting, self.hosting.leases.ttl
         heard: dict[str, str | None] = {}  # the last scan's live nodes and their processes
-        next_full = loop.time()
-        while not self.stopping:
-            await nap(self.lease_ttl * ORPHAN_SCAN, self._scan_now)
+        next_full = self.clock.monotonic()
+        while not hosting.stopping:
+            await nap(ttl * ORPHAN_SCAN, self._scan_now)
             self._scan_now.clear()
             await self.store.health.wait_up()
-            if self.stopping:
+            if hosting.stopping:
                 return
-            now = loop.time()
+            now = self.clock.monotonic()
             try:
                 beating = await self.store.live_incarnations()
                 live = set(beating)
                 gone = heard.keys() - live
                 if gone:
-                    self._scan_until = now + 2 * self.lease_ttl
-                    self._give_up_on(gone)
-                if beating != heard:  # a node went, came, or restarted under its id
-                    self._viewers_gone(gone, beating)
-                self._silent = (self._silent | gone) - live
-                heard, self._live = beating, live
+                    self._scan_until = now + 2 * ttl
+                self.routing.nodes_heard(beating, gone, heard)
+                heard = beating
                 share = None  # a node was seen going, a table moving: look everywhere
                 if now >= self._scan_until:
                     if now < next_full:
@@ -122,13 +147,14 @@ class Failover:
                     share = _share_of(self.id, live)
                 if now >= next_full:
                     next_full = now + FULL_SCAN
-                orphans = await self.store.adoptable_tables(share, held=self._leases.keys())
+                held = hosting.leases.held.keys()
+                orphans = await self.store.adoptable_tables(share, held=held)
             except StoreUnavailable:
                 continue
-            await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in self.rooms))
-            await asyncio.sleep(self.lease_ttl * SCAN_GAP)
+            await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in hosting.rooms))
+            await asyncio.sleep(ttl * SCAN_GAP)
 
-    def _on_handover(self, data: bytes) -> None:
+    def on_handover(self, data: bytes) -> None:
         """Another node is handing its tables over: look for them now."""
         try:
             message = bus.decode(data)
@@ -136,72 +162,67 @@ class Failover:
             log.warning("undecodable handover message dropped")
             return
         if isinstance(message, bus.Handover):
-            self._scan_soon()
+            self.scan_soon()
 
     async def _try_adopt(self, table: str) -> None:
         """Take ``table``'s lease and host it, unless this node is stopping: a stopping node
         hands its tables over and must not take them (or others) back. Its scan is cancelled
         then, but a cancellation can be lost (redis-py, on Python 3.11, now and then lets one
         that lands during a command pass unnoticed), so each step checks."""
-        if self.stopping:
+        hosting, leases = self.hosting, self.hosting.leases
+        if hosting.stopping:
             return
-        sent = time.monotonic()
         try:
-            token = await self.store.acquire_lease(table, self.lease_ttl)
+            lease = await leases.acquire(table)  # renewed from now on, while the log is replayed
         except StoreUnavailable:
             return  # the next scan tries again
-        if token is None:
+        if lease is None:
             return
-        if self.stopping:
+        if hosting.stopping:
+            leases.forget(table, lease.token)
             with contextlib.suppress(StoreUnavailable):
-                await self.store.release_lease(table, token)
+                await self.store.release_lease(table, lease.token)
             return
-        lease = Lease(token, self._valid_until(sent))
-        self._leases[table] = lease  # renewed from now on, while the log is read and replayed
         try:
             await self._adopt(table, lease)
         except (StoreUnavailable, LeaseLost) as error:
             log.debug("adopting %s failed: %r", table, error)
         except Exception:
             log.exception("adopting %s failed", table)
-        if table not in self.rooms or self._leases.get(table) is not lease:
-            if self._leases.get(table) is lease:
-                del self._leases[table]
+        if table not in hosting.rooms or leases.held.get(table) is not lease:
+            if leases.held.get(table) is lease:
+                leases.forget(table)
             with contextlib.suppress(StoreUnavailable):
-                await self.store.release_lease(table, token)  # let the next scan try again
+                await self.store.release_lease(table, lease.token)  # let the next scan try again
 
     async def _adopt(self, table: str, lease: Lease) -> None:
+        hosting = self.hosting
         entries, snapshot, room, games = await self._read_table(table)
         if room is None:  # its node died before it was created: nothing to host
-            await self.store.retire_table(table, lease.token, b"", self.record_retention)
+            await self.store.retire_table(table, lease.token, b"", hosting.record_retention)
             return
-        if self.records is not None and games:
-            self.records.submit(games)  # those its last host stored already change nothing
+        if hosting.records is not None and games:
+            hosting.records.submit(games)  # those its last host stored already change nothing
         if room.status == "closed":  # closed, but its node died before retiring it
-            await self._retire(table, lease.token, entries)
+            await hosting.retire(table, lease.token, entries)
             return
-        async with self._lock(table):
-            if self.stopping:  # stopped while the log was read: released by the caller
+        async with hosting.lock(table):
+            if hosting.stopping:  # stopped while the log was read: released by the caller
                 return
-            self._host(room, entries, lease)
-            if snapshot is not None:
-                self._snapshots[table] = snapshot
-            resume = LogEntry(now=self.clock(), command=Resume())
+            hosting.host(room, entries, lease, snapshot)
+            resume = LogEntry(now=self.clock.time(), command=Resume())
             execute(room, resume)
             resume.seq = room.seq  # after the presence events the resume made
-            broadcast, failure = await self._append_entry(room, resume)
+            broadcast, failure = await hosting.append_entry(room, resume)
             if failure is not None:
-                self._unhost(table)  # never hosted without its resume: adopted again later
+                hosting.unhost(table)  # never hosted without its resume: adopted again later
                 return
-            if table in self._remote_tables:
-                del self._remote_tables[table]  # local now: fan out directly
-                with contextlib.suppress(StoreUnavailable):
-                    await self.store.unsubscribe(table_channel(table), self._on_table_message)
+            await self.fanout.stop_following(table)  # local now: fan out directly
             log.info("adopted table %s at event %d", table, room.seq)
             self.metrics.tables_adopted.inc()
-            self._publish_change(room, broadcast)
+            hosting.publish_change(room, broadcast)
             if games:
-                self._show_ratings(room, after_games=True)  # its last host may not have
+                hosting.show_ratings(room, after_games=True)  # its last host may not have
 
     async def _read_table(
         self, table: str

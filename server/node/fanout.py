@@ -8,9 +8,13 @@ the watcher's viewer class (the spectator's copy unless the seat's differs), enc
 and encoding; each watcher remembers the last event number it was sent, so no update is sent twice
 and a watcher that joins late starts right after its snapshot.
 
-
 A node with viewers of a table hosted elsewhere follows it on the table's channel, keeping its
 last :data:`RECENT_UPDATES` updates; after the bus was lost it catches every viewer up.
+
+:class:`Fanout` owns the watchers of this node and the tables it follows. Hosting hands it the
+updates of the tables hosted here (:meth:`Fanout.fan_out`); the table requests it sends itself
+(a viewer's resync, a player still connected here) go through the route it is given
+(``Routing.route``), and the answers through the node's delivery (``Node._deliver_answer``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 
 import msgspec
 
@@ -27,8 +32,10 @@ from blackdrez.protocol.codec import encode
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server import bus
 from blackdrez.server.connection import Connection, Watch
-from blackdrez.server.node.hosting import STORE_RETRY
-from blackdrez.server.stores import StoreUnavailable
+from blackdrez.server.metrics import Metrics
+from blackdrez.server.node.hosting import STORE_RETRY, Spawn
+from blackdrez.server.node.routing import Route
+from blackdrez.server.stores import Store, StoreUnavailable
 from blackdrez.server.stores.base import table_channel
 from blackdrez.server.table.commands import Answer, ConnectionChanged, rebuild
 from blackdrez.server.table.records import decode_table_record, record_log
@@ -42,29 +49,52 @@ RECENT_UPDATES = 64
 class Fanout:
     """Watchers, updates to them, and following tables hosted elsewhere."""
 
-    def _start_watch(self, client: Connection, table: str, seat: int | None, seq: int) -> Watch:
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        *,
+        spawn: Spawn,
+        route: Route,
+        deliver_answer: Callable[[Connection, Answer], Awaitable[None]],
+    ) -> None:
+        self.store = store
+        self.metrics = metrics
+        self._spawn = spawn
+        self._route = route
+        """Sends a table request here or to its host (``Routing.route``): a viewer's resync,
+        a player still connected here."""
+        self._deliver_answer = deliver_answer
+        """Sends a client an answer and starts its watch (``Node._deliver_answer``)."""
+        self.watchers: dict[str, dict[Connection, Watch]] = {}
+        """Per table, the connections here that watch it, and where each one is."""
+        self.remote_tables: dict[str, collections.deque[Broadcast]] = {}
+        """Tables hosted elsewhere that this node follows, with their last few updates."""
+
+    def start_watch(self, client: Connection, table: str, seat: int | None, seq: int) -> Watch:
         """Make ``client`` a watcher of ``table`` from event ``seq`` on (its answer's)."""
         watch = Watch(seat, seq)
         self.watchers.setdefault(table, {})[client] = client.tables[table] = watch
         client.left_to_me.pop(table, None)  # its own watch answers for the table from now on
         return watch
 
-    async def _catch_up_watch(self, client: Connection, table: str, watch: Watch) -> None:
+    async def catch_up_watch(self, client: Connection, table: str, watch: Watch) -> None:
         """After a new watcher's answer: follow the table if it is hosted elsewhere, and send
         the watcher the updates this node already holds past its answer's event (they may have
-        come on the table's channel before the answer came on this node's)."""
-        if table in self.rooms or client.tables.get(table) is not watch:
+        come on the table's channel before the answer came on this node's). For a table not
+        hosted here."""
+        if client.tables.get(table) is not watch:
             return
-        await self._follow(table)
+        await self.follow(table)
         # The table may have been adopted here meanwhile: then its updates come directly.
-        for broadcast in list(self._remote_tables.get(table, ())):
+        for broadcast in list(self.remote_tables.get(table, ())):
             self._send_update(client, watch, broadcast, {})
 
-    async def _unwatch(self, client: Connection, table: str) -> None:
-        self._stop_watch(client, table)
-        await self._unfollow_if_unwatched(table)
+    async def unwatch(self, client: Connection, table: str) -> None:
+        self.stop_watch(client, table)
+        await self.unfollow_if_unwatched(table)
 
-    def _stop_watch(self, client: Connection, table: str) -> None:
+    def stop_watch(self, client: Connection, table: str) -> None:
         client.tables.pop(table, None)
         watchers = self.watchers.get(table)
         if watchers is not None:
@@ -72,28 +102,36 @@ class Fanout:
             if not watchers:
                 del self.watchers[table]
 
-    async def _follow(self, table: str) -> None:
+    async def follow(self, table: str) -> None:
         """Subscribe to a remote table's updates (keeping the last few for late watchers)."""
-        if table not in self._remote_tables:
-            self._remote_tables[table] = collections.deque(maxlen=RECENT_UPDATES)
+        if table not in self.remote_tables:
+            self.remote_tables[table] = collections.deque(maxlen=RECENT_UPDATES)
             try:
                 await self.store.subscribe(table_channel(table), self._on_table_message)
             except BaseException:
-                self._remote_tables.pop(table, None)  # not followed: the next try subscribes
+                self.remote_tables.pop(table, None)  # not followed: the next try subscribes
                 raise
 
-    async def _follow_lost(self, table: str) -> None:
+    async def follow_lost(self, table: str) -> None:
         """Keep the viewers here of a table this node lost: follow it where it goes, and resync
         each of them, since what happened to it meanwhile (an adoption elsewhere, commands its
         new host took while this node was paused) was announced before this node listened."""
-        await self._follow(table)
+        await self.follow(table)
         await asyncio.gather(
             *(self._catch_up_viewer(client, table) for client in list(self.watchers.get(table, {})))
         )
 
-    async def _unfollow_if_unwatched(self, table: str) -> None:
-        if table in self._remote_tables and not self.watchers.get(table):
-            del self._remote_tables[table]
+    async def stop_following(self, table: str) -> None:
+        """``table`` is hosted here now (adopted): its updates come directly, not on its
+        channel."""
+        if table in self.remote_tables:
+            del self.remote_tables[table]
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.unsubscribe(table_channel(table), self._on_table_message)
+
+    async def unfollow_if_unwatched(self, table: str) -> None:
+        if table in self.remote_tables and not self.watchers.get(table):
+            del self.remote_tables[table]
             with contextlib.suppress(StoreUnavailable):
                 await self.store.unsubscribe(table_channel(table), self._on_table_message)
 
@@ -107,31 +145,23 @@ class Fanout:
             log.warning("unexpected %s on a table's channel", type(update).__name__)
             return
         broadcast = update.broadcast
-        recent = self._remote_tables.get(broadcast.table)
+        recent = self.remote_tables.get(broadcast.table)
         if recent is not None:
             recent.append(broadcast)
-            self._fan_out(broadcast)
-            self._correct_presence(broadcast.table, update.away)
+            self.fan_out(broadcast)
+            self.correct_presence(broadcast.table, update.away)
 
-    def _on_bus_recovered(self) -> None:
-        self._spawn(self._catch_up())
-
-    async def _catch_up(self) -> None:
+    async def catch_up(self) -> None:
         """After a bus outage: what was published meanwhile is lost, so fetch what each local
-        viewer of a remote table missed, and give lobby watchers the whole list again."""
+        viewer of a remote table missed (the lobby's watchers: ``Lobby.catch_up``)."""
         log.warning("bus back after an outage: catching viewers up")
         await asyncio.gather(
             *(
                 self._catch_up_viewer(client, table)
-                for table in list(self._remote_tables)
+                for table in list(self.remote_tables)
                 for client in list(self.watchers.get(table, {}))
             )
         )
-        if self.lobby_watchers:
-            with contextlib.suppress(StoreUnavailable):
-                tables = v1.Tables(tables=await self.list_tables())
-                for client in list(self.lobby_watchers):
-                    client.send(tables)
 
     async def _catch_up_viewer(self, client: Connection, table: str) -> None:
         """Resync one viewer of a remote table, retrying while its host is not reachable yet
@@ -145,7 +175,7 @@ class Fanout:
                 return
             message = v1.Resync(table=table, since=watch.seq)
             try:
-                answer = await self.route(client.player, client.name, table, message)
+                answer = await self._route(client.player, client.name, table, message)
                 if _refused_with(
                     answer, ErrorCode.NOT_SEATED, ErrorCode.NOT_FOUND
                 ) and await self._tell_what_was_missed(client, table, watch.seq):
@@ -188,10 +218,10 @@ class Fanout:
                     info=room.info(),
                 )
             )
-        await self._unwatch(client, table)
+        await self.unwatch(client, table)
         return True
 
-    def _correct_presence(self, table: str, away: list[int]) -> None:
+    def correct_presence(self, table: str, away: list[int]) -> None:
         """A table's host counts a player away (its new host counts everyone away until told
         otherwise, and a player's old connection may close after they came back elsewhere):
         tell it about the players still connected here."""
@@ -204,9 +234,9 @@ class Fanout:
     async def _still_connected(self, client: Connection, table: str) -> None:
         message = ConnectionChanged(table=table, connected=True)
         with contextlib.suppress(StoreUnavailable, TimeoutError):
-            await self.route(client.player, client.name, table, message)
+            await self._route(client.player, client.name, table, message)
 
-    def _fan_out(self, broadcast: Broadcast) -> None:
+    def fan_out(self, broadcast: Broadcast) -> None:
         """Send one update to every local watcher of its table, encoded once per class."""
         watchers = self.watchers.get(broadcast.table)
         if not watchers:
@@ -220,8 +250,8 @@ class Fanout:
         if closed or freed:  # a closed table, or a seat whose player was leaving: they see it
             for client, watch in list(watchers.items()):  # and watch no more
                 if closed or watch.seat in freed:
-                    self._stop_watch(client, broadcast.table)
-            self._spawn(self._unfollow_if_unwatched(broadcast.table))
+                    self.stop_watch(client, broadcast.table)
+            self._spawn(self.unfollow_if_unwatched(broadcast.table))
 
     @staticmethod
     def _send_update(

@@ -1,36 +1,30 @@
-"""Hosting: the rooms this node hosts, their leases, fenced log appends, timers, the outbox.
+"""Hosting: the rooms this node hosts, fenced log appends, undo, timers, the outbox, handover.
 
 Theory of operation
 -------------------
-A room is hosted while this node holds its lease. Every command is executed under the table's
-lock and appended to the table's log in the store (fenced by the lease's token and the position
-it must take) together with the update's announcement and, when the command changed what the
-lobby shows, the table's lobby record and its lobby change, before anyone hears of its effects; a
-failed append undoes the command by rebuilding the room from the log written so far.
-
-Fencing on the node's side: each hosted room has its lease's token and a local *validity
-deadline* (the event-loop time when the last successful acquisition or renewal was sent, plus the
-TTL, minus a margin): Redis cannot have let the lease lapse before then. Before serving any
-request from a room, and before running its timer, the node checks that deadline; past it (the
-process was paused, or renewals failed) it renews the lease first, fenced, and if the lease is
-gone it drops the room at once. A dropped room is never served from memory again: the table can
-only come back by adoption, rebuilt from its log. So a node resumed after a pause never answers
-from a stale copy, and its writes are refused by the store anyway (token and log position).
+A room is hosted while this node holds its lease (held and renewed by :class:`Leases`, which
+:class:`Hosting` owns: ``blackdrez.server.node.leases`` explains the validity deadline every
+command checks first). Every command is executed under the table's lock and appended to the
+table's log in the store (fenced by the lease's token and the position it must take) together
+with the update's announcement and, when the command changed what the lobby shows, the table's
+lobby record and its lobby change, before anyone hears of its effects; a failed append undoes
+the command by rebuilding the room from the log written so far. A lease found lost drops the
+room at once; the node then looks for orphans and keeps the table's viewers here following it
+wherever it goes (``blackdrez.server.node.fanout``).
 
 Every ``SNAPSHOT_EVERY`` entries the room is snapshotted (kept here to undo from, stored for an
-adopter). Leases are renewed :data:`RENEWALS` times per TTL, in a thread with a store connection
-of its own when the server gives one (a busy event loop then keeps its tables), else in the loop.
+adopter).
 
 Quiet tables: a table's updates are announced on its channel for the other nodes that serve its
 viewers. When the store says an announcement reached nobody (no node was subscribed), the table
 goes *quiet* and its updates are no longer announced (nor encoded for the bus) until a node asks
 this one for the table: every node subscribes to a table's channel before it forwards the first
 request of a watcher (``spectate``, ``join``, ``resync``: ``blackdrez.server.node.routing``), and
-any
-forwarded request for the table makes it loud again before it runs, so a new follower misses
-nothing: what was not announced is in the answer it gets. A "nobody heard" that comes back after
-such a request arrived counts for nothing (the append went out before the follower asked). The
-flag lives on the table's lease, so a table adopted or created again starts loud.
+any forwarded request for the table makes it loud again before it runs (:meth:`Hosting.asked`),
+so a new follower misses nothing: what was not announced is in the answer it gets. A "nobody
+heard" that comes back after such a request arrived counts for nothing (the append went out
+before the follower asked). The flag lives on the table's lease, so a table adopted or created
+again starts loud.
 
 Other side effects outside the room (player sets, scores, retirement of a closed table) go
 through one outbox task, in order, retried on :data:`STORE_RETRY` while the store is down.
@@ -42,6 +36,16 @@ table: a sit-down while it reads makes it read once more, and a read the records
 a command of the host's (``Ratings``, or a solitaire's ``ParFound`` from the hint worker) whose
 append fails is tried again on :data:`STORE_RETRY` once the store is back, for as long as the
 table stays here.
+
+At shutdown (:meth:`Hosting.stop`) every room is handed over to the other nodes when the store is
+shared (its lease released, a ``Handover`` announced: they adopt it from its log at once), else
+closed. For the presence of players who ask through other nodes, hosting notes the node (and
+process) each viewer's last request came through (``blackdrez.server.node.routing``).
+
+Hosting owns everything kept per hosted table; its collaborators are given to it: the store,
+the node's clock (``blackdrez.server.node.clock``), fan-out (updates to the viewers here), the
+bots the host adds (``blackdrez.server.node.lobby.TableBots``), a way to spawn background tasks,
+and the node's call to look for orphans soon.
 """
 
 from __future__ import annotations
@@ -51,20 +55,26 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from blackdrez.games import GAMES
+from blackdrez.games.shuffle import new_seed
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server import bus
+from blackdrez.server.hints import HintWorker
+from blackdrez.server.metrics import Metrics
+from blackdrez.server.node.clock import Clock
+from blackdrez.server.node.leases import Lease, Leases
+from blackdrez.server.node.lobby import rank
 from blackdrez.server.node.routing import closed_answer, error_answer, moving_answer
 from blackdrez.server.ratelimit import TokenBucket
 from blackdrez.server.retry import Backoff
-from blackdrez.server.stores import LeaseLost, StoreUnavailable
+from blackdrez.server.stores import LeaseLost, Store, StoreUnavailable
 from blackdrez.server.stores.base import LOBBY_CHANNEL, LobbyRecord, table_channel
 from blackdrez.server.table.commands import (
     NEEDS_SEED,
@@ -81,10 +91,14 @@ from blackdrez.server.table.commands import (
     timer_entry,
 )
 from blackdrez.server.table.records import players_seated, table_record
-from blackdrez.server.table.room import Broadcast, Outcome, Room, RoomError
+from blackdrez.server.table.room import Broadcast, GameOver, Outcome, Room, RoomError
 from blackdrez.server.table.snapshots import SNAPSHOT_EVERY
 from blackdrez.server.table.snapshots import rebuild as rebuild_from_snapshot
 from blackdrez.server.table.snapshots import take as take_snapshot
+
+if TYPE_CHECKING:
+    from blackdrez.server.node.fanout import Fanout
+    from blackdrez.server.node.lobby import TableBots
 
 log = logging.getLogger("blackdrez.node")
 
@@ -100,22 +114,10 @@ def is_solitaire_id(table: str) -> bool:
 ELIDED = b""
 """In a hosted table's log held here: an entry before its snapshot, not read at adoption."""
 
-RENEWALS = 4
-"""Lease renewals (and heartbeats) per TTL. A node that stalls (a long garbage collection, a VM
-pause) keeps its leases if it resumes within ``TTL * (1 - 1 / RENEWALS)`` minus a Redis round
-trip: 0.75 s with the default TTL, so a 300 ms stall leaves 0.45 s to spare."""
-
-LOOP_PATIENCE = 10.0
-"""Seconds the renewal thread keeps renewing while the event loop takes none of its results:
-past that the loop is stuck, and the node lets its tables go."""
-
 HINT_RATE = 1.0
 """Hints a table may ask for per second on average (a token bucket per hosted table)..."""
 HINT_BURST = 5
 """...and at once: a hint costs a worker up to a second of CPU (``blackdrez.server.hints``)."""
-LEASE_MARGIN = 0.1
-"""Share of the TTL a host does not count on: its clock and Redis's may run at slightly
-different rates, so it stops trusting a lease a little before Redis could let it lapse."""
 
 STORE_RETRY = Backoff(first=0.05, cap=2.0)
 """The retry policy of the outbox and of a table whose log write failed."""
@@ -127,6 +129,23 @@ RECORDS_LEAST_PAUSE = 0.2
 MOVING_AWAY = (ErrorCode.MOVING, "the table is moving to another node: try again")
 """The refusal of a command whose table this node stopped hosting while it was being logged."""
 
+Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
+"""Runs a coroutine as a background task the node keeps until done (its failure logged)."""
+
+
+class GameRecords(Protocol):
+    """The records of finished games (``blackdrez.server.records.writer.RecordsWriter``)."""
+
+    def submit(self, games: Iterable[GameOver]) -> None:
+        """Queue games whose end is logged, to be stored (again, after a failover: harmless)."""
+
+    async def written(self, table: str) -> bool:
+        """Wait (bounded) until the table's submitted games are stored."""
+
+    async def seat_ratings(self, game: str, players: list[str]) -> dict[str, v1.SeatRating]:
+        """The current rating in ``game`` of each of ``players`` (the initial one for a player
+        not rated yet)."""
+
 
 def away_seats(broadcast: Broadcast) -> list[int]:
     """The seats an update marks away."""
@@ -137,20 +156,8 @@ def away_seats(broadcast: Broadcast) -> list[int]:
     ]
 
 
-@dataclass
-class Lease:
-    """A lease this node holds: its fencing token, and until when (event-loop time) the node
-    may trust it without renewing it first."""
-
-    token: int
-    valid_until: float
-    quiet: bool = False
-    """No other node heard this table's last announcement and none has asked for the table
-    since: its updates are not announced (module docstring, "Quiet tables")."""
-
-
 class TableLock:
-    """A table's lock (:meth:`Hosting._lock`), kept while anyone holds or awaits it."""
+    """A table's lock (:meth:`Hosting.lock`), kept while anyone holds or awaits it."""
 
     __slots__ = ("lock", "users")
 
@@ -194,7 +201,7 @@ class HeldLock:
 
 @dataclass
 class RatingsWanted:
-    """What a rated table's ratings reader must do next (:meth:`Hosting._show_ratings`)."""
+    """What a rated table's ratings reader must do next (:meth:`Hosting.show_ratings`)."""
 
     after_games: bool
     """Wait until the table's finished games are stored first (they move the ratings)."""
@@ -234,28 +241,174 @@ class Publication:
     """The room's whole log when the change closed it (its game record is made from it)."""
 
 
-async def nap(seconds: float, wake: asyncio.Event) -> None:
-    """Sleep ``seconds``, or less if ``wake`` is set meanwhile."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await wake.wait()
-
-
 class Hosting:
-    """The rooms hosted here, their leases, log appends, timers and outbox."""
+    """The rooms hosted here: their commands, log appends, timers, outbox and handover."""
 
-    def _lock(self, table: str) -> HeldLock:
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        clock: Clock,
+        *,
+        fanout: Fanout,
+        bots: TableBots,
+        spawn: Spawn,
+        scan_soon: Callable[[], None],
+        lease_ttl: float,
+        record_retention: float,
+        renewal_store: Callable[[], Store] | None = None,
+        seed_source: Callable[[], str] = new_seed,
+        hints: HintWorker | None = None,
+        hint_rate: float = HINT_RATE,
+        hint_burst: int = HINT_BURST,
+    ) -> None:
+        self.store = store
+        self.id = store.node_id
+        self.metrics = metrics
+        self.clock = clock
+        self.fanout = fanout
+        """Where a hosted room's updates go to this node's viewers."""
+        self.bots = bots
+        """The bots the host added at each table, holding their seats until they come."""
+        self._spawn = spawn
+        self._scan_soon = scan_soon
+        """Looks for orphans soon (failover): after this node lost a table's lease."""
+        self.record_retention = record_retention
+        """Seconds a closed table's game record stays in the store."""
+        self.seed_source = seed_source
+        """Makes the seed of each game started here (a test may fix it)."""
+        self.hints = hints if hints is not None else HintWorker()
+        """Computes hints and pars off the event loop (``blackdrez.server.hints``)."""
+        self.hint_rate = hint_rate
+        self.hint_burst = hint_burst
+        self.records: GameRecords | None = None
+        """Where finished games go once their log entry is written (``bind_records``)."""
+        self.stopping = False
+        """The node is stopping: it hands its tables over, hosts nothing new, adopts nothing."""
+        self.leases = Leases(
+            store,
+            clock,
+            lease_ttl,
+            lost=self._lease_lost,
+            stopping=lambda: self.stopping,
+            renewal_store=renewal_store,
+        )
+        self.rooms: dict[str, Room] = {}
+        self.closing: set[str] = set()
+        """Tables closed here whose retirement is not yet written: ``not_found`` already."""
+        self._command_logs: dict[str, list[bytes]] = {}
+        """Per hosted room, its log as written: what a failed write is undone from."""
+        self._snapshots: dict[str, tuple[int, bytes]] = {}
+        """Per hosted room, its latest snapshot: the entry it was taken at, and its bytes."""
+        self._locks: dict[str, TableLock] = {}
+        """The lock of each table a command runs or waits at (:meth:`lock`)."""
+        self._timers: dict[str, asyncio.TimerHandle | asyncio.Task[None]] = {}
+        """At most one pending timer per hosted room (a timer, or a wait for the store)."""
+        self._retry_at: dict[str, tuple[float, Iterator[float]]] = {}
+        """Rooms whose last timer write failed: not before when (monotonic) to try again, and
+        the backoff."""
+        self._outbox: asyncio.Queue[Publication] = asyncio.Queue()
+        self._tables_asked = 0
+        """Requests forwarded here for tables, counted ("Quiet tables" above)."""
+        self._viewed_from: dict[str, dict[str, tuple[str, str | None]]] = {}
+        """Per hosted table, the node each player's last request for it came through, and that
+        node's process (incarnation): when that node stops heartbeating, or heartbeats as
+        another process, its players are away (:meth:`viewers_gone`)."""
+        self._hint_buckets: dict[str, TokenBucket] = {}
+        """Per hosted table, its hints' rate limit (made at its first hint)."""
+        self._pars: set[tuple[str, int]] = set()
+        """``(table, game)`` whose par the worker is finding."""
+        self._ratings_wanted: dict[str, RatingsWanted] = {}
+        """Per rated table whose players' ratings are being read, what its reader must do next."""
+
+    def bind_records(self, records: GameRecords) -> None:
+        """Keep records of finished games (the server opens the records database after the node
+        is built): each game's end goes to ``records`` once logged; rated tables read ratings."""
+        self.records = records
+
+    async def stop(self, reason: str) -> None:
+        """Stop hosting: hand every room over to the other nodes when the store is shared
+        (they adopt it from its log at once), else close it; wait for the outbox; stop the
+        lease renewals' thread."""
+        self.stopping = True
+        for timer in self._timers.values():
+            timer.cancel()
+        handed_over = False
+        for _ in range(2):  # twice: a table being created when the stop began comes after
+            for room in list(self.rooms.values()):
+                if self.store.shared:
+                    await self._hand_over(room)
+                    handed_over = True
+                else:
+                    async with self.lock(room.id):
+                        room.close(reason)
+                        self.publish_change(room)
+        if handed_over:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.publish(
+                    bus.HANDOVER_CHANNEL, bus.encode(bus.Handover(node=self.id))
+                )
+        await self.settled()
+        await self.leases.stop()
+
+    async def _hand_over(self, room: Room) -> None:
+        """Give a room up to the other nodes (graceful shutdown with a shared store)."""
+        async with self.lock(room.id):
+            lease = self.leases.held.get(room.id)
+            self.unhost(room.id)
+            self.metrics.tables_handed_over.inc()
+            if lease is not None:
+                with contextlib.suppress(StoreUnavailable):
+                    await self.store.release_lease(room.id, lease.token)
+
+    def asked(self, table: str) -> None:
+        """Another node forwarded a request for ``table``: it may follow the table now (it
+        subscribes first), so announce its updates again ("Quiet tables" above)."""
+        self._tables_asked += 1
+        lease = self.leases.held.get(table)
+        if lease is not None:
+            lease.quiet = False
+
+    def viewed_through(self, table: str, player: str, node: str, incarnation: str | None) -> None:
+        """Note the node ``player`` asked through, and which process of it (``None``: a node of
+        an older version does not say), while they sit or watch at ``table`` (still hosted
+        here: it may have moved meanwhile); else forget it (one entry per viewer)."""
+        room = self.rooms.get(table)
+        if room is not None and (room.seat_of(player) is not None or player in room.spectators):
+            self._viewed_from.setdefault(table, {})[player] = (node, incarnation)
+        elif table in self._viewed_from:
+            self._viewed_from[table].pop(player, None)
+
+    def viewers_gone(
+        self, stopped: set[str], beating: dict[str, str | None]
+    ) -> list[tuple[str, str, bool]]:
+        """The viewers of tables hosted here whose last request came through a node that
+        stopped heartbeating (killed, or stopped: a stopping node leaves the presence of its
+        viewers to the tables' hosts), or that heartbeats as another process than the one they
+        asked through (restarted under the same node id within the heartbeat TTL, so it never
+        stopped), forgotten here: ``(player, table, seated)`` each, for the caller to count
+        away, as when a connection closes (``Node.detach``); a player back since, through
+        another node or the new process, has asked through that one. ``beating``: every live
+        node and its process (``Store.live_incarnations``)."""
+        gone = []
+        for table, viewers in list(self._viewed_from.items()):
+            room = self.rooms.get(table)
+            if room is None:
+                continue
+            for player, (node, incarnation) in list(viewers.items()):
+                if node in stopped or beating.get(node, incarnation) != incarnation:
+                    del viewers[player]
+                    gone.append((player, table, room.seat_of(player) is not None))
+        return gone
+
+    def lock(self, table: str) -> HeldLock:
         """``async with`` it to hold ``table``'s lock: one command (or timer, adoption,
         handover) of a table at a time. A lock exists while someone holds or awaits it, and no
         longer: a table that moves away or closes leaves none behind, and a new one is made
         only when nobody holds the old one, so two commands of a table never run at once."""
         return HeldLock(self._locks, table)
 
-    def _valid_until(self, sent: float) -> float:
-        """Until when a lease acquired or renewed by a call sent at ``sent`` can be trusted."""
-        return sent + self.lease_ttl * (1 - LEASE_MARGIN)
-
-    async def _new_room(
+    async def new_room(
         self,
         game: str,
         host: str,
@@ -272,12 +425,10 @@ class Hosting:
         names the table, which other nodes then find hosted); a :class:`RoomError` it raises
         refuses the room, whose id is retired unused."""
         table_id = (SOLITAIRE_PREFIX if GAMES[game].solitaire else "t") + secrets.token_hex(5)
-        sent = time.monotonic()
-        token = await self.store.acquire_lease(table_id, self.lease_ttl)
-        if token is None:
+        lease = await self.leases.acquire(table_id)  # renewed from now on: the writes may be slow
+        if lease is None:
             raise StoreUnavailable("a fresh table id was already leased")
-        lease = Lease(token, self._valid_until(sent))
-        self._leases[table_id] = lease  # renewed from now on: the writes below may take a while
+        token = lease.token
         try:
             if rank is not None:
                 ranked = await self._ranked_or_retired(table_id, token, rank)
@@ -292,16 +443,16 @@ class Hosting:
                 daily=daily,
                 ranked=ranked,
             )
-            now = self.clock()
+            now = self.clock.time()
             room = new_room(create, now)
             first = encode_entry(LogEntry(now=now, command=create))
             await self.store.append_log(table_id, token, 1, first)
             record = msgspec.msgpack.encode(room.info())
             await self.store.put_table(table_id, self.id, record, room.listed, token)
         except BaseException:
-            self._leases.pop(table_id, None)
+            self.leases.forget(table_id)
             raise
-        self._host(room, [first], lease)
+        self.host(room, [first], lease)
         return room
 
     async def _ranked_or_retired(
@@ -316,23 +467,34 @@ class Hosting:
             await self.store.retire_table(table_id, token, b"", self.record_retention)
             raise
 
-    def _host(self, room: Room, log_entries: list[bytes], lease: Lease) -> None:
+    def host(
+        self,
+        room: Room,
+        log_entries: list[bytes],
+        lease: Lease,
+        snapshot: tuple[int, bytes] | None = None,
+    ) -> None:
+        """Host ``room`` under ``lease``: its log as written so far, and its latest snapshot
+        (the entry it was taken at, and its bytes), if any."""
         self.rooms[room.id] = room
         self._command_logs[room.id] = log_entries
-        self._leases[room.id] = lease
+        self.leases.hold(room.id, lease)
+        if snapshot is not None:
+            self._snapshots[room.id] = snapshot
         self.metrics.tables.labels(room.spec.name).inc()
 
-    def _unhost(self, table: str, *, keep_lease: bool = False) -> Room | None:
+    def unhost(self, table: str, *, keep_lease: bool = False) -> Room | None:
+        """Stop hosting ``table`` and forget everything held for it here (its lease too,
+        unless ``keep_lease``: a closed table's, until its retirement is written)."""
         room = self.rooms.pop(table, None)
-        self._bots_named.pop(table, None)
-        self._bots_coming.pop(table, None)
+        self.bots.forget(table)
         self._viewed_from.pop(table, None)
         self._command_logs.pop(table, None)
         self._snapshots.pop(table, None)
         self._retry_at.pop(table, None)
         self._hint_buckets.pop(table, None)
         if not keep_lease:
-            self._leases.pop(table, None)
+            self.leases.forget(table)
         timer = self._timers.pop(table, None)
         if timer is not None:
             timer.cancel()
@@ -340,26 +502,7 @@ class Hosting:
             self.metrics.tables.labels(room.spec.name).dec()
         return room
 
-    async def _lease_confirmed(self, table: str) -> bool:
-        """Whether this node may still serve ``table`` from memory: its lease's validity has not
-        run out, or a fenced renewal says the lease is still this node's. A lost lease drops
-        the room. Raises :class:`StoreUnavailable` if the renewal cannot be made."""
-        lease = self._leases.get(table)
-        if lease is None:
-            return False
-        if time.monotonic() < lease.valid_until:
-            return True
-        sent = time.monotonic()
-        lost = await self.store.renew_leases({table: lease.token}, self.lease_ttl)
-        if self._leases.get(table) is not lease:
-            return False
-        if table in lost:
-            self._drop_lost_table(table)
-            return False
-        lease.valid_until = self._valid_until(sent)
-        return True
-
-    async def _execute(
+    async def execute(
         self,
         room: Room,
         player: str,
@@ -378,24 +521,24 @@ class Hosting:
         A command that starts a game uses ``seed`` if given (a daily deal's), else a new one.
         """
         started = time.perf_counter()  # waiting for the table's lock and lease counts too
-        async with self._lock(room.id):
+        async with self.lock(room.id):
             current = self.rooms.get(room.id)
             if current is None:
                 return (
                     closed_answer(message, room.id)
-                    if room.id in self._closing
+                    if room.id in self.closing
                     else moving_answer(message)
                 )
             if not self.store.health.up:
                 return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
             try:
-                if not await self._lease_confirmed(room.id):
+                if not await self.leases.confirmed(room.id):
                     return moving_answer(message)
             except StoreUnavailable:
                 return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
             room = current  # it may have been rebuilt while this request waited
             if isinstance(message, v1.AddBots):
-                return self._add_bots(room, player, message)
+                return self.bots.add(room, player, message)
             hint = None
             if isinstance(message, v1.Hint):
                 found = await self._find_hint(room, player, message)
@@ -403,7 +546,7 @@ class Hosting:
                     return found
                 hint = found
             entry = LogEntry(
-                now=self.clock(),
+                now=self.clock.time(),
                 command=message,
                 player=player,
                 name=name,
@@ -413,7 +556,7 @@ class Hosting:
             )
             version = room.version
             if isinstance(message, v1.JoinTable):
-                refusal = self._claim_held_seat(room, player, message)
+                refusal = self.bots.claim_held_seat(room, player, message)
                 if refusal is not None:
                     return refusal
             try:
@@ -425,11 +568,11 @@ class Hosting:
             entry.seq = room.seq
 
             def published(room: Room, broadcast: Broadcast | None) -> None:
-                self._publish_change(room, broadcast)
+                self.publish_change(room, broadcast)
                 if isinstance(message, v1.Act):
                     self.metrics.action_latency.observe(time.perf_counter() - started)
 
-            _, failure = await self._append_entry(room, entry, then=published)
+            _, failure = await self.append_entry(room, entry, then=published)
             if failure is not None:
                 return error_answer(message, *failure)
             return answer
@@ -450,9 +593,9 @@ class Hosting:
             return error_answer(message, error.code, error.message)
         bucket = self._hint_buckets.get(room.id)
         if bucket is None:
-            bucket = TokenBucket(self.hint_rate, self.hint_burst, time.monotonic())
+            bucket = TokenBucket(self.hint_rate, self.hint_burst, self.clock.monotonic())
             self._hint_buckets[room.id] = bucket
-        if not bucket.take(time.monotonic()):
+        if not bucket.take(self.clock.monotonic()):
             return error_answer(
                 message,
                 ErrorCode.RATE_LIMITED,
@@ -463,7 +606,7 @@ class Hosting:
         if self.rooms.get(room.id) is not room:  # dropped (lease lost) or rebuilt meanwhile
             return moving_answer(message)
         try:
-            if not await self._lease_confirmed(room.id):
+            if not await self.leases.confirmed(room.id):
                 return moving_answer(message)
         except StoreUnavailable:
             return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
@@ -481,7 +624,7 @@ class Hosting:
 
     async def _find_par(self, table: str, game: int, name: str, dump: bytes) -> None:
         """Compute a finished game's par off the event loop, then log it (``ParFound``) while
-        the room still wants it (see :meth:`_log_host_command`)."""
+        the room still wants it (see :meth:`log_host_command`)."""
         try:
             par = await self.hints.par(name, dump)
             delays = STORE_RETRY.delays()
@@ -503,18 +646,18 @@ class Hosting:
         par again). ``False``: the store could not take it; the caller tries again on the one
         retry policy (:data:`STORE_RETRY`, once the store is back), so that what the table
         learnt while Redis was down is not lost while the table stays here."""
-        async with self._lock(table):
+        async with self.lock(table):
             room = self.rooms.get(table)
             if room is None:
                 return True
             if not self.store.health.up:
                 return False
             try:
-                if not await self._lease_confirmed(table):
+                if not await self.leases.confirmed(table):
                     return True
             except StoreUnavailable:
                 return False
-            entry = LogEntry(now=self.clock(), command=command)
+            entry = LogEntry(now=self.clock.time(), command=command)
             version = room.version
             try:
                 execute(room, entry)
@@ -523,12 +666,12 @@ class Hosting:
             if room.version == version:
                 return True
             entry.seq = room.seq
-            _, failure = await self._append_entry(room, entry, then=self._publish_change)
+            _, failure = await self.append_entry(room, entry, then=self.publish_change)
             if failure is None:
                 return True
             return failure[0] is not ErrorCode.UNAVAILABLE
 
-    async def _append_entry(
+    async def append_entry(
         self,
         room: Room,
         entry: LogEntry,
@@ -540,14 +683,14 @@ class Hosting:
         failure undo the command (or drop the room, if fenced out) and say why.
 
         Returns the update (to fan out here) and the failure, if any. ``then`` (the room and
-        its update: :meth:`_publish_change`, say) has run when this returns, called as soon as
+        its update: :meth:`publish_change`, say) has run when this returns, called as soon as
         the store knows the entry logged: on Redis in the callback that read the reply, an
         event-loop turn before this coroutine resumes (a turn is milliseconds on a busy node,
         and every action's update waited for it: the store's ``logged`` argument).
         """
         data = encode_entry(entry)
         entries = self._command_logs[room.id]
-        lease = self._leases[room.id]
+        lease = self.leases.held[room.id]
         token = lease.token
         broadcast = room.flush()
         announce = lobby = None
@@ -582,7 +725,7 @@ class Hosting:
                 logged=logged,
             )
         except LeaseLost:
-            self._drop_lost_table(room.id)
+            self.drop_lost_table(room.id)
             return None, MOVING_AWAY
         except Exception as error:
             if self.rooms.get(room.id) is not room:
@@ -635,119 +778,55 @@ class Hosting:
         """Undo an unlogged command: rebuild the room from the log written so far (once: its
         timer then waits for the store, or for the retry backoff)."""
         entries = self._command_logs[table]
-        lease = self._leases[table]
+        lease = self.leases.held[table]
         retry = self._retry_at.get(table)
         snapshot = self._snapshots.get(table)
         try:
             room = rebuild_from_snapshot(entries, snapshot)
         except Exception:  # the snapshot failed and the log's start was never read (ELIDED)
             log.exception("undoing a command of %s failed: it must be adopted again", table)
-            self._drop_lost_table(table)
+            self.drop_lost_table(table)
             return
-        self._unhost(table)
-        self._host(room, entries, lease)
-        if snapshot is not None:
-            self._snapshots[table] = snapshot
+        self.unhost(table)
+        self.host(room, entries, lease, snapshot)
         if retry is not None:
             self._retry_at[table] = retry
         self._set_timer(room)
 
-    def _drop_lost_table(self, table: str) -> None:
+    def _lease_lost(self, table: str) -> None:
+        """A renewal found ``table``'s lease gone: drop its room, or, for a table being retired
+        (no room), just the lease (another node retires it)."""
+        if table in self.rooms:
+            self.drop_lost_table(table)
+        else:
+            self.leases.forget(table)
+
+    def drop_lost_table(self, table: str) -> None:
         """Fenced out, or the lease is gone: stop hosting at once and never serve this copy
         again; the table comes back only by adoption from its log (here or elsewhere)."""
-        lease = self._leases.get(table)
-        if self._unhost(table) is None:
+        lease = self.leases.held.get(table)
+        if self.unhost(table) is None:
             return
         log.warning("lease of %s lost: the table must be adopted again from its log", table)
         if lease is not None:
             # Still held by this process if only the log position was off: free it at once.
             self._spawn(self.store.release_lease(table, lease.token))
         self._scan_soon()
-        if self.watchers.get(table):
-            self._spawn(self._follow_lost(table))
+        if self.fanout.watchers.get(table):
+            self._spawn(self.fanout.follow_lost(table))
 
-    async def _keep_leases(self) -> None:
-        """Renew this node's leases (fenced) in the event loop: without a renewal store (see
-        :meth:`_renew_off_loop`), as with the in-memory store."""
-        while not self.stopping:
-            await nap(self.lease_ttl / RENEWALS, self._renew_now)
-            self._renew_now.clear()
-            await self.store.health.wait_up()
-            held = {table: lease.token for table, lease in self._leases.items()}
-            sent = time.monotonic()
-            try:
-                lost = await self.store.renew_leases(held, self.lease_ttl)
-            except StoreUnavailable:
-                continue
-            self._renewed(held, lost, sent)
-
-    def _loop_answered(self) -> None:
-        """The event loop ran a callback the renewal thread queued: it is not stuck."""
-        self._loop_seen = time.monotonic()
-
-    def _renewed(self, held: dict[str, int], lost: set[str], sent: float) -> None:
-        """A renewal sent at ``sent`` (``time.monotonic()``) of the ``held`` leases came back:
-        extend their validity, drop the rooms whose lease is gone."""
-        for table, token in held.items():
-            lease = self._leases.get(table)
-            if lease is None or lease.token != token:
-                continue  # dropped or adopted again meanwhile
-            if table in lost:
-                if table in self.rooms:
-                    self._drop_lost_table(table)
-                else:
-                    self._leases.pop(table, None)  # a table being retired: another node does
-            else:
-                lease.valid_until = max(lease.valid_until, self._valid_until(sent))
-
-    def _renew_off_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The renewal thread: renew every lease RENEWALS times per TTL on a store connection of
-        its own, so that a busy event loop (a burst of reconnections after another node died,
-        a starved machine) does not lose its tables; results go back to the loop.
-
-        It stops renewing when the loop has not run its probe (:meth:`_loop_answered`, queued
-        at every period whether or not a renewal was sent or answered) for LOOP_PATIENCE s: a
-        node whose loop is stuck must let its tables go, and renews again as soon as the loop
-        runs the probe. A stall of the whole process (SIGSTOP, a garbage collection, a VM
-        pause) stops this thread too: that is what the TTL covers. The probe never depends on
-        the store: after a Redis outage of any length the loop is as alive as before.
-        """
-        assert self._open_renewal_store is not None
-        store = self._open_renewal_store()
-        store.incarnation = self.store.incarnation  # the same holder as the node's own store
-
-        async def renew() -> None:
-            try:
-                with contextlib.suppress(StoreUnavailable):
-                    await store.ping()  # connect first (a cluster client reads its slot map)
-                while not self._stop_renewing.is_set():
-                    with contextlib.suppress(RuntimeError):  # the loop closed: stopping
-                        loop.call_soon_threadsafe(self._loop_answered)
-                    if time.monotonic() - self._loop_seen < LOOP_PATIENCE:
-                        held = {t: lease.token for t, lease in dict(self._leases).items()}
-                        sent = time.monotonic()
-                        with contextlib.suppress(StoreUnavailable, RuntimeError):
-                            lost = await store.renew_leases(held, self.lease_ttl)
-                            loop.call_soon_threadsafe(self._renewed, held, lost, sent)
-                    self._renew_wake.wait(self.lease_ttl / RENEWALS)  # this loop has no other work
-                    self._renew_wake.clear()
-            finally:
-                await store.close()
-
-        asyncio.run(renew())
-
-    async def _retire(self, table: str, token: int, entries: list[bytes]) -> None:
+    async def retire(self, table: str, token: int, entries: list[bytes]) -> None:
         """Write a closed table's game record in place of its log, for good (once its games are
         in the records, if this node keeps them: the log is their source until then)."""
         if self.records is not None:
             await self.records.written(table)
         if entries and entries[0] is ELIDED:  # adopted from a snapshot: the record needs it all
             entries = await self.store.read_log(table)
-        record = table_record(entries, self.clock())
+        record = table_record(entries, self.clock.time())
         players = players_seated(entries)
         await self.store.retire_table(table, token, record, self.record_retention, players)
 
-    def _publish_change(self, room: Room, broadcast: Broadcast | None = None) -> None:
+    def publish_change(self, room: Room, broadcast: Broadcast | None = None) -> None:
         """After a room changed: fan its update out here, queue the rest, re-arm its timer.
 
         ``broadcast`` is the update already announced with the log entry; without one, the
@@ -757,9 +836,9 @@ class Hosting:
         if broadcast is None:
             broadcast = room.flush()
         if broadcast is not None:
-            self._fan_out(broadcast)
-            self._correct_presence(broadcast.table, away_seats(broadcast))
-        lease = self._leases.get(room.id)
+            self.fanout.fan_out(broadcast)
+            self.fanout.correct_presence(broadcast.table, away_seats(broadcast))
+        lease = self.leases.held.get(room.id)
         if lease is None or self.rooms.get(room.id) is not room:
             # The lease was found lost while the entry was being written: the entry is logged
             # and its update announced; the next host carries on from the log (what the outbox
@@ -770,18 +849,18 @@ class Hosting:
         if self.records is not None and outcome.games_over:
             self.records.submit(outcome.games_over)
         if outcome.seated or outcome.games_over:
-            self._show_ratings(room, after_games=bool(outcome.games_over))
+            self.show_ratings(room, after_games=bool(outcome.games_over))
         if room.status == "closed":
             closing_log = self._command_logs[room.id]
-            self._unhost(room.id, keep_lease=True)
-            self._closing.add(room.id)
+            self.unhost(room.id, keep_lease=True)
+            self.closing.add(room.id)
             self._outbox.put_nowait(Publication(room, outcome, token, closing_log))
             return
         self._outbox.put_nowait(Publication(room, outcome, token))
         self._set_timer(room)
         self._want_par(room)
 
-    def _show_ratings(self, room: Room, *, after_games: bool = False) -> None:
+    def show_ratings(self, room: Room, *, after_games: bool = False) -> None:
         """At a rated table, read the seated players' ratings from the records and log them
         (the table shows them): when someone sat down, and once the games just ended are
         stored (they moved the ratings). A table never waits for this. One reader per table:
@@ -796,7 +875,7 @@ class Hosting:
         self._spawn(self._read_ratings(room.id))
 
     async def _read_ratings(self, table: str) -> None:
-        """The table's ratings reader (:meth:`_show_ratings`): read and log until nothing more
+        """The table's ratings reader (:meth:`show_ratings`): read and log until nothing more
         is wanted. A read the records database fails is tried again on :data:`RECORDS_RETRY`
         (a sit-down during a database outage is shown once it is back; one during the pause
         after a failed read ends the pause); a log append the store refuses, once the store is
@@ -850,10 +929,10 @@ class Hosting:
             self._timers[room.id] = self._spawn(self._set_timer_when_store_is_up(room))
             return
         loop = asyncio.get_running_loop()
-        delay = max(0.0, deadline - self.clock())
+        delay = max(0.0, deadline - self.clock.time())
         retry = self._retry_at.get(room.id)
         if retry is not None:
-            delay = max(delay, retry[0] - loop.time())
+            delay = max(delay, retry[0] - self.clock.monotonic())
         self._timers[room.id] = loop.call_later(delay, self._on_timer, room)
 
     async def _set_timer_when_store_is_up(self, room: Room) -> None:
@@ -866,22 +945,22 @@ class Hosting:
     def _on_timer(self, room: Room) -> None:
         self._timers.pop(room.id, None)
         if self.rooms.get(room.id) is room:
-            self._spawn(self._tick(room))
+            self._spawn(self.tick(room))
 
-    async def _tick(self, room: Room) -> None:
+    async def tick(self, room: Room) -> None:
         """Run a due timer as a logged command (only if it changed anything)."""
-        async with self._lock(room.id):
+        async with self.lock(room.id):
             if self.rooms.get(room.id) is not room:
                 return
             try:
-                confirmed = await self._lease_confirmed(room.id)
+                confirmed = await self.leases.confirmed(room.id)
             except StoreUnavailable:
                 self._set_timer(room)  # waits for the store
                 return
             if not confirmed:
                 return
             version = room.version
-            entry = timer_entry(room, self.clock())
+            entry = timer_entry(room, self.clock.time())
             if isinstance(entry.command, Stop):
                 self.metrics.tables_stopped.inc()
                 log.error("table %s stopped: its timer fires faster than any game can", room.id)
@@ -890,24 +969,24 @@ class Hosting:
                 self._set_timer(room)
                 return
             entry.seq = room.seq
-            _, failure = await self._append_entry(room, entry, then=self._publish_change)
+            _, failure = await self.append_entry(room, entry, then=self.publish_change)
             if failure is not None:
                 # Undone (and re-armed), or dropped: a rebuilt room waits for the store to be
                 # back, then for the backoff, before its timer tries again.
                 rebuilt = self.rooms.get(room.id)
                 if rebuilt is not None:
-                    loop = asyncio.get_running_loop()
                     _, delays = self._retry_at.get(room.id, (0.0, STORE_RETRY.delays()))
-                    self._retry_at[room.id] = (loop.time() + next(delays), delays)
+                    retry_at = self.clock.monotonic() + next(delays)
+                    self._retry_at[room.id] = (retry_at, delays)
                     self._set_timer(rebuilt)
                 return
 
-    async def _settled(self, timeout: float = 2.0) -> None:
+    async def settled(self, timeout: float = 2.0) -> None:
         """Wait until what this node queued for the store has been written."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._outbox.join(), timeout)
 
-    async def _drain_outbox(self) -> None:
+    async def drain_outbox(self) -> None:
         """Do, in order, what a room change needs outside this process: store and bus. While
         the store is down an item waits for it (on the shared backoff), in order."""
         while True:
@@ -922,27 +1001,25 @@ class Hosting:
                         await self.store.health.wait_up()
                         await asyncio.sleep(next(delays))
             except LeaseLost:
-                lease = self._leases.get(item.room.id)
+                lease = self.leases.held.get(item.room.id)
                 if lease is not None and lease.token == item.token:
-                    self._drop_lost_table(item.room.id)
-                    self._leases.pop(item.room.id, None)
+                    self.drop_lost_table(item.room.id)
+                    self.leases.forget(item.room.id)
             except Exception:
                 log.exception("publishing an update of %s failed", item.room.id)
             finally:
                 if item.closing_log is not None:
-                    self._closing.discard(item.room.id)
-                    lease = self._leases.get(item.room.id)
-                    if lease is not None and lease.token == item.token:
-                        del self._leases[item.room.id]
+                    self.closing.discard(item.room.id)
+                    self.leases.forget(item.room.id, item.token)
                 self._outbox.task_done()
 
     async def _publish(self, item: Publication) -> None:
         """One outbox item; may be called again after :class:`StoreUnavailable` (idempotent)."""
         room, outcome, store = item.room, item.outcome, self.store
         for result in outcome.ranked:
-            await self._rank(result)
+            await rank(self.store, result, self.clock, self.record_retention)
         if item.closing_log is not None:
-            await self._retire(room.id, item.token, item.closing_log)
+            await self.retire(room.id, item.token, item.closing_log)
             if room.listed:
                 removed = bus.LobbyChanged(update=v1.LobbyUpdate(removed=[room.id]))
                 with contextlib.suppress(StoreUnavailable):  # listings drop it anyway

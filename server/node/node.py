@@ -1,53 +1,53 @@
-"""The Node: one server process's share of the game world, wired from its parts.
+"""The Node: one server process's share of the game world, composed of its components.
 
 Theory of operation
 -------------------
-:class:`Node` holds the state every part shares (hosted rooms, leases, watchers, connections,
-timers, the outbox) and runs the node's periodic work (the bus subscriptions, heartbeat, lease
-renewals, orphan scans, the sweeper for rooms that should close). Everything else is in the
-mixins it is made of: hosting, routing, failover, fan-out and lobby (see ``blackdrez.server.node``).
+:class:`Node` builds its components and hands each its collaborators (see ``blackdrez.server.node``
+for what each one owns), then serves the server: it keeps the connected clients, answers what
+needs no table (lobby, solitaire start, daily deals, leaderboards) through the lobby and hands
+table requests to routing, delivers every answer (starting or ending the requester's watch), and
+runs the node's periodic work (the bus subscriptions, heartbeat, lease renewals, orphan scans,
+the sweeper for rooms that should close). It also keeps a player to one connection across the
+nodes (:meth:`Node.claim`, :meth:`Node.close_replaced`) and closes the connections of an account
+signed out everywhere.
+
+The components are plain objects built in dependency order: fan-out, hosting (with the bots the
+host adds, and its leases), routing, lobby, failover. The two calls that go back up that order
+(hosting and routing asking for an orphan scan soon, fan-out sending a table request or
+delivering an answer) are given as the node's own small methods, bound at construction.
+The records of finished games are opened by the server after the node is built:
+:meth:`Node.bind_records` wires them in.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import itertools
 import logging
-import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import msgspec
 
 from blackdrez.games.shuffle import new_seed
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import bus
-from blackdrez.server.connection import OLDEST, Connection, Watch
+from blackdrez.server.connection import OLDEST, Connection
 from blackdrez.server.hints import HintWorker
 from blackdrez.server.metrics import Metrics
+from blackdrez.server.node.clock import Clock, SystemClock
 from blackdrez.server.node.failover import Failover
 from blackdrez.server.node.fanout import Fanout
-from blackdrez.server.node.hosting import (
-    HINT_BURST,
-    HINT_RATE,
-    RENEWALS,
-    Hosting,
-    Lease,
-    Publication,
-    RatingsWanted,
-    TableLock,
-)
-from blackdrez.server.node.lobby import Lobby
+from blackdrez.server.node.hosting import HINT_BURST, HINT_RATE, GameRecords, Hosting
+from blackdrez.server.node.leases import RENEWALS
+from blackdrez.server.node.lobby import Lobby, SpawnBot, TableBots
 from blackdrez.server.node.routing import Routing, error_answer
-from blackdrez.server.ratelimit import TokenBucket
 from blackdrez.server.stores import LeaseLost, Store, StoreUnavailable
 from blackdrez.server.stores.base import node_channel
-from blackdrez.server.table.commands import (
-    Answer,
-)
-from blackdrez.server.table.room import Broadcast, GameOver, Room
+from blackdrez.server.table.commands import Answer
+from blackdrez.server.table.room import Room
 from blackdrez.server.tasks import cancel_until_done
 
 log = logging.getLogger("blackdrez.node")
@@ -73,20 +73,6 @@ SWEEP_INTERVAL = 5.0
 """Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
 
 
-class GameRecords(Protocol):
-    """The records of finished games (``blackdrez.server.records.writer.RecordsWriter``)."""
-
-    def submit(self, games: Iterable[GameOver]) -> None:
-        """Queue games whose end is logged, to be stored (again, after a failover: harmless)."""
-
-    async def written(self, table: str) -> bool:
-        """Wait (bounded) until the table's submitted games are stored."""
-
-    async def seat_ratings(self, game: str, players: list[str]) -> dict[str, v1.SeatRating]:
-        """The current rating in ``game`` of each of ``players`` (the initial one for a player
-        not rated yet)."""
-
-
 TokenGenerations = Callable[[list[str]], Awaitable[dict[str, int]]]
 """The current token generation of each of these players who has an account."""
 
@@ -97,7 +83,7 @@ left unanswered closes its connection (4008) rather than answer an error that sa
 changed (the others are harmless to send again: a second ``join`` or ``ready`` changes nothing)."""
 
 
-class Node(Hosting, Routing, Failover, Fanout, Lobby):
+class Node:
     """One server process's share of the game world (see ``blackdrez.server.node``)."""
 
     def __init__(
@@ -106,105 +92,86 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         metrics: Metrics,
         *,
         seed_source: Callable[[], str] = new_seed,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
         lease_ttl: float = LEASE_TTL,
         record_retention: float = RECORD_RETENTION,
         renewal_store: Callable[[], Store] | None = None,
         hints: HintWorker | None = None,
         hint_rate: float = HINT_RATE,
         hint_burst: int = HINT_BURST,
+        spawn_bot: SpawnBot | None = None,
     ) -> None:
         self.store = store
         self.id = store.node_id
         self.metrics = metrics
-        self.seed_source = seed_source
-        self.clock = clock
-        self.lease_ttl = lease_ttl
-        self.record_retention = record_retention
-        self.stopping = False
-        self.hints = hints if hints is not None else HintWorker()
-        """Computes hints and pars off the event loop (``blackdrez.server.hints``)."""
-        self.hint_rate = hint_rate
-        self.hint_burst = hint_burst
-        self._hint_buckets: dict[str, TokenBucket] = {}
-        """Per hosted table, its hints' rate limit (made at its first hint)."""
-        self._pars: set[tuple[str, int]] = set()
-        """``(table, game)`` whose par the worker is finding."""
-        self._ratings_wanted: dict[str, RatingsWanted] = {}
-        """Per rated table whose players' ratings are being read, what its reader must do next."""
-        self._scan_until = 0.0
-        self._scan_now = asyncio.Event()
-        self._renew_now = asyncio.Event()
-        self._open_renewal_store = renewal_store
-        """Opens a second store on the same Redis for the renewal thread (``None``: leases are
-        renewed in the event loop)."""
-        self._renew_wake = threading.Event()
-        self._stop_renewing = threading.Event()
-        self._loop_seen = time.monotonic()
-        self._renewer: threading.Thread | None = None
-        self.rooms: dict[str, Room] = {}
-        self._command_logs: dict[str, list[bytes]] = {}
-        """Per hosted room, its log as written: what a failed write is undone from."""
-        self._snapshots: dict[str, tuple[int, bytes]] = {}
-        """Per hosted room, its latest snapshot: the entry it was taken at, and its bytes."""
-        self._leases: dict[str, Lease] = {}
-        """Per hosted room (and room being retired), the lease this node holds."""
-        self._closing: set[str] = set()
-        """Tables closed here whose retirement is not yet written: ``not_found`` already."""
-        self._locks: dict[str, TableLock] = {}
-        """The lock of each table a command runs or waits at (``Hosting._lock``)."""
-        self.watchers: dict[str, dict[Connection, Watch]] = {}
-        self.lobby_watchers: set[Connection] = set()
-        self._lobby_heard = False
-        """Subscribed to the lobby channel: only while someone here watches the lobby (and
-        :data:`LOBBY_LINGER` seconds after), as every listed table's changes come that way."""
-        self._lobby_subscribing = asyncio.Lock()
-        self._lobby_linger: asyncio.Task[None] | None = None
-        """Waiting to unsubscribe from the lobby channel (the last lobby watcher left)."""
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        """The clock every component reads (``blackdrez.server.node.clock``)."""
         self.clients: dict[str, Connection] = {}
-        self._timers: dict[str, asyncio.TimerHandle | asyncio.Task[None]] = {}
-        """At most one pending timer per hosted room (a timer, or a wait for the store)."""
-        self._retry_at: dict[str, tuple[float, Iterator[float]]] = {}
-        """Rooms whose last timer write failed: not before when to try again, and the backoff."""
-        self._tables_asked = 0
-        """Requests forwarded here for tables, counted ("Quiet tables" in ``hosting``)."""
-        self._viewed_from: dict[str, dict[str, tuple[str, str | None]]] = {}
-        """Per hosted table, the node each player's last request for it came through, and that
-        node's process (incarnation): when that node stops heartbeating, or heartbeats as
-        another process, its players are away (``Routing._viewers_gone``)."""
-        self._outbox: asyncio.Queue[Publication] = asyncio.Queue()
-        self._pending: dict[int, asyncio.Future[Answer]] = {}
-        self._forwarded: dict[int, str] = {}
-        """The node each pending forwarded request went to."""
-        self._silent: set[str] = set()
-        """Nodes seen to stop heartbeating (until they do again): their tables' requests are
-        answered ``moving`` here rather than forwarded to a node that is likely dead."""
-        self._live: set[str] | None = None
-        """The nodes heartbeating at the last orphan scan or routing miss (``None`` before the
-        first scan): a table whose lease names a node that is not is answered ``moving`` here,
-        not forwarded to a node that would never answer."""
-        self._rids = itertools.count(1)
-        self._remote_tables: dict[str, collections.deque[Broadcast]] = {}
-        """Tables hosted elsewhere that this node follows, with their last few updates."""
+        """The connection of each player connected here."""
+        self.token_generations: TokenGenerations | None = None
+        """Reads accounts' current token generations (:meth:`bind_records`): what a node whose
+        bus was down checks its connections against (``_close_signed_out_meanwhile``)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         """One-off tasks, kept until done so none is lost and every failure is logged."""
-        self.spawn_bot: Callable[[str, str, str | None, str], str] | None = None
-        """Starts one bot client ``(table, strategy, invite, name)`` and returns the player id
-        it will sit down as (set by the server, which knows its own address and signs the
-        bot's session token)."""
-        self._bots_named: dict[str, int] = {}
-        """Per hosted table, how many bots were named so far (see ``_add_bots``)."""
-        self._bots_coming: dict[str, dict[str, float]] = {}
-        """Per table, the player id of each bot the host added and not seated yet, and until
-        when it holds a seat (see ``Lobby._add_bots``)."""
-        self.records: GameRecords | None = None
-        """Where finished games go once their log entry is written (set by the server when it
-        keeps records: ``blackdrez.server.records.writer``)."""
-        self.token_generations: TokenGenerations | None = None
-        """Reads accounts' current token generations (set by the server when it keeps records:
-        ``RecordsStore.token_generations``): what a node whose bus was down checks its
-        connections against (``_close_signed_out_meanwhile``)."""
+        self.fanout = Fanout(
+            store,
+            metrics,
+            spawn=self._spawn,
+            route=self.route,
+            deliver_answer=self._deliver_answer,
+        )
+        self.hosting = Hosting(
+            store,
+            metrics,
+            self.clock,
+            fanout=self.fanout,
+            bots=TableBots(self.clock, spawn_bot),
+            spawn=self._spawn,
+            scan_soon=self._scan_soon,
+            lease_ttl=lease_ttl,
+            record_retention=record_retention,
+            renewal_store=renewal_store,
+            seed_source=seed_source,
+            hints=hints,
+            hint_rate=hint_rate,
+            hint_burst=hint_burst,
+        )
+        self.routing = Routing(
+            store, self.hosting, self.fanout, spawn=self._spawn, scan_soon=self._scan_soon
+        )
+        self.lobby = Lobby(
+            store, self.clock, self.hosting, route=self.routing.route, spawn=self._spawn
+        )
+        self.failover = Failover(
+            store,
+            metrics,
+            self.clock,
+            hosting=self.hosting,
+            routing=self.routing,
+            fanout=self.fanout,
+        )
+
+    @property
+    def rooms(self) -> dict[str, Room]:
+        """The rooms hosted here (``Hosting.rooms``)."""
+        return self.hosting.rooms
+
+    @property
+    def seed_source(self) -> Callable[[], str]:
+        """Makes the seed of each game started here (``Hosting.seed_source``)."""
+        return self.hosting.seed_source
+
+    @seed_source.setter
+    def seed_source(self, source: Callable[[], str]) -> None:
+        self.hosting.seed_source = source
+
+    def bind_records(self, records: GameRecords, token_generations: TokenGenerations) -> None:
+        """Keep records (the server opens the records database once the node is built):
+        finished games go to ``records``, rated tables read their ratings from it, and after a
+        bus outage the connections here are checked against ``token_generations``."""
+        self.hosting.bind_records(records)
+        self.token_generations = token_generations
 
     async def start(self) -> None:
         """Subscribe to this node's channels, start the background work, and take over at once
@@ -212,54 +179,32 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         self.store.on_bus_recovered = self._on_bus_recovered
         self.store.health.listeners.append(self._on_store_back)
         await self.store.subscribe(node_channel(self.id), self._on_node_message)
-        await self.store.subscribe(bus.HANDOVER_CHANNEL, self._on_handover)
+        await self.store.subscribe(bus.HANDOVER_CHANNEL, self.failover.on_handover)
         loop = asyncio.get_running_loop()
         self._tasks = [
-            loop.create_task(self._drain_outbox()),
+            loop.create_task(self.hosting.drain_outbox()),
             loop.create_task(self._heartbeat()),
-            loop.create_task(self._adopt_orphans()),
+            loop.create_task(self.failover.adopt_orphans()),
             loop.create_task(self._sweep()),
         ]
-        if self._open_renewal_store is None:
-            self._tasks.append(loop.create_task(self._keep_leases()))
-        else:
-            self._loop_seen = time.monotonic()
-            self._renewer = threading.Thread(
-                target=self._renew_off_loop, args=(loop,), name="lease-renewal", daemon=True
-            )
-            self._renewer.start()
+        renewals = self.hosting.leases.start(loop)
+        if renewals is not None:
+            self._tasks.append(renewals)
         self._scan_soon()
 
     async def stop(self, reason: str = "server shutting down") -> None:
         """Stop hosting: hand every room over to the other nodes when the store is shared
         (they adopt it from its log at once), else close it. Then stop the background work."""
-        self.stopping = True
         for task in self._tasks[1:]:  # all but the outbox's drain, which goes on to the end
             task.cancel()
-        for timer in self._timers.values():
-            timer.cancel()
-        handed_over = False
-        for _ in range(2):  # twice: a table being created when the stop began comes after
-            for room in list(self.rooms.values()):
-                if self.store.shared:
-                    await self._handover(room)
-                    handed_over = True
-                else:
-                    async with self._lock(room.id):
-                        room.close(reason)
-                        self._publish_change(room)
-        if handed_over:
-            with contextlib.suppress(StoreUnavailable):
-                await self.store.publish(
-                    bus.HANDOVER_CHANNEL, bus.encode(bus.Handover(node=self.id))
-                )
-        await self._settled()
-        if self._renewer is not None:
-            self._stop_renewing.set()
-            self._renew_wake.set()
-            await asyncio.to_thread(self._renewer.join, 5.0)
+        await self.hosting.stop(reason)
         await cancel_until_done([*self._tasks, *self._spawned])
-        self.hints.close()
+        self.hosting.hints.close()
+
+    async def _settled(self) -> None:
+        """Wait until what this node queued for the store has been written (read your own
+        writes: ``Hosting.settled``)."""
+        await self.hosting.settled()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coroutine`` as a task that is kept until done and whose failure is logged."""
@@ -278,13 +223,24 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         elif error is not None:
             log.error("background task %s failed", task.get_coro(), exc_info=error)
 
+    def _scan_soon(self) -> None:
+        """Look for orphans now, and often for a while (``Failover.scan_soon``)."""
+        self.failover.scan_soon()
+
+    async def route(
+        self, player: str, name: str, table: str, message: Any, *, bot: bool = False
+    ) -> Answer:
+        """Answer a table request here, or at the table's host (``Routing.route``)."""
+        return await self.routing.route(player, name, table, message, bot=bot)
+
     async def _sweep(self) -> None:
         """Close every hosted room the rules say should be closed, in case its timer did not."""
-        while not self.stopping:
+        hosting = self.hosting
+        while not hosting.stopping:
             await asyncio.sleep(SWEEP_INTERVAL)
-            now = self.clock()
-            for room in [r for r in self.rooms.values() if r.should_close(now)]:
-                await self._tick(room)
+            now = self.clock.time()
+            for room in [r for r in hosting.rooms.values() if r.should_close(now)]:
+                await hosting.tick(room)
 
     async def _heartbeat(self) -> None:
         """Tell the other nodes this one is alive (they look for orphans when one goes).
@@ -295,24 +251,53 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         whatever is sent from then on reaches it) it reads what it missed, as after a bus
         outage."""
         outages = self.store.health.outages
-        while not self.stopping:
+        ttl = self.hosting.leases.ttl
+        while not self.hosting.stopping:
             await self.store.health.wait_up()
             with contextlib.suppress(StoreUnavailable):
                 sent = time.perf_counter()
-                await self.store.heartbeat(self.lease_ttl)
+                await self.store.heartbeat(ttl)
                 self.metrics.store_rtt.observe(time.perf_counter() - sent)
                 if self.store.health.outages != outages:
                     outages = self.store.health.outages
                     self._spawn(self._close_signed_out_meanwhile())
                     self._spawn(self._close_replaced_meanwhile())
-            await asyncio.sleep(self.lease_ttl / RENEWALS)
+            await asyncio.sleep(ttl / RENEWALS)
 
     def _on_store_back(self) -> None:
         """The store answers again: renew leases and look for orphans now, not at the next
         period (every lease may have lapsed meanwhile)."""
-        self._renew_now.set()
-        self._renew_wake.set()
+        self.hosting.leases.renew_now()
         self._scan_soon()
+
+    def _on_bus_recovered(self) -> None:
+        """The bus is back after an outage: what was published meanwhile is lost, so catch the
+        viewers of remote tables and the lobby's watchers up, and read the sign-outs and
+        replacements missed."""
+        self._spawn(self.fanout.catch_up())
+        self._spawn(self.lobby.catch_up())
+        self._spawn(self._close_signed_out_meanwhile())
+        self._spawn(self._close_replaced_meanwhile())
+
+    def _on_node_message(self, data: bytes) -> None:
+        """A message on this node's channel: a forwarded request or its answer (routing), or
+        news of a player's connection elsewhere."""
+        try:
+            message = bus.decode(data)
+        except msgspec.DecodeError:
+            log.warning("undecodable bus message dropped")
+            return
+        match message:
+            case bus.Reply():
+                self.routing.answered(message)
+            case bus.Request():
+                self._spawn(self.routing.serve_forward(message))
+            case bus.SignedOut():
+                self.close_signed_out(message.player, message.generation)
+            case bus.Replaced():
+                self.close_replaced(message.player, message.order, message.seated)
+            case _:
+                log.warning("unexpected %s on this node's channel", type(message).__name__)
 
     def attach(self, client: Connection) -> Connection | None:
         """Register a greeted client; return the older connection of the same player, if any."""
@@ -327,11 +312,6 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         client = self.clients.get(player)
         if client is not None and client.token.generation < generation:
             client.close(CloseCode.SIGNED_OUT, "signed out everywhere")
-
-    def _on_bus_recovered(self) -> None:
-        super()._on_bus_recovered()
-        self._spawn(self._close_signed_out_meanwhile())
-        self._spawn(self._close_replaced_meanwhile())
 
     async def _close_replaced_meanwhile(self) -> None:
         """After a bus outage: a ``Replaced`` published meanwhile was lost, so read the order of
@@ -431,13 +411,13 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         if self.clients.get(client.player) is client:
             del self.clients[client.player]
         self.metrics.connections.set(len(self.clients))
-        self._stop_watching_lobby(client)
+        self.lobby.stop_watching(client)
         held = {table: watch.seat is not None for table, watch in client.tables.items()}
         held |= {t: seated for t, seated in client.left_to_me.items() if t not in held}
         for table, seated in held.items():
             if table in client.tables:
-                await self._unwatch(client, table)
-            if self.stopping:
+                await self.fanout.unwatch(client, table)
+            if self.hosting.stopping:
                 continue  # handed over (the new host counts everyone away)
             if seated and table in client.answered_elsewhere:
                 continue  # the player's newer connection on another node answers for the seat
@@ -446,7 +426,7 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
                 if table not in newer.tables:  # until it watches it (it may never)
                     newer.left_to_me.setdefault(table, seated)
                 continue
-            await self._gone_away(client.player, client.name, table, seated=seated)
+            await self.routing.gone_away(client.player, client.name, table, seated=seated)
 
     async def handle(self, client: Connection, message: Any) -> None:
         """Serve one decoded request from ``client``."""
@@ -477,6 +457,47 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
             answer = error_answer(message, ErrorCode.INTERNAL, "the server failed on this request")
         await self._deliver_answer(client, answer)
 
+    async def _dispatch(self, client: Connection, message: Any) -> Answer:
+        """The answer to one request: what needs no table here, table requests by routing."""
+        match message:
+            case v1.Ping():
+                return Answer(replies=[v1.Pong(id=message.id, time=self.clock.time())])
+            case v1.ListTables():
+                tables = await self.lobby.list_tables()
+                return Answer(replies=[v1.Tables(id=message.id, tables=tables)])
+            case v1.WatchLobby():
+                return await self.lobby.watch(client, message)
+            case v1.UnwatchLobby():
+                return self.lobby.unwatch(client, message)
+            case v1.CreateTable() | v1.QuickJoin() | v1.StartSolitaire() if self.hosting.stopping:
+                return error_answer(message, ErrorCode.UNAVAILABLE, "this node is shutting down")
+            case v1.CreateTable():
+                problems = message.options.problems()
+                if problems:
+                    return error_answer(message, ErrorCode.BAD_MESSAGE, "; ".join(problems))
+                return await self.lobby.create_and_sit(client, message.options, message.id)
+            case v1.QuickJoin():
+                return await self.lobby.quick_join(client, message)
+            case v1.StartSolitaire():
+                return await self.lobby.start_solitaire(client, message)
+            case v1.GetDaily():
+                return await self.lobby.daily(message)
+            case v1.GetLeaderboard():
+                return await self.lobby.leaderboard(message)
+            case v1.GetRecord():
+                return await self.lobby.kept_record(message)
+            case v1.Hello():
+                return error_answer(
+                    message, ErrorCode.ALREADY_GREETED, "hello was already answered"
+                )
+            case _:
+                table = getattr(message, "table", None)
+                if not isinstance(table, str):
+                    return error_answer(message, ErrorCode.UNKNOWN_TYPE, "unknown request")
+                return await self.routing.route(
+                    client.player, client.name, table, message, bot=client.bot
+                )
+
     async def _deliver_answer(self, client: Connection, answer: Answer) -> None:
         """Send an answer's replies; start (or stop) the requester's watch of its table. The
         watch starts at the answer's event, before the replies go (no update of a table hosted
@@ -487,17 +508,17 @@ class Node(Hosting, Routing, Failover, Fanout, Lobby):
         if answer.watch is not None:
             table, seat, seq = answer.watch
             if client.closing:  # gone while a catch-up was being answered: nothing to watch
-                await self._unfollow_if_unwatched(table)
+                await self.fanout.unfollow_if_unwatched(table)
             else:
-                watch = self._start_watch(client, table, seat, seq)
+                watch = self.fanout.start_watch(client, table, seat, seq)
         for reply in answer.replies:
             if isinstance(reply, v1.Error):
                 self.metrics.errors.labels(reply.code).inc()
             client.send(reply)
-        if watch is not None:
-            await self._catch_up_watch(client, table, watch)
+        if watch is not None and table not in self.hosting.rooms:
+            await self.fanout.catch_up_watch(client, table, watch)
         if answer.unwatch is not None:
-            await self._unwatch(client, answer.unwatch)
+            await self.fanout.unwatch(client, answer.unwatch)
 
 
 def _ordered(client: Connection, order: int) -> None:

@@ -21,7 +21,7 @@ from blackdrez.clients.client import ServerError
 from blackdrez.protocol import v1
 from blackdrez.server.app import GameServer, Settings
 from blackdrez.server.node import LEASE_TTL
-from blackdrez.server.node.hosting import LOOP_PATIENCE
+from blackdrez.server.node.leases import LOOP_PATIENCE
 from blackdrez.server.table.commands import Resume
 from blackdrez.server.testing.nodes import lease_holders
 from blackdrez.server.testing.redis_server import RedisServer

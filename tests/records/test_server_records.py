@@ -300,7 +300,7 @@ async def test_a_daily_deals_game_is_stored_at_once_but_sealed_until_its_day_end
     """Its record reveals the day's seed (the stock of everyone's deal): the records serve it
     (game, list, profile, replay) only once the day has ended, on the node's clock."""
     clock = Clock("2026-11-30T10:00:00+00:00")
-    server.node.clock = clock
+    server.node.clock.time = clock
     url = f"ws://127.0.0.1:{server.port}/"
     client = await Client.connect(url, name="Day")
     daily = (await client.request(v1.StartSolitaire(game="blue_jacket", daily=True))).table.id

@@ -127,7 +127,7 @@ async def queued_at(node: Any, table: str, waiters: int) -> None:
     """Wait until ``waiters`` requests wait for ``table``'s lock on ``node`` besides its holder."""
 
     def queued() -> bool:
-        held = node._locks.get(table)
+        held = node.hosting._locks.get(table)
         return held is not None and held.users - 1 >= waiters
 
     await wait_for(queued, f"{waiters} requests queued on the table", timeout=5.0)

@@ -40,7 +40,7 @@ class Clock:
 @pytest.fixture
 def clock(server: GameServer) -> Clock:
     clock = Clock("2026-11-30T10:00:00+00:00")
-    server.node.clock = clock
+    server.node.clock.time = clock
     return clock
 
 

@@ -54,8 +54,8 @@ def wire(action: Any) -> Any:
 
 
 def slow_worker(server: GameServer, budget: float) -> None:
-    server.node.hints.close()
-    server.node.hints = HintWorker(hint_budget=budget, expert=slow_expert_hint)
+    server.node.hosting.hints.close()
+    server.node.hosting.hints = HintWorker(hint_budget=budget, expert=slow_expert_hint)
 
 
 async def log_of(server: GameServer, table: str) -> list[Any]:

@@ -112,11 +112,22 @@ def kept_for(node, table: str) -> list[str]:
     """What ``node`` still keeps for ``table``, by attribute: nothing, once it hosts it no more
     and nothing is under way for it (a lock included: a table that moves away must not leave
     one behind for the node's lifetime)."""
-    per_table = [
-        "rooms", "_leases", "_locks", "_command_logs", "_snapshots", "_timers", "_retry_at",
-        "_hint_buckets", "_bots_named", "_bots_coming", "_ratings_wanted", "_viewed_from",
-    ]  # fmt: skip
-    return [name for name in per_table if table in getattr(node, name)]
+    hosting = node.hosting
+    per_table = {
+        "rooms": hosting.rooms,
+        "leases": hosting.leases.held,
+        "locks": hosting._locks,
+        "command_logs": hosting._command_logs,
+        "snapshots": hosting._snapshots,
+        "timers": hosting._timers,
+        "retry_at": hosting._retry_at,
+        "hint_buckets": hosting._hint_buckets,
+        "bots_named": hosting.bots._named,
+        "bots_coming": hosting.bots.coming,
+        "ratings_wanted": hosting._ratings_wanted,
+        "viewed_from": hosting._viewed_from,
+    }
+    return [name for name, kept in per_table.items() if table in kept]
 
 
 async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, redis_url_clean):
@@ -126,7 +137,7 @@ async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, re
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b], turn_seconds=60)
     # The token first: the node's next renewal (4 a second) finds the lease gone and forgets it.
-    token = server.node._leases[table].token
+    token = server.node.hosting.leases.held[table].token
     async with aioredis.Redis.from_url(redis_url_clean) as direct:
         await direct.set(f"bd:t:{{{table}}}:lease", "some-other-node/0/99", px=60_000)
     position = len(await server.store.read_log(table)) + 1
@@ -135,7 +146,7 @@ async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, re
     mover = await player_on_turn([a, b], table)
     act = v1.Act(table=table, action=mover.tables[table].legal[0])
     async with asyncio.timeout(5):  # the renewal finds the lease gone
-        while table in server.node.rooms or server.node._live is None:
+        while table in server.node.rooms or server.node.routing.live is None:
             await asyncio.sleep(0.05)
     # Its lease names a node that is not heartbeating: the player hears ``moving`` at once, not
     # after waiting REMOTE_TIMEOUT for that node to answer.
@@ -186,9 +197,9 @@ async def test_a_stopping_node_adopts_none_of_the_tables_it_hands_over(
         # An orphan scan that the stop cannot cancel: redis-py, on Python 3.11, lets a
         # cancellation that lands during a command go unnoticed now and then (about one in
         # five, measured), and the scan heard its own node's handover.
-        scan = asyncio.create_task(node._adopt_orphans())
+        scan = asyncio.create_task(node.failover.adopt_orphans())
         await node.stop()
-        await asyncio.sleep(node.lease_ttl)  # scans run every sixth of it while tables move
+        await asyncio.sleep(node.hosting.leases.ttl)  # scans run every sixth of it while tables move
         assert table not in node.rooms, "the stopping node adopted a table it handed over"
         assert lease_holders(redis_url_clean) == {}
         scan.cancel()
@@ -230,7 +241,7 @@ async def test_a_closed_table_refuses_everything_at_once(
     table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
     await bot.request(v1.JoinTable(table=table))
     # The host's leave closes the table (only a bot is left); the bot's leave queued behind it.
-    async with server.node._lock(table):
+    async with server.node.hosting.lock(table):
         leaving = asyncio.create_task(host.request(v1.LeaveTable(table=table)))
         await queued_at(server.node, table, 1)
         late = asyncio.create_task(bot.request(v1.LeaveTable(table=table)))
@@ -267,7 +278,7 @@ async def test_an_action_logged_while_its_lease_is_found_lost_is_acknowledged_no
     async def append_then_lose(table_id: str, *args, **kwargs):
         heard = await real_append(table_id, *args, **kwargs)
         # the renewal's verdict, processed before this write's reply
-        node._drop_lost_table(table_id)
+        node.hosting.drop_lost_table(table_id)
         return heard
 
     # (installed once a player is on turn: a round won on the deal is followed by the next
@@ -295,7 +306,7 @@ async def test_an_action_whose_append_fails_after_its_lease_is_found_lost_is_ref
     real_append = store.append_log
 
     async def lose_then_fail(table_id: str, *args, **kwargs):
-        node._drop_lost_table(table_id)  # the renewal's verdict, while the write is out
+        node.hosting.drop_lost_table(table_id)  # the renewal's verdict, while the write is out
         await asyncio.to_thread(own_redis.stop)
         return await real_append(table_id, *args, **kwargs)
 
@@ -357,7 +368,7 @@ async def test_watching_the_lobby_while_redis_is_down_is_refused_then_works_once
     with pytest.raises(ServerError) as error:
         await watcher.request(v1.WatchLobby())
     assert error.value.code == ErrorCode.UNAVAILABLE
-    assert not server.node.lobby_watchers and not server.node._lobby_heard
+    assert not server.node.lobby.watchers and not server.node.lobby._heard
     own_redis.restart()
     async with asyncio.timeout(15):
         while True:
@@ -489,7 +500,7 @@ async def test_the_action_histogram_counts_the_wait_for_the_tables_lock(
         return server.metrics.registry.get_sample_value("blackdrez_action_seconds_sum") or 0.0
 
     before = total()
-    async with server.node._lock(table):
+    async with server.node.hosting.lock(table):
         acting = asyncio.create_task(mover.act(table, move))
         await queued_at(server.node, table, 1)
         await asyncio.sleep(0.3)

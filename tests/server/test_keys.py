@@ -55,7 +55,7 @@ async def test_no_key_outlives_its_table(make_server, connect, redis_url_clean) 
         for player in players:
             await player.close()  # away, then (no grace) their seats are freed: the tables close
         deadline = time.monotonic() + 30
-        while server.node.rooms or server.node._closing:
+        while server.node.rooms or server.node.hosting.closing:
             assert time.monotonic() < deadline, f"tables still open: {list(server.node.rooms)}"
             await asyncio.sleep(0.05)
         await server.node._settled()
@@ -121,7 +121,7 @@ async def test_a_daily_deals_claims_end_a_day_after_the_deals_day(
     ann = await connect(server, name="Ann")
     joined = await ann.request(v1.StartSolitaire(game="blue_jacket", daily=True))
     assert joined.table.ranked
-    day = assist.day_of(server.node.clock())
+    day = assist.day_of(server.node.clock.time())
     _, ends = assist.day_bounds(day)
     async with aioredis.Redis.from_url(redis_url_clean) as raw:
         keys = sorted([key.decode() async for key in raw.scan_iter("bd:daily:*")])

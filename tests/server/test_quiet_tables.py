@@ -48,7 +48,7 @@ async def test_a_table_nobody_else_follows_goes_quiet_and_a_new_remote_spectator
     host, other = await connect(a, name="Host"), await connect(a, name="Other")
     table = await seat_and_start(host, [other], turn_seconds=60)
     await move([host, other], table)
-    await wait_for(lambda: a.node._leases[table].quiet, "the table quiet", WAIT)
+    await wait_for(lambda: a.node.hosting.leases.held[table].quiet, "the table quiet", WAIT)
     listener = Listener(redis_url_clean, table)
     await listener.start()
     try:
@@ -59,7 +59,7 @@ async def test_a_table_nobody_else_follows_goes_quiet_and_a_new_remote_spectator
         await spectator.request(v1.Spectate(table=table))
         state = spectator.tables[table]
         assert state.seq >= unannounced.seq, "the answer holds what was not announced"
-        assert not a.node._leases[table].quiet
+        assert not a.node.hosting.leases.held[table].quiet
         announced = await move([host, other], table)
         await spectator.wait_until(lambda: state.seq >= announced.seq, WAIT)
         assert announced.seq in listener.heard
@@ -100,17 +100,17 @@ async def test_nobody_heard_after_a_request_came_does_not_quiet_the_table(
     host, other = await connect(a, name="Host"), await connect(a, name="Other")
     table = await seat_and_start(host, [other], turn_seconds=60)
     await move([host, other], table)
-    await wait_for(lambda: a.node._leases[table].quiet, "the table quiet", WAIT)
-    a.node._leases[table].quiet = False  # as just after an adoption: loud, followed by nobody
+    await wait_for(lambda: a.node.hosting.leases.held[table].quiet, "the table quiet", WAIT)
+    a.node.hosting.leases.held[table].quiet = False  # as just after an adoption: loud, followed by nobody
     held = HeldReturn(a.node.store.append_log)
     monkeypatch.setattr(a.node.store, "append_log", held)
     held.armed = True
     moving = asyncio.create_task(move([host, other], table))
     await asyncio.wait_for(held.holding.wait(), WAIT)
-    asked = a.node._tables_asked
+    asked = a.node.hosting._tables_asked
     spectator = await connect(b, name="Spectator")
     spectating = asyncio.create_task(spectator.request(v1.Spectate(table=table)))
-    await wait_for(lambda: a.node._tables_asked > asked, "the request seen", WAIT)
+    await wait_for(lambda: a.node.hosting._tables_asked > asked, "the request seen", WAIT)
     held.released.set()
     await moving
     await spectating

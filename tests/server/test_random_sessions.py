@@ -408,7 +408,7 @@ class Walk:
             if not any(info.id in node.rooms for node in nodes):  # closed since: its retirement
                 for node in nodes:  # takes it off the list
                     await node._settled()
-                still = {info.id for info in await nodes[0].list_tables()}
+                still = {info.id for info in await nodes[0].lobby.list_tables()}
                 assert info.id not in still, f"{info.id} is listed but hosted nowhere"
         hosts = [room.id for node in nodes for room in node.rooms.values()]
         assert len(hosts) == len(set(hosts)), f"a table hosted twice: {sorted(hosts)}"
@@ -474,12 +474,12 @@ async def fast_forward(server: GameServer, seconds: float, limit: float = 30.0) 
     follow the node's clock."""
     node = server.node
     ahead = 0.0
-    node.clock = lambda: time.time() + ahead
+    node.clock.time = lambda: time.time() + ahead
     deadline = time.monotonic() + limit
     while (node.rooms or node.clients or server._bots) and time.monotonic() < deadline:
         ahead += seconds
         for room in list(node.rooms.values()):
-            node._set_timer(room)
+            node.hosting._set_timer(room)
         await asyncio.sleep(0.2)
         await node._settled()
 
@@ -490,23 +490,23 @@ def leftovers(server: GameServer) -> dict[str, Any]:
     node, store = server.node, server.store
     held = {
         "rooms": node.rooms,
-        "watchers": node.watchers,
-        "lobby_watchers": node.lobby_watchers,
+        "watchers": node.fanout.watchers,
+        "lobby_watchers": node.lobby.watchers,
         "clients": node.clients,
-        "leases": node._leases,
-        "command_logs": node._command_logs,
-        "snapshots": node._snapshots,
-        "closing": node._closing,
-        "locks": node._locks,
-        "timers": node._timers,
-        "retry_at": node._retry_at,
-        "viewed_from": node._viewed_from,
-        "remote_tables": node._remote_tables,
-        "pending": node._pending,
-        "hint_buckets": node._hint_buckets,
-        "bots_named": node._bots_named,
-        "bots_coming": node._bots_coming,
-        "ratings_wanted": node._ratings_wanted,
+        "leases": node.hosting.leases.held,
+        "command_logs": node.hosting._command_logs,
+        "snapshots": node.hosting._snapshots,
+        "closing": node.hosting.closing,
+        "locks": node.hosting._locks,
+        "timers": node.hosting._timers,
+        "retry_at": node.hosting._retry_at,
+        "viewed_from": node.hosting._viewed_from,
+        "remote_tables": node.fanout.remote_tables,
+        "pending": node.routing._pending,
+        "hint_buckets": node.hosting._hint_buckets,
+        "bots_named": node.hosting.bots._named,
+        "bots_coming": node.hosting.bots.coming,
+        "ratings_wanted": node.hosting._ratings_wanted,
         "per_address": server._per_address,
         "bots": server._bots,
     }

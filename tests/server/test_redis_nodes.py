@@ -160,7 +160,7 @@ async def test_quick_join_goes_on_when_a_remote_table_fills_up(two_nodes, connec
     listing = await seeker.request(v1.ListTables())
     assert [t.id for t in listing.tables] == [full], "the seeker's node sees one free seat"
     # The rival's join and the seeker's (forwarded from node b) queue on the table in that order.
-    async with a.node._lock(full):
+    async with a.node.hosting.lock(full):
         rival_join = asyncio.create_task(rival.request(v1.JoinTable(table=full)))
         await queued_at(a.node, full, 1)
         seeker_join = asyncio.create_task(seeker.request(v1.QuickJoin()))

@@ -177,7 +177,7 @@ async def test_a_lone_remote_viewer_misses_no_update_while_its_node_subscribes(
     _host, _other, remote, table, mover = await a_game_across(nodes, connect)
     back = await Client.connect(f"ws://127.0.0.1:{b.port}/", token=remote.token)  # replaces it
     await remote.closed
-    await until(lambda: table not in b.node.watchers)  # nobody on B watches the table
+    await until(lambda: table not in b.node.fanout.watchers)  # nobody on B watches the table
     state = back.tables.setdefault(table, remote.tables[table])
     # B's subscription after the one for the request (if any) is held while the move is made
     subscribed = Held(lambda channel, handler: channel == table_channel(table), skip=1)
@@ -244,14 +244,14 @@ async def test_a_node_stops_following_a_table_once_it_closed(nodes, connect) -> 
     table = (await host.request(v1.CreateTable(options=v1.TableOptions(seats=2)))).table.id
     watcher = await connect(b, name="Watcher")
     await watcher.request(v1.Spectate(table=table))
-    assert table in b.node._remote_tables
+    assert table in b.node.fanout.remote_tables
     await host.request(v1.LeaveTable(table=table))  # nobody seated: the table closes
     state = watcher.tables[table]
     await watcher.wait_until(
         lambda: any(e.event["type"] == "table_closed" for e in state.events), WAIT
     )
-    await until(lambda: table not in b.node._remote_tables)
-    assert table not in b.node.watchers
+    await until(lambda: table not in b.node.fanout.remote_tables)
+    assert table not in b.node.fanout.watchers
     assert table not in b.node.clients[watcher.player].tables
     channel = table_channel(table)
     assert await b.node.store._redis.pubsub_numsub(channel) == [(channel.encode(), 0)]

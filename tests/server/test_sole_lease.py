@@ -29,5 +29,5 @@ async def test_a_node_alone_on_its_store_keeps_its_tables_through_a_stall(
 async def test_the_short_lease_stays_on_a_shared_store(make_server, redis_url_clean) -> None:
     alone = await make_server()
     shared = await make_server(redis_url=redis_url_clean)
-    assert alone.node.lease_ttl == node.SOLE_LEASE_TTL > 10 * node.LEASE_TTL
-    assert shared.node.lease_ttl == node.LEASE_TTL
+    assert alone.node.hosting.leases.ttl == node.SOLE_LEASE_TTL > 10 * node.LEASE_TTL
+    assert shared.node.hosting.leases.ttl == node.LEASE_TTL

@@ -147,7 +147,7 @@ async def test_quick_add_bots_requests_start_no_more_bots_than_seats(
     await asyncio.sleep(0.3)
     assert len(server._bots) == 1
     assert "never retrieved" not in caplog.text
-    assert server.node._bots_coming == {}
+    assert server.node.hosting.bots.coming == {}
 
 
 async def test_a_host_who_left_a_table_of_bots_is_its_host_no_more(server, connect) -> None:
@@ -231,7 +231,7 @@ async def test_seats_held_for_the_hosts_bots_are_taken_for_anyone_else(
     seated = {seat.player for seat in state.info.seats[1:]}
     assert not seated & {foreign.player, someone.player}
     assert all(seat.bot for seat in state.info.seats[1:])
-    assert server.node._bots_coming == {}
+    assert server.node.hosting.bots.coming == {}
     assert "stopped" not in caplog.text  # no server bot was turned away
 
 
@@ -245,11 +245,11 @@ async def test_a_foreign_bot_takes_a_seat_nobody_holds_and_the_hosts_bot_its_own
     await host.request(v1.AddBots(table=table, count=1))
     joined = await foreign.request(v1.JoinTable(table=table))
     assert joined.seat == 1
-    assert len(server.node._bots_coming[table]) == 1  # still held for the host's bot
+    assert len(server.node.hosting.bots.coming[table]) == 1  # still held for the host's bot
     state = host.tables[table]
     await host.wait_until(lambda: state.info.seats[2] is not None, timeout=30)
     assert state.info.seats[2].player != foreign.player and state.info.seats[2].bot
-    assert server.node._bots_coming == {}
+    assert server.node.hosting.bots.coming == {}
 
 
 async def test_a_seat_held_for_a_bot_that_never_comes_is_free_again_after_a_while(

@@ -113,7 +113,7 @@ async def test_the_sweeper_closes_a_table_whose_timer_was_lost(
     table = await seat_and_start(a, [b], grace_seconds=0.3, turn_seconds=60)
     await a.request(v1.LeaveTable(table=table))
     await b.request(v1.LeaveTable(table=table))  # nobody left: the game ends at its wait
-    server.node._timers.pop(table).cancel()  # the timer that would end it is lost
+    server.node.hosting._timers.pop(table).cancel()  # the timer that would end it is lost
     deadline = asyncio.get_running_loop().time() + 10
     while table in server.node.rooms:
         assert asyncio.get_running_loop().time() < deadline, "the sweeper closed the table"
@@ -228,7 +228,7 @@ async def test_a_watcher_whose_seat_is_freed_watches_it_no_more(server, connect)
 
     await bot.wait_until(freed, timeout=10)
     assert table not in server.node.clients[bot.player].tables
-    assert bot not in server.node.watchers.get(table, {})
+    assert bot not in server.node.fanout.watchers.get(table, {})
     seen = bot.tables[table].seq
     newcomer = await connect(server, name="Newcomer")
     await newcomer.request(v1.JoinTable(table=table, seat=seat))
@@ -250,8 +250,8 @@ async def test_a_request_to_a_closed_table_ends_a_watch_left_of_it(server, conne
     )
     connection = server.node.clients[watcher.player]
     assert table not in connection.tables  # the close ended it
-    server.node._start_watch(connection, table, None, 0)  # as if the close had been missed
+    server.node.fanout.start_watch(connection, table, None, 0)  # as if the close had been missed
     with pytest.raises(ServerError) as error:
         await watcher.request(v1.LeaveTable(table=table))
     assert error.value.code == ErrorCode.NOT_FOUND
-    assert table not in connection.tables and table not in server.node.watchers
+    assert table not in connection.tables and table not in server.node.fanout.watchers
