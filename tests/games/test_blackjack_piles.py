@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import re
+from collections.abc import Sequence
 
 import msgspec
 import pytest
@@ -29,6 +30,7 @@ from blackdrez.games.blackjack_piles.rules import (
     Resign,
     RoundEnded,
     RoundStarted,
+    View,
     card_points,
     makes_21,
     round_bonus,
@@ -488,6 +490,24 @@ def visible(view_piles: list[list[str]], top: str | None) -> set[str]:
     return cards | ({top} if top else set())
 
 
+def shown_by(before: View, action: Action, after: View, order: Sequence[str]) -> set[str]:
+    """The cards a player may see while ``action`` plays: those on view before and after it,
+    and the stock's face-up top as the action leaves it (``order`` is the round's deck). When
+    the action ends the round and the next one starts at once, that top counts as left on the
+    table but no view shows it: only the event that turned it face up does."""
+    drawn = len(order) - before.stock_count
+    if isinstance(action, Place) or (isinstance(action, Cash) and action.stock):
+        drawn += 1
+    face_up = set(order[drawn : drawn + 1])
+    return visible(before.piles, before.stock_top) | visible(after.piles, after.stock_top) | face_up
+
+
+def named_cards(engine: BlackjackPiles, events: list[Event]) -> set[str]:
+    """Every card ``events`` name, as a spectator receives them."""
+    json = msgspec.json.encode([engine.event_view(event, None) for event in events]).decode()
+    return set(CARD.findall(json))
+
+
 def default_by_priority(legal: list[Action]) -> Action | None:
     """The documented timer choice: end_round, else the first place, else the first cash."""
     for kind in (EndRound, Place, Cash):
@@ -521,10 +541,9 @@ def play_random(
         events = engine.apply(0, action)
         actions.append(action)
         after = engine.view(0)
-        shown = visible(before.piles, before.stock_top) | visible(after.piles, after.stock_top)
+        played = orders[before.round - config.first_round]
+        assert named_cards(engine, events) <= shown_by(before, action, after, played)
         for event in events:
-            json = msgspec.json.encode(engine.event_view(event, None)).decode()
-            assert set(CARD.findall(json)) <= shown
             if isinstance(event, Cashed):
                 cashed += event.cards
             if isinstance(event, RoundStarted):
@@ -548,6 +567,36 @@ def play_random(
             assert result.score == (result.hands + result.bonus) * result.round
             assert result.left > 0
     return actions
+
+
+FACE_UP_TOP_SEED = "\xa6\U000cf701\U000a9737\x00"
+"""The seed with which hypothesis found a round ended by its face-up stock top."""
+
+ROUND_4_LEAVING_A_FACE_UP_TOP = (
+    "0 0 1 2 3 1 01 2 012 0 3 3 0 1 2 2 0 1 013 1 013 0 023 3 1 1 2 3 0 0 023 013 0 0 01 0 3 2 1 "
+    "01 1 1 012 0 0 0123 3 1 123 3 2 1 012 2 1 3 0 0 1 2 12 2 1 2 3"
+)
+"""Round 4 of :data:`FACE_UP_TOP_SEED` as hypothesis played it: one digit places the stock's top
+on that pile, several digits cash those piles' tops. The last place fills the last free slot; the
+new face-up top (6C) fits nowhere, so the round ends by itself, passes, and round 5 starts: only
+the ``placed`` event ever shows 6C."""
+
+
+def test_a_round_ended_by_its_face_up_top_shows_that_top_only_in_the_event() -> None:
+    config = Config(first_round=4)
+    engine = BlackjackPiles.new(config, FACE_UP_TOP_SEED)
+    order = BlackjackPiles.deal_order(config, FACE_UP_TOP_SEED)[0]
+    for token in ROUND_4_LEAVING_A_FACE_UP_TOP.split():
+        action: Action = Place(int(token)) if len(token) == 1 else Cash(tuple(map(int, token)))
+        before = engine.view(0)
+        events = engine.apply(0, action)
+        assert named_cards(engine, events) <= shown_by(before, action, engine.view(0), order)
+    placed, ended, started = events
+    assert placed == Placed(card="2D", pile=3, stock_top="6C", stock_count=1)
+    assert isinstance(ended, RoundEnded) and ended.ended_by == "auto" and ended.advanced
+    assert ended.result.left == 13  # 11 on the piles, 6C and the card under it in the stock
+    assert isinstance(started, RoundStarted) and started.round == 5
+    assert engine.dealt()[0][-1] == "6C"
 
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
