@@ -40,7 +40,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from blackdrez.server.stores import LeaseLost, StoreUnavailable, open_store
+from blackdrez.server.stores import LeaseLost, StoreUnavailable, open_stores
+from blackdrez.server.stores.base import Append
 from blackdrez.server.testing.redis_cluster import LocalCluster, redis_command
 from blackdrez.server.testing.redis_server import RedisServer
 from blackdrez.tools.loadtest import cli as loadtest
@@ -115,7 +116,7 @@ async def _appends(url: str, wait_replicas: int, tables: int, seconds: float) ->
     """``tables`` writers appending in a loop for ``seconds`` through one store. A writer whose
     call fails (a loaded machine can time a connection out) counts an error and starts a new
     table."""
-    store = open_store(url, "bench", wait_replicas=wait_replicas, wait_timeout_ms=100)
+    store = open_stores(url, "bench", wait_replicas=wait_replicas, wait_timeout_ms=100)
     await store.start()
     latencies: list[float] = []
     errors = 0
@@ -127,13 +128,13 @@ async def _appends(url: str, wait_replicas: int, tables: int, seconds: float) ->
             while time.monotonic() < stop:
                 table = f"b{time.monotonic_ns()}-{index}"
                 try:
-                    token = await store.acquire_lease(table, 120)
+                    token = await store.leases.acquire(table, 120)
                     assert token is not None
                     position = 1
                     while time.monotonic() < stop:
                         started = time.perf_counter()
-                        await store.append_log(
-                            table, token, position, b"x" * 60, "bd:bench", b"y" * 200
+                        await store.logs.append(
+                            Append(table, token, position, b"x" * 60, "bd:bench", b"y" * 200)
                         )
                         latencies.append(time.perf_counter() - started)
                         position += 1
@@ -184,7 +185,7 @@ def appends(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 async def _loss_trial(wait_replicas: int, link_drop: bool) -> dict[str, int]:
     with LocalCluster() as cluster:
-        store = open_store(cluster.url, "bench", wait_replicas=wait_replicas, wait_timeout_ms=500)
+        store = open_stores(cluster.url, "bench", wait_replicas=wait_replicas, wait_timeout_ms=500)
         await store.start()
         try:
             victim = cluster.index_serving("bd:t:{t0}:log")
@@ -196,12 +197,12 @@ async def _loss_trial(wait_replicas: int, link_drop: bool) -> dict[str, int]:
             acked: dict[str, int] = dict.fromkeys(tables, 0)
 
             async def write(table: str) -> None:
-                token = await store.acquire_lease(table, 120)
+                token = await store.leases.acquire(table, 120)
                 assert token is not None
                 position = 1
                 while True:
                     try:
-                        await store.append_log(table, token, position, b"%d" % position)
+                        await store.logs.append(Append(table, token, position, b"%d" % position))
                     except StoreUnavailable:
                         return
                     acked[table] = position
@@ -218,7 +219,7 @@ async def _loss_trial(wait_replicas: int, link_drop: bool) -> dict[str, int]:
             cluster.resume(replica)
             await asyncio.wait_for(asyncio.gather(*writers), 60)
             await asyncio.wait_for(store.health.wait_up(), 60)
-            kept = {t: len(await store.read_log(t)) for t in tables}
+            kept = {t: len(await store.logs.read(t)) for t in tables}
         finally:
             await store.close()
     return {

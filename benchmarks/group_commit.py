@@ -3,11 +3,10 @@
     python3 benchmarks/group_commit.py [--tables 300] [--rounds 20] [--repeat 3] [--cpu 0]
         [--json FILE]
 
-A Redis of its own (``blackdrez.server.testing.redis_server``) and one :class:`RedisStore` in this
-process,
-as a node has; ``--tables`` tables, each leased and created. Then ``--rounds`` times each table
-appends one entry of 120 bytes with an announcement of 400 (about a BlackDrez action and its
-update), in two ways:
+A Redis of its own (``blackdrez.server.testing.redis_server``) and one bundle of Redis stores
+in this process, as a node has; ``--tables`` tables, each leased and created. Then ``--rounds``
+times each table appends one entry of 120 bytes with an announcement of 400 (about a BlackDrez
+action and its update), in two ways:
 
 * **one by one**: each append awaited before the next starts, so every batch holds one append:
   one script call per action, what a node paid before the group commit;
@@ -34,34 +33,33 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a checkout, not installed
 
-from blackdrez.server.stores.base import Store, table_channel
-from blackdrez.server.stores.memory import MemoryStore
-from blackdrez.server.stores.redis import RedisStore
+from blackdrez.server.stores import Stores, open_stores
+from blackdrez.server.stores.base import Append, table_channel
 from blackdrez.server.testing.redis_server import RedisServer
 
 ENTRY = b"e" * 120
 ANNOUNCE = b"u" * 400
 
 
-async def prepare(store: Store, tables: list[str]) -> dict[str, int]:
+async def prepare(store: Stores, tables: list[str]) -> dict[str, int]:
     """Lease every table and log its first entry: the tokens."""
     tokens = {}
     for table in tables:
-        token = await store.acquire_lease(table, 600)
+        token = await store.leases.acquire(table, 600)
         assert token is not None
-        await store.append_log(table, token, 1, b"create")
+        await store.logs.append(Append(table, token, 1, b"create"))
         tokens[table] = token
     return tokens
 
 
-async def run(store: Store, tables: int, rounds: int, grouped: bool) -> dict[str, float]:
+async def run(store: Stores, tables: int, rounds: int, grouped: bool) -> dict[str, float]:
     """Append ``rounds`` entries to each of ``tables`` new tables; appends/s and CPU µs each."""
     names = [f"b{os.getpid()}x{time.monotonic_ns()}x{i}" for i in range(tables)]
     tokens = await prepare(store, names)
 
     def append(table: str, position: int) -> Any:
         channel = table_channel(table)
-        return store.append_log(table, tokens[table], position, ENTRY, channel, ANNOUNCE)
+        return store.logs.append(Append(table, tokens[table], position, ENTRY, channel, ANNOUNCE))
 
     wall, cpu = time.perf_counter(), time.process_time()
     for position in range(2, rounds + 2):
@@ -76,7 +74,7 @@ async def run(store: Store, tables: int, rounds: int, grouped: bool) -> dict[str
 
 
 async def measure(url: str | None, tables: int, rounds: int, grouped: bool) -> dict[str, float]:
-    store: Store = RedisStore(url, "bench") if url else MemoryStore("bench")
+    store = open_stores(url, "bench")
     await store.start()
     try:
         return await run(store, tables, rounds, grouped)

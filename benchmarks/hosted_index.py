@@ -30,7 +30,7 @@ import redis.asyncio as aioredis
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a checkout, not installed
 
 from blackdrez.server.stores.base import bucket_of, in_share, share_buckets
-from blackdrez.server.stores.redis import LEGACY_HOSTED_KEY, hosted_key
+from blackdrez.server.stores.keys import LEGACY_HOSTED_KEY, hosted_key
 from blackdrez.server.testing.redis_server import RedisServer
 
 

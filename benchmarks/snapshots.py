@@ -33,8 +33,10 @@ import redis.asyncio as aioredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # a checkout, not installed
 
-from blackdrez.server.stores.redis import RedisStore, log_key
+from blackdrez.server.stores.keys import log_key
+from blackdrez.server.stores.redis import redis_stores
 from blackdrez.server.table.commands import rebuild as rebuild_from_log
+from blackdrez.server.table.commands import state_key
 from blackdrez.server.table.room import Room
 from blackdrez.server.table.snapshots import SNAPSHOT_EVERY, resume, take
 from blackdrez.server.testing.redis_server import RedisServer
@@ -64,15 +66,15 @@ async def measure(url: str, entries: int, repeat: int) -> dict[str, Any]:
         for position, entry in enumerate(log, start=1):
             pipe.xadd(log_key(TABLE), {"e": entry}, id=f"{position}-0")
         pipe.execute()
-    store = RedisStore(url, "bench")
+    store = redis_stores(url, "bench")
     await store.start()
     # The whole log is read as the store does (XRANGE) but without its 2 s command timeout,
     # which a loaded machine's read of 10,000 entries can pass.
     direct = aioredis.Redis.from_url(url, socket_timeout=60)
     try:
-        token = await store.acquire_lease(TABLE, 600)
+        token = await store.leases.acquire(TABLE, 600)
         assert token is not None
-        await store.put_snapshot(TABLE, token, *snapshot)
+        await store.logs.put_snapshot(TABLE, token, *snapshot)
         before: dict[str, list[float]] = {"read": [], "rebuild": []}
         after: dict[str, list[float]] = {"read": [], "rebuild": []}
         for _ in range(repeat):
@@ -84,14 +86,14 @@ async def measure(url: str, entries: int, repeat: int) -> dict[str, Any]:
             before["rebuild"].append((time.perf_counter() - middle) * 1000)
 
             started = time.perf_counter()
-            kept = await store.read_snapshot(TABLE)
+            kept = await store.logs.read_snapshot(TABLE)
             assert kept is not None
-            tail = await store.read_log(TABLE, after=kept[0] - 1)
+            tail = await store.logs.read(TABLE, after=kept[0] - 1)
             middle = time.perf_counter()
             resumed = resume(kept, tail)
             after["read"].append((middle - started) * 1000)
             after["rebuild"].append((time.perf_counter() - middle) * 1000)
-            assert resumed.state_key() == room.state_key()
+            assert state_key(resumed) == state_key(room)
     finally:
         await store.close()
         await direct.aclose()

@@ -44,7 +44,7 @@ class Request(msgspec.Struct, tag="request", tag_field="bus", kw_only=True):
     """``Stop``: an operator closes the table (``blackdrez.server.admin``)."""
     bot: bool = False
     incarnation: str | None = None
-    """The requester's node process (``Store.incarnation``; ``None`` from older versions): the
+    """The requester's node process (``Stores.incarnation``; ``None`` from older versions): the
     host lets its viewers go when that process is gone, even if the node id still heartbeats."""
 
 
@@ -85,7 +85,7 @@ class SignedOut(msgspec.Struct, tag="signed_out", tag_field="bus", kw_only=True)
 
 class Replaced(msgspec.Struct, tag="replaced", tag_field="bus", kw_only=True):
     """A player connected on another node: each node closes the player's connection there if
-    it is older (its ``order`` is lower: ``Store.next_attach``)."""
+    it is older (its ``order`` is lower: ``Players.next_attach``)."""
 
     player: str
     order: int

@@ -30,7 +30,7 @@ from blackdrez.server.identity import Token
 from blackdrez.server.ratelimit import TokenBucket
 
 OLDEST = 0
-"""The order of a connection older than every one the store orders (``Store.next_attach``
+"""The order of a connection older than every one the store orders (``Players.next_attach``
 counts from 1): a new identity's first connection, of which no other can exist yet, and one
 greeted while the store could not be reached. A later connection anywhere replaces it."""
 
@@ -66,7 +66,7 @@ class Connection:
     """The tables where the player held a seat when this connection greeted (its welcome's)."""
     order: int | None = None
     """Where this connection stands among its player's connections on every node
-    (``Store.next_attach``): the higher replaces the lower. ``None`` until the store answered;
+    (``Players.next_attach``): the higher replaces the lower. ``None`` until the store answered;
     :data:`OLDEST` for a new identity's first connection and one the store could not order."""
     outranked: tuple[int, list[str]] | None = None
     """The order and seated tables of a newer connection of the player on another node, heard

@@ -2,8 +2,8 @@
 
 Slots (a table's keys in one slot, each index one key), the bus moving to another node when its
 node dies, a master's failover under a live store, and the WAIT durability setting: with it no
-acknowledged append is lost when a master is killed. (The store contract itself runs on the
-cluster in ``tests/test_stores.py``.)
+acknowledged append is lost when a master is killed. (Each store's contract runs on the
+cluster too: ``tests/stores/``.)
 """
 
 from __future__ import annotations
@@ -18,34 +18,32 @@ import pytest
 import redis.asyncio.connection
 import redis.exceptions
 
-from blackdrez.server.stores import StoreUnavailable, open_store
-from blackdrez.server.stores.base import LOBBY_CHANNEL, LobbyRecord, table_channel
-from blackdrez.server.stores.redis import RedisStore
+from blackdrez.server.stores import Stores, StoreUnavailable, open_stores
+from blackdrez.server.stores.base import LOBBY_CHANNEL, Append, LobbyRecord, table_channel
 from blackdrez.server.stores.redis_cluster import (
-    RedisClusterStore,
+    ClusterLink,
     _unreachable_cluster,
     parse_cluster_url,
 )
 from blackdrez.server.testing.redis_cluster import LocalCluster, direct_client, redis_command
-from tests.test_stores import Inbox, eventually
+from tests.stores.helpers import Inbox, eventually
 
-OpenStore = Callable[..., Awaitable[RedisStore]]
+OpenStore = Callable[..., Awaitable[Stores]]
 
 
 @pytest.fixture
 async def open_cluster_store() -> AsyncIterator[OpenStore]:
-    """Open started stores (``open_store(url, node_id, **options)``); close them after."""
-    stores: list[RedisStore] = []
+    """Open started stores (``open_stores(url, node_id, **options)``); close them after."""
+    opened: list[Stores] = []
 
-    async def start(url: str, node_id: str = "node-a", **options: int) -> RedisStore:
-        store = open_store(url, node_id, **options)
-        assert isinstance(store, RedisStore)
+    async def start(url: str, node_id: str = "node-a", **options: int) -> Stores:
+        store = open_stores(url, node_id, **options)
         await store.start()
-        stores.append(store)
+        opened.append(store)
         return store
 
     yield start
-    for store in stores:
+    for store in opened:
         await store.close()
 
 
@@ -98,16 +96,16 @@ async def test_a_tables_keys_share_a_slot_and_each_index_is_one_key(
     open_cluster_store: OpenStore, redis_cluster: LocalCluster, redis_cluster_url_clean: str
 ) -> None:
     store = await open_cluster_store(redis_cluster_url_clean)
-    await store.shared_secret(b"s")
-    await store.heartbeat(5)
-    await store.submit_score("piles", "p1", "Ann", 3)
+    await store.tokens.shared_secret(b"s")
+    await store.presence.heartbeat(5)
+    await store.leaderboards.submit("piles", "p1", "Ann", 3)
     for table in ("t1", "t2", "t3", "t4"):
-        token = await store.acquire_lease(table, 5)
+        token = await store.leases.acquire(table, 5)
         assert token == 1
-        await store.append_log(table, token, 1, b"create")
-        await store.put_table(table, "node-a", b"rec", listed=True, token=token)
-        await store.add_player_table("alice", table)
-    await store.retire_table("t4", 1, b"game", 60, ["alice"])
+        await store.logs.append(Append(table, token, 1, b"create"))
+        await store.lobby.put(table, "node-a", b"rec", listed=True, token=token)
+        await store.players.add_table("alice", table)
+    await store.logs.retire("t4", 1, b"game", 60, ["alice"])
     with direct_client(redis_cluster_url_clean) as raw:
         keys = sorted(key.decode() for key in raw.scan_iter(match="bd:*"))
     slots: dict[str, set[int]] = {}
@@ -123,8 +121,8 @@ async def test_a_tables_keys_share_a_slot_and_each_index_is_one_key(
     assert {beats} == slots["bd:nodes"], "the heartbeat script writes both in one slot"
     tables = {slot for group, found in slots.items() if group.startswith("bd:t:") for slot in found}
     assert len(tables) > 1, "tables spread over slots"
-    assert sorted(await store.list_tables()) == [b"rec"] * 3
-    assert await store.player_tables("alice") == ["t1", "t2", "t3"]
+    assert sorted(await store.lobby.listed()) == [b"rec"] * 3
+    assert await store.players.tables("alice") == ["t1", "t2", "t3"]
 
 
 async def test_an_addresss_rate_limit_is_one_bucket_for_every_node_of_a_cluster(
@@ -134,13 +132,13 @@ async def test_an_addresss_rate_limit_is_one_bucket_for_every_node_of_a_cluster(
     single-key script: any slot), timed by Redis, waited out exactly."""
     first = await open_cluster_store(redis_cluster_url_clean, "node-a")
     second = await open_cluster_store(redis_cluster_url_clean, "node-b")
-    takes = [await store.take_token("handshake", "192.0.2.7", 2.0, 2) for store in (first, second)]
+    takes = [await store.tokens.take("handshake", "192.0.2.7", 2.0, 2) for store in (first, second)]
     assert takes == [0.0, 0.0]
-    wait = await first.take_token("handshake", "192.0.2.7", 2.0, 2)
+    wait = await first.tokens.take("handshake", "192.0.2.7", 2.0, 2)
     assert 0 < wait <= 0.5
-    assert await second.take_token("api", "192.0.2.7", 2.0, 2) == 0.0  # another kind: its own
+    assert await second.tokens.take("api", "192.0.2.7", 2.0, 2) == 0.0  # another kind: its own
     await asyncio.sleep(wait)
-    assert await second.take_token("handshake", "192.0.2.7", 2.0, 2) == 0.0
+    assert await second.tokens.take("handshake", "192.0.2.7", 2.0, 2) == 0.0
 
 
 async def test_updates_cross_the_cluster_to_a_subscriber_on_another_node(
@@ -150,12 +148,12 @@ async def test_updates_cross_the_cluster_to_a_subscriber_on_another_node(
     listeners = [await open_cluster_store(redis_cluster_url_clean, f"n{i}") for i in range(4)]
     inboxes = [Inbox() for _ in listeners]
     for listener, inbox in zip(listeners, inboxes, strict=True):
-        await listener.subscribe(table_channel("t1"), inbox)
-    bus_ports = {listener._pubsub.connection.port for listener in listeners}
+        await listener.bus.subscribe(table_channel("t1"), inbox)
+    bus_ports = {listener.bus._pubsub.connection.port for listener in listeners}
     assert len(bus_ports) > 1, "the stores' bus links start on different nodes"
-    token = await publisher.acquire_lease("t1", 5)
+    token = await publisher.leases.acquire("t1", 5)
     assert token is not None
-    await publisher.append_log("t1", token, 1, b"create", table_channel("t1"), b"update")
+    await publisher.logs.append(Append("t1", token, 1, b"create", table_channel("t1"), b"update"))
     await eventually(lambda: all(inbox.messages == [b"update"] for inbox in inboxes))
 
 
@@ -165,20 +163,20 @@ async def test_the_bus_moves_to_another_node_when_its_node_dies(
     listener = await open_cluster_store(private_cluster.url, "listener")
     publisher = await open_cluster_store(private_cluster.url, "publisher")
     recovered = asyncio.Event()
-    listener.on_bus_recovered = recovered.set
+    listener.bus.on_recovered = recovered.set
     inbox = Inbox()
-    await listener.subscribe("news", inbox)
-    port = listener._pubsub.connection.port
+    await listener.bus.subscribe("news", inbox)
+    port = listener.bus._pubsub.connection.port
     victim = private_cluster.ports.index(port)
     was_master = private_cluster.role(victim) == "master"
     private_cluster.kill(victim)
     await asyncio.wait_for(recovered.wait(), 30)
-    assert listener._pubsub.connection.port != port
+    assert listener.bus._pubsub.connection.port != port
     deadline = time.monotonic() + 30  # a killed master's slots are away until its failover
     while not inbox.messages:
         assert time.monotonic() < deadline, "the bus did not come back"
         with contextlib.suppress(StoreUnavailable):
-            await publisher.publish("news", b"after")
+            await publisher.bus.publish("news", b"after")
         await asyncio.sleep(0.1)
     assert set(inbox.messages) == {b"after"}
     if was_master:
@@ -189,21 +187,21 @@ async def test_a_master_failover_is_unavailable_then_served_by_its_replica(
     open_cluster_store: OpenStore, private_cluster: LocalCluster
 ) -> None:
     store = await open_cluster_store(private_cluster.url, wait_replicas=1)
-    token = await store.acquire_lease("t1", 60)
+    token = await store.leases.acquire("t1", 60)
     assert token is not None
-    await store.append_log("t1", token, 1, b"create")
-    await store.append_log("t1", token, 2, b"act")
+    await store.logs.append(Append("t1", token, 1, b"create"))
+    await store.logs.append(Append("t1", token, 2, b"act"))
     private_cluster.kill(private_cluster.index_serving("bd:t:{t1}:log"))
     started = time.monotonic()
     with pytest.raises(StoreUnavailable):
-        await store.append_log("t1", token, 3, b"during the failover")
+        await store.logs.append(Append("t1", token, 3, b"during the failover"))
     assert time.monotonic() - started < 3.0, "unavailable at once, not after a long wait"
     assert not store.health.up
     await asyncio.wait_for(store.health.wait_up(), 60)  # the probe sees the new master
     # The replica took over with every acknowledged entry; WAIT now finds no replica of it.
     assert await read_soon(store, "t1") == [b"create", b"act"]
     with pytest.raises(StoreUnavailable, match="0 of 1 replicas"):
-        await store.append_log("t1", token, 3, b"unreplicated")
+        await store.logs.append(Append("t1", token, 3, b"unreplicated"))
     assert store.health.up, "a missing replica does not make the store look down"
 
 
@@ -213,40 +211,42 @@ async def test_wait_acknowledges_only_what_enough_replicas_hold(
     one = await open_cluster_store(redis_cluster_url_clean, "one", wait_replicas=1)
     two = await open_cluster_store(redis_cluster_url_clean, "two", wait_replicas=2)
     alone = await open_cluster_store(redis_url_clean, "alone", wait_replicas=1)
-    assert isinstance(one, RedisClusterStore) and not isinstance(alone, RedisClusterStore)
+    assert isinstance(one.link, ClusterLink) and not isinstance(alone.link, ClusterLink)
     inbox = Inbox()
-    await one.subscribe(table_channel("t1"), inbox)
+    await one.bus.subscribe(table_channel("t1"), inbox)
     for store, table in ((one, "t1"), (two, "t2"), (alone, "t3")):
-        token = await store.acquire_lease(table, 60)
+        token = await store.leases.acquire(table, 60)
         assert token is not None
         if store is one:
-            await store.append_log(table, token, 1, b"create", table_channel(table), b"seen")
+            await store.logs.append(
+                Append(table, token, 1, b"create", table_channel(table), b"seen")
+            )
             continue
         started = time.monotonic()
         with pytest.raises(StoreUnavailable, match="replicas took entry 1"):
-            await store.append_log(table, token, 1, b"create", table_channel("t1"), b"unseen")
+            await store.logs.append(
+                Append(table, token, 1, b"create", table_channel("t1"), b"unseen")
+            )
         assert time.monotonic() - started >= 0.09, "it waited for the replicas (100 ms)"
     await eventually(lambda: inbox.messages == [b"seen"])
     await asyncio.sleep(0.2)
     assert inbox.messages == [b"seen"], "an unacknowledged entry is never announced"
 
 
-async def read_soon(store: RedisStore, table: str) -> list[bytes]:
+async def read_soon(store: Stores, table: str) -> list[bytes]:
     """The table's log, read again while the cluster still settles after a failover (a call
     can meet a connection closed by the change, as a node's calls can: it retries too)."""
     deadline = time.monotonic() + 30
     while True:
         try:
-            return await store.read_log(table)
+            return await store.logs.read(table)
         except StoreUnavailable:
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.2)
 
 
-async def _appends_lost_when_a_master_dies(
-    store: RedisStore, cluster: LocalCluster
-) -> tuple[int, int]:
+async def _appends_lost_when_a_master_dies(store: Stores, cluster: LocalCluster) -> tuple[int, int]:
     """Writers append as fast as they can to tables of one master; the replica's link breaks
     (the replica frozen, so that it cannot reconnect), and 0.5 s later the master is killed;
     once the replica has taken over, count the acknowledged appends it does not have.
@@ -259,12 +259,12 @@ async def _appends_lost_when_a_master_dies(
     breaking = asyncio.Event()
 
     async def append_until_refused(table: str) -> None:
-        token = await store.acquire_lease(table, 60)
+        token = await store.leases.acquire(table, 60)
         assert token is not None
         position = 1
         while True:
             try:
-                await store.append_log(table, token, position, b"entry %d" % position)
+                await store.logs.append(Append(table, token, position, b"entry %d" % position))
             except StoreUnavailable:
                 assert breaking.is_set(), "refused only once the replica is cut off"
                 return
@@ -320,10 +320,10 @@ async def test_with_wait_a_lobby_record_that_could_not_be_written_is_caught_up(
     store = await open_cluster_store(redis_cluster_url_clean, wait_replicas=1)
     tokens = {}
     for table in ("kept", "moved"):
-        token = await store.acquire_lease(table, 60)
+        token = await store.leases.acquire(table, 60)
         assert token is not None
         tokens[table] = token
-    real_put = store.put_table
+    real_put = store.lobby.put
     failures = {"kept": 2, "moved": 1}
     released = asyncio.Event()
 
@@ -335,18 +335,18 @@ async def test_with_wait_a_lobby_record_that_could_not_be_written_is_caught_up(
             await released.wait()  # the catch-up comes after the table moved away
         await real_put(table_id, *args, **kwargs)
 
-    monkeypatch.setattr(store, "put_table", out_of_reach_at_first)
+    monkeypatch.setattr(store.lobby, "put", out_of_reach_at_first)
 
     def record(n: int) -> LobbyRecord:
         return LobbyRecord("node-a", b"record %d" % n, True, LOBBY_CHANNEL, b"change %d" % n)
 
-    await store.append_log("kept", tokens["kept"], 1, b"create", lobby=record(1))
-    await store.append_log("moved", tokens["moved"], 1, b"create", lobby=record(1))
-    await store.append_log("kept", tokens["kept"], 2, b"act", lobby=record(2))
-    await store.release_lease("moved", tokens["moved"])
+    await store.logs.append(Append("kept", tokens["kept"], 1, b"create", lobby=record(1)))
+    await store.logs.append(Append("moved", tokens["moved"], 1, b"create", lobby=record(1)))
+    await store.logs.append(Append("kept", tokens["kept"], 2, b"act", lobby=record(2)))
+    await store.leases.release("moved", tokens["moved"])
     released.set()
-    await eventually(lambda: store._lobby_catching_up is None, 10)
-    assert store._lobby_behind == {}
-    assert await store.get_table("kept") == ("node-a", b"record 2")
-    assert await store.get_table("moved") is None, "no record written without its lease"
+    await eventually(lambda: store.logs._lobby_catching_up is None, 10)
+    assert store.logs._lobby_behind == {}
+    assert await store.lobby.get("kept") == ("node-a", b"record 2")
+    assert await store.lobby.get("moved") is None, "no record written without its lease"
     assert failures == {"kept": 0, "moved": 0}

@@ -18,97 +18,106 @@ from pathlib import Path
 import pytest
 import redis
 
-from blackdrez.server.stores import open_store
+from blackdrez.server.stores import open_stores
 from blackdrez.server.stores.base import (
+    Append,
     LeaseLost,
     LobbyRecord,
-    Store,
+    Stores,
     StoreUnavailable,
     table_channel,
 )
-from blackdrez.server.stores.memory import MemoryStore
-from blackdrez.server.stores.redis import RedisStore
-from blackdrez.server.stores.redis_cluster import RedisClusterStore
+from blackdrez.server.stores.memory import MemoryLink
+from blackdrez.server.stores.redis import redis_stores
+from blackdrez.server.stores.redis_cluster import ClusterLink
 from blackdrez.server.testing.redis_cluster import LocalCluster
 from blackdrez.server.testing.redis_server import RedisServer
-from tests.test_stores import Inbox, eventually
+from tests.stores.helpers import Inbox, eventually
 
 
 @pytest.fixture(params=["memory", "redis", "cluster"])
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    """A started store of each kind, empty (as in ``tests/test_stores.py``)."""
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Stores]:
+    """Started stores of each kind, empty (as in ``tests/stores/conftest.py``)."""
     url = {
         "memory": None,
         "redis": "redis_url_clean",
         "cluster": "redis_cluster_url_clean",
     }[request.param]
-    started = open_store(request.getfixturevalue(url) if url else None, "node-a")
+    started = open_stores(request.getfixturevalue(url) if url else None, "node-a")
     await started.start()
     yield started
     await started.close()
 
 
-async def leased(store: Store, tables: list[str]) -> dict[str, int]:
+async def leased(store: Stores, tables: list[str]) -> dict[str, int]:
     """Lease every table and log its first entry; the tokens."""
     tokens = {}
     for table in tables:
-        token = await store.acquire_lease(table, 30)
+        token = await store.leases.acquire(table, 30)
         assert token is not None
-        await store.append_log(table, token, 1, b"create")
+        await store.logs.append(Append(table, token, 1, b"create"))
         tokens[table] = token
     return tokens
 
 
-async def test_appends_of_one_turn_each_have_their_own_outcome(store: Store) -> None:
+async def test_appends_of_one_turn_each_have_their_own_outcome(store: Stores) -> None:
     tokens = await leased(store, ["good1", "stale", "ahead", "good2"])
     outcomes = await asyncio.gather(
-        store.append_log("good1", tokens["good1"], 2, b"g1"),
-        store.append_log("stale", tokens["stale"] + 1, 2, b"stale token"),
-        store.append_log("ahead", tokens["ahead"], 3, b"position ahead"),
-        store.append_log("good2", tokens["good2"], 2, b"g2"),
-        store.append_log("unleased", tokens["good1"], 1, b"no lease"),
+        store.logs.append(Append("good1", tokens["good1"], 2, b"g1")),
+        store.logs.append(Append("stale", tokens["stale"] + 1, 2, b"stale token")),
+        store.logs.append(Append("ahead", tokens["ahead"], 3, b"position ahead")),
+        store.logs.append(Append("good2", tokens["good2"], 2, b"g2")),
+        store.logs.append(Append("unleased", tokens["good1"], 1, b"no lease")),
         return_exceptions=True,
     )
     assert outcomes[0] is True and outcomes[3] is True
     assert [type(o) for o in outcomes[1:3] + outcomes[4:]] == [LeaseLost] * 3
-    assert await store.read_log("good1") == [b"create", b"g1"]
-    assert await store.read_log("good2") == [b"create", b"g2"]
-    assert await store.read_log("stale") == [b"create"]
-    assert await store.read_log("ahead") == [b"create"]
-    assert await store.read_log("unleased") == []
+    assert await store.logs.read("good1") == [b"create", b"g1"]
+    assert await store.logs.read("good2") == [b"create", b"g2"]
+    assert await store.logs.read("stale") == [b"create"]
+    assert await store.logs.read("ahead") == [b"create"]
+    assert await store.logs.read("unleased") == []
 
 
-async def test_each_tables_appends_keep_their_order_among_others(store: Store) -> None:
+async def test_each_tables_appends_keep_their_order_among_others(store: Stores) -> None:
     tables = [f"order{i}" for i in range(12)]
     tokens = await leased(store, tables)
 
     async def play(table: str) -> None:
         for position in range(2, 32):
-            await store.append_log(table, tokens[table], position, f"{table}:{position}".encode())
+            await store.logs.append(
+                Append(table, tokens[table], position, f"{table}:{position}".encode())
+            )
 
     await asyncio.gather(*(play(table) for table in tables))
     for table in tables:
         expected = [b"create"] + [f"{table}:{p}".encode() for p in range(2, 32)]
-        assert await store.read_log(table) == expected
+        assert await store.logs.read(table) == expected
 
 
-async def test_only_logged_entries_are_announced(store: Store) -> None:
+async def test_only_logged_entries_are_announced(store: Stores) -> None:
     tokens = await leased(store, ["heard", "fenced"])
     inbox = Inbox()
     for table in tokens:
-        await store.subscribe(table_channel(table), inbox)
+        await store.bus.subscribe(table_channel(table), inbox)
     outcomes = await asyncio.gather(
-        store.append_log("fenced", tokens["fenced"] + 1, 2, b"f", table_channel("fenced"), b"no"),
-        store.append_log("heard", tokens["heard"], 2, b"h", table_channel("heard"), b"yes"),
+        store.logs.append(
+            Append("fenced", tokens["fenced"] + 1, 2, b"f", table_channel("fenced"), b"no")
+        ),
+        store.logs.append(
+            Append("heard", tokens["heard"], 2, b"h", table_channel("heard"), b"yes")
+        ),
         return_exceptions=True,
     )
     assert isinstance(outcomes[0], LeaseLost) and outcomes[1] is True
-    await store.append_log("heard", tokens["heard"], 3, b"h2", table_channel("heard"), b"yes2")
+    await store.logs.append(
+        Append("heard", tokens["heard"], 3, b"h2", table_channel("heard"), b"yes2")
+    )
     await eventually(lambda: b"yes2" in inbox.messages)
     assert inbox.messages == [b"yes", b"yes2"], "the fenced append's update never went out"
 
 
-async def test_an_append_says_whether_its_announcement_was_heard(store: Store) -> None:
+async def test_an_append_says_whether_its_announcement_was_heard(store: Stores) -> None:
     """What lets a host stop announcing a table no other node follows ("Quiet tables" in
     ``blackdrez.server.node.hosting``): an announcement published with nobody subscribed is not
     heard, on
@@ -116,39 +125,39 @@ async def test_an_append_says_whether_its_announcement_was_heard(store: Store) -
     so there it is always heard. An append that announces nothing is heard (nothing to tell)."""
     tokens = await leased(store, ["t"])
     channel = table_channel("t")
-    alone = await store.append_log("t", tokens["t"], 2, b"a", channel, b"to nobody")
-    silent = await store.append_log("t", tokens["t"], 3, b"b")
+    alone = await store.logs.append(Append("t", tokens["t"], 2, b"a", channel, b"to nobody"))
+    silent = await store.logs.append(Append("t", tokens["t"], 3, b"b"))
     inbox = Inbox()
-    await store.subscribe(channel, inbox)
-    followed = await store.append_log("t", tokens["t"], 4, b"c", channel, b"to the inbox")
-    assert (alone, silent, followed) == (isinstance(store, RedisClusterStore), True, True)
-    assert await store.read_log("t") == [b"create", b"a", b"b", b"c"]
+    await store.bus.subscribe(channel, inbox)
+    followed = await store.logs.append(Append("t", tokens["t"], 4, b"c", channel, b"to the inbox"))
+    assert (alone, silent, followed) == (isinstance(store.link, ClusterLink), True, True)
+    assert await store.logs.read("t") == [b"create", b"a", b"b", b"c"]
     await eventually(lambda: inbox.messages == [b"to the inbox"])
 
 
-async def test_a_logged_entry_carries_its_tables_lobby_record_and_change(store: Store) -> None:
+async def test_a_logged_entry_carries_its_tables_lobby_record_and_change(store: Stores) -> None:
     tokens = await leased(store, ["seated", "fenced"])
     for table in tokens:
-        await store.put_table(table, "node-a", b"before", True, tokens[table])
+        await store.lobby.put(table, "node-a", b"before", True, tokens[table])
     inbox = Inbox()
-    await store.subscribe("lobby-under-test", inbox)
+    await store.bus.subscribe("lobby-under-test", inbox)
 
     def lobby(record: bytes) -> LobbyRecord:
         return LobbyRecord("node-a", record, True, "lobby-under-test", b"changed:" + record)
 
     outcomes = await asyncio.gather(
-        store.append_log("fenced", tokens["fenced"] + 1, 2, b"f", lobby=lobby(b"stale")),
-        store.append_log("seated", tokens["seated"], 2, b"s", lobby=lobby(b"after")),
+        store.logs.append(Append("fenced", tokens["fenced"] + 1, 2, b"f", lobby=lobby(b"stale"))),
+        store.logs.append(Append("seated", tokens["seated"], 2, b"s", lobby=lobby(b"after"))),
         return_exceptions=True,
     )
     assert isinstance(outcomes[0], LeaseLost) and outcomes[1] is True
-    assert await store.get_table("seated") == ("node-a", b"after")
-    assert await store.get_table("fenced") == ("node-a", b"before"), "written without its entry"
-    assert sorted(await store.list_tables()) == [b"after", b"before"]
+    assert await store.lobby.get("seated") == ("node-a", b"after")
+    assert await store.lobby.get("fenced") == ("node-a", b"before"), "written without its entry"
+    assert sorted(await store.lobby.listed()) == [b"after", b"before"]
     # an entry without a record leaves the record as it is
-    await store.append_log("seated", tokens["seated"], 3, b"s2")
-    assert await store.get_table("seated") == ("node-a", b"after")
-    await store.append_log("seated", tokens["seated"], 4, b"s3", lobby=lobby(b"later"))
+    await store.logs.append(Append("seated", tokens["seated"], 3, b"s2"))
+    assert await store.lobby.get("seated") == ("node-a", b"after")
+    await store.logs.append(Append("seated", tokens["seated"], 4, b"s3", lobby=lobby(b"later")))
     await eventually(lambda: b"changed:later" in inbox.messages)
     assert inbox.messages == [b"changed:after", b"changed:later"]
 
@@ -161,7 +170,7 @@ def script_calls(url: str) -> int:
 
 
 async def test_the_logged_callback_runs_for_a_logged_entry_only_and_before_its_caller(
-    store: Store,
+    store: Stores,
 ) -> None:
     """``logged``, which lets a host fan an update out as soon as the store knows the entry
     logged: once for a logged entry, never for a refused one; on Redis and a cluster from the
@@ -177,7 +186,7 @@ async def test_the_logged_callback_runs_for_a_logged_entry_only_and_before_its_c
             loop.call_soon(order[table].append, "a turn later")
 
         try:
-            await store.append_log(table, token, position, b"x", logged=logged)
+            await store.logs.append(Append(table, token, position, b"x", logged=logged))
         finally:
             order[table].append("resumed")
 
@@ -191,14 +200,14 @@ async def test_the_logged_callback_runs_for_a_logged_entry_only_and_before_its_c
     assert [type(outcome) for outcome in outcomes] == [type(None), LeaseLost, LeaseLost]
     assert order["stale"] == order["ahead"] == ["resumed"]
     early = ["logged", "a turn later", "resumed"]
-    assert order["good"] == (["resumed"] if isinstance(store, MemoryStore) else early)
+    assert order["good"] == (["resumed"] if isinstance(store.link, MemoryLink) else early)
 
 
 @pytest.mark.parametrize("with_lobby_records", [False, True])
 async def test_one_turns_appends_are_one_script_call(
     redis_url_clean: str, with_lobby_records: bool
 ) -> None:
-    store = RedisStore(redis_url_clean, "node-a")
+    store = redis_stores(redis_url_clean, "node-a")
     await store.start()
     try:
         tables = [f"t{i}" for i in range(40)]
@@ -207,15 +216,15 @@ async def test_one_turns_appends_are_one_script_call(
 
         def append(t: str) -> Awaitable[None]:
             lobby = LobbyRecord("node-a", t.encode(), False) if with_lobby_records else None
-            return store.append_log(t, tokens[t], 2, b"act", table_channel(t), b"u", lobby)
+            return store.logs.append(Append(t, tokens[t], 2, b"act", table_channel(t), b"u", lobby))
 
         await asyncio.gather(*(append(t) for t in tables))
         assert script_calls(redis_url_clean) - before == 1
         for table in tables:
-            assert await store.read_log(table) == [b"create", b"act"]
+            assert await store.logs.read(table) == [b"create", b"act"]
             if with_lobby_records:
-                assert await store.get_table(table) == ("node-a", table.encode())
-        assert await store.list_tables() == [], "unlisted tables stay out of the lobby"
+                assert await store.lobby.get(table) == ("node-a", table.encode())
+        assert await store.lobby.listed() == [], "unlisted tables stay out of the lobby"
     finally:
         await store.close()
 
@@ -228,17 +237,21 @@ def durable_redis(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 async def test_a_failed_batch_fails_its_own_appends_only(durable_redis: RedisServer) -> None:
-    store = RedisStore(durable_redis.url, "node-a")
+    store = redis_stores(durable_redis.url, "node-a")
     await store.start()
     try:
         tables = ["a", "b", "c"]
         tokens = await leased(store, tables)
-        await asyncio.gather(*(store.append_log(t, tokens[t], 2, b"before") for t in tables))
+        await asyncio.gather(
+            *(store.logs.append(Append(t, tokens[t], 2, b"before")) for t in tables)
+        )
         durable_redis.stop()
         told: list[str] = []
         failed = await asyncio.gather(
             *(
-                store.append_log(t, tokens[t], 3, b"lost", logged=lambda: told.append("logged"))
+                store.logs.append(
+                    Append(t, tokens[t], 3, b"lost", logged=lambda: told.append("logged"))
+                )
                 for t in tables
             ),
             return_exceptions=True,
@@ -249,11 +262,13 @@ async def test_a_failed_batch_fails_its_own_appends_only(durable_redis: RedisSer
         await asyncio.to_thread(durable_redis.start)
         await asyncio.wait_for(store.health.wait_up(), 10)
         for table in tables:
-            assert await store.read_log(table) == [b"create", b"before"], "nothing of the batch"
+            assert await store.logs.read(table) == [b"create", b"before"], "nothing of the batch"
         # The next batch takes the positions the failed one could not.
-        await asyncio.gather(*(store.append_log(t, tokens[t], 3, b"after") for t in tables))
+        await asyncio.gather(
+            *(store.logs.append(Append(t, tokens[t], 3, b"after")) for t in tables)
+        )
         for table in tables:
-            assert await store.read_log(table) == [b"create", b"before", b"after"]
+            assert await store.logs.read(table) == [b"create", b"before", b"after"]
     finally:
         await store.close()
 
@@ -268,7 +283,7 @@ def private_cluster() -> Iterator[LocalCluster]:
 async def test_a_dead_master_fails_only_its_own_tables_appends(
     private_cluster: LocalCluster,
 ) -> None:
-    store = open_store(private_cluster.url, "node-a")
+    store = open_stores(private_cluster.url, "node-a")
     await store.start()
     try:
         tables = [f"t{i}" for i in range(24)]
@@ -278,26 +293,29 @@ async def test_a_dead_master_fails_only_its_own_tables_appends(
         assert len(set(serving.values())) == 3, "the tables are spread over every master"
         private_cluster.kill(victim)
         outcomes = await asyncio.gather(
-            *(store.append_log(t, tokens[t], 2, b"act") for t in tables), return_exceptions=True
+            *(store.logs.append(Append(t, tokens[t], 2, b"act")) for t in tables),
+            return_exceptions=True,
         )
         for table, outcome in zip(tables, outcomes, strict=True):
             if serving[table] == victim:
                 assert isinstance(outcome, StoreUnavailable), table
             else:
                 assert outcome is True, f"{table}: {outcome!r}"
-                assert await store.read_log(table) == [b"create", b"act"]
+                assert await store.logs.read(table) == [b"create", b"act"]
     finally:
         await store.close()
 
 
 async def test_closing_the_store_answers_every_queued_append(durable_redis: RedisServer) -> None:
-    store = RedisStore(durable_redis.url, "node-a")
+    store = redis_stores(durable_redis.url, "node-a")
     await store.start()
     tables = [f"q{i}" for i in range(300)]  # more than one batch: some wait for the next
     tokens = await leased(store, tables)
     durable_redis.pause()  # the first batch stays out, the rest waits in the queue
     try:
-        appends = [asyncio.create_task(store.append_log(t, tokens[t], 2, b"act")) for t in tables]
+        appends = [
+            asyncio.create_task(store.logs.append(Append(t, tokens[t], 2, b"act"))) for t in tables
+        ]
         await asyncio.sleep(0.2)
         await store.close()
         done, pending = await asyncio.wait(appends, timeout=10)
@@ -322,7 +340,7 @@ def noscript_errors(url: str) -> int:
 
 
 async def test_a_script_redis_forgot_is_loaded_again(durable_redis: RedisServer) -> None:
-    store = RedisStore(durable_redis.url, "node-a")
+    store = redis_stores(durable_redis.url, "node-a")
     await store.start()
     try:
         tables = ["a", "b"]
@@ -330,26 +348,26 @@ async def test_a_script_redis_forgot_is_loaded_again(durable_redis: RedisServer)
         with redis.Redis.from_url(durable_redis.url) as admin:
             admin.script_flush()
         before = noscript_errors(durable_redis.url)
-        await asyncio.gather(*(store.append_log(t, tokens[t], 2, b"act") for t in tables))
+        await asyncio.gather(*(store.logs.append(Append(t, tokens[t], 2, b"act")) for t in tables))
         assert noscript_errors(durable_redis.url) - before == 1, "the call met NOSCRIPT once"
-        await store.append_log("a", tokens["a"], 3, b"again")
-        assert await store.read_log("a") == [b"create", b"act", b"again"]
-        assert await store.read_log("b") == [b"create", b"act"]
+        await store.logs.append(Append("a", tokens["a"], 3, b"again"))
+        assert await store.logs.read("a") == [b"create", b"act", b"again"]
+        assert await store.logs.read("b") == [b"create", b"act"]
         assert store.health.outages == 0
     finally:
         await store.close()
 
 
 async def test_a_restarted_redis_costs_no_append(durable_redis: RedisServer) -> None:
-    store = RedisStore(durable_redis.url, "node-a")
+    store = redis_stores(durable_redis.url, "node-a")
     await store.start()
     try:
         tokens = await leased(store, ["a"])
         await asyncio.to_thread(durable_redis.restart)  # its scripts are gone with it
-        await store.append_log("a", tokens["a"], 2, b"after the restart")
+        await store.logs.append(Append("a", tokens["a"], 2, b"after the restart"))
         assert noscript_errors(durable_redis.url) == 0, "the script was loaded on reconnection"
         # The pool's connections were all closed by the restart: none is handed out stale.
-        assert await store.read_log("a") == [b"create", b"after the restart"]
+        assert await store.logs.read("a") == [b"create", b"after the restart"]
         assert store.health.outages == 0
     finally:
         await store.close()
@@ -358,27 +376,29 @@ async def test_a_restarted_redis_costs_no_append(durable_redis: RedisServer) -> 
 async def test_a_batch_out_when_redis_dies_fails_and_the_next_works_when_it_is_back(
     durable_redis: RedisServer,
 ) -> None:
-    store = RedisStore(durable_redis.url, "node-a")
+    store = redis_stores(durable_redis.url, "node-a")
     await store.start()
     try:
         tables = ["a", "b", "c"]
         tokens = await leased(store, tables)
         durable_redis.pause()  # the batch is sent, then the connection is cut under it
-        out = [asyncio.create_task(store.append_log(t, tokens[t], 2, b"cut")) for t in tables]
+        out = [
+            asyncio.create_task(store.logs.append(Append(t, tokens[t], 2, b"cut"))) for t in tables
+        ]
         await asyncio.sleep(0.2)
         await asyncio.to_thread(durable_redis.kill)
         failed = await asyncio.wait_for(asyncio.gather(*out, return_exceptions=True), 10)
         assert [type(outcome) for outcome in failed] == [StoreUnavailable] * 3
         assert not store.health.up
         refused = await asyncio.gather(
-            store.append_log("a", tokens["a"], 2, b"while down"), return_exceptions=True
+            store.logs.append(Append("a", tokens["a"], 2, b"while down")), return_exceptions=True
         )
         assert isinstance(refused[0], StoreUnavailable)
         await asyncio.to_thread(durable_redis.start)
         await asyncio.wait_for(store.health.wait_up(), 10)
-        await asyncio.gather(*(store.append_log(t, tokens[t], 2, b"back") for t in tables))
+        await asyncio.gather(*(store.logs.append(Append(t, tokens[t], 2, b"back")) for t in tables))
         for table in tables:
-            assert await store.read_log(table) == [b"create", b"back"]
+            assert await store.logs.read(table) == [b"create", b"back"]
     finally:
         await store.close()
 
@@ -386,22 +406,23 @@ async def test_a_batch_out_when_redis_dies_fails_and_the_next_works_when_it_is_b
 async def test_an_unanswered_batch_fails_and_the_next_gets_its_own_replies(
     durable_redis: RedisServer,
 ) -> None:
-    store = RedisStore(durable_redis.url, "node-a")
+    store = redis_stores(durable_redis.url, "node-a")
     await store.start()
     try:
         tokens = await leased(store, ["slow", "next"])
         durable_redis.pause()
         try:
             stalled = await asyncio.gather(
-                store.append_log("slow", tokens["slow"], 2, b"stalled"), return_exceptions=True
+                store.logs.append(Append("slow", tokens["slow"], 2, b"stalled")),
+                return_exceptions=True,
             )  # after the command timeout
         finally:
             durable_redis.resume()
         assert isinstance(stalled[0], StoreUnavailable)
         await asyncio.wait_for(store.health.wait_up(), 10)
         # Were the stalled call's reply read on the same connection, it would answer this one.
-        await store.append_log("next", tokens["next"], 2, b"its own")
-        assert await store.read_log("next") == [b"create", b"its own"]
+        await store.logs.append(Append("next", tokens["next"], 2, b"its own"))
+        assert await store.logs.read("next") == [b"create", b"its own"]
     finally:
         await store.close()
 
@@ -412,25 +433,29 @@ async def test_a_batch_goes_out_while_the_one_before_waits_for_its_reply(
     """On one Redis the batches are pipelined: appends queued while a batch is out are sent at
     once (a busy node's appends do not wait a round trip for a reply that is not theirs), and
     each gets its own outcome."""
-    store = RedisStore(durable_redis.url, "node-a")
+    store = redis_stores(durable_redis.url, "node-a")
     await store.start()
     try:
         tokens = await leased(store, ["first", "second"])
-        assert store._commit_link is not None
+        assert store.logs._commit_link is not None
         durable_redis.pause()
         try:
-            first = asyncio.create_task(store.append_log("first", tokens["first"], 2, b"1"))
+            first = asyncio.create_task(
+                store.logs.append(Append("first", tokens["first"], 2, b"1"))
+            )
             await asyncio.sleep(0.05)
-            second = asyncio.create_task(store.append_log("second", tokens["second"] + 1, 2, b"2"))
+            second = asyncio.create_task(
+                store.logs.append(Append("second", tokens["second"] + 1, 2, b"2"))
+            )
             await asyncio.sleep(0.05)
-            connection = store._commit_link._connection
+            connection = store.logs._commit_link._connection
             assert connection is not None and len(connection._waiting) == 2, "not pipelined"
         finally:
             durable_redis.resume()
         await asyncio.wait_for(first, 5)
         with pytest.raises(LeaseLost):
             await asyncio.wait_for(second, 5)
-        assert await store.read_log("first") == [b"create", b"1"]
-        assert await store.read_log("second") == [b"create"]
+        assert await store.logs.read("first") == [b"create", b"1"]
+        assert await store.logs.read("second") == [b"create"]
     finally:
         await store.close()

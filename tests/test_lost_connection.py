@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import redis.exceptions
 
-from blackdrez.server.stores.redis import lost_connection
+from blackdrez.server.stores.redis_link import lost_connection
 from tests.faults.history import unhandled
 
 

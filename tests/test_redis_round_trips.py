@@ -4,21 +4,21 @@ times a second, and a command per table cost the node's CPU and Redis's)."""
 
 from __future__ import annotations
 
-from blackdrez.server.stores.redis import RedisStore
+from blackdrez.server.stores.redis import redis_stores
 from tests.test_group_commit import script_calls
 
 
 async def test_renewing_many_leases_is_one_script_call(redis_url_clean: str) -> None:
-    store = RedisStore(redis_url_clean, "node-a")
+    store = redis_stores(redis_url_clean, "node-a")
     await store.start()
     try:
         tokens = {}
         for i in range(200):
-            token = await store.acquire_lease(f"t{i}", 5)
+            token = await store.leases.acquire(f"t{i}", 5)
             assert token is not None
             tokens[f"t{i}"] = token
         before = script_calls(redis_url_clean)
-        assert await store.renew_leases(tokens, 5) == set()
+        assert await store.leases.renew(tokens, 5) == set()
         assert script_calls(redis_url_clean) - before == 1
     finally:
         await store.close()

@@ -1,21 +1,35 @@
-"""The store interface: what the server keeps outside one process.
+"""The store interfaces: what the server keeps outside one process, one small interface per concern.
 
 Theory of operation
 -------------------
-A store holds what several server processes (nodes) must share: the lobby's table records, which
-node hosts each table, which tables a player sits at, node presence (heartbeats with a TTL), the
-solitaire leaderboards, and a publish/subscribe bus for live updates and for forwarding requests to
-the node that hosts a table. :class:`~blackdrez.server.stores.memory.MemoryStore` keeps it all in
-one
-process (the default; nothing to install); :class:`~blackdrez.server.stores.redis.RedisStore` keeps
-it in
-Redis so any number of nodes share one lobby.
+A store holds what several server processes (nodes) must share. It is not one object but a
+bundle, :class:`Stores`, of small interfaces, one per concern, each an ABC of a handful of
+methods; a component that needs one concern is handed just that one::
 
-Payloads are bytes (MessagePack): the store never interprets them. Every key that belongs to one
-table carries the table id as a Redis Cluster hash tag (``bd:t:{ID}:...``) so a table's keys live in
-one slot. When the store cannot be reached a method raises :class:`StoreUnavailable`; the caller
-answers ``unavailable`` and changes nothing. Every call's outcome is reported to the store's
-:class:`~blackdrez.server.retry.StoreHealth`, which the node waits on instead of retrying by itself.
+    attribute       interface        what it keeps
+    lobby           Lobby            each table's lobby record; the listed ones make the lobby
+    players         Players          the tables each player sits at; the order of connections
+    presence        Presence         which nodes are alive (heartbeats with a TTL)
+    leases          Leases           which node process hosts each table (fencing tokens)
+    logs            TableLogs        each table's command log, snapshot and final game record
+    leaderboards    Leaderboards     the solitaires' best scores and the games they link to
+    daily           DailyDeals       each day's daily deal seed and who started it where
+    tokens          Tokens           the token-signing secret, revoked session tokens, and the
+                                     rate limits' token buckets shared by every node
+    bus             Bus              publish/subscribe: live updates, requests between nodes
+
+and the :class:`Link` they share: this process's identity (node id, incarnation), whether other
+processes share the store, the connection's lifecycle and its health
+(:class:`~blackdrez.server.retry.StoreHealth`).
+:mod:`blackdrez.server.stores.memory` keeps everything in one process (tests, ``--in-memory``);
+:mod:`blackdrez.server.stores.redis` keeps it in Redis so any number of nodes share one lobby
+(:mod:`blackdrez.server.stores.redis_cluster` on a Redis Cluster). Every Redis key is listed,
+with its owner and lifetime, in :mod:`blackdrez.server.stores.keys`.
+
+Payloads are bytes (MessagePack): the store never interprets them. When the store cannot be
+reached a method raises :class:`StoreUnavailable`; the caller answers ``unavailable`` and changes
+nothing. Every call's outcome is reported to the link's health, which the node waits on instead
+of retrying by itself.
 
 Hosting and fencing
 -------------------
@@ -39,8 +53,10 @@ import enum
 import secrets
 import time
 import zlib
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
+
+import msgspec
 
 from blackdrez.server.retry import StoreHealth
 
@@ -144,8 +160,8 @@ def parse_holder(value: str) -> tuple[str, str, int]:
 @dataclass(frozen=True, slots=True)
 class LobbyRecord:
     """A table's lobby record, written in the same step as one of its log entries (see
-    :meth:`Store.append_log`): the node hosting it, the record (its encoded ``TableInfo``),
-    whether it is listed, and the lobby change to publish on ``channel`` once it is written."""
+    :attr:`Append.lobby`): the node hosting it, the record (its encoded ``TableInfo``), whether
+    it is listed, and the lobby change to publish on ``channel`` once it is written."""
 
     node: str
     record: bytes
@@ -154,86 +170,113 @@ class LobbyRecord:
     announce: bytes | None = None
 
 
-class Store(abc.ABC):
-    """Shared state for one or many server nodes (see the module docstring)."""
+class Append(msgspec.Struct, frozen=True):
+    """One command for a table's log (:meth:`TableLogs.append`) and what goes out with it.
+
+    ``entry`` becomes the log's entry number ``position`` (1 for the first), written only while
+    this process holds the table's lease with ``token`` and the log holds exactly
+    ``position - 1`` entries. In the same step ``announce`` (the update the command caused) is
+    published on ``channel``, so no update goes out unlogged. ``lobby``: the command changed
+    what the lobby shows of the table (its record is replaced and the change published, after
+    the entry is logged, never without it). ``logged``: called at most once, as soon as the
+    store knows the entry logged (see :meth:`TableLogs.append`)."""
+
+    table_id: str
+    token: int
+    position: int
+    entry: bytes
+    channel: str = ""
+    announce: bytes | None = None
+    lobby: LobbyRecord | None = None
+    logged: Callable[[], None] | None = None
+
+
+class Link:
+    """What a bundle's stores share: who this process is, whether other processes share the
+    store, and the connection's lifecycle and health."""
 
     shared: bool = False
     """True when other processes may share this store (so the bus crosses processes)."""
 
-    def __init__(self, node_id: str) -> None:
+    def __init__(self, node_id: str, incarnation: str | None = None) -> None:
         self.node_id = node_id
-        self.incarnation = f"{time.time_ns():016x}{secrets.token_hex(2)}"
+        self.incarnation = incarnation or f"{time.time_ns():016x}{secrets.token_hex(2)}"
         """This process's own id: a node restarted under the same id is a new incarnation.
-        Incarnations sort by start time (fixed-width hex), so a newer one takes an earlier one's
-        leases and never the other way round."""
+        Incarnations sort by start time (fixed-width hex), so a newer one takes an earlier
+        one's leases and never the other way round. A second bundle of the same process (the
+        lease renewal thread's) is given the first one's."""
         self.health = StoreHealth(self.ping, f"store ({type(self).__name__})")
-        self.on_bus_recovered: Callable[[], None] | None = None
-        """Called when the bus is back after an outage, every channel subscribed again:
-        messages sent meanwhile are lost, those sent from now on are heard."""
 
-    async def start(self) -> None:  # noqa: B027 - optional hook
+    def holder(self, token: int) -> str:
+        """The value of a lease this process holds with ``token``."""
+        return holder_value(self.node_id, self.incarnation, token)
+
+    async def start(self) -> None:
         """Connect; called once before use."""
 
-    async def close(self) -> None:  # noqa: B027 - optional hook
-        """Disconnect and stop every subscription."""
+    async def close(self) -> None:
+        """Disconnect."""
 
-    async def ping(self) -> None:  # noqa: B027 - the in-memory store always answers
+    async def ping(self) -> None:
         """Check that the store answers (raise :class:`StoreUnavailable` if not)."""
 
-    # ------------------------------------------------------------------ secrets
-    @abc.abstractmethod
-    async def shared_secret(self, proposed: bytes) -> bytes:
-        """Return the secret all nodes sign tokens with: ``proposed`` if none was set before.
-        The node's first call to the store: :class:`StoreRefused` if it refuses this node."""
 
-    async def restore_secret(self, secret: bytes) -> bytes | None:
-        """Write ``secret`` back unless the store holds one; return what it held before
-        (``None``: nothing, the store lost its data). Called by a node whose store came back,
-        so that the nodes that hold the secret write it before a new node makes another. A
-        store that cannot lose its data while the node runs (in memory) holds it still."""
-        return secret
+class Part(abc.ABC):  # noqa: B024 - every hook is optional
+    """What every concern's store may do with its bundle's lifecycle."""
 
-    # ------------------------------------------------------------------ lobby records
+    async def start(self) -> None:  # noqa: B027 - optional hook
+        """Called once, after the link started, before use."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Called once, before the link closes: stop background work, answer what waits."""
+
+
+class Lobby(Part):
+    """Each table's lobby record and the node hosting it; the listed ones make the lobby."""
+
     @abc.abstractmethod
-    async def put_table(
+    async def put(
         self, table_id: str, node_id: str, record: bytes, listed: bool, token: int | None = None
     ) -> None:
         """Create or replace a table's record and note the node hosting it.
 
-        ``listed`` tables appear in :meth:`list_tables` (public BlackDrez tables). With a
-        ``token`` the write is fenced: made only while this process holds the table's lease with
-        that token, else :class:`LeaseLost` and nothing is written.
+        ``listed`` tables appear in :meth:`listed` (public BlackDrez tables). With a ``token``
+        the write is fenced: made only while this process holds the table's lease with that
+        token, else :class:`LeaseLost` and nothing is written.
         """
 
     @abc.abstractmethod
-    async def get_table(self, table_id: str) -> tuple[str, bytes] | None:
+    async def get(self, table_id: str) -> tuple[str, bytes] | None:
         """Return ``(hosting node, record)`` for a table, or ``None``."""
 
     @abc.abstractmethod
-    async def remove_table(self, table_id: str) -> None:
+    async def remove(self, table_id: str) -> None:
         """Forget a table."""
 
     @abc.abstractmethod
-    async def list_tables(self) -> list[bytes]:
+    async def listed(self) -> list[bytes]:
         """Return the records of every listed table."""
 
     @abc.abstractmethod
-    async def all_tables(self) -> list[tuple[str, str, bytes]]:
+    async def all(self) -> list[tuple[str, str, bytes]]:
         """``(table id, hosting node, record)`` of every table not retired, listed or not, by
         id: the operator's view (it reads every table, so the game's own paths never use it)."""
 
-    # ------------------------------------------------------------------ players
-    @abc.abstractmethod
-    async def add_player_table(self, player: str, table_id: str) -> None:
-        """Note that ``player`` holds a seat at ``table_id`` (the note lives for a bounded time,
-        renewed by each note; :meth:`retire_table` removes it)."""
+
+class Players(Part):
+    """Where each player sits, and the order of their connections across nodes."""
 
     @abc.abstractmethod
-    async def remove_player_table(self, player: str, table_id: str) -> None:
+    async def add_table(self, player: str, table_id: str) -> None:
+        """Note that ``player`` holds a seat at ``table_id`` (the note lives for a bounded time,
+        renewed by each note; :meth:`TableLogs.retire` removes it)."""
+
+    @abc.abstractmethod
+    async def remove_table(self, player: str, table_id: str) -> None:
         """Forget that ``player`` holds a seat at ``table_id``."""
 
     @abc.abstractmethod
-    async def player_tables(self, player: str) -> list[str]:
+    async def tables(self, player: str) -> list[str]:
         """Return the tables where ``player`` holds a seat."""
 
     @abc.abstractmethod
@@ -243,19 +286,15 @@ class Store(abc.ABC):
         earlier one, ``Node.claim``) without trusting the nodes' clocks. Noted as ``player``'s
         latest unless a greater one is already (:meth:`latest_attaches`)."""
 
-    async def take_token(self, kind: str, key: str, rate: float, burst: int) -> float:
-        """Spend a token of ``key``'s bucket for ``kind`` (``rate`` a second, ``burst`` at
-        most), one bucket for every node sharing this store: 0 if there was one, else the
-        seconds until there is (nothing spent). Only a :attr:`shared` store has them: a lone
-        node keeps its buckets itself."""
-        raise NotImplementedError("a lone node keeps its rate limits itself")
-
     @abc.abstractmethod
     async def latest_attaches(self, players: list[str]) -> dict[str, int]:
         """The order of each player's latest connection, as :meth:`next_attach` noted it (for
         a few days after it: a player never noted, or not for that long, is left out)."""
 
-    # ------------------------------------------------------------------ presence
+
+class Presence(Part):
+    """Which nodes are alive: each heartbeats with a TTL, as one process (its incarnation)."""
+
     @abc.abstractmethod
     async def heartbeat(self, ttl: float) -> None:
         """Mark this node alive for ``ttl`` seconds, as this process (its incarnation)."""
@@ -271,57 +310,13 @@ class Store(abc.ABC):
         """Return the nodes whose last heartbeat has not expired."""
         return set(await self.live_incarnations())
 
-    # ------------------------------------------------------------------ leaderboards
-    @abc.abstractmethod
-    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> bool:
-        """Record a finished solitaire score on ``board``; a player's entry there keeps their
-        best score, with ``entry`` (opaque: what the board shows) from the game that made it.
-        Whether ``entry`` is the player's entry there now (placed now, or by an earlier try of
-        the same submission)."""
+
+class Leases(Part):
+    """Which node process hosts each table (see "Hosting and fencing" in the module docstring).
+    Tokens are the epochs :meth:`acquire` returns."""
 
     @abc.abstractmethod
-    async def top_scores(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
-        """Return up to ``limit`` ``(player, entry, score)``, best first (ties: earlier first)."""
-
-    @abc.abstractmethod
-    async def keep_record(self, game_id: str, data: bytes, ttl: float | None = None) -> None:
-        """Keep a ranked game's record (leaderboard entries link to it): for ``ttl`` seconds,
-        or for good (``None``; keeping it again for good ends an earlier TTL)."""
-
-    @abc.abstractmethod
-    async def kept_record(self, game_id: str) -> bytes | None:
-        """A record kept by :meth:`keep_record`, or ``None``."""
-
-    @abc.abstractmethod
-    async def daily_seed(self, game: str, day: str, candidate: str | None) -> str | None:
-        """The seed of ``game``'s daily deal of ``day``: ``candidate`` if the day had none yet
-        (it is kept for good), else the one kept. The same for every node. Without a candidate,
-        only the one kept (``None`` if none was dealt)."""
-
-    @abc.abstractmethod
-    async def claim_daily(
-        self, game: str, day: str, player: str, table: str, keep: float
-    ) -> str | None:
-        """Note that ``player`` starts ``game``'s daily deal of ``day`` at ``table``: the table
-        of the player's ranked session of that deal, ``table`` itself the first time (that
-        session is ranked), the first one's after. The caller holds ``table``'s lease already,
-        so that whoever reads the claim finds its table hosted from that instant (whether its
-        game still runs is read from the table: the claim is only a reference). ``None``: the
-        first claim named no table (a node of an older version made it). The deal's claims are
-        kept ``keep`` seconds from this one (the caller: until a day after ``day`` ends, when
-        no session of that deal can start any more), then forgotten."""
-
-    @abc.abstractmethod
-    async def daily_table(self, game: str, day: str, player: str) -> str | None:
-        """The table of ``player``'s ranked session of ``game``'s daily deal of ``day``, as
-        :meth:`claim_daily` noted it, without claiming (``None``: none noted)."""
-
-    # ------------------------------------------------------------------ hosting
-    # See "Hosting and fencing" in the module docstring. Tokens are the epochs returned by
-    # acquire_lease; log positions count from 1 (the create command).
-
-    @abc.abstractmethod
-    async def acquire_lease(self, table_id: str, ttl: float) -> int | None:
+    async def acquire(self, table_id: str, ttl: float) -> int | None:
         """Take the table's lease for ``ttl`` seconds and mark the table hosted; return the new
         fencing token, or ``None`` if someone holds the lease or the table was retired.
 
@@ -329,18 +324,16 @@ class Store(abc.ABC):
         taken over at once: that process is gone, and the new token fences it out anyway."""
 
     @abc.abstractmethod
-    async def renew_leases(self, leases: dict[str, int], ttl: float) -> set[str]:
+    async def renew(self, leases: dict[str, int], ttl: float) -> set[str]:
         """Extend, by ``ttl`` seconds, each lease this process holds with the given token;
         return the ids of those it no longer holds. A lapsed lease is not taken again."""
 
     @abc.abstractmethod
-    async def release_lease(self, table_id: str, token: int) -> None:
+    async def release(self, table_id: str, token: int) -> None:
         """Give the lease up (if held with ``token``) so another node adopts the table."""
 
     @abc.abstractmethod
-    async def adoptable_tables(
-        self, share: Share | None = None, held: Collection[str] = ()
-    ) -> list[str]:
+    async def adoptable(self, share: Share | None = None, held: Collection[str] = ()) -> list[str]:
         """Tables still hosted (not retired) whose lease nobody holds, or an earlier
         incarnation of this node holds. Forgets the ids of tables that are gone. ``share``
         ``(i, n)``: look only at the hosted tables of share ``i`` of ``n`` (:func:`in_share`).
@@ -351,44 +344,36 @@ class Store(abc.ABC):
     async def locate(self, table_id: str) -> Location:
         """Where the table is: hosted (by whom), moving, closed or unknown."""
 
+
+class TableLogs(Part):
+    """Each table's command log, its latest snapshot, and the record it leaves when retired.
+    Every write is fenced by the table's lease (log positions count from 1, the create
+    command)."""
+
     @abc.abstractmethod
-    async def append_log(
-        self,
-        table_id: str,
-        token: int,
-        position: int,
-        entry: bytes,
-        channel: str = "",
-        announce: bytes | None = None,
-        lobby: LobbyRecord | None = None,
-        logged: Callable[[], None] | None = None,
-    ) -> bool:
-        """Append a command to the table's log as its entry number ``position`` (1 for the
-        first), only while this process holds the lease with ``token`` and the log holds exactly
-        ``position - 1`` entries (else :class:`LeaseLost`, nothing written); then, in the same
-        step, publish ``announce`` (the update the command caused) on ``channel``, so no update
-        goes out unlogged.
+    async def append(self, append: Append) -> bool:
+        """Log ``append.entry`` (see :class:`Append`), else :class:`LeaseLost` and nothing is
+        written; then, in the same step, publish its announcement, and with ``append.lobby``
+        replace the table's lobby record (as a fenced :meth:`Lobby.put` would) and publish
+        ``lobby.announce`` on ``lobby.channel``. The set of listed tables is not touched (a
+        table is listed, or not, from its first :meth:`Lobby.put` on).
 
-        With ``lobby`` (the command changed what the lobby shows of the table), the table's
-        record is replaced too, as :meth:`put_table` with ``token`` would, and ``lobby.announce``
-        published on ``lobby.channel``: after the entry is logged, never without it. The set of
-        listed tables is not touched (a table is listed, or not, from its first
-        :meth:`put_table` on).
-
-        ``logged``, if given, is called at most once, as soon as the store knows the entry
-        logged (announced, lobby record written) and only then: never for an append that fails,
-        nor for one whose caller has stopped waiting. It may run before the awaiting caller
-        resumes (on Redis from the callback that read the reply, an event-loop turn sooner), so
-        that the caller's update goes out without waiting for that turn; it must not raise. A
-        store that does not call it is correct too: the caller calls it after the await.
+        ``append.logged``, if given, is called at most once, as soon as the store knows the
+        entry logged (announced, lobby record written) and only then: never for an append that
+        fails, nor for one whose caller has stopped waiting. It may run before the awaiting
+        caller resumes (on Redis from the callback that read the reply, an event-loop turn
+        sooner), so that the caller's update goes out without waiting for that turn; it must
+        not raise. A store that does not call it is correct too: the caller calls it after the
+        await.
 
         Returns whether the announcement may have been heard: False only when the store knows
-        that nobody was subscribed to ``channel`` as it was published (a host may then stop
-        announcing the table until another node asks for it: ``blackdrez.server.node.hosting``,
-        "Quiet tables"); True when it was, when the store cannot tell, and when nothing was announced."""
+        that nobody was subscribed to its channel as it was published (a host may then stop
+        announcing the table until another node asks for it: ``server.node.hosting``, "Quiet
+        tables"); True when it was, when the store cannot tell, and when nothing was
+        announced."""
 
     @abc.abstractmethod
-    async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
+    async def read(self, table_id: str, after: int = 0) -> list[bytes]:
         """The table's log from entry ``after + 1`` on (the whole log by default), oldest
         first."""
 
@@ -404,23 +389,110 @@ class Store(abc.ABC):
         """The table's latest snapshot (its log position and data), if any."""
 
     @abc.abstractmethod
-    async def retire_table(
-        self,
-        table_id: str,
-        token: int,
-        record: bytes,
-        keep: float,
-        players: Iterable[str] = (),
+    async def retire(
+        self, table_id: str, token: int, record: bytes, keep: float, players: Iterable[str] = ()
     ) -> None:
-        """The table is closed, for good (fenced like :meth:`append_log`): its log and snapshot
-        are replaced by ``record`` (its compact game record, kept ``keep`` seconds), its lease and
-        lobby record go, ``players`` no longer sit there, and it can never be leased again."""
+        """The table is closed, for good (fenced like :meth:`append`): its log and snapshot
+        are replaced by ``record`` (its compact game record, kept ``keep`` seconds), its lease
+        and lobby record go, ``players`` no longer sit there, and it can never be leased
+        again."""
 
     @abc.abstractmethod
     async def game_record(self, table_id: str) -> bytes | None:
         """The compact record a retired table left, while it is kept."""
 
-    # ------------------------------------------------------------------ bus
+
+class Leaderboards(Part):
+    """The solitaires' best scores, one entry per player and board, and the records of the
+    ranked games the entries link to."""
+
+    @abc.abstractmethod
+    async def submit(self, board: str, player: str, entry: bytes, score: int) -> bool:
+        """Record a finished solitaire score on ``board``; a player's entry there keeps their
+        best score, with ``entry`` (opaque: what the board shows) from the game that made it.
+        Whether ``entry`` is the player's entry there now (placed now, or by an earlier try of
+        the same submission)."""
+
+    @abc.abstractmethod
+    async def top(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
+        """Return up to ``limit`` ``(player, entry, score)``, best first (ties: earlier first)."""
+
+    @abc.abstractmethod
+    async def keep_record(self, game_id: str, data: bytes, ttl: float | None = None) -> None:
+        """Keep a ranked game's record (leaderboard entries link to it): for ``ttl`` seconds,
+        or for good (``None``; keeping it again for good ends an earlier TTL)."""
+
+    @abc.abstractmethod
+    async def kept_record(self, game_id: str) -> bytes | None:
+        """A record kept by :meth:`keep_record`, or ``None``."""
+
+
+class DailyDeals(Part):
+    """Each game's daily deal: its seed, the same for every node, and who started it where."""
+
+    @abc.abstractmethod
+    async def seed(self, game: str, day: str, candidate: str | None) -> str | None:
+        """The seed of ``game``'s daily deal of ``day``: ``candidate`` if the day had none yet
+        (it is kept for good), else the one kept. The same for every node. Without a candidate,
+        only the one kept (``None`` if none was dealt)."""
+
+    @abc.abstractmethod
+    async def claim(self, game: str, day: str, player: str, table: str, keep: float) -> str | None:
+        """Note that ``player`` starts ``game``'s daily deal of ``day`` at ``table``: the table
+        of the player's ranked session of that deal, ``table`` itself the first time (that
+        session is ranked), the first one's after. The caller holds ``table``'s lease already,
+        so that whoever reads the claim finds its table hosted from that instant (whether its
+        game still runs is read from the table: the claim is only a reference). ``None``: the
+        first claim named no table (a node of an older version made it). The deal's claims are
+        kept ``keep`` seconds from this one (the caller: until a day after ``day`` ends, when
+        no session of that deal can start any more), then forgotten."""
+
+    @abc.abstractmethod
+    async def table(self, game: str, day: str, player: str) -> str | None:
+        """The table of ``player``'s ranked session of ``game``'s daily deal of ``day``, as
+        :meth:`claim` noted it, without claiming (``None``: none noted)."""
+
+
+class Tokens(Part):
+    """The tokens nodes hand out and count together: the secret that signs session tokens, the
+    session tokens ended early, and the rate limits' token buckets."""
+
+    @abc.abstractmethod
+    async def shared_secret(self, proposed: bytes) -> bytes:
+        """Return the secret all nodes sign tokens with: ``proposed`` if none was set before.
+        The node's first call to the store: :class:`StoreRefused` if it refuses this node."""
+
+    async def restore_secret(self, secret: bytes) -> bytes | None:
+        """Write ``secret`` back unless the store holds one; return what it held before
+        (``None``: nothing, the store lost its data). Called by a node whose store came back,
+        so that the nodes that hold the secret write it before a new node makes another. A
+        store that cannot lose its data while the node runs (in memory) holds it still."""
+        return secret
+
+    @abc.abstractmethod
+    async def revoke(self, token_id: str, ttl: float) -> None:
+        """Remember for ``ttl`` seconds (the token's remaining lifetime) that the token is
+        ended."""
+
+    @abc.abstractmethod
+    async def revoked(self, token_id: str) -> bool:
+        """Whether the token was revoked (and would not have expired yet)."""
+
+    @abc.abstractmethod
+    async def take(self, kind: str, key: str, rate: float, burst: int) -> float:
+        """Spend a token of ``key``'s bucket for ``kind`` (``rate`` a second, ``burst`` at
+        most), one bucket for every node sharing this store: 0 if there was one, else the
+        seconds until there is (nothing spent). A lone node (``Link.shared`` false) keeps its
+        buckets itself."""
+
+
+class Bus(Part):
+    """Publish/subscribe between the nodes sharing the store (within the process in memory)."""
+
+    on_recovered: Callable[[], None] | None = None
+    """Called when the bus is back after an outage, every channel subscribed again: messages
+    sent meanwhile are lost, those sent from now on are heard."""
+
     @abc.abstractmethod
     async def publish(self, channel: str, data: bytes) -> None:
         """Send ``data`` to every subscriber of ``channel`` in every node."""
@@ -433,11 +505,74 @@ class Store(abc.ABC):
     async def unsubscribe(self, channel: str, handler: Handler) -> None:
         """Stop calling ``handler`` for ``channel``."""
 
-    # ------------------------------------------------------------------ revoked session tokens
-    @abc.abstractmethod
-    async def revoke_token(self, token_id: str, ttl: float) -> None:
-        """Remember for ``ttl`` seconds (the token's remaining lifetime) that the token is ended."""
 
-    @abc.abstractmethod
-    async def token_revoked(self, token_id: str) -> bool:
-        """Whether the token was revoked (and would not have expired yet)."""
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """One store per concern over one :class:`Link`: what the runtime receives (see the module
+    docstring). Starting the bundle starts the link, then each store; closing it closes each
+    store, then the link."""
+
+    link: Link
+    lobby: Lobby
+    players: Players
+    presence: Presence
+    leases: Leases
+    logs: TableLogs
+    leaderboards: Leaderboards
+    daily: DailyDeals
+    tokens: Tokens
+    bus: Bus
+
+    @property
+    def node_id(self) -> str:
+        """The node these stores serve."""
+        return self.link.node_id
+
+    @property
+    def incarnation(self) -> str:
+        """This process's incarnation (see :attr:`Link.incarnation`)."""
+        return self.link.incarnation
+
+    @property
+    def health(self) -> StoreHealth:
+        """Whether the store answers now: every store of the bundle reports to it."""
+        return self.link.health
+
+    @property
+    def shared(self) -> bool:
+        """True when other processes may share this store (:attr:`Link.shared`)."""
+        return self.link.shared
+
+    def _parts(self) -> Iterator[Part]:
+        """Each store once (one object may serve two concerns), in the bundle's order."""
+        seen: set[int] = set()
+        for part in (
+            self.lobby,
+            self.players,
+            self.presence,
+            self.leases,
+            self.logs,
+            self.leaderboards,
+            self.daily,
+            self.tokens,
+            self.bus,
+        ):
+            if id(part) not in seen:
+                seen.add(id(part))
+                yield part
+
+    async def start(self) -> None:
+        """Connect; called once before use."""
+        await self.link.start()
+        for part in self._parts():
+            await part.start()
+
+    async def close(self) -> None:
+        """Stop every store's background work, then disconnect."""
+        for part in reversed(list(self._parts())):
+            await part.close()
+        await self.link.close()
+
+    async def ping(self) -> None:
+        """Check that the store answers (raise :class:`StoreUnavailable` if not)."""
+        await self.link.ping()

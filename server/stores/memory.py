@@ -1,102 +1,149 @@
-"""The in-memory store: the default, for one server process with nothing to install.
+"""The in-memory stores: one server process, nothing to install (tests, ``--in-memory``).
 
-It keeps the same contract as the Redis store, fencing included (tokens, expected log positions,
-retired tables never leased again), so the store tests hold the two to one behaviour. Retired
-tables' game records expire after their retention like Redis keys would; nothing else outlives
-what owns it (a player's table set goes when its last table does).
+Theory of operation
+-------------------
+:func:`memory_stores` builds the bundle: one small class per concern, each owning its state, with
+the same contracts as the Redis stores, fencing included (tokens, expected log positions, retired
+tables never leased again), so one contract test per interface holds both to one behaviour.
+
+The concerns that Redis keeps apart by key but that one atomic step must touch together share
+their state explicitly here: the lobby's records (one dict, :data:`TableRecords`) are written by
+:class:`MemoryLobby` and, with a log entry or a retirement, by :class:`MemoryTables`, which keeps
+both the leases and the logs (a lease decides every log write, and a log decides which hosted
+tables are adoptable) and is handed the players' seats and the bus it must update in the same
+step. Retired tables' game records expire after their retention like Redis keys would; nothing
+else outlives what owns it (a player's table set goes when its last table does).
+
+Several nodes in one process (a test harness's) share one :class:`MemoryWorld`: the lobby, the
+seats, the heartbeats, the tables' leases and logs, the scores, the tokens and the bus, and the
+monotonic clock every TTL here runs by. Each node's bundle over it has its own link (its node id
+and incarnation) and is ``shared``, as a Redis bundle is: the nodes announce to each other.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import itertools
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
 
 from blackdrez.server.stores.base import (
+    Append,
+    Bus,
+    DailyDeals,
     Handler,
+    Leaderboards,
     LeaseLost,
-    LobbyRecord,
+    Leases,
+    Link,
+    Lobby,
     Location,
+    Players,
+    Presence,
     Share,
-    Store,
+    Stores,
+    TableLogs,
+    Tokens,
     Whereabouts,
-    holder_value,
     in_share,
     parse_holder,
 )
 
+TableRecords = dict[str, tuple[str, bytes, bool]]
+"""Per table: the hosting node, its lobby record, whether it is listed."""
 
-class MemoryStore(Store):
-    """Everything in this process's memory; the bus delivers within the process."""
 
-    shared = False
+Monotonic = Callable[[], float]
+"""The clock TTLs run by: ``time.monotonic``, or a test's."""
 
-    def __init__(self, node_id: str) -> None:
-        super().__init__(node_id)
-        self._secret: bytes | None = None
-        self._tables: dict[str, tuple[str, bytes, bool]] = {}
-        self._player_tables: dict[str, set[str]] = defaultdict(set)
-        self._heartbeats: dict[str, tuple[float, str]] = {}
-        self._scores: dict[str, dict[str, tuple[int, int, bytes]]] = defaultdict(dict)
-        self._kept: dict[str, bytes] = {}
-        self._daily_seeds: dict[tuple[str, str], str] = {}
-        self._daily_players: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-        """Per daily deal, who started it, each with the table of their ranked session."""
-        self._daily_until: dict[tuple[str, str], float] = {}
-        """Per daily deal, until when (monotonic clock) its claims are kept."""
-        self._order = itertools.count()
-        self._attaches = itertools.count(1)
-        self._latest_attach: dict[str, int] = {}
+
+class MemoryLink(Link):
+    """This process only: nothing to connect, always up. ``shared``: other nodes of the process
+    use the same :class:`MemoryWorld`."""
+
+    def __init__(self, node_id: str, incarnation: str | None = None, shared: bool = False) -> None:
+        super().__init__(node_id, incarnation)
+        self.shared = shared
+
+
+class MemoryBus(Bus):
+    """Delivers within the process, each message in its own turn of the event loop."""
+
+    def __init__(self) -> None:
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
-        self._leases: dict[str, tuple[str, float]] = {}
-        self._epochs: dict[str, int] = {}
-        self._hosted: set[str] = set()
-        self._logs: dict[str, list[bytes]] = {}
-        self._snapshots: dict[str, tuple[int, bytes]] = {}
-        self._retired: collections.OrderedDict[str, tuple[float, bytes]] = collections.OrderedDict()
-        """Retired tables' game records with their expiry, oldest first."""
 
-    async def shared_secret(self, proposed: bytes) -> bytes:
-        if self._secret is None:
-            self._secret = proposed
-        return self._secret
+    def heard(self, channel: str) -> bool:
+        """Whether anyone listens on ``channel`` now."""
+        return bool(self._handlers.get(channel))
 
-    async def put_table(
+    async def publish(self, channel: str, data: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        for handler in list(self._handlers.get(channel, ())):
+            loop.call_soon(handler, data)
+
+    async def subscribe(self, channel: str, handler: Handler) -> None:
+        self._handlers[channel].append(handler)
+
+    async def unsubscribe(self, channel: str, handler: Handler) -> None:
+        handlers = self._handlers.get(channel)
+        if handlers and handler in handlers:
+            handlers.remove(handler)
+            if not handlers:
+                del self._handlers[channel]
+
+
+class MemoryLobby(Lobby):
+    """The lobby's records (shared with :class:`MemoryTables`); ``fence`` checks a lease."""
+
+    def __init__(self, records: TableRecords, fence: Callable[[str, int], None]) -> None:
+        self._records = records
+        self._fence = fence
+
+    async def put(
         self, table_id: str, node_id: str, record: bytes, listed: bool, token: int | None = None
     ) -> None:
         if token is not None:
-            self._check_lease(table_id, token)
-        self._tables[table_id] = (node_id, record, listed)
+            self._fence(table_id, token)
+        self._records[table_id] = (node_id, record, listed)
 
-    async def get_table(self, table_id: str) -> tuple[str, bytes] | None:
-        entry = self._tables.get(table_id)
+    async def get(self, table_id: str) -> tuple[str, bytes] | None:
+        entry = self._records.get(table_id)
         return None if entry is None else (entry[0], entry[1])
 
-    async def remove_table(self, table_id: str) -> None:
-        self._tables.pop(table_id, None)
+    async def remove(self, table_id: str) -> None:
+        self._records.pop(table_id, None)
 
-    async def list_tables(self) -> list[bytes]:
-        return [record for _, record, listed in self._tables.values() if listed]
+    async def listed(self) -> list[bytes]:
+        return [record for _, record, listed in self._records.values() if listed]
 
-    async def all_tables(self) -> list[tuple[str, str, bytes]]:
-        return sorted((t, node, record) for t, (node, record, _) in self._tables.items())
+    async def all(self) -> list[tuple[str, str, bytes]]:
+        return sorted((t, node, record) for t, (node, record, _) in self._records.items())
 
-    async def add_player_table(self, player: str, table_id: str) -> None:
-        self._player_tables[player].add(table_id)
 
-    async def remove_player_table(self, player: str, table_id: str) -> None:
-        tables = self._player_tables.get(player)
+class MemoryPlayers(Players):
+    """Each player's tables, and the order of their connections."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, set[str]] = defaultdict(set)
+        self._attaches = itertools.count(1)
+        self._latest_attach: dict[str, int] = {}
+
+    async def add_table(self, player: str, table_id: str) -> None:
+        self._tables[player].add(table_id)
+
+    async def remove_table(self, player: str, table_id: str) -> None:
+        tables = self._tables.get(player)
         if tables is not None:
             tables.discard(table_id)
             if not tables:
-                del self._player_tables[player]
+                del self._tables[player]
 
-    async def player_tables(self, player: str) -> list[str]:
-        return sorted(self._player_tables.get(player, ()))
+    async def tables(self, player: str) -> list[str]:
+        return sorted(self._tables.get(player, ()))
 
     async def next_attach(self, player: str) -> int:
         order = next(self._attaches)
@@ -106,75 +153,59 @@ class MemoryStore(Store):
     async def latest_attaches(self, players: list[str]) -> dict[str, int]:
         return {p: self._latest_attach[p] for p in players if p in self._latest_attach}
 
+
+class MemoryPresence(Presence):
+    """Heartbeats by the monotonic clock."""
+
+    def __init__(self, link: Link, world: MemoryWorld) -> None:
+        self._link = link
+        self._heartbeats = world.heartbeats
+        self._now = world.monotonic
+
     async def heartbeat(self, ttl: float) -> None:
-        self._heartbeats[self.node_id] = (time.monotonic() + ttl, self.incarnation)
+        self._heartbeats[self._link.node_id] = (self._now() + ttl, self._link.incarnation)
 
     async def live_incarnations(self) -> dict[str, str | None]:
-        now = time.monotonic()
+        now = self._now()
         return {node: beat for node, (expiry, beat) in self._heartbeats.items() if expiry > now}
 
-    async def submit_score(self, board: str, player: str, entry: bytes, score: int) -> bool:
-        entries = self._scores[board]
-        best = entries.get(player)
-        if best is None or score > best[0]:
-            entries[player] = (score, next(self._order), entry)
-            return True
-        return best[2] == entry
 
-    async def top_scores(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
-        entries = self._scores.get(board, {})
-        ranked = sorted(entries.items(), key=lambda item: (-item[1][0], item[1][1]))
-        return [(player, entry, score) for player, (score, _, entry) in ranked[:limit]]
+class MemoryTables(Leases, TableLogs):
+    """Leases and logs together: a lease decides every log write, and the logs decide which
+    hosted tables are adoptable. Writes the lobby records, the players' seats and the bus it is
+    handed in the same step as a log entry or a retirement."""
 
-    async def keep_record(self, game_id: str, data: bytes, ttl: float | None = None) -> None:
-        self._kept[game_id] = data  # (a lone node's memory: a TTL would free little)
+    def __init__(self, link: Link, world: MemoryWorld) -> None:
+        self._link = link
+        self._now = world.monotonic
+        self._records = world.records
+        self._players = world.players
+        self._bus = world.bus
+        tables = world.tables
+        self._leases = tables.leases
+        self._epochs = tables.epochs
+        self._hosted = tables.hosted
+        self._logs = tables.logs
+        self._snapshots = tables.snapshots
+        self._retired = tables.retired
 
-    async def kept_record(self, game_id: str) -> bytes | None:
-        return self._kept.get(game_id)
+    def check_lease(self, table_id: str, token: int) -> None:
+        """Raise :class:`LeaseLost` unless this process holds the table's lease with ``token``."""
+        if self._holder(table_id) != self._link.holder(token):
+            raise LeaseLost(table_id)
 
-    async def daily_seed(self, game: str, day: str, candidate: str | None) -> str | None:
-        if candidate is None:
-            return self._daily_seeds.get((game, day))
-        return self._daily_seeds.setdefault((game, day), candidate)
-
-    async def claim_daily(
-        self, game: str, day: str, player: str, table: str, keep: float
-    ) -> str | None:
-        self._forget_old_claims()
-        self._daily_until[game, day] = time.monotonic() + keep
-        return self._daily_players[game, day].setdefault(player, table)
-
-    async def daily_table(self, game: str, day: str, player: str) -> str | None:
-        self._forget_old_claims()
-        return self._daily_players.get((game, day), {}).get(player)
-
-    def _forget_old_claims(self) -> None:
-        """Drop the claims of the daily deals kept long enough (as Redis expires them)."""
-        now = time.monotonic()
-        for deal in [deal for deal, until in self._daily_until.items() if until <= now]:
-            del self._daily_until[deal]
-            self._daily_players.pop(deal, None)
-
-    # ------------------------------------------------------------------ hosting
     def _holder(self, table_id: str) -> str | None:
         lease = self._leases.get(table_id)
-        if lease is None or lease[1] <= time.monotonic():
+        if lease is None or lease[1] <= self._now():
             return None
         return lease[0]
-
-    def _mine(self, token: int) -> str:
-        return holder_value(self.node_id, self.incarnation, token)
-
-    def _check_lease(self, table_id: str, token: int) -> None:
-        if self._holder(table_id) != self._mine(token):
-            raise LeaseLost(table_id)
 
     def _is_retired(self, table_id: str) -> bool:
         self._expire_records()
         return table_id in self._retired
 
     def _expire_records(self) -> None:
-        now = time.monotonic()
+        now = self._now()
         while self._retired:
             table_id, (expiry, _) = next(iter(self._retired.items()))
             if expiry > now:
@@ -184,35 +215,35 @@ class MemoryStore(Store):
 
     def _earlier_self(self, holder: str) -> bool:
         node_id, incarnation, _ = parse_holder(holder)
-        return node_id == self.node_id and incarnation < self.incarnation
+        return node_id == self._link.node_id and incarnation < self._link.incarnation
 
-    async def acquire_lease(self, table_id: str, ttl: float) -> int | None:
+    # ------------------------------------------------------------------ leases
+    async def acquire(self, table_id: str, ttl: float) -> int | None:
         if self._is_retired(table_id):
             return None
         holder = self._holder(table_id)
         if holder is not None and not self._earlier_self(holder):
             return None
         token = self._epochs[table_id] = self._epochs.get(table_id, 0) + 1
-        self._leases[table_id] = (self._mine(token), time.monotonic() + ttl)
+        self._leases[table_id] = (self._link.holder(token), self._now() + ttl)
         self._hosted.add(table_id)
         return token
 
-    async def renew_leases(self, leases: dict[str, int], ttl: float) -> set[str]:
+    async def renew(self, leases: dict[str, int], ttl: float) -> set[str]:
         lost = set()
         for table_id, token in leases.items():
-            if self._holder(table_id) == self._mine(token):
-                self._leases[table_id] = (self._mine(token), time.monotonic() + ttl)
+            mine = self._link.holder(token)
+            if self._holder(table_id) == mine:
+                self._leases[table_id] = (mine, self._now() + ttl)
             else:
                 lost.add(table_id)
         return lost
 
-    async def release_lease(self, table_id: str, token: int) -> None:
-        if self._holder(table_id) == self._mine(token):
+    async def release(self, table_id: str, token: int) -> None:
+        if self._holder(table_id) == self._link.holder(token):
             del self._leases[table_id]
 
-    async def adoptable_tables(
-        self, share: Share | None = None, held: Collection[str] = ()
-    ) -> list[str]:
+    async def adoptable(self, share: Share | None = None, held: Collection[str] = ()) -> list[str]:
         hosted = {t for t in self._hosted if in_share(t, share)} - set(held)
         gone = {t for t in hosted if self._is_retired(t) or t not in self._logs}
         self._hosted -= {t for t in gone if self._holder(t) is None}
@@ -229,45 +260,38 @@ class MemoryStore(Store):
         if holder is not None:
             node_id, incarnation, _ = parse_holder(holder)
             return Location(Whereabouts.HOSTED, node_id, incarnation)
-        if table_id in self._logs or table_id in self._tables:
+        if table_id in self._logs or table_id in self._records:
             return Location(Whereabouts.MOVING)
         return Location(Whereabouts.UNKNOWN)
 
-    async def append_log(
-        self,
-        table_id: str,
-        token: int,
-        position: int,
-        entry: bytes,
-        channel: str = "",
-        announce: bytes | None = None,
-        lobby: LobbyRecord | None = None,
-        logged: Callable[[], None] | None = None,
-    ) -> bool:
-        self._check_lease(table_id, token)
+    # ------------------------------------------------------------------ logs
+    async def append(self, append: Append) -> bool:
+        table_id, position = append.table_id, append.position
+        self.check_lease(table_id, append.token)
         entries = self._logs.setdefault(table_id, [])
         if len(entries) != position - 1:
             if not entries:
                 del self._logs[table_id]
             raise LeaseLost(f"{table_id}: the log holds {len(entries)} entries, not {position - 1}")
-        entries.append(entry)
+        entries.append(append.entry)
         heard = True
-        if announce is not None:
-            heard = bool(self._handlers.get(channel))
-            await self.publish(channel, announce)
+        if append.announce is not None:
+            heard = self._bus.heard(append.channel)
+            await self._bus.publish(append.channel, append.announce)
+        lobby = append.lobby
         if lobby is not None:
-            self._tables[table_id] = (lobby.node, lobby.record, lobby.listed)
+            self._records[table_id] = (lobby.node, lobby.record, lobby.listed)
             if lobby.announce is not None:
-                await self.publish(lobby.channel, lobby.announce)
+                await self._bus.publish(lobby.channel, lobby.announce)
         # ``logged`` is not called: this returns without a turn of the event loop, so the
         # caller's own call right after is as early
         return heard
 
-    async def read_log(self, table_id: str, after: int = 0) -> list[bytes]:
+    async def read(self, table_id: str, after: int = 0) -> list[bytes]:
         return list(self._logs.get(table_id, ())[after:])
 
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
-        self._check_lease(table_id, token)
+        self.check_lease(table_id, token)
         kept = self._snapshots.get(table_id)
         if kept is None or kept[0] < position:  # a later one stored first stays
             self._snapshots[table_id] = (position, data)
@@ -275,57 +299,177 @@ class MemoryStore(Store):
     async def read_snapshot(self, table_id: str) -> tuple[int, bytes] | None:
         return self._snapshots.get(table_id)
 
-    async def retire_table(
-        self,
-        table_id: str,
-        token: int,
-        record: bytes,
-        keep: float,
-        players: Iterable[str] = (),
+    async def retire(
+        self, table_id: str, token: int, record: bytes, keep: float, players: Iterable[str] = ()
     ) -> None:
-        self._check_lease(table_id, token)
+        self.check_lease(table_id, token)
         del self._leases[table_id]
         self._hosted.discard(table_id)
         self._logs.pop(table_id, None)
         self._snapshots.pop(table_id, None)
-        self._tables.pop(table_id, None)
+        self._records.pop(table_id, None)
         for player in players:
-            await self.remove_player_table(player, table_id)
+            await self._players.remove_table(player, table_id)
         self._expire_records()
-        self._retired[table_id] = (time.monotonic() + keep, record)
+        self._retired[table_id] = (self._now() + keep, record)
 
     async def game_record(self, table_id: str) -> bytes | None:
         self._expire_records()
         kept = self._retired.get(table_id)
         return None if kept is None else kept[1]
 
-    # ------------------------------------------------------------------ bus
-    async def publish(self, channel: str, data: bytes) -> None:
-        loop = asyncio.get_running_loop()
-        for handler in list(self._handlers.get(channel, ())):
-            loop.call_soon(handler, data)
 
-    async def subscribe(self, channel: str, handler: Handler) -> None:
-        self._handlers[channel].append(handler)
+class MemoryLeaderboards(Leaderboards):
+    """Each board's best entry per player, and the kept records of ranked games."""
 
-    async def unsubscribe(self, channel: str, handler: Handler) -> None:
-        handlers = self._handlers.get(channel)
-        if handlers and handler in handlers:
-            handlers.remove(handler)
-            if not handlers:
-                del self._handlers[channel]
+    def __init__(self) -> None:
+        self._scores: dict[str, dict[str, tuple[int, int, bytes]]] = defaultdict(dict)
+        self._order = itertools.count()
+        self._kept: dict[str, bytes] = {}
 
-    # ------------------------------------------------------------------ revoked session tokens
-    @functools.cached_property
-    def _revoked(self) -> dict[str, float]:
+    async def submit(self, board: str, player: str, entry: bytes, score: int) -> bool:
+        entries = self._scores[board]
+        best = entries.get(player)
+        if best is None or score > best[0]:
+            entries[player] = (score, next(self._order), entry)
+            return True
+        return best[2] == entry
+
+    async def top(self, board: str, limit: int) -> list[tuple[str, bytes, int]]:
+        entries = self._scores.get(board, {})
+        ranked = sorted(entries.items(), key=lambda item: (-item[1][0], item[1][1]))
+        return [(player, entry, score) for player, (score, _, entry) in ranked[:limit]]
+
+    async def keep_record(self, game_id: str, data: bytes, ttl: float | None = None) -> None:
+        self._kept[game_id] = data  # (a lone node's memory: a TTL would free little)
+
+    async def kept_record(self, game_id: str) -> bytes | None:
+        return self._kept.get(game_id)
+
+
+class MemoryDailyDeals(DailyDeals):
+    """The daily deals' seeds, and their claims until they are kept no longer."""
+
+    def __init__(self, monotonic: Monotonic) -> None:
+        self._now = monotonic
+        self._seeds: dict[tuple[str, str], str] = {}
+        self._players: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+        """Per daily deal, who started it, each with the table of their ranked session."""
+        self._until: dict[tuple[str, str], float] = {}
+        """Per daily deal, until when (monotonic clock) its claims are kept."""
+
+    async def seed(self, game: str, day: str, candidate: str | None) -> str | None:
+        if candidate is None:
+            return self._seeds.get((game, day))
+        return self._seeds.setdefault((game, day), candidate)
+
+    async def claim(self, game: str, day: str, player: str, table: str, keep: float) -> str | None:
+        self._forget_old_claims()
+        self._until[game, day] = self._now() + keep
+        return self._players[game, day].setdefault(player, table)
+
+    async def table(self, game: str, day: str, player: str) -> str | None:
+        self._forget_old_claims()
+        return self._players.get((game, day), {}).get(player)
+
+    def _forget_old_claims(self) -> None:
+        """Drop the claims of the daily deals kept long enough (as Redis expires them)."""
+        now = self._now()
+        for deal in [deal for deal, until in self._until.items() if until <= now]:
+            del self._until[deal]
+            self._players.pop(deal, None)
+
+
+class MemoryTokens(Tokens):
+    """The signing secret, the revoked tokens and the rate limits' buckets."""
+
+    def __init__(self, monotonic: Monotonic) -> None:
+        self._now = monotonic
+        self._secret: bytes | None = None
+        self._revoked: dict[str, float] = {}
         """Revoked token ids -> when they would have expired anyway (monotonic clock)."""
-        return {}
+        self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
+        """Per kind and key, the tokens left and when they were counted (monotonic clock)."""
 
-    async def revoke_token(self, token_id: str, ttl: float) -> None:
-        now = time.monotonic()
+    async def shared_secret(self, proposed: bytes) -> bytes:
+        if self._secret is None:
+            self._secret = proposed
+        return self._secret
+
+    async def revoke(self, token_id: str, ttl: float) -> None:
+        now = self._now()
         for expired in [key for key, until in self._revoked.items() if until <= now]:
             del self._revoked[expired]  # each revocation sweeps: the list never outgrows its TTLs
         self._revoked[token_id] = now + ttl
 
-    async def token_revoked(self, token_id: str) -> bool:
-        return self._revoked.get(token_id, 0.0) > time.monotonic()
+    async def revoked(self, token_id: str) -> bool:
+        return self._revoked.get(token_id, 0.0) > self._now()
+
+    async def take(self, kind: str, key: str, rate: float, burst: int) -> float:
+        """As the Redis bucket counts (whole milliseconds of waiting); a bucket full again is
+        forgotten, as its Redis key expires."""
+        now = self._now()
+        tokens, at = self._buckets.get((kind, key), (float(burst), now))
+        tokens = min(burst, tokens + max(0.0, now - at) * rate)
+        wait = 0.0
+        if tokens >= 1:
+            tokens -= 1
+        else:
+            wait = math.ceil((1 - tokens) * 1000 / rate) / 1000
+        self._buckets[kind, key] = (tokens, now)
+        for full in [b for b, (left, when) in self._buckets.items() if left >= burst]:
+            del self._buckets[full]
+        return wait
+
+
+@dataclass
+class TableState:
+    """Every table's lease, epoch, log and snapshot, the hosted ones, and the retired ones' game
+    records with their expiry (oldest first)."""
+
+    leases: dict[str, tuple[str, float]] = field(default_factory=dict)
+    epochs: dict[str, int] = field(default_factory=dict)
+    hosted: set[str] = field(default_factory=set)
+    logs: dict[str, list[bytes]] = field(default_factory=dict)
+    snapshots: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    retired: collections.OrderedDict[str, tuple[float, bytes]] = field(
+        default_factory=collections.OrderedDict
+    )
+
+
+class MemoryWorld:
+    """What the memory stores of the nodes of one process share (see the module docstring), and
+    the ``monotonic`` clock their TTLs run by."""
+
+    def __init__(self, monotonic: Monotonic = time.monotonic) -> None:
+        self.monotonic = monotonic
+        self.records: TableRecords = {}
+        self.players = MemoryPlayers()
+        self.heartbeats: dict[str, tuple[float, str]] = {}
+        self.tables = TableState()
+        self.leaderboards = MemoryLeaderboards()
+        self.daily = MemoryDailyDeals(monotonic)
+        self.tokens = MemoryTokens(monotonic)
+        self.bus = MemoryBus()
+
+
+def memory_stores(
+    node_id: str, incarnation: str | None = None, *, world: MemoryWorld | None = None
+) -> Stores:
+    """Every concern's store in this process's memory, for node ``node_id``: a world of its own,
+    or ``world``, which other nodes of the process share (the bundle is then ``shared``)."""
+    link = MemoryLink(node_id, incarnation, shared=world is not None)
+    world = world or MemoryWorld()
+    tables = MemoryTables(link, world)
+    return Stores(
+        link=link,
+        lobby=MemoryLobby(world.records, tables.check_lease),
+        players=world.players,
+        presence=MemoryPresence(link, world),
+        leases=tables,
+        logs=tables,
+        leaderboards=world.leaderboards,
+        daily=world.daily,
+        tokens=world.tokens,
+        bus=world.bus,
+    )

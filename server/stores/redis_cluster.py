@@ -2,12 +2,12 @@
 
 Theory of operation
 -------------------
-``blackdrez serve --redis-url redis+cluster://HOST:PORT[,HOST:PORT...]`` runs the store of
-:mod:`blackdrez.server.stores.redis` on a Redis Cluster through redis-py's asyncio ``RedisCluster``:
-the
-seed nodes are only where it learns the cluster's map of slots, and it follows the map as masters
-fail over or slots move. Everything in :mod:`blackdrez.server.stores.redis` holds; what a cluster
-adds:
+``blackdrez serve --redis-url redis+cluster://HOST:PORT[,HOST:PORT...]`` runs the stores of
+:mod:`blackdrez.server.stores.redis` on a Redis Cluster through redis-py's asyncio
+``RedisCluster`` (:func:`cluster_stores`): the seed nodes are only where it learns the cluster's
+map of slots, and it follows the map as masters fail over or slots move. Everything in
+:mod:`blackdrez.server.stores.redis` holds; what a cluster adds (:class:`ClusterLink`,
+:class:`ClusterLeases`, :class:`ClusterTableLogs`, :class:`ClusterBus`):
 
 Keys and slots. Every key of one table carries the table id as a hash tag (``bd:t:{T}:...``), so
 a table's lease, epoch, log, record, snapshot, state and game record share one slot, and every
@@ -39,10 +39,9 @@ transaction. Single-slot transactions (the secret, a player's set with its TTL) 
 Pipelined scripts are sent as EVAL (a cluster pipeline refuses EVALSHA, and a replica promoted
 by a failover may not have the script cached). Commands fail fast as on one Redis: no retries
 (``Retry(NoBackoff(), 0)``); a refused connection or ``CLUSTERDOWN`` is
-:class:`~blackdrez.server.stores.base.StoreUnavailable`, and the client rereads the slot map before
-its next
-command, so once a replica has taken over a dead master's slots the next call reaches it. The
-health probe pings every master: the store is up again when all of them answer.
+:class:`~blackdrez.server.stores.base.StoreUnavailable`, and the client rereads the slot map
+before its next command, so once a replica has taken over a dead master's slots the next call
+reaches it. The health probe pings every master: the store is up again when all of them answer.
 
 Pub/sub. ``PUBLISH`` on a cluster reaches the subscribers of every node (the cluster bus forwards
 each message to all nodes), and so does the ``PUBLISH`` inside the append script, which runs on
@@ -55,16 +54,17 @@ node of the cluster one message per update: small beside the log write for a few
 ``docs/benchmarks.md``), but it does not shrink as shards are added, so past some tens of
 thousands of actions/s across the cluster sharded pub/sub is the next step.
 
-Group commit. The batch of log appends of :mod:`blackdrez.server.stores.redis` is split by master
-and sent
-to every master at once, each its own cluster pipeline of one script call per slot (a script may
-name the keys of one slot only). Each master's share succeeds or fails on its own: a dead master
-fails the appends of its tables (their hosts undo those commands), not those of the others.
+Group commit. The batch of log appends of :mod:`blackdrez.server.stores.redis_tables` is split
+by master and sent to every master at once, each its own cluster pipeline of one script call per
+slot (a script may name the keys of one slot only). Each master's share succeeds or fails on its
+own: a dead master fails the appends of its tables (their hosts undo those commands), not those
+of the others.
 
 Durability. With ``wait_replicas`` (``--redis-wait-replicas``) a log append is followed, on the
 same connection of the table's master, by ``WAIT``: see
-:meth:`~server.stores.redis.RedisStore.append_log`. Without it, Redis replicates asynchronously
-and a master killed before its replica received an acknowledged append loses it.
+:meth:`~blackdrez.server.stores.redis_tables.RedisTableLogs.append`. Without it, Redis
+replicates asynchronously and a master killed before its replica received an acknowledged append
+loses it.
 """
 
 from __future__ import annotations
@@ -84,20 +84,32 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from blackdrez.server.stores.base import StoreUnavailable, bucket_of
+from blackdrez.server.stores.base import Bus, Lobby, Stores, StoreUnavailable, bucket_of
+from blackdrez.server.stores.keys import epoch_key, hosted_key, lease_key, state_key
 from blackdrez.server.stores.redis import (
+    RedisDailyDeals,
+    RedisLeaderboards,
+    RedisLobby,
+    RedisPlayers,
+    RedisPresence,
+    RedisTokens,
+    check_wait,
+)
+from blackdrez.server.stores.redis_bus import RedisBus
+from blackdrez.server.stores.redis_link import (
     COMMAND_TIMEOUT,
     CONNECT_TIMEOUT,
     KEEP_NOTHING_QUEUED,
-    MAX_RENEWALS,
     PROBE_TIMEOUT,
     UNREACHABLE,
+    RedisLink,
+    queue_script,
+)
+from blackdrez.server.stores.redis_tables import (
+    MAX_RENEWALS,
     PendingAppend,
-    RedisStore,
-    epoch_key,
-    hosted_key,
-    lease_key,
-    state_key,
+    RedisLeases,
+    RedisTableLogs,
 )
 
 SCHEME = "redis+cluster"
@@ -137,7 +149,7 @@ def _closed_under_us(error: BaseException) -> bool:
     return inside and closed
 
 
-def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict[str, str]]:
+def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
     """``redis+cluster://[user:password@]host:port[,host:port...]`` as seed nodes and the
     credentials; raises :class:`ValueError` for anything else."""
     parts = urlsplit(url)
@@ -146,7 +158,7 @@ def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict[str, str]]:
     if parts.path not in ("", "/", "/0") or parts.query or parts.fragment:
         raise ValueError(f"a Redis Cluster URL names nodes only (no database, no options): {url}")
     credentials, _, hosts = parts.netloc.rpartition("@")
-    options: dict[str, str] = {}
+    options: dict[str, Any] = {}
     if credentials:
         user, _, password = credentials.partition(":")
         if user:
@@ -162,15 +174,11 @@ def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict[str, str]]:
     return seeds, options
 
 
-class RedisClusterStore(RedisStore):
-    """The Redis store on a Redis Cluster (see the module docstring)."""
+class ClusterLink(RedisLink):
+    """The link on a Redis Cluster: redis-py's cluster client (see the module docstring)."""
 
     def _client(self, url: str) -> Any:
         seeds, options = parse_cluster_url(url)
-        self._seeds = seeds
-        self._credentials = options
-        self._next_bus_node = random.randrange(1 << 16)  # nodes spread their links over the cluster
-        self._bus_client: aioredis.Redis | None = None
         return RedisCluster(
             startup_nodes=[ClusterNode(host, port) for host, port in seeds],
             require_full_coverage=False,
@@ -183,31 +191,78 @@ class RedisClusterStore(RedisStore):
         )
 
     @contextlib.contextmanager
-    def _reaching(self) -> Iterator[None]:
-        with super()._reaching(), _unreachable_cluster():
+    def reaching(self) -> Iterator[None]:
+        with super().reaching(), _unreachable_cluster():
             yield
+
+    async def refresh_map(self) -> None:
+        """Read the slot map again if the cluster answers (else the next command will)."""
+        with contextlib.suppress(*UNREACHABLE), _unreachable_cluster():
+            await self.redis.initialize()
 
     async def start(self) -> None:
         """Read the slot map now if the cluster answers (else at the first call): redis-py's
         first reading races with commands sent while it is under way."""
-        with contextlib.suppress(StoreUnavailable), self._reaching():
-            await self._redis.initialize()
-        await super().start()
+        with contextlib.suppress(StoreUnavailable), self.reaching():
+            await self.redis.initialize()
 
     async def ping(self) -> None:
         """Every master answers (so a failed-over shard counts as down until replaced)."""
-        with self._reaching():
+        with self.reaching():
             async with asyncio.timeout(PROBE_TIMEOUT):
-                await self._redis.ping(target_nodes=RedisCluster.PRIMARIES)
-            self._refusing_writes = False  # (PING is refused as writes are)
+                await self.redis.ping(target_nodes=RedisCluster.PRIMARIES)
+            self.refusing_writes = False  # (PING is refused as writes are)
 
-    async def close(self) -> None:
-        await super().close()
-        if self._bus_client is not None:
-            with contextlib.suppress(Exception):
-                await self._bus_client.aclose()
 
-    # ------------------------------------------------------------------ group commit
+class ClusterLeases(RedisLeases):
+    """Leases on a cluster: the hosted index is in another slot than the lease, and a renewal
+    script names the leases of one slot."""
+
+    async def acquire(self, table_id: str, ttl: float) -> int | None:
+        """See :meth:`RedisLeases.acquire`: the hosted index is in another slot, so no
+        transaction holds both. The id goes into the index first (the lease is only tried once
+        it is there) and again after a lease is taken, in case an orphan scan read the index
+        in between and forgot the id as gone."""
+        bucket = hosted_key(bucket_of(table_id))
+        keys = [lease_key(table_id), epoch_key(table_id), state_key(table_id)]
+        with self._link.reaching():
+            await self._redis.sadd(bucket, table_id)
+            token = await self._acquire(keys=keys, args=self._acquire_args(ttl))
+            if token:
+                await self._redis.sadd(bucket, table_id)
+        return int(token) or None
+
+    def _renewal_groups(self, tables: list[str]) -> list[list[str]]:
+        """One script call per slot (a script names the keys of one slot); the cluster
+        pipeline sends each master its own calls."""
+        slots: dict[int, list[str]] = {}
+        for table_id in tables:
+            slots.setdefault(self._redis.keyslot(lease_key(table_id)), []).append(table_id)
+        return [
+            group[i : i + MAX_RENEWALS]
+            for group in slots.values()
+            for i in range(0, len(group), MAX_RENEWALS)
+        ]
+
+
+class ClusterTableLogs(RedisTableLogs):
+    """Table logs on a cluster: a batch of appends split by master, ``WAIT`` on the key's
+    master."""
+
+    def __init__(
+        self,
+        link: ClusterLink,
+        lobby: Lobby,
+        bus: Bus,
+        *,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 100,
+    ) -> None:
+        super().__init__(
+            link, lobby, bus, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms
+        )
+        self._cluster = link
+
     async def _send_appends(
         self, batch: list[PendingAppend], load: bool = False
     ) -> list[int | BaseException]:
@@ -215,8 +270,7 @@ class RedisClusterStore(RedisStore):
         slot (a script names the keys of one slot). Each master's share succeeds or fails on
         its own, so a dead master fails only the appends of its tables. (``load`` is moot:
         scripts go as EVAL here.)"""
-        with contextlib.suppress(*UNREACHABLE), _unreachable_cluster():
-            await self._redis.initialize()
+        await self._cluster.refresh_map()
         slots: dict[int, list[int]] = {}
         for index, pending in enumerate(batch):
             slots.setdefault(self._redis.keyslot(pending.keys[1]), []).append(index)
@@ -231,26 +285,13 @@ class RedisClusterStore(RedisStore):
                 outcomes[index] = outcome
         return outcomes
 
-    async def acquire_lease(self, table_id: str, ttl: float) -> int | None:
-        """See :meth:`RedisStore.acquire_lease`: the hosted index is in another slot, so no
-        transaction holds both. The id goes into the index first (the lease is only tried once
-        it is there) and again after a lease is taken, in case an orphan scan read the index
-        in between and forgot the id as gone."""
-        bucket = hosted_key(bucket_of(table_id))
-        keys = [lease_key(table_id), epoch_key(table_id), state_key(table_id)]
-        with self._reaching():
-            await self._redis.sadd(bucket, table_id)
-            token = await self._acquire(keys=keys, args=self._acquire_args(ttl))
-            if token:
-                await self._redis.sadd(bucket, table_id)
-        return int(token) or None
-
     def _master_name(self, slot: int) -> str:
         """The name of the master serving ``slot`` ("" while the slot map has none for it)."""
         try:
-            return self._redis.nodes_manager.get_node_from_slot(slot).name
+            name: str = self._redis.nodes_manager.get_node_from_slot(slot).name
         except (redis.exceptions.RedisError, LookupError):
             return ""
+        return name
 
     async def _send_share(
         self, batch: list[PendingAppend], share: list[list[int]]
@@ -259,12 +300,12 @@ class RedisClusterStore(RedisStore):
         order of ``share``'s groups."""
         count = sum(len(group) for group in share)
         try:
-            with self._reaching():
+            with self._link.reaching():
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for group in share:
                         keys = [key for i in group for key in batch[i].keys]
                         args = [arg for i in group for arg in batch[i].args]
-                        self._queue_script(pipe, self._append, keys, args)
+                        queue_script(pipe, self._append, keys, args)
                     replies = await pipe.execute()
         except Exception as error:
             return [error] * count
@@ -272,20 +313,6 @@ class RedisClusterStore(RedisStore):
         # cluster bus forwards it to: never "unheard" here (2, written, becomes 1).
         return [min(int(written), 1) for reply in replies for written in reply]
 
-    # ------------------------------------------------------------------ lease renewals
-    def _renewal_groups(self, tables: list[str]) -> list[list[str]]:
-        """One script call per slot (a script names the keys of one slot); the cluster
-        pipeline sends each master its own calls."""
-        slots: dict[int, list[str]] = {}
-        for table_id in tables:
-            slots.setdefault(self._redis.keyslot(lease_key(table_id)), []).append(table_id)
-        return [
-            group[i : i + MAX_RENEWALS]
-            for group in slots.values()
-            for i in range(0, len(group), MAX_RENEWALS)
-        ]
-
-    # ------------------------------------------------------------------ WAIT on the master
     async def _queue_wait(self, pipe: Any, key: str) -> Callable[[], bool]:
         """``WAIT`` must run on the connection that made the write: the pipeline sends the
         commands of one node on one connection, so ``WAIT`` is addressed to the key's master.
@@ -294,9 +321,19 @@ class RedisClusterStore(RedisStore):
             await self._redis.initialize()
         master = self._redis.get_node_from_key(key)
         pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, target_nodes=master)
-        return lambda: self._redis.get_node_from_key(key).name == master.name
+        return lambda: bool(self._redis.get_node_from_key(key).name == master.name)
 
-    # ------------------------------------------------------------------ the bus's node
+
+class ClusterBus(RedisBus):
+    """The bus on a cluster: one pub/sub connection to any node, the next one in turn when it
+    dies (see "Pub/sub" in the module docstring)."""
+
+    def __init__(self, link: ClusterLink) -> None:
+        self._seeds, self._credentials = parse_cluster_url(link.url)
+        self._next_bus_node = random.randrange(1 << 16)  # nodes spread their links over the cluster
+        self._bus_client: aioredis.Redis | None = None
+        super().__init__(link)
+
     def _new_pubsub(self) -> PubSub:
         host, port = self._seeds[0]
         return self._bus_link(host, port).pubsub()
@@ -316,8 +353,8 @@ class RedisClusterStore(RedisStore):
     async def _pubsub_for_next_attempt(self) -> PubSub:
         """A fresh link to the next node of the slot map (the seeds until the map is known)."""
         with contextlib.suppress(*UNREACHABLE), _unreachable_cluster():
-            await self._redis.initialize()
-        known = sorted({(node.host, node.port) for node in self._redis.get_nodes()})
+            await self._link.redis.initialize()
+        known = sorted({(node.host, node.port) for node in self._link.redis.get_nodes()})
         candidates = known or self._seeds
         host, port = candidates[self._next_bus_node % len(candidates)]
         self._next_bus_node += 1
@@ -328,3 +365,39 @@ class RedisClusterStore(RedisStore):
             with contextlib.suppress(Exception):
                 await old.aclose()
         return self._bus_link(host, port).pubsub()
+
+    async def close(self) -> None:
+        await super().close()
+        if self._bus_client is not None:
+            with contextlib.suppress(Exception):
+                await self._bus_client.aclose()
+
+
+def cluster_stores(
+    url: str,
+    node_id: str,
+    *,
+    incarnation: str | None = None,
+    wait_replicas: int = 0,
+    wait_timeout_ms: int = 100,
+) -> Stores:
+    """Every concern's store on the Redis Cluster of ``url`` (``redis+cluster://``), for node
+    ``node_id`` (the options: see :func:`~blackdrez.server.stores.redis.redis_stores`)."""
+    check_wait(wait_replicas, wait_timeout_ms)
+    link = ClusterLink(url, node_id, incarnation)
+    lobby, bus = RedisLobby(link), ClusterBus(link)
+    logs = ClusterTableLogs(
+        link, lobby, bus, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms
+    )
+    return Stores(
+        link=link,
+        lobby=lobby,
+        players=RedisPlayers(link),
+        presence=RedisPresence(link),
+        leases=ClusterLeases(link),
+        logs=logs,
+        leaderboards=RedisLeaderboards(link),
+        daily=RedisDailyDeals(link),
+        tokens=RedisTokens(link),
+        bus=bus,
+    )

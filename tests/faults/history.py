@@ -5,7 +5,7 @@ Theory of operation
 A scenario ends with what its clients saw (one :class:`~blackdrez.clients.bots.BotResult` per seat:
 the
 event number of every acknowledged action, the last view) and what Redis holds. The checker reads
-each table's log through the store (:meth:`RedisStore.read_log`), rebuilds the table with
+each table's log through the store (:meth:`TableLogs.read`), rebuilds the table with
 :func:`blackdrez.server.table.commands.rebuild`, and checks, for every table:
 
 * the log replays from its creation to its end, and the event number recorded with each entry
@@ -44,8 +44,8 @@ import redis
 
 from blackdrez.clients.bots import BotResult
 from blackdrez.protocol import v1
-from blackdrez.server.stores import open_store
-from blackdrez.server.stores.redis import FIXED_KEYS
+from blackdrez.server.stores import open_stores
+from blackdrez.server.stores.keys import FIXED_KEYS
 from blackdrez.server.table.commands import Resume, decode_entry, rebuild
 from blackdrez.server.table.records import decode_table_record, record_log
 from blackdrez.server.table.room import Room
@@ -140,14 +140,14 @@ class History:
 
 async def read_table_logs(redis_url: str, tables: Iterable[str]) -> dict[str, TableLog]:
     """Read and replay each table's log."""
-    store = open_store(redis_url, CHECKER_NODE)
+    store = open_stores(redis_url, CHECKER_NODE)
     logs: dict[str, TableLog] = {}
     try:
         for table in tables:
             found = logs[table] = TableLog(table)
-            raw = await store.read_log(table)
+            raw = await store.logs.read(table)
             if not raw:  # retired: the log lives on in the table's compact game record
-                record = await store.game_record(table)
+                record = await store.logs.game_record(table)
                 raw = record_log(decode_table_record(record)) if record else []
             if not raw:
                 found.problem = f"{table}: its log is missing or empty"

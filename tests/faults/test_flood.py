@@ -24,7 +24,7 @@ import pytest
 from blackdrez.clients.client import Client, ServerError
 from blackdrez.protocol import v1
 from blackdrez.server.records.db import POOL_SIZE
-from blackdrez.server.stores.redis import log_key
+from blackdrez.server.stores.keys import log_key
 from blackdrez.server.testing.nodes import CpuSampler, NodeProcess
 from blackdrez.server.testing.postgres_server import PostgresServer
 from blackdrez.server.testing.redis_cluster import direct_client

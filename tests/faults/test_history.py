@@ -19,7 +19,7 @@ import redis.asyncio as aioredis
 from blackdrez.clients.bots import BotResult
 from blackdrez.protocol import v1
 from blackdrez.server.app import GameServer, Settings
-from blackdrez.server.stores.redis import game_key
+from blackdrez.server.stores.keys import game_key
 from blackdrez.server.table.commands import decode_entry
 from blackdrez.server.table.records import decode_table_record, record_log
 from tests.faults.history import check_history, wait_closed

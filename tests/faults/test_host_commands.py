@@ -28,7 +28,7 @@ from blackdrez.clients.bots import play_table
 from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
 from blackdrez.server.records.store import RecordsStore
-from blackdrez.server.stores.redis import epoch_key
+from blackdrez.server.stores.keys import epoch_key
 from blackdrez.server.table.commands import ParFound, Ratings
 from blackdrez.server.testing.nodes import CpuSampler, NodeProcess
 from blackdrez.server.testing.postgres_server import PostgresServer

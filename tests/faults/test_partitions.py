@@ -41,7 +41,7 @@ from blackdrez.protocol import v1
 from blackdrez.server.app import Settings
 from blackdrez.server.node import LEASE_TTL
 from blackdrez.server.node.leases import LEASE_MARGIN
-from blackdrez.server.stores.redis import KEEPALIVE as BUS_KEEPALIVE
+from blackdrez.server.stores.redis_bus import KEEPALIVE as BUS_KEEPALIVE
 from blackdrez.server.testing import netns
 from blackdrez.server.testing.netns import Lab, NamespacedNode
 from blackdrez.server.testing.nodes import CpuSampler, lease_holders

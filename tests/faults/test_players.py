@@ -17,7 +17,7 @@ from blackdrez.clients.bots import BotResult, check_fairness
 from blackdrez.clients.client import Client, ServerError
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
-from blackdrez.server.stores import open_store
+from blackdrez.server.stores import open_stores
 from blackdrez.server.testing.nodes import CpuSampler, resident_bytes
 from tests.faults.conftest import LaunchNodes
 from tests.faults.history import check_history, wait_closed
@@ -48,9 +48,9 @@ FROZEN_CPU = 25.0
 
 async def log_length(redis_url: str, table: str) -> int:
     """How many entries the table's log holds."""
-    store = open_store(redis_url, "fault-test")
+    store = open_stores(redis_url, "fault-test")
     try:
-        return len(await store.read_log(table))
+        return len(await store.logs.read(table))
     finally:
         await store.close()
 

@@ -1,0 +1,97 @@
+"""The table logs contract (``TableLogs``): fenced appends, retirement, game records.
+
+The group commit of appends is in ``tests/test_group_commit.py``; snapshots in
+``tests/test_snapshots.py``."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis.asyncio as aioredis
+
+from blackdrez.server.stores.base import (
+    Append,
+    LeaseLost,
+    Stores,
+    Whereabouts,
+)
+
+from .helpers import OpenRedisStores
+
+
+async def test_an_append_needs_the_token_and_the_expected_position(stores: Stores) -> None:
+    token = await stores.leases.acquire("t1", 5)
+    assert token is not None
+    await stores.logs.append(Append("t1", token, 1, b"create"))
+    await stores.logs.append(Append("t1", token, 2, b"join"))
+    for stale_token, position in ((token, 2), (token, 4), (token, 1), (token + 1, 3)):
+        with pytest.raises(LeaseLost):
+            await stores.logs.append(Append("t1", stale_token, position, b"stale"))
+    with pytest.raises(LeaseLost):
+        await stores.logs.append(Append("t-unleased", token, 1, b"create"))
+    assert await stores.logs.read("t1") == [b"create", b"join"], "nothing was written"
+    await stores.logs.append(Append("t1", token, 3, b"act"))
+    assert await stores.logs.read("t1") == [b"create", b"join", b"act"]
+    with pytest.raises(LeaseLost):
+        await stores.lobby.put("t1", stores.node_id, b"record", listed=True, token=token + 1)
+    assert await stores.lobby.get("t1") is None
+
+
+async def test_a_retired_table_leaves_its_record_and_is_never_leased_again(stores: Stores) -> None:
+    token = await stores.leases.acquire("t1", 5)
+    assert token is not None
+    await stores.logs.append(Append("t1", token, 1, b"create"))
+    await stores.lobby.put("t1", stores.node_id, b"info", listed=True, token=token)
+    await stores.players.add_table("alice", "t1")
+    await stores.players.add_table("alice", "t2")
+    await stores.players.add_table("bob", "t1")
+    with pytest.raises(LeaseLost):
+        await stores.logs.retire("t1", token + 1, b"game", 60, ["alice", "bob"])
+    await stores.logs.retire("t1", token, b"game", 60, ["alice", "bob"])
+    assert (await stores.leases.locate("t1")).where is Whereabouts.CLOSED
+    assert await stores.leases.acquire("t1", 5) is None
+    assert await stores.logs.game_record("t1") == b"game"
+    assert await stores.logs.read("t1") == []
+    assert await stores.lobby.get("t1") is None
+    assert await stores.lobby.listed() == []
+    assert await stores.leases.adoptable() == []
+    assert await stores.players.tables("alice") == ["t2"]
+    assert await stores.players.tables("bob") == []
+    with pytest.raises(LeaseLost):
+        await stores.logs.append(Append("t1", token, 2, b"late"))
+
+
+async def test_a_game_record_is_kept_for_its_retention(stores: Stores) -> None:
+    token = await stores.leases.acquire("t1", 5)
+    assert token is not None
+    await stores.logs.append(Append("t1", token, 1, b"create"))
+    await stores.logs.retire("t1", token, b"game", 1.0)
+    assert await stores.logs.game_record("t1") == b"game"
+    await asyncio.sleep(1.2)
+    assert await stores.logs.game_record("t1") is None
+    assert (await stores.leases.locate("t1")).where is Whereabouts.UNKNOWN
+
+
+async def test_every_table_key_gets_a_lifetime_when_retired(
+    open_redis_stores: OpenRedisStores, redis_url_clean: str
+) -> None:
+    stores = await open_redis_stores()
+    token = await stores.leases.acquire("t1", 5)
+    assert token is not None
+    await stores.logs.append(Append("t1", token, 1, b"create"))
+    await stores.lobby.put("t1", "node-a", b"info", listed=True, token=token)
+    await stores.players.add_table("alice", "t1")
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        assert await raw.ttl("bd:p:{alice}:tables") > 0, "a player's set has a TTL"
+        await stores.logs.retire("t1", token, b"game", 3600, ["alice"])
+        keys = {key.decode() for key in await raw.keys("*")}
+        assert {k for k in keys if "{t1}" in k} == {
+            "bd:t:{t1}:epoch",
+            "bd:t:{t1}:state",
+            "bd:t:{t1}:game",
+        }
+        assert not {key for key in keys if key.startswith("bd:{hosted}:")}, "hosted no more"
+        for key in keys - {"bd:secret", "bd:nodes", "bd:lobby:tables"}:
+            assert 0 < await raw.ttl(key) <= 3600, f"{key} has no lifetime"
+        assert await raw.smembers("bd:lobby:tables") == set()
