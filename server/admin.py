@@ -43,9 +43,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 from websockets.datastructures import Headers
@@ -53,11 +53,9 @@ from websockets.http11 import Request, Response
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
-from blackdrez.server.stores import StoreUnavailable
-from blackdrez.server.table.commands import Stop, decode_entry
-
-if TYPE_CHECKING:
-    from blackdrez.server.app import GameServer
+from blackdrez.server.settings import Settings
+from blackdrez.server.stores import Stores, StoreUnavailable
+from blackdrez.server.table.commands import Answer, Stop, decode_entry
 
 PREFIX = "/admin/"
 OPERATOR = "operator"
@@ -157,11 +155,39 @@ def _unreachable(error: OSError) -> str:
     return str(reason)
 
 
-class AdminApi:
-    """The ``/admin/`` calls of one server node (see the module docstring)."""
+class OperatedNode(Protocol):
+    """What the admin calls need of the node they operate: its load, and its router."""
 
-    def __init__(self, server: GameServer) -> None:
-        self.server = server
+    @property
+    def rooms(self) -> Mapping[str, object]:
+        """The tables this node hosts."""
+
+    @property
+    def clients(self) -> Mapping[str, object]:
+        """The players connected to this node."""
+
+    async def route(
+        self, player: str, name: str, table: str, message: Any, *, bot: bool = False
+    ) -> Answer:
+        """Run a table request wherever the table lives."""
+
+
+class AdminApi:
+    """The ``/admin/`` calls of one server node (see the module docstring): its ``settings``
+    (the admin token, read at each call, and the node's id), its ``store`` (the tables of every
+    node), its ``node`` and how to ``drain`` it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Stores,
+        node: OperatedNode,
+        drain: Callable[[], None],
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.node = node
+        self.drain = drain
         self.routes: dict[str, Route] = {
             "drain": Route("POST", self._drain),
             "tables": Route("GET", self._tables),
@@ -173,7 +199,7 @@ class AdminApi:
 
     async def handle(self, request: Request) -> Response:
         """Answer one ``/admin/...`` request."""
-        refused = authorized(request, self.server.settings.admin_token)
+        refused = authorized(request, self.settings.admin_token)
         if refused is not None:
             return refused
         path, _, query = request.path.partition("?")
@@ -198,17 +224,16 @@ class AdminApi:
             )
 
     async def _drain(self, rest: str, params: dict[str, str]) -> Response:
-        server = self.server
-        tables = len(server.node.rooms)
-        server.drain()
+        tables = len(self.node.rooms)
+        self.drain()
         return json_response(
             http.HTTPStatus.ACCEPTED,
-            {"node": server.settings.node_id, "status": "draining", "tables": tables},
+            {"node": self.settings.node_id, "status": "draining", "tables": tables},
         )
 
     async def _live_tables(self) -> list[dict[str, Any]]:
         found = []
-        for _, node, record in await self.server.store.all_tables():
+        for _, node, record in await self.store.lobby.all():
             info = msgspec.msgpack.decode(record, type=v1.TableInfo)
             found.append({**msgspec.to_builtins(info), "host_node": node})
         return [t for t in found if t["status"] != "closed"]
@@ -219,9 +244,9 @@ class AdminApi:
     async def _table(self, rest: str, params: dict[str, str]) -> Response:
         table = params["id"]
         limit = max(1, min(int(params.get("limit", "30")), 500))
-        store = self.server.store
-        hosted = await store.get_table(table)
-        entries = await store.read_log(table)
+        store = self.store
+        hosted = await store.lobby.get(table)
+        entries = await store.logs.read(table)
         if hosted is None or not entries:
             return json_response(http.HTTPStatus.NOT_FOUND, {"error": f"no live table {table!r}"})
         info = msgspec.msgpack.decode(hosted[1], type=v1.TableInfo)
@@ -245,14 +270,15 @@ class AdminApi:
         return json_response(http.HTTPStatus.OK, body)
 
     async def _command(self, table: str, player: str, message: Any) -> Response:
-        answer = await self.server.node.route(player, OPERATOR, table, message)
+        answer = await self.node.route(player, OPERATOR, table, message)
         errors = [r for r in answer.replies if isinstance(r, v1.Error)]
         if errors:
-            status = {
+            statuses: dict[str, http.HTTPStatus] = {
                 ErrorCode.NOT_FOUND: http.HTTPStatus.NOT_FOUND,
                 ErrorCode.MOVING: http.HTTPStatus.CONFLICT,
                 ErrorCode.UNAVAILABLE: http.HTTPStatus.SERVICE_UNAVAILABLE,
-            }.get(errors[0].code, http.HTTPStatus.BAD_REQUEST)
+            }
+            status = statuses.get(errors[0].code, http.HTTPStatus.BAD_REQUEST)
             return json_response(status, {"error": errors[0].message, "code": errors[0].code})
         return json_response(http.HTTPStatus.OK, {"ok": True, "table": table})
 
@@ -265,8 +291,7 @@ class AdminApi:
         return await self._command(table, params["player"], v1.LeaveTable(table=table))
 
     async def _nodes(self, rest: str, params: dict[str, str]) -> Response:
-        server = self.server
-        live = await server.store.live_nodes()
+        live = await self.store.presence.live_nodes()
         nodes: dict[str, dict[str, Any]] = {
             node: {"id": node, "live": True, "tables": 0, "players": 0} for node in sorted(live)
         }
@@ -277,10 +302,8 @@ class AdminApi:
             )
             node["tables"] += 1
             node["players"] += sum(1 for seat in table["seats"] if seat and not seat["bot"])
-        me = nodes.setdefault(
-            server.settings.node_id,
-            {"id": server.settings.node_id, "live": True, "tables": 0, "players": 0},
-        )
-        me["connections"] = len(server.node.clients)
+        node_id = self.settings.node_id
+        me = nodes.setdefault(node_id, {"id": node_id, "live": True, "tables": 0, "players": 0})
+        me["connections"] = len(self.node.clients)
         me["answering"] = True
         return json_response(http.HTTPStatus.OK, {"nodes": list(nodes.values())})

@@ -129,3 +129,125 @@ def test_every_logger_of_the_project_is_named_under_blackdrez() -> None:
                 ):
                     outside.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert outside == []
+
+
+def module_name(path: Path) -> str:
+    """The installed name of the module at ``path``: ``server/http/routes.py`` is
+    ``blackdrez.server.http.routes``, ``server/node/__init__.py`` ``blackdrez.server.node``."""
+    parts = ["blackdrez", *path.relative_to(ROOT).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(layer: str) -> dict[str, set[str]]:
+    """Each module of ``layer`` and the modules of ``layer`` it imports, wherever the import
+    stands (in a function, under ``if TYPE_CHECKING``). ``from package import name`` imports
+    the module ``package.name`` if there is one, else ``package``; a name that is no module of
+    the layer (a class, another layer) leads to the nearest module above it, or nowhere."""
+    paths = {module_name(path): path for path in modules(layer)}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the package, up ``level - 1`` packages
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in paths:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    imported.add(target)
+        graph[name] = imported
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of more than one
+    module (Tarjan's algorithm, iterative), each sorted."""
+    index: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = lowest[root] = len(index)
+        stack.append(root)
+        while work:
+            module, pending = work[-1]
+            following = next(pending, None)
+            if following is not None:
+                if following not in index:
+                    index[following] = lowest[following] = len(index)
+                    stack.append(following)
+                    work.append((following, iter(sorted(graph[following]))))
+                elif following in stack:
+                    lowest[module] = min(lowest[module], index[following])
+                continue
+            work.pop()
+            if work:
+                lowest[work[-1][0]] = min(lowest[work[-1][0]], lowest[module])
+            if lowest[module] == index[module]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == module:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_module_of_the_server_imports_itself_back() -> None:
+    """An import circle (``app`` -> ``admin`` -> ``app``) makes each module half of the other:
+    neither can be read, tested or typed alone. Lazy and ``TYPE_CHECKING`` imports count."""
+    assert cycles(import_graph("server")) == []
+
+
+def test_the_cycle_finder_finds_each_circle_once() -> None:
+    graph = {
+        "a": {"b"},
+        "b": {"c"},
+        "c": {"a", "d"},
+        "d": set(),
+        "e": {"e"},  # a module naming itself is no circle
+    }
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_import_graph_sees_lazy_relative_and_package_imports(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    layer = tmp_path / "server"
+    (layer / "node").mkdir(parents=True)
+    (layer / "__init__.py").write_text("")
+    (layer / "node" / "__init__.py").write_text("from blackdrez.server.node.core import Node\n")
+    (layer / "node" / "core.py").write_text("from . import helpers\n")
+    (layer / "node" / "helpers.py").write_text(
+        "def later():\n    from blackdrez.server.node import Node\n"
+    )
+    (layer / "app.py").write_text(
+        "import blackdrez.server.node.core\nfrom blackdrez.games import GAMES\n"
+    )
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    graph = import_graph("server")
+    assert graph == {
+        "blackdrez.server": set(),
+        "blackdrez.server.app": {"blackdrez.server.node.core"},
+        "blackdrez.server.node": {"blackdrez.server.node.core"},
+        "blackdrez.server.node.core": {"blackdrez.server.node.helpers"},
+        "blackdrez.server.node.helpers": {"blackdrez.server.node"},
+    }
+    assert cycles(graph) == [
+        ["blackdrez.server.node", "blackdrez.server.node.core", "blackdrez.server.node.helpers"]
+    ]

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import math
 import os
 import sys
 import textwrap
@@ -16,53 +15,38 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from blackdrez.games import GAMES
+from blackdrez.server.settings import (
+    CENTURY,
+    DEFAULT_DATA_DIR,
+    Settings,
+    options,
+    parser_default,
+    positive,
+    whole,
+)
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
-DEFAULT_DATA_DIR = "blackdrez-data"
-"""The folder ``blackdrez serve`` keeps its state in, in the working directory."""
-DEFAULT_DB_URL = f"sqlite:///{DEFAULT_DATA_DIR}/records.db"
-"""``blackdrez.server.app.DEFAULT_DB_URL`` (not imported: the tools start without the server)."""
 GAME_NAMES = tuple(GAMES)
 """The games the tools know: one per folder of ``games/``."""
 
 
-def serve_settings(args: argparse.Namespace) -> Any:
-    """The :class:`~blackdrez.server.app.Settings` that ``blackdrez serve`` options describe."""
-    from blackdrez.server.app import Settings
-
-    settings = Settings(
-        host=args.host,
-        port=args.port,
-        redis_url=args.redis_url or None,
-        max_frame_bytes=args.max_frame_bytes,
-        messages_per_second=args.rate,
-        burst=args.burst,
-        allowed_origins=args.allowed_origin or None,
-        compression=args.compression,
-        max_connections_per_ip=args.max_connections_per_ip,
-        handshake_rate=args.handshake_rate,
-        handshake_burst=args.handshake_burst,
-        api_rate=args.api_rate,
-        api_burst=args.api_burst,
-        trusted_proxies=args.trusted_proxy or [],
-        metrics_host=args.metrics_host,
-        metrics_port=args.metrics_port,
-        max_solitaire_sessions=args.max_solitaire_sessions,
-        token_lifetime=args.token_days * 24 * 3600.0,
-        send_buffer=args.send_buffer,
-        close_timeout=args.close_timeout,
-        listen_backlog=args.listen_backlog,
-        admin_token=args.admin_token or None,
-        db_url=_db_url(args),
-        ladder_tables=args.ladder_tables,
-    )
+def serve_settings(args: argparse.Namespace) -> Settings:
+    """The :class:`~blackdrez.server.settings.Settings` that ``blackdrez serve`` options
+    describe: each option's value (given, from its variable, or its default), then what the
+    command line resolves itself (the data folder, the records file, the remembered node id)."""
+    given = {field.name: getattr(args, option.dest) for field, option in options()}
+    given["node_id"] = given["node_id"] or None  # (an empty BLACKDREZ_NODE_ID: none given)
+    settings = Settings(**{name: value for name, value in given.items() if value is not None})
+    settings.redis_url = settings.redis_url or None
+    settings.admin_token = settings.admin_token or None
+    settings.db_url = _db_url(args)
     if args.in_memory and args.redis_url:
         args.parser.error("--in-memory and --redis-url: choose one")
     if not args.in_memory and not args.redis_url:
-        settings.data_dir = Path(args.data_dir)
-    if args.node_id:
-        settings.node_id = args.node_id
-    elif settings.data_dir is not None and settings.port:
+        settings.data_dir = Path(args.data_dir or DEFAULT_DATA_DIR)
+    else:
+        settings.data_dir = None
+    if not args.node_id and settings.data_dir is not None and settings.port:
         from blackdrez.server.stores.embedded import remembered_node_id
 
         settings.node_id = remembered_node_id(settings.data_dir, settings.port, settings.node_id)
@@ -70,11 +54,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
         args.parser.error(f"--log-format (or BLACKDREZ_LOG_FORMAT): {args.log_format!r}")
     if args.ladder_tables and settings.db_url is None:
         args.parser.error("--ladder-tables needs records (a --db-url other than none)")
-    if args.lease_ttl is not None:
-        settings.lease_ttl = args.lease_ttl
     _redis_options(args, settings)
-    if args.record_retention is not None:
-        settings.record_retention = args.record_retention
     return settings
 
 
@@ -82,7 +62,7 @@ def _db_url(args: argparse.Namespace) -> str | None:
     """The records database ``--db-url`` names (``None``: none), by default a SQLite file in
     ``--data-dir``."""
     if args.db_url is None:
-        return f"sqlite:///{Path(args.data_dir) / 'records.db'}"
+        return f"sqlite:///{Path(args.data_dir or DEFAULT_DATA_DIR) / 'records.db'}"
     return None if args.db_url.strip().lower() in ("", "none") else args.db_url
 
 
@@ -123,10 +103,10 @@ def _drain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _redis_options(args: argparse.Namespace, settings: Any) -> None:
-    """Check and apply the Redis Cluster URL and the WAIT options."""
-    from blackdrez.server.stores.redis import COMMAND_TIMEOUT
+def _redis_options(args: argparse.Namespace, settings: Settings) -> None:
+    """Check the Redis URL (one Redis, or a Redis Cluster) and the WAIT options."""
     from blackdrez.server.stores.redis_cluster import SCHEME, parse_cluster_url
+    from blackdrez.server.stores.redis_link import COMMAND_TIMEOUT
 
     if settings.redis_url and settings.redis_url.startswith(f"{SCHEME}:"):
         try:
@@ -147,74 +127,37 @@ def _redis_options(args: argparse.Namespace, settings: Any) -> None:
             args.parser.error(
                 f"--redis-url: the database {database!r} is not a number (redis://HOST:PORT/DB)"
             )
-    if args.redis_wait_replicas < 0:
+    if settings.redis_wait_replicas < 0:
         args.parser.error("--redis-wait-replicas must be 0 or more")
-    if args.redis_wait_replicas and not settings.redis_url:
+    if settings.redis_wait_replicas and not settings.redis_url:
         args.parser.error("--redis-wait-replicas needs --redis-url")
     limit = int(COMMAND_TIMEOUT * 1000)
-    if not 0 < args.redis_wait_timeout_ms < limit:
+    if not 0 < settings.redis_wait_timeout_ms < limit:
         args.parser.error(f"--redis-wait-timeout-ms must be from 1 to {limit - 1}")
-    settings.redis_wait_replicas = args.redis_wait_replicas
-    settings.redis_wait_timeout_ms = args.redis_wait_timeout_ms
 
 
-def _whole(low: int, high: int | None = None) -> Any:
-    """An argparse type: a whole number from ``low`` (to ``high``)."""
-
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < low or (high is not None and value > high):
-            raise ValueError(text)
-        return value
-
-    parse.__name__ = f"whole number from {low}" + (f" to {high}" if high is not None else "")
-    return parse
-
-
-CENTURY = 100 * 365 * 86400
-"""The longest duration an option takes, in seconds: past it a TTL overflows what the store
-keeps (Redis counts them in milliseconds in 64 bits), and nobody means one that long."""
-
-
-def _positive(most: float | None = None) -> Callable[[str], float]:
-    """An argparse type: a finite number above zero (and at most ``most``); NaN, infinity, zero,
-    less and more are refused in argparse's one line naming the option."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not 0 < value < math.inf or (most is not None and value > most):
-            ceiling = "" if most is None else f" and at most {most:.15g}"
-            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number above 0{ceiling}")
-        return value
-
-    return parse
-
-
-def _per_address_limit(
-    serve: argparse.ArgumentParser, kind: str, what: str, refused: str, rate: int, burst: int
-) -> None:
-    """``--KIND-rate`` and ``--KIND-burst``: a token bucket per client address for ``what``
-    (each also read from ``BLACKDREZ_KIND_RATE`` / ``_BURST``)."""
-    env = f"BLACKDREZ_{kind.upper()}"
-    serve.add_argument(
-        f"--{kind}-rate",
-        type=_positive(),
-        default=os.environ.get(f"{env}_RATE", str(rate)),
-        metavar="PER_SECOND",
-        help=f"{what} per second one client address may make, on average; past it {refused} "
-        f"(default {rate}; env {env}_RATE)",
-    )
-    serve.add_argument(
-        f"--{kind}-burst",
-        type=_whole(0),
-        default=os.environ.get(f"{env}_BURST", str(burst)),
-        metavar="N",
-        help=f"{what} one client address may make at once (0: no limit; default {burst}; env "
-        f"{env}_BURST)",
-    )
+def _add_settings_options(serve: argparse.ArgumentParser) -> None:
+    """``blackdrez serve``'s options for the :class:`~blackdrez.server.settings.Settings`
+    fields, as the fields declare them (flag, help, environment variable, parser, default)."""
+    for field, option in options():
+        default = parser_default(field)
+        if option.env is not None:
+            default = os.environ.get(option.env, default)  # (a text default goes through type)
+        if option.switch:
+            serve.add_argument(
+                option.flag, dest=option.dest, action="store_true", help=option.describe(False)
+            )
+            continue
+        parsed: dict[str, Any] = {} if option.parse is None else {"type": option.parse}
+        serve.add_argument(
+            option.flag,
+            dest=option.dest,
+            action="append" if option.repeat else "store",
+            default=default,
+            metavar=option.metavar,
+            help=option.describe(field.default),
+            **parsed,
+        )
 
 
 def _http_url(text: str) -> str:
@@ -224,17 +167,6 @@ def _http_url(text: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"{text!r} is not the node's http://HOST:PORT address")
     return text
-
-
-def _network(text: str) -> str:
-    """An argparse type: an IP address or network in CIDR notation."""
-    import ipaddress
-
-    ipaddress.ip_network(text, strict=False)
-    return text
-
-
-_network.__name__ = "address or network"
 
 
 def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str] | None:
@@ -748,33 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a game server node: WebSocket and HTTP on one port. Every option is "
         "described in docs/operations.md.",
     )
-    serve.add_argument(
-        "--host",
-        default=os.environ.get("BLACKDREZ_HOST", "127.0.0.1"),
-        help="the address to listen on (default 127.0.0.1; env BLACKDREZ_HOST)",
-    )
-    serve.add_argument(
-        "--port",
-        type=_whole(0, 65535),
-        default=os.environ.get("BLACKDREZ_PORT", "8765"),  # (a text default goes through type)
-        help="the port for WebSocket and HTTP (default 8765; env BLACKDREZ_PORT)",
-    )
-    serve.add_argument(
-        "--redis-url",
-        default=os.environ.get("BLACKDREZ_REDIS_URL"),
-        help="share the lobby through Redis: redis://HOST:PORT/DB for one Redis, "
-        "redis+cluster://HOST:PORT[,HOST:PORT...] for a Redis Cluster (default: a Redis of the "
-        "node's own, kept in --data-dir; env BLACKDREZ_REDIS_URL)",
-    )
-    serve.add_argument(
-        "--data-dir",
-        default=os.environ.get("BLACKDREZ_DATA_DIR", DEFAULT_DATA_DIR),
-        metavar="DIR",
-        help="the folder the node keeps its state in: without --redis-url, its own Redis's "
-        "append-only file (DIR/redis: identities, tables, sessions survive a restart), and the "
-        f"records unless --db-url says otherwise (default {DEFAULT_DATA_DIR}; env "
-        "BLACKDREZ_DATA_DIR)",
-    )
+    _add_settings_options(serve)
     serve.add_argument(
         "--in-memory",
         action="store_true",
@@ -782,160 +688,11 @@ def build_parser() -> argparse.ArgumentParser:
         "all of it is lost when the node stops (for tests and benchmarks; default off)",
     )
     serve.add_argument(
-        "--redis-wait-replicas",
-        type=int,
-        default=0,
-        metavar="N",
-        help="acknowledge a command only once N Redis replicas hold its log entry (WAIT), so "
-        "that a failover loses no acknowledged command (default 0: do not wait)",
-    )
-    serve.add_argument(
-        "--redis-wait-timeout-ms",
-        type=int,
-        default=100,
-        metavar="MS",
-        help="how long a command waits for those replicas before it is answered 'unavailable' "
-        "(default 100)",
-    )
-    serve.add_argument(
-        "--node-id",
-        default=os.environ.get("BLACKDREZ_NODE_ID"),
-        help="this node's name among the nodes sharing a Redis; each needs its own "
-        "(default: random; env BLACKDREZ_NODE_ID)",
-    )
-    serve.add_argument(
-        "--max-frame-bytes",
-        type=_whole(64),
-        default=16 * 1024,
-        metavar="BYTES",
-        help="the largest frame a client may send; a larger one closes with 1009 (default 16384)",
-    )
-    serve.add_argument(
-        "--rate",
-        type=_positive(),
-        default=30.0,
-        help="messages per second per connection, on average (default 30)",
-    )
-    serve.add_argument(
-        "--burst",
-        type=_whole(1),
-        default=60,
-        help="messages a connection may send at once; also how many refused messages within "
-        "10 s close it with 1008 (default 60)",
-    )
-    serve.add_argument(
-        "--allowed-origin",
-        action="append",
-        metavar="ORIGIN",
-        help="also accept browser pages from this Origin (scheme://host[:port]); repeat for "
-        "several (default: only pages whose Origin has the Host header's host and port)",
-    )
-    serve.add_argument(
-        "--compression", action="store_true", help="enable permessage-deflate (default: off)"
-    )
-    serve.add_argument(
-        "--max-connections-per-ip",
-        type=_whole(0),
-        default=256,
-        metavar="N",
-        help="WebSocket connections one client address may hold at once; more are closed with "
-        "4006 (0: no cap; default 256)",
-    )
-    for kind, what, refused, rate, burst in (
-        ("handshake", "new WebSocket connections", "the handshake gets HTTP 429", 20, 400),
-        ("api", "records API requests", "a request gets 429 rate_limited", 10, 100),
-    ):
-        _per_address_limit(serve, kind, what, refused, rate, burst)
-    serve.add_argument(
-        "--trusted-proxy",
-        action="append",
-        type=_network,
-        metavar="ADDRESS",
-        help="an address or network (CIDR) of a reverse proxy whose X-Forwarded-For header names "
-        "the client; repeat for several (default: none, the header is ignored)",
-    )
-    serve.add_argument(
-        "--max-solitaire-sessions",
-        type=_whole(0),
-        default=10,
-        metavar="N",
-        help="open solitaire sessions one player may hold; one more gets too_many_sessions "
-        "(0: no cap; default 10)",
-    )
-    serve.add_argument(
-        "--token-days",
-        type=_positive(CENTURY / 86400),
-        default=30.0,
-        metavar="DAYS",
-        help="how long a session token is accepted, counted from its first issue; it is never "
-        "renewed (default 30)",
-    )
-    serve.add_argument(
-        "--send-buffer",
-        type=_whole(1024),
-        default=1024 * 1024,
-        metavar="BYTES",
-        help="bytes sent to a client and not yet read by it past which the client is closed "
-        "with 4003 (default 1048576)",
-    )
-    serve.add_argument(
-        "--close-timeout",
-        type=_positive(CENTURY),
-        default=10.0,
-        metavar="SECONDS",
-        help="how long a connection the server closes has to take its close frame before the "
-        "TCP connection is cut (default 10)",
-    )
-    serve.add_argument(
-        "--listen-backlog",
-        type=_whole(1),
-        default=2048,
-        metavar="N",
-        help="connections the kernel queues for the node while it is busy (a reconnect storm); "
-        "past it a client's SYN is dropped and retried a second later; capped by "
-        "net.core.somaxconn (default 2048)",
-    )
-    serve.add_argument(
-        "--metrics-port",
-        type=_whole(0, 65535),
-        metavar="PORT",
-        help="serve /metrics (and /healthz) on this port, and no longer on the game port "
-        "(default: none, /metrics is on the game port)",
-    )
-    serve.add_argument(
-        "--metrics-host",
-        default="127.0.0.1",
-        metavar="HOST",
-        help="the address the --metrics-port listener binds (default 127.0.0.1)",
-    )
-    serve.add_argument(
-        "--lease-ttl",
-        type=_positive(CENTURY),
-        metavar="SECONDS",
-        help="how long a table's lease lasts unless renewed (4 times per lease): how soon a dead "
-        "node's tables move to another node, and how long a stalled node keeps them (default 1 "
-        "with Redis, 30 with the in-memory lobby, where no other node can take them)",
-    )
-    serve.add_argument(
         "--workers",
-        type=_whole(1),
+        type=whole(1),
         metavar="N",
         help="run N node processes on the one port (SO_REUSEPORT), sharing --redis-url, which "
         "they need; named NODE_ID-1 to NODE_ID-N (default: one process, no supervisor)",
-    )
-    serve.add_argument(
-        "--record-retention",
-        type=_positive(CENTURY),
-        metavar="SECONDS",
-        help="how long a closed table's game record is kept in the store (default 86400)",
-    )
-    serve.add_argument(
-        "--admin-token",
-        default=os.environ.get("BLACKDREZ_ADMIN_TOKEN"),
-        metavar="TOKEN",
-        help="enable the /admin/ calls (drain, the admin view) for this bearer token; prefer the "
-        "environment variable, which other users cannot read (default: none, no admin calls; "
-        "env BLACKDREZ_ADMIN_TOKEN)",
     )
     serve.add_argument(
         "--log-format",
@@ -943,22 +700,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("BLACKDREZ_LOG_FORMAT", "plain"),
         help="plain lines, or one JSON object per line with the node, table and player ids "
         "(default plain; env BLACKDREZ_LOG_FORMAT)",
-    )
-    serve.add_argument(
-        "--db-url",
-        default=os.environ.get("BLACKDREZ_DB_URL"),
-        metavar="URL",
-        help="the records database (finished games, accounts, ratings, the /api/ routes): "
-        "sqlite:///PATH or postgresql://USER@HOST/DB; 'none' keeps no records "
-        f"(default: $BLACKDREZ_DB_URL, else {DEFAULT_DB_URL}, in --data-dir)",
-    )
-    serve.add_argument(
-        "--ladder-tables",
-        type=_whole(0, 100),
-        default=0,
-        metavar="N",
-        help="keep N rated tables of bots playing on this node: the bot ladder (needs records; "
-        "run it on one node only) (default 0)",
     )
     serve.set_defaults(run=_serve, parser=serve)
 
@@ -978,7 +719,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     drain.add_argument(
         "--timeout",
-        type=_positive(CENTURY),
+        type=positive(CENTURY),
         default=60.0,
         help="seconds to wait for it (default 60)",
     )

@@ -12,7 +12,7 @@ import pytest
 
 from blackdrez.clients.client import Client
 from blackdrez.server.app import GameServer
-from blackdrez.server.stores.redis_cluster import RedisClusterStore
+from blackdrez.server.stores.redis_cluster import ClusterLink
 from blackdrez.tools import cli
 from tests.games.test_cli import run
 from tests.server.helpers import play_out, seat_and_start
@@ -71,8 +71,8 @@ async def test_a_node_on_the_cluster_with_wait_plays_a_game(
         redis_wait_replicas=settings.redis_wait_replicas,
         redis_wait_timeout_ms=settings.redis_wait_timeout_ms,
     )
-    assert isinstance(server.store, RedisClusterStore)
-    assert (server.store.wait_replicas, server.store.wait_timeout_ms) == (1, 300)
+    assert isinstance(server.store.link, ClusterLink)
+    assert (server.store.logs.wait_replicas, server.store.logs.wait_timeout_ms) == (1, 300)
     players: list[Client] = [await connect(server, name=n) for n in ("Ann", "Bob")]
     table = await seat_and_start(players[0], players[1:])
     await asyncio.gather(*(play_out(player, table) for player in players))

@@ -23,7 +23,8 @@ from websockets.exceptions import InvalidStatus
 from blackdrez.protocol import v1
 from blackdrez.protocol.codec import SERVER_DECODERS, encode
 from blackdrez.protocol.handshake import Hello
-from blackdrez.server.app import LIMIT_TIMEOUT, GameServer
+from blackdrez.server.app import GameServer
+from blackdrez.server.http.limits import LIMIT_TIMEOUT
 from blackdrez.server.testing.redis_server import RedisServer
 from tests.server.test_per_ip_cap import from_address
 
@@ -133,7 +134,7 @@ async def test_a_refused_handshake_opens_no_connection(make_server) -> None:
     for _ in range(20):
         assert (await refusal_from(server))[0] == 429
     assert refused(server, "handshake") == 20
-    assert server.node.clients == {} and not server._per_address
+    assert server.node.clients == {} and not server.sessions.per_address
 
 
 async def test_behind_a_trusted_proxy_each_forwarded_address_has_its_own_limit(

@@ -154,7 +154,7 @@ async def test_ten_thousand_hostile_frames_against_a_live_game(make_server, conn
     for seat, action in record.actions:
         engine.apply(seat, msgspec.convert(action, blackdrez.Action))
     assert msgspec.to_builtins(engine.view(None)) == final
-    assert 'code="internal"' not in blackdrez.server.metrics.render().decode()
+    assert 'code="internal"' not in server.metrics.render().decode()
 
     # the server still serves everyone else
     fresh = [await connect(server, name=n) for n in ("D", "E")]
@@ -282,13 +282,14 @@ async def test_the_closes_of_a_silent_client_and_of_a_stopping_server_are_counte
             assert asyncio.get_running_loop().time() < deadline, "1011 not counted"
             await asyncio.sleep(0.05)
     assert closes(server, CloseCode.HANDSHAKE_FAILED) == 1
-    too_fast = server._too_fast
+    limits = server.routes.limits
+    too_fast = limits.too_fast
 
     async def stop_begins(*args):  # a stop begins between a handshake's checks and its handler
         server.stopping = True
         return await too_fast(*args)
 
-    server._too_fast = stop_begins
+    limits.too_fast = stop_begins
     try:
         async with ws_connect(url, ping_interval=None) as ws:
             with contextlib.suppress(ConnectionClosed):
@@ -300,7 +301,7 @@ async def test_the_closes_of_a_silent_client_and_of_a_stopping_server_are_counte
         assert refused.value.response.status_code == 503
     finally:
         server.stopping = False
-        server._too_fast = too_fast
+        limits.too_fast = too_fast
     assert closes(server, CloseCode.GOING_AWAY) == 1
 
 

@@ -25,7 +25,8 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.codec import encode
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.protocol.handshake import Hello
-from blackdrez.server.app import STATIC_DIR, STORE_GRACE
+from blackdrez.server.app import STORE_GRACE
+from blackdrez.server.settings import STATIC_DIR
 from blackdrez.server.testing.redis_server import RedisServer, free_port
 from tests.server.helpers import play_out, seat_and_start, wait_for
 

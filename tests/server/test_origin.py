@@ -6,7 +6,7 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
 
-from blackdrez.server.app import origin_allowed
+from blackdrez.server.http.routes import origin_allowed
 
 
 async def opens(port: int, origin: str | None) -> bool:

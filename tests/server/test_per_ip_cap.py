@@ -15,7 +15,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.codec import SERVER_DECODERS, encode
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.protocol.handshake import Hello
-from blackdrez.server.app import client_address
+from blackdrez.server.http.limits import client_address
 
 
 def from_address(source: str) -> socket.socket:

@@ -7,7 +7,7 @@ import http.client
 
 from websockets.asyncio.client import connect as ws_connect
 
-from blackdrez.server.app import secure_headers
+from blackdrez.server.http.responses import secure_headers
 
 EXPECTED = {
     "x-content-type-options": "nosniff",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from blackdrez.server.app import Settings
+from blackdrez.server.settings import OPTION, SET_BY, options, parser_default
 from blackdrez.tools.cli import build_parser, serve_settings
 
 OPERATIONS = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
@@ -28,6 +31,41 @@ def test_every_option_has_help_that_gives_its_default(option) -> None:
 @pytest.mark.parametrize("option", serve_options(), ids=lambda a: a.option_strings[0])
 def test_every_option_is_in_the_operations_doc(option) -> None:
     assert f"`{option.option_strings[0]}" in OPERATIONS, option.option_strings
+
+
+def test_each_settings_field_has_exactly_one_flag_or_says_what_sets_it() -> None:
+    fields = dataclasses.fields(Settings)
+    assert [f.name for f in fields if (OPTION in f.metadata) == (SET_BY in f.metadata)] == []
+    flags = Counter(option.flag for _, option in options())
+    assert [flag for flag, count in flags.items() if count > 1] == []
+    by_dest = {a.dest: a for a in serve_options()}
+    for field, option in options():
+        assert by_dest[option.dest].option_strings == [option.flag], field.name
+    settable = {option.dest for _, option in options()}
+    command_line_only = {a.option_strings[0] for d, a in by_dest.items() if d not in settable}
+    assert command_line_only == {"--in-memory", "--workers", "--log-format"}
+
+
+def test_the_parsers_defaults_are_the_settings_defaults(monkeypatch) -> None:
+    """Each default is written once, on its field: the parser has it (``None`` where the
+    field's factory makes it), its help states it, and an empty command line gives
+    ``Settings()`` (but for what the command line resolves: data folder, records, node id)."""
+    for _, option in options():
+        if option.env is not None:
+            monkeypatch.delenv(option.env, raising=False)
+    by_dest = {a.dest: a for a in serve_options()}
+    for field, option in options():
+        default = parser_default(field)
+        action = by_dest[option.dest]
+        assert action.default == default, field.name
+        assert default is None or default == field.default, field.name
+        if option.default_words is None:
+            stated = option.shown(default) if option.shown else str(default).removesuffix(".0")
+            if isinstance(default, bool):
+                stated = "off"
+            assert f"default {stated}" in action.help, field.name
+    args = ["serve", "--in-memory", "--db-url", "none", "--node-id", "n1"]
+    assert serve_settings(build_parser().parse_args(args)) == Settings(node_id="n1")
 
 
 def test_the_defaults_are_the_settings_defaults() -> None:
