@@ -2,23 +2,31 @@
 
 Theory of operation
 -------------------
-A game is a folder under ``games/`` (rules, bots, table glue) whose ``__init__`` exposes ``SPEC``,
-an instance of a :class:`GameSpec` subclass. The registry (:data:`games.GAMES`) collects them, and
-every reader takes what it needs from there instead of naming games itself:
+A game is a folder (rules, bots, table glue) whose ``__init__`` exposes ``SPEC``, an instance of
+a :class:`GameSpec` subclass; the registry (:data:`blackdrez.games.GAMES`) collects the folders
+under ``games/`` and the modules named in ``BLACKDREZ_GAMES``. Every reader takes what it needs
+from there instead of naming games itself:
 
-* the table core (``blackdrez.server.table``): seats, how a game is created from table options, the
-system
-  actions the table plays itself (BlackDrez: starting each round, ending the game when fewer than
-  two can play), the round pause and the turn timer, what a leaver plays, the leaderboard score;
+* the table core (``blackdrez.server.table``): seats, how a game is created from table options,
+  the system actions the table plays itself (BlackDrez: starting each round, ending the game when
+  fewer than two can play), the round pause and the turn timer, what a leaver plays, the
+  leaderboard score;
+* the solitaire help (``blackdrez.server.table.assist``): the expert behind a hint and what it may
+  know besides the view, and the moves a game plays by itself once its rest is forced;
+* the records (``blackdrez.server.records``): whether the game is rated, a seat's place, score and
+  win from the engine's result, and how many seats a finished game had;
+* the lobby and the browser (``/games.js``): the display name, the rules in a few sentences, the
+  names and labels of the bots a host adds;
 * the protocol (``blackdrez.protocol.v1`` and its schema export): the game names, which are
-solitaires, and
-  each game's action, event and view types;
+  solitaires, and each game's action, event and view types;
 * the tools (``blackdrez.games.verify``, ``blackdrez.tools.cli``): the Config type, the canonical
-deck and the shuffle
-  contexts to check a deal against, the state field holding a card order, the reference bots.
+  deck and the shuffle contexts to check a deal against, the state field holding a card order,
+  the reference bots.
 
-Table options arrive as the protocol's ``TableOptions``; a spec reads their fields by name and
-never imports the protocol (games import nothing from the project but themselves).
+Nothing in ``server/`` names a game: ``tests/test_games_behind_spec.py`` parses it and fails on a
+game's module imported there or a game's name written there. Table options arrive as the
+protocol's ``TableOptions``; a spec reads their fields by name and never imports the protocol
+(games import nothing from the project but themselves).
 """
 
 from __future__ import annotations
@@ -55,6 +63,15 @@ class GameSpec:
     strategies: ClassVar[Mapping[str, Callable[..., Any]]]
     """The reference bots by name, the first the default."""
     min_players: ClassVar[int] = 1
+    rated: ClassVar[bool] = False
+    """Finished games move the players' ratings (at a table its host made rated); else the
+    records keep best scores."""
+    rules_text: ClassVar[str] = ""
+    """The rules in a few sentences, for a client with no rules page of its own for the game."""
+    bot_names: ClassVar[tuple[str, ...]] = ("Bot",)
+    """First names for the bots a host adds to a table (cycled)."""
+    strategy_labels: ClassVar[Mapping[str, str]] = {}
+    """A reference bot's name as people read it beside a bot's first name (default: its name)."""
 
     def deck(self, config: Any) -> list[str]:
         """The unshuffled deck in canonical order."""
@@ -142,11 +159,36 @@ class GameSpec:
         """The turn timer, or ``None`` for no timer (solitaires)."""
         return None
 
+    def outcome(self, result: Any, seat: int) -> tuple[int | None, int | None, bool]:
+        """``(place, score, won)`` of ``seat`` from a finished game's ``result`` (the engine's
+        ``result()``), as the records keep them: a solitaire has no place."""
+        return None, result.score, result.won
+
+    def record_seats(self, engine: Any) -> int:
+        """How many seats the finished game ``engine`` was played with."""
+        return 1
+
+    def hint_context(self, engine: Any) -> Any:
+        """What the expert may know besides the player's view (all of it shown to the player),
+        as plain data; ``None`` when the view is enough."""
+        return None
+
+    def expert_hint(self, view: Any, legal: list[Any], context: Any) -> Any:
+        """The expert's move for a player who sees ``view`` (``context``: from
+        :meth:`hint_context`), or ``None`` when the game has no expert (its quick bot answers).
+        Up to about a second of CPU: the node runs it in a worker process."""
+        return None
+
+    def forced_finish(self, engine: Any) -> list[Any]:
+        """The actions that finish a game whose rest is forced, which the table plays at once
+        for the player; ``[]`` when the rest is not forced (or the game has no such rule)."""
+        return []
+
 
 _HOLDERS: dict[Any, type[msgspec.Struct]] = {}
 
 
-def action_holder(action: Any) -> type[msgspec.Struct]:
+def action_holder(action: Any) -> type[Any]:
     """A Struct whose one field, ``action``, has the type ``action`` (made once per type)."""
     holder = _HOLDERS.get(action)
     if holder is None:

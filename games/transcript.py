@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from blackdrez.games.blackdrez import rules as blackdrez
 from blackdrez.games.blackjack_piles import rules as blackjack_piles
 from blackdrez.games.blue_jacket import rules as blue_jacket
@@ -229,5 +231,15 @@ def opening(game: str, view: Any) -> list[str]:
 
 
 def describe(game: str, event: Any) -> list[str]:
-    """Lines of plain English for one event of ``game`` (none for an event that adds nothing)."""
-    return _DESCRIBERS[game](event)
+    """Lines of plain English for one event of ``game`` (none for an event that adds nothing);
+    a game with no wording here gets its events' types and fields (:func:`_plain`)."""
+    return _DESCRIBERS.get(game, _plain)(event)
+
+
+def _plain(event: Any) -> list[str]:
+    """An event of a game with no wording here: its type, then its fields as the wire has them
+    ("turned: card QH, right True, score 3")."""
+    fields = msgspec.to_builtins(event)
+    kind = str(fields.pop("type", type(event).__name__)).replace("_", " ")
+    details = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in fields.items())
+    return [f"{kind}: {details}" if details else kind]

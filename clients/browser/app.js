@@ -10,6 +10,7 @@ import { GAME_NAMES } from "./games.js";
 import { renderBlackDrez } from "./blackdrez.js";
 import { renderPiles, resetPiles } from "./piles.js";
 import { renderBlueJacket, resetBlueJacket } from "./bluejacket.js";
+import { renderGeneric } from "./generic.js";
 import { showHelp } from "./help.js";
 import { motion } from "./motion.js";
 import { THEMES, applyTheme, setSound, setTheme, signalTurn, soundOn, theme } from "./prefs.js";
@@ -17,6 +18,8 @@ import { describeEvent, errorText } from "./words.js";
 import { recordsRoute, renderRecords } from "./records.js";
 
 const CURRENT_KEY = "blackdrez.current";
+// A game with no renderer of its own here is drawn by the generic one (its view's fields and a
+// button per legal action).
 const RENDERERS = { blackdrez: renderBlackDrez, blackjack_piles: renderPiles, blue_jacket: renderBlueJacket };
 
 const conn = new Connection();
@@ -178,7 +181,7 @@ function show() {
     return;
   }
   const game = table.info.game;
-  const render = RENDERERS[game];
+  const render = RENDERERS[game] ?? renderGeneric;
   screen.dataset.game = game;
   const events = fresh.get(table.id) ?? [];
   fresh.delete(table.id);

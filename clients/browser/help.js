@@ -2,9 +2,11 @@
 // own words; docs/rules/*.md has the full text), the keys, and tips for a first game.
 
 import { h } from "./dom.js";
-import { GAME_NAMES } from "./games.js";
+import { GAMES as LISTED, GAME_NAMES } from "./games.js";
 
 const GAMES = Object.entries(GAME_NAMES);
+/** The rules text each game's spec gives: the page of a game with none of its own here. */
+const RULES = Object.fromEntries(LISTED.map((g) => [g.name, g.rules]));
 
 const PAGES = {
   blackdrez: () => [
@@ -77,7 +79,7 @@ export function showHelp(game = "blackdrez") {
   }, label));
   const select = (key) => {
     for (const tab of tabs) tab.setAttribute("aria-selected", tab.dataset.game === key ? "true" : "false");
-    page.replaceChildren(...PAGES[key]());
+    page.replaceChildren(...(PAGES[key]?.() ?? [h("p", RULES[key] || "No rules were given for this game.")]));
   };
   dialog.replaceChildren(
     h("div.help-head", h("h2#help-title", "How to play"),

@@ -10,6 +10,7 @@ import { cardBack, pokerCard, standardCard } from "./cards.js";
 import { count, describeEvent, errorText } from "./words.js";
 import { ratingText } from "./rating.js";
 import { isAccount, storedToken } from "./net.js";
+import { viewFields } from "./generic.js";
 
 const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
 const ROUTES = [
@@ -300,7 +301,8 @@ function blackdrezBoard(view, players) {
       h("div", h("span.label", "Stock "), `${view.stock} cards`, view.set_aside.length ? ` · ${view.set_aside.length} set aside` : "")));
 }
 
-/** A solitaire as its player saw it (piles of standard cards; hidden cards face down). */
+/** A solitaire as its player saw it (piles of standard cards; hidden cards face down); a game
+ * with no board of its own here, as its view's fields. */
 function solitaireBoard(view, game) {
   const pile = (codes, label) => h("div.replay-pile", h("span.label", label), cards(codes, game, "empty"));
   if (game === "blackjack_piles") {
@@ -309,6 +311,7 @@ function solitaireBoard(view, game) {
       h("div.replay-centre", h("div", "Stock: ", view.stock_top ? card(view.stock_top, game) : "—", ` ${view.stock_count} cards`),
         h("div", `Round ${view.round} · score ${view.score}`)));
   }
+  if (game !== "blue_jacket") return h("div.replay-felt", viewFields(view));
   return h("div.replay-felt",
     h("div.replay-piles", view.rows.flatMap((row, r) => row.map((p, i) => pile(p, `Row ${r + 1}.${i + 1}`)))),
     h("div.replay-piles", view.bottom.map((p, i) => pile(p, `Bottom ${i + 1}`))),

@@ -28,6 +28,9 @@ class BlackDrezSpec(GameSpec):
     view = rules.View
     strategies = bots.STRATEGIES
     min_players = 2
+    rated = True
+    bot_names = bots.BOT_NAMES
+    strategy_labels = bots.STRATEGY_LABELS
 
     def deck(self, config: Any) -> list[str]:
         return pokerdrez_deck(config.deck_count)
@@ -75,3 +78,12 @@ class BlackDrezSpec(GameSpec):
 
     def leave_action(self, engine: Any) -> Any:
         return None
+
+    def outcome(self, result: Any, seat: int) -> tuple[int | None, int | None, bool]:
+        for place in result.ranking:
+            if seat in place.seats:
+                return place.place, place.cards, place.place == 1
+        return None, None, False
+
+    def record_seats(self, engine: Any) -> int:
+        return engine.state.config.seats

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blackdrez.games.blackjack_piles import bots, rules, solver
+from blackdrez.games.blackjack_piles import bots, expert, rules, solver
 from blackdrez.games.cards import standard_deck
 from blackdrez.games.spec import GameSpec
 
@@ -45,6 +45,16 @@ class BlackjackPilesSpec(GameSpec):
             "exact": all(item["exact"] for item in rounds),
             "rounds": rounds,
         }
+
+    def outcome(self, result: Any, seat: int) -> tuple[int | None, int | None, bool]:
+        return None, result.score, result.completed
+
+    def hint_context(self, engine: Any) -> list[str]:
+        """The cards cashed this round (all shown to the player)."""
+        return expert.seen_cashed(engine)
+
+    def expert_hint(self, view: Any, legal: list[Any], context: Any) -> Any:
+        return expert.hint(view, legal, context)
 
     def contexts(self, config: Any) -> list[str]:
         return [f"round:{number}" for number in range(config.first_round, rules.LAST_ROUND + 1)]

@@ -1,13 +1,18 @@
 """Blue Jacket as the rest of the project sees it: a solitaire with two decks, one shuffle.
 
 The engine's defaults make the served game (the progress search on). A leaver resigns.
+
+*Auto-finish* (:meth:`BlueJacketSpec.forced_finish`): once the stock is empty, if playing scoring
+moves in any order wins (each card to the Aces pile, a foundation, or its row by interchange),
+the rest is forced and the table plays it: a scoring move never takes a card off a foundation,
+so none can spoil another.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from blackdrez.games.blue_jacket import bots, rules, solver
+from blackdrez.games.blue_jacket import bots, expert, rules, solver
 from blackdrez.games.cards import standard_deck
 from blackdrez.games.spec import GameSpec
 
@@ -31,3 +36,31 @@ class BlueJacketSpec(GameSpec):
     def par(self, engine: Any) -> dict[str, Any] | None:
         par = solver.deal_par(engine)
         return {"score": engine.score, "par": par.score, "exact": par.exact}
+
+    def expert_hint(self, view: Any, legal: list[Any], context: Any) -> Any:
+        return expert.hint(view)
+
+    def forced_finish(self, engine: Any) -> list[Any]:
+        if engine.over or engine.stock_count > 0:
+            return []
+        trial = type(engine).load(engine.dump())
+        line: list[Any] = []
+        while not trial.over:
+            action = next((a for a in trial.legal_actions(0) if _scores(a)), None)
+            if action is None:
+                return []
+            trial.apply(0, action)
+            line.append(action)
+        return line if trial.result().won else []
+
+
+def _scores(action: Any) -> bool:
+    """Whether an action puts a card on a foundation: a move to the Aces pile or to a row pile
+    (a row pile takes only a card that builds on it, or its row's starter), or an interchange
+    (both cards become their rows' starters)."""
+    match action:
+        case rules.Move(target=target):
+            return not target.startswith("b")
+        case rules.Interchange():
+            return True
+    return False

@@ -54,7 +54,7 @@ from blackdrez.server.records.model import (
     Player,
     RatingPoint,
 )
-from blackdrez.server.records.ratings import RATED_GAMES
+from blackdrez.server.records.ratings import PROFILE_GAME, RATED_GAMES
 from blackdrez.server.records.replay import GameReplay, game_replay
 from blackdrez.server.records.store import InvalidCursor, RecordsStore
 
@@ -91,6 +91,14 @@ class ErrorReply(msgspec.Struct, frozen=True, kw_only=True):
     """The body of every 4xx response."""
 
     error: ApiError
+
+
+_KINDS: dict[str, Literal["humans", "bots", "all"]] = {
+    "humans": "humans",
+    "bots": "bots",
+    "all": "all",
+}
+"""A leaderboard's ``kind`` query parameter, as the store takes it."""
 
 
 class GamesPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -359,7 +367,9 @@ class RecordsApi:
             raise _not_found(f"no player {player_id!r} has finished a game")
         # Three independent reads: at once, on as many connections as the database has
         (ratings, ratings_next), (games, games_next), stats = await asyncio.gather(
-            self.store.rating_history(player.id, "blackdrez", limit=PROFILE_RATINGS, viewer=viewer),
+            self.store.rating_history(
+                player.id, PROFILE_GAME, limit=PROFILE_RATINGS, viewer=viewer
+            ),
             self.store.games(player=player.id, limit=PROFILE_GAMES, viewer=viewer),
             self.store.stats(player.id),
         )
@@ -377,7 +387,7 @@ class RecordsApi:
         self, query_text: str, viewer: str | None, player_id: str
     ) -> tuple[Any, tuple[str, str]]:
         query = _Query(query_text, frozenset({"game", "before", "limit"}))
-        game = query.game() or "blackdrez"
+        game = query.game() or PROFILE_GAME
         if game not in RATED_GAMES:
             raise _bad(f"{game} has no ratings; rated: {', '.join(sorted(RATED_GAMES))}")
         try:
@@ -399,9 +409,10 @@ class RecordsApi:
         query = _Query(query_text, frozenset({"kind", "after", "limit"}))
         if game not in GAMES:
             raise _not_found(f"no leaderboard for {game!r}; games: {', '.join(GAMES)}")
-        kind = query.text("kind") or "all"
-        if kind not in ("humans", "bots", "all"):
-            raise _bad(f"kind must be humans, bots or all, not {kind!r}")
+        asked = query.text("kind") or "all"
+        kind = _KINDS.get(asked)
+        if kind is None:
+            raise _bad(f"kind must be humans, bots or all, not {asked!r}")
         try:
             entries, cursor = await self.store.leaderboard(
                 game, kind, after=query.text("after"), limit=query.limit()

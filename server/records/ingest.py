@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 
-from blackdrez.games import verify
+from blackdrez.games import GAMES, verify
 from blackdrez.games.records import Record as FileRecord
 from blackdrez.server.records.model import FinishedGame, PlayerResult, SeatPlayer
 from blackdrez.server.records.ratings import RATED_GAMES
@@ -43,21 +42,6 @@ class InvalidGame(ValueError):
         self.problems = list(problems)
 
 
-def _blackdrez(result: Any, seat: int) -> tuple[int | None, int | None, bool]:
-    for place in result.ranking:
-        if seat in place.seats:
-            return place.place, place.cards, place.place == 1
-    return None, None, False
-
-
-_OUTCOMES: dict[str, Callable[[Any, int], tuple[int | None, int | None, bool]]] = {
-    "blackdrez": _blackdrez,
-    "blackjack_piles": lambda result, seat: (None, result.score, result.completed),
-    "blue_jacket": lambda result, seat: (None, result.score, result.won),
-}
-"""Per game: ``(place, score, won)`` of a seat from the engine's result."""
-
-
 def finished_game(
     *,
     game_id: str,
@@ -74,7 +58,7 @@ def finished_game(
     """A verified :class:`FinishedGame` from a record and who sat where; raises ``InvalidGame``.
 
     ``players`` names the occupant of each seat at the end of the game (a seat nobody holds is
-    left out); ``rated`` is the table's choice and is only allowed for BlackDrez;
+    left out); ``rated`` is the table's choice and is only allowed for a rated game;
     ``sealed_until``: a daily deal's game is served only from then on (its day's end);
     ``scored``: whether a solitaire's score may be its player's best (see ``FinishedGame``);
     ``private``: played at a private table (only its players may read it).
@@ -91,13 +75,12 @@ def finished_game(
     if checked.problems:
         raise InvalidGame("the record does not verify", checked.problems)
     engine = checked.engine
-    seats = engine.state.config.seats if record.game == "blackdrez" else 1
-    _check_players(players, seats)
+    spec = GAMES[record.game]
+    _check_players(players, spec.record_seats(engine))
     result = engine.result()
-    outcome = _OUTCOMES[record.game]
     results = []
     for p in sorted(players, key=lambda p: p.seat):
-        place, score, won = outcome(result, p.seat)
+        place, score, won = spec.outcome(result, p.seat)
         results.append(
             PlayerResult(
                 seat=p.seat,

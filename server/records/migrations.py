@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from blackdrez.games import GAMES
 from blackdrez.server.records.db import Database, Script
 
 
@@ -95,8 +96,10 @@ class _Players(msgspec.Struct):
     players: list[_Seat]
 
 
-_RATED = ("blackdrez",)
-"""The games with ratings and no best score, when migration 4 was written."""
+_RATED = tuple(sorted(name for name, spec in GAMES.items() if spec.rated))
+"""The games migration 4 leaves alone, read from the specs (``GameSpec.rated``): the rated
+games, whose scores know no hints or undos. That was BlackDrez alone when it was written, and
+still is: the migration does today what it did then."""
 _PAGE = 500
 """Games read at once by migration 4."""
 
@@ -137,10 +140,10 @@ def _recompute_best_scores() -> Script[None]:
                         (seat.score, row["ended_at"])
                     )
                     continue
-                day = (seat.player, row["game"], row["sealed_until"])
+                deal = (seat.player, row["game"], row["sealed_until"])
                 start = (row["started_at"], row["id"], row["table_id"] or "")
-                first_daily[day] = min(first_daily.get(day, start), start)
-                daily.append((*day, row["table_id"] or "", seat.score, row["ended_at"]))
+                first_daily[deal] = min(first_daily.get(deal, start), start)
+                daily.append((*deal, row["table_id"] or "", seat.score, row["ended_at"]))
         if len(rows) < _PAGE:
             break
         last = rows[-1]["id"]
@@ -156,12 +159,12 @@ def _recompute_best_scores() -> Script[None]:
         kept = [
             c for c in candidates.get((row["player"], row["game"]), []) if c[0] <= row["best_score"]
         ]
-        score, at = max(kept, key=lambda c: (c[0], -c[1])) if kept else (None, None)
-        if (score, at) != (row["best_score"], row["best_at"]):
+        best, at = max(kept, key=lambda c: (c[0], -c[1])) if kept else (None, None)
+        if (best, at) != (row["best_score"], row["best_at"]):
             yield (
                 "UPDATE player_stats SET best_score = $3, best_at = $4 "
                 "WHERE player = $1 AND game = $2",
-                (row["player"], row["game"], score, at),
+                (row["player"], row["game"], best, at),
             )
 
 

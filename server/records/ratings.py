@@ -24,11 +24,15 @@ from typing import NamedTuple
 
 from openskill.models import PlackettLuce
 
+from blackdrez.games import GAMES
+
 MODEL = PlackettLuce()
 """The one rating model (openskill's defaults: mu 25, sigma 25/3, beta 25/6, tau 25/300)."""
 
-RATED_GAMES = frozenset({"blackdrez"})
-"""Games with ratings; the solitaires rank by best score instead."""
+RATED_GAMES = frozenset(name for name, spec in GAMES.items() if spec.rated)
+"""Games with ratings (``GameSpec.rated``); the others rank by best score instead."""
+PROFILE_GAME = min(RATED_GAMES)
+"""The rated game whose rating history a profile shows, and the ratings API's default."""
 
 
 class Rating(NamedTuple):

@@ -596,8 +596,8 @@ def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
         ),
     )  # fmt: skip
     if not inserted:
-        rows = yield "SELECT commitment FROM games WHERE id = $1", (game.id,)
-        stored = rows[0]["commitment"]
+        found = yield "SELECT commitment FROM games WHERE id = $1", (game.id,)
+        stored = found[0]["commitment"]
         if stored != game.record.commitment:
             raise GameIdConflict(
                 f"game id {game.id!r} is already stored for another game "

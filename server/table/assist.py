@@ -14,9 +14,10 @@ from before a reveal: nothing new can be learnt by undoing and playing again. ``
 game's actions with the undone ones taken out: the record of the game as it stands, which
 replays from the seed to the same state.
 
-*Hints*: the expert's move (:func:`expert_hint`) for what the player sees (:class:`HintJob`: the
-view, the legal actions, and in Blackjack Piles the cards cashed this round, all shown to the
-player), so a hint tells nothing about the stock. The expert takes up to about a second of CPU,
+*Hints*: the expert's move (:func:`expert_hint`, the game's ``GameSpec.expert_hint``) for what
+the player sees (:class:`HintJob`: the view, the legal actions, and what the game's
+``hint_context`` adds, all shown to the player: in Blackjack Piles the cards cashed this round),
+so a hint tells nothing about the stock. The expert takes up to about a second of CPU,
 so the node runs :func:`expert_hint` in its hint worker (``blackdrez.server.hints``), off the event
 loop,
 and logs the move it got with the ``hint`` command (``LogEntry.hint``): a table rebuilt from its
@@ -27,10 +28,9 @@ A room run without a node (the table harness) asks the quick bot inline.
 *Par* (:func:`par_of`): what perfect play scores on a finished game's deal, by the game's bounded
 search; the node computes it in the same worker and logs it (``commands.ParFound``).
 
-*Auto-finish* (:func:`forced_finish`): in Blue Jacket, once the stock is empty, if playing
-scoring moves in any order wins (each card to the Aces pile, a foundation, or its row by
-interchange), the rest is forced and the room plays it. Blackjack Piles needs nothing more: its
-engine already ends a round as soon as nothing can be played.
+*Auto-finish* (:func:`forced_finish`): the game's ``GameSpec.forced_finish`` says when the rest
+of a game is forced (Blue Jacket: an empty stock and scoring moves that win in any order), and
+the room plays it.
 
 *Daily deals*: one per solitaire per UTC day (:func:`day_of`, :func:`day_bounds`); the store
 draws its seed the first time it is asked for and keeps it; the commitment is published at
@@ -50,9 +50,6 @@ from typing import Any
 import msgspec
 
 from blackdrez.games import GAMES
-from blackdrez.games.blackjack_piles import expert as piles_expert
-from blackdrez.games.blue_jacket import expert as blue_jacket_expert
-from blackdrez.games.blue_jacket import rules as blue_jacket
 from blackdrez.games.records import encode_record
 from blackdrez.games.verify import record_of
 
@@ -78,7 +75,7 @@ class Assist:
     undos: int = 0
 
     def key(self) -> tuple[int, ...]:
-        """What a command can change here, as one comparable value (``Room.state_key``)."""
+        """What a command can change here, as one comparable value (``commands.state_key``)."""
         return (len(self.played), len(self.undo), self.hints, self.undos)
 
     def new_game(self) -> None:
@@ -127,12 +124,12 @@ class HintJob:
     game: str
     view: Any
     legal: list[Any]
-    cashed: list[str]
-    """Blackjack Piles: the cards cashed this round (all shown to the player); else empty."""
+    context: Any
+    """What the game's expert may know besides the view (``GameSpec.hint_context``)."""
 
     def key(self) -> bytes:
         """The job as bytes: equal jobs have equal keys (a remembered answer serves both)."""
-        return msgspec.msgpack.encode([self.game, self.view, self.legal, self.cashed])
+        return msgspec.msgpack.encode([self.game, self.view, self.legal, self.context])
 
 
 def hint_job(game: str, engine: Any, seat: int) -> HintJob | None:
@@ -140,21 +137,15 @@ def hint_job(game: str, engine: Any, seat: int) -> HintJob | None:
     legal = engine.legal_actions(seat)
     if not legal:
         return None
-    cashed = piles_expert.seen_cashed(engine) if game == "blackjack_piles" else []
-    return HintJob(game, engine.view(seat), legal, cashed)
+    return HintJob(game, engine.view(seat), legal, GAMES[game].hint_context(engine))
 
 
 def expert_hint(job: HintJob) -> Any:
     """The expert's move for ``job``: one of its legal actions. Pure, and up to about a second
     of CPU (Blue Jacket): the node runs it in a worker process."""
-    if job.game == "blue_jacket":
-        move = blue_jacket_expert.hint(job.view)
-    elif job.game == "blackjack_piles":
-        move = piles_expert.hint(job.view, job.legal, job.cashed)
-    else:
-        move = GAMES[job.game].strategies[hint_strategy(job.game)](job.view, job.legal)
-    # The Blue Jacket expert finds nothing worth playing only when no line helps: then dealing
-    # (or anything but resigning) is what its bot plays too.
+    move = GAMES[job.game].expert_hint(job.view, job.legal, job.context)
+    # A game without an expert, or an expert that finds nothing worth playing (no line helps):
+    # the quick bot's move, which is then what the expert's own bot plays too.
     if move in job.legal:
         return move
     return quick_hint(job)[0]
@@ -184,35 +175,9 @@ def par_of(game: str, dump: bytes) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- auto-finish
 
 
-def _scores(action: Any) -> bool:
-    """Whether a Blue Jacket action puts a card on a foundation: a move to the Aces pile or to
-    a row pile (a row pile takes only a card that builds on it, or its row's starter), or an
-    interchange (both cards become their rows' starters)."""
-    match action:
-        case blue_jacket.Move(target=target):
-            return not target.startswith("b")
-        case blue_jacket.Interchange():
-            return True
-    return False
-
-
 def forced_finish(game: str, engine: Any) -> list[Any]:
-    """The actions that win a Blue Jacket game whose rest is forced, else ``[]``.
-
-    The rest is forced once the stock is empty and scoring moves alone, played in any order,
-    win: a scoring move never takes a card off a foundation, so none can spoil another.
-    """
-    if game != "blue_jacket" or engine.over or engine.stock_count > 0:
-        return []
-    trial = type(engine).load(engine.dump())
-    line: list[Any] = []
-    while not trial.over:
-        action = next((a for a in trial.legal_actions(0) if _scores(a)), None)
-        if action is None:
-            return []
-        trial.apply(0, action)
-        line.append(action)
-    return line if trial.result().won else []
+    """The actions that finish ``game``'s ``engine`` when its rest is forced, else ``[]``."""
+    return GAMES[game].forced_finish(engine)
 
 
 # --------------------------------------------------------------------------- daily deals
@@ -276,7 +241,7 @@ def ranked_result(
         player=player,
         name=name,
         score=int(result.score),
-        won=bool(getattr(result, "won", getattr(result, "completed", False))),
+        won=GAMES[engine.game].outcome(result, 0)[2],
         daily=daily,
         hints=assist.hints,
         undos=assist.undos,

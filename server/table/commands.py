@@ -173,18 +173,42 @@ def execute(room: Room, entry: LogEntry) -> Answer:
     ``room.version`` grows by one if and only if the command changed the room: only then must
     the host log it and broadcast the room's changes.
     """
-    before = room.state_key()
+    before = state_key(room)
     answer = _run(room, entry)
-    if room.state_key() != before:
+    if state_key(room) != before:
         room.version += 1
     return answer
+
+
+def state_key(room: Room) -> tuple[Any, ...]:
+    """Everything a command can change in ``room``, as one comparable value: equal before and
+    after a command means it changed nothing (it need not be logged or broadcast).
+
+    The engine's state changes only by an applied action, counted apart (and every applied
+    action also adds events); a table info not yet broadcast is a change to send.
+    """
+    timers, assist = room.timers, room.assist
+    return (
+        room.log.seq,
+        room.applied,
+        room.status,
+        room.seating.key(),
+        timers.turn_deadline,
+        timers.turn_seats,
+        timers.next_round_at,
+        timers.waiting_until,
+        timers.close_at,
+        tuple(sorted(room.newcomers)),
+        room.log.info_dirty,
+        assist.key() if assist is not None else None,
+    )
 
 
 def timer_entry(room: Room, now: float) -> LogEntry:
     """The command to run when ``room``'s timer fires at ``now``: a :class:`Tick`, or a
     :class:`Stop` once the timer fires faster than
     :data:`~blackdrez.server.table.room.RUNAWAY_RATE`."""
-    if room.timer_budget.spend(now):
+    if room.timers.budget.spend(now):
         return LogEntry(now=now, command=Tick())
     reason = f"stopped: its timer fired more than {RUNAWAY_RATE:.0f} times a second"
     return LogEntry(now=now, command=Stop(reason=reason))
@@ -201,7 +225,7 @@ def _run(room: Room, entry: LogEntry) -> Answer:
             return joined(room, player, request_id, seat)
         case v1.Spectate():
             room.spectate(player, command.invite, now)
-            return joined(room, player, request_id, room.watched_seat(player))
+            return joined(room, player, request_id, room.seating.watched_seat(player))
         case v1.LeaveTable():
             room.leave(player, now)
             return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)], unwatch=room.id)
@@ -226,8 +250,8 @@ def _run(room: Room, entry: LogEntry) -> Answer:
         case v1.Undo():
             room.undo(player, now)
         case v1.Resync():
-            seat = room.resync(player, now)
-            return resynced(room, request_id, seat, command.since)
+            watched = room.resync(player, now)
+            return resynced(room, request_id, watched, command.since)
         case ConnectionChanged():
             room.presence(player, command.connected, now)
             return Answer()
@@ -316,7 +340,7 @@ def resynced(room: Room, request_id: int | None, seat: int | None, since: int) -
         events=events,
         view=room.view(seat),
         legal=room.legal(seat),
-        deadline=room.turn_deadline,
+        deadline=room.timers.turn_deadline,
         info=room.info(),
     )
     return Answer(replies=[update], watch=(room.id, seat, room.seq))

@@ -27,7 +27,7 @@ node's sweeper asks it too, in case a timer was lost.
 ends the wait) and nothing is logged; then the table ends the game with the usual ranking (reason
 ``players``).
 
-Every command is first looked up in :data:`COMMANDS` (:meth:`Room._check`): allowed, refused
+Every command is first looked up in :data:`COMMANDS` (``room._check``): allowed, refused
 with the error code shown, or ignored (``~``: accepted, changes nothing)::
 
     command    open          playing        between_rounds  waiting        finished   closed
@@ -189,3 +189,12 @@ TRANSITIONS: dict[TableStatus, frozenset[TableStatus]] = {
     TableStatus.CLOSED: frozenset(),
 }
 """The status changes there are (see the module docstring); staying put is always allowed."""
+
+
+class RoomError(Exception):
+    """A request the room refuses; ``code`` goes on the wire. Nothing was changed."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

@@ -7,10 +7,11 @@ costs one
 command per entry: a table that played for hours has a long log and a slow adoption. So every
 :data:`SNAPSHOT_EVERY` entries the host takes a snapshot, the room just after entry ``position`` as
 bytes (:func:`take`), and stores it beside the log (fenced by its lease like a log append:
-:meth:`~server.stores.base.Store.put_snapshot`). :func:`rebuild` then starts from the latest
-snapshot and replays only the entries after it, at most ``SNAPSHOT_EVERY - 1`` of them, whatever the
-log's length; the room is the same as the full replay's (``tests/test_snapshots.py``). The log
-itself stays whole: it is the record (a retired table's game record compresses it) and the truth a
+:meth:`~blackdrez.server.stores.base.TableLogs.put_snapshot`). :func:`rebuild` then starts
+from the latest snapshot and replays only the entries after it, at most ``SNAPSHOT_EVERY - 1`` of
+them, whatever the log's length; the room is the same as the full replay's
+(``tests/test_snapshots.py``). The log itself stays whole: it is the record (a retired table's
+game record compresses it) and the truth a
 snapshot is checked against: a snapshot that does not fit the log (past its end, not readable, or
 not at the event number the log's entry at its position gives) is ignored and the whole log
 replayed.
@@ -33,7 +34,7 @@ from typing import Any
 from blackdrez.games import GAMES
 from blackdrez.server.table.commands import decode_entry, execute
 from blackdrez.server.table.commands import rebuild as rebuild_from_log
-from blackdrez.server.table.room import GameOver, Room, RoomError
+from blackdrez.server.table.room import LAYOUT, GameOver, Room, RoomError
 
 log = logging.getLogger("blackdrez.node")
 
@@ -43,7 +44,13 @@ four-seat BlackDrez table is about 16 KB and takes about 1 ms to make on an idle
 ms under a load average of 31: ``docs/benchmarks.md``), so one every 500 entries costs the host
 about 2 µs an entry and Redis 30 bytes an entry."""
 
-_ALLOWED_PREFIXES = ("server.", "protocol.", "games.")
+_ALLOWED_PREFIXES = (
+    "blackdrez.server.",
+    "blackdrez.protocol.",
+    "blackdrez.games.",
+    # a game registered from outside games/ (BLACKDREZ_GAMES): its own package
+    *{f"{type(spec).__module__.rpartition('.')[0]}." for spec in GAMES.values()},
+)
 _ALLOWED_GLOBALS = {
     ("builtins", "set"),
     ("builtins", "frozenset"),
@@ -81,6 +88,8 @@ def load(data: bytes) -> Room:
         raise SnapshotError(f"unreadable snapshot: {error!r}") from error
     if not isinstance(room, Room):
         raise SnapshotError(f"a snapshot holds a {type(room).__name__}, not a room")
+    if room.layout != LAYOUT:
+        raise SnapshotError(f"a room of layout {room.layout}, not {LAYOUT}: replay the log")
     return room
 
 

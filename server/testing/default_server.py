@@ -72,7 +72,7 @@ class DefaultServer:
         for raw in process.stdout:
             line = raw.decode(errors="replace")
             self.lines.append(line)
-            if line.startswith("blackdrez") and not listening.done():
+            if line.startswith("blackdrez ") and not listening.done():
                 loop.call_soon_threadsafe(_settle, listening, line)
         code = process.wait()
         loop.call_soon_threadsafe(

@@ -64,7 +64,7 @@ def node_command(
 def serving(line: str) -> bool:
     """Whether ``line`` is what ``blackdrez serve`` prints once it listens (a node, or the
     supervisor of ``--workers``): not its refusals ("blackdrez serve: cannot listen on ...")."""
-    return line.startswith("blackdrez") and " on http://" in line
+    return line.startswith("blackdrez ") and " on http://" in line
 
 
 class NodeProcess(OneProcess):

@@ -43,7 +43,7 @@ def play_table(
     now = 1_000_000.0
     create = Create(
         table=TABLE,
-        game="blackdrez",
+        game=v1.TABLE_GAME,
         host="p0",
         options=v1.TableOptions(seats=seats, round_pause_seconds=0.0),
         listed=True,
@@ -81,7 +81,7 @@ def play_table(
                 send(player, v1.SetReady(table=TABLE))
             send("p0", v1.StartGame(table=TABLE))
             continue
-        for seat in room.turn_seats:
+        for seat in room.timers.turn_seats:
             legal = room.legal(seat)
             occupant = room.seats[seat]
             if legal and occupant is not None:

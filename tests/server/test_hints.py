@@ -59,7 +59,7 @@ def slow_worker(server: GameServer, budget: float) -> None:
 
 
 async def log_of(server: GameServer, table: str) -> list[Any]:
-    return [decode_entry(data) for data in await server.store.read_log(table)]
+    return [decode_entry(data) for data in await server.store.logs.read(table)]
 
 
 @pytest.mark.parametrize("game", ["blue_jacket", "blackjack_piles"])
@@ -146,12 +146,12 @@ async def test_a_flood_of_hints_is_rate_limited_and_changes_nothing(make_server,
     table = await start(client, "blackjack_piles", deal=2)
     for count in (1, 2):
         assert (await client.request(v1.Hint(table=table))).hints == count
-    logged = len(await server.store.read_log(table))
+    logged = len(await server.store.logs.read(table))
     for _ in range(5):
         with pytest.raises(ServerError) as refused:
             await client.request(v1.Hint(table=table))
         assert refused.value.code == ErrorCode.RATE_LIMITED
-    assert len(await server.store.read_log(table)) == logged
+    assert len(await server.store.logs.read(table)) == logged
     assert client.tables[table].info.hints == 2
     await client.act(table, client.tables[table].legal[0])  # the session itself goes on
 
@@ -171,5 +171,5 @@ async def test_the_par_is_found_off_the_loop_logged_and_emitted_after_game_over(
     entries = await log_of(server, table)
     (found,) = [e.command for e in entries if isinstance(e.command, ParFound)]
     assert found.par["par"] == par["par"]
-    rebuilt = rebuild(await server.store.read_log(table))
-    assert rebuilt.kept_events[-1].event == msgspec.to_builtins(msgspec.convert(par, v1.Par))
+    rebuilt = rebuild(await server.store.logs.read(table))
+    assert rebuilt.log.kept[-1].event == msgspec.to_builtins(msgspec.convert(par, v1.Par))

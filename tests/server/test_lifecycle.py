@@ -14,7 +14,7 @@ import pytest
 from blackdrez.games.base import Reason
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
-from blackdrez.server.table.commands import Begin, Resume, Stop
+from blackdrez.server.table.commands import Begin, Resume, Stop, state_key
 from blackdrez.server.table.lifecycle import COMMANDS, TRANSITIONS, TableCommand, TableStatus
 from blackdrez.server.table.room import RECENT_EVENTS, REJECTIONS, RUNAWAY_BURST, RoomError
 from tests.server.harness import TableHarness
@@ -45,7 +45,7 @@ def start_game(harness: TableHarness) -> None:
     for seat in harness.room.seats:
         if seat is not None and not seat.ready:
             harness.client(seat.player).ready()
-    harness.client(harness.room.host).start()
+    harness.client(harness.room.seating.host).start()
 
 
 def on_turn(harness: TableHarness):
@@ -194,10 +194,8 @@ def test_every_command_in_every_status(status: TableStatus, command: TableComman
 def assert_replays(harness: TableHarness) -> None:
     """The log rebuilds exactly the live room."""
     live, rebuilt = harness.room, harness.replayed()
-    assert rebuilt.state_key() == live.state_key()
-    assert [(e.seq, e.event) for e in rebuilt.kept_events] == [
-        (e.seq, e.event) for e in live.kept_events
-    ]
+    assert state_key(rebuilt) == state_key(live)
+    assert [(e.seq, e.event) for e in rebuilt.log.kept] == [(e.seq, e.event) for e in live.log.kept]
     for seat in [None, *range(len(live.seats))]:
         assert rebuilt.snapshot(seat) == live.snapshot(seat)
 
@@ -574,7 +572,7 @@ def test_a_game_in_play_is_never_closed_under_its_players() -> None:
     assert harness.room.status is S.WAITING, "only the bot could play another round"
     assert not harness.room.closed
     harness.client("n").join()  # a newcomer comes within the wait, takes the seat and the host
-    assert harness.room.host == "n"
+    assert harness.room.seating.host == "n"
     harness.client("n").ready()
     assert harness.room.status is S.BETWEEN_ROUNDS
     harness.advance(harness.room.options.round_pause_seconds)
@@ -586,7 +584,7 @@ def test_the_host_passes_to_another_seated_human() -> None:
     harness = table_of("h", "bot", "g")
     harness.room.seats[1].bot = True
     harness.client("h").leave()
-    assert harness.room.host == "g"
+    assert harness.room.seating.host == "g"
 
 
 def test_everybody_leaving_a_finished_game_closes_the_table() -> None:
@@ -663,9 +661,9 @@ def test_kept_events_are_their_wire_form_out_of_the_collectors_sight() -> None:
     start_game(harness)
     withdraw_until_round_ends(harness)
     room, a = harness.room, harness.client("A")
-    assert len(room.kept_events) > 5
-    assert not any(gc.is_tracked(kept) for kept in room.kept_events)
-    assert not any(gc.is_tracked(kept.data) for kept in room.kept_events)
+    assert len(room.log.kept) > 5
+    assert not any(gc.is_tracked(kept) for kept in room.log.kept)
+    assert not any(gc.is_tracked(kept.data) for kept in room.log.kept)
     sent = [(e.seq, msgspec.to_builtins(e.event)) for e in a.events]
     kept = room.events_since(0)
     assert kept is not None

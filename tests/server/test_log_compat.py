@@ -17,7 +17,8 @@ import msgspec
 from blackdrez.clients.bots import play_table
 from blackdrez.clients.client import Client
 from blackdrez.server.identity import issue_token
-from blackdrez.server.stores.redis import RedisStore
+from blackdrez.server.stores.base import Append
+from blackdrez.server.stores.redis import redis_stores
 from blackdrez.server.table.commands import Create, decode_entry, rebuild
 from blackdrez.server.table.records import players_seated
 
@@ -46,16 +47,16 @@ async def test_a_new_node_adopts_an_old_nodes_table_and_the_game_ends(
     table = create.table
     # What a 0.1.0 node leaves behind when it hands a table over: the log, the table's
     # record, its lease released.
-    old = RedisStore(redis_url_clean, "old-node")
+    old = redis_stores(redis_url_clean, "old-node")
     await old.start()
     try:
-        token = await old.acquire_lease(table, 3.0)
+        token = await old.leases.acquire(table, 3.0)
         assert token is not None
         for position, entry in enumerate(entries, start=1):
-            await old.append_log(table, token, position, entry)
+            await old.logs.append(Append(table, token, position, entry))
         record = msgspec.msgpack.encode(rebuild(entries).info())
-        await old.put_table(table, "old-node", record, True, token)
-        await old.release_lease(table, token)
+        await old.lobby.put(table, "old-node", record, True, token)
+        await old.leases.release(table, token)
     finally:
         await old.close()
     server = await make_server(redis_url=redis_url_clean, node_id="new-node")

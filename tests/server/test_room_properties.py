@@ -38,7 +38,7 @@ def step(harness: TableHarness, kind: str, player: str, seconds: float, rng: ran
             case "ready" | "unready":
                 client.ready(kind == "ready")
             case "start":
-                harness.client(harness.room.host).start()
+                harness.client(harness.room.seating.host).start()
             case "act":
                 seat = harness.room.seat_of(player)
                 legal = harness.room.legal(seat) if seat is not None else []

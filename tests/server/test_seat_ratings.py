@@ -23,7 +23,7 @@ def seated(*players: str, rated: bool = True) -> TableHarness:
 
 def host_reads(harness: TableHarness, ratings: dict[str, v1.SeatRating]) -> None:
     """What the host node does once it has read the ratings from the records."""
-    harness.request(harness.client(harness.room.host), Ratings(ratings=ratings))
+    harness.request(harness.client(harness.room.seating.host), Ratings(ratings=ratings))
 
 
 def shown(room: Room) -> list[v1.SeatRating | None]:
@@ -62,8 +62,8 @@ def test_a_casual_table_shows_no_rating() -> None:
 def test_only_seated_players_ratings_are_kept() -> None:
     harness = seated("ann", "bob")
     host_reads(harness, {"ann": rating(4.5), "bob": rating(1.0), "gone": rating(9.0)})
-    assert set(harness.room.ratings) == {"ann", "bob"}
+    assert set(harness.room.seating.ratings) == {"ann", "bob"}
     harness.client("bob").leave()
-    assert set(harness.room.ratings) == {"ann"}
+    assert set(harness.room.seating.ratings) == {"ann"}
     harness.client("bob").join()
     assert shown(harness.room) == [rating(4.5), None], "read again once bob sits down again"
