@@ -44,7 +44,7 @@ from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.clock import Clock
 from blackdrez.server.node.hosting import ELIDED
 from blackdrez.server.node.leases import Lease, nap
-from blackdrez.server.stores import LeaseLost, Store, StoreUnavailable
+from blackdrez.server.stores import LeaseLost, Stores, StoreUnavailable
 from blackdrez.server.stores.base import Share
 from blackdrez.server.table.commands import (
     LogEntry,
@@ -87,7 +87,7 @@ class Failover:
 
     def __init__(
         self,
-        store: Store,
+        store: Stores,
         metrics: Metrics,
         clock: Clock,
         *,
@@ -133,7 +133,7 @@ class Failover:
                 return
             now = self.clock.monotonic()
             try:
-                beating = await self.store.live_incarnations()
+                beating = await self.store.presence.live_incarnations()
                 live = set(beating)
                 gone = heard.keys() - live
                 if gone:
@@ -148,7 +148,7 @@ class Failover:
                 if now >= next_full:
                     next_full = now + FULL_SCAN
                 held = hosting.leases.held.keys()
-                orphans = await self.store.adoptable_tables(share, held=held)
+                orphans = await self.store.leases.adoptable(share, held=held)
             except StoreUnavailable:
                 continue
             await asyncio.gather(*(self._try_adopt(t) for t in orphans if t not in hosting.rooms))
@@ -181,7 +181,7 @@ class Failover:
         if hosting.stopping:
             leases.forget(table, lease.token)
             with contextlib.suppress(StoreUnavailable):
-                await self.store.release_lease(table, lease.token)
+                await self.store.leases.release(table, lease.token)
             return
         try:
             await self._adopt(table, lease)
@@ -193,13 +193,13 @@ class Failover:
             if leases.held.get(table) is lease:
                 leases.forget(table)
             with contextlib.suppress(StoreUnavailable):
-                await self.store.release_lease(table, lease.token)  # let the next scan try again
+                await self.store.leases.release(table, lease.token)  # let the next scan try again
 
     async def _adopt(self, table: str, lease: Lease) -> None:
         hosting = self.hosting
         entries, snapshot, room, games = await self._read_table(table)
         if room is None:  # its node died before it was created: nothing to host
-            await self.store.retire_table(table, lease.token, b"", hosting.record_retention)
+            await self.store.logs.retire(table, lease.token, b"", hosting.record_retention)
             return
         if hosting.records is not None and games:
             hosting.records.submit(games)  # those its last host stored already change nothing
@@ -235,16 +235,16 @@ class Failover:
         (which retries until it is stored), and is lost to the records only if that host died
         before writing it. Without a snapshot, the whole log is read and replayed. No log: no
         room."""
-        snapshot = await self.store.read_snapshot(table)
+        snapshot = await self.store.logs.read_snapshot(table)
         if snapshot is not None:
-            tail = await self.store.read_log(table, after=snapshot[0] - 1)
+            tail = await self.store.logs.read(table, after=snapshot[0] - 1)
             try:
                 room, games = resume_games(snapshot, tail)
             except SnapshotError as error:
                 log.warning("snapshot of %s not used, whole log replayed: %s", table, error)
             else:
                 return [ELIDED] * (snapshot[0] - 1) + tail, snapshot, room, games
-        entries = await self.store.read_log(table)
+        entries = await self.store.logs.read(table)
         if not entries:
             return entries, None, None, []
         room, games = rebuild_games(entries)

@@ -33,9 +33,8 @@ from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server import bus
 from blackdrez.server.connection import Connection, Watch
 from blackdrez.server.metrics import Metrics
-from blackdrez.server.node.hosting import STORE_RETRY, Spawn
-from blackdrez.server.node.routing import Route
-from blackdrez.server.stores import Store, StoreUnavailable
+from blackdrez.server.node.seams import STORE_RETRY, Route, Spawn
+from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import table_channel
 from blackdrez.server.table.commands import Answer, ConnectionChanged, rebuild
 from blackdrez.server.table.records import decode_table_record, record_log
@@ -51,7 +50,7 @@ class Fanout:
 
     def __init__(
         self,
-        store: Store,
+        store: Stores,
         metrics: Metrics,
         *,
         spawn: Spawn,
@@ -107,7 +106,7 @@ class Fanout:
         if table not in self.remote_tables:
             self.remote_tables[table] = collections.deque(maxlen=RECENT_UPDATES)
             try:
-                await self.store.subscribe(table_channel(table), self._on_table_message)
+                await self.store.bus.subscribe(table_channel(table), self._on_table_message)
             except BaseException:
                 self.remote_tables.pop(table, None)  # not followed: the next try subscribes
                 raise
@@ -127,13 +126,13 @@ class Fanout:
         if table in self.remote_tables:
             del self.remote_tables[table]
             with contextlib.suppress(StoreUnavailable):
-                await self.store.unsubscribe(table_channel(table), self._on_table_message)
+                await self.store.bus.unsubscribe(table_channel(table), self._on_table_message)
 
     async def unfollow_if_unwatched(self, table: str) -> None:
         if table in self.remote_tables and not self.watchers.get(table):
             del self.remote_tables[table]
             with contextlib.suppress(StoreUnavailable):
-                await self.store.unsubscribe(table_channel(table), self._on_table_message)
+                await self.store.bus.unsubscribe(table_channel(table), self._on_table_message)
 
     def _on_table_message(self, data: bytes) -> None:
         try:
@@ -194,9 +193,9 @@ class Fanout:
         event ``since``, read from its log (or its record, once retired), as a spectator sees
         it: the freeing of their seat, the game's end, the table's closing. Then the watch
         ends, as when such an update reaches a watcher live. ``False``: no log to tell from."""
-        entries = await self.store.read_log(table)
+        entries = await self.store.logs.read(table)
         if not entries:
-            record = await self.store.game_record(table)
+            record = await self.store.logs.game_record(table)
             entries = record_log(decode_table_record(record)) if record else []
         if not entries:
             return False

@@ -44,7 +44,7 @@ process) each viewer's last request came through (``blackdrez.server.node.routin
 
 Hosting owns everything kept per hosted table; its collaborators are given to it: the store,
 the node's clock (``blackdrez.server.node.clock``), fan-out (updates to the viewers here), the
-bots the host adds (``blackdrez.server.node.lobby.TableBots``), a way to spawn background tasks,
+bots the host adds (``blackdrez.server.node.bots.TableBots``), a way to spawn background tasks,
 and the node's call to look for orphans soon.
 """
 
@@ -55,9 +55,9 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
@@ -70,12 +70,18 @@ from blackdrez.server.hints import HintWorker
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.clock import Clock
 from blackdrez.server.node.leases import Lease, Leases
-from blackdrez.server.node.lobby import rank
-from blackdrez.server.node.routing import closed_answer, error_answer, moving_answer
+from blackdrez.server.node.seams import (
+    STORE_RETRY,
+    Spawn,
+    closed_answer,
+    error_answer,
+    moving_answer,
+)
 from blackdrez.server.ratelimit import TokenBucket
 from blackdrez.server.retry import Backoff
-from blackdrez.server.stores import LeaseLost, Store, StoreUnavailable
-from blackdrez.server.stores.base import LOBBY_CHANNEL, LobbyRecord, table_channel
+from blackdrez.server.stores import LeaseLost, Stores, StoreUnavailable
+from blackdrez.server.stores.base import LOBBY_CHANNEL, Append, LobbyRecord, table_channel
+from blackdrez.server.table import assist
 from blackdrez.server.table.commands import (
     NEEDS_SEED,
     Answer,
@@ -97,8 +103,8 @@ from blackdrez.server.table.snapshots import rebuild as rebuild_from_snapshot
 from blackdrez.server.table.snapshots import take as take_snapshot
 
 if TYPE_CHECKING:
+    from blackdrez.server.node.bots import TableBots
     from blackdrez.server.node.fanout import Fanout
-    from blackdrez.server.node.lobby import TableBots
 
 log = logging.getLogger("blackdrez.node")
 
@@ -119,8 +125,6 @@ HINT_RATE = 1.0
 HINT_BURST = 5
 """...and at once: a hint costs a worker up to a second of CPU (``blackdrez.server.hints``)."""
 
-STORE_RETRY = Backoff(first=0.05, cap=2.0)
-"""The retry policy of the outbox and of a table whose log write failed."""
 RECORDS_RETRY = Backoff(first=0.2, cap=5.0)
 """How a read of the ratings that the records database failed is tried again."""
 RECORDS_LEAST_PAUSE = 0.2
@@ -128,9 +132,6 @@ RECORDS_LEAST_PAUSE = 0.2
 
 MOVING_AWAY = (ErrorCode.MOVING, "the table is moving to another node: try again")
 """The refusal of a command whose table this node stopped hosting while it was being logged."""
-
-Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
-"""Runs a coroutine as a background task the node keeps until done (its failure logged)."""
 
 
 class GameRecords(Protocol):
@@ -154,6 +155,42 @@ def away_seats(broadcast: Broadcast) -> list[int]:
         for numbered in broadcast.events
         if isinstance(numbered.event, v1.PresenceChanged) and not numbered.event.connected
     ]
+
+
+async def rank(store: Stores, result: assist.Finished, clock: Clock, retention: float) -> None:
+    """Put a ranked game on its boards (its day's and all time's) with its record;
+    idempotent, like every outbox step of hosting that calls it (a retry submits the same
+    entries)."""
+    if result.ranked_at is None:
+        result.ranked_at = clock.time()
+    now = result.ranked_at
+    day = result.daily or assist.day_of(now)
+    deal: Literal["daily", "random"] = "daily" if result.daily else "random"
+    kept = msgspec.msgpack.encode(assist.KeptRecord(daily=result.daily, record=result.record))
+    # Kept for a while first (a board never links to a record not there), for good once
+    # the game is on a board: one that beat none of the player's entries is not kept.
+    await store.leaderboards.keep_record(result.id, kept, retention)
+    entry = v1.LeaderboardEntry(
+        rank=0,
+        player=result.player,
+        name=result.name,
+        score=result.score,
+        won=result.won,
+        day=day,
+        deal=deal,
+        hints=result.hints,
+        undos=result.undos,
+        record=result.id,
+        finished=now,
+    )
+    data = msgspec.msgpack.encode(entry)
+    assisted = bool(result.hints or result.undos)
+    placed = False
+    for period in (day, None):
+        name = assist.board(result.game, deal, assisted, period)
+        placed |= await store.leaderboards.submit(name, result.player, data, result.score)
+    if placed:
+        await store.leaderboards.keep_record(result.id, kept)
 
 
 class TableLock:
@@ -246,7 +283,7 @@ class Hosting:
 
     def __init__(
         self,
-        store: Store,
+        store: Stores,
         metrics: Metrics,
         clock: Clock,
         *,
@@ -256,7 +293,7 @@ class Hosting:
         scan_soon: Callable[[], None],
         lease_ttl: float,
         record_retention: float,
-        renewal_store: Callable[[], Store] | None = None,
+        renewal_store: Callable[..., Stores] | None = None,
         seed_source: Callable[[], str] = new_seed,
         hints: HintWorker | None = None,
         hint_rate: float = HINT_RATE,
@@ -345,7 +382,7 @@ class Hosting:
                         self.publish_change(room)
         if handed_over:
             with contextlib.suppress(StoreUnavailable):
-                await self.store.publish(
+                await self.store.bus.publish(
                     bus.HANDOVER_CHANNEL, bus.encode(bus.Handover(node=self.id))
                 )
         await self.settled()
@@ -359,7 +396,7 @@ class Hosting:
             self.metrics.tables_handed_over.inc()
             if lease is not None:
                 with contextlib.suppress(StoreUnavailable):
-                    await self.store.release_lease(room.id, lease.token)
+                    await self.store.leases.release(room.id, lease.token)
 
     def asked(self, table: str) -> None:
         """Another node forwarded a request for ``table``: it may follow the table now (it
@@ -389,7 +426,7 @@ class Hosting:
         stopped), forgotten here: ``(player, table, seated)`` each, for the caller to count
         away, as when a connection closes (``Node.detach``); a player back since, through
         another node or the new process, has asked through that one. ``beating``: every live
-        node and its process (``Store.live_incarnations``)."""
+        node and its process (``Presence.live_incarnations``)."""
         gone = []
         for table, viewers in list(self._viewed_from.items()):
             room = self.rooms.get(table)
@@ -446,9 +483,9 @@ class Hosting:
             now = self.clock.time()
             room = new_room(create, now)
             first = encode_entry(LogEntry(now=now, command=create))
-            await self.store.append_log(table_id, token, 1, first)
+            await self.store.logs.append(Append(table_id, token, 1, first))
             record = msgspec.msgpack.encode(room.info())
-            await self.store.put_table(table_id, self.id, record, room.listed, token)
+            await self.store.lobby.put(table_id, self.id, record, room.listed, token)
         except BaseException:
             self.leases.forget(table_id)
             raise
@@ -464,7 +501,7 @@ class Hosting:
         try:
             return await rank(table_id)
         except RoomError:
-            await self.store.retire_table(table_id, token, b"", self.record_retention)
+            await self.store.logs.retire(table_id, token, b"", self.record_retention)
             raise
 
     def host(
@@ -714,15 +751,11 @@ class Hosting:
                 then(room, broadcast)
 
         try:
-            heard = await self.store.append_log(
-                room.id,
-                token,
-                len(entries) + 1,
-                data,
-                table_channel(room.id),
-                announce,
-                lobby,
-                logged=logged,
+            position = len(entries) + 1
+            heard = await self.store.logs.append(
+                Append(
+                    room.id, token, position, data, table_channel(room.id), announce, lobby, logged
+                )
             )
         except LeaseLost:
             self.drop_lost_table(room.id)
@@ -772,7 +805,7 @@ class Hosting:
     async def _store_snapshot(self, table: str, token: int, position: int, data: bytes) -> None:
         # A snapshot that cannot be stored costs a longer replay at adoption, nothing more.
         with contextlib.suppress(StoreUnavailable, LeaseLost):
-            await self.store.put_snapshot(table, token, position, data)
+            await self.store.logs.put_snapshot(table, token, position, data)
 
     def _restore(self, table: str) -> None:
         """Undo an unlogged command: rebuild the room from the log written so far (once: its
@@ -810,7 +843,7 @@ class Hosting:
         log.warning("lease of %s lost: the table must be adopted again from its log", table)
         if lease is not None:
             # Still held by this process if only the log position was off: free it at once.
-            self._spawn(self.store.release_lease(table, lease.token))
+            self._spawn(self.store.leases.release(table, lease.token))
         self._scan_soon()
         if self.fanout.watchers.get(table):
             self._spawn(self.fanout.follow_lost(table))
@@ -821,10 +854,10 @@ class Hosting:
         if self.records is not None:
             await self.records.written(table)
         if entries and entries[0] is ELIDED:  # adopted from a snapshot: the record needs it all
-            entries = await self.store.read_log(table)
+            entries = await self.store.logs.read(table)
         record = table_record(entries, self.clock.time())
         players = players_seated(entries)
-        await self.store.retire_table(table, token, record, self.record_retention, players)
+        await self.store.logs.retire(table, token, record, self.record_retention, players)
 
     def publish_change(self, room: Room, broadcast: Broadcast | None = None) -> None:
         """After a room changed: fan its update out here, queue the rest, re-arm its timer.
@@ -1023,9 +1056,9 @@ class Hosting:
             if room.listed:
                 removed = bus.LobbyChanged(update=v1.LobbyUpdate(removed=[room.id]))
                 with contextlib.suppress(StoreUnavailable):  # listings drop it anyway
-                    await store.publish(LOBBY_CHANNEL, bus.encode(removed))
+                    await store.bus.publish(LOBBY_CHANNEL, bus.encode(removed))
             return
         for player in outcome.seated:
-            await store.add_player_table(player, room.id)
+            await store.players.add_table(player, room.id)
         for player in outcome.unseated:
-            await store.remove_player_table(player, room.id)
+            await store.players.remove_table(player, room.id)

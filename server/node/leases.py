@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from blackdrez.server.node.clock import Clock
-from blackdrez.server.stores import Store, StoreUnavailable
+from blackdrez.server.stores import Stores, StoreUnavailable
 
 RENEWALS = 4
 """Lease renewals (and heartbeats) per TTL. A node that stalls (a long garbage collection, a VM
@@ -72,13 +72,13 @@ class Leases:
 
     def __init__(
         self,
-        store: Store,
+        store: Stores,
         clock: Clock,
         ttl: float,
         *,
         lost: Callable[[str], None],
         stopping: Callable[[], bool],
-        renewal_store: Callable[[], Store] | None = None,
+        renewal_store: Callable[..., Stores] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -90,8 +90,9 @@ class Leases:
         """Told each table whose lease a renewal found gone (hosting drops its room)."""
         self._stopping = stopping
         self._open_renewal_store = renewal_store
-        """Opens a second store on the same Redis for the renewal thread (``None``: leases are
-        renewed in the event loop)."""
+        """Opens a second bundle of stores on the same Redis, holding this process's leases
+        (given its ``incarnation``), for the renewal thread (``None``: leases are renewed in the
+        event loop)."""
         self._renew_now = asyncio.Event()
         self._renew_wake = threading.Event()
         self._stop_renewing = threading.Event()
@@ -107,7 +108,7 @@ class Leases:
         """Take ``table``'s lease and hold it (renewed from now on), or ``None`` if another
         holds it. Raises :class:`StoreUnavailable`."""
         sent = self.clock.monotonic()
-        token = await self.store.acquire_lease(table, self.ttl)
+        token = await self.store.leases.acquire(table, self.ttl)
         if token is None:
             return None
         lease = self.held[table] = Lease(token, self._valid_until(sent))
@@ -135,7 +136,7 @@ class Leases:
         if self.clock.monotonic() < lease.valid_until:
             return True
         sent = self.clock.monotonic()
-        lost = await self.store.renew_leases({table: lease.token}, self.ttl)
+        lost = await self.store.leases.renew({table: lease.token}, self.ttl)
         if self.held.get(table) is not lease:
             return False
         if table in lost:
@@ -179,7 +180,7 @@ class Leases:
             held = {table: lease.token for table, lease in self.held.items()}
             sent = self.clock.monotonic()
             try:
-                lost = await self.store.renew_leases(held, self.ttl)
+                lost = await self.store.leases.renew(held, self.ttl)
             except StoreUnavailable:
                 continue
             self._renewed(held, lost, sent)
@@ -213,8 +214,8 @@ class Leases:
         the store: after a Redis outage of any length the loop is as alive as before.
         """
         assert self._open_renewal_store is not None
-        store = self._open_renewal_store()
-        store.incarnation = self.store.incarnation  # the same holder as the node's own store
+        # the same holder as the node's own store
+        store = self._open_renewal_store(incarnation=self.store.incarnation)
 
         async def renew() -> None:
             try:
@@ -227,7 +228,7 @@ class Leases:
                         held = {t: lease.token for t, lease in dict(self.held).items()}
                         sent = self.clock.monotonic()
                         with contextlib.suppress(StoreUnavailable, RuntimeError):
-                            lost = await store.renew_leases(held, self.ttl)
+                            lost = await store.leases.renew(held, self.ttl)
                             loop.call_soon_threadsafe(self._renewed, held, lost, sent)
                     self._renew_wake.wait(self.ttl / RENEWALS)  # this loop has no other work
                     self._renew_wake.clear()

@@ -6,11 +6,9 @@ The table list comes from the store's lobby (every node's listed tables); its ch
 the lobby channel and are pushed to every lobby watcher of this node (:class:`Lobby` owns them,
 and subscribes to the channel only while it has some). Quick join picks an open table with a
 free seat or creates one; new tables and solitaire sessions are created by hosting
-(``blackdrez.server.node.hosting``), which also puts a ranked game on its leaderboards
-(:func:`rank`, an outbox step). Bots are named here and started by the server's ``spawn_bot``
-(the server gets the bot client from whoever started it): :class:`TableBots` owns, per hosted
-table, the bots the host added and the seats they hold until they come; hosting asks it when a
-request adds bots or sits down.
+(``blackdrez.server.node.hosting``), which also puts a ranked game on its leaderboards (its
+``rank``, an outbox step). The bots a host adds at a table are ``blackdrez.server.node.bots``'s
+(``TableBots``, owned by hosting).
 """
 
 from __future__ import annotations
@@ -20,11 +18,10 @@ import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from blackdrez.games.blackdrez.bots import BOT_NAMES
 from blackdrez.games.shuffle import commitment
 from blackdrez.protocol import v1
 from blackdrez.protocol.codec import encode
@@ -32,8 +29,9 @@ from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server import bus
 from blackdrez.server.connection import Connection
 from blackdrez.server.node.clock import Clock
-from blackdrez.server.node.routing import SOLITAIRE_GRACE, Route, error_answer, refused
-from blackdrez.server.stores import Store, StoreUnavailable
+from blackdrez.server.node.routing import SOLITAIRE_GRACE
+from blackdrez.server.node.seams import Route, Spawn, error_answer, refused
+from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import LOBBY_CHANNEL, Whereabouts
 from blackdrez.server.table import assist
 from blackdrez.server.table.commands import (
@@ -41,10 +39,10 @@ from blackdrez.server.table.commands import (
     Begin,
     joined,
 )
-from blackdrez.server.table.room import Room, RoomError
+from blackdrez.server.table.room import RoomError
 
 if TYPE_CHECKING:
-    from blackdrez.server.node.hosting import Hosting, Spawn
+    from blackdrez.server.node.hosting import Hosting
 
 log = logging.getLogger("blackdrez.node")
 
@@ -52,10 +50,6 @@ _entry_decoder = msgspec.msgpack.Decoder(v1.LeaderboardEntry)
 
 _kept_decoder = msgspec.msgpack.Decoder(assist.KeptRecord)
 
-BOT_ARRIVAL = 10.0
-"""Seconds a bot the host added holds a seat while it connects and sits down: ``add_bots``
-counts it as seated meanwhile (quick requests would start more bots than there are seats), and
-nobody else may take the seat (see ``TableBots.claim_held_seat``)."""
 
 DAILY_RUNNING = "your ranked game of today's deal is still being played: finish it first"
 
@@ -63,122 +57,12 @@ LOBBY_LINGER = 30.0
 """Seconds a node stays subscribed to the lobby channel after its last lobby watcher left (a
 browser that reloads the page is back within them)."""
 
-SpawnBot = Callable[[str, str, str | None, str], str]
-"""Starts one bot client ``(table, strategy, invite, name)`` and returns the player id it will
-sit down as (given by the server, which knows its own address and signs the bot's session
-token)."""
-
-
-async def rank(store: Store, result: assist.Finished, clock: Clock, retention: float) -> None:
-    """Put a ranked game on its boards (its day's and all time's) with its record;
-    idempotent, like every outbox step of hosting that calls it (a retry submits the same
-    entries)."""
-    if result.ranked_at is None:
-        result.ranked_at = clock.time()
-    now = result.ranked_at
-    day = result.daily or assist.day_of(now)
-    deal: Literal["daily", "random"] = "daily" if result.daily else "random"
-    kept = msgspec.msgpack.encode(assist.KeptRecord(daily=result.daily, record=result.record))
-    # Kept for a while first (a board never links to a record not there), for good once
-    # the game is on a board: one that beat none of the player's entries is not kept.
-    await store.keep_record(result.id, kept, retention)
-    entry = v1.LeaderboardEntry(
-        rank=0,
-        player=result.player,
-        name=result.name,
-        score=result.score,
-        won=result.won,
-        day=day,
-        deal=deal,
-        hints=result.hints,
-        undos=result.undos,
-        record=result.id,
-        finished=now,
-    )
-    data = msgspec.msgpack.encode(entry)
-    assisted = bool(result.hints or result.undos)
-    placed = False
-    for period in (day, None):
-        name = assist.board(result.game, deal, assisted, period)
-        placed |= await store.submit_score(name, result.player, data, result.score)
-    if placed:
-        await store.keep_record(result.id, kept)
-
-
-class TableBots:
-    """The bots the host added at each hosted table: named here, started by the server, their
-    seats held until they come."""
-
-    def __init__(self, clock: Clock, spawn_bot: SpawnBot | None = None) -> None:
-        self.clock = clock
-        self._spawn_bot = spawn_bot
-        """Starts one bot client (``None``: this server cannot start bots)."""
-        self._named: dict[str, int] = {}
-        """Per hosted table, how many bots were named so far (see :meth:`add`)."""
-        self.coming: dict[str, dict[str, float]] = {}
-        """Per table, the player id of each bot the host added and not seated yet, and until
-        when (monotonic) it holds a seat (see :meth:`add`)."""
-
-    def forget(self, table: str) -> None:
-        """``table`` is no longer hosted here."""
-        self._named.pop(table, None)
-        self.coming.pop(table, None)
-
-    def add(self, room: Room, player: str, message: v1.AddBots) -> Answer:
-        """Start the bots ``player`` (the host) asks for at ``room``, holding their seats until
-        they come; the answer (``ok``, or the refusal)."""
-        if self._spawn_bot is None:  # a server given no bot client: refused, nothing changed
-            return error_answer(message, ErrorCode.UNAVAILABLE, "this server cannot start bots")
-        now = self.clock.monotonic()  # bots added before and not seated yet hold their seats
-        coming = self._seats_held(room.id, now)
-        try:
-            count = room.bot_seats(player, message.count, len(coming))
-        except RoomError as error:
-            return error_answer(message, error.code, error.message)
-        # Names are picked before the bots sit down: skip the names given here before, so two
-        # quick requests do not name two bots alike.
-        spawned = self._named.get(room.id, 0)
-        self._named[room.id] = spawned + count
-        for name in room.bot_names(count, message.strategy, skip=spawned % len(BOT_NAMES)):
-            bot = self._spawn_bot(room.id, message.strategy, room.invite, name)
-            coming[bot] = now + BOT_ARRIVAL
-        self.coming[room.id] = coming
-        return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
-
-    def _seats_held(self, table: str, now: float) -> dict[str, float]:
-        """The bots the host added that have not come yet and still hold a seat (their player
-        ids, and until when); the held seats of bots that never came are free again."""
-        coming = {bot: until for bot, until in self.coming.pop(table, {}).items() if until > now}
-        if coming:
-            self.coming[table] = coming
-        return coming
-
-    def claim_held_seat(self, room: Room, player: str, message: v1.JoinTable) -> Answer | None:
-        """``player`` asks to sit down at a table where the host added bots: a bot the server
-        started for it comes (no longer on its way, whether it sits down or is refused), and
-        anyone else (a person, someone else's bot) is refused when every free seat is held.
-        The answer refusing the request, or ``None`` to go on."""
-        coming = self._seats_held(room.id, self.clock.monotonic())
-        if coming.pop(player, None) is not None:
-            if not coming:
-                del self.coming[room.id]
-            return None
-        if not coming or room.seat_of(player) is not None:
-            return None
-        if sum(1 for seat in room.seats if seat is None) > len(coming):
-            return None
-        return error_answer(
-            message,
-            ErrorCode.TABLE_FULL,
-            "every free seat is held for a bot the host added (on its way)",
-        )
-
 
 class Lobby:
     """The lobby and the requests that create or fill tables."""
 
     def __init__(
-        self, store: Store, clock: Clock, hosting: Hosting, *, route: Route, spawn: Spawn
+        self, store: Stores, clock: Clock, hosting: Hosting, *, route: Route, spawn: Spawn
     ) -> None:
         self.store = store
         self.clock = clock
@@ -231,11 +115,11 @@ class Lobby:
         rank: Callable[[str], Awaitable[bool]] | None = None
         if message.daily:
             day = assist.day_of(self.clock.time())
-            seed = await self.store.daily_seed(message.game, day, self.hosting.seed_source())
+            seed = await self.store.daily.seed(message.game, day, self.hosting.seed_source())
             assert seed is not None  # (a candidate was given)
             # Asked before a table is leased (a refusal costs no keys); the claim, once it is,
             # asks again: another node may have claimed the deal meanwhile.
-            first = await self.store.daily_table(message.game, day, client.player)
+            first = await self.store.daily.table(message.game, day, client.player)
             if first is not None and await self._still_played(first):
                 return error_answer(message, ErrorCode.GAME_RUNNING, DAILY_RUNNING)
             rank = functools.partial(self._claim_daily, message.game, day, client.player)
@@ -268,7 +152,7 @@ class Lobby:
         # Kept until a day after the deal's day ends (no session of it starts after the day;
         # the day after covers clocks a little apart), then forgotten: only the seed is kept.
         keep = max(assist.day_bounds(day)[1] - self.clock.time(), 0.0) + assist.DAY
-        first = await self.store.claim_daily(game, day, player, table, keep)
+        first = await self.store.daily.claim(game, day, player, table, keep)
         if first == table:
             return True
         if first is not None and await self._still_played(first):
@@ -280,11 +164,11 @@ class Lobby:
         yet while it is hosted (being created: its lease was taken first) or moving. Retired
         (closed) or gone, it is not."""
         await self.hosting.settled()  # read your own writes: a game just ended here has ended
-        found = await self.store.get_table(table)
+        found = await self.store.lobby.get(table)
         if found is not None:
             info = msgspec.msgpack.decode(found[1], type=v1.TableInfo)
             return info.status not in ("finished", "closed")
-        place = await self.store.locate(table)
+        place = await self.store.leases.locate(table)
         return place.where in (Whereabouts.HOSTED, Whereabouts.MOVING)
 
     async def daily(self, message: v1.GetDaily) -> Answer:
@@ -299,7 +183,7 @@ class Lobby:
                 message, ErrorCode.SEALED, f"the daily deal of {day} is not dealt yet"
             )
         candidate = self.hosting.seed_source() if now < ends else None
-        seed = await self.store.daily_seed(message.game, day, candidate)
+        seed = await self.store.daily.seed(message.game, day, candidate)
         if seed is None:
             return error_answer(
                 message, ErrorCode.NOT_FOUND, f"nobody was dealt the daily deal of {day}"
@@ -317,7 +201,7 @@ class Lobby:
 
     async def kept_record(self, message: v1.GetRecord) -> Answer:
         """A ranked game's record; a daily deal's stays sealed until its day has ended."""
-        data = await self.store.kept_record(message.record)
+        data = await self.store.leaderboards.kept_record(message.record)
         if data is None:
             return error_answer(message, ErrorCode.NOT_FOUND, f"no game record {message.record!r}")
         kept = _kept_decoder.decode(data)
@@ -360,7 +244,7 @@ class Lobby:
 
     async def list_tables(self) -> list[v1.TableInfo]:
         """The public tables of every node."""
-        records = await self.store.list_tables()
+        records = await self.store.lobby.listed()
         return [msgspec.msgpack.decode(record, type=v1.TableInfo) for record in records]
 
     async def _hear(self) -> None:
@@ -373,7 +257,7 @@ class Lobby:
             self._linger = None
         async with self._subscribing:
             if not self._heard:
-                await self.store.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
+                await self.store.bus.subscribe(LOBBY_CHANNEL, self._on_lobby_message)
                 self._heard = True
 
     def stop_watching(self, client: Connection) -> None:
@@ -389,7 +273,7 @@ class Lobby:
         async with self._subscribing:
             if self._heard and not self.watchers:
                 self._heard = False
-                await self.store.unsubscribe(LOBBY_CHANNEL, self._on_lobby_message)
+                await self.store.bus.unsubscribe(LOBBY_CHANNEL, self._on_lobby_message)
 
     def _on_lobby_message(self, data: bytes) -> None:
         if not self.watchers:
@@ -413,7 +297,7 @@ class Lobby:
         """One leaderboard: a game's ranked results of one kind of deal, period and help."""
         await self.hosting.settled()  # read your own writes: scores of games just finished
         name = assist.board(message.game, message.deal, message.assisted, message.day)
-        rows = await self.store.top_scores(name, message.limit)
+        rows = await self.store.leaderboards.top(name, message.limit)
         entries = [
             msgspec.structs.replace(_entry_decoder.decode(entry), rank=i + 1)
             for i, (_, entry, _) in enumerate(rows)

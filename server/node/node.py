@@ -37,14 +37,16 @@ from blackdrez.server import bus
 from blackdrez.server.connection import OLDEST, Connection
 from blackdrez.server.hints import HintWorker
 from blackdrez.server.metrics import Metrics
+from blackdrez.server.node.bots import SpawnBot, TableBots
 from blackdrez.server.node.clock import Clock, SystemClock
 from blackdrez.server.node.failover import Failover
 from blackdrez.server.node.fanout import Fanout
 from blackdrez.server.node.hosting import HINT_BURST, HINT_RATE, GameRecords, Hosting
 from blackdrez.server.node.leases import RENEWALS
-from blackdrez.server.node.lobby import Lobby, SpawnBot, TableBots
-from blackdrez.server.node.routing import Routing, error_answer
-from blackdrez.server.stores import LeaseLost, Store, StoreUnavailable
+from blackdrez.server.node.lobby import Lobby
+from blackdrez.server.node.routing import Routing
+from blackdrez.server.node.seams import error_answer
+from blackdrez.server.stores import LeaseLost, Stores, StoreUnavailable
 from blackdrez.server.stores.base import node_channel
 from blackdrez.server.table.commands import Answer
 from blackdrez.server.table.room import Room
@@ -88,14 +90,14 @@ class Node:
 
     def __init__(
         self,
-        store: Store,
+        store: Stores,
         metrics: Metrics,
         *,
         seed_source: Callable[[], str] = new_seed,
         clock: Clock | None = None,
         lease_ttl: float = LEASE_TTL,
         record_retention: float = RECORD_RETENTION,
-        renewal_store: Callable[[], Store] | None = None,
+        renewal_store: Callable[..., Stores] | None = None,
         hints: HintWorker | None = None,
         hint_rate: float = HINT_RATE,
         hint_burst: int = HINT_BURST,
@@ -176,10 +178,10 @@ class Node:
     async def start(self) -> None:
         """Subscribe to this node's channels, start the background work, and take over at once
         the tables an earlier process of this node left (same node id)."""
-        self.store.on_bus_recovered = self._on_bus_recovered
+        self.store.bus.on_recovered = self._on_bus_recovered
         self.store.health.listeners.append(self._on_store_back)
-        await self.store.subscribe(node_channel(self.id), self._on_node_message)
-        await self.store.subscribe(bus.HANDOVER_CHANNEL, self.failover.on_handover)
+        await self.store.bus.subscribe(node_channel(self.id), self._on_node_message)
+        await self.store.bus.subscribe(bus.HANDOVER_CHANNEL, self.failover.on_handover)
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self.hosting.drain_outbox()),
@@ -256,7 +258,7 @@ class Node:
             await self.store.health.wait_up()
             with contextlib.suppress(StoreUnavailable):
                 sent = time.perf_counter()
-                await self.store.heartbeat(ttl)
+                await self.store.presence.heartbeat(ttl)
                 self.metrics.store_rtt.observe(time.perf_counter() - sent)
                 if self.store.health.outages != outages:
                     outages = self.store.health.outages
@@ -323,13 +325,13 @@ class Node:
         if not ordered:
             return
         try:
-            latest = await self.store.latest_attaches([client.player for client in ordered])
+            latest = await self.store.players.latest_attaches([client.player for client in ordered])
             for client in ordered:
                 newer, order = latest.get(client.player), client.order
                 if newer is None or order is None or newer <= order:
                     continue
                 if self.clients.get(client.player) is client and not client.closing:
-                    _replaced_elsewhere(client, await self.store.player_tables(client.player))
+                    _replaced_elsewhere(client, await self.store.players.tables(client.player))
         except StoreUnavailable:
             log.warning("bus back: players' newer connections elsewhere could not be checked")
 
@@ -371,7 +373,7 @@ class Node:
         if not self.store.shared or client.order is not None:
             return
         try:
-            order = await self.store.next_attach(client.player)
+            order = await self.store.players.next_attach(client.player)
         except StoreUnavailable:
             _ordered(client, OLDEST)
             raise
@@ -388,8 +390,8 @@ class Node:
         """Publish ``message`` on every other live node's channel (a node of an older version
         drops a type it does not know). Raises :class:`StoreUnavailable`."""
         data = bus.encode(message)
-        for node in await self.store.live_nodes() - {self.id}:
-            await self.store.publish(node_channel(node), data)
+        for node in await self.store.presence.live_nodes() - {self.id}:
+            await self.store.bus.publish(node_channel(node), data)
 
     def close_replaced(self, player: str, order: int, seated: list[str]) -> None:
         """``player`` connected on another node, as number ``order``, seated at ``seated``:

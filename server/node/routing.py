@@ -25,20 +25,21 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server import bus
-from blackdrez.server.stores import Store, StoreUnavailable
+from blackdrez.server.node.seams import Spawn, closed_answer, error_answer, moving_answer
+from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import Whereabouts, node_channel
 from blackdrez.server.table.commands import Answer, ConnectionChanged
 from blackdrez.server.table.room import RoomError
 
 if TYPE_CHECKING:
     from blackdrez.server.node.fanout import Fanout
-    from blackdrez.server.node.hosting import Hosting, Spawn
+    from blackdrez.server.node.hosting import Hosting
 
 log = logging.getLogger("blackdrez.node")
 
@@ -47,47 +48,12 @@ REMOTE_TIMEOUT = 3.0
 SOLITAIRE_GRACE = 3600.0
 
 
-def error_answer(
-    request: Any, code: ErrorCode, message: str, retry_after: float | None = None
-) -> Answer:
-    """The answer refusing ``request`` (``retry_after``: with ``rate_limited``)."""
-    error = v1.Error(
-        id=getattr(request, "id", None), code=code, message=message, retry_after=retry_after
-    )
-    return Answer(replies=[error])
-
-
-def moving_answer(request: Any) -> Answer:
-    return error_answer(request, ErrorCode.MOVING, "the table is moving to another node: try again")
-
-
-def closed_answer(request: Any, table: str) -> Answer:
-    """``not_found``; whoever still watched the table watches it no more."""
-    answer = error_answer(request, ErrorCode.NOT_FOUND, f"table {table!r} is closed")
-    answer.unwatch = table
-    return answer
-
-
-def refused(answer: Answer) -> bool:
-    return any(isinstance(reply, v1.Error) for reply in answer.replies)
-
-
-class Route(Protocol):
-    """:meth:`Routing.route`, as the components that send a table request through it see it."""
-
-    def __call__(
-        self, player: str, name: str, table: str, message: Any, *, bot: bool = False
-    ) -> Awaitable[Answer]:
-        """Answer ``message`` for ``table``, here or at the table's host."""
-        ...
-
-
 class Routing:
     """Table requests handled here or forwarded to the table's host."""
 
     def __init__(
         self,
-        store: Store,
+        store: Stores,
         hosting: Hosting,
         fanout: Fanout,
         *,
@@ -127,7 +93,7 @@ class Routing:
             return executed
         if table in hosting.closing:
             return closed_answer(message, table)
-        place = await self.store.locate(table)
+        place = await self.store.leases.locate(table)
         if place.where is Whereabouts.CLOSED:
             return closed_answer(message, table)
         if place.where is Whereabouts.UNKNOWN:
@@ -158,7 +124,7 @@ class Routing:
         started since: asked of the store then)."""
         if self.live is None or node in self.live:
             return True
-        self.live = await self.store.live_nodes()
+        self.live = await self.store.presence.live_nodes()
         return node in self.live
 
     async def _forward(
@@ -179,7 +145,7 @@ class Routing:
                 bot=bot,
                 incarnation=self.store.incarnation,
             )
-            await self.store.publish(node_channel(host), bus.encode(request))
+            await self.store.bus.publish(node_channel(host), bus.encode(request))
             return await asyncio.wait_for(future, REMOTE_TIMEOUT)
         finally:
             self._pending.pop(rid, None)
@@ -252,4 +218,4 @@ class Routing:
                 )
         reply = bus.Reply(rid=request.rid, answer=answer)
         with contextlib.suppress(StoreUnavailable):
-            await self.store.publish(node_channel(request.origin), bus.encode(reply))
+            await self.store.bus.publish(node_channel(request.origin), bus.encode(reply))

@@ -39,6 +39,7 @@ from blackdrez.server.table.commands import (
     execute,
     new_room,
     rebuild,
+    state_key,
     timer_entry,
 )
 from blackdrez.server.table.lifecycle import TableStatus
@@ -252,15 +253,15 @@ class TableHarness:
 
     def _run(self, entry: LogEntry) -> Answer:
         room = self.room
-        version, before = room.version, room.state_key()
+        version, before = room.version, state_key(room)
         try:
             answer = execute(room, entry)
         except RoomError:
-            assert room.state_key() == before, "a refused command changed the room"
+            assert state_key(room) == before, "a refused command changed the room"
             assert room.flush() is None, "a refused command queued an update"
             raise
         if room.version == version:
-            assert room.state_key() == before
+            assert state_key(room) == before
             assert room.flush() is None, "an unchanged room has an update to send"
             return answer
         entry.seq = room.seq

@@ -257,7 +257,7 @@ async def test_a_past_day_nobody_was_dealt_is_not_dealt_now(
     today = await eve.request(v1.GetDaily(game="blackjack_piles"))
     message = v1.GetDaily(game="blackjack_piles", day="2026-11-29")
     assert await refused(eve, message) == ErrorCode.NOT_FOUND
-    assert await server.store.daily_seed("blackjack_piles", "2026-11-29", None) is None
+    assert await server.store.daily.seed("blackjack_piles", "2026-11-29", None) is None
     clock.set("2026-12-01T10:00:00+00:00")
     revealed = await eve.request(v1.GetDaily(game="blackjack_piles", day=today.day))
     assert revealed.seed is not None and commitment(revealed.seed) == today.commitment

@@ -14,7 +14,7 @@ from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server.app import GameServer
 from blackdrez.server.node.hosting import HeldLock, TableLock
 from blackdrez.server.node.routing import REMOTE_TIMEOUT
-from blackdrez.server.stores.base import LeaseLost
+from blackdrez.server.stores.base import Append, LeaseLost
 from blackdrez.server.table.commands import LogEntry, Resume, decode_entry, rebuild
 from blackdrez.server.table.records import decode_table_record, record_log
 from blackdrez.server.table.room import Room
@@ -37,9 +37,9 @@ async def player_on_turn(players: list[Client], table: str, timeout: float = 30.
 def same_room(live, rebuilt) -> None:
     assert rebuilt.seq == live.seq
     assert rebuilt.status == live.status
-    assert [e.seq for e in rebuilt.kept_events] == [e.seq for e in live.kept_events]
-    assert [msgspec.to_builtins(e.event) for e in rebuilt.kept_events] == [
-        msgspec.to_builtins(e.event) for e in live.kept_events
+    assert [e.seq for e in rebuilt.log.kept] == [e.seq for e in live.log.kept]
+    assert [msgspec.to_builtins(e.event) for e in rebuilt.log.kept] == [
+        msgspec.to_builtins(e.event) for e in live.log.kept
     ]
     for seat in [None, *range(len(live.seats))]:
         assert msgspec.to_builtins(rebuilt.snapshot(seat)) == msgspec.to_builtins(
@@ -57,12 +57,12 @@ async def test_a_room_rebuilt_from_its_log_is_the_same_room(server, connect) -> 
     await a.wait_until(
         lambda: any(e.event["type"] == "timed_out" for e in a.tables[table].events), timeout=5
     )
-    same_room(room, rebuild(await server.store.read_log(table)))
+    same_room(room, rebuild(await server.store.logs.read(table)))
     leaver = next(x for x in (a, b, c) if not x.tables[table].legal)
     await leaver.request(v1.LeaveTable(table=table))
     others = [x for x in (a, b, c) if x is not leaver]
     await asyncio.gather(*(play_out(x, table) for x in others))
-    entries = await server.store.read_log(table)
+    entries = await server.store.logs.read(table)
     same_room(room, rebuild(entries))
     kinds = {type(decode_entry(e).command).__name__ for e in entries}
     assert {"Create", "JoinTable", "SetReady", "StartGame", "Act", "Tick", "LeaveTable"} <= kinds
@@ -105,7 +105,7 @@ async def test_while_redis_is_down_requests_fail_cleanly_and_change_nothing(
     else:
         raise AssertionError("the node did not recover")
     await asyncio.gather(play_out(a, table), play_out(b, table))
-    same_room(server.node.rooms[table], rebuild(await server.store.read_log(table)))
+    same_room(server.node.rooms[table], rebuild(await server.store.logs.read(table)))
 
 
 def kept_for(node, table: str) -> list[str]:
@@ -140,9 +140,9 @@ async def test_a_node_that_lost_its_lease_stops_hosting(make_server, connect, re
     token = server.node.hosting.leases.held[table].token
     async with aioredis.Redis.from_url(redis_url_clean) as direct:
         await direct.set(f"bd:t:{{{table}}}:lease", "some-other-node/0/99", px=60_000)
-    position = len(await server.store.read_log(table)) + 1
+    position = len(await server.store.logs.read(table)) + 1
     with pytest.raises(LeaseLost):
-        await server.store.append_log(table, token, position, b"x")
+        await server.store.logs.append(Append(table, token, position, b"x"))
     mover = await player_on_turn([a, b], table)
     act = v1.Act(table=table, action=mover.tables[table].legal[0])
     async with asyncio.timeout(5):  # the renewal finds the lease gone
@@ -199,7 +199,8 @@ async def test_a_stopping_node_adopts_none_of_the_tables_it_hands_over(
         # five, measured), and the scan heard its own node's handover.
         scan = asyncio.create_task(node.failover.adopt_orphans())
         await node.stop()
-        await asyncio.sleep(node.hosting.leases.ttl)  # scans run every sixth of it while tables move
+        # scans run every sixth of the TTL while tables move
+        await asyncio.sleep(node.hosting.leases.ttl)
         assert table not in node.rooms, "the stopping node adopted a table it handed over"
         assert lease_holders(redis_url_clean) == {}
         scan.cancel()
@@ -220,7 +221,7 @@ async def test_every_log_entry_records_the_event_number_after_it(
         table = await seat_and_start(a, [b], turn_seconds=60)
         await first.stop()  # the second node adopts the table: a resume, seats away
         await b.wait_until(lambda: table in second.node.rooms, timeout=10)
-        entries = await second.store.read_log(table)
+        entries = await second.store.logs.read(table)
     finally:
         await a.close()
         await b.close()
@@ -252,7 +253,7 @@ async def test_a_closed_table_refuses_everything_at_once(
     assert error.value.code == ErrorCode.NOT_FOUND
     assert table not in server.node.rooms
     await server.node._settled()
-    record = decode_table_record(await server.store.game_record(table))
+    record = decode_table_record(await server.store.logs.game_record(table))
     commands = [decode_entry(e).command for e in record_log(record)]
     assert isinstance(commands[-1], v1.LeaveTable), "nothing logged after the close"
     assert rebuild(record_log(record)).status == "closed"
@@ -273,22 +274,22 @@ async def test_an_action_logged_while_its_lease_is_found_lost_is_acknowledged_no
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b], turn_seconds=60)
     store, node = server.store, server.node
-    real_append = store.append_log
+    real_append = store.logs.append
 
-    async def append_then_lose(table_id: str, *args, **kwargs):
-        heard = await real_append(table_id, *args, **kwargs)
+    async def append_then_lose(append: Append) -> bool:
+        heard = await real_append(append)
         # the renewal's verdict, processed before this write's reply
-        node.hosting.drop_lost_table(table_id)
+        node.hosting.drop_lost_table(append.table_id)
         return heard
 
     # (installed once a player is on turn: a round won on the deal is followed by the next
     # round's start, a logged system action, which must not be the one that loses the table)
     mover = await player_on_turn([a, b], table)
-    store.append_log = append_then_lose
-    logged = len(await store.read_log(table))
+    store.logs.append = append_then_lose  # type: ignore[method-assign]
+    logged = len(await store.logs.read(table))
     ok = await mover.act(table, mover.tables[table].legal[0])
     assert isinstance(ok, v1.Ok)
-    assert len(await store.read_log(table)) == logged + 1
+    assert len(await store.logs.read(table)) == logged + 1
     assert table not in node.rooms
 
 
@@ -303,20 +304,20 @@ async def test_an_action_whose_append_fails_after_its_lease_is_found_lost_is_ref
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b], turn_seconds=60)
     store, node = server.store, server.node
-    real_append = store.append_log
+    real_append = store.logs.append
 
-    async def lose_then_fail(table_id: str, *args, **kwargs):
-        node.hosting.drop_lost_table(table_id)  # the renewal's verdict, while the write is out
+    async def lose_then_fail(append: Append) -> bool:
+        node.hosting.drop_lost_table(append.table_id)  # the renewal's verdict, while it is out
         await asyncio.to_thread(own_redis.stop)
-        return await real_append(table_id, *args, **kwargs)
+        return await real_append(append)
 
     mover = await player_on_turn([a, b], table)  # (then the patch: see the test above)
-    store.append_log = lose_then_fail
+    store.logs.append = lose_then_fail  # type: ignore[method-assign]
     act = v1.Act(table=table, action=mover.tables[table].legal[0])
     with pytest.raises(ServerError) as error:
         await mover.request(act, moving_patience=0)
     assert error.value.code in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING)
-    store.append_log = real_append
+    store.logs.append = real_append  # type: ignore[method-assign]
     own_redis.start()
     async with asyncio.timeout(30):  # adopted again from its log (here: by the same node)
         while table not in node.rooms or not (a.tables[table].legal or b.tables[table].legal):
@@ -338,15 +339,15 @@ async def test_a_lobby_change_is_written_with_its_log_entry_not_after(
     table = joined.table.id
     await server.node._settled()  # the creation's own record write is done
     writes: list[str] = []
-    put_table = server.store.put_table
+    put_table = server.store.lobby.put
 
     async def counted(table_id: str, *args, **kwargs) -> None:
         writes.append(table_id)
         await put_table(table_id, *args, **kwargs)
 
-    server.store.put_table = counted
+    server.store.lobby.put = counted
     await b.request(v1.JoinTable(table=table))
-    _, record = await server.store.get_table(table)
+    _, record = await server.store.lobby.get(table)
     info = msgspec.msgpack.decode(record, type=v1.TableInfo)
     assert [seat.name for seat in info.seats if seat is not None] == ["A", "B"]
     await watcher.wait_until(

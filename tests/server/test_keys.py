@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 
 from blackdrez.games import shuffle
 from blackdrez.protocol import v1
-from blackdrez.server.stores.redis import FIXED_KEYS, daily_key
+from blackdrez.server.stores.keys import FIXED_KEYS, daily_key
 from blackdrez.server.table import assist
 from blackdrez.server.table.commands import rebuild
 from blackdrez.server.table.records import decode_table_record, record_log
@@ -67,7 +67,7 @@ async def test_no_key_outlives_its_table(make_server, connect, redis_url_clean) 
         assert not hosted, "no closed table counts as hosted"
         assert not await raw.smembers("bd:lobby:tables"), "no closed table is listed"
         for table in tables:
-            record = decode_table_record(await server.store.game_record(table))
+            record = decode_table_record(await server.store.logs.game_record(table))
             [game] = record.games
             assert game.commitment == shuffle.commitment(game.seed), "the seed is revealed"
             assert game.result is not None, "played to its end"

@@ -37,13 +37,13 @@ async def test_a_lease_past_its_validity_on_the_nodes_clock_is_renewed_first(
     later = time.monotonic() + 3600.0
     assert lease.valid_until < later
     renewed: list[dict[str, int]] = []
-    renew = server.node.store.renew_leases
+    renew = server.node.store.leases.renew
 
     async def noted(held: dict[str, int], ttl: float) -> set[str]:
         renewed.append(dict(held))
         return await renew(held, ttl)
 
-    monkeypatch.setattr(server.node.store, "renew_leases", noted)
+    monkeypatch.setattr(server.node.store.leases, "renew", noted)
     monkeypatch.setattr(server.node.clock, "monotonic", lambda: later)
     await host.request(v1.Resync(table=table, since=0))
     assert {table: lease.token} in renewed

@@ -72,7 +72,7 @@ async def test_a_table_nobody_else_follows_goes_quiet_and_a_new_remote_spectator
 
 
 class HeldReturn:
-    """Holds the return of the next ``append_log`` call (after it ran), until released."""
+    """Holds the return of the next log append (after it ran), until released."""
 
     def __init__(self, call: Callable[..., Awaitable[Any]]) -> None:
         self.call = call
@@ -101,9 +101,10 @@ async def test_nobody_heard_after_a_request_came_does_not_quiet_the_table(
     table = await seat_and_start(host, [other], turn_seconds=60)
     await move([host, other], table)
     await wait_for(lambda: a.node.hosting.leases.held[table].quiet, "the table quiet", WAIT)
-    a.node.hosting.leases.held[table].quiet = False  # as just after an adoption: loud, followed by nobody
-    held = HeldReturn(a.node.store.append_log)
-    monkeypatch.setattr(a.node.store, "append_log", held)
+    # as just after an adoption: loud, followed by nobody
+    a.node.hosting.leases.held[table].quiet = False
+    held = HeldReturn(a.node.store.logs.append)
+    monkeypatch.setattr(a.node.store.logs, "append", held)
     held.armed = True
     moving = asyncio.create_task(move([host, other], table))
     await asyncio.wait_for(held.holding.wait(), WAIT)

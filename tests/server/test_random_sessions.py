@@ -31,8 +31,8 @@ from blackdrez.protocol.codec import SERVER_DECODERS, encode
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.protocol.handshake import Hello
 from blackdrez.server.app import GameServer
-from blackdrez.server.stores.memory import MemoryStore
-from blackdrez.server.stores.redis import FIXED_KEYS
+from blackdrez.server.stores.keys import FIXED_KEYS
+from blackdrez.server.stores.memory import MemoryLobby, MemoryPlayers, MemoryTables
 from tests.faults.history import keys_without_ttl
 
 SERVER = SERVER_DECODERS[1]
@@ -507,17 +507,19 @@ def leftovers(server: GameServer) -> dict[str, Any]:
         "bots_named": node.hosting.bots._named,
         "bots_coming": node.hosting.bots.coming,
         "ratings_wanted": node.hosting._ratings_wanted,
-        "per_address": server._per_address,
+        "per_address": server.sessions.per_address,
         "bots": server._bots,
     }
-    if isinstance(store, MemoryStore):  # on Redis: redis_leftovers
+    lobby, players, tables = store.lobby, store.players, store.logs
+    if isinstance(tables, MemoryTables):  # on Redis: redis_leftovers
+        assert isinstance(lobby, MemoryLobby) and isinstance(players, MemoryPlayers)
         held |= {
-            "store tables": store._tables,
-            "store player tables": store._player_tables,
-            "store leases": store._leases,
-            "store hosted": store._hosted,
-            "store logs": store._logs,
-            "store snapshots": store._snapshots,
+            "store tables": lobby._records,
+            "store player tables": players._tables,
+            "store leases": tables._leases,
+            "store hosted": tables._hosted,
+            "store logs": tables._logs,
+            "store snapshots": tables._snapshots,
         }
     return {name: value for name, value in held.items() if value}
 

@@ -71,10 +71,10 @@ async def test_too_many_missed_events_give_a_snapshot(server, connect, monkeypat
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b])
     room = server.node.rooms[table]
-    room.kept_events = type(room.kept_events)(room.kept_events, maxlen=3)
+    room.log.kept = type(room.log.kept)(room.log.kept, maxlen=3)
     await b.close()
     state = a.tables[table]
-    while len(room.kept_events) == 3 and room.kept_events[0].seq <= b.tables[table].seq + 1:
+    while len(room.log.kept) == 3 and room.log.kept[0].seq <= b.tables[table].seq + 1:
         seq = state.seq
         await a.request(v1.SetReady(table=table, ready=not room.seats[state.seat].ready))
         await a.wait_until(lambda s=seq: state.seq > s)

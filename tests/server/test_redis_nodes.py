@@ -11,6 +11,7 @@ import pytest
 from blackdrez.clients.client import ServerError
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.stores.base import Append
 from tests.server.helpers import play_out, queued_at, seat_and_start
 
 
@@ -196,7 +197,7 @@ async def test_a_host_that_does_not_answer_leaves_no_unretrieved_task(
     back = await connect(b, token=guest.token)
     back.tables[table] = guest.tables[table]
     await back.resync(table)
-    await a.store.unsubscribe(node_channel(a.node.id), a.node._on_node_message)
+    await a.store.bus.unsubscribe(node_channel(a.node.id), a.node._on_node_message)
     await guest.close()
 
     def marked_away() -> bool:
@@ -264,30 +265,30 @@ async def test_a_nodes_periodic_orphan_scan_looks_at_its_share_and_a_node_going_
     live nodes), while a node seen going (or a start, a table found moving) makes it look at
     every table, as before, so adoption is as prompt."""
     from blackdrez.server.node import failover
-    from blackdrez.server.stores.redis import RedisStore
+    from blackdrez.server.stores.redis import redis_stores
 
     monkeypatch.setattr(failover, "FULL_SCAN", 0.2)
-    others = [RedisStore(redis_url_clean, node) for node in ("node-a", "node-c")]
+    others = [redis_stores(redis_url_clean, node) for node in ("node-a", "node-c")]
     for other in others:
         await other.start()
-    await others[0].heartbeat(60)
+    await others[0].presence.heartbeat(60)
 
     async def node_c_lives() -> None:
         while True:
-            await others[1].heartbeat(1.0)
+            await others[1].presence.heartbeat(1.0)
             await asyncio.sleep(0.2)
 
     node_c = asyncio.create_task(node_c_lives())
     try:
         server = await make_server(redis_url=redis_url_clean, node_id="node-b")
         shares: list[object] = []
-        scan = server.store.adoptable_tables
+        scan = server.store.leases.adoptable
 
         async def spy(share=None, held=()):
             shares.append(share)
             return await scan(share, held)
 
-        server.store.adoptable_tables = spy
+        server.store.leases.adoptable = spy
         async with asyncio.timeout(10):  # the start's window of full scans ends (2 TTLs)
             while (1, 3) not in shares:
                 await asyncio.sleep(0.05)
@@ -318,13 +319,13 @@ async def test_a_nodes_orphan_scan_is_told_the_tables_whose_leases_it_holds(
     host = await connect(server, name="Host")
     table = (await host.request(v1.CreateTable())).table.id
     told: list[set[str]] = []
-    scan = server.store.adoptable_tables
+    scan = server.store.leases.adoptable
 
     async def spy(share=None, held=()):
         told.append(set(held))
         return await scan(share, held)
 
-    server.store.adoptable_tables = spy
+    server.store.leases.adoptable = spy
     async with asyncio.timeout(10):
         while not told:
             await asyncio.sleep(0.05)
@@ -345,15 +346,15 @@ async def test_a_daily_deal_tried_again_on_another_node_waits_for_a_ranked_game_
     ann = await connect(a, name="Ann")
     again = await connect(b, token=ann.token)
     creating, resume = asyncio.Event(), asyncio.Event()
-    append_log = a.node.store.append_log
+    append = a.node.store.logs.append
 
-    async def paused(table, token, position, entry, *args, **kwargs):
-        if position == 1:  # a table's creation: the daily deal was claimed before it
+    async def paused(entry: Append) -> bool:
+        if entry.position == 1:  # a table's creation: the daily deal was claimed before it
             creating.set()
             await resume.wait()
-        return await append_log(table, token, position, entry, *args, **kwargs)
+        return await append(entry)
 
-    monkeypatch.setattr(a.node.store, "append_log", paused)
+    monkeypatch.setattr(a.node.store.logs, "append", paused)
     daily = v1.StartSolitaire(game="blue_jacket", daily=True)
     ranked = asyncio.create_task(ann.request(daily))
     await asyncio.wait_for(creating.wait(), 5.0)

@@ -25,7 +25,7 @@ from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
 from blackdrez.server import bus
 from blackdrez.server.app import GameServer
-from blackdrez.server.stores.base import node_channel, table_channel
+from blackdrez.server.stores.base import Append, node_channel, table_channel
 from blackdrez.server.table import room as room_module
 from tests.server.helpers import play_out, seat_and_start
 
@@ -119,7 +119,7 @@ async def test_a_remote_spectator_answered_after_a_later_update_holds_it(
     a, b = nodes
     host, other, remote, table, mover = await a_game_across(nodes, connect)
     held = Held(reply_to("node-b"))
-    monkeypatch.setattr(a.node.store, "publish", held.wrap(a.node.store.publish))
+    monkeypatch.setattr(a.node.store.bus, "publish", held.wrap(a.node.store.bus.publish))
     spectator = await connect(b, name="Spectator")
     held.armed = True
     spectating = asyncio.create_task(spectator.request(v1.Spectate(table=table)))
@@ -149,7 +149,7 @@ async def test_a_remote_resync_answered_after_a_later_update_never_takes_a_playe
     host, other, remote, table, mover = await a_game_across(nodes, connect)
     state = remote.tables[table]
     held = Held(reply_to("node-b"))
-    monkeypatch.setattr(a.node.store, "publish", held.wrap(a.node.store.publish))
+    monkeypatch.setattr(a.node.store.bus, "publish", held.wrap(a.node.store.bus.publish))
     held.armed = True
     since = state.seq if answer == "update" else 0
     resyncing = asyncio.create_task(remote.request(v1.Resync(table=table, since=since)))
@@ -181,7 +181,7 @@ async def test_a_lone_remote_viewer_misses_no_update_while_its_node_subscribes(
     state = back.tables.setdefault(table, remote.tables[table])
     # B's subscription after the one for the request (if any) is held while the move is made
     subscribed = Held(lambda channel, handler: channel == table_channel(table), skip=1)
-    monkeypatch.setattr(b.node.store, "subscribe", subscribed.wrap(b.node.store.subscribe))
+    monkeypatch.setattr(b.node.store.bus, "subscribe", subscribed.wrap(b.node.store.bus.subscribe))
     subscribed.armed = True
     resyncing = asyncio.create_task(back.resync(table))
     holding = asyncio.create_task(subscribed.holding.wait())
@@ -215,16 +215,14 @@ async def test_an_update_without_events_after_lost_ones_makes_the_viewer_resync(
     host, other, remote, table, mover = await a_game_across(nodes, connect)
     state = remote.tables[table]
     held_seq = state.seq
-    append_log = a.node.store.append_log
+    append = a.node.store.logs.append
 
-    async def unannounced(
-        table_id: str, token: int, position: int, entry: bytes, *_: Any, **__: Any
-    ) -> bool:
-        return await append_log(table_id, token, position, entry)  # logged, lost on the bus
+    async def unannounced(entry: Append) -> bool:  # logged, lost on the bus
+        return await append(Append(entry.table_id, entry.token, entry.position, entry.entry))
 
-    monkeypatch.setattr(a.node.store, "append_log", unannounced)
+    monkeypatch.setattr(a.node.store.logs, "append", unannounced)
     lost = await mover.act(table, mover.tables[table].legal[0])
-    monkeypatch.setattr(a.node.store, "append_log", append_log)
+    monkeypatch.setattr(a.node.store.logs, "append", append)
     await (await connect(a, name="Onlooker")).request(v1.Spectate(table=table))
     await remote.wait_until(lambda: state.seq >= lost.seq, WAIT)
     seqs = [e.seq for e in state.events]
@@ -254,4 +252,4 @@ async def test_a_node_stops_following_a_table_once_it_closed(nodes, connect) -> 
     assert table not in b.node.fanout.watchers
     assert table not in b.node.clients[watcher.player].tables
     channel = table_channel(table)
-    assert await b.node.store._redis.pubsub_numsub(channel) == [(channel.encode(), 0)]
+    assert await b.node.store.link.redis.pubsub_numsub(channel) == [(channel.encode(), 0)]

@@ -130,7 +130,7 @@ async def test_a_node_drops_a_bus_message_it_does_not_know(
     a, _ = two_nodes
     ann = await connect(a, name="Ann")
     future = msgspec.msgpack.encode({"bus": "from_a_later_version", "player": ann.player})
-    await a.node.store.publish(node_channel(a.node.id), future)
+    await a.node.store.bus.publish(node_channel(a.node.id), future)
     assert isinstance(await ann.request(v1.Ping()), v1.Pong)
     assert not ann.closed.done()
 
@@ -178,7 +178,7 @@ async def test_a_connection_greeted_while_its_nodes_store_was_down_is_replaced_b
         assert not b.store.health.up, "node b greeted Ann without its store"
 
         await user.restore()
-        await wait_for(lambda: b.store.health.up and b.store._online.is_set(), "b's store back")
+        await wait_for(lambda: b.store.health.up and b.store.bus.online, "b's store back")
         here = await connect(a, token=ann.token)
         assert await asyncio.wait_for(ann.closed, 10.0) == REPLACED
         assert await asyncio.wait_for(there.closed, 10.0) == REPLACED

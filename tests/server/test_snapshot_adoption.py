@@ -42,10 +42,10 @@ async def test_an_adopted_table_resumes_from_its_latest_snapshot(
         table = await seat_and_start(a, [b], turn_seconds=60)
         assert table in first.node.rooms
         for _ in range(50):
-            if (await first.store.read_snapshot(table)) is not None:
+            if (await first.store.logs.read_snapshot(table)) is not None:
                 break
             await asyncio.sleep(0.05)
-        stored = await first.store.read_snapshot(table)
+        stored = await first.store.logs.read_snapshot(table)
         assert stored is not None and stored[0] % EVERY == 0
         seq = a.tables[table].seq
         await first.stop()
@@ -62,7 +62,7 @@ async def test_an_adopted_table_resumes_from_its_latest_snapshot(
         for player in (a, b):
             await player.request(v1.LeaveTable(table=table))
         for _ in range(100):
-            record = await second.store.game_record(table)
+            record = await second.store.logs.game_record(table)
             if record is not None:
                 break
             await asyncio.sleep(0.05)
@@ -92,5 +92,5 @@ async def test_a_snapshot_that_fails_costs_the_command_nothing(
     table = await seat_and_start(a, [b], turn_seconds=60)
     await asyncio.gather(play_out(a, table), play_out(b, table))
     assert a.tables[table].view["phase"] == "over", "every command went through"
-    assert await node.store.read_snapshot(table) is None
+    assert await node.store.logs.read_snapshot(table) is None
     assert any("no snapshot of" in record.message for record in caplog.records)

@@ -23,7 +23,7 @@ async def test_a_stopped_server_leaves_no_task_running_even_one_deaf_to_a_cancel
         except asyncio.CancelledError:
             deaf += 1  # swallowed, as redis-py sometimes does mid-command
 
-    server.store.heartbeat = heartbeat_deaf_to_one_cancel  # type: ignore[method-assign]
+    server.store.presence.heartbeat = heartbeat_deaf_to_one_cancel  # type: ignore[method-assign]
     before = asyncio.all_tasks()
     await server.start()
     await asyncio.wait_for(in_call.wait(), 5)

@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 
 from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
-from blackdrez.server.stores.redis import SECRET_KEY
+from blackdrez.server.stores.keys import SECRET_KEY
 from blackdrez.server.testing.redis_server import RedisServer
 from tests.server.helpers import wait_for
 

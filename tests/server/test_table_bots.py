@@ -255,7 +255,7 @@ async def test_a_foreign_bot_takes_a_seat_nobody_holds_and_the_hosts_bot_its_own
 async def test_a_seat_held_for_a_bot_that_never_comes_is_free_again_after_a_while(
     server: GameServer, connect, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("blackdrez.server.node.lobby.BOT_ARRIVAL", 0.3)
+    monkeypatch.setattr("blackdrez.server.node.bots.BOT_ARRIVAL", 0.3)
     slow_server_bots(server, delay=60.0)
     host = await connect(server, name="Host")
     someone = await connect(server, name="Someone")

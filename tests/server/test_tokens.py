@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
@@ -15,9 +14,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.codec import SERVER_DECODERS
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import identity
-from blackdrez.server.stores.base import Store, StoreUnavailable
-from blackdrez.server.stores.memory import MemoryStore
-from blackdrez.server.stores.redis import RedisStore
+from blackdrez.server.stores.base import StoreUnavailable
 from tests.redis_server import RedisServer
 
 SECRET = b"k" * 32
@@ -162,7 +159,7 @@ async def test_logout_while_the_store_is_away_changes_nothing(make_server, conne
         deadline = time.monotonic() + 15
         while True:  # until the node reaches the store again
             try:
-                assert not await server.store.token_revoked(ann.token.rpartition(".")[2])
+                assert not await server.store.tokens.revoked(ann.token.rpartition(".")[2])
                 break
             except StoreUnavailable:
                 assert time.monotonic() < deadline, "the store did not come back"
@@ -170,28 +167,3 @@ async def test_logout_while_the_store_is_away_changes_nothing(make_server, conne
         again = await Client.connect(f"ws://127.0.0.1:{server.port}/", token=ann.token)
         assert again.player == ann.player
         await server.stop()
-
-
-# --------------------------------------------------------------------------- the store's part
-
-
-@pytest.fixture(params=["memory", "redis"])
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    if request.param == "memory":
-        started: Store = MemoryStore("node-a")
-    else:
-        started = RedisStore(request.getfixturevalue("redis_url_clean"), "node-a")
-    await started.start()
-    yield started
-    await started.close()
-
-
-async def test_a_revoked_token_is_remembered_until_its_ttl_ends(store: Store) -> None:
-    assert not await store.token_revoked("abc")
-    await store.revoke_token("abc", 0.3)
-    await store.revoke_token("long", 60.0)
-    assert await store.token_revoked("abc")
-    assert not await store.token_revoked("abd")
-    await asyncio.sleep(0.5)
-    assert not await store.token_revoked("abc")
-    assert await store.token_revoked("long")
