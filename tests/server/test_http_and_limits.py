@@ -158,7 +158,12 @@ async def test_the_browser_reads_the_game_list_from_the_registry(server) -> None
     listed = re.search(r"^export const GAMES = (.*);$", body.decode(), re.MULTILINE)
     assert listed is not None
     assert json.loads(listed.group(1)) == [
-        {"name": name, "display_name": spec.display_name, "solitaire": spec.solitaire}
+        {
+            "name": name,
+            "display_name": spec.display_name,
+            "solitaire": spec.solitaire,
+            "rules": spec.rules_text,
+        }
         for name, spec in GAMES.items()
     ]
     for module in ("lobby.js", "app.js", "help.js"):
