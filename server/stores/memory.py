@@ -8,11 +8,11 @@ tables never leased again), so one contract test per interface holds both to one
 
 The concerns that Redis keeps apart by key but that one atomic step must touch together share
 their state explicitly here: the lobby's records (one dict, :data:`TableRecords`) are written by
-:class:`MemoryLobby` and, with a log entry or a retirement, by :class:`MemoryTables`, which keeps
-both the leases and the logs (a lease decides every log write, and a log decides which hosted
-tables are adoptable) and is handed the players' seats and the bus it must update in the same
-step. Retired tables' game records expire after their retention like Redis keys would; nothing
-else outlives what owns it (a player's table set goes when its last table does).
+:class:`MemoryLobby` and, with a log entry or a retirement, by :class:`MemoryTableLogs`, which is
+handed the players' seats and the bus it must update in the same step. The leases and the logs
+read one :class:`TableLedger` (a lease decides every log write, and a log decides which hosted
+tables are adoptable). Retired tables' game records expire after their retention like Redis keys
+would; nothing else outlives what owns it (a player's table set goes when its last table does).
 
 Several nodes in one process (a test harness's) share one :class:`MemoryWorld`: the lobby, the
 seats, the heartbeats, the tables' leases and logs, the scores, the tokens and the bus, and the
@@ -97,7 +97,7 @@ class MemoryBus(Bus):
 
 
 class MemoryLobby(Lobby):
-    """The lobby's records (shared with :class:`MemoryTables`); ``fence`` checks a lease."""
+    """The lobby's records (shared with :class:`MemoryTableLogs`); ``fence`` checks a lease."""
 
     def __init__(self, records: TableRecords, fence: Callable[[str, int], None]) -> None:
         self._records = records
@@ -170,59 +170,71 @@ class MemoryPresence(Presence):
         return {node: beat for node, (expiry, beat) in self._heartbeats.items() if expiry > now}
 
 
-class MemoryTables(Leases, TableLogs):
-    """Leases and logs together: a lease decides every log write, and the logs decide which
-    hosted tables are adoptable. Writes the lobby records, the players' seats and the bus it is
-    handed in the same step as a log entry or a retirement."""
+class TableLedger:
+    """What leases and logs both read: who holds each table's lease, until when, and which
+    tables are retired. A lease decides every log write, and the logs decide which hosted
+    tables are adoptable, so :class:`MemoryLeases` and :class:`MemoryTableLogs` share one."""
 
     def __init__(self, link: Link, world: MemoryWorld) -> None:
         self._link = link
         self._now = world.monotonic
+        tables = world.tables
+        self.leases = tables.leases
+        self.epochs = tables.epochs
+        self.retired = tables.retired
+
+    def check_lease(self, table_id: str, token: int) -> None:
+        """Raise :class:`LeaseLost` unless this process holds the table's lease with ``token``."""
+        if self.holder(table_id) != self._link.holder(token):
+            raise LeaseLost(table_id)
+
+    def holder(self, table_id: str) -> str | None:
+        """The lease's holder while it lasts."""
+        lease = self.leases.get(table_id)
+        if lease is None or lease[1] <= self._now():
+            return None
+        return lease[0]
+
+    def is_retired(self, table_id: str) -> bool:
+        """Whether the table was retired (its game record still kept)."""
+        self.expire_records()
+        return table_id in self.retired
+
+    def expire_records(self) -> None:
+        """Forget the retired tables whose records are past their time."""
+        now = self._now()
+        while self.retired:
+            table_id, (expiry, _) = next(iter(self.retired.items()))
+            if expiry > now:
+                return
+            del self.retired[table_id]
+            self.epochs.pop(table_id, None)
+
+    def earlier_self(self, holder: str) -> bool:
+        """Whether ``holder`` is an earlier process of this node (its tables are this one's)."""
+        node_id, incarnation, _ = parse_holder(holder)
+        return node_id == self._link.node_id and incarnation < self._link.incarnation
+
+
+class MemoryLeases(Leases):
+    """The tables' leases, on the ledger shared with the logs."""
+
+    def __init__(self, link: Link, world: MemoryWorld, ledger: TableLedger) -> None:
+        self._link = link
+        self._now = world.monotonic
+        self._ledger = ledger
         self._records = world.records
-        self._players = world.players
-        self._bus = world.bus
         tables = world.tables
         self._leases = tables.leases
         self._epochs = tables.epochs
         self._hosted = tables.hosted
         self._logs = tables.logs
-        self._snapshots = tables.snapshots
-        self._retired = tables.retired
 
-    def check_lease(self, table_id: str, token: int) -> None:
-        """Raise :class:`LeaseLost` unless this process holds the table's lease with ``token``."""
-        if self._holder(table_id) != self._link.holder(token):
-            raise LeaseLost(table_id)
-
-    def _holder(self, table_id: str) -> str | None:
-        lease = self._leases.get(table_id)
-        if lease is None or lease[1] <= self._now():
-            return None
-        return lease[0]
-
-    def _is_retired(self, table_id: str) -> bool:
-        self._expire_records()
-        return table_id in self._retired
-
-    def _expire_records(self) -> None:
-        now = self._now()
-        while self._retired:
-            table_id, (expiry, _) = next(iter(self._retired.items()))
-            if expiry > now:
-                return
-            del self._retired[table_id]
-            self._epochs.pop(table_id, None)
-
-    def _earlier_self(self, holder: str) -> bool:
-        node_id, incarnation, _ = parse_holder(holder)
-        return node_id == self._link.node_id and incarnation < self._link.incarnation
-
-    # ------------------------------------------------------------------ leases
     async def acquire(self, table_id: str, ttl: float) -> int | None:
-        if self._is_retired(table_id):
+        if self._ledger.is_retired(table_id):
             return None
-        holder = self._holder(table_id)
-        if holder is not None and not self._earlier_self(holder):
+        holder = self._ledger.holder(table_id)
+        if holder is not None and not self._ledger.earlier_self(holder):
             return None
         token = self._epochs[table_id] = self._epochs.get(table_id, 0) + 1
         self._leases[table_id] = (self._link.holder(token), self._now() + ttl)
@@ -233,30 +245,30 @@ class MemoryTables(Leases, TableLogs):
         lost = set()
         for table_id, token in leases.items():
             mine = self._link.holder(token)
-            if self._holder(table_id) == mine:
+            if self._ledger.holder(table_id) == mine:
                 self._leases[table_id] = (mine, self._now() + ttl)
             else:
                 lost.add(table_id)
         return lost
 
     async def release(self, table_id: str, token: int) -> None:
-        if self._holder(table_id) == self._link.holder(token):
+        if self._ledger.holder(table_id) == self._link.holder(token):
             del self._leases[table_id]
 
     async def adoptable(self, share: Share | None = None, held: Collection[str] = ()) -> list[str]:
         hosted = {t for t in self._hosted if in_share(t, share)} - set(held)
-        gone = {t for t in hosted if self._is_retired(t) or t not in self._logs}
-        self._hosted -= {t for t in gone if self._holder(t) is None}
+        gone = {t for t in hosted if self._ledger.is_retired(t) or t not in self._logs}
+        self._hosted -= {t for t in gone if self._ledger.holder(t) is None}
         return sorted(
             t
             for t in hosted - gone
-            if (holder := self._holder(t)) is None or self._earlier_self(holder)
+            if (holder := self._ledger.holder(t)) is None or self._ledger.earlier_self(holder)
         )
 
     async def locate(self, table_id: str) -> Location:
-        if self._is_retired(table_id):
+        if self._ledger.is_retired(table_id):
             return Location(Whereabouts.CLOSED)
-        holder = self._holder(table_id)
+        holder = self._ledger.holder(table_id)
         if holder is not None:
             node_id, incarnation, _ = parse_holder(holder)
             return Location(Whereabouts.HOSTED, node_id, incarnation)
@@ -264,10 +276,27 @@ class MemoryTables(Leases, TableLogs):
             return Location(Whereabouts.MOVING)
         return Location(Whereabouts.UNKNOWN)
 
-    # ------------------------------------------------------------------ logs
+
+class MemoryTableLogs(TableLogs):
+    """The tables' logs, snapshots and retirements, written under the ledger's leases; a write
+    also updates the lobby records, the players' seats and the bus it is handed, in one step."""
+
+    def __init__(self, world: MemoryWorld, ledger: TableLedger) -> None:
+        self._now = world.monotonic
+        self._ledger = ledger
+        self._records = world.records
+        self._players = world.players
+        self._bus = world.bus
+        tables = world.tables
+        self._leases = tables.leases
+        self._hosted = tables.hosted
+        self._logs = tables.logs
+        self._snapshots = tables.snapshots
+        self._retired = tables.retired
+
     async def append(self, append: Append) -> bool:
         table_id, position = append.table_id, append.position
-        self.check_lease(table_id, append.token)
+        self._ledger.check_lease(table_id, append.token)
         entries = self._logs.setdefault(table_id, [])
         if len(entries) != position - 1:
             if not entries:
@@ -291,7 +320,7 @@ class MemoryTables(Leases, TableLogs):
         return list(self._logs.get(table_id, ())[after:])
 
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
-        self.check_lease(table_id, token)
+        self._ledger.check_lease(table_id, token)
         kept = self._snapshots.get(table_id)
         if kept is None or kept[0] < position:  # a later one stored first stays
             self._snapshots[table_id] = (position, data)
@@ -302,7 +331,7 @@ class MemoryTables(Leases, TableLogs):
     async def retire(
         self, table_id: str, token: int, record: bytes, keep: float, players: Iterable[str] = ()
     ) -> None:
-        self.check_lease(table_id, token)
+        self._ledger.check_lease(table_id, token)
         del self._leases[table_id]
         self._hosted.discard(table_id)
         self._logs.pop(table_id, None)
@@ -310,11 +339,11 @@ class MemoryTables(Leases, TableLogs):
         self._records.pop(table_id, None)
         for player in players:
             await self._players.remove_table(player, table_id)
-        self._expire_records()
+        self._ledger.expire_records()
         self._retired[table_id] = (self._now() + keep, record)
 
     async def game_record(self, table_id: str) -> bytes | None:
-        self._expire_records()
+        self._ledger.expire_records()
         kept = self._retired.get(table_id)
         return None if kept is None else kept[1]
 
@@ -460,14 +489,14 @@ def memory_stores(
     or ``world``, which other nodes of the process share (the bundle is then ``shared``)."""
     link = MemoryLink(node_id, incarnation, shared=world is not None)
     world = world or MemoryWorld()
-    tables = MemoryTables(link, world)
+    ledger = TableLedger(link, world)
     return Stores(
         link=link,
-        lobby=MemoryLobby(world.records, tables.check_lease),
+        lobby=MemoryLobby(world.records, ledger.check_lease),
         players=world.players,
         presence=MemoryPresence(link, world),
-        leases=tables,
-        logs=tables,
+        leases=MemoryLeases(link, world, ledger),
+        logs=MemoryTableLogs(world, ledger),
         leaderboards=world.leaderboards,
         daily=world.daily,
         tokens=world.tokens,

@@ -15,6 +15,9 @@ cluster for
 the records store's tests and benchmark.
 :class:`~blackdrez.server.testing.redis_cluster.LocalCluster` runs a
 Redis Cluster (masters, replicas) whose nodes can be killed, paused and restarted.
+The one module without processes, :mod:`~blackdrez.server.testing.node_harness`, runs several
+nodes in one process on the memory store, under a clock the test turns: the fast tier's
+routing, failover and fan-out tests, without sockets.
 
 Nothing in the server imports this package; it lives here (not under ``tests/``) so that the
 installed package's tools can use it.

@@ -32,7 +32,7 @@ from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.protocol.handshake import Hello
 from blackdrez.server.app import GameServer
 from blackdrez.server.stores.keys import FIXED_KEYS
-from blackdrez.server.stores.memory import MemoryLobby, MemoryPlayers, MemoryTables
+from blackdrez.server.stores.memory import MemoryLobby, MemoryPlayers, MemoryTableLogs
 from tests.faults.history import keys_without_ttl
 
 SERVER = SERVER_DECODERS[1]
@@ -511,7 +511,7 @@ def leftovers(server: GameServer) -> dict[str, Any]:
         "bots": server._bots,
     }
     lobby, players, tables = store.lobby, store.players, store.logs
-    if isinstance(tables, MemoryTables):  # on Redis: redis_leftovers
+    if isinstance(tables, MemoryTableLogs):  # on Redis: redis_leftovers
         assert isinstance(lobby, MemoryLobby) and isinstance(players, MemoryPlayers)
         held |= {
             "store tables": lobby._records,

@@ -1,0 +1,123 @@
+"""Fan-out across nodes: every viewer, wherever connected, gets every update of a table in
+order; one whose node missed updates is caught up; one whose seat was freed meanwhile is told."""
+
+from __future__ import annotations
+
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import CloseCode
+from blackdrez.server.table.commands import rebuild
+from blackdrez.server.testing.node_harness import Cluster, FakeClient, on_nodes
+from tests.node.helpers import act_once, play_out, seat_and_start
+
+
+def numbers(client: FakeClient, table: str) -> list[int]:
+    return [numbered.seq for numbered in client.table(table).events]
+
+
+@on_nodes(3)
+async def test_players_and_spectators_on_other_nodes_get_every_update_in_order(
+    cluster: Cluster,
+) -> None:
+    a, b, c = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    player = await cluster.connect(b, "Player")
+    spectator = await cluster.connect(c, "Spectator", binary=True)
+    table = await seat_and_start(cluster, host, [player])
+    await spectator.ok(v1.Spectate(table=table))
+    await play_out(cluster, [host, player], table)
+    await cluster.settle()
+    room = a.rooms[table]
+    for client in (host, player, spectator):
+        seen = client.table(table)
+        assert seen.seq == room.seq and not seen.gaps
+        assert numbers(client, table) == sorted(set(numbers(client, table)))
+    first = spectator.table(table).events[0].seq
+    assert numbers(spectator, table) == list(range(first, room.seq + 1))
+    assert numbers(player, table)[-1] == room.seq
+    assert "game_over" in spectator.table(table).event_types()
+    assert rebuild(await a.stores.logs.read(table)).seq == room.seq
+
+
+@on_nodes(2)
+async def test_a_node_that_lost_its_bus_catches_its_viewers_up(cluster: Cluster) -> None:
+    a, b = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    player = await cluster.connect(b, "Player")
+    lobby = await cluster.connect(b, "Lobby watcher")
+    await lobby.ok(v1.WatchLobby())
+    table = await seat_and_start(cluster, host, [player])
+    cluster.cut_bus(b)
+    for _ in range(3):
+        await act_once(cluster, [host], table) if host.table(table).legal else None
+        await cluster.advance(0.2)
+    await act_once(cluster, [host, player], table)  # someone can always act
+    assert player.table(table).seq < a.rooms[table].seq  # missed while the bus was down
+    lobby.lobby.clear()
+    await cluster.restore_bus(b)
+    await cluster.until(lambda: player.table(table).seq == a.rooms[table].seq, "caught up")
+    assert not player.table(table).gaps  # the resync's answer holds every missed event
+    assert table in lobby.lobby  # the lobby's watchers get the whole list again
+
+
+@on_nodes(2)
+async def test_a_viewer_whose_seat_was_freed_while_its_node_was_away_is_told(
+    cluster: Cluster,
+) -> None:
+    """Node B stops (its player is counted away) and loses its bus: the player's seat is freed
+    after the grace. When B is back, the host no longer counts the player, so B tells its
+    client from the table's log what it missed, and the watch ends."""
+    a, b = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    player = await cluster.connect(b, "Player")
+    joined = await host.ok(v1.CreateTable(options=v1.TableOptions(grace_seconds=2.0)))
+    table = joined.table.id
+    await player.ok(v1.JoinTable(table=table))
+    cluster.pause(b)
+    cluster.cut_bus(b)
+    await cluster.until(lambda: a.rooms[table].seats[1] is None, "the seat is freed", within=10.0)
+    cluster.resume(b)
+    await cluster.settle()  # what was held for b while it was stopped is lost: its bus is cut
+    await cluster.restore_bus(b)
+    await cluster.until(lambda: table not in player.connection.tables, "the watch ends")
+    assert "seat_freed" in player.table(table).event_types()
+    assert player.table(table).seq == a.rooms[table].seq
+
+
+@on_nodes(2)
+async def test_a_player_connected_elsewhere_is_not_counted_away_by_the_adopter(
+    cluster: Cluster,
+) -> None:
+    """A table's new host counts every player away until told otherwise: the node where a
+    player is still connected tells it at once."""
+    (
+        a,
+        b,
+    ) = cluster.nodes
+    c = await cluster.add_node()
+    host = await cluster.connect(a, "Host")
+    player = await cluster.connect(b, "Player")
+    table = await seat_and_start(cluster, host, [player])
+    cluster.kill(a)
+    await cluster.until(
+        lambda: table in b.rooms or table in c.rooms, "adopted", within=3 * cluster.lease_ttl
+    )
+    room = b.rooms.get(table) or c.rooms[table]
+    await cluster.until(lambda: room.seats[1].connected, "the player counted back")
+    assert not room.seats[0].connected  # the host's node is dead
+
+
+@on_nodes(2)
+async def test_a_viewer_too_far_behind_is_disconnected_without_holding_the_others_back(
+    cluster: Cluster,
+) -> None:
+    a, b = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    player = await cluster.connect(b, "Player")
+    slow = await cluster.connect(b, "Slow reader")
+    table = await seat_and_start(cluster, host, [player])
+    await slow.ok(v1.Spectate(table=table))
+    slow.connection.max_buffer = 1_000
+    slow.ws.transport.backlog = 2_000  # what it has not read yet
+    await act_once(cluster, [host, player], table)
+    assert slow.closed and slow.close_code == CloseCode.SLOW_CONSUMER
+    assert player.table(table).seq == a.rooms[table].seq

@@ -1,0 +1,106 @@
+"""A node whose store stops answering: a command whose log write fails is undone, requests are
+answered ``unavailable`` meanwhile, timers and the outbox wait for the store, and everything
+goes on once it is back."""
+
+from __future__ import annotations
+
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.table.lifecycle import TableStatus
+from blackdrez.server.testing.node_harness import Cluster, on_nodes
+from tests.node.helpers import bot_action, on_turn, seat_and_start
+
+
+@on_nodes(2)
+async def test_a_command_whose_write_fails_is_undone_and_a_node_that_reaches_the_store_adopts(
+    cluster: Cluster,
+) -> None:
+    """Node A loses its store: the action whose log write failed is undone (the room rebuilt
+    from its log), the next ones are refused at once, and since A cannot renew the lease,
+    node B, which reaches the store, adopts the table from its log after the TTL."""
+    a, b = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    guest = await cluster.connect(b, "Guest")
+    table = await seat_and_start(cluster, host, [guest])
+    room = a.rooms[table]
+    seq = room.seq
+    mover = on_turn([host, guest], table)
+    assert mover is not None
+    action = bot_action(mover, table)
+    cluster.take_store_down(a)
+    refused = await mover.request(v1.Act(table=table, action=action))
+    assert isinstance(refused, v1.Error) and refused.code == ErrorCode.UNAVAILABLE
+    assert a.rooms[table].seq == seq and a.rooms[table] is not room  # undone, rebuilt
+    again = await host.request(v1.Resync(table=table, since=seq))
+    assert isinstance(again, v1.Error) and again.code == ErrorCode.UNAVAILABLE  # at once
+    await cluster.until(lambda: table in b.rooms, "node b adopts", within=3 * cluster.lease_ttl)
+    assert b.rooms[table].seq >= seq
+    await cluster.bring_store_back(a)
+    await cluster.until(lambda: table not in a.rooms, "node a lets its copy go")
+    mover = on_turn([host, guest], table)
+    assert mover is not None
+    await mover.ok(v1.Act(table=table, action=bot_action(mover, table)))  # served by node b
+
+
+@on_nodes(1)
+async def test_a_timer_due_while_the_store_is_down_fires_once_it_is_back(cluster: Cluster) -> None:
+    (a,) = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    guest = await cluster.connect(a, "Guest")
+    table = await seat_and_start(cluster, host, [guest], turn_seconds=5.0)
+    seq, logged = a.rooms[table].seq, len(cluster.world.tables.logs[table])
+    cluster.take_store_down(a)
+    await host.request(v1.ListTables())  # the node learns its store is down
+    await cluster.advance(10.0)  # past the turn's deadline: the timer waits for the store
+    assert len(cluster.world.tables.logs[table]) == logged
+    await cluster.bring_store_back(a)
+    await cluster.until(
+        lambda: table in a.rooms and a.rooms[table].seq > seq, "the turn timer fires"
+    )
+    await cluster.settle()
+    assert host.table(table).seq == a.rooms[table].seq
+
+
+@on_nodes(1)
+async def test_requests_that_need_the_store_are_answered_unavailable_while_it_is_down(
+    cluster: Cluster,
+) -> None:
+    (a,) = cluster.nodes
+    client = await cluster.connect(a, "Client")
+    cluster.take_store_down(a)
+    for request in (v1.ListTables(), v1.CreateTable(), v1.QuickJoin()):
+        reply = await client.request(request)
+        assert isinstance(reply, v1.Error) and reply.code == ErrorCode.UNAVAILABLE
+    await cluster.bring_store_back(a)
+    created = await client.ok(v1.CreateTable())
+    assert created.table.id in a.rooms
+
+
+@on_nodes(1)
+async def test_the_outbox_waits_for_the_store_and_writes_in_order_once_it_is_back(
+    cluster: Cluster,
+) -> None:
+    """A seat taken is logged with its command; the player's table set is written after, by
+    the outbox, which retries while the store is down."""
+    (a,) = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    table = (await host.ok(v1.CreateTable())).table.id
+    guest = await cluster.connect(a, "Guest")
+    hosting = a.node.hosting
+    original = hosting.store.players.add_table
+    failures: list[str] = []
+
+    async def add_table(player: str, table_id: str) -> None:
+        if not failures:  # the first try finds the store down
+            failures.append(player)
+            cluster.take_store_down(a)
+        await original(player, table_id)
+
+    hosting.store.players.add_table = add_table  # type: ignore[method-assign]
+    await guest.ok(v1.JoinTable(table=table))
+    await cluster.advance(cluster.lease_ttl / 4)  # (a short outage: the lease holds)
+    assert table not in await cluster.world.players.tables(guest.player)
+    await cluster.bring_store_back(a)
+    await hosting.settled()  # the outbox has written what it holds
+    assert table in await cluster.world.players.tables(guest.player)
+    assert a.rooms[table].status is TableStatus.OPEN
