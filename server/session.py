@@ -47,7 +47,7 @@ from blackdrez.server.ratelimit import TokenBucket
 from blackdrez.server.records.accounts import AccountError, AccountErrorCode, Accounts, name_key
 from blackdrez.server.settings import Settings
 from blackdrez.server.stores import Stores, StoreUnavailable
-from blackdrez.server.table.room import KEPT_EVENTS
+from blackdrez.server.table.history import KEPT_EVENTS
 
 log = logging.getLogger("blackdrez.server")
 

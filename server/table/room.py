@@ -51,7 +51,6 @@ from blackdrez.server.table.assist import (
     quick_hint,
     ranked_result,
 )
-from blackdrez.server.table.history import KEPT_EVENTS as KEPT_EVENTS
 from blackdrez.server.table.history import RECENT_EVENTS as RECENT_EVENTS
 from blackdrez.server.table.history import EventLog
 from blackdrez.server.table.lifecycle import (

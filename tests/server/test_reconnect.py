@@ -8,7 +8,7 @@ import pytest
 
 from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
-from blackdrez.server.table import room as room_module
+from blackdrez.server.table import history
 from tests.server.helpers import play_out, seat_and_start
 
 
@@ -83,7 +83,7 @@ async def test_too_many_missed_events_give_a_snapshot(server, connect, monkeypat
     assert isinstance(reply, v1.Snapshot)
     assert reply.seq == room.seq
     assert back.tables[table].view == a.tables[table].view
-    assert room_module.KEPT_EVENTS >= 64
+    assert history.KEPT_EVENTS >= 64
 
 
 async def test_an_absent_player_on_turn_is_withdrawn_by_the_timer(server, connect) -> None:

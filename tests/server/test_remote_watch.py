@@ -26,7 +26,7 @@ from blackdrez.protocol import v1
 from blackdrez.server import bus
 from blackdrez.server.app import GameServer
 from blackdrez.server.stores.base import Append, node_channel, table_channel
-from blackdrez.server.table import room as room_module
+from blackdrez.server.table import history
 from tests.server.helpers import play_out, seat_and_start
 
 WAIT = 15.0
@@ -144,7 +144,7 @@ async def test_a_remote_resync_answered_after_a_later_update_never_takes_a_playe
     it would wait for a turn it already has), nor make it count the move twice (its fairness
     proof would fail)."""
     if answer == "snapshot":
-        monkeypatch.setattr(room_module, "KEPT_EVENTS", 4)  # a resync from 0 gets a snapshot
+        monkeypatch.setattr(history, "KEPT_EVENTS", 4)  # a resync from 0 gets a snapshot
     a = nodes[0]
     host, other, remote, table, mover = await a_game_across(nodes, connect)
     state = remote.tables[table]

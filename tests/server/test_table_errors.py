@@ -25,6 +25,7 @@ from blackdrez.server.table.commands import (
     state_key,
     timer_entry,
 )
+from blackdrez.server.table.history import KEPT_EVENTS
 from blackdrez.server.table.lifecycle import TableStatus
 from blackdrez.server.table.records import (
     decode_table_record,
@@ -32,7 +33,7 @@ from blackdrez.server.table.records import (
     record_log,
     table_record,
 )
-from blackdrez.server.table.room import KEPT_EVENTS, RoomError
+from blackdrez.server.table.room import RoomError
 from tests.server.harness import TableHarness
 
 
