@@ -34,15 +34,21 @@ ALLOWED: dict[str, set[str]] = {
 
 def project_imports(path: Path) -> set[tuple[int, str]]:
     """``(line, top-level package)`` of every import in ``path`` that names a project package."""
-    found: set[tuple[int, str]] = set()
+    return {
+        (line, layer)
+        for line, name in absolute_imports(path)
+        if (layer := layer_of(name)) in PACKAGES
+    }
+
+
+def absolute_imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` of every absolute import in ``path``, inside functions too."""
+    found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        found.update((node.lineno, layer) for n in names if (layer := layer_of(n)) in PACKAGES)
+            found.append((node.lineno, node.module))
     return found
 
 
@@ -95,16 +101,9 @@ def test_the_project_is_imported_only_through_its_namespace() -> None:
 
 def bare_imports(path: Path) -> set[tuple[int, str]]:
     """Imports in ``path`` of an installed folder by its bare top-level name."""
-    found: set[tuple[int, str]] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        found.update((node.lineno, n) for n in names if n.split(".")[0] in INSTALLED)
-    return found
+    return {
+        (line, name) for line, name in absolute_imports(path) if name.split(".")[0] in INSTALLED
+    }
 
 
 def test_every_logger_of_the_project_is_named_under_blackdrez() -> None:

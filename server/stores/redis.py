@@ -469,12 +469,20 @@ def redis_stores(
     logs = RedisTableLogs(
         link, lobby, bus, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms
     )
+    return redis_bundle(link, lobby, bus, RedisLeases(link), logs)
+
+
+def redis_bundle(
+    link: RedisLink, lobby: RedisLobby, bus: RedisBus, leases: RedisLeases, logs: RedisTableLogs
+) -> Stores:
+    """The bundle of a Redis deployment: the concerns a single Redis and a cluster keep alike,
+    around the link, bus, leases and logs of its kind."""
     return Stores(
         link=link,
         lobby=lobby,
         players=RedisPlayers(link),
         presence=RedisPresence(link),
-        leases=RedisLeases(link),
+        leases=leases,
         logs=logs,
         leaderboards=RedisLeaderboards(link),
         daily=RedisDailyDeals(link),

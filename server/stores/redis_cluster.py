@@ -86,15 +86,7 @@ from redis.backoff import NoBackoff
 
 from blackdrez.server.stores.base import Bus, Lobby, Stores, StoreUnavailable, bucket_of
 from blackdrez.server.stores.keys import epoch_key, hosted_key, lease_key, state_key
-from blackdrez.server.stores.redis import (
-    RedisDailyDeals,
-    RedisLeaderboards,
-    RedisLobby,
-    RedisPlayers,
-    RedisPresence,
-    RedisTokens,
-    check_wait,
-)
+from blackdrez.server.stores.redis import RedisLobby, check_wait, redis_bundle
 from blackdrez.server.stores.redis_bus import RedisBus
 from blackdrez.server.stores.redis_link import (
     COMMAND_TIMEOUT,
@@ -389,15 +381,4 @@ def cluster_stores(
     logs = ClusterTableLogs(
         link, lobby, bus, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms
     )
-    return Stores(
-        link=link,
-        lobby=lobby,
-        players=RedisPlayers(link),
-        presence=RedisPresence(link),
-        leases=ClusterLeases(link),
-        logs=logs,
-        leaderboards=RedisLeaderboards(link),
-        daily=RedisDailyDeals(link),
-        tokens=RedisTokens(link),
-        bus=bus,
-    )
+    return redis_bundle(link, lobby, bus, ClusterLeases(link), logs)
