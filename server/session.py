@@ -373,13 +373,11 @@ class Sessions:
         held = sum(1 for table in tables if is_solitaire_id(table))
         if held < cap:
             return True
-        self.metrics.errors.labels(ErrorCode.TOO_MANY_SESSIONS).inc()
-        client.send(
-            v1.Error(
-                id=message.id,
-                code=ErrorCode.TOO_MANY_SESSIONS,
-                message=f"you hold {held} solitaire sessions, the most allowed: leave one first",
-            )
+        self._refuse(
+            client,
+            message.id,
+            ErrorCode.TOO_MANY_SESSIONS,
+            f"you hold {held} solitaire sessions, the most allowed: leave one first",
         )
         return False
 
@@ -390,30 +388,38 @@ class Sessions:
         try:
             await self.store.tokens.revoke(client.token.id, max(remaining, 1.0))
         except StoreUnavailable:
-            self.metrics.errors.labels(ErrorCode.UNAVAILABLE).inc()
-            client.send(
-                v1.Error(
-                    id=message.id,
-                    code=ErrorCode.UNAVAILABLE,
-                    message="the session store cannot be reached: the token is still valid",
-                )
+            self._refuse(
+                client,
+                message.id,
+                ErrorCode.UNAVAILABLE,
+                "the session store cannot be reached: the token is still valid",
             )
             return False
         client.send(v1.Ok(id=message.id))
         await client.close_now(CloseCode.NORMAL, "logged out")
         return True
 
+    def _refuse(
+        self,
+        client: Connection,
+        request: int | None,
+        code: ErrorCode,
+        text: str,
+        retry_after: float | None = None,
+    ) -> None:
+        """Answer request ``request`` with an ``error`` of ``code``, counted in the metrics."""
+        self.metrics.errors.labels(code).inc()
+        client.send(v1.Error(id=request, code=code, message=text, retry_after=retry_after))
+
     async def _account(self, client: Connection, message: AccountRequest, address: str) -> None:
         """``sign_up``, ``sign_in``, ``sign_out_everywhere``: answered with ``session``."""
         accounts = self.tokens.accounts
         if accounts is None:
-            self.metrics.errors.labels(ErrorCode.UNAVAILABLE).inc()
-            client.send(
-                v1.Error(
-                    id=message.id,
-                    code=ErrorCode.UNAVAILABLE,
-                    message="this server keeps no records: no accounts",
-                )
+            self._refuse(
+                client,
+                message.id,
+                ErrorCode.UNAVAILABLE,
+                "this server keeps no records: no accounts",
             )
             return
         try:
@@ -427,22 +433,15 @@ class Sessions:
                 session = await accounts.revoke(client.token.text)
         except AccountError as error:
             code = _ACCOUNT_ERRORS[error.code]
-            self.metrics.errors.labels(code).inc()
-            client.send(
-                v1.Error(
-                    id=message.id, code=code, message=error.message, retry_after=error.retry_after
-                )
-            )
+            self._refuse(client, message.id, code, error.message, retry_after=error.retry_after)
             return
         except Exception:  # the database's own errors
             log.warning("account request failed", exc_info=True)
-            self.metrics.errors.labels(ErrorCode.UNAVAILABLE).inc()
-            client.send(
-                v1.Error(
-                    id=message.id,
-                    code=ErrorCode.UNAVAILABLE,
-                    message="the records database cannot be reached: try again",
-                )
+            self._refuse(
+                client,
+                message.id,
+                ErrorCode.UNAVAILABLE,
+                "the records database cannot be reached: try again",
             )
             return
         if isinstance(message, v1.SignUp | v1.SignOutEverywhere):

@@ -167,3 +167,22 @@ async def test_logout_while_the_store_is_away_changes_nothing(make_server, conne
         again = await Client.connect(f"ws://127.0.0.1:{server.port}/", token=ann.token)
         assert again.player == ann.player
         await server.stop()
+
+
+async def test_a_logout_the_store_cannot_take_is_refused_and_the_token_stays_valid(
+    server, connect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = await connect(server, name="Ann")
+
+    async def unreachable(token_id: str, seconds: float) -> None:
+        raise StoreUnavailable("down")
+
+    monkeypatch.setattr(server.store.tokens, "revoke", unreachable)
+    with pytest.raises(ServerError) as refused:
+        await client.request(v1.Logout())
+    assert refused.value.code == ErrorCode.UNAVAILABLE
+    assert "still valid" in refused.value.error.message
+    monkeypatch.undo()
+    again = await Client.connect(f"ws://127.0.0.1:{server.port}/", token=client.token)
+    assert again.player == client.player
+    await again.close()
