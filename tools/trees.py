@@ -12,6 +12,9 @@ top-level packages) needs nothing but being the current folder; its module names
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 FOLDERS = ("server", "protocol", "games", "clients", "tools")
@@ -44,3 +47,40 @@ def module_in(tree: str | None, module: str) -> tuple[str, dict[str, str] | None
         return module, None  # the tree's folders are top-level packages: its folder is enough
     path = os.pathsep.join(filter(None, [str(namespace_path(root)), os.environ.get("PYTHONPATH")]))
     return f"blackdrez.{module}", {**os.environ, "PYTHONPATH": path}
+
+
+def cli_module(tree: str | None) -> str:
+    """The module of ``tree``'s command line (``tools.cli``; ``server.cli`` in the first
+    versions, before the ``tools`` folder)."""
+    if tree is not None and not (Path(tree) / "tools" / "cli.py").is_file():
+        return "server.cli"
+    return "tools.cli"
+
+
+def serve_flags(tree: str | None) -> set[str] | None:
+    """The options ``tree``'s ``serve`` accepts (from its ``--help``), or None for this
+    install's (all of them)."""
+    if tree is None:
+        return None
+    module, env = module_in(tree, cli_module(tree))
+    shown = subprocess.run(
+        [sys.executable, "-m", module, "serve", "--help"],
+        cwd=tree, env=env, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", shown))
+
+
+def keep_known(command: list[str], known: set[str] | None) -> list[str]:
+    """``command`` without the options (and their values) a serve that knows only ``known``
+    would refuse: an older tree runs with its defaults there (e.g. no records before they
+    existed, an in-memory lobby before ``--in-memory`` named it)."""
+    if known is None:
+        return command
+    kept: list[str] = []
+    dropping = False
+    for part in command:
+        if part.startswith("--"):
+            dropping = part.split("=")[0] not in known
+        if not dropping:
+            kept.append(part)
+    return kept

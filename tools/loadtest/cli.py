@@ -84,7 +84,7 @@ from blackdrez.tools.loadtest.procfs import (
 )
 from blackdrez.tools.loadtest.profiler import profile_summary, start_profiler
 from blackdrez.tools.loadtest.workers import PROGRESS_INTERVAL, Window, WorkerPlan, worker_main
-from blackdrez.tools.trees import module_in
+from blackdrez.tools.trees import cli_module, keep_known, module_in, serve_flags
 
 MODES = ("idle", "lobby", "play", "echo")
 END_GRACE = 0.5
@@ -709,7 +709,8 @@ def _spawn_server(
     not write into the folder it was started from, nor start with the games of earlier runs."""
     host = "127.0.0.1"
     port = free_port()
-    module, env = module_in(args.server_dir, "tools.cli")  # another tree's server: its own code
+    # another tree's server: its own code, and only the options it knows
+    module, env = module_in(args.server_dir, cli_module(args.server_dir))
     command = [
         sys.executable, "-m", module, "serve", "--host", host, "--port", str(port),
         "--rate", str(args.server_rate), "--burst", str(args.server_burst),
@@ -724,6 +725,7 @@ def _spawn_server(
     if not any(part.split("=")[0] == "--db-url" for part in extras):
         command += ["--db-url", f"sqlite:///{data / 'records.db'}"]
     command += extras
+    command = command[:3] + keep_known(command[3:], serve_flags(args.server_dir))
     process = start_process(command, args.server_cpus, Path(args.server_log), args.server_dir, env)
     wait_listening(host, port, process, 30.0)
     with contextlib.suppress(OSError):

@@ -69,6 +69,21 @@ RESTART_PATIENCE = 60.0
 """Seconds the host of a table tries to start its next game while the table or store is away."""
 
 
+class LeanOptions(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The table options the load tool sets, and only those: a server of any version since the
+    first (whose options refuse fields they do not know, like ``rated``) takes them."""
+
+    seats: int = 4
+    round_pause_seconds: float = 3.0
+
+
+class LeanCreateTable(v1.Message, tag="create_table", kw_only=True):
+    """``create_table`` with :class:`LeanOptions` (see there)."""
+
+    id: int | None = None
+    options: LeanOptions
+
+
 class Refused(ConnectionError):
     """A set-up request was answered with an error (``code``)."""
 
@@ -310,8 +325,8 @@ class _Worker:
                 raise
         bots = [_Bot(self, ws, seat == 0) for seat, ws in enumerate(sockets)]
         host = bots[0]
-        options = v1.TableOptions(seats=plan.seats, round_pause_seconds=plan.round_pause)
-        reply = await host.request(v1.CreateTable(options=options))
+        options = LeanOptions(seats=plan.seats, round_pause_seconds=plan.round_pause)
+        reply = await host.request(LeanCreateTable(options=options))
         table = reply.table["id"]
         for bot in bots[1:]:
             await bot.request(v1.JoinTable(table=table))
@@ -504,7 +519,7 @@ class _Bot:
         self.finished: asyncio.Future[None] = loop.create_future()
         self._reader = loop.create_task(self._read())
 
-    async def request(self, message: v1.Message) -> LeanFrame:
+    async def request(self, message: v1.Message | LeanCreateTable) -> LeanFrame:
         """Send a request and wait for its reply (setup and restarts, not measured)."""
         self._ids += 1
         message = msgspec.structs.replace(message, id=self._ids)
