@@ -1,9 +1,16 @@
 """One client's WebSocket connection: its identity, encoding, rate limit and outgoing buffer.
 
-Frames to a client are written at once, without awaiting (as ``websockets.broadcast`` does), so
-one slow reader never stalls a table or the other viewers. What a client does not read piles up
-in its connection's write buffer; past ``max_buffer`` bytes the client is disconnected (close code
-4003) and may reconnect and resync.
+Frames to a client are written without awaiting, so one slow reader never stalls a table or the
+other viewers. What a client does not read piles up in its connection's write buffer; past
+``max_buffer`` bytes the client is disconnected (close code 4003) and may reconnect and resync.
+
+Writing. A frame is framed here (:func:`wire_frame`: a server's frames are not masked, so one
+encoded update framed once serves every viewer of its class) and held until the end of the
+event loop's turn; then each connection's frames go in one write (:class:`Outbox`). One action
+sends its player an update and the reply to their ``act``: one write, not two, and a write is
+most of a frame's cost (a system call that also runs the loopback's receive path). Nothing
+waits longer than the turn, and a connection's frames keep their order. Only permessage-deflate
+(``--compression``), which compresses each frame per connection, takes websockets' own path.
 
 Every close the server starts goes through :meth:`Connection.close`, which counts it (``on_close``)
 and bounds it: the close frame follows what is already written, and a client that has not taken
@@ -15,6 +22,7 @@ to drain, that is forever, and the connection and its buffer are never let go.
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +36,52 @@ from blackdrez.protocol.codec import Frame, encode
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.server.identity import Token
 from blackdrez.server.ratelimit import TokenBucket
+
+_HEADER_16 = struct.Struct("!BBH")
+_HEADER_64 = struct.Struct("!BBQ")
+
+
+def wire_frame(frame: Frame) -> bytes:
+    """``frame`` as one final, unmasked WebSocket data frame (RFC 6455, 5.2): text for a str,
+    binary for bytes."""
+    if isinstance(frame, str):
+        payload, first = frame.encode(), 0x81
+    else:
+        payload, first = frame, 0x82
+    size = len(payload)
+    if size < 126:
+        return bytes((first, size)) + payload
+    if size < 65536:
+        return _HEADER_16.pack(first, 126, size) + payload
+    return _HEADER_64.pack(first, 127, size) + payload
+
+
+class Outbox:
+    """The connections with frames waiting to be written, written together once the event
+    loop's turn ends (see the module docstring). One per server: its connections share one
+    callback a turn."""
+
+    def __init__(self) -> None:
+        self._waiting: list[Connection] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.writes = 0
+        """Writes made (each connection's frames of a turn count once)."""
+
+    def add(self, client: Connection) -> None:
+        if not self._waiting:
+            loop = self._loop
+            if loop is None:  # (asked once: asking costs a system call, for fork safety)
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self.flush)
+        self._waiting.append(client)
+
+    def flush(self) -> None:
+        """Write every waiting connection's frames now."""
+        waiting, self._waiting = self._waiting, []
+        self.writes += len(waiting)
+        for client in waiting:
+            client.flush()
+
 
 OLDEST = 0
 """The order of a connection older than every one the store orders (``Players.next_attach``
@@ -88,12 +142,65 @@ class Connection:
     address: str = ""
     """The client address the connection counts against (login attempts are limited by it)."""
 
+    outbox: Outbox | None = None
+    """Where this connection waits for its frames to be written (``None``: its own callback)."""
+    _out: list[bytes] | None = None
+    """Framed frames not yet written (see the module docstring)."""
+    _deflate: bool | None = None
+
     def send(self, message: Any) -> None:
-        """Encode ``message`` in this client's encoding and write it."""
+        """Encode ``message`` in this client's encoding and send it."""
         self.send_frame(encode(message, self.binary))
 
     def send_frame(self, frame: Frame) -> None:
-        """Write an encoded frame now; a client too far behind is disconnected."""
+        """Send an encoded frame (written at the end of the loop's turn)."""
+        if self._deflating():
+            self._send_now(frame)
+        else:
+            self._send_wire(wire_frame(frame))
+
+    def send_framed(self, frame: Frame, wire: bytes) -> None:
+        """Send an encoded frame framed already (``wire``: :func:`wire_frame` of ``frame``,
+        shared by every viewer it goes to)."""
+        if self._deflating():
+            self._send_now(frame)
+        else:
+            self._send_wire(wire)
+
+    def _deflating(self) -> bool:
+        deflate = self._deflate
+        if deflate is None:
+            deflate = self._deflate = bool(getattr(self.ws.protocol, "extensions", None))
+        return deflate
+
+    def _send_wire(self, data: bytes) -> None:
+        if self.closing or self.ws.protocol.state is not State.OPEN:
+            return
+        out = self._out
+        if out is not None:
+            out.append(data)
+            return
+        self._out = [data]
+        if self.outbox is not None:
+            self.outbox.add(self)
+        else:
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write the frames waiting (one write); a client too far behind is disconnected."""
+        out, self._out = self._out, None
+        if not out:
+            return
+        ws = self.ws
+        if ws.protocol.state is not State.OPEN:
+            return
+        transport = ws.transport
+        transport.write(out[0] if len(out) == 1 else b"".join(out))
+        if transport.get_write_buffer_size() > self.max_buffer and not self.closing:
+            self.close(CloseCode.SLOW_CONSUMER, "too far behind: reconnect and resync")
+
+    def _send_now(self, frame: Frame) -> None:
+        """websockets' own path (compression): frame and write ``frame`` at once."""
         ws = self.ws
         if self.closing or ws.protocol.state is not State.OPEN:
             return
@@ -102,9 +209,10 @@ class Connection:
             self.close(CloseCode.SLOW_CONSUMER, "too far behind: reconnect and resync")
 
     def close(self, code: int, reason: str) -> None:
-        """Close the connection soon (the close frame follows what is already written)."""
+        """Close the connection soon (the close frame follows what is already sent)."""
         if self.closing:
             return
+        self.flush()
         self.closing = True
         asyncio.get_running_loop().create_task(self._close(code, reason))
 
@@ -119,6 +227,7 @@ class Connection:
             pass
 
     async def close_now(self, code: int, reason: str) -> None:
-        """Close the connection after what is already written (graceful shutdown)."""
+        """Close the connection after what is already sent (graceful shutdown)."""
+        self.flush()
         self.closing = True
         await self._close(code, reason)

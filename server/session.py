@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import Counter
@@ -38,7 +39,7 @@ from blackdrez.protocol import handshake, v1
 from blackdrez.protocol.codec import CLIENT_DECODERS, FrameError, decode_hello, encode
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import identity
-from blackdrez.server.connection import OLDEST, Connection
+from blackdrez.server.connection import OLDEST, Connection, Outbox
 from blackdrez.server.http.limits import AddressLimits
 from blackdrez.server.metrics import INVALID_MESSAGE, Metrics
 from blackdrez.server.node import Node
@@ -173,6 +174,8 @@ class Sessions:
         self.per_address: Counter[str] = Counter()
         """WebSocket connections open per client address."""
         self._limits = announced_limits(settings)
+        self.outbox = Outbox()
+        """Every connection's frames, written once a turn (``blackdrez.server.connection``)."""
 
     async def connection(self, ws: ServerConnection) -> None:
         """Run one WebSocket connection to its end."""
@@ -296,6 +299,7 @@ class Sessions:
             address=address,
             seated=tables,
             order=OLDEST if new_identity else None,
+            outbox=self.outbox,
         )
         client.send(
             v1.Welcome(
@@ -331,6 +335,7 @@ class Sessions:
                 client.violations += 1
                 if client.violations > s.burst:
                     metrics.closes.labels(str(int(CloseCode.POLICY_VIOLATION))).inc()
+                    client.flush()
                     await _close_discarding(
                         ws, CloseCode.POLICY_VIOLATION, "message rate limit exceeded"
                     )
@@ -346,7 +351,7 @@ class Sessions:
                 metrics.errors.labels(reply.code).inc()
                 client.send(reply)
                 continue
-            metrics.count_message(type(message).__struct_config__.tag)
+            metrics.count_message(_wire_type(type(message)))
             if isinstance(message, v1.Logout):
                 if await self._logout(client, message):
                     return  # nothing sent after a logout is executed
@@ -479,6 +484,12 @@ async def _close_discarding(ws: ServerConnection, code: int, reason: str) -> Non
         while True:
             await ws.recv()
     await closing
+
+
+@functools.cache
+def _wire_type(kind: type) -> str:
+    """A message class's wire type (its tag; looked up once per class)."""
+    return str(kind.__struct_config__.tag)  # type: ignore[attr-defined]
 
 
 class _JustTheId(msgspec.Struct):

@@ -31,7 +31,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.codec import encode
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server import bus
-from blackdrez.server.connection import Connection, Watch
+from blackdrez.server.connection import Connection, Watch, wire_frame
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.seams import STORE_RETRY, Route, Spawn
 from blackdrez.server.stores import Stores, StoreUnavailable
@@ -240,11 +240,11 @@ class Fanout:
         watchers = self.watchers.get(broadcast.table)
         if not watchers:
             return
-        frames: dict[tuple[int | None, bool], str | bytes] = {}
+        frames: dict[tuple[int | None, bool], tuple[bytes | str, bytes]] = {}
         sent = 0
         for client, watch in list(watchers.items()):
             sent += self._send_update(client, watch, broadcast, frames)
-        self.metrics.messages_out.inc(sent)
+        self.metrics.count_out(sent)
         closed, freed = _endings(broadcast)
         if closed or freed:  # a closed table, or a seat whose player was leaving: they see it
             for client, watch in list(watchers.items()):  # and watch no more
@@ -257,7 +257,7 @@ class Fanout:
         client: Connection,
         watch: Watch,
         broadcast: Broadcast,
-        frames: dict[tuple[int | None, bool], str | bytes],
+        frames: dict[tuple[int | None, bool], tuple[bytes | str, bytes]],
     ) -> int:
         """Send ``broadcast`` to one watcher unless its snapshot already covers it."""
         if broadcast.seq < watch.seq or (broadcast.events and broadcast.seq == watch.seq):
@@ -269,10 +269,11 @@ class Fanout:
             client.send(update)
         else:
             key = (broadcast.variant(watch.seat), client.binary)
-            frame = frames.get(key)
-            if frame is None:
-                frame = frames[key] = encode(broadcast.for_seat(watch.seat), client.binary)
-            client.send_frame(frame)
+            framed = frames.get(key)
+            if framed is None:
+                frame = encode(broadcast.for_seat(watch.seat), client.binary)
+                framed = frames[key] = (frame, wire_frame(frame))
+            client.send_framed(*framed)
         watch.seq = broadcast.seq
         return 1
 

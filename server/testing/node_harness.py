@@ -61,6 +61,7 @@ A scenario (``tests/node``)::
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import contextvars
@@ -80,7 +81,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.codec import SERVER_DECODERS
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.server import identity
-from blackdrez.server.connection import OLDEST, Connection
+from blackdrez.server.connection import OLDEST, Connection, Outbox
 from blackdrez.server.hints import HintWorker
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node import LEASE_TTL, Node
@@ -322,6 +323,7 @@ class Reachable:
             return attribute
 
         async def call(*args: Any, **kwargs: Any) -> Any:
+            self._node.store_calls[name] += 1
             if self._node.store_down:
                 error = StoreUnavailable("the harness holds the store down")
                 self._node.stores.health.failed(error)
@@ -341,6 +343,7 @@ class FakeProtocol:
 
     def __init__(self, received: Callable[[str | bytes], None]) -> None:
         self.state = State.OPEN
+        self.extensions: list[object] = []
         self._received = received
 
     def send_text(self, data: bytes, fin: bool = True) -> None:
@@ -357,6 +360,25 @@ class FakeTransport:
     def __init__(self, ws: FakeWebSocket) -> None:
         self._ws = ws
         self.backlog = 0
+        self.writes = 0
+        """Writes made to this connection (each may carry several frames)."""
+
+    def write(self, data: bytes) -> None:
+        """Frames as the server writes them (unmasked, final): each to the client."""
+        self.writes += 1
+        view, at = memoryview(data), 0
+        while at < len(view):
+            first, size = view[at], view[at + 1] & 0x7F
+            at += 2
+            if size == 126:
+                size, at = int.from_bytes(view[at : at + 2]), at + 2
+            elif size == 127:
+                size, at = int.from_bytes(view[at : at + 8]), at + 8
+            payload = bytes(view[at : at + size])
+            at += size
+            self._ws.protocol.send_text(
+                payload
+            ) if first == 0x81 else self._ws.protocol.send_binary(payload)
 
     def get_write_buffer_size(self) -> int:
         return self.backlog
@@ -457,6 +479,7 @@ class FakeClient:
             bot=bot,
             seated=list(seated),
             order=OLDEST if new else None,
+            outbox=home.outbox,
         )
         self._ids = itertools.count(1)
         self._decoder = SERVER_DECODERS[1]
@@ -621,6 +644,10 @@ class HarnessNode:
         self.id = node_id
         self.store_down = False
         """The harness holds this node's store down (:meth:`Cluster.take_store_down`)."""
+        self.store_calls: collections.Counter[str] = collections.Counter()
+        """Calls this node made to its stores (the bus's apart), by method name."""
+        self.outbox = Outbox()
+        """The node's clients' frames, written once a turn (as a server's session's)."""
         stores = memory_stores(node_id, world=cluster.world)
         self.bus = NodeBus(stores.bus)
         parts: dict[str, Any] = {  # (each stands in for the store it wraps)

@@ -1,0 +1,102 @@
+"""The work of one action, counted: frames, writes, encodes and store calls per ``act``.
+
+Counted, not timed, so the check is exact on any machine: a change that adds a frame, an encode
+or a store call to every action fails here and must raise the budget on purpose (with the
+benchmarks' figures in ``docs/benchmarks.md`` to show what it costs). The table: 4 players, each
+on their own connection, and a spectator, on one node; every figure is per ``act`` over the
+first 60 actions of seeded games (the harness's seeds), the rounds' and games' own updates
+and the restarts between games included (the load tool's bots restart too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from blackdrez.protocol import codec, v1
+from blackdrez.server.testing.node_harness import Cluster, FakeClient, on_nodes
+from tests.node.helpers import act_once, phase, seat_and_start
+
+ACTIONS = 60
+
+BUDGET = {
+    "frames": 8.84,
+    "writes": 7.59,
+    "encodes": 5.29,
+    "store calls": 1.52,
+}
+"""The most of each per action, as measured when this check was written (issue 35): 60 actions
+over 3 games (19 rounds) sent 530 frames to the 5 connections (455 updates, 75 replies: each
+action's update to every viewer, the rounds' and the games' own updates, the restarts' ready
+changes), in 455 writes (an action's update and its ``ok`` share one), with 317 encodes (one
+per viewer class and encoding: the seat on turn, everyone else, the spectator's MessagePack;
+and each reply) and 91 store calls (the log appends: each carries its lobby change and its
+announcement). Lower it when a change does less; raise it only on purpose."""
+
+
+@dataclass
+class Counts:
+    frames: int = 0
+    writes: int = 0
+    encodes: int = 0
+    store_calls: int = 0
+
+
+class _CountingEncoder:
+    def __init__(self, encoder: Any, counts: Counts) -> None:
+        self._encoder = encoder
+        self._counts = counts
+
+    def encode(self, message: Any) -> bytes:
+        self._counts.encodes += 1
+        return self._encoder.encode(message)  # type: ignore[no-any-return]
+
+
+@contextmanager
+def counted(cluster: Cluster, clients: list[FakeClient]) -> Iterator[Counts]:
+    """Count what the node does while the block runs."""
+    node = cluster.nodes[0]
+    counts = Counts()
+    frames = sum(len(c.received) for c in clients)
+    writes = sum(c.ws.transport.writes for c in clients)
+    calls = sum(node.store_calls.values())
+    saved = codec._msgpack_encoder, codec._json_encoder
+    codec._msgpack_encoder = _CountingEncoder(saved[0], counts)  # type: ignore[assignment]
+    codec._json_encoder = _CountingEncoder(saved[1], counts)  # type: ignore[assignment]
+    try:
+        yield counts
+    finally:
+        codec._msgpack_encoder, codec._json_encoder = saved
+        counts.frames = sum(len(c.received) for c in clients) - frames
+        counts.writes = sum(c.ws.transport.writes for c in clients) - writes
+        counts.store_calls = sum(node.store_calls.values()) - calls
+
+
+@on_nodes(1)
+async def test_one_action_costs_no_more_frames_writes_encodes_or_store_calls(
+    cluster: Cluster,
+) -> None:
+    (node,) = cluster.nodes
+    players = [await cluster.connect(node, f"P{n}") for n in range(4)]
+    spectator = await cluster.connect(node, "Spectator", binary=True)
+    table = await seat_and_start(cluster, players[0], players[1:])
+    await spectator.ok(v1.Spectate(table=table))
+    with counted(cluster, [*players, spectator]) as counts:
+        for _ in range(ACTIONS):
+            if phase(players[0], table) == "over":
+                for player in players:  # counted: the load tool's bots do this too
+                    await player.ok(v1.SetReady(table=table))
+                await players[0].ok(v1.StartGame(table=table))
+            await act_once(cluster, players, table)
+    per_action = {
+        "frames": counts.frames / ACTIONS,
+        "writes": counts.writes / ACTIONS,
+        "encodes": counts.encodes / ACTIONS,
+        "store calls": counts.store_calls / ACTIONS,
+    }
+    print(per_action)
+    over = {k: round(v, 2) for k, v in per_action.items() if v > BUDGET[k]}
+    assert not over, f"per action over the budget {BUDGET}: {over}"
+    assert per_action["writes"] < per_action["frames"]  # the actor's frames share a write
