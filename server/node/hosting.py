@@ -125,6 +125,9 @@ HINT_RATE = 1.0
 HINT_BURST = 5
 """...and at once: a hint costs a worker up to a second of CPU (``blackdrez.server.hints``)."""
 
+EARLY = 0.001
+"""A room's timer that fires more than this many seconds before its deadline (set before the
+deadline moved later: ``Hosting._set_timer``) sets itself again instead of ticking."""
 RECORDS_RETRY = Backoff(first=0.2, cap=5.0)
 """How a read of the ratings that the records database failed is tried again."""
 RECORDS_LEAST_PAUSE = 0.2
@@ -265,6 +268,10 @@ class RatingsWanted:
                 await self.woken.wait()
 
 
+NOTHING_OUTSIDE = Outcome()
+"""The outcome of a change with no side effect outside the room (never changed)."""
+
+
 @dataclass
 class Publication:
     """An outbox item: what a room change needs outside this process."""
@@ -340,6 +347,8 @@ class Hosting:
         self._locks: dict[str, TableLock] = {}
         """The lock of each table a command runs or waits at (:meth:`lock`)."""
         self._timers: dict[str, asyncio.TimerHandle | asyncio.Task[None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The event loop the timers are set on (the first one that set one)."""
         """At most one pending timer per hosted room (a timer, or a wait for the store)."""
         self._retry_at: dict[str, tuple[float, Iterator[float]]] = {}
         """Rooms whose last timer write failed: not before when (monotonic) to try again, and
@@ -607,7 +616,7 @@ class Hosting:
             def published(room: Room, broadcast: Broadcast | None) -> None:
                 self.publish_change(room, broadcast)
                 if isinstance(message, v1.Act):
-                    self.metrics.action_latency.observe(time.perf_counter() - started)
+                    self.metrics.observe_action(time.perf_counter() - started)
 
             _, failure = await self.append_entry(room, entry, then=published)
             if failure is not None:
@@ -791,15 +800,20 @@ class Hosting:
 
     def _take_snapshot(self, room: Room, position: int, token: int) -> None:
         """Snapshot the room just logged (see :mod:`blackdrez.server.table.snapshots`): kept here
-        for
-        undoing a later command, and stored (in the background, fenced) for the node that adopts
-        it."""
+        for undoing a later command, and stored (in the background, fenced) for the node that
+        adopts it. The entries before it are no longer needed here (an undo starts from it)
+        and are let go (:data:`ELIDED`, read back from the store when the table's record is
+        made): a table that plays for days does not grow the node by its whole log."""
         try:
             data = take_snapshot(room)
         except Exception:  # a room holding something that does not pickle: a bug to report
             log.exception("no snapshot of %s at entry %d: it will be replayed", room.id, position)
             return
+        previous = self._snapshots.get(room.id)
         self._snapshots[room.id] = (position, data)
+        entries = self._command_logs[room.id]
+        for index in range(previous[0] - 1 if previous else 0, position - 1):
+            entries[index] = ELIDED
         self._spawn(self._store_snapshot(room.id, token, position, data))
 
     async def _store_snapshot(self, table: str, token: int, position: int, data: bytes) -> None:
@@ -878,7 +892,7 @@ class Hosting:
             # would have written goes as when a node dies right after a write).
             return
         token = lease.token
-        outcome = room.take_outcome()
+        outcome = room.take_outcome() if room.outcome.pending() else NOTHING_OUTSIDE
         if self.records is not None and outcome.games_over:
             self.records.submit(outcome.games_over)
         if outcome.seated or outcome.games_over:
@@ -889,7 +903,8 @@ class Hosting:
             self.closing.add(room.id)
             self._outbox.put_nowait(Publication(room, outcome, token, closing_log))
             return
-        self._outbox.put_nowait(Publication(room, outcome, token))
+        if outcome is not NOTHING_OUTSIDE:  # (most actions: no task woken for nothing)
+            self._outbox.put_nowait(Publication(room, outcome, token))
         self._set_timer(room)
         self._want_par(room)
 
@@ -950,23 +965,40 @@ class Hosting:
             del self._ratings_wanted[table]
 
     def _set_timer(self, room: Room) -> None:
-        """Set the room's one timer for its next deadline (replacing any other): a plain timer,
-        or, while the store is down, a wait for it to be back."""
-        timer = self._timers.pop(room.id, None)
-        if timer is not None:
-            timer.cancel()
+        """Set the room's one timer for its next deadline: a plain timer, or, while the store
+        is down, a wait for it to be back.
+
+        A plain timer already set to fire no later is kept (most actions move the deadline
+        later: the next turn's): when it fires early, :meth:`_on_timer` sets it again for
+        what is then due. Cancelling and setting a timer for every action cost more."""
         deadline = room.next_deadline()
-        if deadline is None or room.status == "closed":
+        if deadline is None or room.status == "closed" or not self.store.health.up:
+            timer = self._timers.pop(room.id, None)
+            if timer is not None:
+                timer.cancel()
+            if deadline is not None and room.status != "closed":
+                self._timers[room.id] = self._spawn(self._set_timer_when_store_is_up(room))
             return
-        if not self.store.health.up:
-            self._timers[room.id] = self._spawn(self._set_timer_when_store_is_up(room))
-            return
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:  # (asked once: asking costs a system call, for fork safety)
+            loop = self._loop = asyncio.get_running_loop()
+        delay = self._delay(room, deadline)
+        when = loop.time() + delay
+        timer = self._timers.get(room.id)
+        if timer is not None:
+            if not isinstance(timer, asyncio.Task) and timer.when() <= when:
+                return  # fires first, then sets itself for what is due then
+            timer.cancel()
+        self._timers[room.id] = loop.call_at(when, self._on_timer, room)
+
+    def _delay(self, room: Room, deadline: float) -> float:
+        """Seconds until ``deadline`` (wall clock), or until the room's retry after a failed
+        write if later."""
         delay = max(0.0, deadline - self.clock.time())
         retry = self._retry_at.get(room.id)
         if retry is not None:
             delay = max(delay, retry[0] - self.clock.monotonic())
-        self._timers[room.id] = loop.call_later(delay, self._on_timer, room)
+        return delay
 
     async def _set_timer_when_store_is_up(self, room: Room) -> None:
         await self.store.health.wait_up()
@@ -977,7 +1009,12 @@ class Hosting:
 
     def _on_timer(self, room: Room) -> None:
         self._timers.pop(room.id, None)
-        if self.rooms.get(room.id) is room:
+        if self.rooms.get(room.id) is not room:
+            return
+        deadline = room.next_deadline()
+        if deadline is not None and self._delay(room, deadline) > EARLY:
+            self._set_timer(room)  # set before a later deadline (see _set_timer)
+        else:
             self._spawn(self.tick(room))
 
     async def tick(self, room: Room) -> None:

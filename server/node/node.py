@@ -461,6 +461,10 @@ class Node:
 
     async def _dispatch(self, client: Connection, message: Any) -> Answer:
         """The answer to one request: what needs no table here, table requests by routing."""
+        if type(message) is v1.Act:  # most requests: straight to the table
+            return await self.routing.route(
+                client.player, client.name, message.table, message, bot=client.bot
+            )
         match message:
             case v1.Ping():
                 return Answer(replies=[v1.Pong(id=message.id, time=self.clock.time())])

@@ -130,6 +130,10 @@ class Outcome:
     games_over: list[GameOver] = field(default_factory=list)
     """Games that ended, for the records (``blackdrez.server.records.writer``)."""
 
+    def pending(self) -> bool:
+        """Whether there is anything to do."""
+        return bool(self.ranked or self.seated or self.unseated or self.closed or self.games_over)
+
 
 @dataclass(frozen=True)
 class GameOver:

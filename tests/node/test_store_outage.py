@@ -4,11 +4,16 @@ goes on once it is back."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.node import hosting
+from blackdrez.server.node.hosting import ELIDED
+from blackdrez.server.table.commands import rebuild
 from blackdrez.server.table.lifecycle import TableStatus
 from blackdrez.server.testing.node_harness import Cluster, on_nodes
-from tests.node.helpers import bot_action, on_turn, seat_and_start
+from tests.node.helpers import act_once, bot_action, on_turn, seat_and_start
 
 
 @on_nodes(2)
@@ -104,3 +109,36 @@ async def test_the_outbox_waits_for_the_store_and_writes_in_order_once_it_is_bac
     await hosting.settled()  # the outbox has written what it holds
     assert table in await cluster.world.players.tables(guest.player)
     assert a.rooms[table].status is TableStatus.OPEN
+
+
+@on_nodes(1)
+async def test_entries_before_a_snapshot_are_let_go_and_an_undo_starts_from_the_snapshot(
+    cluster: Cluster,
+) -> None:
+    """A host keeps a table's log only from its last snapshot on (a table playing for days does
+    not grow the node by its whole log); a command undone after that is rebuilt from the
+    snapshot, and the table goes on, its log in the store whole."""
+    (a,) = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    guest = await cluster.connect(a, "Guest")
+    with mock.patch.object(hosting, "SNAPSHOT_EVERY", 4):
+        table = await seat_and_start(cluster, host, [guest])
+        for _ in range(6):
+            await act_once(cluster, [host, guest], table)
+        kept = a.node.hosting._command_logs[table]
+        position = a.node.hosting._snapshots[table][0]
+        assert position >= 8
+        assert all(entry is ELIDED for entry in kept[: position - 1])
+        assert kept[position - 1] is not ELIDED
+        room, seq = a.rooms[table], a.rooms[table].seq
+        mover = on_turn([host, guest], table)
+        assert mover is not None
+        action = bot_action(mover, table)
+        cluster.take_store_down(a)
+        refused = await mover.request(v1.Act(table=table, action=action))
+        assert isinstance(refused, v1.Error) and refused.code == ErrorCode.UNAVAILABLE
+        assert a.rooms[table] is not room and a.rooms[table].seq == seq  # from the snapshot
+        await cluster.bring_store_back(a)
+        await act_once(cluster, [host, guest], table)
+    logged = await a.stores.logs.read(table)
+    assert ELIDED not in logged and rebuild(logged).seq == a.rooms[table].seq
