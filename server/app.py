@@ -12,7 +12,8 @@ Theory of operation
   WebSocket handshake; it sees this object only as its narrow ``Served`` (:meth:`status`,
   :meth:`health`, the records API, :meth:`token_in_force`);
 * with records (``db_url``), the records database, its accounts, API and the writer the node
-  gives finished games to (``blackdrez.server.records``);
+  gives finished games to (``blackdrez.server.records``): a process of its own
+  (``records.process``) unless the database is an in-memory SQLite or ``records_in_process``;
 * background work: the idle sweeper, the loop lag probe, the store-lost notice, the bot ladder,
   and the bots a table's host adds (``bot_client``: the server imports no client).
 
@@ -53,6 +54,7 @@ from blackdrez.server.node import LEASE_TTL, SOLE_LEASE_TTL, Node
 from blackdrez.server.records.accounts import Accounts
 from blackdrez.server.records.api import RecordsApi
 from blackdrez.server.records.db import DatabaseError, redact
+from blackdrez.server.records.process import RecordsProcess, shared_by_processes
 from blackdrez.server.records.store import RecordsStore
 from blackdrez.server.records.writer import RecordsWriter
 from blackdrez.server.retry import Backoff
@@ -137,7 +139,7 @@ class GameServer:
         given by ``tools.cli``: the ladder plays over the protocol, as a client)."""
         self.records: RecordsStore | None = None
         self.api: RecordsApi | None = None
-        self.writer: RecordsWriter | None = None
+        self.writer: RecordsWriter | RecordsProcess | None = None
         self._ladder: asyncio.Task[None] | None = None
         self._bots: set[asyncio.Task[object]] = set()
         self.bot_think = BOT_THINK
@@ -242,14 +244,21 @@ class GameServer:
 
     async def _open_records(self, url: str) -> None:
         """Open the records database and wire it: accounts at ``hello``, the API, the writer
-        of finished games (see ``blackdrez.server.records``)."""
+        of finished games (see ``blackdrez.server.records``): in a process of its own, unless
+        told otherwise or no other process would see the database (an in-memory SQLite)."""
         self.records = await RecordsStore.open(url)
         self.records.clock = lambda: self.node.clock.time()  # a daily game unseals at day end
         accounts = Accounts(self.records, self.secret, token_lifetime=self.settings.token_lifetime)
         self.tokens.accounts = accounts
         self.api = RecordsApi(self.records, accounts)
-        self.writer = RecordsWriter(self.records, self.metrics)
-        self.writer.start()
+        if self.settings.records_in_process or not shared_by_processes(url):
+            writer = RecordsWriter(self.records, self.metrics)
+            writer.start()
+            self.writer = writer
+        else:
+            process = RecordsProcess(self.records, url, self.metrics)
+            self.writer = process  # (stopped by stop() even if it does not start)
+            await process.start()
         self.node.bind_records(self.writer, self.records.token_generations)
 
     def _own_url(self) -> str:

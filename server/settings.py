@@ -492,6 +492,18 @@ class Settings:
         ),
     )
     """``None`` keeps no records (the command line's default is :data:`DEFAULT_DB_URL`)."""
+    records_in_process: bool = field(
+        default=False,
+        metadata=option(
+            flag="--records-in-process",
+            help="verify and store finished games in a thread of the node's process instead of a "
+            "process of their own (which spares the node's event loop the GIL it takes)",
+            switch=True,
+        ),
+    )
+    """Run the records writer in the node's process (``blackdrez.server.records.writer``);
+    otherwise a child process runs it (``records.process``), unless the database is an
+    in-memory SQLite, which no other process would see."""
     ladder_tables: int = field(
         default=0,
         metadata=option(

@@ -2,6 +2,14 @@
 
 Theory of operation
 -------------------
+Where it runs. A node's records are written by a :class:`RecordsWriter` in a process of its own
+(``blackdrez.server.records.process``: the node keeps a ``RecordsProcess``, which has this
+class's interface, and sends it the games over a pipe), so that the writer's threads do not take
+the GIL from the node's event loop (10-30 % of a node's throughput at its maximum). A node with
+an in-memory SQLite database, or started with ``--records-in-process``, runs the writer in its
+own process instead; what follows holds in both (the records process reports each batch to the
+node through ``on_done``, see :class:`RecordsWriter`).
+
 The node hands :meth:`RecordsWriter.submit` the games a command ended (``Outcome.games_over``)
 only once that command's log entry is written: from then on the table's log in Redis holds the
 game until its record is stored, so nothing depends on this process surviving. One worker task
@@ -14,7 +22,8 @@ to the event loop waits for a turn of it, and a node at full speed finishes a hu
 second (one game per hop kept up with five: the backlog grew without bound).
 
 Catching up. The building and verifying run on a worker thread, and the writes on SQLite's
-writer thread or PostgreSQL's (each statement a round trip): all of them need the GIL, and
+writer thread or PostgreSQL's (each statement a round trip): all of them need the GIL (the
+node's, for a writer in the node's process; in the records process, little else wants it), and
 take it back after every release (a statement, a read, a hash). While the event loop is busy
 it gives the GIL up only when a waiting thread asks for it and the switch interval (5 ms by
 default) has passed, so each of those steps can cost a thread 5 ms: with a loop running Python
@@ -58,7 +67,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from blackdrez.games import verify
 from blackdrez.protocol import v1
@@ -134,31 +143,88 @@ def finished(game: GameOver) -> FinishedGame:
     )
 
 
-class RecordsWriter:
-    """The records of finished games, written in the background (see the module docstring)."""
+class TableWaits:
+    """The games submitted and not yet stored (or dropped), by table, and the wait for a
+    table's (:meth:`RecordsWriter.written`; the node's ``RecordsProcess`` keeps one too)."""
 
-    def __init__(self, store: RecordsStore, metrics: Metrics | None = None) -> None:
+    def __init__(self) -> None:
+        self._pending: collections.Counter[str] = collections.Counter()
+        """Games submitted and not yet stored (or dropped), by table..."""
+        self._since: dict[str, float] = {}
+        """...since when (``time.monotonic()``: the first submission since none waited)."""
+        self._changed = asyncio.Condition()
+
+    def add(self, game: GameOver) -> None:
+        """Count ``game`` submitted."""
+        table = _table(game)
+        self._pending[table] += 1
+        self._since.setdefault(table, time.monotonic())
+
+    async def done(self, games: Iterable[GameOver]) -> None:
+        """Count ``games`` stored (or dropped), and wake the waits of their tables."""
+        for game in games:
+            table = _table(game)
+            self._pending[table] -= 1
+            if not self._pending[table]:
+                del self._pending[table]
+                del self._since[table]
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def written(self, table: str, timeout: float) -> bool:
+        """Wait until every game submitted for ``table`` is stored (or dropped); ``False`` if
+        that took longer than ``timeout`` seconds from when the table's games began waiting
+        (the first submission since none waited; see the module docstring)."""
+        since = self._since.get(table, time.monotonic())
+        try:
+            async with asyncio.timeout(since + timeout - time.monotonic()), self._changed:
+                await self._changed.wait_for(lambda: not self._pending[table])
+        except TimeoutError:
+            log.warning("table %s retired before its games were stored", table)
+            return False
+        return True
+
+
+Done = Callable[[list[GameOver], int, int], None]
+"""Told the progress of a :class:`RecordsWriter`: ``on_done(games, written, failures)``."""
+
+
+class RecordsWriter:
+    """The records of finished games, written in the background (see the module docstring).
+
+    ``on_done``, if given, is called at the end of each batch with the batch's games, in the
+    order they ended, all of them done: stored now, stored already, or dropped for good (an
+    ``InvalidGame``, a ``GameIdConflict``); and after each failed write attempt with none. Its
+    ``written`` and ``failures`` are the totals so far (:attr:`written_count`,
+    :attr:`failures`), not deltas: the records process sends them to the node with its
+    acknowledgements (``blackdrez.server.records.process``)."""
+
+    def __init__(
+        self, store: RecordsStore, metrics: Metrics | None = None, on_done: Done | None = None
+    ) -> None:
         self.store = store
         self.metrics = metrics
+        self.on_done = on_done
         self.written_count = 0
         """Games this writer stored (a game already stored does not count)."""
         self.failures = 0
         """Write attempts that failed (and were retried)."""
         self._queue: asyncio.Queue[GameOver] = asyncio.Queue()
-        self._pending: collections.Counter[str] = collections.Counter()
-        """Games submitted and not yet stored (or dropped), by table..."""
-        self._since: dict[str, float] = {}
-        """...since when (``time.monotonic()``: the first submission since none waited)..."""
+        self._waits = TableWaits()
         self._unstored = 0
-        """...and in all: queued or being written."""
+        """Games submitted and not yet stored (or dropped): queued or being written."""
         self._failing = False
         """The last write failed: the database is down, and no GIL hurries it back."""
-        self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Start the worker task."""
         self._task = asyncio.get_running_loop().create_task(self._work())
+
+    @property
+    def worker(self) -> asyncio.Task[None] | None:
+        """The worker task, once started: it ends only when stopped (or by a bug)."""
+        return self._task
 
     async def stop(self) -> None:
         """Write what is queued (for at most :data:`STOP_WAIT` seconds), then stop."""
@@ -173,8 +239,7 @@ class RecordsWriter:
     def submit(self, games: Iterable[GameOver]) -> None:
         """Queue games that ended (their log entry is written) to be stored."""
         for game in games:
-            self._pending[_table(game)] += 1
-            self._since.setdefault(_table(game), time.monotonic())
+            self._waits.add(game)
             self._unstored += 1
             self._queue.put_nowait(game)
         if self._unstored > MAX_BATCH and not self._failing:
@@ -202,40 +267,12 @@ class RecordsWriter:
         """Wait until every game submitted for ``table`` is stored (or dropped); ``False`` if
         that took longer than ``timeout`` seconds from when the table's games began waiting
         (the first submission since none waited; see the module docstring)."""
-        since = self._since.get(table, time.monotonic())
-        try:
-            async with asyncio.timeout(since + timeout - time.monotonic()), self._changed:
-                await self._changed.wait_for(lambda: not self._pending[table])
-        except TimeoutError:
-            log.warning("table %s retired before its games were stored", table)
-            return False
-        return True
+        return await self._waits.written(table, timeout)
 
     async def seat_ratings(self, game: str, players: list[str]) -> dict[str, v1.SeatRating]:
         """The current rating in ``game`` of each of ``players``, as a table shows it (the
         initial rating for a player not rated yet)."""
-        stored = await self.store.ratings(game, players)
-        ratings = {}
-        for player in players:
-            found = stored.get(player)
-            ratings[player] = (
-                v1.SeatRating(
-                    ordinal=found.ordinal,
-                    mu=found.mu,
-                    sigma=found.sigma,
-                    games=found.games,
-                    provisional=found.provisional,
-                )
-                if found is not None
-                else v1.SeatRating(
-                    ordinal=INITIAL.ordinal,
-                    mu=INITIAL.mu,
-                    sigma=INITIAL.sigma,
-                    games=0,
-                    provisional=provisional(0),
-                )
-            )
-        return ratings
+        return await seat_ratings(self.store, game, players)
 
     async def _work(self) -> None:
         while True:
@@ -244,19 +281,15 @@ class RecordsWriter:
                 games.append(self._queue.get_nowait())
             try:
                 await self._store(games)
+                if self.on_done is not None:  # only once stored: not when stopped (or a bug)
+                    self.on_done(games, self.written_count, self.failures)
             finally:
-                for game in games:
-                    table = _table(game)
-                    self._pending[table] -= 1
-                    if not self._pending[table]:
-                        del self._pending[table]
-                        del self._since[table]
-                    self._unstored -= 1
+                self._unstored -= len(games)
+                for _ in games:
                     self._queue.task_done()
                 if self._unstored <= CAUGHT_UP:
                     self._set_catching_up(False)
-                async with self._changed:
-                    self._changed.notify_all()
+                await self._waits.done(games)
                 if self.metrics is not None:
                     self.metrics.records_pending.set(self._queue.qsize())
 
@@ -293,7 +326,39 @@ class RecordsWriter:
                 if self.metrics is not None:
                     self.metrics.records_failures.inc()
                 log.warning("storing game %s failed, will retry: %r", records[0].id, error)
+                if self.on_done is not None:
+                    self.on_done([], self.written_count, self.failures)
                 await asyncio.sleep(next(delays))
+
+
+async def seat_ratings(
+    store: RecordsStore, game: str, players: list[str]
+) -> dict[str, v1.SeatRating]:
+    """The current rating in ``game`` of each of ``players`` in ``store``, as a table shows it
+    (the initial rating for a player not rated yet): what :meth:`RecordsWriter.seat_ratings`
+    and ``RecordsProcess.seat_ratings`` answer (reads stay in the node's process)."""
+    stored = await store.ratings(game, players)
+    ratings = {}
+    for player in players:
+        found = stored.get(player)
+        ratings[player] = (
+            v1.SeatRating(
+                ordinal=found.ordinal,
+                mu=found.mu,
+                sigma=found.sigma,
+                games=found.games,
+                provisional=found.provisional,
+            )
+            if found is not None
+            else v1.SeatRating(
+                ordinal=INITIAL.ordinal,
+                mu=INITIAL.mu,
+                sigma=INITIAL.sigma,
+                games=0,
+                provisional=provisional(0),
+            )
+        )
+    return ratings
 
 
 def _finished_each(games: list[GameOver]) -> list[FinishedGame | InvalidGame]:
