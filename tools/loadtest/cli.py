@@ -75,6 +75,7 @@ from blackdrez.tools.loadtest.procfs import (
     find_server_pid,
     histogram_window,
     involuntary_switches,
+    records_children,
     rss_kib,
     server_histograms,
     start_process,
@@ -797,6 +798,14 @@ def main(argv: list[str] | None = None) -> int:
                     spies.append(spy)
 
         neighbours = {"redis": redis.pid} if redis is not None else {}
+        if server is not None and "--db-url none" not in " ".join(args.server_arg):
+            # The records' process, like Redis, off the server's core (on a machine with more
+            # cores it has one of its own): its CPU is reported apart, as the records'.
+            for number, child in enumerate(records_children(server.pid)):
+                if args.worker_cpus:
+                    with contextlib.suppress(OSError):
+                        os.sched_setaffinity(child, cpu_list(args.worker_cpus))
+                neighbours["records" if not number else f"records {number}"] = child
         report = run_load(args, url, pid, args.quiet, on_measure, neighbours)
         report["command"] = ["blackdrez", "loadtest", *(argv or sys.argv[1:])]
         report["redis"] = bool(args.redis or args.redis_url)

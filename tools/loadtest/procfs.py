@@ -234,3 +234,24 @@ def quantile_bound(buckets: dict[float, float], share: float) -> float | None:
     total = buckets[bounds[-1]]
     found = next(b for b in bounds if buckets[b] >= share * total)
     return None if found == float("inf") else found
+
+
+def records_children(pid: int, wait: float = 3.0) -> list[int]:
+    """The records process(es) the server ``pid`` started (``blackdrez.server.records.process``),
+    waiting up to ``wait`` seconds for the first: an older server, or one without records or
+    with them in its own process, has none."""
+    try:
+        import psutil
+    except ImportError:
+        return []
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(pid).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if "blackdrez.server.records.process" in " ".join(child.cmdline()):
+                        found.append(child.pid)
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
