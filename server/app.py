@@ -51,6 +51,7 @@ from blackdrez.server.http.responses import add_security_headers
 from blackdrez.server.http.routes import OK, STARTING, STOPPING, STORE_UNREACHABLE, HttpRoutes
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node import LEASE_TTL, SOLE_LEASE_TTL, Node
+from blackdrez.server.reading import ServerConnection as ReadingConnection
 from blackdrez.server.records.accounts import Accounts
 from blackdrez.server.records.api import RecordsApi
 from blackdrez.server.records.db import DatabaseError, redact
@@ -197,6 +198,7 @@ class GameServer:
                 process_request=self.routes.game_port,
                 process_response=add_security_headers,
                 compression="deflate" if s.compression else None,
+                create_connection=ReadingConnection,
                 max_size=s.max_frame_bytes,
                 close_timeout=s.close_timeout,
                 ping_interval=s.ping_interval,

@@ -1,0 +1,142 @@
+"""Reading clients' frames without websockets' parser (``blackdrez.server.reading``): every frame
+reaches the session as websockets would give it, whatever the reads cut, and anything unusual is
+websockets' (its errors and close codes)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+
+import pytest
+from websockets.asyncio.client import connect as ws_connect
+from websockets.frames import CloseCode
+
+from blackdrez.protocol import v1
+from blackdrez.protocol.codec import SERVER_DECODERS, encode
+from blackdrez.protocol.handshake import Hello
+from blackdrez.server.reading import ServerConnection
+
+
+def masked(payload: bytes, opcode: int = 0x1, fin: bool = True, mask: bool = True) -> bytes:
+    """One client frame (masked unless told not to)."""
+    first = (0x80 if fin else 0) | opcode
+    size = len(payload)
+    if size < 126:
+        header = bytes((first, (0x80 if mask else 0) | size))
+    elif size < 65536:
+        header = struct.pack("!BBH", first, (0x80 if mask else 0) | 126, size)
+    else:
+        header = struct.pack("!BBQ", first, (0x80 if mask else 0) | 127, size)
+    if not mask:
+        return header + payload
+    key = os.urandom(4)
+    return header + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def reader_of(server) -> ServerConnection:
+    """The server's side of the one connection it has."""
+    (connection,) = server.server.connections
+    assert isinstance(connection, ServerConnection)
+    return connection
+
+
+async def greeted(server):
+    ws = await ws_connect(f"ws://127.0.0.1:{server.port}/", compression=None)
+    await ws.send(encode(Hello(versions=[1], name="Reader"), False))
+    welcome = SERVER_DECODERS[1].decode(await ws.recv())
+    assert isinstance(welcome, v1.Welcome)
+    return ws
+
+
+def pings(count: int, start: int = 1) -> bytes:
+    return b"".join(
+        masked(encode(v1.Ping(id=n), False).encode()) for n in range(start, start + count)
+    )
+
+
+async def pongs(ws, count: int) -> list[int]:
+    ids = []
+    for _ in range(count):
+        reply = SERVER_DECODERS[1].decode(await asyncio.wait_for(ws.recv(), 5))
+        assert isinstance(reply, v1.Pong)
+        ids.append(reply.id)
+    return ids
+
+
+async def test_frames_cut_anywhere_across_reads_all_arrive_in_order(make_server) -> None:
+    server = await make_server()
+    ws = await greeted(server)
+    data = pings(20)
+    transport = ws.transport
+    for cut in (1, 3, 7, 50):  # one byte at a time, then pieces of a header, a mask, a payload
+        for at in range(0, len(data), cut):
+            transport.write(data[at : at + cut])
+            await asyncio.sleep(0)
+        assert await pongs(ws, 20) == list(range(1, 21))
+    assert reader_of(server).frames_read >= 80  # read here, not by websockets' parser
+    await ws.close()
+
+
+async def test_a_ping_between_data_frames_goes_to_websockets_and_reading_goes_on(
+    make_server,
+) -> None:
+    server = await make_server()
+    ws = await greeted(server)
+    ws.transport.write(pings(2) + masked(b"are you there", opcode=0x9) + pings(2, start=3))
+    assert await pongs(ws, 4) == [1, 2, 3, 4]  # (websockets answers the ping itself)
+    latency = await asyncio.wait_for(await ws.ping(), 5)  # and its own pings still work
+    assert latency >= 0
+    ws.transport.write(pings(3, start=5))
+    assert await pongs(ws, 3) == [5, 6, 7]
+    await ws.close()
+
+
+async def test_a_fragmented_message_is_reassembled_by_websockets(make_server) -> None:
+    server = await make_server()
+    ws = await greeted(server)
+    frame = encode(v1.Ping(id=9), False).encode()
+    ws.transport.write(
+        masked(frame[:5], opcode=0x1, fin=False) + masked(frame[5:], opcode=0x0) + pings(1, 10)
+    )
+    assert await pongs(ws, 2) == [9, 10]
+    await ws.close()
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        (masked(b'{"type":"ping"}', mask=False), CloseCode.PROTOCOL_ERROR),  # not masked
+        (masked(b"\xff\xfe", opcode=0x1), CloseCode.INVALID_DATA),  # not UTF-8
+        (bytes((0xC1, 0x80)) + b"\0\0\0\0", CloseCode.PROTOCOL_ERROR),  # a reserved bit
+        (masked(b"x" * 2_000, opcode=0x2), CloseCode.MESSAGE_TOO_BIG),  # past max_size
+        (masked(b"x" * 70_000, opcode=0x2), CloseCode.MESSAGE_TOO_BIG),  # a 64-bit length
+    ],
+    ids=["unmasked", "not-utf8", "reserved-bit", "too-big", "64-bit-length"],
+)
+async def test_a_bad_frame_gets_websockets_close_code(make_server, frame: bytes, code: int) -> None:
+    server = await make_server(max_frame_bytes=1_024)
+    ws = await greeted(server)
+    ws.transport.write(pings(1))
+    assert await pongs(ws, 1) == [1]  # read here
+    ws.transport.write(frame)
+    await asyncio.wait_for(ws.wait_closed(), 5)
+    assert ws.close_code == code
+
+
+async def test_a_frame_websockets_began_is_finished_by_websockets(make_server) -> None:
+    """A control frame cut across reads: its start goes to websockets, and so does its end (the
+    parser is within a frame), then reading here goes on."""
+    server = await make_server()
+    ws = await greeted(server)
+    ping = masked(b"still there?", opcode=0x9)
+    for cut in (1, 2, 6, 9):
+        ws.transport.write(pings(1, start=cut) + ping[:cut])
+        await asyncio.sleep(0.05)
+        ws.transport.write(ping[cut:] + pings(1, start=100 + cut))
+        assert await pongs(ws, 2) == [cut, 100 + cut]
+    before = reader_of(server).frames_read
+    ws.transport.write(pings(5, start=200))
+    assert await pongs(ws, 5) == list(range(200, 205))
+    assert reader_of(server).frames_read == before + 5
+    await ws.close()
