@@ -31,6 +31,7 @@ import logging
 import os
 import secrets
 import signal
+import time
 import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -390,7 +391,21 @@ async def run_account_ladder(
     finally:
         for number in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(number)
-    return LadderSummary(games=played, board=await asyncio.to_thread(_bots_board, url))
+    ours = {bot.player for bot in bots.identities.servers.get(url, {}).values() if bot.player}
+    return LadderSummary(games=played, board=await _board_with(url, ours))
+
+
+async def _board_with(url: str, players: set[str], patience: float = 5.0) -> Any:
+    """The bots' board once it shows every one of ``players`` (their games are stored a moment
+    after they end: the records are written by their own process), or as it is after
+    ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        board = await asyncio.to_thread(_bots_board, url)
+        shown = {entry.get("player") for entry in board or ()}
+        if board is None or players <= shown or time.monotonic() >= deadline:
+            return board
+        await asyncio.sleep(0.1)
 
 
 def _bots_board(url: str, limit: int = 20) -> list[dict[str, Any]] | None:

@@ -200,11 +200,19 @@ class RecordsWriter:
     acknowledgements (``blackdrez.server.records.process``)."""
 
     def __init__(
-        self, store: RecordsStore, metrics: Metrics | None = None, on_done: Done | None = None
+        self,
+        store: RecordsStore,
+        metrics: Metrics | None = None,
+        on_done: Done | None = None,
+        *,
+        gather: float = 0.0,
     ) -> None:
         self.store = store
         self.metrics = metrics
         self.on_done = on_done
+        self.gather = gather
+        """Seconds to wait after a game for more to store with it (one transaction, one
+        verification hop for all: ``blackdrez.server.records.process``'s writer)."""
         self.written_count = 0
         """Games this writer stored (a game already stored does not count)."""
         self.failures = 0
@@ -277,6 +285,8 @@ class RecordsWriter:
     async def _work(self) -> None:
         while True:
             games = [await self._queue.get()]
+            if self.gather and self._queue.qsize() < MAX_BATCH - 1:
+                await asyncio.sleep(self.gather)
             while len(games) < MAX_BATCH and not self._queue.empty():
                 games.append(self._queue.get_nowait())
             try:

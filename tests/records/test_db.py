@@ -66,3 +66,25 @@ async def test_concurrent_read_modify_write_scripts_lose_no_update(db: Database)
     results = await asyncio.gather(*(db.run(_increment(lock)) for _ in range(20)))
     assert sorted(results) == list(range(1, 21))
     assert await db.fetchval("SELECT n FROM counter WHERE name = 'c'") == 20
+
+
+async def test_a_batch_keeps_the_scripts_before_one_that_raises_and_nothing_of_it(
+    db: Database,
+) -> None:
+    """``run_each``: each script all or nothing, those before a failure kept, none after run
+    (SQLite runs the batch in one transaction, a savepoint per script)."""
+    batch = [
+        _statements("INSERT INTO counter (name, n) VALUES ('a', 1)"),
+        _statements("INSERT INTO counter (name, n) VALUES ('b', 2)"),
+        _insert_then_fail("c"),
+        _statements("INSERT INTO counter (name, n) VALUES ('d', 4)"),
+    ]
+    results, error = await db.run_each(batch)
+    assert results == [None, None] and isinstance(error, Boom)
+    names = await db.fetch("SELECT name FROM counter ORDER BY name")
+    assert [row["name"] for row in names] == ["a", "b"]
+    results, error = await db.run_each(
+        [_statements("INSERT INTO counter (name, n) VALUES ('e', 5)") for _ in range(2)]
+    )  # the second breaks the key: the first is kept
+    assert results == [None] and error is not None
+    assert await db.fetchval("SELECT COUNT(*) FROM counter") == 3
