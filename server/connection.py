@@ -6,7 +6,8 @@ other viewers. What a client does not read piles up in its connection's write bu
 
 Writing. A frame is framed here (:func:`wire_frame`: a server's frames are not masked, so one
 encoded update framed once serves every viewer of its class) and held until the end of the
-event loop's turn; then each connection's frames go in one write (:class:`Outbox`). One action
+event loop's turn, or until the request that sent them is done (the session flushes then);
+then each connection's frames go in one write (:class:`Outbox`). One action
 sends its player an update and the reply to their ``act``: one write, not two, and a write is
 most of a frame's cost (a system call that also runs the loopback's receive path). Nothing
 waits longer than the turn, and a connection's frames keep their order. Only permessage-deflate
@@ -64,16 +65,22 @@ class Outbox:
     def __init__(self) -> None:
         self._waiting: list[Connection] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._scheduled = False
         self.writes = 0
         """Writes made (each connection's frames of a turn count once)."""
 
     def add(self, client: Connection) -> None:
-        if not self._waiting:
+        if not self._scheduled:
             loop = self._loop
             if loop is None:  # (asked once: asking costs a system call, for fork safety)
                 loop = self._loop = asyncio.get_running_loop()
-            loop.call_soon(self.flush)
+            loop.call_soon(self._flush_soon)
+            self._scheduled = True
         self._waiting.append(client)
+
+    def _flush_soon(self) -> None:
+        self._scheduled = False
+        self.flush()
 
     def flush(self) -> None:
         """Write every waiting connection's frames now."""
