@@ -22,6 +22,7 @@ close codes and limits apply to it unchanged.
 
 from __future__ import annotations
 
+from websockets.asyncio.client import ClientConnection as _ClientConnection
 from websockets.asyncio.server import ServerConnection as _ServerConnection
 from websockets.frames import Frame, Opcode
 from websockets.protocol import State
@@ -44,18 +45,19 @@ def _between_frames(parser: object) -> bool:
     return getattr(innermost, "__name__", None) == "at_eof"
 
 
-class ServerConnection(_ServerConnection):
-    """websockets' server connection, reading the common frames itself (see the module
-    docstring)."""
+class _Reading:
+    """The reading of :class:`ServerConnection` and :class:`ClientConnection` (see the module
+    docstring): a server reads masked frames, a client unmasked ones."""
 
     _held = b""
     """The start of a frame cut across reads (this reader's, websockets has not seen it)."""
     frames_read = 0
     """Frames this reader took (the rest: websockets')."""
+    _MASKED = True
 
     def data_received(self, data: bytes) -> None:
+        protocol = self.protocol  # type: ignore[attr-defined]
         if not self._held:
-            protocol = self.protocol
             if (
                 protocol.state is not State.OPEN
                 or protocol.extensions
@@ -63,12 +65,14 @@ class ServerConnection(_ServerConnection):
                 or protocol.reader.buffer
                 or not _between_frames(protocol.parser)
             ):
-                super().data_received(data)
+                super().data_received(data)  # type: ignore[misc]
                 return
         else:
             data = self._held + data
             self._held = b""
-        limit = self.protocol.max_message_size
+        limit = protocol.max_message_size
+        masked = self._MASKED
+        key = 4 if masked else 0
         size, at, frames = len(data), 0, []
         while at < size:
             if size - at < 2:
@@ -76,16 +80,16 @@ class ServerConnection(_ServerConnection):
                 break
             opcode = _OPCODES.get(data[at])
             second = data[at + 1]
-            if opcode is None or not second & 0x80:
+            if opcode is None or bool(second & 0x80) is not masked:
                 break  # not ours: websockets' from here
             length = second & 0x7F
-            start = at + 6
+            start = at + 2 + key
             if length == 126:
                 if size - at < 4:
                     self._held = data[at:]
                     break
                 length = int.from_bytes(data[at + 2 : at + 4])
-                start = at + 8
+                start += 2
             elif length == 127:
                 break
             if limit is not None and length > limit:
@@ -94,14 +98,29 @@ class ServerConnection(_ServerConnection):
             if end > size:
                 self._held = data[at:]
                 break
-            frames.append(Frame(opcode, apply_mask(data[start:end], data[start - 4 : start])))
+            payload = data[start:end]
+            if masked:
+                payload = apply_mask(payload, data[start - 4 : start])
+            frames.append(Frame(opcode, payload))
             at = end
         else:
             at = size
         if frames:
             self.frames_read += len(frames)
-            put = self.recv_messages.put
+            put = self.recv_messages.put  # type: ignore[attr-defined]
             for frame in frames:
                 put(frame)
         if not self._held and at < size:
-            super().data_received(data[at:])
+            super().data_received(data[at:])  # type: ignore[misc]
+
+
+class ServerConnection(_Reading, _ServerConnection):
+    """websockets' server connection, reading the common frames itself (see the module
+    docstring)."""
+
+
+class ClientConnection(_Reading, _ClientConnection):
+    """websockets' client connection, reading the common frames (a server's are not masked)
+    itself: the load tool's bots (see the module docstring)."""
+
+    _MASKED = False

@@ -208,6 +208,8 @@ class _Worker:
         """Open one connection (bound to the next source address) and say hello."""
         from websockets.asyncio.client import connect
 
+        from blackdrez.server.reading import ClientConnection
+
         plan = self.plan
         await self._pace_open()
         source = plan.sources[self._opened % len(plan.sources)]
@@ -226,6 +228,7 @@ class _Worker:
                     ping_interval=20.0 if plan.client_pings else None,
                     max_size=2**22,
                     user_agent_header=None,
+                    create_connection=ClientConnection,
                 )
             except BaseException:
                 sock.close()
