@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,7 +60,10 @@ def series(common: list[str], before: Path, runs: int) -> dict[str, list[dict[st
             reports[side].append(report)
             print(
                 f"  {side}: {report['actions_per_s']:,.0f} actions/s, "
-                f"p99 {report['latency_ms']['p99']} ms, errors {report['errors']}",
+                f"p99 {report['latency_ms']['p99']} ms, errors {report['errors']}, "
+                f"server CPU {report['server_cpu_share'] or 0:.2f}, "
+                f"bots' CPU {report['clients_cpu_share'] or 0:.2f}, "
+                f"beside: {report.get('neighbours_cpu_share') or {}}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -76,6 +80,11 @@ def summary(reports: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             "p99_ms_each": [r["latency_ms"]["p99"] for r in runs],
             "p99_ms": loadtest.median_of(runs, "latency_ms.p99"),
             "errors": sum(r["errors"] for r in runs),
+            "server_cpu_us_per_action": statistics.median(
+                (r["server_cpu_share"] or 0.0) * 1e6 / max(r["actions_per_s"], 1e-9) for r in runs
+            ),
+            "bots_cpu_share": loadtest.median_of(runs, "clients_cpu_share"),
+            "beside_cpu_share_each": [r.get("neighbours_cpu_share") for r in runs],
         }
     before, after = rows["before"], rows["after"]
     rows["actions_ratio"] = after["actions_per_s"] / max(before["actions_per_s"], 1e-9)
