@@ -36,16 +36,18 @@ RANK_VALUE = {rank: index + 1 for index, rank in enumerate(RANKS)}
 """A standard card's rank as a number: Ace 1, Ten 10, Jack 11, Queen 12, King 13."""
 
 
+_POKERDREZ = tuple(f"{figure}{number}" for figure in FIGURES for number in range(1, 10))
+_STANDARD = tuple(f"{rank}{suit}" for suit in SUITS for rank in RANKS)
+
+
 def pokerdrez_deck(decks: int = 1) -> list[str]:
-    """Return ``decks`` PokerDrez decks (54 cards each) in canonical order."""
-    one = [f"{figure}{number}" for figure in FIGURES for number in range(1, 10)]
-    return one * decks
+    """Return ``decks`` PokerDrez decks (54 cards each) in canonical order (a new list)."""
+    return list(_POKERDREZ * decks)
 
 
 def standard_deck(decks: int = 1) -> list[str]:
-    """Return ``decks`` standard 52-card decks in canonical order."""
-    one = [f"{rank}{suit}" for suit in SUITS for rank in RANKS]
-    return one * decks
+    """Return ``decks`` standard 52-card decks in canonical order (a new list)."""
+    return list(_STANDARD * decks)
 
 
 def rank_of(card: str) -> int:
