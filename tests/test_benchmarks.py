@@ -28,3 +28,31 @@ def test_every_benchmark_script_starts_and_explains_itself(script: Path) -> None
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "usage:" in run.stdout
+
+
+def test_the_budget_puts_each_sampled_stack_in_the_stage_of_its_innermost_named_frame(
+    tmp_path: Path,
+) -> None:
+    sys.path.insert(0, str(BENCHMARKS[0].parent))
+    import budget
+
+    root = "Runner.run (asyncio/runners.py:118);Sessions._serve (server/session.py:1)"
+    rules = "games/blackdrez/rules.py"
+    raw = tmp_path / "profile.raw"
+    raw.write_text(
+        "\n".join(
+            [
+                f"{root};Connection.flush (server/connection.py:9) 7",
+                f"{root};Fanout.fan_out (server/node/fanout.py:1);encode (protocol/codec.py:2) 3",
+                f"{root};Room.act (server/table/room.py:1);BlackDrez.apply ({rules}:5) 4",
+                f"{root};Room.flush (server/table/room.py:2);BlackDrez.view ({rules}:9) 2",
+                f"{root} 5",
+                "Thread._bootstrap (threading.py:1);finished (server/records/writer.py:3) 6",
+                "Thread._bootstrap (threading.py:1);_worker (concurrent/futures/thread.py:3) 1",
+            ]
+        )
+    )
+    counts = budget.stage_samples(raw)
+    assert counts["send"] == 7 and counts["encode"] == 3 and counts["engine"] == 4
+    assert counts["views"] == 2 and counts["decode"] == 5 and counts["records"] == 6
+    assert counts["other"] == 1 and sum(counts.values()) == 28

@@ -232,3 +232,23 @@ def test_another_trees_code_runs_under_the_installed_names(tmp_path: Path) -> No
     (tree / "setup.py").unlink()
     assert trees.module_in(str(tree), "tools.cli") == ("tools.cli", None)
     assert trees.module_in(None, "tools.cli") == ("blackdrez.tools.cli", None)
+
+
+def test_an_older_trees_server_is_started_with_only_the_options_it_knows(tmp_path: Path) -> None:
+    """The load tool runs the first version's server (``server/cli.py``, ten options) with the
+    same command as today's: what it would refuse is left out, with its value."""
+    old = tmp_path / "first"
+    (old / "server").mkdir(parents=True)
+    assert trees.cli_module(str(old)) == "server.cli"
+    assert trees.cli_module(None) == "tools.cli"
+    command = [
+        "serve", "--host", "127.0.0.1", "--rate", "1000", "--max-connections-per-ip", "0",
+        "--in-memory", "--db-url", "sqlite:///x.db", "--burst=5",
+    ]  # fmt: skip
+    known = {"--host", "--rate", "--burst"}
+    assert trees.keep_known(command, known) == [
+        "serve", "--host", "127.0.0.1", "--rate", "1000", "--burst=5",
+    ]  # fmt: skip
+    assert trees.keep_known(command, None) == command
+    flags = trees.serve_flags(str(ROOT))  # this checkout's own serve, as another tree's
+    assert flags is not None and {"--db-url", "--in-memory", "--records-in-process"} <= flags
