@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections import Counter
@@ -487,10 +486,15 @@ async def _close_discarding(ws: ServerConnection, code: int, reason: str) -> Non
     await closing
 
 
-@functools.cache
+_WIRE_TYPES: dict[type, str] = {}
+
+
 def _wire_type(kind: type) -> str:
     """A message class's wire type (its tag; looked up once per class)."""
-    return str(kind.__struct_config__.tag)  # type: ignore[attr-defined]
+    tag = _WIRE_TYPES.get(kind)
+    if tag is None:
+        tag = _WIRE_TYPES[kind] = str(kind.__struct_config__.tag)  # type: ignore[attr-defined]
+    return tag
 
 
 class _JustTheId(msgspec.Struct):

@@ -293,7 +293,7 @@ def _run_script(connection: sqlite3.Connection, script: Script[T]) -> T:
             rows = connection.execute(sqlite_sql(sql), tuple(args)).fetchall()
             statement = script.send(rows)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
 
 
 class PostgresDatabase:
