@@ -40,6 +40,11 @@ and the new child is sent every game not acknowledged, in order: those the old o
 are found stored already (a game's id is ``{table}:{n}``, and ``put_game`` changes nothing for an
 id already stored), so each game is stored once, and in the order it ended.
 
+A database the child cannot open (down, unreachable: a node may start while it is) is tried
+again on the writer's backoff, the games kept in order meanwhile and each failure counted and
+logged as a failed write is (``storing game ID failed, will retry``): the child does not exit
+for it.
+
 Stopping. :meth:`RecordsProcess.stop` closes the child's standard input: the child reads the
 games still in the pipe, writes what is queued for at most ``STOP_WAIT`` (the writer's ``stop``),
 closes its database, acknowledges and exits; past :data:`EXIT_WAIT` more it is killed. The child
@@ -411,26 +416,46 @@ async def _child(output_fd: int) -> int:
 
 async def _write(source: asyncio.StreamReader, send: Callable[[object], bool]) -> int:
     """Open the database the node names, then store the games it sends until it closes the
-    pipe; the exit status."""
+    pipe; the exit status. A database that cannot be opened (down, unreachable) is tried again
+    on the writer's backoff, the games meanwhile kept in order, each failure counted and said
+    as a failed write is: ``storing game ID failed, will retry``."""
     try:
         url = await receive(source)
     except EOFError:
         return 0
     assert isinstance(url, str)
-    try:
-        store = await RecordsStore.open(url)
-    except (OSError, DatabaseError) as error:
-        log.error("the records process cannot open the records database: %s", error)
-        return 1
+    waiting: list[GameOver] = []
+    sink: list[Callable[[list[GameOver]], None]] = [waiting.extend]
+    reading = asyncio.get_running_loop().create_task(
+        _read_games(source, lambda games: sink[0](games))
+    )
+    failures = 0
+    delays = RETRY.delays()
+    while True:
+        try:
+            store = await RecordsStore.open(url)
+            break
+        except (OSError, DatabaseError) as error:
+            failures += 1
+            if waiting:
+                log.warning("storing game %s failed, will retry: %r", waiting[0].game_id, error)
+            elif failures == 1:
+                log.warning("the records process cannot open the records database: %s", error)
+            send(([], 0, failures))
+            await asyncio.wait({reading}, timeout=next(delays))
+            if reading.done():  # the node closed the pipe: it is stopping
+                return 0
 
     def done(games: list[GameOver], written: int, failures: int) -> None:
         send(([game.game_id for game in games], written, failures))
 
     writer = RecordsWriter(store, on_done=done, gather=GATHER)
+    writer.failures = failures
     writer.start()
+    writer.submit(waiting)
+    sink[0] = writer.submit
     worker = writer.worker
     assert worker is not None
-    reading = asyncio.get_running_loop().create_task(_read_games(source, writer))
     try:
         await asyncio.wait({reading, worker}, return_when=asyncio.FIRST_COMPLETED)
         if worker.done():  # a bug: the node starts another process and sends it the games
@@ -444,15 +469,17 @@ async def _write(source: asyncio.StreamReader, send: Callable[[object], bool]) -
         await store.close()
 
 
-async def _read_games(source: asyncio.StreamReader, writer: RecordsWriter) -> None:
-    """Submit the games of each frame to ``writer`` until the node closes the pipe."""
+async def _read_games(
+    source: asyncio.StreamReader, submit: Callable[[list[GameOver]], None]
+) -> None:
+    """Submit the games of each frame until the node closes the pipe."""
     while True:
         try:
             games = await receive(source)
         except EOFError:
             return
         assert isinstance(games, list)
-        writer.submit(games)
+        submit(games)
 
 
 def main() -> int:

@@ -131,3 +131,37 @@ async def test_a_node_writes_its_records_in_a_process_unless_told_otherwise(
         assert isinstance(server.writer, kind)
     finally:
         await server.stop()
+
+
+async def test_a_database_the_records_process_cannot_open_yet_is_tried_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node may start while its database is unreachable: the child keeps the games, says
+    each failure as a failed write and counts it, and stores them once it can open the
+    database, without exiting (a child that exited for it was started again and again)."""
+    later = tmp_path / "later"
+    later.write_text("a file where the database's folder should be: it cannot be opened")
+    url = f"sqlite:///{later / 'records.db'}"
+    reads = await RecordsStore.open(f"sqlite:///{tmp_path / 'reads.db'}")
+    process = RecordsProcess(reads, url, Metrics())
+    await process.start()
+    try:
+        games = [game_over("t0", n) for n in range(1, 4)]
+        process.submit(games)
+        for _ in range(100):
+            if process.failures >= 2:
+                break
+            await asyncio.sleep(0.1)
+        assert process.failures >= 2 and process.restarts == 0
+        assert "storing game t0:1 failed, will retry" in caplog.text
+        later.unlink()  # the database can be made now
+        assert await process.written("t0", timeout=60)
+        assert process.written_count == 3 and process.restarts == 0
+    finally:
+        await process.stop()
+        await reads.close()
+    written = await RecordsStore.open(url)
+    try:
+        assert await _stored_ids(written) == ["t0:1", "t0:2", "t0:3"]
+    finally:
+        await written.close()
