@@ -12,8 +12,23 @@ from blackdrez.server.node import hosting
 from blackdrez.server.node.hosting import ELIDED
 from blackdrez.server.table.commands import rebuild
 from blackdrez.server.table.lifecycle import TableStatus
-from blackdrez.server.testing.node_harness import Cluster, on_nodes
+from blackdrez.server.testing.node_harness import Cluster, FakeClient, HarnessNode, on_nodes
 from tests.node.helpers import act_once, bot_action, on_turn, seat_and_start
+
+
+async def act_with_the_store_down(
+    cluster: Cluster, node: HarnessNode, players: list[FakeClient], table: str
+) -> None:
+    """Take ``node``'s store down and have whoever is on turn act: refused ``unavailable``, and
+    the room rebuilt as it was (a new room at the same event)."""
+    room, seq = node.rooms[table], node.rooms[table].seq
+    mover = on_turn(players, table)
+    assert mover is not None
+    action = bot_action(mover, table)
+    cluster.take_store_down(node)
+    refused = await mover.request(v1.Act(table=table, action=action))
+    assert isinstance(refused, v1.Error) and refused.code == ErrorCode.UNAVAILABLE
+    assert node.rooms[table] is not room and node.rooms[table].seq == seq
 
 
 @on_nodes(2)
@@ -27,15 +42,8 @@ async def test_a_command_whose_write_fails_is_undone_and_a_node_that_reaches_the
     host = await cluster.connect(a, "Host")
     guest = await cluster.connect(b, "Guest")
     table = await seat_and_start(cluster, host, [guest])
-    room = a.rooms[table]
-    seq = room.seq
-    mover = on_turn([host, guest], table)
-    assert mover is not None
-    action = bot_action(mover, table)
-    cluster.take_store_down(a)
-    refused = await mover.request(v1.Act(table=table, action=action))
-    assert isinstance(refused, v1.Error) and refused.code == ErrorCode.UNAVAILABLE
-    assert a.rooms[table].seq == seq and a.rooms[table] is not room  # undone, rebuilt
+    seq = a.rooms[table].seq
+    await act_with_the_store_down(cluster, a, [host, guest], table)  # undone, rebuilt
     again = await host.request(v1.Resync(table=table, since=seq))
     assert isinstance(again, v1.Error) and again.code == ErrorCode.UNAVAILABLE  # at once
     await cluster.until(lambda: table in b.rooms, "node b adopts", within=3 * cluster.lease_ttl)
@@ -130,14 +138,7 @@ async def test_entries_before_a_snapshot_are_let_go_and_an_undo_starts_from_the_
         assert position >= 8
         assert all(entry is ELIDED for entry in kept[: position - 1])
         assert kept[position - 1] is not ELIDED
-        room, seq = a.rooms[table], a.rooms[table].seq
-        mover = on_turn([host, guest], table)
-        assert mover is not None
-        action = bot_action(mover, table)
-        cluster.take_store_down(a)
-        refused = await mover.request(v1.Act(table=table, action=action))
-        assert isinstance(refused, v1.Error) and refused.code == ErrorCode.UNAVAILABLE
-        assert a.rooms[table] is not room and a.rooms[table].seq == seq  # from the snapshot
+        await act_with_the_store_down(cluster, a, [host, guest], table)  # from the snapshot
         await cluster.bring_store_back(a)
         await act_once(cluster, [host, guest], table)
     logged = await a.stores.logs.read(table)
