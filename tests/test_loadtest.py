@@ -289,8 +289,9 @@ def test_bots_act_again_after_a_refusal_while_the_store_restarts(tmp_path: Path)
             store.start()
             time.sleep(1.0)  # the bots that will try again have (their delays are 0.25 s at most)
             back, resumed = _log_lengths(store.url), time.monotonic()
-            load.join(120)
+            time.sleep(3.0)  # within the window: once the bots leave, their tables are retired
             after, ended = _log_lengths(store.url), time.monotonic()
+            load.join(120)
         finally:
             load.join(120)
             node.stop()
