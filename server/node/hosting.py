@@ -986,8 +986,11 @@ class Hosting:
         when = loop.time() + delay
         timer = self._timers.get(room.id)
         if timer is not None:
-            if not isinstance(timer, asyncio.Task) and timer.when() <= when:
-                return  # fires first, then sets itself for what is due then
+            if not isinstance(timer, asyncio.Task):
+                # uvloop sets a timer already due with call_soon: a Handle, with no when()
+                due = getattr(timer, "when", None)
+                if due is None or due() <= when:
+                    return  # fires first, then sets itself for what is due then
             timer.cancel()
         self._timers[room.id] = loop.call_at(when, self._on_timer, room)
 
