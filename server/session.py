@@ -32,6 +32,7 @@ from collections.abc import Callable
 
 import msgspec
 from websockets.asyncio.server import ServerConnection
+from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 
 from blackdrez.protocol import handshake, v1
@@ -184,6 +185,7 @@ class Sessions:
             return
         assert ws.request is not None
         address = self.limits.address(ws, ws.request)
+        _forget_headers(ws)
         self.per_address[address] += 1
         try:
             cap = self.settings.max_connections_per_ip
@@ -513,3 +515,12 @@ def _request_id(frame: str | bytes) -> int | None:
         return _json_id.decode(frame).id
     except (msgspec.DecodeError, RecursionError):
         return None
+
+
+def _forget_headers(ws: ServerConnection) -> None:
+    """Let the handshake's headers go once the client's address is known: nothing reads them
+    again (websockets neither), and a node of thousands of connections kept about 3 KiB each."""
+    assert ws.request is not None
+    ws.request.headers = Headers()
+    if ws.response is not None:
+        ws.response.headers = Headers()

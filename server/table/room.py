@@ -79,9 +79,10 @@ REJECTIONS: dict[Reason, ErrorCode] = {
 }
 """The error code of each reason an engine rejects an action for."""
 
-LAYOUT = 2
-"""The layout of a room's state (2: in parts, ``Seating``, ``EventLog``, ``Timers``): a snapshot of
-another layout is not loaded (``snapshots.load``), the log is replayed instead."""
+LAYOUT = 3
+"""The layout of a room's state (2: in parts, ``Seating``, ``EventLog``, ``Timers``; 3: the kept
+events as bare bytes): a snapshot of another layout is not loaded (``snapshots.load``), the log is
+replayed instead, by a newer node as by an older one during a rolling upgrade."""
 
 
 class Broadcast(msgspec.Struct, kw_only=True):

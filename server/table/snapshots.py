@@ -38,11 +38,12 @@ from blackdrez.server.table.room import LAYOUT, GameOver, Room, RoomError
 
 log = logging.getLogger("blackdrez.node")
 
-SNAPSHOT_EVERY = 500
-"""Log entries between snapshots: a rebuild replays fewer than this many entries. A snapshot of a
-four-seat BlackDrez table is about 16 KB and takes about 1 ms to make on an idle machine (tens of
-ms under a load average of 31: ``docs/benchmarks.md``), so one every 500 entries costs the host
-about 2 µs an entry and Redis 30 bytes an entry."""
+SNAPSHOT_EVERY = 100
+"""Log entries between snapshots: a rebuild replays fewer than this many entries, and the host
+keeps fewer than this many entries to undo from (a table's memory on the node: at 500, a
+four-seat table held about 35 KB of entries on average, more than its connections). A snapshot
+of a four-seat BlackDrez table is about 7 KB and takes about 135 µs to make on an idle machine,
+so one every 100 entries costs the host about 1.4 µs an entry and Redis 70 bytes an entry."""
 
 _ALLOWED_PREFIXES = (
     "blackdrez.server.",

@@ -111,3 +111,13 @@ async def test_hello_twice_is_an_error_not_a_crash(server, connect) -> None:
     )
     assert error.code == ErrorCode.ALREADY_GREETED
     assert isinstance(await client.request(v1.Ping()), v1.Pong)
+
+
+async def test_a_connection_holds_no_handshake_headers_once_greeted(server, connect) -> None:
+    """The request's and the response's headers are read once (the client's address) and let
+    go: about 3 KiB a connection that a node of thousands of players would otherwise keep."""
+    client = await connect(server, name="Ann")
+    ws = server.node.clients[client.player].ws
+    assert ws.request is not None and ws.response is not None
+    assert len(ws.request.headers) == 0 and len(ws.response.headers) == 0
+    assert isinstance(await client.request(v1.Ping()), v1.Pong)

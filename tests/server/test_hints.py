@@ -172,4 +172,4 @@ async def test_the_par_is_found_off_the_loop_logged_and_emitted_after_game_over(
     (found,) = [e.command for e in entries if isinstance(e.command, ParFound)]
     assert found.par["par"] == par["par"]
     rebuilt = rebuild(await server.store.logs.read(table))
-    assert rebuilt.log.kept[-1].event == msgspec.to_builtins(msgspec.convert(par, v1.Par))
+    assert rebuilt.log.kept_events()[-1].event == msgspec.to_builtins(msgspec.convert(par, v1.Par))

@@ -37,9 +37,9 @@ async def player_on_turn(players: list[Client], table: str, timeout: float = 30.
 def same_room(live, rebuilt) -> None:
     assert rebuilt.seq == live.seq
     assert rebuilt.status == live.status
-    assert [e.seq for e in rebuilt.log.kept] == [e.seq for e in live.log.kept]
-    assert [msgspec.to_builtins(e.event) for e in rebuilt.log.kept] == [
-        msgspec.to_builtins(e.event) for e in live.log.kept
+    assert [e.seq for e in rebuilt.log.kept_events()] == [e.seq for e in live.log.kept_events()]
+    assert [msgspec.to_builtins(e.event) for e in rebuilt.log.kept_events()] == [
+        msgspec.to_builtins(e.event) for e in live.log.kept_events()
     ]
     for seat in [None, *range(len(live.seats))]:
         assert msgspec.to_builtins(rebuilt.snapshot(seat)) == msgspec.to_builtins(

@@ -35,7 +35,7 @@ def test_a_resigned_blue_jacket_deal_shows_its_par_beside_the_score() -> None:
     assert par["score"] == player.view["score"]
     assert par["par"] >= par["score"] and par["rounds"] == []
     assert par["exact"] is True and par["par"] == 104  # a winnable deal (most are)
-    assert harness.replayed().log.kept[-1].event == par  # the wire form
+    assert harness.replayed().log.kept_events()[-1].event == par  # the wire form
 
 
 def test_a_blackjack_piles_game_shows_the_par_of_every_round_it_played() -> None:
@@ -51,7 +51,7 @@ def test_a_blackjack_piles_game_shows_the_par_of_every_round_it_played() -> None
         assert item["score"] == result["score"] and item["par"] >= item["score"]
     assert par["score"] == player.view["score"] == sum(r["score"] for r in results)
     assert par["par"] == sum(item["par"] for item in par["rounds"]) >= par["score"]
-    assert harness.replayed().log.kept[-1].event == par  # the wire form
+    assert harness.replayed().log.kept_events()[-1].event == par  # the wire form
 
 
 def test_a_blackdrez_game_has_no_par() -> None:

@@ -74,7 +74,7 @@ async def test_too_many_missed_events_give_a_snapshot(server, connect, monkeypat
     room.log.kept = type(room.log.kept)(room.log.kept, maxlen=3)
     await b.close()
     state = a.tables[table]
-    while len(room.log.kept) == 3 and room.log.kept[0].seq <= b.tables[table].seq + 1:
+    while len(room.log.kept) == 3 and room.log.first_kept <= b.tables[table].seq + 1:
         seq = state.seq
         await a.request(v1.SetReady(table=table, ready=not room.seats[state.seat].ready))
         await a.wait_until(lambda s=seq: state.seq > s)
