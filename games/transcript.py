@@ -4,14 +4,15 @@ Theory of operation
 -------------------
 Each game's events are Structs (``games.<game>.rules``); :func:`describe` turns one into lines
 of plain English, with cards named the way players say them ("Queen 7", "10♦") rather than by
-their codes. Seats are "seat N" counted from 1, as the browser shows them. Nothing here changes
+their codes. Seats are "seat N" counted from 1, as the browser shows them, or the players' names
+when the record names them (``names``: seat to name). Nothing here changes
 or checks a game: replaying and verifying stay in ``registry``; this is only wording. Events
 that only repeat what the previous line said (BlackDrez ``turn``) give no line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -25,6 +26,9 @@ SUIT_SYMBOLS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
 RANK_WORDS = {"A": "A", "T": "10", "J": "J", "Q": "Q", "K": "K"}
 ROW_PILE = "row {row} pile {pile}"
 
+Names = Mapping[int, str] | None
+"""The players' names by seat (a record may name some seats, or none)."""
+
 
 def pokerdrez_card(code: str) -> str:
     """A PokerDrez card in words: ``"Q7"`` is ``"Queen 7"``."""
@@ -36,9 +40,11 @@ def standard_card(code: str) -> str:
     return f"{RANK_WORDS.get(code[0], code[0])}{SUIT_SYMBOLS[code[1]]}"
 
 
-def seat_name(seat: int) -> str:
-    """A seat as the browser names it (counted from 1)."""
-    return f"seat {seat + 1}"
+def seat_name(seat: int, names: Names = None) -> str:
+    """A seat as its player's name, where ``names`` has it; else as the browser names it
+    ("seat N", counted from 1)."""
+    name = names.get(seat) if names else None
+    return name or f"seat {seat + 1}"
 
 
 def _cards(cards: Sequence[str], name: Any = pokerdrez_card) -> str:
@@ -49,9 +55,9 @@ def _count(number: int, word: str) -> str:
     return f"{number} {word}{'' if number == 1 else 's'}"
 
 
-def _seats(seats: Sequence[int]) -> str:
-    names = [seat_name(seat) for seat in seats]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+def _seats(seats: Sequence[int], names: Names = None) -> str:
+    named = [seat_name(seat, names) for seat in seats]
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
 
 
 def _place(place: int) -> str:
@@ -62,43 +68,46 @@ def _place(place: int) -> str:
 # --------------------------------------------------------------------------- BlackDrez
 
 
-def _blackdrez(event: Any) -> list[str]:
+def _blackdrez(event: Any, names: Names = None) -> list[str]:
+    def who(seat: int) -> str:
+        return seat_name(seat, names)
+
     match event:
         case blackdrez.RoundStarted():
             lines = [
-                f"Round {event.round}: {seat_name(event.dealer)} deals "
+                f"Round {event.round}: {who(event.dealer)} deals "
                 f"({_count(event.stock, 'card')} left in the stock)"
             ]
             for seat in event.seats:
                 lines.append(
-                    f"  {seat_name(seat)} gets {_cards(event.hands[seat])}: {event.values[seat]}"
+                    f"  {who(seat)} gets {_cards(event.hands[seat])}: {event.values[seat]}"
                 )
             return lines
         case blackdrez.HitCard():
             value = f"{event.value}, bust" if event.value > blackdrez.ELEVEN else str(event.value)
-            return [f"  {seat_name(event.seat)} hits {pokerdrez_card(event.card)}: {value}"]
+            return [f"  {who(event.seat)} hits {pokerdrez_card(event.card)}: {value}"]
         case blackdrez.Bust():
-            return [f"  {seat_name(event.seat)} is out of the round; the cards stay on the table"]
+            return [f"  {who(event.seat)} is out of the round; the cards stay on the table"]
         case blackdrez.Withdrew():
             return [
-                f"  {seat_name(event.seat)} withdraws, keeping {_cards(event.kept)}; "
+                f"  {who(event.seat)} withdraws, keeping {_cards(event.kept)}; "
                 f"{_count(len(event.left), 'card')} {'stays' if len(event.left) == 1 else 'stay'} "
                 "on the table"
             ]
         case blackdrez.Stood():
-            return [f"  {seat_name(event.seat)} stands"]
+            return [f"  {who(event.seat)} stands"]
         case blackdrez.Turn():
             return []
         case blackdrez.RoundWon():
             how = "with 11" if event.reason == "eleven" else "as the last player in the round"
             return [
-                f"  {seat_name(event.seat)} wins the round {how} and takes "
+                f"  {who(event.seat)} wins the round {how} and takes "
                 f"{_count(len(event.cards), 'card')}"
             ]
         case blackdrez.PotSplit():
             how = "several 11s on the deal" if event.reason == "eleven" else "everyone stood"
             shares = "; ".join(
-                f"{seat_name(seat)} takes {_count(len(share), 'card')}"
+                f"{who(seat)} takes {_count(len(share), 'card')}"
                 for seat, share in zip(event.winners, event.shares, strict=True)
             )
             carry = (
@@ -118,7 +127,7 @@ def _blackdrez(event: Any) -> list[str]:
             for place in result.ranking:
                 shared = " (shared)" if len(place.seats) > 1 else ""
                 lines.append(
-                    f"  {_place(place.place)}{shared}: {_seats(place.seats)} with "
+                    f"  {_place(place.place)}{shared}: {_seats(place.seats, names)} with "
                     f"{_count(place.cards, 'card')}"
                 )
             if event.set_aside:
@@ -130,7 +139,7 @@ def _blackdrez(event: Any) -> list[str]:
 # --------------------------------------------------------------------------- Blackjack Piles
 
 
-def _piles(event: Any) -> list[str]:
+def _piles(event: Any, names: Names = None) -> list[str]:
     name = standard_card
     match event:
         case blackjack_piles.RoundStarted():
@@ -179,7 +188,7 @@ def location(code: str) -> str:
     return ROW_PILE.format(row=row, pile=pile)
 
 
-def _blue_jacket(event: Any) -> list[str]:
+def _blue_jacket(event: Any, names: Names = None) -> list[str]:
     name = standard_card
     match event:
         case blue_jacket.Moved():
@@ -230,10 +239,12 @@ def opening(game: str, view: Any) -> list[str]:
     return []
 
 
-def describe(game: str, event: Any) -> list[str]:
-    """Lines of plain English for one event of ``game`` (none for an event that adds nothing);
-    a game with no wording here gets its events' types and fields (:func:`_plain`)."""
-    return _DESCRIBERS.get(game, _plain)(event)
+def describe(game: str, event: Any, names: Names = None) -> list[str]:
+    """Lines of plain English for one event of ``game`` (none for an event that adds nothing),
+    its players called by their ``names`` where given; a game with no wording here gets its
+    events' types and fields (:func:`_plain`)."""
+    describer = _DESCRIBERS.get(game)
+    return _plain(event) if describer is None else describer(event, names)
 
 
 def _plain(event: Any) -> list[str]:

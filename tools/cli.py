@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import logging
+import math
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +31,73 @@ from blackdrez.server.settings import (
 DEFAULT_URL = "ws://127.0.0.1:8765/"
 GAME_NAMES = tuple(GAMES)
 """The games the tools know: one per folder of ``games/``."""
+DISTRIBUTION = "blackdrez-server"
+"""The distribution whose version ``blackdrez --version`` prints (pyproject's [project] name)."""
+
+
+def version() -> str:
+    """The installed distribution's version; from a source tree that is not installed, the
+    version its ``pyproject.toml`` declares; else ``unknown``."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        pass
+    import tomllib
+
+    try:
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        return str(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "unknown"
+
+
+class _Version(argparse.Action):
+    """``--version``: print ``blackdrez VERSION`` and exit 0 (the version looked up only then)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(
+            option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"{parser.prog} {version()}")
+        parser.exit()
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str | None:
+    """The one of ``choices`` closest to the mistyped ``word``, if one is close."""
+    matches = difflib.get_close_matches(word, choices, n=1)
+    return matches[0] if matches else None
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: arguments it does not know are refused with its own usage (not
+    the top level's), with the option meant when a mistyped one is close to one of its own."""
+
+    def parse_known_args(  # type: ignore[override]  # (one signature for the overloads)
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(self.unrecognized(extras))
+        return parsed, extras
+
+    def unrecognized(self, extras: list[str]) -> str:
+        """argparse's message for ``extras``, and a suggestion for each mistyped option."""
+        known = [option for option in self._option_string_actions if option.startswith("--")]
+        guesses = []
+        for extra in extras:
+            option = extra.partition("=")[0]
+            if option.startswith("--") and (meant := _did_you_mean(option, known)):
+                guesses.append((option, meant))
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        if len(guesses) == 1:
+            return f"{message}; did you mean {guesses[0][1]}?"
+        if guesses:
+            return f"{message}; " + " ".join(f"{o}: did you mean {m}?" for o, m in guesses)
+        return message
 
 
 def serve_settings(args: argparse.Namespace) -> Settings:
@@ -212,7 +282,10 @@ def _simulate(args: argparse.Namespace) -> int:
     steps = args.games
     if args.per_round:
         steps += 7 * (args.deals if args.deals is not None else args.games)
-    with _progress(steps, f"simulating {args.game}", quiet=args.json) as tick:
+    unit = "games and single rounds" if args.per_round else "games"
+    with _progress(
+        steps, f"simulating {args.game}", quiet=args.json, command="simulate", unit=unit
+    ) as tick:
         if args.game == "blackdrez":
             report = blackdrez_bots.simulate(
                 args.games, args.seed, seats=args.seats or 4, strategies=strategies, progress=tick
@@ -243,14 +316,26 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def _progress(total: int, what: str, quiet: bool = False) -> Iterator[Callable[[], None]]:
-    """A progress bar on the terminal for a long run; yields the function to call per step.
+PROGRESS_LINES = 10
+"""When standard error is not a terminal, a long run prints a progress line every tenth of it..."""
+PROGRESS_SECONDS = 10.0
+"""... and whenever this many seconds have passed since the last line (a slow run)."""
 
-    Nothing is shown with ``quiet`` or when the output is not a terminal (piped, redirected),
-    so what a script reads is only the report.
+
+@contextlib.contextmanager
+def _progress(
+    total: int, what: str, quiet: bool = False, *, command: str = "blackdrez", unit: str = "steps"
+) -> Iterator[Callable[[], None]]:
+    """Progress of a long run on standard error; yields the function to call per step.
+
+    On a terminal, a progress bar (none with ``quiet``: ``--json``). When standard error is not
+    a terminal (piped, redirected to a log), plain lines such as ``simulate: 100/1000 games,
+    12.3 s``, so that a long run shows it is alive; standard output keeps only the report.
     """
-    if quiet or not (sys.stdout.isatty() and sys.stderr.isatty()):
+    if not sys.stderr.isatty():
+        yield _progress_lines(total, command, unit)
+        return
+    if quiet:
         yield lambda: None
         return
     from rich.console import Console
@@ -267,6 +352,26 @@ def _progress(total: int, what: str, quiet: bool = False) -> Iterator[Callable[[
         yield lambda: bar.advance(task)
 
 
+def _progress_lines(total: int, command: str, unit: str) -> Callable[[], None]:
+    """The per-step function of :func:`_progress` when standard error is not a terminal: a
+    line at every tenth of ``total`` steps, at the last, and after a pause of
+    :data:`PROGRESS_SECONDS` without one."""
+    every = max(1, math.ceil(total / PROGRESS_LINES))
+    started = last = time.monotonic()
+    done = 0
+
+    def step() -> None:
+        nonlocal done, last
+        done += 1
+        now = time.monotonic()
+        if done % every == 0 or done == total or now - last >= PROGRESS_SECONDS:
+            last = now
+            line = f"{command}: {done}/{total} {unit}, {now - started:.1f} s"
+            print(line, file=sys.stderr, flush=True)
+
+    return step
+
+
 PROPORTIONS = ("rate", "share", "_se", "completed")
 """Report keys whose figures are fractions of 1: shown with three decimals."""
 NOTES = {
@@ -279,6 +384,10 @@ NOTES = {
     "completed": "completed: the fraction of games that passed all seven rounds",
 }
 """What a report's less obvious figures mean, printed below the table when they appear."""
+DEAL_LISTS = ("undecided", "not_winnable_deals")
+"""Report keys whose figures are lists of deal numbers (``blackdrez solve --deals``)."""
+LISTED_DEALS = 20
+"""The deals such a list shows in the table (``--json`` has them all)."""
 
 
 def _number(value: Any, key: str = "") -> str:
@@ -291,6 +400,16 @@ def _number(value: Any, key: str = "") -> str:
             return f"{value:.0f}"
         decimals = 3 if any(mark in key for mark in PROPORTIONS) else 2
         return f"{value:.{decimals}f}"
+    if isinstance(value, list) and key.endswith("by_seat"):  # seats counted from 1
+        return ", ".join(f"seat {seat}: {_number(item, key)}" for seat, item in enumerate(value, 1))
+    if isinstance(value, list) and key in DEAL_LISTS:
+        if not value:
+            return "none"
+        shown = ", ".join(str(deal) for deal in value[:LISTED_DEALS])
+        more = f" and {len(value) - LISTED_DEALS} more" if len(value) > LISTED_DEALS else ""
+        return f"deal{'s' if len(value) > 1 else ''} {shown}{more}"
+    if isinstance(value, list) and key.endswith("ci95") and len(value) == 2:
+        return f"{_number(value[0], key)} to {_number(value[1], key)}"
     if isinstance(value, list):
         return " ".join(_number(item, key) for item in value)
     if isinstance(value, dict):
@@ -340,16 +459,59 @@ def _report_table(report: dict[str, Any]) -> str:
 
 def _load(path: str) -> Any:
     """Read a record file; raises ``ValueError`` with a readable message."""
+    return _load_named(path)[0]
+
+
+def _load_named(path: str) -> tuple[Any, dict[int, str]]:
+    """Read a record file and the players' names it has, by seat (see :func:`_seat_names`);
+    raises ``ValueError`` with a readable message."""
     import msgspec
 
-    from blackdrez.games.records import read_record
+    from blackdrez.games.records import decode_record
 
     try:
-        return read_record(path)
+        data = Path(path).read_bytes()
+        return decode_record(data), _seat_names(msgspec.json.decode(data))
     except OSError as error:
         raise ValueError(f"cannot read {path}: {error.strerror}") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         raise ValueError(f"{path} is not a game record: {error}") from None
+
+
+def _seat_names(data: Any) -> dict[int, str]:
+    """The players' names a record names, by seat: a record of the server's records API has
+    ``players``, each with its ``seat`` and ``name`` (one written by ``blackdrez record``, none)."""
+    players = data.get("players") if isinstance(data, dict) else None
+    names: dict[int, str] = {}
+    for player in players if isinstance(players, list) else []:
+        seat = player.get("seat") if isinstance(player, dict) else None
+        name = player.get("name") if isinstance(player, dict) else None
+        if isinstance(seat, int) and seat >= 0 and isinstance(name, str) and name.strip():
+            names[seat] = " ".join(name.split())
+    return dict(sorted(names.items()))
+
+
+def _apart(names: Mapping[int, str]) -> dict[int, str]:
+    """``names`` as a transcript calls the players: a name two seats share gets its seat
+    number ("Ada (seat 1)", "Ada (seat 3)"), so that they read apart."""
+    taken = list(names.values())
+    return {
+        seat: f"{name} (seat {seat + 1})" if taken.count(name) > 1 else name
+        for seat, name in names.items()
+    }
+
+
+def _players_line(names: Mapping[int, str], seats: Any) -> str:
+    """The transcript's line saying who sat where: ``players: Ada in seat 1, seat 2 (no name),
+    ...`` (for a solitaire, ``player: Ada``); ``seats``: the record's config's, if a number."""
+    count = max(seats if isinstance(seats, int) else 0, max(names, default=-1) + 1)
+    if count == 1:
+        return f"player: {names[0]}"
+    said = [
+        f"{names[seat]} in seat {seat + 1}" if seat in names else f"seat {seat + 1} (no name)"
+        for seat in range(count)
+    ]
+    return "players: " + ", ".join(said)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -359,7 +521,8 @@ def _replay(args: argparse.Namespace) -> int:
     from blackdrez.games.verify import ReplayError, start, steps
 
     try:
-        record = _load(args.file)
+        record, names = _load_named(args.file)
+        called = _apart(names)
         engine = start(record)
         if not args.json:
             origin = f"seed {record.seed!r}" if record.seed is not None else "a given card order"
@@ -371,6 +534,8 @@ def _replay(args: argparse.Namespace) -> int:
             print(f"{record.game} from {origin}" + (f" ({settings})" if settings else ""))
             if record.commitment:
                 print(f"commitment {record.commitment}")
+            if names:
+                print(_players_line(names, record.config.get("seats")))
             for line in opening(record.game, engine.view(0)):
                 print(line)
         for step in steps(engine, record):
@@ -383,7 +548,7 @@ def _replay(args: argparse.Namespace) -> int:
                 )
             else:
                 for event in step.events:
-                    for line in describe(record.game, event):
+                    for line in describe(record.game, event, called):
                         print(line)
     except (ValueError, ReplayError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -476,13 +641,54 @@ def _connect_failures() -> tuple[type[BaseException], ...]:
 
 
 def _say_seated(table: str, seat: int, host: bool) -> None:
-    """Tell whoever started ``blackdrez bot`` where it sits while it waits for a game."""
+    """Tell whoever started ``blackdrez bot`` where it sits while it waits for a game (its
+    seat counted from 1, as the browser shows it)."""
     made = ", a table it made: it starts the game once another player is ready" if host else ""
-    print(f"blackdrez bot: seated at table {table}, seat {seat}{made}", file=sys.stderr, flush=True)
+    print(
+        f"blackdrez bot: seated at table {table}, seat {seat + 1}{made}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _ordinal(number: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ... ``11th``, ``21st``."""
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10)
+    return f"{number}{suffix or 'th'}"
+
+
+def _and(words: Sequence[str]) -> str:
+    """``A``, ``A and B``, ``A, B and C``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _bot_lines(result: Any, names: Mapping[int, str]) -> list[str]:
+    """What ``blackdrez bot`` prints of its :class:`~blackdrez.clients.bots.BotResult`: who it
+    was and where it sat, the final ranking, the fairness proof. Players are called by their
+    ``names`` (by seat) where known, else "seat N"; seats are counted from 1, as the browser
+    shows them."""
+
+    def who(seat: int) -> str:
+        return names.get(seat) or f"seat {seat + 1}"
+
+    at = f"at table {result.table}" + (f", seat {result.seat + 1}" if result.seat in names else "")
+    if result.removed and not result.games:
+        return [f"{who(result.seat)} {at}: removed before a game ended"]
+    games = f"{result.games} games, the last with " if result.games > 1 else ""
+    actions = f"{result.actions} action{'' if result.actions == 1 else 's'}"
+    lines = [f"{who(result.seat)} {at}: {games}{actions}"]
+    ranking = (result.final or {}).get("result") or {}
+    for place in ranking.get("ranking", []):
+        cards = f"{place['cards']} card{'' if place['cards'] == 1 else 's'}"
+        each = " each" if len(place["seats"]) > 1 else ""
+        players = _and([who(seat) for seat in sorted(place["seats"])])
+        lines.append(f"  {_ordinal(place['place'])}: {players}, {cards}{each}")
+    lines.append("fairness proof: " + ("verified" if result.fair else f"FAILED: {result.problem}"))
+    return lines
 
 
 def _bot(args: argparse.Namespace) -> int:
-    from blackdrez.clients.bots import run_bot
+    from blackdrez.clients.bots import random_bot_name, run_bot
     from blackdrez.clients.client import ServerError
 
     if not args.table and not args.quick:
@@ -490,6 +696,7 @@ def _bot(args: argparse.Namespace) -> int:
     if args.games is not None and args.games < 1:
         args.parser.error("--games must be at least 1")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    name = args.name or random_bot_name(args.strategy)  # (chosen here: its result names it)
     try:
         result = _run_async(
             run_bot(
@@ -497,7 +704,7 @@ def _bot(args: argparse.Namespace) -> int:
                 table=args.table,
                 quick=args.quick,
                 strategy=args.strategy,
-                name=args.name,
+                name=name,
                 invite=args.invite,
                 games=args.games,
                 seated=_say_seated,
@@ -508,16 +715,8 @@ def _bot(args: argparse.Namespace) -> int:
         return 1
     except _connect_failures() as error:
         return _cannot_connect("bot", args.url, error)
-    if result.removed and not result.games:
-        print(f"table {result.table}, seat {result.seat}: removed before a game ended")
-        return 0
-    ranking = (result.final or {}).get("result") or {}
-    games = f"{result.games} games, the last with " if result.games > 1 else ""
-    print(f"table {result.table}, seat {result.seat}: {games}{result.actions} actions")
-    for place in ranking.get("ranking", []):
-        print(f"  place {place['place']}: seats {place['seats']} with {place['cards']} cards")
-    print("fairness proof: " + ("verified" if result.fair else f"FAILED: {result.problem}"))
-    return 0 if result.fair else 1
+    print("\n".join(_bot_lines(result, {result.seat: name})))
+    return 0 if result.fair or (result.removed and not result.games) else 1
 
 
 def _bots(args: argparse.Namespace) -> int:
@@ -626,7 +825,9 @@ def _solve(args: argparse.Namespace) -> int:
         args.parser.error("--budget must be at least 1")
     results = []
     solution = None
-    with _progress(len(numbers), f"solving {args.game}", quiet=args.json) as advance:
+    with _progress(
+        len(numbers), f"solving {args.game}", quiet=args.json, command="solve", unit="deals"
+    ) as advance:
         for number in numbers:
             result, solution = solver.solve_numbered(number, args.budget)
             results.append(result)
@@ -672,7 +873,8 @@ def _add_game_options(command: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The ``blackdrez`` command line (also what deployment files are checked against)."""
     parser = argparse.ArgumentParser(prog="blackdrez", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
 
     serve = commands.add_parser(
         "serve",
@@ -735,7 +937,10 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--games", type=int, default=100, help="games to play (default 100)")
     simulate.add_argument("--seed", default="simulate", help="seed prefix (default 'simulate')")
     simulate.add_argument(
-        "--json", action="store_true", help="print JSON instead of a table (and no progress bar)"
+        "--json",
+        action="store_true",
+        help="print JSON instead of a table (and no progress bar; when standard error is not a "
+        "terminal, its progress lines still go there)",
     )
     simulate.add_argument(
         "--per-round",
@@ -792,7 +997,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one JSON object per action (index, seat, action, events) instead of the transcript",
     )
-    replay.set_defaults(run=_replay)
+    replay.set_defaults(run=_replay, parser=replay)
 
     verify = commands.add_parser(
         "verify",
@@ -802,7 +1007,7 @@ def build_parser() -> argparse.ArgumentParser:
         "over. Prints OK (exit 0) or each problem (exit 1).",
     )
     verify.add_argument("file", metavar="FILE", help="a record written by 'blackdrez record'")
-    verify.set_defaults(run=_verify)
+    verify.set_defaults(run=_verify, parser=verify)
 
     from blackdrez.clients.bots import STRATEGIES
 
@@ -909,6 +1114,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    """The subcommands of ``parser``."""
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(action.choices)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``blackdrez`` console script."""
     argv = sys.argv[1:] if argv is None else argv
@@ -916,7 +1127,16 @@ def main(argv: list[str] | None = None) -> int:
         from blackdrez.tools.loadtest import cli as loadtest
 
         return loadtest.main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    commands = _commands(parser)
+    if argv and not argv[0].startswith("-") and argv[0] not in commands:
+        meant = _did_you_mean(argv[0], commands)
+        if meant is not None:  # (with none close, argparse's own message lists them)
+            parser.error(
+                f"argument command: invalid choice: {argv[0]!r}; did you mean {meant}? (choose "
+                f"from {', '.join(commands)})"
+            )
+    args = parser.parse_args(argv)
     return args.run(args)
 
 

@@ -55,7 +55,7 @@ async def test_one_bot_joins_a_table_and_verifies_the_game(server, connect) -> N
     await play_out(host, table)
     code, out = await bot
     assert code == 0, out
-    assert f"table {table}, seat 1" in out
+    assert f"table {table}, seat 2" in out
     assert "fairness proof: verified" in out
 
 
@@ -97,7 +97,7 @@ async def test_a_bot_plays_several_games_when_asked(server, connect) -> None:
         await play_out(host, table)
     code, out = await bot
     assert code == 0, out
-    assert f"table {table}, seat 1: 2 games, the last with" in out
+    assert f"table {table}, seat 2: 2 games, the last with" in out
     assert "fairness proof: verified" in out
 
 
@@ -133,7 +133,7 @@ async def test_a_waiting_bot_says_at_which_table_it_sits(server, connect) -> Non
         person = await connect(server, name="Person")
         tables = (await person.request(v1.ListTables())).tables
         assert [t.id for t in tables] == [tables[0].id]
-        assert f"seated at table {tables[0].id}, seat 0, a table it made" in line, line
+        assert f"seated at table {tables[0].id}, seat 1, a table it made" in line, line
     finally:
         bot.kill()
         await bot.wait()
