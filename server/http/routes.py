@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import http
 import logging
-import mimetypes
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -40,6 +40,7 @@ from blackdrez.games import GAMES
 from blackdrez.server import identity
 from blackdrez.server.admin import PREFIX as ADMIN_PREFIX
 from blackdrez.server.admin import AdminApi
+from blackdrez.server.http.assets import StaticAssets
 from blackdrez.server.http.limits import AddressLimits
 from blackdrez.server.http.responses import response, too_many
 from blackdrez.server.metrics import Metrics
@@ -136,6 +137,8 @@ class HttpRoutes:
         self.metrics = metrics
         self.limits = limits
         self.admin = admin
+        self._static_files: StaticAssets | None = None
+        self._static_folder: Path | None = None
 
     async def game_port(self, connection: ServerConnection, request: Request) -> Response | None:
         """``process_request`` of the game port: a response, or ``None`` to let a WebSocket
@@ -151,11 +154,9 @@ class HttpRoutes:
             return self._health()
         if path == "/metrics" and self.settings.metrics_port is None:
             return self._metrics()
-        if path == "/games.js":
-            return response(http.HTTPStatus.OK, GAMES_MODULE, "text/javascript")
         if path.startswith(API_PREFIX):
             return await self._api(connection, request)
-        return self._static(path)
+        return self._static(request, path)  # /games.js (GAMES_MODULE) included
 
     def metrics_port(self, connection: ServerConnection, request: Request) -> Response:
         """``process_request`` of the metrics listener: ``/metrics`` and ``/healthz``, nothing
@@ -263,13 +264,23 @@ class HttpRoutes:
     def _metrics(self) -> Response:
         return response(http.HTTPStatus.OK, self.metrics.render(), "text/plain; version=0.0.4")
 
-    def _static(self, path: str) -> Response:
-        root = self.settings.static_dir.resolve()
-        relative = "index.html" if path in ("/", "") else path.lstrip("/")
-        target = (root / relative).resolve()
-        if root not in target.parents or not target.is_file():
-            return response(http.HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
-        kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-        if target.suffix == ".js":
-            kind = "text/javascript"
-        return response(http.HTTPStatus.OK, target.read_bytes(), kind)
+    def _static(self, request: Request, path: str) -> Response:
+        """A browser client's file (``Settings.static_dir``) or ``/games.js``, compressed, with
+        validators, and under ``/v/<build>/`` cacheable for a year
+        (``blackdrez.server.http.assets``). GET and HEAD only."""
+        method = getattr(request, "method", "GET")
+        if method not in ("GET", "HEAD"):
+            refused = response(
+                http.HTTPStatus.METHOD_NOT_ALLOWED, b"GET or HEAD only\n", "text/plain"
+            )
+            refused.headers["Allow"] = "GET, HEAD"
+            return refused
+        return self._assets().answer(path, method, request.headers)
+
+    def _assets(self) -> StaticAssets:
+        """The static files of ``Settings.static_dir`` (kept in memory; anew if it changes)."""
+        folder = self.settings.static_dir
+        if self._static_files is None or self._static_folder != folder:
+            self._static_files = StaticAssets(folder, {"games.js": GAMES_MODULE})
+            self._static_folder = folder
+        return self._static_files
