@@ -22,6 +22,13 @@ Bounds, so that a flood costs the node nothing it cannot afford:
   which bot gave the move: ``expert``, or the quick bot's name;
 * moves already computed are remembered (:data:`REMEMBERED` of them, by job): asking again in the
   same position costs nothing;
+* ahead of the question: once a session has asked for a hint, the host asks the worker for the
+  next position's move as soon as a move is made (:meth:`HintWorker.ahead`), so that the next
+  hint is usually ready when it is asked (the expert's second of CPU spent while the player
+  thinks); a job computed ahead takes one place of ``queue`` and leaves one free for questions,
+  and a question for a position being computed waits for that job rather than start another.
+  The pool is started (and its process's imports done) when a session may first ask
+  (:meth:`HintWorker.warm`), not at the first hint;
 * a worker process that dies (killed, out of memory) breaks the pool: that hint is answered by
   the quick bot, and the next job starts a new pool;
 * how often one table may ask is the host's business (a token bucket per table,
@@ -38,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import multiprocessing
 from collections.abc import Callable
@@ -66,6 +74,7 @@ class HintWorker:
         queue: int = QUEUE,
         hint_budget: float = HINT_BUDGET,
         expert: Callable[[HintJob], Any] = expert_hint,
+        ahead: bool = True,
     ) -> None:
         self.workers = workers
         self.expert = expert
@@ -76,6 +85,11 @@ class HintWorker:
         self._busy = 0
         """Jobs submitted whose process has not finished (waited for or not)."""
         self._moves: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
+        self._coming: dict[bytes, asyncio.Future[Any]] = {}
+        """Jobs in the pool by key: a question for one of them waits for it."""
+        self.computes_ahead = ahead
+        """Whether :meth:`ahead` computes anything (off where jobs run inline: tests)."""
+        self._warming: asyncio.Future[Any] | None = None
 
     def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._pool is None:
@@ -96,6 +110,54 @@ class HintWorker:
         future.add_done_callback(done)
         return future
 
+    def warm(self) -> None:
+        """Start the pool now if it is not (a worker's start and imports take a second or two:
+        not to be paid by the first hint)."""
+        if not self.computes_ahead or self._pool is not None or self._busy >= self.queue:
+            return
+        with contextlib.suppress(Exception):  # (a pool that cannot start: the next job says so)
+            self._warming = self._submit(_ready)
+
+    def ahead(self, job: HintJob) -> None:
+        """Have the expert's move for ``job`` computed now, before it is asked for (see the
+        module docstring): nothing if it is known or coming, or the pool has no room to spare."""
+        if not self.computes_ahead:
+            return
+        key = job.key()
+        if key in self._moves or key in self._coming or self._busy >= self.queue - 1:
+            return
+        try:
+            self._expert(key, job)
+        except concurrent.futures.BrokenExecutor:  # a dead worker: a new pool at the next job
+            self._pool = None
+
+    def _expert(self, key: bytes, job: HintJob) -> asyncio.Future[Any]:
+        """The expert's job for ``job`` in the pool: remembered when done, waited for by any
+        question for it meanwhile."""
+        future = self._submit(self.expert, job)
+        pool = self._pool
+        self._coming[key] = future
+
+        def done(finished: asyncio.Future[Any]) -> None:
+            if self._coming.get(key) is finished:
+                del self._coming[key]
+            if finished.cancelled():
+                return
+            error = finished.exception()
+            if error is None:
+                self._remember(key, finished.result())
+            elif isinstance(error, concurrent.futures.BrokenExecutor) and self._pool is pool:
+                self._pool = None  # started again at the next job
+
+        future.add_done_callback(done)
+        return future
+
+    def _remember(self, key: bytes, move: Any) -> None:
+        self._moves[key] = move
+        self._moves.move_to_end(key)
+        if len(self._moves) > REMEMBERED:
+            self._moves.popitem(last=False)
+
     async def move(self, job: HintJob) -> tuple[Any, str]:
         """The expert's move for ``job`` and ``"expert"``; or, when the pool is full or the
         expert does not answer within the budget, the quick bot's move and its name."""
@@ -103,9 +165,11 @@ class HintWorker:
         if key in self._moves:
             self._moves.move_to_end(key)
             return self._moves[key], "expert"
-        if self._busy < self.queue:
+        future = self._coming.get(key)
+        if future is not None or self._busy < self.queue:
             try:
-                future = self._submit(self.expert, job)
+                if future is None:
+                    future = self._expert(key, job)
                 move = await asyncio.wait_for(asyncio.shield(future), self.hint_budget)
             except TimeoutError:
                 log.info("%s expert late (over %.1f s): quick hint", job.game, self.hint_budget)
@@ -113,9 +177,7 @@ class HintWorker:
                 log.error("the hint worker died: started again at the next job")
                 self._pool = None
             else:
-                self._moves[key] = move
-                if len(self._moves) > REMEMBERED:
-                    self._moves.popitem(last=False)
+                self._remember(key, move)
                 return move, "expert"
         return quick_hint(job)
 
@@ -135,3 +197,7 @@ class HintWorker:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+
+
+def _ready() -> None:
+    """A worker's first job (:meth:`HintWorker.warm`): its imports done, nothing computed."""

@@ -9,6 +9,7 @@ import { h } from "./dom.js";
 import { count } from "./words.js";
 
 const hints = new Map(); // table id -> { seq, action }
+const asking = new Set(); // table ids whose hint is being asked
 
 /** The hinted action of this table, while no move was made since it was given. */
 export function hintOf(table) {
@@ -40,7 +41,23 @@ export function hintSpots(action) {
 /** Ask for a hint, remember it for this position, say it in words and redraw. */
 export async function askHint(ctx, table, describe, redraw) {
   const seq = table.seq;
-  const reply = await ctx.send({ type: "hint", table: table.id });
+  const known = hintOf(table);
+  if (known) { // asked again in the same position: said again, not asked again
+    ctx.toast(`Hint: ${describe(known)}`, "info", "hint");
+    return;
+  }
+  if (asking.has(table.id)) return; // one question at a time: the answer is on its way
+  asking.add(table.id);
+  let reply;
+  try {
+    reply = await ctx.send({ type: "hint", table: table.id }, (error) => {
+      if (error.code !== "rate_limited") return false;
+      ctx.toast("Hints come one a second at most: ask again in a moment.", "info", "hint");
+      return true;
+    });
+  } finally {
+    asking.delete(table.id);
+  }
   if (!reply) return;
   hints.set(table.id, { seq, action: reply.action });
   // The expert gives hints; a quicker bot when the server's expert was busy or late.

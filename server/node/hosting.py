@@ -907,6 +907,20 @@ class Hosting:
             self._outbox.put_nowait(Publication(room, outcome, token))
         self._set_timer(room)
         self._want_par(room)
+        helped = room.assist
+        if helped is not None:
+            self._hint_ahead(room, helped)
+
+    def _hint_ahead(self, room: Room, helped: assist.Assist) -> None:
+        """A solitaire session moved: the hint worker started before its first hint, and once
+        the game has asked for one, the move for the new position computed before it is asked
+        for (``blackdrez.server.hints``: the next hint then comes at once)."""
+        if not helped.hints:
+            self.hints.warm()
+        elif room.status == "playing":
+            job = assist.hint_job(room.spec.name, room.engine, 0)
+            if job is not None:
+                self.hints.ahead(job)
 
     def show_ratings(self, room: Room, *, after_games: bool = False) -> None:
         """At a rated table, read the seated players' ratings from the records and log them

@@ -271,6 +271,10 @@ class InlineHints(HintWorker):
     """The hint worker with its jobs (experts' moves, pars) run inline rather than in worker
     processes, which the virtual clock could not wait for."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("ahead", False)  # (inline, a move's hint ahead would hold up the move)
+        super().__init__(*args, **kwargs)
+
     def _executor(self) -> concurrent.futures.Executor:  # type: ignore[override]  # any executor
         return InlineExecutor()
 

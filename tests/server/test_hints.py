@@ -173,3 +173,37 @@ async def test_the_par_is_found_off_the_loop_logged_and_emitted_after_game_over(
     assert found.par["par"] == par["par"]
     rebuilt = rebuild(await server.store.logs.read(table))
     assert rebuilt.log.kept_events()[-1].event == msgspec.to_builtins(msgspec.convert(par, v1.Par))
+
+
+async def test_the_next_hint_is_computed_while_the_player_thinks(make_server, connect) -> None:
+    """Once a game has asked for a hint, the host has the worker find the next position's
+    move as soon as a move is made: the next hint, asked a human moment later, is there at
+    once (the expert here takes PAUSE seconds a position: without it, PAUSE each hint)."""
+    server = await make_server(hint_budget=PATIENT)
+    slow_worker(server, PATIENT)
+    client = await connect(server, name="Ann")
+    table = await start(client, "blue_jacket", deal=3)
+    first = await client.request(v1.Hint(table=table), timeout=PATIENT)
+    assert first.by == "expert"
+    for _ in range(2):
+        await client.request(v1.Act(table=table, action=first.action))
+        await asyncio.sleep(PAUSE + 1.0)  # the player thinks; the worker computes meanwhile
+        asked = time.monotonic()
+        first = await client.request(v1.Hint(table=table), timeout=PATIENT)
+        assert first.by == "expert"
+        assert time.monotonic() - asked < PAUSE / 2, "the hint was computed ahead"
+        view, _ = seen(client, table)
+        assert first.action == wire(blue_jacket_expert.hint(view))
+
+
+async def test_the_worker_is_started_before_a_sessions_first_hint(make_server, connect) -> None:
+    server = await make_server(hint_budget=PATIENT)
+    hints = server.node.hosting.hints
+    assert hints._pool is None
+    client = await connect(server, name="Bo")
+    table = await start(client, "blue_jacket", deal=3)
+    assert hints._pool is not None, "started with the session, not at its first hint"
+    await asyncio.wait_for(asyncio.shield(hints._warming), 30)  # its imports done
+    asked = time.monotonic()
+    await client.request(v1.Hint(table=table), timeout=PATIENT)
+    assert time.monotonic() - asked < PATIENT
