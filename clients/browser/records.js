@@ -8,7 +8,7 @@
 import { h, short, swap } from "./dom.js";
 import { cardBack, pokerCard, standardCard } from "./cards.js";
 import { count, describeEvent, errorText } from "./words.js";
-import { ratingText } from "./rating.js";
+import { changeTag, ratingText, ratingTitle, signedChange } from "./rating.js";
 import { isAccount, storedToken } from "./net.js";
 import { viewFields } from "./generic.js";
 
@@ -189,44 +189,192 @@ async function ratingsPage(ctx, route, page) {
   const boards = await Promise.all(kinds.map(([kind]) => api(`leaderboards/blackdrez?kind=${kind}&limit=50`)));
   const table = (board) => board.entries.length
     ? h("table.rec-board",
-      h("thead", h("tr", h("th", "#"), h("th", "Player"), h("th", "Rating"), h("th", "Games"))),
-      h("tbody", board.entries.map((e, i) => h("tr", h("td", String(i + 1)), h("td", playerLink(e)), h("td", rating(e.rating)), h("td", String(e.rating?.games ?? 0))))))
+      h("thead", h("tr", h("th", "#"), h("th", "Player"), h("th", "Rating"), h("th", "Rated games"))),
+      h("tbody", board.entries.map((e, i) => h("tr", h("td", String(i + 1)), h("td", playerLink(e)),
+        h("td", { title: e.rating ? ratingTitle(e.rating) : null }, rating(e.rating)), h("td", String(e.rating?.games ?? 0))))))
     : h("p.muted", "No rated games yet.");
   swap(page, h("section.panel.ratings",
     h("h2", "BlackDrez ratings"),
-    h("p.muted", "Rated tables only (the host chooses). The rating is the conservative estimate μ − 3σ (Weng-Lin): it rises as the system becomes sure of you; “?” marks a provisional one (fewer than 10 rated games). Bots play the ladder and are always labelled."),
+    h("p.muted", "Rated tables only (the host chooses). Everyone starts at 1500; each rated game moves the rating by how surprising its result was, more while it is new. “?” marks a provisional rating: fewer than 10 rated games. Bots play the ladder and are always labelled."),
+    h("p.muted", { title: "The Weng-Lin (openskill) estimate μ − 3σ, shown as 1500 + 20 × (μ − 3σ)" }, "The rating is a cautious estimate: it also rises as the system becomes sure of you, so regular players tend to climb."),
     h("div.boards-grid", kinds.map(([, label], i) => h("div", h("h3", label), table(boards[i]))))));
 }
 
 // ------------------------------------------------------------------ profile
-function sparkline(points) {
-  const ns = "http://www.w3.org/2000/svg";
-  const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("viewBox", "0 0 300 80");
-  svg.setAttribute("class", "sparkline");
-  svg.setAttribute("role", "img");
-  const values = points.slice().reverse().map((p) => p.ordinal);
-  svg.setAttribute("aria-label", `Rating after each of the last ${values.length} rated games, from ${values[0].toFixed(1)} to ${values[values.length - 1].toFixed(1)}`);
-  const low = Math.min(...values);
-  const high = Math.max(...values);
-  const span = high - low || 1;
-  const x = (i) => (values.length === 1 ? 150 : 6 + (i * 288) / (values.length - 1));
-  const y = (v) => 72 - ((v - low) * 64) / span;
-  const line = document.createElementNS(ns, "polyline");
-  line.setAttribute("points", values.map((v, i) => `${x(i)},${y(v)}`).join(" "));
-  svg.append(line);
-  values.forEach((v, i) => {
-    const dot = document.createElementNS(ns, "circle");
-    dot.setAttribute("cx", x(i));
-    dot.setAttribute("cy", y(v));
-    dot.setAttribute("r", 3);
-    svg.append(dot);
-  });
-  return svg;
+const SVG = "http://www.w3.org/2000/svg";
+
+/** An SVG element: ``attrs`` are attributes (``style``: an object, set through the CSSOM, which
+ * the Content-Security-Policy allows), then children (elements or text). */
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined) continue;
+    if (key === "style") for (const [name, v] of Object.entries(value)) node.style.setProperty(name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), v);
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
 }
 
-function gameRow(game, player) {
+/** Round ticks (steps of 1, 2 or 5 × 10ⁿ) covering ``min`` to ``max``: 3 to 7 of them. */
+function niceTicks(min, max) {
+  let lo = min;
+  let hi = max;
+  if (hi - lo < 20) { const mid = (lo + hi) / 2; lo = mid - 10; hi = mid + 10; }
+  const raw = (hi - lo) / 4;
+  const magnitude = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((k) => k * magnitude).find((k) => k >= raw);
+  const ticks = [];
+  for (let v = Math.floor(lo / step) * step; v <= Math.ceil(hi / step) * step + step / 2; v += step) ticks.push(Math.round(v));
+  return ticks;
+}
+
+function day(seconds) {
+  return new Date(seconds * 1000).toLocaleDateString(undefined, { day: "numeric", month: "short" });
+}
+
+/** "Dec 1, 9:14 PM" (the year too when it is not this one): short enough for a phone's line. */
+function shortWhen(seconds) {
+  const date = new Date(seconds * 1000);
+  const year = date.getFullYear() === new Date().getFullYear() ? undefined : "numeric";
+  return date.toLocaleString(undefined, { year, month: "short", day: "numeric", hour: "numeric", minute: "2-digit" });
+}
+
+function clock(seconds) {
+  return new Date(seconds * 1000).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+}
+
+/** The rating after each of ``points`` (newest first, two or more) as a line chart with axes:
+ * the shown rating up the side, the rated games (oldest to newest, dated) along the bottom.
+ * ``width``: the room it has, in CSS pixels (it is drawn at that size, and shrinks with it). */
+function ratingChart(points, width, more) {
+  const series = points.slice().reverse();
+  const values = series.map((p) => p.display);
+  const n = values.length;
+  const W = Math.round(Math.max(260, Math.min(900, width)));
+  const narrow = W < 440;
+  const H = narrow ? 220 : 250;
+  const m = { left: 46, right: 16, top: 34, bottom: 46 };
+  const ticks = niceTicks(Math.min(...values), Math.max(...values));
+  const lo = ticks[0];
+  const hi = ticks[ticks.length - 1];
+  const inner = { left: m.left + 12, right: W - m.right - 8 };
+  const base = H - m.bottom;
+  const x = (i) => inner.left + (i * (inner.right - inner.left)) / (n - 1);
+  const y = (v) => base - ((v - lo) * (base - m.top)) / (hi - lo);
+  const muted = { fill: "var(--muted)", fontVariantNumeric: "tabular-nums" };
+  const axis = { stroke: "var(--muted)", strokeWidth: "1" };
+  const first = values[0];
+  const last = values[n - 1];
+  const label = `BlackDrez rating after each of the last ${n} rated games: from ${first} to ${last} (highest ${Math.max(...values)}, lowest ${Math.min(...values)})`;
+
+  const yAxis = svg("g", { class: "y-axis" },
+    ticks.map((v) => svg("g", { class: "tick" },
+      svg("line", { x1: m.left, x2: W - m.right, y1: y(v), y2: y(v), style: { stroke: "var(--line)", strokeWidth: "1" } }),
+      svg("text", { x: m.left - 6, y: y(v), "text-anchor": "end", "dominant-baseline": "middle", "font-size": 12, style: muted }, String(v)))),
+    svg("line", { x1: m.left, x2: m.left, y1: m.top - 6, y2: base, style: axis }),
+    svg("text", { class: "axis-title", x: 4, y: m.top - 16, "font-size": 12, "font-weight": 600, style: { fill: "var(--ink)" } }, "Rating"));
+
+  // Dates under the first and the last game (and the middle one when there is room); a mark
+  // on the axis under every game
+  const labelled = [0, n - 1];
+  if (n >= 5 && !narrow) labelled.splice(1, 0, Math.floor((n - 1) / 2));
+  const sameDay = day(series[0].at) === day(series[n - 1].at);
+  const when = (p) => (sameDay ? clock(p.at) : day(p.at));
+  const anchors = (i) => (i === 0 ? "start" : i === n - 1 ? "end" : "middle");
+  const xAxis = svg("g", { class: "x-axis" },
+    svg("line", { x1: m.left, x2: W - m.right, y1: base, y2: base, style: axis }),
+    series.map((p, i) => svg("line", { x1: x(i), x2: x(i), y1: base, y2: base + 4, style: axis })),
+    labelled.map((i) => svg("g", { class: "tick" },
+      svg("text", { x: x(i), y: base + 18, "text-anchor": anchors(i), "font-size": 12, style: muted }, when(series[i])))),
+    svg("text", { class: "axis-title", x: (m.left + W - m.right) / 2, y: H - 6, "text-anchor": "middle", "font-size": 12, style: muted },
+      `Rated games, oldest to newest${more ? ` (the last ${n})` : ""}`));
+
+  const line = svg("polyline", {
+    class: "line",
+    points: values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" "),
+    style: { fill: "none", stroke: "var(--accent-text)", strokeWidth: "2.5", strokeLinejoin: "round", strokeLinecap: "round" },
+  });
+  const dots = series.map((p, i) => svg("circle", {
+    class: "point", cx: x(i).toFixed(1), cy: y(p.display).toFixed(1), r: narrow ? 3.5 : 4,
+    style: { fill: "var(--accent-text)", stroke: "var(--panel)", strokeWidth: "1.5" },
+  }, svg("title", `${when(p)}${sameDay ? "" : `, ${clock(p.at)}`} · place ${p.place} · ${p.display_before} → ${p.display} (${signedChange(p.change)})`)));
+  const now = svg("text", {
+    class: "last-value", x: x(n - 1), y: y(last) - 10, "text-anchor": "end", "font-size": 13, "font-weight": 700,
+    style: { fill: "var(--accent-text)", fontVariantNumeric: "tabular-nums" },
+  }, String(last));
+
+  return svg("svg", {
+    class: "rating-chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label,
+    style: { display: "block", width: "100%", maxWidth: `${W}px`, height: "auto", overflow: "visible" },
+  }, svg("title", label), yAxis, xAxis, line, dots, now);
+}
+
+/** The profile's rating: the chart (from two rated games on), each game's change, newest first. */
+function ratingPanel(profile, stat, width) {
+  const points = profile.ratings;
+  if (!points.length && !stat?.rating) return null;
+  const history = points.slice(0, 10);
+  return h("section.panel.rating-panel", { "aria-labelledby": "rating-panel-title" },
+    h("h2#rating-panel-title", "BlackDrez rating",
+      stat?.rating ? h("strong.rating", { title: ratingTitle(stat.rating), style: { color: "var(--accent-text)" } }, rating(stat.rating)) : null),
+    points.length >= 2
+      ? ratingChart(points, width, Boolean(profile.ratings_next))
+      : h("p.chart-empty.muted", points.length === 1 ? "1 rated game so far: the chart starts after two." : "No rated game to show yet: the chart starts after two."),
+    history.length ? h("h3", { style: { margin: "0", fontSize: "1rem" } }, "Each rated game’s change") : null,
+    history.length ? h("ol.rating-history", history.map((r) => h("li", { dataset: { game: r.game_id } },
+      h("span", { style: { whiteSpace: "nowrap" } }, // the change reads whole; the date may wrap
+        h("a", { href: gameHref(r.game_id) }, `place ${r.place}`), ` ${r.display_before} → ${r.display} `, changeTag(r.change)),
+      h("span.muted.when", { style: { whiteSpace: "nowrap" } }, shortWhen(r.at))))) : null);
+}
+
+/** Why a solitaire's best score is below a score in the list: that game had help or was not
+ * ranked (only ranked games played without help make a best score; docs/api.md). */
+const UNRANKED_WHY = "hints, undos, a numbered deal or a second try at the daily deal";
+
+function bestScoreNote(stat, games, player) {
+  const scores = games.filter((g) => g.game === stat.game)
+    .map((g) => g.players.find((p) => p.player === player)?.score)
+    .filter((score) => typeof score === "number");
+  const higher = Math.max(-Infinity, ...scores.filter((score) => stat.best_score === null || score > stat.best_score));
+  if (higher === -Infinity) return null;
+  return h("p.why-best.muted", { style: { fontSize: "0.85rem" } }, stat.best_score !== null
+    ? `${stat.best_score} without help · ${higher} with help or not ranked (below): ${UNRANKED_WHY} count as games, not as bests.`
+    : `No best score yet: ${higher} below was with help or not ranked; ${UNRANKED_WHY} count as games, not as bests.`);
+}
+
+/** Why a game counted here is not in the list: a daily deal's game is listed once its UTC day
+ * has ended (its record holds the day's secret seed until then). */
+function unlistedNote(stat) {
+  if (!stat.sealed) return null;
+  const until = new Date(stat.sealed_until * 1000);
+  const today = until.toDateString() === new Date().toDateString();
+  const at = `${clock(stat.sealed_until)} your time${today ? "" : `, ${until.toLocaleDateString(undefined, { weekday: "short", day: "numeric", month: "short" })}`}`;
+  return h("p.why-unlisted.muted", { style: { fontSize: "0.85rem" } }, stat.sealed === 1
+    ? `Today’s daily deal is counted here already; it shows in the list once the day ends (UTC), at ${at}.`
+    : `${stat.sealed} daily deals’ games are counted here already; they show in the list once the day ends (UTC), at ${at}.`);
+}
+
+function statCard(s, profile) {
+  const p = profile.player;
+  return h("div.rec-stat", { dataset: { game: s.game } },
+    h("h3", GAME_NAMES[s.game] ?? s.game),
+    s.rating
+      ? h("p.big", "Rating ", h("strong.rating", { title: ratingTitle(s.rating) }, rating(s.rating)))
+      : s.best_score !== null ? h("p.big", { title: `The best ranked game played without help (no ${UNRANKED_WHY})` }, "Best score ", h("strong", String(s.best_score))) : null,
+    s.rating ? null : bestScoreNote(s, profile.games, p.id),
+    h("p", s.rating ? `${count(s.games, "game")} (${s.rating.games} rated), ${count(s.wins, "win")}` : `${count(s.games, "game")}, ${count(s.wins, "win")}`),
+    unlistedNote(s),
+    h("p.muted", `Last played ${when(s.last_played)}`));
+}
+
+function gameRow(game, player, stats) {
   const me = game.players.find((p) => p.player === player);
+  const stat = stats.find((s) => s.game === game.game);
+  // A solitaire's score above the best: that game had help or was not ranked (see bestScoreNote)
+  const unranked = game.game !== "blackdrez" && stat && typeof me?.score === "number" && (stat.best_score === null || me.score > stat.best_score);
   const outcome = game.game === "blackdrez"
     ? (me?.place ? `place ${me.place} of ${game.players.length}` : "not ranked")
     : `score ${me?.score ?? "–"}${me?.won ? ", won" : ""}`;
@@ -235,6 +383,7 @@ function gameRow(game, player) {
     h("a", { href: gameHref(game.id), class: "replay-link" }, GAME_NAMES[game.game] ?? game.game),
     game.rated ? h("span.badge.rated", "rated") : null,
     privateBadge(game),
+    unranked ? h("span.badge.unranked", { title: `Not a best score: ${UNRANKED_WHY} make a game count as a game only`, style: { borderStyle: "dashed" } }, "with help or not ranked") : null,
     h("span", ` ${outcome}`),
     others.length ? h("span.muted", " vs ", others.map((p, i) => [i ? ", " : "", playerLink(p)])) : null,
     h("span.muted.when", when(game.ended_at)));
@@ -244,13 +393,9 @@ async function playerPage(ctx, route, page) {
   const profile = await api(`players/${encodeURIComponent(route.id)}`);
   const p = profile.player;
   const mine = ctx.conn.welcome?.player === p.id;
-  const stats = profile.stats.map((s) => h("div.rec-stat",
-    h("h3", GAME_NAMES[s.game] ?? s.game),
-    s.rating
-      ? h("p.big", { title: `μ ${s.rating.mu.toFixed(2)}, σ ${s.rating.sigma.toFixed(2)}` }, "Rating ", h("strong.rating", rating(s.rating)))
-      : s.best_score !== null ? h("p.big", "Best score ", h("strong", String(s.best_score))) : null,
-    h("p", `${count(s.games, "game")}, ${count(s.wins, "win")}`),
-    h("p.muted", `Last played ${when(s.last_played)}`)));
+  const stats = profile.stats.map((s) => statCard(s, profile));
+  const rated = profile.stats.find((s) => s.game === "blackdrez");
+  const width = page.clientWidth - 34; // the panel's padding and border
   swap(page,
     h("section.panel.profile",
       h("div.panel-head",
@@ -258,16 +403,10 @@ async function playerPage(ctx, route, page) {
         mine && !p.account ? h("a.button", { href: "#/account" }, "Keep this identity") : null),
       h("p.muted", `Playing since ${when(p.first_seen)}`),
       stats.length ? h("div.rec-stats", stats) : h("p.muted", "No finished games yet.")),
-    profile.ratings.length
-      ? h("section.panel", h("h2", "BlackDrez rating"), sparkline(profile.ratings),
-        h("ol.rating-history", profile.ratings.slice(0, 10).map((r) => h("li",
-          h("a", { href: gameHref(r.game_id) }, `place ${r.place}`),
-          ` ${(r.mu_before - 3 * r.sigma_before).toFixed(1)} → ${r.ordinal.toFixed(1)}`,
-          h("span.muted.when", when(r.at))))))
-      : null,
+    ratingPanel(profile, rated, width),
     h("section.panel",
       h("h2", "Recent games"),
-      profile.games.length ? h("ul.games", profile.games.map((g) => gameRow(g, p.id))) : h("p.muted", "None yet.")));
+      profile.games.length ? h("ul.games", profile.games.map((g) => gameRow(g, p.id, profile.stats))) : h("p.muted", "None yet.")));
 }
 
 // ------------------------------------------------------------------ replay viewer

@@ -106,6 +106,9 @@ class Rating(msgspec.Struct, frozen=True, kw_only=True):
     mu: float
     sigma: float
     ordinal: float
+    display: int
+    """The rating as people see it: ``1500 + 20 * ordinal`` rounded, at least 100 (``ratings.
+    display``); a new player shows 1500. Show this, not the ordinal."""
     games: int
     """Rated games played."""
     provisional: bool
@@ -122,10 +125,17 @@ class GameStats(msgspec.Struct, frozen=True, kw_only=True):
     """Solitaires: the best score (``None`` for BlackDrez)."""
     rating: Rating | None
     last_played: float
+    sealed: int
+    """Of ``games``, those not listed yet: daily deals' games, counted at once (games, wins,
+    best score) but listed and served only once their UTC day has ended."""
+    sealed_until: float | None
+    """When the last of the ``sealed`` games is listed (``None`` when there is none)."""
 
 
 class RatingPoint(msgspec.Struct, frozen=True, kw_only=True):
-    """A player's rating after one rated game, with the rating before it."""
+    """A player's rating after one rated game, with the rating before it; ``display_before``,
+    ``display`` and ``change`` are the same as people see them (``change`` is ``display -
+    display_before``: "1512 -> 1526 (+14)")."""
 
     game_id: str
     at: float
@@ -135,6 +145,9 @@ class RatingPoint(msgspec.Struct, frozen=True, kw_only=True):
     mu: float
     sigma: float
     ordinal: float
+    display_before: int
+    display: int
+    change: int
 
 
 class Player(msgspec.Struct, frozen=True, kw_only=True):

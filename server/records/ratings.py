@@ -9,6 +9,10 @@ ranking was given everyone's ratings, and shrinks each ``sigma`` as evidence acc
 leaderboards rank by the *ordinal* ``mu - 3 sigma``, a conservative estimate that starts at 0 and
 rises both with wins and with games played.
 
+People never see the ordinal itself (small numbers, negative after a first loss): every rating
+shown is :func:`display`'s, on a 1500-based scale like chess sites' (a new player shows 1500).
+The browser has the same function (``clients/browser/scale.js``); a test checks they agree.
+
 Plackett-Luce fits a full ranking of any number of players, ties included, which is what a
 BlackDrez game ends with (2 to 8 seats, equal piles sharing a place). Bots are rated on the same
 scale as people (the store marks their rows), so a bot ladder and the humans' board compare.
@@ -19,6 +23,7 @@ ones in the same transaction as the game.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -58,6 +63,30 @@ before that one lucky or unlucky game moves it by several points."""
 def provisional(games: int) -> bool:
     """Whether a rating after ``games`` rated games is still provisional."""
     return games < PROVISIONAL_GAMES
+
+
+DISPLAY_BASE = 1500
+"""What a new player's rating (ordinal 0) shows."""
+DISPLAY_SCALE = 20
+"""Shown points per unit of ordinal. With this game's luck a regular player's ordinal ends
+between about 5 (weak) and 25 (good), 30 for the very best: 1600 to 2000, 2100, the range
+chess players know; one rated game then moves a regular by 10 to 20 points, a new player by 40
+to 70. (40 would put a good regular near 2500.)"""
+DISPLAY_FLOOR = 100
+"""The lowest rating shown (an ordinal of -70: never reached in practice)."""
+
+
+def display(ordinal: float) -> int:
+    """The rating people see for ``ordinal``: ``1500 + 20 * ordinal``, halves rounded up (as
+    JavaScript's ``Math.round``), at least 100. Its twin is ``ratingDisplay`` in
+    ``clients/browser/scale.js``: the same arithmetic, the same numbers."""
+    return max(DISPLAY_FLOOR, math.floor(DISPLAY_BASE + DISPLAY_SCALE * ordinal + 0.5))
+
+
+def change(before: float, after: float) -> int:
+    """How a game moved the shown rating, from ordinal ``before`` to ``after``: the difference
+    of the shown numbers (so "1512 -> 1526 (+14)" always adds up)."""
+    return display(after) - display(before)
 
 
 def rate(places: Mapping[str, int], current: Mapping[str, Rating]) -> dict[str, Rating]:

@@ -49,11 +49,22 @@ from blackdrez.server.records.model import (
     Rating,
     RatingPoint,
 )
-from blackdrez.server.records.ratings import INITIAL, RATED_GAMES, provisional, rate
+from blackdrez.server.records.ratings import (
+    INITIAL,
+    RATED_GAMES,
+    change,
+    display,
+    provisional,
+    rate,
+)
 from blackdrez.server.records.ratings import Rating as Skill
 
 MAX_LIMIT = 100
 """The most rows one list query returns."""
+SEALED_WINDOW_MS = 2 * 86_400_000
+"""How far back a player's still sealed games are looked for: a daily deal's game is sealed until
+its UTC day ends and ended that day (one ending later is not sealed), so it ended less than a day
+ago; two days leave room for clocks."""
 GENERATIONS_AT_ONCE = 500
 """Players whose token generations one query reads (SQLite takes at most 999 parameters in
 old builds)."""
@@ -179,8 +190,26 @@ def _rating(row: Row) -> Rating:
         mu=row["mu"],
         sigma=row["sigma"],
         ordinal=row["ordinal"],
+        display=display(row["ordinal"]),
         games=row["games"],
         provisional=provisional(row["games"]),
+    )
+
+
+def _rating_point(row: Row) -> RatingPoint:
+    before = Skill(row["mu_before"], row["sigma_before"]).ordinal
+    return RatingPoint(
+        game_id=row["game_id"],
+        at=_seconds(row["at"]),
+        place=row["place"],
+        mu_before=row["mu_before"],
+        sigma_before=row["sigma_before"],
+        mu=row["mu"],
+        sigma=row["sigma"],
+        ordinal=row["ordinal"],
+        display_before=display(before),
+        display=display(row["ordinal"]),
+        change=change(before, row["ordinal"]),
     )
 
 
@@ -334,7 +363,19 @@ class RecordsStore:
         return None if row is None else _player(row)
 
     async def stats(self, player: str) -> list[GameStats]:
-        """The player's record in each game they finished, by game name."""
+        """The player's record in each game they finished, by game name; ``sealed`` counts the
+        games among them not listed yet (daily deals until their UTC day ends)."""
+        now = _ms(self.clock())
+        sealed_rows = await self.db.fetch(
+            "SELECT k.game, COUNT(*) AS sealed, MAX(g.sealed_until) AS sealed_until "
+            "FROM game_players k JOIN games g ON g.id = k.game_id "
+            "WHERE k.player = $1 AND k.ended_at > $2 AND g.sealed_until > $3 GROUP BY k.game",
+            player,
+            now - SEALED_WINDOW_MS,
+            now,
+        )
+        sealed = {row["game"]: row["sealed"] for row in sealed_rows}
+        sealed_until = {row["game"]: _seconds(row["sealed_until"]) for row in sealed_rows}
         rows = await self.db.fetch(
             "SELECT s.game, s.games AS played, s.wins, s.best_score, s.last_at, "
             "r.mu, r.sigma, r.ordinal, r.games "
@@ -350,6 +391,8 @@ class RecordsStore:
                 best_score=row["best_score"],
                 rating=None if row["mu"] is None else _rating(row),
                 last_played=_seconds(row["last_at"]),
+                sealed=sealed.get(row["game"], 0),
+                sealed_until=sealed_until.get(row["game"]),
             )
             for row in rows
         ]
@@ -401,19 +444,7 @@ class RecordsStore:
             f"ORDER BY at DESC, game_id DESC LIMIT ${len(args)}",
             *args,
         )
-        points = [
-            RatingPoint(
-                game_id=row["game_id"],
-                at=_seconds(row["at"]),
-                place=row["place"],
-                mu_before=row["mu_before"],
-                sigma_before=row["sigma_before"],
-                mu=row["mu"],
-                sigma=row["sigma"],
-                ordinal=row["ordinal"],
-            )
-            for row in rows[:limit]
-        ]
+        points = [_rating_point(row) for row in rows[:limit]]
         last = rows[limit - 1] if len(rows) > limit else None
         return points, _cursor(last["at"], last["game_id"]) if last is not None else None
 
