@@ -12,12 +12,14 @@ import { renderPiles, resetPiles } from "./piles.js";
 import { renderBlueJacket, resetBlueJacket } from "./bluejacket.js";
 import { renderGeneric } from "./generic.js";
 import { showHelp } from "./help.js";
+import { ask } from "./ask.js";
 import { motion } from "./motion.js";
 import { THEMES, applyTheme, setSound, setTheme, signalTurn, soundOn, theme } from "./prefs.js";
-import { describeEvent, errorText } from "./words.js";
+import { describeEvent, errorText, tableName } from "./words.js";
 import { recordsRoute, renderRecords } from "./records.js";
 
 const CURRENT_KEY = "blackdrez.current";
+const TABLE_ROUTE = /^#\/table\/([^/]+)$/; // a table's address (see "addresses" below)
 // A game with no renderer of its own here is drawn by the generic one (its view's fields and a
 // button per legal action).
 const RENDERERS = { blackdrez: renderBlackDrez, blackjack_piles: renderPiles, blue_jacket: renderBlueJacket };
@@ -33,6 +35,7 @@ const announcer = document.getElementById("announce");
 /** What the app offers to the screens. */
 const ctx = {
   conn,
+  tableLink: (id) => tableLink(id),
   store,
   get me() { return conn.welcome?.player; },
   toast,
@@ -58,19 +61,25 @@ const ctx = {
     }
   },
   act(table, action) { return ctx.send({ type: "act", table, action }); },
-  open(id, mode = "seat", invite = null) {
-    leaveRecords();
+  /** Show a table (seated, or watching): its address is ``#/table/<id>``, a new entry of
+   * the browser's history unless ``replace`` (the same place, or one that replaces a place
+   * gone). */
+  open(id, mode = "seat", invite = null, replace = false) {
     dismiss("hint");
+    const again = current?.id === id && !recordsRoute();
     current = { id, mode, invite };
     sessionStorage.setItem(CURRENT_KEY, JSON.stringify(current));
+    address(tableAddress(id), replace);
     show();
-    scrollTo(0, 0); // another screen: it opens at its top, not where the last one was scrolled
+    if (!again) scrollTo(0, 0); // another screen: it opens at its top, not where the last one was scrolled
   },
-  lobby() {
-    leaveRecords();
+  /** Show the lobby (address ``/``): a new history entry, or with ``replace`` one in place of
+   * a table that is gone or was left (Back does not lead to it). */
+  lobby(replace = false) {
     dismiss("hint");
     current = null;
     sessionStorage.removeItem(CURRENT_KEY);
+    address("", replace);
     show();
     scrollTo(0, 0);
   },
@@ -98,19 +107,19 @@ const ctx = {
   async leave(id) {
     const table = store.get(id);
     if (table?.info?.game === "blackdrez" && table.seat !== null && table.info.status === "playing"
-      && !confirm("Leave this table? A game is running: if you are still in the round, you withdraw at your next turn and your seat is then freed (at once if you are out of the round already).")) return;
+      && !(await ask({ title: "Leave this table?", text: "A game is running: if you are still in the round, you withdraw at your next turn and your seat is then freed (at once if you are out of the round already).", yes: "Leave the table", no: "Stay", danger: true }))) return;
     leaving.add(id);
     const reply = await ctx.send({ type: "leave", table: id });
     if (reply) {
       store.forget(id);
-      ctx.lobby();
+      ctx.lobby(true);
     } else leaving.delete(id);
   },
 };
 
 const leaving = new Set(); // tables this client is leaving: their closing is no news
 const fresh = new Map(); // table id -> events received since the table was last drawn
-let current = JSON.parse(sessionStorage.getItem(CURRENT_KEY) || "null");
+let current = placeOnLoad();
 const lobby = new Lobby(ctx);
 
 const MAX_TOASTS = 2;
@@ -144,10 +153,100 @@ function announce(text) {
   setTimeout(() => { announcer.textContent = text; }, 50);
 }
 
-/** Leave a records page (#/...) for the lobby or a table. */
-function leaveRecords() {
-  if (recordsRoute()) history.pushState(null, "", location.pathname + location.search);
+// ------------------------------------------------------------------ addresses
+// Every place has an address: the lobby ``/``, a table or a solitaire ``#/table/<id>``, an
+// invite ``#/invite/<table>:<code>`` (joined, then replaced by the table's), and the records'
+// pages (records.js: ``#/ratings``, ``#/player/<id>``, ``#/game/<id>``, ``#/account``). Back and
+// Forward move between them (``hashchange``), a reload lands on the same place, and a place that
+// is gone (a table closed, a seat lost) gives way to the lobby in the same history entry.
+
+/** The table the address names (``#/table/<id>``), or null. */
+function tableRoute(hash = location.hash) {
+  const found = TABLE_ROUTE.exec(hash);
+  return found ? decodeURIComponent(found[1]) : null;
 }
+
+/** The address of table ``id`` (the hash part). */
+function tableAddress(id) { return `#/table/${encodeURIComponent(id)}`; }
+
+/** The shareable address of table ``id``: the lobby's URL and the table's hash. */
+function tableLink(id) { return `${location.origin}${location.pathname}${tableAddress(id)}`; }
+
+/** Whether the address names no place: the lobby's (``/``, ``#``, ``#/``). */
+function lobbyRoute(hash = location.hash) { return hash === "" || hash === "#" || hash === "#/"; }
+
+/** Show ``hash`` in the address bar: a new entry of the browser's history, or with ``replace``
+ * in place of this one. (``pushState`` fires no ``hashchange``: the caller shows the place.) */
+function address(hash, replace = false) {
+  const url = location.pathname + location.search + hash;
+  if (hash === location.hash || (!hash && lobbyRoute())) return;
+  if (replace) history.replaceState(null, "", url);
+  else history.pushState(null, "", url);
+}
+
+/** The place to show on loading the page: the table its address names (seated or watching
+ * as this tab last was there; watching if it never was), else none (the lobby, or a records
+ * page over it). */
+function placeOnLoad() {
+  const id = tableRoute();
+  if (id === null) {
+    sessionStorage.removeItem(CURRENT_KEY);
+    return null;
+  }
+  const saved = JSON.parse(sessionStorage.getItem(CURRENT_KEY) || "null");
+  return saved?.id === id ? saved : { id, mode: "watch", invite: null };
+}
+
+/** The address changed (Back, Forward, a link, a typed URL): show the place it names. */
+function route() {
+  const id = tableRoute();
+  if (id !== null) {
+    if (current?.id === id) show();
+    else visit(id);
+    return;
+  }
+  if (lobbyRoute() && current) {
+    dismiss("hint");
+    current = null;
+    sessionStorage.removeItem(CURRENT_KEY);
+  }
+  show();
+  joinByLink();
+}
+
+/** Go to table ``id`` named by the address: the player's own seat there, or else watch it
+ * (a shared link); a table that cannot be watched leaves the lobby in its place. */
+async function visit(id) {
+  if (!conn.welcome) { // on the way: the welcome decides (seated there, or watch it)
+    current = { id, mode: "watch", invite: null };
+    show();
+    return;
+  }
+  if (store.get(id)?.seat != null || conn.welcome.tables.includes(id)) {
+    ctx.open(id, "seat", null, true);
+    return;
+  }
+  await watchFromAddress(id);
+}
+
+/** Watch table ``id`` because the address names it; if it cannot be (gone, private), say so
+ * and show the lobby in its place. */
+async function watchFromAddress(id) {
+  const reply = await ctx.send({ type: "spectate", table: id, invite: current?.id === id ? current.invite ?? null : null }, quietly);
+  if (tableRoute() !== id) return; // the player went elsewhere meanwhile
+  if (reply) ctx.open(reply.table.id, "watch", current?.invite ?? null, true);
+  else {
+    toast("That table is no longer there, or it is private: here is the lobby.", "info");
+    ctx.lobby(true);
+  }
+}
+const quietly = () => true;
+
+// The skip link moves the focus without changing the address (a hash would name no place).
+document.querySelector("a.skip")?.addEventListener("click", (event) => {
+  event.preventDefault();
+  screen.focus();
+});
 
 /** The header's account link: sign in, or the account's profile. */
 function showAccount() {
@@ -156,6 +255,15 @@ function showAccount() {
   const claimed = conn.token && isAccount(conn.token);
   link.textContent = claimed ? "Profile" : "Sign in";
   link.href = claimed && welcome ? `#/player/${encodeURIComponent(welcome.player)}` : "#/account";
+  // A guest's games have a page too (their profile): linked beside Sign in.
+  let games = document.getElementById("my-games-link");
+  if (!claimed && welcome) {
+    if (!games) {
+      games = h("a#my-games-link", "Your games");
+      link.after(games); // (after: Sign in does not move when it appears)
+    }
+    games.href = `#/player/${encodeURIComponent(welcome.player)}`;
+  } else games?.remove();
 }
 
 function show() {
@@ -189,7 +297,7 @@ function show() {
   const myTurn = game === "blackdrez" && table.legal.length > 0;
   if (myTurn && !wasMyTurn) announce("Your turn.");
   wasMyTurn = myTurn;
-  signalTurn(myTurn, table.info.name || GAME_NAMES[game]);
+  signalTurn(myTurn, game === "blackdrez" ? tableName(table.info) : table.info.name || GAME_NAMES[game]);
 }
 let wasMyTurn = false;
 
@@ -258,11 +366,11 @@ conn.addEventListener("welcome", async ({ detail: welcome }) => {
   showAccount();
   lobby.welcomed(welcome);
   for (const id of welcome.tables) store.resync(id).catch(() => {});
-  if (current && current.mode === "watch" && !welcome.tables.includes(current.id)) {
-    const reply = await ctx.send({ type: "spectate", table: current.id, invite: current.invite ?? null });
-    if (!reply) ctx.lobby();
+  if (current && welcome.tables.includes(current.id) && current.mode !== "seat") {
+    current = { ...current, mode: "seat" };
+    sessionStorage.setItem(CURRENT_KEY, JSON.stringify(current));
   } else if (current && !welcome.tables.includes(current.id)) {
-    ctx.lobby();
+    await watchFromAddress(current.id); // watching it, or a shared link: watch it (again)
   }
   show();
   joinByLink();
@@ -275,7 +383,7 @@ function joinByLink() {
   if (!found || !conn.welcome) return;
   history.replaceState(null, "", location.pathname + location.search);
   const [, table, invite] = found;
-  if (store.get(table)?.seat != null) ctx.open(table, "seat"); // seated here already
+  if (store.get(table)?.seat != null) ctx.open(table, "seat", null, true); // seated here already
   else lobby.join(table, { invite });
 }
 
@@ -292,7 +400,7 @@ conn.addEventListener("message", ({ detail: message }) => {
 conn.addEventListener("error", ({ detail }) => toast(errorText(detail)));
 
 store.addEventListener("change", ({ detail: id }) => {
-  if (current && current.id === id && !store.get(id)) ctx.lobby(); // gone: closed or left
+  if (current && current.id === id && !store.get(id)) ctx.lobby(true); // gone: closed or left
   else if (current && current.id === id) show();
   else if (!current) lobby.tablesChanged();
 });
@@ -318,11 +426,11 @@ store.addEventListener("event", ({ detail: { table, event, names } }) => {
   if (event.type === "table_closed") {
     if (!leaving.has(table)) toast(describeEvent(store.get(table), event, names), "info");
     store.forget(table);
-    if (current && current.id === table) ctx.lobby();
+    if (current && current.id === table) ctx.lobby(true);
   }
 });
 
-document.getElementById("rename").addEventListener("submit", (e) => {
+document.getElementById("rename").addEventListener("submit", async (e) => {
   e.preventDefault();
   const field = e.target.elements.name;
   const name = field.value.trim();
@@ -334,7 +442,7 @@ document.getElementById("rename").addEventListener("submit", (e) => {
   }
   field.removeAttribute("aria-invalid");
   const held = [...store.tables.keys()];
-  if (held.length && !confirm("A new name makes you a new guest: you lose your seats. Go on?")) return;
+  if (held.length && !(await ask({ title: "Play under a new name?", text: "A new name makes you a new guest: you lose your seats and games in progress.", yes: "Take the new name", no: "Keep my name", danger: true }))) return;
   for (const id of held) store.forget(id);
   current = null;
   sessionStorage.removeItem(CURRENT_KEY);
@@ -388,10 +496,7 @@ setInterval(() => {
   }
 }, 250);
 
-window.addEventListener("hashchange", () => {
-  show();
-  joinByLink();
-});
+window.addEventListener("hashchange", route);
 
 document.querySelector(".top h1 a").addEventListener("click", (e) => {
   e.preventDefault();

@@ -8,8 +8,8 @@ import { h, swap } from "./dom.js";
 import { pokerCard } from "./cards.js";
 import { fairness } from "./fairness.js";
 import { arrive, capture, sweep } from "./motion.js";
-import { ratingTag, ratingText } from "./rating.js";
-import { count, describeEvent, listing, seatNames } from "./words.js";
+import { ratingChangeText, ratingTag, ratingText } from "./rating.js";
+import { count, describeEvent, listing, seatNames, tableName } from "./words.js";
 
 
 const STATUS_TEXT = {
@@ -193,6 +193,25 @@ async function sit(ctx, table, seat) {
   if (reply) ctx.open(table.id, "seat");
 }
 
+const ratedFrom = new Map(); // table id -> this player's rating before its last game ended
+
+/** At a rated table, this player's rating: noted while a game is played, and at its end the
+ * change once the game is stored ("Your rating: 1512 → 1526 (+14)"; the server sends the new
+ * rating in the table's info then). */
+function ratingLine(table) {
+  const info = table.info;
+  if (!info.options?.rated || table.seat === null) return null;
+  const now = info.seats[table.seat]?.rating;
+  if (info.status !== "finished") { // (waiting, or playing: the rating the next game moves)
+    if (now) ratedFrom.set(table.id, now);
+    return null;
+  }
+  const before = ratedFrom.get(table.id);
+  if (!before || !now) return null;
+  if (now.games <= before.games) return h("p.rating-line.muted", "Your rating changes as soon as the game is stored…");
+  return h("p.rating-line", { id: "rating-change" }, "Your rating: ", h("strong", ratingChangeText(before, now)));
+}
+
 /** The game-over screen: who won and why, the ranking, and playing again with the same table. */
 function gameOver(ctx, table, names, startGame) {
   const result = table.view?.result;
@@ -222,6 +241,7 @@ function gameOver(ctx, table, names, startGame) {
       h("span.place", `${place.place}.`),
       h("span.who", place.seats.map((s) => names[s]).join(", ")),
       h("span.cards", count(place.cards, "card"))))),
+    ratingLine(table),
     info.status === "finished" && table.seat !== null
       ? h("div.again",
         host
@@ -242,6 +262,7 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
   const names = seatNames(info);
   const can = (type) => legal.some((a) => a.type === type);
   const host = info.host === ctx.me;
+  if (info.status !== "finished") ratingLine(table); // (notes the rating the game starts from)
   const between = info.status !== "playing";
   const readyOthers = info.seats.filter((s, i) => s && s.ready && i !== table.seat).length;
   const canStart = host && between && readyOthers >= 1;
@@ -304,7 +325,8 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
       // Ready is for the game the host starts next, and the server clears it when a game ends:
       // offered only while the table waits for a game (at a game's end the result holds the
       // one control for the next: Play again, or Ready for another game).
-      info.status === "open"
+      // The host's Start game starts them too: no Ready of their own to press.
+      info.status === "open" && !host
         ? h("button", { id: "ready", dataset: { key: "ready" }, "aria-pressed": me?.ready ? "true" : "false", title: me?.ready ? "Press again if you are not ready after all" : "Tell the host you are ready: they start the game", onclick: () => ctx.send({ type: "ready", table: table.id, ready: !me?.ready }) }, me?.ready ? "Ready to play ✓" : "Ready to play")
         : null,
       host && info.seats.includes(null) ? [
@@ -323,11 +345,11 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
   const before = capture(screen);
   swap(screen, h("div.blackdrez",
     h("div.table-head",
-      h("h2", info.name || "BlackDrez table"),
+      h("h2", tableName(info)),
       h("span.status", { dataset: { status: info.status } }, STATUS_WORDS[info.status] ?? info.status),
       info.options?.rated ? h("span.badge.rated", { title: "A rated table: each game moves its players' ratings" }, "rated") : null,
       view ? h("span", `Round ${view.round}${info.options?.max_rounds ? ` of ${info.options.max_rounds}` : ""}`) : null,
-      table.invite ? inviteLine(table) : null),
+      shareLine(ctx, table)),
     felt,
     actionBar,
     tableControls,
@@ -346,13 +368,35 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
   } : {};
 }
 
-/** A private table's invite: the code the lobby's field takes, and a link to send a friend
- * (app.js joins the table it names when it is opened). */
-function inviteLine(table) {
-  const code = `${table.id}:${table.invite}`;
-  const link = `${location.origin}${location.pathname}#/invite/${code}`;
-  return h("span.invite", "Invite code: ", h("code", code), " · link: ",
-    h("input#invite-link", { readonly: true, value: link, "aria-label": "Invite link to send", onfocus: (e) => e.target.select() }));
+/** The table's link to send someone, with a Copy button: a public table's address (the link
+ * opens it, to watch or take a free seat), or a private table's invite (its code, and a link
+ * that seats whoever opens it: app.js joins the table it names). In full while the table waits
+ * for players; once a game is on, the button alone (the felt needs the room, on a phone most). */
+function shareLine(ctx, table) {
+  if (table.info.status === "closed") return null;
+  const code = table.invite ? `${table.id}:${table.invite}` : null;
+  const link = code ? `${location.origin}${location.pathname}#/invite/${code}` : ctx.tableLink(table.id);
+  const waiting = table.info.status === "open";
+  const field = waiting ? h("input#invite-link", { readonly: true, value: link, "aria-label": code ? "Invite link to send" : "Link to this table", onfocus: (e) => e.target.select() }) : null;
+  const button = h("button.copy", { type: "button", id: "copy-link", dataset: { link }, title: code ? "Copy the invite link: whoever opens it sits at this table" : "Copy this table's link: whoever opens it can watch, or sit in a free seat", onclick: () => copyLink(ctx, link, field) }, "Copy link");
+  if (!waiting) return h("span.invite.compact", code ? ["Invite code: ", h("code", code), " "] : null, button);
+  return h("span.invite", code ? ["Invite code: ", h("code", code), " "] : null,
+    h("label", { for: "invite-link" }, code ? "Link:" : "Share:"), " ", field, button);
+}
+
+/** Copy ``link`` to the clipboard; where the browser refuses, select it in ``field`` (or show
+ * it) for the player to copy by hand. */
+async function copyLink(ctx, link, field) {
+  try {
+    await navigator.clipboard.writeText(link);
+    ctx.toast("Link copied: send it to whoever you want at this table.", "info", "copy");
+  } catch {
+    if (field) {
+      field.focus();
+      field.select();
+      ctx.toast("The link is selected: copy it with Ctrl+C (⌘C on a Mac).", "info", "copy");
+    } else ctx.toast(`Copy this link by hand: ${link}`, "info", "copy");
+  }
 }
 
 const STATUS_WORDS = { open: "waiting for players", playing: "playing", finished: "game over", closed: "closed" };
@@ -377,7 +421,7 @@ function waitingText(info, host, readyOthers, seated) {
   if (host) {
     return readyOthers
       ? "Press Start game when everyone you want is seated: you play too."
-      : `Waiting for players${free ? `: ${count(free, "seat")} free. Invite someone, or press Add bot` : ""}.`;
+      : `Waiting for players${free ? `: ${count(free, "seat")} free. Send someone the link (Copy link, above), or press Add bot` : ""}.`;
   }
   return "Press Ready to play, then the host starts the game.";
 }

@@ -8,7 +8,8 @@
 // U undo, Esc clears the selection.
 
 import { assistButtons, assistKey, hintOf, hintSpots, rankingLine } from "./assist.js";
-import { h, swap } from "./dom.js";
+import { ask } from "./ask.js";
+import { arrowFocus, h, swap } from "./dom.js";
 import { standardCard, cardBack } from "./cards.js";
 import { fairness } from "./fairness.js";
 import { parLine } from "./par.js";
@@ -76,9 +77,12 @@ export function renderBlueJacket(ctx, table, screen) {
   };
   const tryPlay = (source, target) => {
     const action = actionFor(legal, source, target);
-    if (action && deadEnd(view, action) && !confirm(deadEnd(view, action))) {
+    const risk = action ? deadEnd(view, action) : "";
+    if (risk) { // asked first: a move the player may not have seen the cost of
       selection.source = null;
       redraw();
+      ask({ title: "Empty this pile?", text: risk, yes: "Move anyway", no: "Take it back" })
+        .then((yes) => { if (yes) play(action); });
       return true;
     }
     if (action) play(action);
@@ -112,6 +116,9 @@ export function renderBlueJacket(ctx, table, screen) {
     return h("button", {
       class: classes,
       dataset: { loc: location, key: location },
+      // One stop for Tab on the whole board (the pile last focused); arrows move between piles.
+      tabindex: location === (roving.get(table.id) ?? "b1") ? "0" : "-1",
+      onfocus: () => roving.set(table.id, location),
       "aria-label": `${label}: ${cards.length ? cards.map(standardName).join(", ") : "empty"}${selection.source === location ? ", selected" : ""}${targets.has(location) ? ", a legal target" : ""}`,
       "aria-pressed": selection.source === location ? "true" : null,
       draggable: available && !view.over ? "true" : null,
@@ -170,7 +177,7 @@ export function renderBlueJacket(ctx, table, screen) {
         onchange: (e) => { localStorage.setItem(AUTO_ACES_KEY, e.target.checked ? "1" : "0"); redraw(); },
       }), " Move bottom-row Aces automatically"),
       ...(view.over ? [] : assistButtons(ctx, table, describe, redraw)),
-      !view.over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game? Your score stays as it is now.")) play({ type: "resign" }); } }, "Resign") : null,
+      !view.over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: async () => { if (await ask({ title: "Resign this game?", text: "Your score stays as it is now.", yes: "Resign", no: "Play on", danger: true })) play({ type: "resign" }); } }, "Resign") : null,
       h("span.spacer"),
       h("button", { dataset: { key: "help" }, onclick: () => ctx.help("blue_jacket") }, "How to play"),
       view.over ? h("button.primary", { dataset: { key: "again" }, onclick: () => playAgain(ctx, table, "blue_jacket") }, "Play again") : null,
@@ -191,11 +198,14 @@ export function renderBlueJacket(ctx, table, screen) {
         if (ace) play(ace);
         else ctx.toast("No Ace is on top of a bottom pile.", "info");
       } else if (event.key === "Escape" && selection.source) { selection.source = null; redraw(); }
+      else if (arrowFocus(event, screen, ".bj-pile, #stock")) return true;
       else return assistKey(ctx, table, describe, redraw, event);
       return true;
     },
   };
 }
+
+const roving = new Map(); // table id -> the pile Tab stops at (the last one focused)
 
 const ENDINGS = {
   won: "Every card is on a foundation.",

@@ -55,6 +55,38 @@ export function swap(region, ...children) {
   }
 }
 
+const ARROWS = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+
+/** Arrow keys move the focus among the ``selector`` elements of ``root`` as they lie on screen:
+ * to the nearest one in the arrow's direction (a board of piles: rows, columns). From outside
+ * them, the first. Returns whether the key was an arrow (handled). */
+export function arrowFocus(event, root, selector) {
+  const direction = ARROWS[event.key];
+  if (!direction || event.shiftKey) return false;
+  const items = [...root.querySelectorAll(selector)].filter((e) => !e.disabled && e.getClientRects().length);
+  const from = document.activeElement?.closest?.(selector);
+  if (!from || !items.includes(from)) {
+    items[0]?.focus();
+    return true;
+  }
+  const middle = (e) => { const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; };
+  const [x, y] = middle(from);
+  const [dx, dy] = direction;
+  let best = null;
+  let bestScore = Infinity;
+  for (const item of items) {
+    if (item === from) continue;
+    const [ix, iy] = middle(item);
+    const along = (ix - x) * dx + (iy - y) * dy; // how far in the arrow's direction
+    if (along <= 1) continue;
+    const aside = Math.abs((ix - x) * dy) + Math.abs((iy - y) * dx); // how far off its line
+    const score = along + 3 * aside;
+    if (score < bestScore) { bestScore = score; best = item; }
+  }
+  best?.focus();
+  return true;
+}
+
 /** A short, human form of a hex commitment or seed. */
 export function short(text, size = 12) {
   return text && text.length > size ? `${text.slice(0, size)}…` : text || "";

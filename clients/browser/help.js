@@ -64,7 +64,7 @@ const PAGES = {
     h("h3", "Hint and Undo"),
     h("p", "Hint shows the best bot's move. Undo takes back your moves since the last Deal: a Deal shows new cards, so it cannot be taken back. A game with hints or undos is ranked apart."),
     h("h3", "Keys"),
-    h("p", h("kbd", "D"), " deal · ", h("kbd", "A"), " a bottom Ace to the Aces pile · ", h("kbd", "H"), " hint · ", h("kbd", "U"), " undo · ", h("kbd", "Esc"), " clear the selection"),
+    h("p", h("kbd", "←"), h("kbd", "↑"), h("kbd", "→"), h("kbd", "↓"), " move between piles · ", h("kbd", "Enter"), " pick a card, then its place · ", h("kbd", "D"), " deal · ", h("kbd", "A"), " a bottom Ace to the Aces pile · ", h("kbd", "H"), " hint · ", h("kbd", "U"), " undo · ", h("kbd", "Esc"), " clear the selection"),
   ],
 };
 

@@ -7,6 +7,7 @@
 import { h, short, swap } from "./dom.js";
 import { GAME_NAMES, SOLITAIRES } from "./games.js";
 import { botTag, ratingTag } from "./rating.js";
+import { tableName } from "./words.js";
 
 const STATUS_WORDS = { open: "waiting", playing: "playing", finished: "game over", closed: "closed" };
 
@@ -14,6 +15,7 @@ export class Lobby {
   constructor(ctx) {
     this.ctx = ctx;
     this.tables = new Map();
+    this.listed = false; // a table list arrived (until then the list says it is looking)
     this.boards = {};
     this.daily = {}; // game -> the server's `daily` reply for today
     this.choice = { deal: "daily", period: "today", assisted: false };
@@ -57,6 +59,7 @@ export class Lobby {
   receive(message) {
     if (message.type === "tables") {
       this.tables = new Map(message.tables.map((t) => [t.id, t]));
+      this.listed = true;
     } else if (message.type === "lobby") {
       for (const info of message.tables) this.tables.set(info.id, info);
       for (const id of message.removed) this.tables.delete(id);
@@ -156,7 +159,9 @@ export class Lobby {
       if (watch) this.spectate(table, code);
       else this.join(table, { invite: code });
     };
-    // The list changes often; only a short count is announced (see renderTables).
+    // The list changes often; only a short count is announced (see renderTables). Its box keeps
+    // room for two rows from the first paint (style.css), so that the panels below do not move
+    // when the list arrives.
     this.tableList = h("div.table-list");
     this.tableCount = h("p.visually-hidden", { role: "status", "aria-live": "polite" });
     this.mine = h("div.mine");
@@ -263,6 +268,10 @@ export class Lobby {
   // ---------------------------------------------------------------- lists
   renderTables() {
     if (!this.root) return;
+    if (!this.listed) {
+      swap(this.tableList, h("p.empty", "Looking for tables…"));
+      return;
+    }
     const me = this.ctx.me;
     const rows = [...this.tables.values()].filter((t) => t.status !== "closed");
     const announce = rows.length ? `${rows.length} table${rows.length === 1 ? "" : "s"} in the lobby` : "No tables in the lobby";
@@ -278,8 +287,10 @@ export class Lobby {
       // A seat kept for a rated game's leaver is not free for anyone else (info.held).
       const kept = (t.held ?? []).filter((x) => x.player !== me).length;
       const full = taken.length + kept >= t.seats.length;
+      // Why Join is not offered, said beside it (a finished table's players may start another).
+      const closedTo = full ? (t.status === "finished" ? "Game over, every seat taken: watch, or wait for the next game" : "Every seat is taken: watch instead") : null;
       return h("li.table-row", { dataset: { table: t.id } },
-        h("div.table-name", h("strong", t.name || "Unnamed table"), h("span.status", { dataset: { status: t.status } }, STATUS_WORDS[t.status] ?? t.status),
+        h("div.table-name", h("strong", tableName(t)), h("span.status", { dataset: { status: t.status } }, STATUS_WORDS[t.status] ?? t.status),
           t.options?.rated ? h("span.badge.rated", { title: "A rated table: each game moves its players' ratings" }, "rated") : null),
         h("div.table-meta",
           `${taken.length}/${t.seats.length} seated`,
@@ -292,8 +303,9 @@ export class Lobby {
         h("div.buttons",
           seated
             ? h("button.primary", { dataset: { key: `open-${t.id}` }, onclick: () => this.join(t.id) }, "Open")
-            : h("button.primary", { disabled: full, dataset: { key: `join-${t.id}` }, onclick: () => this.join(t.id) }, "Join"),
-          h("button", { dataset: { key: `watch-${t.id}` }, onclick: () => this.spectate(t.id), disabled: seated }, "Watch")));
+            : h("button.primary", { disabled: full, title: closedTo, "aria-describedby": closedTo ? `why-${t.id}` : null, dataset: { key: `join-${t.id}` }, onclick: () => this.join(t.id) }, "Join"),
+          h("button", { dataset: { key: `watch-${t.id}` }, onclick: () => this.spectate(t.id), disabled: seated }, "Watch"),
+          closedTo && !seated ? h("span.why", { id: `why-${t.id}` }, full && t.status === "finished" ? "Game over" : "Full") : null));
     })));
   }
 
@@ -301,7 +313,9 @@ export class Lobby {
     if (!this.root) return;
     const held = [...this.ctx.store.tables.values()].filter((t) => t.info);
     if (!held.length) {
-      swap(this.mine, h("p.empty", "None yet."));
+      const me = this.ctx.me;
+      swap(this.mine, h("p.empty", "None now: the tables you sit at and your solitaires in play show here. ",
+        me ? h("a", { href: `#/player/${encodeURIComponent(me)}` }, "Your finished games") : null));
       return;
     }
     swap(this.mine, h("ul.mine-list", held.map((t) => h("li",

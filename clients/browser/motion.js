@@ -57,7 +57,7 @@ export function sweep(before, targets) {
     const to = centre(element.getBoundingClientRect());
     for (const { rect, copy } of cards.slice(index, index + take)) {
       copy.classList.add("flying");
-      Object.assign(copy.style, { position: "fixed", left: `${rect.left}px`, top: `${rect.top}px`, width: `${rect.width}px`, height: `${rect.height}px`, margin: "0", zIndex: "50", pointerEvents: "none" });
+      Object.assign(copy.style, { position: "fixed", left: `${rect.left}px`, top: `${rect.top}px`, width: `${rect.width}px`, height: `${rect.height}px`, margin: "0", zIndex: "5", pointerEvents: "none" });  // under the panels and the action bar
       copy.removeAttribute("data-motion");
       copy.setAttribute("aria-hidden", "true");
       document.body.append(copy);

@@ -10,6 +10,7 @@
 // the selection.
 
 import { assistButtons, assistKey, hintOf, hintSpots, rankingLine } from "./assist.js";
+import { ask } from "./ask.js";
 import { h, swap } from "./dom.js";
 import { standardCard } from "./cards.js";
 import { fairness } from "./fairness.js";
@@ -170,7 +171,7 @@ export function renderPiles(ctx, table, screen) {
       can("end_round") ? h("button.primary", { id: "end-round", class: hintOf(table)?.type === "end_round" ? "hinted-to" : "", dataset: { key: "end-round" }, onclick: () => play({ type: "end_round" }) }, "End round") : null,
       ...(over ? [] : assistButtons(ctx, table, describe, redraw)),
       items.size ? h("button", { dataset: { key: "clear" }, onclick: () => { items.clear(); redraw(); } }, "Clear selection") : null,
-      !over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: () => { if (confirm("Resign this game? The round you are in scores as it stands.")) play({ type: "resign" }); } }, "Resign") : null,
+      !over ? h("button", { id: "resign", dataset: { key: "resign" }, onclick: async () => { if (await ask({ title: "Resign this game?", text: "The round you are in scores as it stands.", yes: "Resign", no: "Play on", danger: true })) play({ type: "resign" }); } }, "Resign") : null,
       h("span.spacer"),
       h("button", { dataset: { key: "help" }, onclick: () => ctx.help("blackjack_piles") }, "How to play"),
       over ? h("button.primary", { dataset: { key: "again" }, onclick: () => playAgain(ctx, table, "blackjack_piles") }, "Play again") : null,

@@ -105,6 +105,13 @@ export function renderRecords(ctx, route, screen) {
   swap(screen, page);
   const pages = { account: accountPage, ratings: ratingsPage, player: playerPage, game: replayPage };
   pages[route.page](ctx, route, page).catch((error) => {
+    const own = route.page === "player" && route.id === ctx.conn.welcome?.player;
+    if (own && error.status === 404) { // a player's own page before their first finished game
+      swap(page, h("section.panel", h("h2", "Your games"),
+        h("p", "Your finished games show here, with your scores and, at rated tables, your rating. Finish a game (a solitaire takes a few minutes) and come back."),
+        h("p", h("a", { href: "#", onclick: (e) => { e.preventDefault(); ctx.lobby(); } }, "Back to the lobby"))));
+      return;
+    }
     swap(page, h("section.panel", h("h2", "Not found"),
       h("p", error.status === 404 ? error.message : "The records cannot be read just now: try again."),
       h("p", h("a", { href: "#" , onclick: (e) => { e.preventDefault(); ctx.lobby(); } }, "Back to the lobby"))));

@@ -37,6 +37,14 @@ export function standardName(code) {
 }
 
 /** "1 card", "3 cards". */
+/** A table's name as everyone sees it, in the lobby and at the table alike: its own, or its
+ * host's ("Ada's table") when it was made without one (by a bot, say). */
+export function tableName(info) {
+  if (info.name) return info.name;
+  const host = info.seats?.find((seat) => seat && seat.player === info.host);
+  return host ? `${host.name}’s table` : "BlackDrez table";
+}
+
 export function count(n, word) {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }

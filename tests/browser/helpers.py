@@ -43,6 +43,33 @@ async def click_and_wait(page: Page, target: Locator, timeout: float = 5000) -> 
     await wait_until(page, f"{SEQ} > {before}", timeout=timeout)
 
 
+async def click_move_and_wait(page: Page, target: Locator, timeout: float = 5000) -> None:
+    """:func:`click_and_wait` for a move the page may ask about first (a Blue Jacket move
+    that empties a row pile with no starter in play): the question, if asked, answered yes."""
+    before = await seq(page)
+    await target.click()
+    asked = "document.querySelector('dialog.ask') !== null"
+    await wait_until(page, f"{SEQ} > {before} || {asked}", timeout=timeout)
+    if await page.locator("dialog.ask").count():
+        await page.locator("dialog.ask #ask-yes").click()
+        await wait_until(page, f"{SEQ} > {before}", timeout=timeout)
+
+
+async def answer(page: Page, yes: bool = True) -> None:
+    """Answer the question the page asks in its own dialog (``ask.js``: Leave, Resign, a new
+    name), and wait until it is gone."""
+    dialog = page.locator("dialog.ask")
+    await dialog.wait_for()
+    await dialog.locator("#ask-yes" if yes else "#ask-no").click()
+    await dialog.wait_for(state="detached")
+
+
+async def resign(page: Page) -> None:
+    """Resign the solitaire on screen (its question answered) and wait for the result."""
+    await page.locator("#resign").click()
+    await click_and_wait(page, page.locator("dialog.ask #ask-yes"))
+
+
 async def create_table(
     page: Page,
     name: str,

@@ -20,12 +20,13 @@ from blackdrez.games.records import read_record
 from blackdrez.games.verify import verify
 from blackdrez.server.table.assist import hint
 from tests.browser.helpers import click_and_wait, seq, start_deal, table_state, wait_until
+from tests.browser.helpers import resign as resign_here
 
 DEAL = 3
 
 
 async def resign(page: Page) -> None:
-    await click_and_wait(page, page.locator("#resign"))  # the page accepts the confirm
+    await resign_here(page)
     await page.locator("#final-score").wait_for()
 
 

@@ -48,9 +48,9 @@ async def seat_up(
         await join_by_invite(host, guest)
     else:
         await join_from_lobby(guest, table_name)
-    for page in (host, guest):
-        await page.locator("#ready").click()
-    await host.locator(".seat .badge.ready").nth(1).wait_for()
+    assert await host.locator("#ready").count() == 0, "the host's Start starts them: no Ready"
+    await guest.locator("#ready").click()
+    await host.locator(".seat .badge.ready").nth(0).wait_for()
     start = host.locator("#start")
     await start.wait_for()
     assert await start.is_enabled()
@@ -240,7 +240,6 @@ async def test_the_host_adds_bots_from_the_table_and_plays_them(new_page) -> Non
     await host.locator("#add-bot").wait_for(state="detached")  # no empty seat left
     bot_seats = await host.locator(".seat", has_text="Bot").count()
     assert bot_seats == 2
-    await host.locator("#ready").click()
     start = host.locator("#start")
     await start.wait_for()
     # (wait_until, not wait_for_function: the policy forbids the latter's eval)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.helpers import LOW_CONTRAST, create_table, start_deal
+from tests.browser.helpers import LOW_CONTRAST, create_table, resign, start_deal
 from tests.browser.test_table_ux import add_bots
 
 
@@ -27,12 +27,12 @@ async def test_the_main_screens_read_in_every_theme(new_page, theme: str) -> Non
     await look("lobby")
     await start_deal(page, "blackjack_piles", 7)
     await look("blackjack piles")
-    await page.locator("#resign").click()  # the page accepts the confirm
+    await resign(page)
     await look("blackjack piles, over")
     await page.get_by_role("button", name="Back to lobby").click()
     await start_deal(page, "blue_jacket", 1)
     await look("blue jacket")
-    await page.locator("#resign").click()  # the page accepts the confirm
+    await resign(page)
     await page.locator(".revealed").wait_for()
     await look("blue jacket, over")
     await page.get_by_role("button", name="Back to lobby").click()

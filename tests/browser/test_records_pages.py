@@ -4,6 +4,7 @@ history), the profile, the ratings, and the replay viewer stepping through a sto
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +21,8 @@ from blackdrez.protocol import v1
 from blackdrez.server import identity
 from blackdrez.server.app import GameServer, Settings
 from blackdrez.tools.ladder import ladder_bots, run_ladder
-from tests.browser.helpers import create_table, table_state
+from tests.browser.helpers import create_table, resign, start_deal, table_state
+from tests.browser.test_table_ux import add_bots, play_to_the_end
 from tests.server.helpers import act_once, seat_and_start
 
 DEADLINE = 180.0
@@ -186,7 +188,7 @@ async def test_the_replay_viewer_steps_through_the_record(
     # The players' profiles and the ratings page show the ladder bots, labelled as bots
     await page.locator(".replay-players a").first.click()
     await page.locator(".profile h2 .badge.bot").wait_for()
-    assert await page.locator(".sparkline").count() == 1
+    await page.locator(".rating-panel .chart-empty").wait_for()  # one rated game: no chart yet
     await screenshot(page, "profile")
     await page.locator(".records-nav a", has_text="Ratings").click()
     rows = page.locator(".rec-board tbody tr")
@@ -204,7 +206,7 @@ async def test_the_lobby_and_the_table_show_each_seated_players_rating_and_bots_
     assert server.records is not None
     veteran, veteran_name, _ = ladder_bots(0)[0]
     rated = (await server.records.ratings("blackdrez", [veteran]))[veteran]
-    expected = f"{rated.ordinal:.1f}?"  # one rated game: provisional
+    expected = f"{rated.display}?"  # one rated game: provisional
 
     ann = await new_page("Ann")
     ann.set_default_timeout(PATIENCE_MS)
@@ -216,11 +218,11 @@ async def test_the_lobby_and_the_table_show_each_seated_players_rating_and_bots_
     try:
         await bot.request(v1.JoinTable(table=table))
         bot_seat = ann.locator(".seat[data-seat='1']")
-        await bot_seat.locator(f".rating-tag[data-rating='{rated.ordinal:.1f}']").wait_for()
+        await bot_seat.locator(f".rating-tag[data-rating='{rated.display}']").wait_for()
         assert await bot_seat.locator(".rating-tag").text_content() == expected
         assert await bot_seat.locator(".badge.bot").count() == 1
         mine = ann.locator(".seat[data-seat='0'] .rating-tag")
-        assert await mine.text_content() == "0.0?", "a new player starts at 0, provisional"
+        assert await mine.text_content() == "1500?", "a new player starts at 1500, provisional"
         assert await mine.get_attribute("data-provisional") == "true"
         assert await ann.locator(".table-head .badge.rated").count() == 1
         await screenshot(ann, "blackdrez-rated")
@@ -234,7 +236,7 @@ async def test_the_lobby_and_the_table_show_each_seated_players_rating_and_bots_
         assert await their.locator(".rating-tag").text_content() == expected
         assert await their.locator(".badge.bot").count() == 1
         host = row.locator(f".player[data-player='{ann_player}']")
-        assert await host.locator(".rating-tag").text_content() == "0.0?"
+        assert await host.locator(".rating-tag").text_content() == "1500?"
         assert await host.locator(".badge.bot").count() == 0
         await row.scroll_into_view_if_needed()
         await screenshot(phone, "lobby-rated-phone", full=False)
@@ -363,3 +365,36 @@ async def test_a_replay_reads_right_before_the_deal_and_fits_a_phone(
     assert sorted(titles) == sorted(names)
     await phone.locator("#replay-forward").click()
     assert "out of the round" not in " ".join(await seats.all_text_contents())
+
+
+async def test_a_rated_games_end_shows_the_players_rating_change(new_page, screenshot) -> None:
+    """At a rated game's end the player sees their rating move ("1500 \u2192 1569 (+69)"), once
+    the game is stored, beside the ranking."""
+    page = await new_page("Rated", width=390, height=844)
+    await create_table(page, "Rated one", seats=2, max_rounds=1, rated=True, pause=0.3)
+    await add_bots(page, 1)
+    await page.locator(".seat.mine .rating-tag").wait_for()
+    await page.locator("#start").click()
+    await play_to_the_end(page)
+    line = page.locator("#rating-change")
+    await line.wait_for(timeout=30000)
+    text = await line.text_content() or ""
+    assert re.fullmatch(r"Your rating: 1500 \u2192 \d{3,4} \([+\u2212-]?\d+\)", text), text
+    await screenshot(page, "blackdrez-rating-change-phone", full=False)
+
+
+async def test_a_guest_reaches_their_own_games_from_the_header(new_page) -> None:
+    """A guest had no link to their history ("Your tables and games: None yet" after five
+    games): the header has "Your games", which says what will show before the first finished
+    game, and lists it after."""
+    page = await new_page("Guesty", width=390, height=844)
+    link = page.locator("#my-games-link")
+    await link.click()
+    await page.locator(".records h2", has_text="Your games").wait_for()
+    await page.go_back()
+    await start_deal(page, "blackjack_piles", 3)
+    await resign(page)
+    await link.click()
+    await page.locator(".records .profile").wait_for()
+    await page.locator(".records", has_text="Blackjack Piles").first.wait_for()
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -20,6 +20,7 @@ import pytest
 from blackdrez.server.testing.default_server import DefaultServer
 from blackdrez.server.testing.redis_server import free_port
 from tests.browser.helpers import click_and_wait, start_deal, table_state, wait_until
+from tests.browser.test_sign_out import sign_up
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -69,3 +70,31 @@ async def test_a_solitaire_in_the_browser_goes_on_across_restarts_of_the_default
         assert (after["id"], after["view"]) == (before["id"], before["view"]), how.name
         await click_and_wait(page, page.locator("#stock"))  # and it plays on
         before = await table_state(page)
+
+
+async def test_an_account_stays_signed_in_and_in_its_place_across_a_restart(
+    default_server: DefaultServer, new_page
+) -> None:
+    """Restarting the default server signed an account out (it came back a new guest) and took
+    10.7 s to reconnect: the account, its name and the page's place (its address) come back."""
+    page = await new_page("Cleo")
+    player = await sign_up(page, "Cleo Keeps", "a long enough secret")
+    await page.locator(".top h1 a").click()  # the lobby
+    await start_deal(page, "blackjack_piles", 5)
+    address = page.url
+    await asyncio.to_thread(default_server.stop, signal.SIGTERM)
+    await wait_until(page, "document.querySelector('#status').dataset.state !== 'open'")
+    await asyncio.sleep(DOWN)
+    await default_server.start()
+    back = time.monotonic()
+    await wait_until(page, "document.querySelector('#status').dataset.state === 'open'", 15000)
+    await page.locator("#stat-score").wait_for()
+    took = time.monotonic() - back
+    assert took < BACK_WITHIN, f"back {took:.1f} s after the server's return"
+    assert await page.evaluate("window.blackdrez.conn.welcome.player") == player
+    assert await page.locator("#whoami").text_content() == "Cleo Keeps"
+    assert await page.locator("#account-link").text_content() == "Profile"
+    assert page.url == address
+    await page.reload()  # and a reload after the restart too
+    await page.locator("#stat-score").wait_for()
+    assert await page.locator("#account-link").text_content() == "Profile"

@@ -12,7 +12,14 @@ from playwright.async_api import Page
 from blackdrez.games import GAMES
 from blackdrez.games.blackjack_piles import rules as bp
 from blackdrez.games.blue_jacket import rules as bj
-from tests.browser.helpers import LOW_CONTRAST, click_and_wait, seq, start_deal
+from tests.browser.helpers import (
+    LOW_CONTRAST,
+    click_and_wait,
+    click_move_and_wait,
+    resign,
+    seq,
+    start_deal,
+)
 
 PILES_DEAL = 7
 BLUE_JACKET_DEAL = 1
@@ -94,7 +101,7 @@ async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
     assert cashes == 3 and shot
     view = engine.view(0)
     assert await stats(page, "hands", "left", "score") == [view.hands, view.left, view.score]
-    await click_and_wait(page, page.locator("#resign"))
+    await resign(page)
     engine.apply(0, bp.Resign())
     final = engine.view(0)
     assert final.over and final.score > 0
@@ -139,14 +146,14 @@ async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
         assert set(shown_targets) == targets
         if step == 0:
             await screenshot(page, "blue-jacket")
-        await click_and_wait(page, page.locator(f"[data-loc='{move.target}']"))
+        await click_move_and_wait(page, page.locator(f"[data-loc='{move.target}']"))
         game.apply(0, move)
         assert await stats(page, "score", "moves") == [game.score, game.view(0).moves]
     if game.can_deal():
         await click_and_wait(page, page.locator("#stock"))
         game.apply(0, bj.Deal())
         assert await stats(page, "stock") == [game.stock_count]
-    await click_and_wait(page, page.locator("#resign"))
+    await resign(page)
     game.apply(0, bj.Resign())
     assert await page.locator("#final-score").text_content() == str(game.score)
     assert await page.locator("#par-score").text_content() == "104"  # the deal is winnable
@@ -158,7 +165,7 @@ async def test_both_solitaires_by_clicks(new_page, screenshot) -> None:
     # ------------------------------------------------------------ a random deal scores
     await page.locator("button[data-start=blackjack_piles]").click()
     await page.locator("#stat-score").wait_for()
-    await click_and_wait(page, page.locator("#resign"))
+    await resign(page)
     score = await page.locator("#final-score").text_content()
     await page.get_by_role("button", name="Back to lobby").click()
     await page.locator("select[name=deal]").select_option("random")  # the daily board is first
@@ -205,7 +212,7 @@ async def test_on_a_phone_the_rounds_table_of_a_finished_session_fits_the_screen
     rule about the stock's card, meaningless once the session is over, is gone.)"""
     page = await new_page("Sol", width=390, height=844)
     await start_deal(page, "blackjack_piles", PILES_DEAL)
-    await click_and_wait(page, page.locator("#resign"))  # the page accepts the confirm
+    await resign(page)
     rounds = page.locator("table.results")
     await rounds.locator("th", has_text="Par").wait_for()
     assert await page.locator(".stock-area .rule").count() == 0, "no round's rule once it is over"

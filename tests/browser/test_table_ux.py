@@ -15,6 +15,7 @@ from playwright.async_api import Page
 
 from blackdrez.server.app import GameServer
 from tests.browser.helpers import (
+    answer,
     click_and_wait,
     create_table,
     play_turn,
@@ -299,9 +300,9 @@ async def test_messages_are_sentences(new_page) -> None:
     # Leaving mid-game asks first; saying no keeps the seat.
     await page.locator("#start").click()
     await page.locator(".seat.mine .hand .card").first.wait_for()
-    await page.evaluate("window.confirm = (text) => { window.asked = text; return false; }")
     await page.locator("#leave").click()
-    assert "A game is running" in await page.evaluate("window.asked")
+    assert "A game is running" in (await page.locator("dialog.ask").text_content() or "")
+    await answer(page, yes=False)
     assert await page.locator(".blackdrez").count() == 1
     await page.locator("[data-key=lobby]").click()
     # An error reply becomes a sentence, not the server's code or text.
@@ -355,17 +356,17 @@ async def test_blue_jacket_explains_its_stock_and_warns_before_a_dead_end(
     await start_deal(page, "blue_jacket", 3)
     assert await page.locator("#stock").is_enabled()
     # Row 3 pile 2 holds an Ace, and no Four is in play: moving it asks first.
-    await page.evaluate("window.confirm = (text) => { window.asked = text; return false; }")
     before = await seq(page)
     await page.locator("[data-loc='r3.2']").click()
     await page.locator("[data-loc='aces']").click()
-    warning = await page.evaluate("window.asked")
+    warning = await page.locator("dialog.ask").text_content() or ""
     assert "empties row 3 pile 2" in warning and "no Four" in warning
     assert "cannot deal" in warning
+    await answer(page, yes=False)
     assert await seq(page) == before, "saying no moves nothing"
-    await page.evaluate("window.confirm = () => true")
     await page.locator("[data-loc='r3.2']").click()
-    await click_and_wait(page, page.locator("[data-loc='aces']"))
+    await page.locator("[data-loc='aces']").click()
+    await click_and_wait(page, page.locator("dialog.ask #ask-yes"))
     stock = page.locator("#stock")
     assert await stock.is_disabled()
     why = await page.locator("#stock-why").text_content() or ""
@@ -447,9 +448,10 @@ async def test_leaving_mid_game_says_the_seat_is_freed_after_your_next_turn(new_
     next turn they withdraw): the question says that, not "when the round ends"."""
     page = await new_page("Goer")
     await playing_a_bot(page, "Going")
-    await page.evaluate("window.confirm = (text) => { window.asked = text; return false; }")
     await page.locator("#leave").click()
-    asked = await page.evaluate("window.asked")
+    asked = await page.locator("dialog.ask").text_content() or ""
+    await answer(page, yes=False)
+    assert await page.locator(".blackdrez").count() == 1
     assert "A game is running" in asked
     assert "next turn" in asked and "freed" in asked, asked
     assert "round ends" not in asked and "each of your turns" not in asked, asked
@@ -659,7 +661,7 @@ async def test_one_control_starts_the_next_game(new_page, screenshot, width, hei
     await create_table(host, "Next", seats=2, max_rounds=1, pause=0.3)
     await add_bots(host, 1)
     ready = host.locator("#ready")
-    assert "play" in (await ready.text_content() or ""), "says what ready is for"
+    assert await ready.count() == 0, "the host's Start game starts them: no Ready beside it"
     await host.locator("#start").click()
     # No Ready once the game is on (nor at its end: with one round and a bot that may make 11
     # before the host's first turn, the game can be over before a card shows in sight).
