@@ -340,10 +340,21 @@ export class Lobby {
             h("span.who", e.name, e.won ? h("span.won", { title: "won" }, " ✓") : null),
             h("span.entry-meta.muted", `${e.deal === "daily" ? "daily" : "random"} · ${e.day}${e.hints || e.undos ? ` · ${helpWords(e)}` : ""}`),
             h("span.score", String(e.score)),
-            h("button.link.record", { type: "button", dataset: { record: e.record }, title: "Download this game's record: blackdrez verify checks it", onclick: () => this.downloadRecord(e.record) }, "record"))))
+            recordButton(e, this))))
           : h("p.empty", "No scores yet."));
     }));
   }
+}
+
+/** A leaderboard entry's record to download; a daily deal's record is sealed until its UTC day
+ * ends (its seed would give the deal away): then the button says so, and when it opens. */
+function recordButton(entry, lobby) {
+  const opens = entry.deal === "daily" ? Date.parse(`${entry.day}T00:00:00Z`) + 86_400_000 : 0;
+  if (opens > Date.now()) {
+    const at = new Date(opens).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    return h("button.link.record", { type: "button", disabled: true, dataset: { record: entry.record, sealed: "true" }, title: `Sealed until the day ends (UTC), at ${at} your time: the record shows the deal's seed` }, `sealed until ${at}`);
+  }
+  return h("button.link.record", { type: "button", dataset: { record: entry.record }, title: "Download this game's record: blackdrez verify checks it", onclick: () => lobby.downloadRecord(entry.record) }, "record");
 }
 
 function helpWords(entry) {

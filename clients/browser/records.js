@@ -126,8 +126,14 @@ async function accountPage(ctx, route, page) {
   const conn = ctx.conn;
   const welcome = conn.welcome;
   const claimed = conn.token && isAccount(conn.token);
-  const status = h("p.form-status", { role: "status", "aria-live": "polite" });
-  const fail = (error) => { status.textContent = ACCOUNT_ERRORS[error.code] ?? errorText(error); status.className = "form-status bad"; };
+  // Each form says its own outcome under its own button (a refused sign-in was said under the
+  // sign-up column, where nobody looked).
+  const statusLine = (id) => h("p.form-status", { id, role: "status", "aria-live": "polite" });
+  const inStatus = statusLine("sign-in-status");
+  const upStatus = statusLine("sign-up-status");
+  const outStatus = statusLine("sign-out-status");
+  const say = (status, text, ok) => { status.textContent = text; status.className = `form-status ${ok ? "ok" : "bad"}`; };
+  const fail = (status) => (error) => say(status, ACCOUNT_ERRORS[error.code] ?? errorText(error), false);
   const busy = (form, on) => { for (const b of form.querySelectorAll("button")) b.disabled = on; };
   const field = (label, input) => h("label.field", h("span", label), input);
 
@@ -137,18 +143,18 @@ async function accountPage(ctx, route, page) {
     busy(e.target, true);
     try {
       const session = await conn.request({ type: "sign_in", name: f.name.value, password: f.password.value });
-      status.textContent = `Signed in as ${session.name}.`;
-      status.className = "form-status ok";
+      say(inStatus, `Signed in as ${session.name}.`, true);
       remountRecords();
       ctx.become(session);
       location.hash = `#/player/${encodeURIComponent(session.player)}`;
-    } catch (error) { fail(error); } finally { busy(e.target, false); }
+    } catch (error) { fail(inStatus)(error); } finally { busy(e.target, false); }
   } },
   h("h2#sign-in-title", "Sign in"),
   h("p.muted", "Play as your account on this browser: your name, games and rating."),
   field("Name", h("input", { name: "name", required: true, maxlength: "24", autocomplete: "username" })),
   field("Password", h("input", { name: "password", type: "password", required: true, minlength: "8", autocomplete: "current-password" })),
-  h("button.primary", { type: "submit" }, "Sign in"));
+  h("button.primary", { type: "submit" }, "Sign in"),
+  inStatus);
 
   const signUp = h("form#sign-up", { "aria-labelledby": "sign-up-title", onsubmit: async (e) => {
     e.preventDefault();
@@ -157,17 +163,17 @@ async function accountPage(ctx, route, page) {
     try {
       const session = await conn.request({ type: "sign_up", name: f.name.value, password: f.password.value });
       ctx.keep(session);
-      status.textContent = `Your identity is yours now, ${session.name}: sign in with this name on any browser.`;
-      status.className = "form-status ok";
+      say(upStatus, `Your identity is yours now, ${session.name}: sign in with this name on any browser.`, true);
       remountRecords();
       location.hash = `#/player/${encodeURIComponent(session.player)}`;
-    } catch (error) { fail(error); } finally { busy(e.target, false); }
+    } catch (error) { fail(upStatus)(error); } finally { busy(e.target, false); }
   } },
   h("h2#sign-up-title", "Keep this identity"),
   h("p.muted", `You play as the guest ${welcome?.name ?? ""}. Choose a name and a password to keep your games and rating, and to play as yourself on another browser.`),
   field("Name", h("input", { name: "name", required: true, maxlength: "24", value: welcome?.name ?? "", autocomplete: "username" })),
   field("Password (8 characters or more)", h("input", { name: "password", type: "password", required: true, minlength: "8", autocomplete: "new-password" })),
-  h("button.primary", { type: "submit" }, "Sign up"));
+  h("button.primary", { type: "submit" }, "Sign up"),
+  upStatus);
 
   const signedIn = h("section.panel",
     h("h2", `Signed in as ${welcome?.name ?? ""}`),
@@ -178,16 +184,15 @@ async function accountPage(ctx, route, page) {
         try {
           const session = await conn.request({ type: "sign_out_everywhere" });
           ctx.keep(session);
-          status.textContent = "Signed out everywhere else.";
-          status.className = "form-status ok";
-        } catch (error) { fail(error); }
+          say(outStatus, "Signed out everywhere else.", true);
+        } catch (error) { fail(outStatus)(error); }
       } }, "Sign out everywhere"),
-      h("button", { id: "sign-out", onclick: () => { remountRecords(); ctx.signOut(); } }, "Sign out of this browser")));
+      h("button", { id: "sign-out", onclick: () => { remountRecords(); ctx.signOut(); } }, "Sign out of this browser")),
+    outStatus);
 
   swap(page, h("div.account-grid",
     claimed ? signedIn : h("section.panel", signUp),
-    h("section.panel", signIn),
-    status));
+    h("section.panel", signIn)));
 }
 
 // ------------------------------------------------------------------ ratings
@@ -438,7 +443,9 @@ function blackdrezBoard(view, players) {
       return h("div.replay-seat", { class: view.to_act === s.seat ? "on-turn" : "", dataset: { seat: s.seat } },
         h("div.seat-name", h("span.name", { title: name }, name), who?.bot ? h("span.badge.bot", "bot") : null),
         h("div.seat-status", !dealt ? "waiting for the deal" : s.in_round ? `${s.status}${s.value !== null ? ` · ${s.value}` : ""}` : "out of the round"),
-        h("div.hand", cards(s.hand, "blackdrez", dealt ? "no cards" : "")),
+        // An empty hand once dealt: the round ended and its cards went to the piles (a round
+        // won on the deal shows every hand so), or the seat holds none in this round.
+        h("div.hand", cards(s.hand, "blackdrez", !dealt ? "" : s.in_round ? "no cards in hand" : "no cards in hand: they went to the piles")),
         h("div.pile", `Pile: ${count(s.pile.length, "card")}`));
     })),
     h("div.replay-centre",
@@ -484,8 +491,8 @@ async function replayPage(ctx, route, page) {
     h("option", { value: String(last) }, "End"));
   const buttons = {
     first: h("button#replay-first", { onclick: () => go(0), "aria-label": "First step" }, "|◀"),
-    back: h("button#replay-back", { onclick: () => go(at - 1), "aria-label": "Step back" }, "◀ Back"),
-    forward: h("button#replay-forward.primary", { onclick: () => go(at + 1), "aria-label": "Step forward" }, "Forward ▶"),
+    back: h("button#replay-back", { onclick: () => go(at - 1), "aria-label": "Back one step" }, "◀ Back"),
+    forward: h("button#replay-forward.primary", { onclick: () => go(at + 1), "aria-label": "Forward one step" }, "Forward ▶"),
     end: h("button#replay-end", { onclick: () => go(last), "aria-label": "Last step" }, "▶|"),
   };
 

@@ -114,8 +114,11 @@ async def test_the_daily_deal_is_ranked_and_its_entry_shows_day_and_record(
     text = await entry.text_content() or ""
     assert "daily" in text and "1 hint" in text
     await screenshot(page, "lobby-leaderboards", element=".solitaire-panel")
-    await entry.locator("button.record").click()
-    await page.locator(".toast", has_text="sealed until the day is over").wait_for()
+    # sealed until the UTC day ends: the button says so and until when (no click for a refusal)
+    sealed = entry.locator("button.record")
+    assert await sealed.is_disabled()
+    assert "sealed until" in (await sealed.text_content() or "")
+    assert "day ends (UTC)" in (await sealed.get_attribute("title") or "")
 
 
 async def test_a_random_deals_record_downloads_and_verifies(

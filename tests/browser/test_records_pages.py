@@ -92,7 +92,9 @@ async def test_sign_up_then_sign_in_on_a_second_browser_restores_identity_and_hi
     await sign_in.locator("input[name=name]").fill("ann lee")
     await sign_in.locator("input[name=password]").fill("wrong password")
     await sign_in.get_by_role("button", name="Sign in").click()
-    await other.locator(".form-status.bad", has_text="Wrong name or password").wait_for()
+    # said under the sign-in form, where the player looks (it was under the sign-up column)
+    await sign_in.locator(".form-status.bad", has_text="Wrong name or password").wait_for()
+    assert await other.locator("#sign-up .form-status.bad").count() == 0
     await sign_in.locator("input[name=password]").fill("correct horse battery")
     await sign_in.get_by_role("button", name="Sign in").click()
     await other.wait_for_function(
