@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -385,7 +387,7 @@ async def test_a_rated_games_end_shows_the_players_rating_change(new_page, scree
     await screenshot(page, "blackdrez-rating-change-phone", full=False)
 
 
-async def test_a_guest_reaches_their_own_games_from_the_header(new_page) -> None:
+async def test_a_guest_reaches_their_own_games_from_the_header(new_page, base_url: str) -> None:
     """A guest had no link to their history ("Your tables and games: None yet" after five
     games): the header has "Your games", which says what will show before the first finished
     game, and lists it after."""
@@ -396,7 +398,23 @@ async def test_a_guest_reaches_their_own_games_from_the_header(new_page) -> None
     await page.go_back()
     await start_deal(page, "blackjack_piles", 3)
     await resign(page)
+    me = await page.evaluate("window.blackdrez.conn.welcome.player")
+    await stored_profile(base_url, me)  # the records keep it a moment after the game ends
     await link.click()
     await page.locator(".records .profile").wait_for()
     await page.locator(".records", has_text="Blackjack Piles").first.wait_for()
     assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+async def stored_profile(base_url: str, player: str, within: float = 30.0) -> None:
+    """Wait until the records API has ``player``'s profile (their first game stored)."""
+    deadline = time.monotonic() + within
+    url = f"{base_url}api/v1/players/{player}"
+    while True:
+        try:  # (in a thread: the server answers on this test's event loop)
+            await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).close())
+            return
+        except urllib.error.HTTPError as error:
+            if error.code != 404 or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.2)
