@@ -19,18 +19,9 @@ from blackdrez.games.records import encode_record
 from blackdrez.games.verify import play_bots
 from blackdrez.server.records.model import GameRecord, PlayerResult
 from blackdrez.tools import cli
+from tests.games.test_cli import run
 
 CLI = [sys.executable, "-m", "blackdrez.tools.cli"]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Run ``blackdrez argv...`` in this process; return the exit code, stdout and stderr."""
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --------------------------------------------------------------------------- --version

@@ -39,6 +39,19 @@ async def server() -> AsyncIterator[GameServer]:
 
 
 @pytest.fixture
+async def records_server(tmp_path: Path) -> AsyncIterator[GameServer]:
+    """A server that keeps records (a SQLite file of the test's own): the pages of players,
+    ratings and stored games."""
+    game_server = GameServer(
+        Settings(port=0, ping_interval=None, db_url=f"sqlite:///{tmp_path / 'records.db'}"),
+        bot_client=run_bot,
+    )
+    await game_server.start()
+    yield game_server
+    await game_server.stop()
+
+
+@pytest.fixture
 def base_url(server: GameServer) -> str:
     """The client's address on the running server."""
     return f"http://127.0.0.1:{server.port}/"

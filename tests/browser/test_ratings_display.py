@@ -9,15 +9,12 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import msgspec
 import pytest
 from playwright.async_api import Page
 
-from blackdrez.clients.bots import run_bot
-from blackdrez.server.app import GameServer, Settings
+from blackdrez.server.app import GameServer
 from blackdrez.server.records.ingest import finished_game
 from blackdrez.server.records.model import FinishedGame, SeatPlayer
 from blackdrez.server.records.ratings import change, display
@@ -31,15 +28,9 @@ BOTS = [("p_bot_a", "Bot Ada"), ("p_bot_b", "Bot Bea"), ("p_bot_c", "Bot Cal")]
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[GameServer]:
-    """A server that keeps records (a SQLite file of the test's own)."""
-    game_server = GameServer(
-        Settings(port=0, ping_interval=None, db_url=f"sqlite:///{tmp_path / 'records.db'}"),
-        bot_client=run_bot,
-    )
-    await game_server.start()
-    yield game_server
-    await game_server.stop()
+def server(records_server: GameServer) -> GameServer:
+    """A server that keeps records (``conftest.records_server``)."""
+    return records_server
 
 
 def a_game(

@@ -8,20 +8,19 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.async_api import Page
 
-from blackdrez.clients.bots import BOT_CLIENT, play_table, run_bot
+from blackdrez.clients.bots import BOT_CLIENT, play_table
 from blackdrez.clients.client import Client
 from blackdrez.games import verify
 from blackdrez.games.records import decode_record
 from blackdrez.protocol import v1
 from blackdrez.server import identity
-from blackdrez.server.app import GameServer, Settings
+from blackdrez.server.app import GameServer
 from blackdrez.tools.ladder import ladder_bots, run_ladder
 from tests.browser.helpers import create_table, resign, start_deal, table_state
 from tests.browser.test_table_ux import add_bots, play_to_the_end
@@ -33,15 +32,9 @@ PATIENCE_MS = 90_000
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[GameServer]:
-    """A server that keeps records (a SQLite file of the test's own)."""
-    game_server = GameServer(
-        Settings(port=0, ping_interval=None, db_url=f"sqlite:///{tmp_path / 'records.db'}"),
-        bot_client=run_bot,
-    )
-    await game_server.start()
-    yield game_server
-    await game_server.stop()
+def server(records_server: GameServer) -> GameServer:
+    """A server that keeps records (``conftest.records_server``)."""
+    return records_server
 
 
 async def stored_games(server: GameServer, count: int, **filters: Any) -> list[Any]:
