@@ -94,15 +94,11 @@ function roundSummary(table, names, round, pausing) {
       h("span.hand", cards.map((c) => pokerCard(c, { small: true }))),
       h("span.summary-value", `${handValue(cards)}`));
   };
-  let headline;
+  const headline = roundHeadline(round, names);
   let body;
   if (end.type === "round_won") {
-    headline = end.reason === "eleven"
-      ? `${who(end.seat)} wins round ${round.started.round} with 11`
-      : `${who(end.seat)} wins round ${round.started.round}: everyone else went out`;
     body = [hand(end.seat), h("p.summary-take", `${who(end.seat)} takes ${count(end.cards.length, "card")} into their pile.`)];
   } else {
-    headline = `Round ${round.started.round} is shared: ${end.reason === "eleven" ? "several 11s on the deal" : "everyone stood"}`;
     body = [
       ...end.winners.map((seat) => hand(seat)),
       h("ul.shares", end.winners.map((seat, i) => h("li", `${who(seat)} takes ${count(end.shares[i].length, "card")}`))),
@@ -116,6 +112,16 @@ function roundSummary(table, names, round, pausing) {
     h("h3.round-result", headline),
     body,
     pausing ? h("p.next-round", "Next round in a moment…", h("span.pause-bar", { style: { animationDuration: `${pause}s` } })) : null);
+}
+
+/** A round's result in one line: "Ada wins round 2 with 11", "Round 3 is shared: …". */
+function roundHeadline(round, names) {
+  const end = round.end;
+  const n = round.started.round;
+  if (end.type === "round_won") {
+    return end.reason === "eleven" ? `${names[end.seat]} wins round ${n} with 11` : `${names[end.seat]} wins round ${n}: everyone else went out`;
+  }
+  return `Round ${n} is shared: ${end.reason === "eleven" ? "several 11s on the deal" : "everyone stood"}`;
 }
 
 function seatBox(ctx, table, index, names, compact) {
@@ -232,8 +238,11 @@ function gameOver(ctx, table, names, startGame) {
   const readyNames = info.seats.map((s, i) => (s && s.ready ? names[i] : null)).filter(Boolean);
   const host = info.host === ctx.me;
   const me = table.seat !== null ? info.seats[table.seat] : null;
+  // The last round's result first (it ended the game; its own panel gives way to this one).
+  const round = lastRound(table);
   return h("section.ranking.game-over", { "aria-labelledby": "ranking-title" },
     newcomer ? h("p.muted", "You joined after this game ended. Its result:") : null,
+    round?.end ? h("p.last-round", { id: "last-round" }, `Last round: ${roundHeadline(round, names)}.`) : null,
     h("h3.headline", headline),
     h("p.why", why),
     h("h4#ranking-title", `Final ranking after ${count(result.rounds, "round")}`),

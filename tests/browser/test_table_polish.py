@@ -4,8 +4,10 @@ of their own; questions are asked in the page, not with the browser's confirm().
 
 from __future__ import annotations
 
-from tests.browser.helpers import answer
-from tests.browser.test_table_ux import add_bots
+import re
+
+from tests.browser.helpers import answer, create_table
+from tests.browser.test_table_ux import add_bots, play_to_the_end
 
 
 async def test_a_table_without_a_name_is_its_hosts_table_in_the_lobby_and_at_the_table(
@@ -62,3 +64,22 @@ async def test_questions_are_asked_in_the_page_and_no_keeps_the_seat(new_page) -
     await answer(page, yes=False)
     assert await page.locator(".blackdrez .seat.mine").count() == 1
     assert native == []
+
+
+async def test_the_game_over_panel_says_the_last_rounds_result_first(new_page) -> None:
+    """The last round's result was replaced at once by the game-over panel: the panel now
+    opens with it, then who won the game."""
+    page = await new_page("Ender", width=390, height=844)
+    await create_table(page, "One round", seats=2, max_rounds=1, pause=0.3)
+    await add_bots(page, 1)
+    await page.locator("#start").click()
+    await play_to_the_end(page)
+    line = page.locator(".game-over #last-round")
+    await line.wait_for()
+    assert re.fullmatch(
+        r"Last round: (.+ wins round 1.*|Round 1 is shared: .+)\.", await line.text_content() or ""
+    )
+    order = await page.evaluate(
+        "[...document.querySelector('.game-over').children].map((e) => e.id || e.className)"
+    )
+    assert order.index("last-round") < order.index("headline")
