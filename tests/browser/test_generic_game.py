@@ -5,6 +5,8 @@ spec's rules text, played by its generic buttons to the end, and replayed by the
 
 from __future__ import annotations
 
+import asyncio
+
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,9 +51,14 @@ async def test_an_unknown_game_is_drawn_and_played_by_the_generic_views(new_page
     )
 
     # The replay viewer shows its stored game's steps with the same generic fields.
+    # (A predicate that returns a promise is truthy at once: poll the listing here.)
     stored = "fetch('/api/v1/games?game=higher_or_lower').then(r => r.json())"
-    await page.wait_for_function(f"{stored}.then(page => page.games.length === 1)")
-    game_id = await page.evaluate(f"{stored}.then(page => page.games[0].id)")
+    deadline = asyncio.get_running_loop().time() + 10
+    while not (games := (await page.evaluate(stored))["games"]):
+        assert asyncio.get_running_loop().time() < deadline, "the game was never stored"
+        await asyncio.sleep(0.1)
+    assert len(games) == 1
+    game_id = games[0]["id"]
     await page.goto(f"{page.url.split('#')[0]}#/game/{game_id}")
     replayed = page.locator(".replay-felt .generic-view dd[data-field=card] .card")
     await replayed.wait_for()
