@@ -31,7 +31,7 @@ protocol's ``TableOptions``; a spec reads their fields by name and never imports
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import msgspec
@@ -72,6 +72,18 @@ class GameSpec:
     """First names for the bots a host adds to a table (cycled)."""
     strategy_labels: ClassVar[Mapping[str, str]] = {}
     """A reference bot's name as people read it beside a bot's first name (default: its name)."""
+
+    refusals_count_from_1: ClassVar[bool] = False
+    """The rules' refusal texts number seats and piles as players see them (from 1); else the
+    verifier does not show them to people (``blackdrez.games.verify.refusal_words``)."""
+
+    def action_words(self, action: Any) -> str:
+        """``action`` as its player would say it ("hit", "place the stock's top card on pile
+        2"), seats and piles counted from 1. By default its type and fields."""
+        fields = msgspec.to_builtins(action)
+        kind = str(fields.pop("type", type(action).__name__)).replace("_", " ")
+        details = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in fields.items())
+        return f"{kind} ({details})" if details else kind
 
     def deck(self, config: Any) -> list[str]:
         """The unshuffled deck in canonical order."""
@@ -201,3 +213,8 @@ def _unheld(message: str) -> str:
     the path ``$.action...`` is ``$...``, and a message about the value itself names no path."""
     message = message.removesuffix(" - at `$.action`")
     return message.replace("`$.action", "`$")
+
+
+def and_words(words: Sequence[str], last: str = "and") -> str:
+    """``A``, ``A and B``, ``A, B and C`` (or ``A, B or C``)."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"

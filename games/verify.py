@@ -27,10 +27,10 @@ from typing import Any, NamedTuple
 import msgspec
 
 from blackdrez.games import GAMES
-from blackdrez.games.base import Rejected
+from blackdrez.games.base import Reason, Rejected
 from blackdrez.games.records import Record
 from blackdrez.games.shuffle import commitment
-from blackdrez.games.spec import GameSpec
+from blackdrez.games.spec import GameSpec, and_words
 
 
 class ReplayError(Exception):
@@ -100,9 +100,51 @@ def steps(engine: Any, record: Record) -> Iterator[Step]:
             events = engine.apply(seat, action)
         except Rejected as error:
             raise ReplayError(
-                f"action {index} (seat {seat}, {wire!r}) was rejected: {error}", index
+                f"action {index} ({seat_words(seat)}: {game.action_words(action)}) was "
+                f"rejected: {refusal_words(game, engine, _seats(record), seat, error)}",
+                index,
             ) from None
         yield Step(index, seat, action, events)
+
+
+def seat_words(seat: int) -> str:
+    """Who acted, as the browser says it: "seat N" counted from 1, or "the table" for the
+    pseudo-seat of the actions the table plays itself (a negative seat, e.g. BlackDrez's
+    round starts)."""
+    return "the table" if seat < 0 else f"seat {seat + 1}"
+
+
+MOST_OPTIONS = 5
+"""The most legal actions :func:`refusal_words` lists (a solitaire may have dozens)."""
+
+
+def refusal_words(game: GameSpec, engine: Any, seats: int, seat: int, error: Rejected) -> str:
+    """Why ``engine`` (a game of ``seats`` seats) refused ``seat``'s action, in the browser's
+    words: seats counted from 1, actions as players say them (``game.action_words``). The rules'
+    own detail is kept when it is plain words, or numbers things as players see them
+    (``game.refusals_count_from_1``); else what the seat could do instead is said where that is
+    short."""
+    who = seat_words(seat)
+    if error.reason is Reason.GAME_OVER:
+        return "the game was already over"
+    if error.reason is Reason.NOT_IN_ROUND:
+        return f"{who} was not playing that round"
+    if error.reason is Reason.BAD_ACTION:
+        return f"it is not a {game.name} action"
+    if error.reason is Reason.NOT_YOUR_TURN:
+        acting = [seat_words(s) for s in range(-1, seats) if engine.legal_actions(s)]
+        return f"it was not {who}'s turn" + (f": {and_words(acting)} was to act" if acting else "")
+    if game.refusals_count_from_1 or not any(c.isdigit() for c in error.detail):
+        return error.detail
+    options = [game.action_words(action) for action in engine.legal_actions(seat)]
+    if 0 < len(options) <= MOST_OPTIONS:
+        return f"the rules did not allow it then; {who} could {and_words(options, 'or')}"
+    return "the rules did not allow it then"
+
+
+def _seats(record: Record) -> int:
+    """How many seats the record's game has (a solitaire: one)."""
+    return int(getattr(config_of(record), "seats", 1))
 
 
 def replay(record: Record) -> Any:

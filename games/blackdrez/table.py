@@ -12,7 +12,7 @@ from typing import Any
 
 from blackdrez.games.blackdrez import bots, rules
 from blackdrez.games.cards import pokerdrez_deck
-from blackdrez.games.spec import GameSpec
+from blackdrez.games.spec import GameSpec, and_words
 
 
 class BlackDrezSpec(GameSpec):
@@ -34,6 +34,21 @@ class BlackDrezSpec(GameSpec):
 
     def deck(self, config: Any) -> list[str]:
         return pokerdrez_deck(config.deck_count)
+
+    def action_words(self, action: Any) -> str:
+        match action:
+            case rules.StartRound(seats=seats):
+                names = [f"seat {seat + 1}" for seat in seats]
+                return f"start a round with {and_words(names)}" if names else "start a round"
+            case rules.EndGame():
+                return "end the game"
+            case rules.Hit():
+                return "hit"
+            case rules.Withdraw():
+                return "withdraw"
+            case rules.Stand():
+                return "stand"
+        return super().action_words(action)
 
     def bot_turn(self, engine: Any) -> tuple[int, Any]:
         if engine.state.phase == "between_rounds":

@@ -12,7 +12,7 @@ from typing import Any
 
 from blackdrez.games.blackjack_piles import bots, expert, rules, solver
 from blackdrez.games.cards import standard_deck
-from blackdrez.games.spec import GameSpec
+from blackdrez.games.spec import GameSpec, and_words
 
 
 class BlackjackPilesSpec(GameSpec):
@@ -28,6 +28,22 @@ class BlackjackPilesSpec(GameSpec):
     resign = rules.Resign
     order_field = "decks"
     strategies = bots.STRATEGIES
+
+    def action_words(self, action: Any) -> str:
+        match action:
+            case rules.Place(pile=pile):
+                return f"place the stock's top card on pile {pile + 1}"
+            case rules.Cash():
+                tops = [f"pile {pile + 1}" for pile in action.piles]
+                tops += ["the stock's top card"] if action.stock else []
+                return f"cash the tops of {and_words(tops)}" if tops else "cash nothing"
+            case rules.Move(source=source, target=target):
+                return f"move the top card of pile {source + 1} to pile {target + 1}"
+            case rules.EndRound():
+                return "end the round"
+            case rules.Resign():
+                return "resign"
+        return super().action_words(action)
 
     def deck(self, config: Any) -> list[str]:
         return standard_deck()

@@ -15,6 +15,7 @@ from typing import Any
 from blackdrez.games.blue_jacket import bots, expert, rules, solver
 from blackdrez.games.cards import standard_deck
 from blackdrez.games.spec import GameSpec
+from blackdrez.games.transcript import location
 
 
 class BlueJacketSpec(GameSpec):
@@ -29,6 +30,20 @@ class BlueJacketSpec(GameSpec):
     view = rules.View
     resign = rules.Resign
     strategies = bots.STRATEGIES
+
+    refusals_count_from_1 = True  # its piles are r1.3, b2, as the browser shows them
+
+    def action_words(self, action: Any) -> str:
+        match action:
+            case rules.Move(source=source, target=target):
+                return f"move the card at {_place(source)} to {_place(target)}"
+            case rules.Interchange(a=a, b=b):
+                return f"interchange the cards of {_place(a)} and {_place(b)}"
+            case rules.Deal():
+                return "deal"
+            case rules.Resign():
+                return "resign"
+        return super().action_words(action)
 
     def deck(self, config: Any) -> list[str]:
         return standard_deck(2)
@@ -64,3 +79,12 @@ def _scores(action: Any) -> bool:
         case rules.Interchange():
             return True
     return False
+
+
+def _place(code: str) -> str:
+    """A location in words (:func:`~blackdrez.games.transcript.location`), or as written when it
+    names no location."""
+    try:
+        return location(code)
+    except ValueError:
+        return repr(code)

@@ -265,7 +265,8 @@ def test_replay_of_a_broken_record_names_the_action_and_fails(recorded: Path, ca
     write_record(msgspec.structs.replace(record, actions=actions), recorded)
     code, _, err = run(capsys, "replay", str(recorded))
     assert code == 1
-    assert "action 2 (seat 7" in err and "was rejected" in err
+    assert "action 2 (seat 8: " in err and "was rejected" in err  # seats counted from 1
+    assert "{'type'" not in err, "the action in words, not a dict"
 
 
 def test_solve_one_deal_prints_a_line_that_wins(capsys) -> None:
