@@ -65,6 +65,21 @@ class BotResult:
     """Games this bot played to the end (the other fields describe the last one)."""
     removed: bool = False
     """The bot lost its seat (the host removed it) or the table closed before a game ended."""
+    names: dict[int, str] = field(default_factory=dict)
+    """The players' names by seat, as the table showed them during the game (the bot's own
+    too): a player who left before the end is still named by the seat they played."""
+
+
+def note_names(names: dict[int, str], info: v1.TableInfo | None) -> None:
+    """Add to ``names`` (seat to name) who sits at the table as ``info`` shows it, and who
+    holds a seat they left (a rated game's leaver): a seat keeps its last player's name."""
+    if info is None:
+        return
+    for held in info.held:
+        names[held.seat] = held.name
+    for seat, sitting in enumerate(info.seats):
+        if sitting is not None:
+            names[seat] = sitting.name
 
 
 def dealt_cards(events: list[v1.Numbered]) -> list[str]:
@@ -136,6 +151,7 @@ async def play_table(
     state = client.tables[table]
     assert state.seat is not None, "a bot needs a seat"
     result = BotResult(table=table, seat=state.seat, player=client.player)
+    note_names(result.names, state.info)
 
     def over() -> bool:
         return bool(state.view and state.view["phase"] == "over")
@@ -148,9 +164,15 @@ async def play_table(
         """Wait until ``condition``, resyncing every STALL s (an update may have been lost
         while the table moved), for at most ``timeout`` s."""
         deadline = time.monotonic() + timeout
+
+        def noting() -> Any:
+            """``condition``, noting who sits where on the way (checked after every message)."""
+            note_names(result.names, state.info)
+            return condition()
+
         while True:
             try:
-                await client.wait_until(condition, timeout=min(STALL, timeout))
+                await client.wait_until(noting, timeout=min(STALL, timeout))
                 return
             except TimeoutError:
                 if time.monotonic() >= deadline:
@@ -277,6 +299,7 @@ async def run_bot(
             seated(client_table, joined.seat or 0, joined.table.host == client.player)
         played = 0
         result = BotResult(table=client_table, seat=joined.seat or 0, player=client.player)
+        note_names(result.names, state.info)
 
         def abandoned() -> bool:
             """Only bots sit here and the host has gone: nobody will start a game again (a

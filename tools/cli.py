@@ -715,7 +715,8 @@ def _bot(args: argparse.Namespace) -> int:
         return 1
     except _connect_failures() as error:
         return _cannot_connect("bot", args.url, error)
-    print("\n".join(_bot_lines(result, {result.seat: name})))
+    # Everyone by the name the table showed (the bot's own as chosen, should it show none).
+    print("\n".join(_bot_lines(result, {result.seat: name, **result.names})))
     return 0 if result.fair or (result.removed and not result.games) else 1
 
 

@@ -7,6 +7,9 @@ import socket
 import subprocess
 import sys
 
+import msgspec
+
+from blackdrez.clients.bots import note_names
 from blackdrez.protocol import v1
 from tests.server.helpers import games_started, play_out
 
@@ -57,6 +60,52 @@ async def test_one_bot_joins_a_table_and_verifies_the_game(server, connect) -> N
     assert code == 0, out
     assert f"table {table}, seat 2" in out
     assert "fairness proof: verified" in out
+
+
+async def test_the_bots_summary_names_the_other_players(server, connect) -> None:
+    """The ranking ``blackdrez bot`` prints calls every player by the name the table showed,
+    not "seat N" (only the bot's own seat is given, counted from 1)."""
+    ada = await connect(server, name="Ada")
+    ben = await connect(server, name="Ben")
+    options = v1.TableOptions(seats=3, round_pause_seconds=0, max_rounds=2)
+    table = (await ada.request(v1.CreateTable(options=options))).table.id
+    await ben.request(v1.JoinTable(table=table))
+    url = f"ws://127.0.0.1:{server.port}/"
+    bot = asyncio.create_task(run_cli("bot", "--url", url, "--table", table, "--name", "Zed"))
+    state = ada.tables[table]
+    await ada.wait_until(lambda: state.info.seats[2] is not None, timeout=30)
+    for player in (ada, ben):
+        await player.request(v1.SetReady(table=table))
+    await ada.request(v1.StartGame(table=table))
+    await ada.wait_until(lambda: state.view is not None)
+    await ben.wait_until(lambda: ben.tables[table].view is not None)
+    await asyncio.gather(play_out(ada, table), play_out(ben, table))
+    code, out = await bot
+    assert code == 0, out
+    lines = out.splitlines()
+    assert f"Zed at table {table}, seat 3: " in out
+    ranking = [line for line in lines if line.startswith("  ")]
+    assert ranking, out
+    assert not any("seat " in line for line in ranking), out
+    named = " ".join(ranking)
+    assert all(name in named for name in ("Ada", "Ben", "Zed")), out
+
+
+def test_a_bot_keeps_the_name_of_a_seat_its_player_left() -> None:
+    names: dict[int, str] = {}
+    seats = [v1.SeatInfo(player="p1", name="Ada"), v1.SeatInfo(player="p2", name="Ben")]
+    note_names(names, v1.TableInfo(id="t", game="blackdrez", name="t", status="playing",
+                                   seats=seats, host="p1"))  # fmt: skip
+    left = v1.TableInfo(
+        id="t", game="blackdrez", name="t", status="playing", seats=[seats[0], None], host="p1"
+    )
+    note_names(names, left)
+    assert names == {0: "Ada", 1: "Ben"}
+    held = [v1.HeldSeat(seat=2, player="p3", name="Cy")]
+    note_names(names, msgspec.structs.replace(left, seats=[None, None, None], held=held))
+    assert names == {0: "Ada", 1: "Ben", 2: "Cy"}
+    note_names(names, None)
+    assert names == {0: "Ada", 1: "Ben", 2: "Cy"}
 
 
 async def test_bot_needs_a_table_or_quick() -> None:
