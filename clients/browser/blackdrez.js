@@ -7,7 +7,7 @@
 import { h, swap } from "./dom.js";
 import { pokerCard } from "./cards.js";
 import { fairness } from "./fairness.js";
-import { arrive, capture, sweep } from "./motion.js";
+import { arrive, capture, celebrate, sweep } from "./motion.js";
 import { ratingChangeText, ratingTag, ratingText } from "./rating.js";
 import { count, describeEvent, listing, seatNames, tableName } from "./words.js";
 
@@ -240,8 +240,10 @@ function gameOver(ctx, table, names, startGame) {
   const me = table.seat !== null ? info.seats[table.seat] : null;
   // The last round's result first (it ended the game; its own panel gives way to this one).
   const round = lastRound(table);
+  const mine = table.seat !== null && (first?.seats.includes(table.seat) ?? false);
   return h("section.ranking.game-over", { "aria-labelledby": "ranking-title" },
     newcomer ? h("p.muted", "You joined after this game ended. Its result:") : null,
+    mine ? h("p.win-line", winners.length === 1 ? "You won!" : "You share the win!") : null,
     round?.end ? h("p.last-round", { id: "last-round" }, `Last round: ${roundHeadline(round, names)}.`) : null,
     h("h3.headline", headline),
     h("p.why", why),
@@ -370,6 +372,12 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
       fairness(view?.commitment ?? info.commitment, view?.seed))));
 
   animate(screen, before, fresh);
+  const result = view?.result;
+  if (result && table.seat !== null) {
+    // A game this player won (alone or shared) is celebrated once; any end is brought into view.
+    const won = result.ranking[0]?.seats.includes(table.seat) ?? false;
+    celebrate(screen.querySelector(".game-over"), `${table.id}:${view.commitment}`, won);
+  }
   ctx.shortcuts = seated ? {
     h: () => can("hit") && ctx.act(table.id, { type: "hit" }),
     s: () => can("stand") && ctx.act(table.id, { type: "stand" }),

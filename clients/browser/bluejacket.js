@@ -12,6 +12,7 @@ import { ask } from "./ask.js";
 import { arrowFocus, h, swap } from "./dom.js";
 import { standardCard, cardBack } from "./cards.js";
 import { fairness } from "./fairness.js";
+import { celebrate } from "./motion.js";
 import { parLine } from "./par.js";
 import { playAgain } from "./piles.js";
 import { count, listing, standardName } from "./words.js";
@@ -154,6 +155,11 @@ export function renderBlueJacket(ctx, table, screen) {
       h("h2", "Blue Jacket"),
       h("dl.stats", stat("Score", `${view.score}`, "score"), stat("Moves", view.moves, "moves"), stat("Stock", view.stock_count, "stock"))),
     rankingLine(table),
+    view.over ? h("div.final", { role: "status" },
+      view.won ? h("p.win-line", "You won!") : null,
+      h("p.final-score", view.won ? "Final score " : "Game over — final score ", h("strong", { id: "final-score" }, String(view.score)), " of 104"),
+      h("p.why", ENDINGS[view.ending] ?? ""),
+      parLine(table, "seeing the stock")) : null,
     view.progress === false && !view.over ? h("p.warning", { role: "status" }, "No sequence of moves can put another card on a foundation: your score is final.") : null,
     h("div.bj-top",
       h("button", {
@@ -184,11 +190,9 @@ export function renderBlueJacket(ctx, table, screen) {
       view.over
         ? h("button", { dataset: { key: "leave" }, onclick: () => ctx.leave(table.id) }, "Back to lobby")
         : h("button", { dataset: { key: "lobby" }, onclick: () => ctx.lobby() }, "Lobby")),
-    view.over ? h("div.final", { role: "status" },
-      h("p.final-score", view.won ? "You won! " : "Game over — ", "final score ", h("strong", { id: "final-score" }, String(view.score)), " of 104"),
-      h("p.why", ENDINGS[view.ending] ?? ""),
-      parLine(table, "seeing the stock")) : null,
     fairness(view.commitment, view.seed)));
+  // The end at the top of the game, brought into view (the last move may be far below it).
+  if (view.over) celebrate(screen.querySelector(".final"), `${table.id}:${view.seed}`, view.won);
 
   ctx.shortcuts = view.over ? {} : {
     key: (event) => {

@@ -71,3 +71,38 @@ export function sweep(before, targets) {
     }
   });
 }
+
+const celebrated = new Set(); // keys of the wins already celebrated on this page
+
+/** A game's end, once per ``key`` (a table's game): ``panel`` (the result) is brought into
+ * view, and for a ``won`` game marked won while suits burst out from behind it (never over its
+ * words: they are drawn under the panel's text). With reduced motion, or a hidden page, no
+ * burst. Redraws keep the mark (the renderer passes ``won`` each time). */
+export function celebrate(panel, key, won = true) {
+  if (!panel) return;
+  if (won) panel.classList.add("won");
+  if (celebrated.has(key)) return;
+  celebrated.add(key);
+  panel.scrollIntoView({ block: "nearest" });
+  if (!won || !enabled()) return;
+  motion.started++;
+  const burst = document.createElement("div");
+  burst.className = "celebration";
+  burst.setAttribute("aria-hidden", "true");
+  const suits = ["♠", "♥", "♦", "♣"];
+  for (let i = 0; i < 24; i++) {
+    const suit = document.createElement("span");
+    suit.textContent = suits[i % 4];
+    if (i % 4 === 1 || i % 4 === 2) suit.className = "red";
+    const angle = (i / 24) * 2 * Math.PI;
+    const reach = 140 + ((i * 37) % 90);
+    suit.animate([
+      { transform: "translate(-50%, -50%) scale(0.4)", opacity: 0 },
+      { opacity: 1, offset: 0.2 },
+      { transform: `translate(calc(-50% + ${Math.round(Math.cos(angle) * reach * 1.8)}px), calc(-50% + ${Math.round(Math.sin(angle) * reach)}px)) rotate(${(i % 2 ? 1 : -1) * 220}deg) scale(1.1)`, opacity: 0 },
+    ], { duration: 1500 + ((i * 53) % 600), delay: (i % 6) * 60, easing: "cubic-bezier(.2,.7,.3,1)", fill: "both" });
+    burst.append(suit);
+  }
+  panel.prepend(burst);
+  setTimeout(() => burst.remove(), 2600);
+}

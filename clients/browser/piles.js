@@ -8,18 +8,33 @@
 // Keys: 1-5 select a pile's top, S the stock's card, Shift+1-5 place on a pile, E end the
 // round, H hint (its cards are highlighted), U undo (moves since the last stock card), Esc clear
 // the selection.
+// By keyboard, as Blue Jacket: the stock's card is one Tab stop and the piles another (the place
+// last focused: a pile's top card, empty slot or Place button); the arrow keys move between the
+// stock and the piles as they lie on screen, and Enter or Space does what a click does there.
 
 import { assistButtons, assistKey, hintOf, hintSpots, rankingLine } from "./assist.js";
 import { ask } from "./ask.js";
-import { h, swap } from "./dom.js";
+import { arrowFocus, h, swap } from "./dom.js";
 import { standardCard } from "./cards.js";
 import { fairness } from "./fairness.js";
+import { celebrate } from "./motion.js";
 import { parLine, parOf } from "./par.js";
 import { count, standardName } from "./words.js";
 
 const selections = new Map(); // table id -> { seq, items: Set<"stock" | number> }
+const roving = new Map(); // table id -> the data-key of the pile place Tab stops at (last focused)
+const PLACES = "#stock, .piles-row button"; // what the arrow keys move between
 
-export function resetPiles(id) { selections.delete(id); }
+export function resetPiles(id) { selections.delete(id); roving.delete(id); }
+
+/** Among ``nodes`` (the piles' buttons), the one for ``key``: itself, else for a Place button gone
+ * (a pile now full) its pile, for a pile gone (fewer piles this round) the last, else the first. */
+function placeFor(nodes, key) {
+  const at = (k) => nodes.find((n) => n.dataset.key === k);
+  const [, kind, index] = /^(place|pile)-(\d+)$/.exec(key ?? "") ?? [];
+  return at(key) ?? (kind === "place" ? at(`pile-${index}`) : null)
+    ?? (kind ? nodes.findLast((n) => n.dataset.key?.startsWith("pile-")) : null) ?? nodes[0] ?? null;
+}
 
 function selectionOf(table) {
   let selection = selections.get(table.id);
@@ -135,6 +150,12 @@ export function renderPiles(ctx, table, screen) {
         : h("button.slot", { dataset: { key: `pile-${index}` }, "aria-label": `${label}, empty${moveHere ? ": move the selected card here" : stockTop ? `: place the ${standardName(stockTop)} here` : ""}`, onclick: () => clickEmpty(index) }, moveHere ? "move here" : "place here"));
   });
 
+  // One Tab stop for the piles: the place last focused (arrows move the focus, see below).
+  const pilesRow = h("div.piles-row", { onfocusin: (e) => { if (e.target.dataset.key) roving.set(table.id, e.target.dataset.key); } }, piles);
+  const stops = [...pilesRow.querySelectorAll("button")];
+  const stop = placeFor(stops, roving.get(table.id) ?? "pile-0");
+  for (const node of stops) node.tabIndex = node === stop ? 0 : -1;
+
   const stock = h("div.stock-area",
     h("div.pile-label", "Stock ", h("strong", { id: "stock-count" }, String(view.stock_count))),
     stockTop && !over
@@ -154,6 +175,8 @@ export function renderPiles(ctx, table, screen) {
 
   const can = (type) => legal.some((a) => a.type === type);
   const last = view.results[view.results.length - 1];
+  const active = document.activeElement;
+  const was = active && active !== screen && screen.contains(active) ? active.dataset.key : undefined;
   swap(screen, h("div.solitaire.piles", { class: over ? "over" : "" },
     h("div.table-head",
       h("h2", "Blackjack Piles"),
@@ -166,7 +189,7 @@ export function renderPiles(ctx, table, screen) {
       "Select cards that make 21 (2 to 6 of them): the hand is taken at once. ",
       "Put the stock's card on a pile with ", h("em", "Place here"), ", a click on an empty pile, or by dragging it."),
     last && !over && last.round === view.round - 1 ? h("p.round-result", { role: "status" }, `Round ${last.round} passed: ${count(last.hands, "hand")}, ${last.left} left, +${last.score} points. Round ${view.round}: ${roundRules(view.rules)}`) : null,
-    h("div.board", stock, h("div.piles-row", piles)),
+    h("div.board", stock, pilesRow),
     h("div.controls",
       can("end_round") ? h("button.primary", { id: "end-round", class: hintOf(table)?.type === "end_round" ? "hinted-to" : "", dataset: { key: "end-round" }, onclick: () => play({ type: "end_round" }) }, "End round") : null,
       ...(over ? [] : assistButtons(ctx, table, describe, redraw)),
@@ -180,6 +203,13 @@ export function renderPiles(ctx, table, screen) {
         : h("button", { dataset: { key: "lobby" }, onclick: () => ctx.lobby() }, "Lobby")),
     view.results.length ? resultsTable(view.results, over ? parOf(table) : null) : null,
     fairness(view.commitment, view.seed)));
+  // All seven rounds passed is a win: celebrated once; any end is brought into view.
+  if (over) celebrate(screen.querySelector(".final"), `${table.id}:${view.seed}`, last?.round === 7 && last.passed);
+  // A place focused before the redraw and gone now (a pile's Place button once it is full, the
+  // stock's card once the stock is empty): the focus goes to the pile's place nearest to it.
+  if (was && !screen.contains(document.activeElement) && /^(stock|pile-|place-)/.test(was)) {
+    (was === "stock" ? stop : placeFor(stops, was))?.focus({ preventScroll: true });
+  }
 
   ctx.shortcuts = over ? {} : {
     key: (event) => {
@@ -194,6 +224,7 @@ export function renderPiles(ctx, table, screen) {
       if (event.key === "s" && stockTop) toggle("stock");
       else if (event.key === "e" && can("end_round")) play({ type: "end_round" });
       else if (event.key === "Escape" && items.size) { items.clear(); redraw(); }
+      else if (arrowFocus(event, screen, PLACES)) return true;
       else return assistKey(ctx, table, describe, redraw, event);
       return true;
     },
@@ -241,8 +272,10 @@ function finalPanel(ctx, table) {
   if (ended?.ended_by === "resign" && last) why = `You resigned in round ${last.round}.`;
   else if (last && last.round === 7 && last.passed) why = "All seven rounds passed!";
   else if (last && !last.passed) why = `Round ${last.round} was not passed: ${count(last.hands, "hand")} against ${count(last.left, "card")} left.`;
+  const won = last && last.round === 7 && last.passed;
   return h("div.final", { role: "status" },
-    h("p.final-score", "Game over — final score ", h("strong", { id: "final-score" }, String(view.score))),
+    won ? h("p.win-line", "You won!") : null,
+    h("p.final-score", won ? "Final score " : "Game over — final score ", h("strong", { id: "final-score" }, String(view.score))),
     why ? h("p.why", why) : null,
     parLine(table, "seeing every card, in the rounds you played"));
 }

@@ -19,7 +19,14 @@ from blackdrez.games.blue_jacket import rules as bj
 from blackdrez.games.records import read_record
 from blackdrez.games.verify import verify
 from blackdrez.server.table.assist import hint
-from tests.browser.helpers import click_and_wait, seq, start_deal, table_state, wait_until
+from tests.browser.helpers import (
+    click_and_wait,
+    create_table,
+    seq,
+    start_deal,
+    table_state,
+    wait_until,
+)
 from tests.browser.helpers import resign as resign_here
 
 DEAL = 3
@@ -263,3 +270,45 @@ async def test_a_hint_is_withdrawn_once_a_move_is_made_or_the_game_left(new_page
     await page.locator("[data-key=lobby]").click()
     await page.locator("#quick-join").wait_for()
     assert await hinted.count() == 0, "the hint in the lobby"
+
+
+HEADER_CONTROLS = "document.querySelectorAll('.top a, .top button, .top input, .top summary, #status, .rename > span')"
+UNDER_TOASTS = """([toasts, selector]) => [...document.querySelectorAll(selector)]
+  .filter(e => { const r = e.getBoundingClientRect();
+    return r.width > 0 && !e.closest('#toasts') && toasts.some(([l, t, rr, b]) =>
+      l < r.right && r.left < rr && t < r.bottom && r.top < b); })
+  .map(e => e.tagName + ' ' + (e.getAttribute('aria-label') || e.textContent.slice(0, 20)))"""
+HEADER_HEIGHT = "document.querySelector('.top').getBoundingClientRect().height"
+
+
+async def test_toasts_cover_no_link_button_or_field_of_the_header(new_page, screenshot) -> None:
+    """Issue 36: the messages covered the header's links ("Your games") and "Playing as". They
+    now sit in the header's empty middle and grow down over the empty middle of the title row:
+    on a desktop, at a BlackDrez table and in Blue Jacket, two messages cover no control of the
+    header, no card, score or seat, and never make the header taller."""
+    second = "window.blackdrez.ctx.toast('A second message, as long as they come.', 'info')"
+    for width, height in ((1280, 800), (1366, 768)):
+        page = await new_page("Thumb", width=width, height=height)
+        await start_deal(page, "blue_jacket", DEAL)
+        header = await page.evaluate(HEADER_HEIGHT)
+        await page.locator("#hint").click()
+        await page.locator(".toast", has_text="Hint:").wait_for()
+        await page.evaluate(second)
+        boxes = await page.evaluate(TOAST_BOXES)
+        assert len(boxes) == 2
+        if width == 1280:
+            await screenshot(page, "blue-jacket-toast", full=False)
+        assert await page.evaluate(HEADER_HEIGHT) == header, "the header keeps its height"
+        selectors = HEADER_CONTROLS.split("'")[1] + ", .card, .stat, .hinted-from, .hinted-to, h2"
+        assert await page.evaluate(UNDER_TOASTS, [boxes, selectors]) == [], (width, boxes)
+
+        table = await new_page("Hostess", width=width, height=height)
+        await create_table(table, "Bots and me", seats=4)
+        await table.evaluate("window.blackdrez.ctx.toast('Link copied: send it to a friend.', 'info')")
+        await table.evaluate(second)
+        boxes = await table.evaluate(TOAST_BOXES)
+        assert len(boxes) == 2
+        if width == 1280:
+            await screenshot(table, "blackdrez-toast", full=False)
+        selectors = HEADER_CONTROLS.split("'")[1] + ", .card, .seat, .table-head > *, .invite > *"
+        assert await table.evaluate(UNDER_TOASTS, [boxes, selectors]) == [], (width, boxes)

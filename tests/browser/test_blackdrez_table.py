@@ -40,7 +40,7 @@ async def join_by_invite(host: Page, guest: Page) -> None:
 
 
 async def seat_up(
-    host: Page, guest: Page, table_name: str, max_rounds: int = 2, private: bool = False
+    host: Page, guest: Page, table_name: str, max_rounds: int | None = 2, private: bool = False
 ) -> None:
     """Host creates a table, the guest joins (lobby list or invite), both ready, host starts."""
     await create_table(host, table_name, max_rounds=max_rounds, private=private)
@@ -174,10 +174,12 @@ async def test_a_reload_mid_game_restores_the_table(new_page, server: GameServer
 async def test_updates_apply_in_order_and_a_gap_resyncs(new_page) -> None:
     ann = await new_page("Ann")
     bob = await new_page("Bob")
-    await seat_up(ann, bob, "Order table")
+    # No round limit: two rounds won on the deal would end a 2-round game, and a finished
+    # game shows no hands (this failed once in the suite).
+    await seat_up(ann, bob, "Order table", max_rounds=None)
     # a round won on the deal is followed by the pause, then the next deal: wait for a round in
     # play, so that no update is due while the test feeds the client its own
-    await ann.wait_for_function("window.blackdrez.table().view.phase !== 'between_rounds'")
+    await ann.wait_for_function("window.blackdrez.table().view.phase === 'playing'")
     state = await table_state(ann)
     held = state["seq"]
     await ann.evaluate(

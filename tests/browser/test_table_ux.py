@@ -128,6 +128,11 @@ async def test_play_again_keeps_the_same_bots(new_page, screenshot) -> None:
     assert "the biggest pile wins" in text, "the game-over screen says why"
     assert "Final ranking" in text
     assert "Ready for the next game:" in text and all(name in text for name in bots)
+    # The winner's own screen says so and marks the panel; anyone else's does not.
+    won = await host.evaluate(
+        "(t => t.view.result.ranking[0].seats.includes(t.seat))(window.blackdrez.table())"
+    )
+    assert await host.locator(".game-over.won .win-line").count() == (1 if won else 0), won
     await settled(host)
     await screenshot(host, "blackdrez-final")
     before = await games_started(host)
