@@ -318,7 +318,7 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
   // The action bar: whose turn it is, the game's buttons, and why a button is disabled.
   const myTurn = legal.length > 0;
   const why = situation(table, names, can, host);
-  const actionBar = h("div.controls.action-bar", { role: "group", "aria-label": "Your actions", class: myTurn ? "my-turn" : "" },
+  const actionBar = h("div.controls.action-bar", { role: "group", "aria-label": "Your actions", class: myTurn ? "my-turn" : over ? "at-rest" : "" },
     seated
       ? [
         h("div.turn-banner", myTurn ? h("strong", why.banner) : why.banner),
@@ -372,11 +372,21 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
       fairness(view?.commitment ?? info.commitment, view?.seed))));
 
   animate(screen, before, fresh);
+  // The turn comes to this player: their seat in view, above the action bar (style.css's
+  // scroll-margin), should the page be scrolled elsewhere or the felt be tall (8 seats).
+  if (myTurn && !wasMyTurn.get(table.id)) screen.querySelector(".seat.mine")?.scrollIntoView({ block: "nearest" });
+  wasMyTurn.set(table.id, myTurn);
   const result = view?.result;
   if (result && table.seat !== null) {
     // A game this player won (alone or shared) is celebrated once; any end is brought into view.
     const won = result.ranking[0]?.seats.includes(table.seat) ?? false;
-    celebrate(screen.querySelector(".game-over"), `${table.id}:${view.commitment}`, won);
+    const panel = screen.querySelector(".game-over");
+    if (celebrate(panel, `${table.id}:${view.commitment}`, won)) {
+      // The own seat (under the panel) in view too, where the screen holds both.
+      const seat = screen.querySelector(".seat.mine")?.getBoundingClientRect();
+      const below = seat ? seat.bottom + 8 - innerHeight : 0;
+      if (below > 0 && panel.getBoundingClientRect().top - below >= 0) scrollBy(0, below);
+    }
   }
   ctx.shortcuts = seated ? {
     h: () => can("hit") && ctx.act(table.id, { type: "hit" }),
@@ -384,6 +394,8 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
     w: () => can("withdraw") && ctx.act(table.id, { type: "withdraw" }),
   } : {};
 }
+
+const wasMyTurn = new Map(); // table id -> whether it was this player's turn at the last drawing
 
 /** The table's link to send someone, with a Copy button: a public table's address (the link
  * opens it, to watch or take a free seat), or a private table's invite (its code, and a link

@@ -77,14 +77,15 @@ const celebrated = new Set(); // keys of the wins already celebrated on this pag
 /** A game's end, once per ``key`` (a table's game): ``panel`` (the result) is brought into
  * view, and for a ``won`` game marked won while suits burst out from behind it (never over its
  * words: they are drawn under the panel's text). With reduced motion, or a hidden page, no
- * burst. Redraws keep the mark (the renderer passes ``won`` each time). */
+ * burst. Redraws keep the mark (the renderer passes ``won`` each time). True the first time
+ * for ``key`` (the end was just shown). */
 export function celebrate(panel, key, won = true) {
-  if (!panel) return;
+  if (!panel) return false;
   if (won) panel.classList.add("won");
-  if (celebrated.has(key)) return;
+  if (celebrated.has(key)) return false;
   celebrated.add(key);
   panel.scrollIntoView({ block: "nearest" });
-  if (!won || !enabled()) return;
+  if (!won || !enabled()) return true;
   motion.started++;
   const burst = document.createElement("div");
   burst.className = "celebration";
@@ -105,4 +106,5 @@ export function celebrate(panel, key, won = true) {
   }
   panel.prepend(burst);
   setTimeout(() => burst.remove(), 2600);
+  return true;
 }
