@@ -272,7 +272,7 @@ async def test_a_hint_is_withdrawn_once_a_move_is_made_or_the_game_left(new_page
     assert await hinted.count() == 0, "the hint in the lobby"
 
 
-HEADER_CONTROLS = "document.querySelectorAll('.top a, .top button, .top input, .top summary, #status, .rename > span')"
+HEADER_CONTROLS = ".top a, .top button, .top input, .top summary, #status, .rename > span"
 UNDER_TOASTS = """([toasts, selector]) => [...document.querySelectorAll(selector)]
   .filter(e => { const r = e.getBoundingClientRect();
     return r.width > 0 && !e.closest('#toasts') && toasts.some(([l, t, rr, b]) =>
@@ -299,16 +299,17 @@ async def test_toasts_cover_no_link_button_or_field_of_the_header(new_page, scre
         if width == 1280:
             await screenshot(page, "blue-jacket-toast", full=False)
         assert await page.evaluate(HEADER_HEIGHT) == header, "the header keeps its height"
-        selectors = HEADER_CONTROLS.split("'")[1] + ", .card, .stat, .hinted-from, .hinted-to, h2"
+        selectors = HEADER_CONTROLS + ", .card, .stat, .hinted-from, .hinted-to, h2"
         assert await page.evaluate(UNDER_TOASTS, [boxes, selectors]) == [], (width, boxes)
 
         table = await new_page("Hostess", width=width, height=height)
         await create_table(table, "Bots and me", seats=4)
-        await table.evaluate("window.blackdrez.ctx.toast('Link copied: send it to a friend.', 'info')")
+        copied = "window.blackdrez.ctx.toast('Link copied: send it to a friend.', 'info')"
+        await table.evaluate(copied)
         await table.evaluate(second)
         boxes = await table.evaluate(TOAST_BOXES)
         assert len(boxes) == 2
         if width == 1280:
             await screenshot(table, "blackdrez-toast", full=False)
-        selectors = HEADER_CONTROLS.split("'")[1] + ", .card, .seat, .table-head > *, .invite > *"
+        selectors = HEADER_CONTROLS + ", .card, .seat, .table-head > *, .invite > *"
         assert await table.evaluate(UNDER_TOASTS, [boxes, selectors]) == [], (width, boxes)

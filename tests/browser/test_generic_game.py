@@ -6,7 +6,6 @@ spec's rules text, played by its generic buttons to the end, and replayed by the
 from __future__ import annotations
 
 import asyncio
-
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -28,10 +28,11 @@ CONFIGS: dict[str, Any] = {
 }
 
 
-def play(name: str, seed: str) -> tuple[Any, list[tuple[int, Any]]]:
-    """A finished bot game of ``name`` from ``seed``: the engine and every (seat, action)."""
+def play(name: str, seed: str, config: Any = None) -> tuple[Any, list[tuple[int, Any]]]:
+    """A finished bot game of ``name`` from ``seed`` (with ``config``, by default the one of
+    :data:`CONFIGS`): the engine and every (seat, action)."""
     game = GAMES[name]
-    engine = game.engine.new(CONFIGS[name], seed)
+    engine = game.engine.new(CONFIGS[name] if config is None else config, seed)
     strategies = list(game.strategies)
     actions = []
     while not engine.over:

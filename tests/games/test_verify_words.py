@@ -15,20 +15,14 @@ from blackdrez.games.blackjack_piles import rules as blackjack_piles
 from blackdrez.games.blue_jacket import rules as blue_jacket
 from blackdrez.games.records import Record, decode_record, encode_record, write_record
 from blackdrez.tools import cli
+from tests.games.test_records import play
 
 NOT_REPLAYED = "the game does not replay from the seed: "
 
 
 def recorded(name: str, config: Any) -> Record:
     """A finished bot game of ``name``, as its record reads back from JSON."""
-    game = GAMES[name]
-    engine = game.engine.new(config, "verify-words")
-    strategies = list(game.strategies)
-    actions = []
-    while not engine.over:
-        seat, action = verify.bot_move(game, engine, strategies)
-        engine.apply(seat, action)
-        actions.append((seat, action))
+    engine, actions = play(name, "verify-words", config)
     return decode_record(encode_record(verify.record_of(engine, actions)))
 
 
