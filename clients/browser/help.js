@@ -47,7 +47,8 @@ const PAGES = {
     h("h3", "Hint and Undo"),
     h("p", "Hint shows the best bot's move. Undo takes back your moves since a new card was last shown. Placing a card shows the stock's next one, so a placement cannot be taken back: you would choose again knowing a card you could not have known. Moving a pile's top card and cashing a hand without the stock's card can be. A game with hints or undos is ranked apart."),
     h("h3", "Keys"),
-    h("p", h("kbd", "1"), "–", h("kbd", "5"), " select a pile's top card · ", h("kbd", "S"), " select the stock's card · ",
+    h("p", h("kbd", "←"), h("kbd", "↑"), h("kbd", "→"), h("kbd", "↓"), " move between the stock's card and the piles · ", h("kbd", "Enter"), " select a card, or place the stock's card · ",
+      h("kbd", "1"), "–", h("kbd", "5"), " select a pile's top card · ", h("kbd", "S"), " select the stock's card · ",
       h("kbd", "Shift"), "+", h("kbd", "1"), "–", h("kbd", "5"), " place on that pile · ", h("kbd", "E"), " end the round · ", h("kbd", "H"), " hint · ", h("kbd", "U"), " undo · ", h("kbd", "Esc"), " clear"),
   ],
   blue_jacket: () => [
