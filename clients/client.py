@@ -155,6 +155,10 @@ class RateLimited(ServerError):
         """Seconds after which the server will take the request."""
 
 
+CHAT_HELD = 200
+"""Chat lines a :class:`TableState` holds at most."""
+
+
 @dataclass
 class TableState:
     """What the client knows of one table."""
@@ -168,6 +172,9 @@ class TableState:
     deadline: float | None = None
     events: list[v1.Numbered] = field(default_factory=list)
     """Every event received, in order (the table's history as this client saw it)."""
+    chat: list[v1.Numbered] = field(default_factory=list)
+    """The table's chat lines (``said`` events), oldest first: the snapshot's, then each one
+    received (the last :data:`CHAT_HELD`)."""
 
 
 class Client:
@@ -415,6 +422,17 @@ class Client:
             action = msgspec.to_builtins(action)
         return await self.request(v1.Act(table=table, action=action))
 
+    async def say(
+        self, table: str, text: str | None = None, *, quick: v1.QuickMessage | None = None
+    ) -> v1.Ok:
+        """Write a line in ``table``'s chat: ``text``, or a canned ``quick`` line
+        (``"good_game"``, ...: :data:`blackdrez.protocol.v1.QUICK_MESSAGES`)."""
+        return await self.request(v1.Say(table=table, text=text, quick=quick))
+
+    async def remove_spectator(self, table: str, player: str) -> v1.Ok:
+        """As the host, send the spectator ``player`` away from ``table``."""
+        return await self.request(v1.RemoveSpectator(table=table, player=player))
+
     async def resync(self, table: str) -> Any:
         """Ask for what was missed at ``table`` since the last event held."""
         state = self.tables.setdefault(table, TableState(table))
@@ -615,6 +633,7 @@ class Client:
         state.view = snapshot.view
         state.legal = snapshot.legal
         state.deadline = snapshot.deadline
+        state.chat = list(snapshot.chat)
 
     def _apply_update(self, update: v1.Update) -> None:
         state = self.tables.get(update.table)
@@ -631,6 +650,9 @@ class Client:
             self._background(self._resync_until_done(update.table))
             return
         state.events.extend(events)
+        said = [e for e in events if isinstance(e.event, dict) and e.event.get("type") == "said"]
+        if said:
+            state.chat = [*state.chat, *said][-CHAT_HELD:]
         state.seq = max(state.seq, update.seq)
         state.view = update.view
         state.legal = update.legal

@@ -59,6 +59,10 @@ class ErrorCode(enum.StrEnum):
     """Hints and undo are for solitaire sessions only."""
     NOTHING_TO_UNDO = "nothing_to_undo"
     """No move since the last card was revealed: nothing can be taken back."""
+    CHAT_CLOSED = "chat_closed"
+    """Spectators may not write in this table's chat (the host's choice, ``spectator_chat``)."""
+    REMOVED = "removed"
+    """The host sent this player away from the table: they may not watch or write there."""
     SEALED = "sealed"
     """A daily deal's seed or record stays sealed until its UTC day has ended."""
     # Game actions (the engines' rejection reasons)

@@ -84,6 +84,8 @@ class TableOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     rated: bool = False
     """A rated table: each game's final ranking moves its players' ratings (BlackDrez only;
     casual by default)."""
+    spectator_chat: bool = True
+    """Spectators may write in the table's chat (players always may)."""
 
     def problems(self) -> list[str]:
         """Return what is wrong with these options (empty when they are valid)."""
@@ -422,6 +424,44 @@ class SignOutEverywhere(Message, tag="sign_out_everywhere", kw_only=True):
     id: RequestId | None = None
 
 
+CHAT_CHARACTERS = 300
+"""The longest chat line, in characters (a longer ``say`` is a ``bad_message``)."""
+QUICK_MESSAGES: dict[str, str] = {
+    "hello": "Hello!",
+    "good_luck": "Good luck!",
+    "good_game": "Good game!",
+    "well_played": "Well played!",
+    "thanks": "Thanks!",
+    "oops": "Oops!",
+}
+"""The canned chat lines (``say.quick``) and their English text; a client may show its own
+words for them."""
+QuickMessage = Literal["hello", "good_luck", "good_game", "well_played", "thanks", "oops"]
+ChatText = Annotated[str, msgspec.Meta(min_length=1, max_length=CHAT_CHARACTERS)]
+
+
+class Say(Message, tag="say", kw_only=True):
+    """Write a line in a table's chat (reply ``ok``, event ``said`` to everyone there): ``text``
+    (plain text, at most :data:`CHAT_CHARACTERS` characters, never markup) or a canned ``quick``
+    line, not both. Players may always write; spectators if the table's ``spectator_chat``
+    allows. Too many lines too fast: ``rate_limited`` (the connection stays). The chat is not
+    part of any game's record."""
+
+    id: RequestId | None = None
+    table: TableId
+    text: ChatText | None = None
+    quick: QuickMessage | None = None
+
+
+class RemoveSpectator(Message, tag="remove_spectator", kw_only=True):
+    """The host sends a spectator away (event ``spectator_removed``): they stop watching, and
+    may neither watch nor write at this table again."""
+
+    id: RequestId | None = None
+    table: TableId
+    player: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
 ClientMessage = (
     Hello
     | WatchLobby
@@ -441,6 +481,8 @@ ClientMessage = (
     | StartSolitaire
     | Hint
     | Undo
+    | Say
+    | RemoveSpectator
     | GetDaily
     | GetLeaderboard
     | GetRecord
@@ -518,6 +560,9 @@ class Snapshot(Message, tag="snapshot", kw_only=True):
     """The table's last events up to ``seq`` (at most 64, none before the current or last game
     started), as this viewer saw them: history for a table log. ``view`` already includes them;
     they are not to be applied again."""
+    chat: list[Numbered] = []
+    """The table's last chat lines (``said`` events, at most 50, oldest first) up to ``seq``:
+    history for the chat, whatever the game did since."""
 
 
 class Update(Message, tag="update", kw_only=True):
@@ -682,6 +727,26 @@ class TableClosed(Message, tag="table_closed", kw_only=True):
     reason: str
 
 
+class Said(Message, tag="said", kw_only=True):
+    """A line of the table's chat: ``text`` as written (plain text: show it as text, never as
+    markup), or the canned ``quick`` line (its English ``text`` given too). ``seat`` is the
+    writer's seat, ``None`` for a spectator."""
+
+    player: str
+    name: str
+    seat: int | None = None
+    text: str
+    quick: QuickMessage | None = None
+    bot: bool = False
+
+
+class SpectatorRemoved(Message, tag="spectator_removed", kw_only=True):
+    """The host sent ``player`` (a spectator) away from this table."""
+
+    player: str
+    name: str
+
+
 class RoundPar(msgspec.Struct, kw_only=True):
     """One round of a solitaire next to its par (Blackjack Piles)."""
 
@@ -723,4 +788,6 @@ TableEvent = (
     | TableClosed
     | Par
     | Undone
+    | Said
+    | SpectatorRemoved
 )

@@ -202,7 +202,7 @@ class Fanout:
         room = rebuild(entries)
         if client.tables.get(table) is None or client.closing:
             return True  # gone meanwhile
-        events = room.events_since(since)
+        events = room.log.since(since)
         if events is None:
             client.send(room.snapshot(None))
         elif events:
@@ -245,11 +245,15 @@ class Fanout:
         for client, watch in list(watchers.items()):
             sent += self._send_update(client, watch, broadcast, frames)
         self.metrics.count_out(sent)
-        closed, freed = _endings(broadcast)
-        if closed or freed:  # a closed table, or a seat whose player was leaving: they see it
-            for client, watch in list(watchers.items()):  # and watch no more
-                if closed or watch.seat in freed:
-                    self.stop_watch(client, broadcast.table)
+        closed, freed, removed = _endings(broadcast)
+        if closed or freed or removed:  # a closed table, a seat whose player was leaving, a
+            for client, watch in list(watchers.items()):  # spectator sent away: they see it
+                if (
+                    closed
+                    or watch.seat in freed
+                    or (watch.seat is None and client.player in removed)
+                ):
+                    self.stop_watch(client, broadcast.table)  # and watch no more
             self._spawn(self.unfollow_if_unwatched(broadcast.table))
 
     @staticmethod
@@ -283,10 +287,10 @@ def _refused_with(answer: Answer, *codes: ErrorCode) -> bool:
     return any(isinstance(reply, v1.Error) and reply.code in codes for reply in answer.replies)
 
 
-def _endings(broadcast: Broadcast) -> tuple[bool, set[int]]:
-    """Whether an update closes its table, and the seats it frees (its events are structs on
-    the host, dicts off the bus)."""
-    closed, freed = False, set()
+def _endings(broadcast: Broadcast) -> tuple[bool, set[int], set[str]]:
+    """Whether an update closes its table, the seats it frees and the spectators it sends away
+    (its events are structs on the host, dicts off the bus)."""
+    closed, freed, removed = False, set(), set()
     for numbered in broadcast.events:
         event = numbered.event
         if isinstance(event, dict):
@@ -294,8 +298,12 @@ def _endings(broadcast: Broadcast) -> tuple[bool, set[int]]:
             closed |= kind == "table_closed"
             if kind == "seat_freed":
                 freed.add(event["seat"])
+            elif kind == "spectator_removed":
+                removed.add(event["player"])
         elif isinstance(event, v1.TableClosed):
             closed = True
         elif isinstance(event, v1.SeatFreed):
             freed.add(event.seat)
-    return closed, freed
+        elif isinstance(event, v1.SpectatorRemoved):
+            removed.add(event.player)
+    return closed, freed, removed

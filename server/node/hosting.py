@@ -77,7 +77,7 @@ from blackdrez.server.node.seams import (
     error_answer,
     moving_answer,
 )
-from blackdrez.server.ratelimit import TokenBucket
+from blackdrez.server.ratelimit import KeyedBuckets, TokenBucket
 from blackdrez.server.retry import Backoff
 from blackdrez.server.stores import LeaseLost, Stores, StoreUnavailable
 from blackdrez.server.stores.base import LOBBY_CHANNEL, Append, LobbyRecord, table_channel
@@ -124,6 +124,14 @@ HINT_RATE = 1.0
 """Hints a table may ask for per second on average (a token bucket per hosted table)..."""
 HINT_BURST = 5
 """...and at once: a hint costs a worker up to a second of CPU (``blackdrez.server.hints``)."""
+
+CHAT_RATE = 0.5
+"""Chat lines one player may write at one table per second on average (a token bucket per
+player and table: ``rate_limited`` past it, the connection stays)..."""
+CHAT_BURST = 5
+"""...and at once."""
+CHAT_KEYS = 20_000
+"""Players and tables whose chat buckets are remembered at most (a full bucket is forgotten)."""
 
 EARLY = 0.001
 """A room's timer that fires more than this many seconds before its deadline (set before the
@@ -362,6 +370,8 @@ class Hosting:
         another process, its players are away (:meth:`viewers_gone`)."""
         self._hint_buckets: dict[str, TokenBucket] = {}
         """Per hosted table, its hints' rate limit (made at its first hint)."""
+        self._chat_buckets = KeyedBuckets(CHAT_RATE, CHAT_BURST, CHAT_KEYS)
+        """Per player and hosted table, the chat's rate limit (``"table player"``)."""
         self._pars: set[tuple[str, int]] = set()
         """``(table, game)`` whose par the worker is finding."""
         self._ratings_wanted: dict[str, RatingsWanted] = {}
@@ -585,6 +595,15 @@ class Hosting:
             room = current  # it may have been rebuilt while this request waited
             if isinstance(message, v1.AddBots):
                 return self.bots.add(room, player, message)
+            if isinstance(message, v1.Say):
+                key = f"{room.id} {player}"
+                if not self._chat_buckets.take(key, self.clock.monotonic()):
+                    return error_answer(
+                        message,
+                        ErrorCode.RATE_LIMITED,
+                        "too many lines at once: wait a moment before the next",
+                        self._chat_buckets.retry_after(key),
+                    )
             hint = None
             if isinstance(message, v1.Hint):
                 found = await self._find_hint(room, player, message)

@@ -256,6 +256,8 @@ def _run(room: Room, entry: LogEntry) -> Answer:
             return Answer(replies=[reply])
         case v1.Undo():
             room.undo(player, now)
+        case v1.Say() | v1.RemoveSpectator():
+            room.chat_command(player, entry.name, command, now, entry.bot)
         case v1.Resync():
             watched = room.resync(player, now)
             return resynced(room, request_id, watched, command.since)
@@ -335,7 +337,7 @@ def joined(room: Room, player: str, request_id: int | None, seat: int | None) ->
 
 def resynced(room: Room, request_id: int | None, seat: int | None, since: int) -> Answer:
     """The answer to a resync: the missed events with the current view, or a snapshot."""
-    events = room.events_since(since)
+    events = room.log.since(since)
     if events is None:
         snapshot = room.snapshot(seat)
         snapshot.id = request_id

@@ -41,6 +41,8 @@ with the error code shown, or ignored (``~``: accepted, changes nothing)::
     act        not_in_round  yes            not_your_turn   not_your_turn  game_over  not_found
     hint, undo not_in_round  yes (f)        not_your_turn   not_your_turn  game_over  not_found
     resync     yes           yes            yes             yes            yes        not_found
+    say        yes (g)       yes (g)        yes (g)         yes (g)        yes (g)    not_found
+    remove_sp. host (h)      host           host            host           host       not_found
     presence   yes           yes            yes             yes            yes        ~
     begin      yes           game_running   game_running    game_running   yes        not_found
     tick       yes           yes            yes             yes            yes        ~
@@ -56,6 +58,9 @@ false during a game: the player finishes the round in play, then sits out the fo
 marked ready and plays (if seated); at least two ready players are needed. (f) Solitaire
 sessions only (``not_a_solitaire`` otherwise), for the seated player; ``undo`` takes back only
 moves since the last card was revealed (``nothing_to_undo``), see ``blackdrez.server.table.assist``.
+(g) A line in the table's chat: by a seated player, or a spectator where the options allow
+(``chat_closed``), see ``blackdrez.server.table.chat``. (h) ``remove_spectator``, the host
+sending a spectator away.
 
 A status changes only by :meth:`Room._enter`, along :data:`TRANSITIONS`. A start enters
 ``playing``; from there the status follows from the engine and the seats (:meth:`Room._settle`,
@@ -121,6 +126,8 @@ class TableCommand(enum.StrEnum):
     RESYNC = "resync"
     HINT = "hint"
     UNDO = "undo"
+    SAY = "say"
+    REMOVE_SPECTATOR = "remove_spectator"
     PRESENCE = "presence"
     BEGIN = "begin"
     TICK = "tick"

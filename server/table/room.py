@@ -51,6 +51,7 @@ from blackdrez.server.table.assist import (
     quick_hint,
     ranked_result,
 )
+from blackdrez.server.table.chat import TableChat
 from blackdrez.server.table.history import RECENT_EVENTS as RECENT_EVENTS
 from blackdrez.server.table.history import EventLog
 from blackdrez.server.table.lifecycle import (
@@ -79,10 +80,11 @@ REJECTIONS: dict[Reason, ErrorCode] = {
 }
 """The error code of each reason an engine rejects an action for."""
 
-LAYOUT = 3
+LAYOUT = 4
 """The layout of a room's state (2: in parts, ``Seating``, ``EventLog``, ``Timers``; 3: the kept
-events as bare bytes): a snapshot of another layout is not loaded (``snapshots.load``), the log is
-replayed instead, by a newer node as by an older one during a rolling upgrade."""
+events as bare bytes; 4: the chat, ``TableChat``): a snapshot of another layout is not loaded
+(``snapshots.load``), the log is replayed instead, by a newer node as by an older one during a
+rolling upgrade."""
 
 
 class Broadcast(msgspec.Struct, kw_only=True):
@@ -231,6 +233,7 @@ class Room:
         """The spectators (the seating's own set)."""
         self.invite = self.seating.invite
         self.roster = Roster(spec)
+        self.chat = TableChat(self.log)
         self.timers = Timers(spec.turn_seconds(options), created + options.grace_seconds)
         self.status = TableStatus.OPEN
         self.engine: Any = None
@@ -342,12 +345,8 @@ class Room:
             legal=self.legal(seat),
             deadline=self.timers.turn_deadline,
             recent=self.log.recent(),
+            chat=list(self.chat.lines),
         )
-
-    def events_since(self, since: int) -> list[v1.Numbered] | None:
-        """The events after ``since`` (the same for every viewer), or ``None`` if they are no
-        longer kept."""
-        return self.log.since(since)
 
     def should_close(self, now: float) -> bool:
         """Whether the rules say this room should be closed by ``now``: deserted, and no game
@@ -447,6 +446,7 @@ class Room:
             return
         if seat is None:  # (one who is leaving their seat had the invite)
             self.seating.check_invite(player, invite)
+            self.chat.check_watcher(player)
         if player not in self.spectators:
             self.spectators.add(player)
             self.log.info_dirty = True
@@ -465,6 +465,19 @@ class Room:
             self.log.info_dirty = True
         else:
             self._abandon(seat, "left")
+        self._settle(now)
+
+    def chat_command(
+        self, player: str, name: str, command: v1.Say | v1.RemoveSpectator, now: float, bot: bool
+    ) -> None:
+        """A chat command: ``say`` (a line by a seated player, or by a spectator where the
+        options allow) or ``remove_spectator`` (the host sends a spectator away)."""
+        if isinstance(command, v1.Say):
+            _check(self.status, TableCommand.SAY)
+            self.chat.say(self.seating, self.options.spectator_chat, player, name, command, bot=bot)
+        else:
+            _check(self.status, TableCommand.REMOVE_SPECTATOR)
+            self.chat.remove(self.seating, player, command.player)
         self._settle(now)
 
     def set_ready(self, player: str, ready: bool, now: float) -> None:

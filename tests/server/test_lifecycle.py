@@ -73,6 +73,8 @@ EXPECTED = {  # for each command, its verdict in each status of ORDER
     "remove_bot": ("yes", "yes", "yes", "yes", "yes", "not_found"),
     "act": ("not_in_round", "yes", "not_your_turn", "not_your_turn", "game_over", "not_found"),
     "resync": ("yes", "yes", "yes", "yes", "yes", "not_found"),
+    "say": ("yes", "yes", "yes", "yes", "yes", "not_found"),
+    "remove_spectator": ("yes", "yes", "yes", "yes", "yes", "not_found"),
     "hint": ("not_in_round", "yes", "not_your_turn", "not_your_turn", "game_over", "not_found"),
     "undo": ("not_in_round", "yes", "not_your_turn", "not_your_turn", "game_over", "not_found"),
     "presence": ("yes", "yes", "yes", "yes", "yes", "~"),
@@ -161,6 +163,12 @@ def issue(harness: TableHarness, command: TableCommand) -> None:
             with pytest.raises(RoomError) as error:  # allowed there, but not at a BlackDrez table
                 a.send(message(table=harness.table))
             assert error.value.code == ErrorCode.NOT_A_SOLITAIRE
+        case TableCommand.SAY:
+            b.send(v1.Say(table=harness.table, text="hello"))
+        case TableCommand.REMOVE_SPECTATOR:
+            if harness.room.status is not S.CLOSED:
+                harness.client("watcher").spectate()
+            a.send(v1.RemoveSpectator(table=harness.table, player="watcher"))
         case TableCommand.PRESENCE:
             a.drop()
         case TableCommand.BEGIN:
@@ -665,7 +673,7 @@ def test_kept_events_are_their_wire_form_out_of_the_collectors_sight() -> None:
     assert all(type(kept) is bytes for kept in room.log.kept)  # (bytes are never tracked)
     assert not any(gc.is_tracked(kept) for kept in room.log.kept)
     sent = [(e.seq, msgspec.to_builtins(e.event)) for e in a.events]
-    kept = room.events_since(0)
+    kept = room.log.since(0)
     assert kept is not None
     assert [(e.seq, e.event) for e in kept][-len(sent) :] == sent
     recent = room.snapshot(None).recent

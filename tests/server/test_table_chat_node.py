@@ -1,0 +1,84 @@
+"""Table chat through a real server (issue 37): a flood of lines is refused ``rate_limited``
+without dropping the connection or touching another table, a line too long is a
+``bad_message`` that changes nothing, a spectator the host sends away stops getting the table's
+updates, and the Python client keeps the conversation (snapshot, then each line)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from blackdrez.clients.client import RateLimited, ServerError
+from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.node.hosting import CHAT_BURST
+from tests.server.helpers import seat_and_start
+
+
+def texts(client, table: str) -> list[str]:
+    return [line.event["text"] for line in client.tables[table].chat]
+
+
+async def test_a_chat_flood_is_refused_and_harms_no_one(server, connect) -> None:
+    ann = await connect(server, name="Ann", rate_limit_retries=0)
+    bob = await connect(server, name="Bob")
+    table = await seat_and_start(ann, [bob])
+    cat, dan = await connect(server, name="Cat"), await connect(server, name="Dan")
+    other = await seat_and_start(cat, [dan])
+    refused = 0
+    for n in range(CHAT_BURST + 10):
+        try:
+            await ann.say(table, f"spam {n}")
+        except RateLimited as error:
+            refused += 1
+            assert error.retry_after > 0
+    assert refused >= 10, "past the burst, lines are refused"
+    assert not ann.closed.done(), "talking too fast never drops the connection"
+    # Another table plays on, and its chat is its own.
+    await cat.say(other, "meanwhile, here")
+    await dan.wait_until(lambda: texts(dan, other) == ["meanwhile, here"])
+    await bob.wait_until(lambda: len(texts(bob, table)) == CHAT_BURST + 10 - refused)
+    assert not any("meanwhile" in t for t in texts(bob, table))
+    # Once the bucket has refilled a little, Ann may write again.
+    await asyncio.sleep(2.1)
+    await ann.say(table, "sorry")
+    await bob.wait_until(lambda: texts(bob, table)[-1] == "sorry")
+
+
+async def test_a_line_too_long_is_refused_and_changes_nothing(server, connect) -> None:
+    ann, bob = await connect(server, name="Ann"), await connect(server, name="Bob")
+    table = await seat_and_start(ann, [bob])
+    before = ann.tables[table].seq
+    with pytest.raises(ServerError) as error:
+        await ann.request(v1.Say(table=table, text="x" * (v1.CHAT_CHARACTERS + 1)))
+    assert error.value.code == ErrorCode.BAD_MESSAGE
+    with pytest.raises(ServerError) as error:
+        await ann.request(v1.Say(table=table, quick="rude"))  # type: ignore[arg-type]
+    assert error.value.code == ErrorCode.BAD_MESSAGE
+    await ann.say(table, "x" * v1.CHAT_CHARACTERS)  # the longest allowed
+    await bob.wait_until(lambda: texts(bob, table) == ["x" * v1.CHAT_CHARACTERS])
+    assert ann.tables[table].seq == before + 1
+    assert not ann.closed.done()
+
+
+async def test_a_spectator_sent_away_sees_no_more(server, connect) -> None:
+    ann, bob = await connect(server, name="Ann"), await connect(server, name="Bob")
+    table = await seat_and_start(ann, [bob])
+    await ann.say(table, "before you came")
+    cat = await connect(server, name="Cat")
+    await cat.request(v1.Spectate(table=table))
+    assert texts(cat, table) == ["before you came"], "the snapshot brings the chat"
+    await cat.say(table, quick="hello")
+    await ann.wait_until(lambda: texts(ann, table)[-1] == "Hello!")
+    await ann.remove_spectator(table, cat.player)
+    await cat.wait_until(
+        lambda: any(e.event["type"] == "spectator_removed" for e in cat.tables[table].events)
+    )
+    await ann.say(table, "just us now")
+    await bob.wait_until(lambda: texts(bob, table)[-1] == "just us now")
+    await asyncio.sleep(0.2)
+    assert "just us now" not in texts(cat, table), "no update reaches the removed spectator"
+    with pytest.raises(ServerError) as error:
+        await cat.request(v1.Spectate(table=table))
+    assert error.value.code == ErrorCode.REMOVED
