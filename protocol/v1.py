@@ -462,6 +462,18 @@ class RemoveSpectator(Message, tag="remove_spectator", kw_only=True):
     player: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
+class Report(Message, tag="report", kw_only=True):
+    """Report a line of a table's chat (its event number ``seq``) to the operators, with an
+    optional ``reason``: they see it, and the lines before it, in the admin view. Anyone at the
+    table may report a line still among its last 50; the reply is ``ok`` and nobody else is
+    told."""
+
+    id: RequestId | None = None
+    table: TableId
+    seq: Count
+    reason: Annotated[str, msgspec.Meta(max_length=200)] = ""
+
+
 ClientMessage = (
     Hello
     | WatchLobby
@@ -483,6 +495,7 @@ ClientMessage = (
     | Undo
     | Say
     | RemoveSpectator
+    | Report
     | GetDaily
     | GetLeaderboard
     | GetRecord

@@ -25,6 +25,9 @@ The admin view (``/admin.html`` in the browser client; any node answers for all 
 ``POST /admin/remove?table=T&player=P``    take the player's seat away (as if they left)
 ``GET /admin/nodes``                       live nodes and their load: tables hosted, people
                                            seated; connections for the node answering
+``GET /admin/reports?limit=50``            the chat lines players reported, newest first:
+                                           the line, who wrote and who reported it, why, and
+                                           the lines before it (kept 30 days)
 =========================================  ==================================================
 
 Closing and removing are run by the table's host like any command (forwarded over the bus when
@@ -55,6 +58,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server.settings import Settings
 from blackdrez.server.stores import Stores, StoreUnavailable
+from blackdrez.server.table.chat import ChatReport
 from blackdrez.server.table.commands import Answer, Stop, decode_entry
 
 PREFIX = "/admin/"
@@ -195,6 +199,7 @@ class AdminApi:
             "close": Route("POST", self._close),
             "remove": Route("POST", self._remove),
             "nodes": Route("GET", self._nodes),
+            "reports": Route("GET", self._reports),
         }
 
     async def handle(self, request: Request) -> Response:
@@ -289,6 +294,14 @@ class AdminApi:
     async def _remove(self, rest: str, params: dict[str, str]) -> Response:
         table = params["table"]
         return await self._command(table, params["player"], v1.LeaveTable(table=table))
+
+    async def _reports(self, rest: str, params: dict[str, str]) -> Response:
+        limit = max(1, min(int(params.get("limit", "50")), 500))
+        reports = [
+            msgspec.to_builtins(msgspec.msgpack.decode(data, type=ChatReport))
+            for data in await self.store.reports.recent(limit)
+        ]
+        return json_response(http.HTTPStatus.OK, {"reports": reports})
 
     async def _nodes(self, rest: str, params: dict[str, str]) -> Response:
         live = await self.store.presence.live_nodes()

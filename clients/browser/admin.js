@@ -97,6 +97,23 @@ async function showTable(id) {
   }
 }
 
+const lineText = (line) => `${line.name}${line.seat === null ? " (watching)" : ""}${line.bot ? " (bot)" : ""}: ${line.text}`;
+
+function showReports(reports) {
+  const body = $("#reports tbody");
+  body.replaceChildren();
+  for (const report of reports) {
+    const row = body.insertRow();
+    row.dataset.report = report.id;
+    cell(row, new Date(report.at * 1000).toLocaleString());
+    cell(row, report.table, "mono");
+    cell(row, lineText(report.line));
+    cell(row, `${report.reporter_name}${report.reason ? `: ${report.reason}` : ""}`);
+    cell(row, report.context.map(lineText).join("\n"), "context");
+  }
+  if (reports.length === 0) cell(body.insertRow(), "No report.").colSpan = 5;
+}
+
 async function act(query, question) {
   if (!confirm(question)) return;
   try {
@@ -110,9 +127,10 @@ async function act(query, question) {
 
 async function refresh() {
   try {
-    const [{ nodes }, { tables }] = await Promise.all([call("nodes"), call("tables")]);
+    const [{ nodes }, { tables }, { reports }] = await Promise.all([call("nodes"), call("tables"), call("reports")]);
     showNodes(nodes);
     showTables(tables);
+    showReports(reports);
     say(`${tables.length} live table(s) on ${nodes.length} node(s), ${new Date().toLocaleTimeString()}.`);
   } catch (error) {
     say(String(error.message), true);

@@ -130,6 +130,8 @@ CHAT_RATE = 0.5
 player and table: ``rate_limited`` past it, the connection stays)..."""
 CHAT_BURST = 5
 """...and at once."""
+REPORT_RETENTION = 30 * 86_400.0
+"""Seconds a reported chat line (with its context) is kept for the operators."""
 CHAT_KEYS = 20_000
 """Players and tables whose chat buckets are remembered at most (a full bucket is forgotten)."""
 
@@ -595,6 +597,8 @@ class Hosting:
             room = current  # it may have been rebuilt while this request waited
             if isinstance(message, v1.AddBots):
                 return self.bots.add(room, player, message)
+            if isinstance(message, v1.Report):
+                return await self._file_report(room, player, name, message)
             if isinstance(message, v1.Say):
                 key = f"{room.id} {player}"
                 if not self._chat_buckets.take(key, self.clock.monotonic()):
@@ -641,6 +645,31 @@ class Hosting:
             if failure is not None:
                 return error_answer(message, *failure)
             return answer
+
+    async def _file_report(
+        self, room: Room, player: str, name: str, message: v1.Report
+    ) -> Answer:
+        """File ``player``'s report of a chat line with the operators (the reports store): the
+        table changes nothing, logs nothing, and tells nobody."""
+        try:
+            report = room.chat.report(
+                room.seating,
+                room.id,
+                player,
+                name,
+                message,
+                at=self.clock.time(),
+                id=secrets.token_urlsafe(9),
+            )
+        except RoomError as error:
+            return error_answer(message, error.code, error.message)
+        try:
+            await self.store.reports.add(
+                msgspec.msgpack.encode(report), at=report.at, keep=REPORT_RETENTION
+            )
+        except StoreUnavailable:
+            return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
+        return Answer(replies=[v1.Ok(id=message.id, seq=room.seq)])
 
     async def _find_hint(self, room: Room, player: str, message: v1.Hint) -> GivenHint | Answer:
         """The hint for ``player`` from the node's worker (``blackdrez.server.hints``), or the

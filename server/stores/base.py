@@ -17,6 +17,7 @@ methods; a component that needs one concern is handed just that one::
     tokens          Tokens           the token-signing secret, revoked session tokens, and the
                                      rate limits' token buckets shared by every node
     bus             Bus              publish/subscribe: live updates, requests between nodes
+    reports         Reports          the chat lines players reported, for the operators
 
 and the :class:`Link` they share: this process's identity (node id, incarnation), whether other
 processes share the store, the connection's lifecycle and its health
@@ -486,6 +487,25 @@ class Tokens(Part):
         buckets itself."""
 
 
+class Reports(Part):
+    """The chat lines players reported, for the operators (the admin view): each report kept
+    ``keep`` seconds from when it was filed (``at``, wall-clock seconds), the newest
+    :data:`REPORTS_KEPT` at most."""
+
+    @abc.abstractmethod
+    async def add(self, report: bytes, at: float, keep: float) -> None:
+        """File ``report`` (its encoding is the caller's: unique, it carries an id), filed at
+        ``at``; reports filed more than ``keep`` seconds before it are forgotten."""
+
+    @abc.abstractmethod
+    async def recent(self, limit: int) -> list[bytes]:
+        """The last ``limit`` reports filed, the newest first."""
+
+
+REPORTS_KEPT = 10_000
+"""Reports kept at most (the oldest go first)."""
+
+
 class Bus(Part):
     """Publish/subscribe between the nodes sharing the store (within the process in memory)."""
 
@@ -522,6 +542,7 @@ class Stores:
     daily: DailyDeals
     tokens: Tokens
     bus: Bus
+    reports: Reports
 
     @property
     def node_id(self) -> str:
@@ -556,6 +577,7 @@ class Stores:
             self.daily,
             self.tokens,
             self.bus,
+            self.reports,
         ):
             if id(part) not in seen:
                 seen.add(id(part))

@@ -89,6 +89,12 @@ implementation reads and writes the key::
                                                                     read from the table's own
                                                                     keys); TTL = a day past the
                                                                     deal's day, set at each claim
+    bd:reports             zset    reports       the tables' hosts  the chat lines players reported
+                                                                    (score: when filed); older than
+                                                                    the reports' retention dropped
+                                                                    at each report, the newest
+                                                                    10,000 kept; TTL = the
+                                                                    retention, set at each report
 
 The fixed keys above (:data:`FIXED_KEYS`) are the only ones that may exist without a TTL,
 besides a live table's epoch, log, record and snapshot (owned by its host, deleted or given a
@@ -115,6 +121,7 @@ and a player's latest connection order after their last hello."""
 
 SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
+REPORTS_KEY = "bd:reports"
 NODES_KEY = "bd:nodes"
 ATTACHES_KEY = "bd:attaches"
 INCARNATIONS_KEY = "{bd:nodes}:incarnations"

@@ -32,6 +32,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from blackdrez.server.stores.base import (
+    REPORTS_KEPT,
     Append,
     Bus,
     DailyDeals,
@@ -44,6 +45,7 @@ from blackdrez.server.stores.base import (
     Location,
     Players,
     Presence,
+    Reports,
     Share,
     Stores,
     TableLogs,
@@ -466,6 +468,22 @@ class TableState:
     )
 
 
+class MemoryReports(Reports):
+    """The reports filed, newest last, each with when it was filed."""
+
+    def __init__(self) -> None:
+        self._reports: list[tuple[float, bytes]] = []
+
+    async def add(self, report: bytes, at: float, keep: float) -> None:
+        self._reports = [(t, r) for t, r in self._reports if t >= at - keep]
+        self._reports.append((at, report))
+        self._reports.sort(key=lambda filed: filed[0])
+        del self._reports[:-REPORTS_KEPT]
+
+    async def recent(self, limit: int) -> list[bytes]:
+        return [report for _, report in reversed(self._reports[-limit:])]
+
+
 class MemoryWorld:
     """What the memory stores of the nodes of one process share (see the module docstring), and
     the ``monotonic`` clock their TTLs run by."""
@@ -480,6 +498,7 @@ class MemoryWorld:
         self.daily = MemoryDailyDeals(monotonic)
         self.tokens = MemoryTokens(monotonic)
         self.bus = MemoryBus()
+        self.reports = MemoryReports()
 
 
 def memory_stores(
@@ -501,4 +520,5 @@ def memory_stores(
         daily=world.daily,
         tokens=world.tokens,
         bus=world.bus,
+        reports=world.reports,
     )

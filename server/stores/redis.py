@@ -20,17 +20,20 @@ their own (a handshake's: redis-py's call cost 0.2 ms).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import redis.exceptions
 
 from blackdrez.server.stores.base import (
+    REPORTS_KEPT,
     DailyDeals,
     Leaderboards,
     LeaseLost,
     Lobby,
     Players,
     Presence,
+    Reports,
     StoreRefused,
     Stores,
     Tokens,
@@ -41,6 +44,7 @@ from blackdrez.server.stores.keys import (
     LOBBY_KEY,
     NODES_KEY,
     PLAYER_TABLES_TTL,
+    REPORTS_KEY,
     SECRET_KEY,
     daily_claim_keys,
     daily_key,
@@ -452,6 +456,28 @@ class RedisTokens(Tokens):
         return int(wait_ms) / 1000
 
 
+class RedisReports(Reports):
+    """The reports filed (``bd:reports``, a sorted set by when each was filed)."""
+
+    def __init__(self, link: RedisLink) -> None:
+        self._link = link
+        self._redis: Any = link.redis
+
+    async def add(self, report: bytes, at: float, keep: float) -> None:
+        with self._link.reaching():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.zadd(REPORTS_KEY, {report: at})
+                pipe.zremrangebyscore(REPORTS_KEY, "-inf", f"({at - keep}")
+                pipe.zremrangebyrank(REPORTS_KEY, 0, -REPORTS_KEPT - 1)
+                pipe.expire(REPORTS_KEY, max(1, math.ceil(keep)))
+                await pipe.execute()
+
+    async def recent(self, limit: int) -> list[bytes]:
+        with self._link.reaching():
+            found: list[bytes] = await self._redis.zrevrange(REPORTS_KEY, 0, limit - 1)
+        return found
+
+
 def redis_stores(
     url: str,
     node_id: str,
@@ -488,6 +514,7 @@ def redis_bundle(
         daily=RedisDailyDeals(link),
         tokens=RedisTokens(link),
         bus=bus,
+        reports=RedisReports(link),
     )
 
 

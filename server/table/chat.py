@@ -23,6 +23,8 @@ import collections
 import re
 import unicodedata
 
+import msgspec
+
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server.table.history import EventLog
@@ -45,6 +47,27 @@ def clean(text: str) -> str:
         if c.isspace() or c == "\u200d" or unicodedata.category(c) not in ("Cc", "Cf")
     )
     return _BLANKS.sub(" ", kept).strip()
+
+
+class ChatReport(msgspec.Struct, kw_only=True, frozen=True):
+    """A reported chat line, as the operators see it: who wrote it and who reported it, why,
+    and the lines before it (its context), all as the table showed them."""
+
+    id: str
+    table: str
+    at: float
+    """When it was reported (Unix time)."""
+    reporter: str
+    reporter_name: str
+    reason: str
+    line: v1.Said
+    seq: int
+    context: list[v1.Said]
+    """Up to :data:`REPORT_CONTEXT` lines before the reported one, oldest first."""
+
+
+REPORT_CONTEXT = 10
+"""Lines before a reported one that its report keeps."""
 
 
 class TableChat:
@@ -125,6 +148,38 @@ class TableChat:
         if not cleaned:
             raise RoomError(ErrorCode.BAD_MESSAGE, "the line is empty")
         return v1.Said(player=player, name=name, seat=seat, text=cleaned, bot=bot)
+
+    def report(
+        self,
+        seating: Seating,
+        table: str,
+        player: str,
+        name: str,
+        message: v1.Report,
+        *,
+        at: float,
+        id: str,
+    ) -> ChatReport:
+        """``player``'s report of a line (``message.seq``: anyone at the table may report one
+        of the kept lines), filed at ``at`` as ``id``; nothing here changes."""
+        seq = message.seq
+        if seating.seat_of(player) is None and player not in seating.spectators:
+            raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
+        kept = list(self.lines)
+        found = next((i for i, n in enumerate(kept) if n.seq == seq), None)
+        if found is None:
+            raise RoomError(ErrorCode.NOT_FOUND, f"no chat line {seq} among the last ones")
+        return ChatReport(
+            id=id,
+            table=table,
+            at=at,
+            reporter=player,
+            reporter_name=name,
+            reason=clean(message.reason),
+            line=kept[found].event,
+            seq=seq,
+            context=[n.event for n in kept[max(0, found - REPORT_CONTEXT) : found]],
+        )
 
     def check_watcher(self, player: str) -> None:
         """Refuse (``removed``) a player the host sent away."""

@@ -21,6 +21,10 @@ async def test_the_admin_page_lists_shows_and_closes_a_table(
     errors: list[str] = []
     try:
         table = (await ann.request(v1.CreateTable())).table.id
+        await ann.say(table, "<i>rude</i>")
+        await ann.wait_until(lambda: ann.tables[table].chat)
+        line = ann.tables[table].chat[-1].seq
+        await ann.request(v1.Report(table=table, seq=line, reason="a test report"))
         page = await context.new_page()
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -42,6 +46,9 @@ async def test_the_admin_page_lists_shows_and_closes_a_table(
         row = page.locator(f"#tables tr[data-table={table}]")
         await expect(row).to_contain_text("<b>Ann</b>")  # a name is text, never markup
         await expect(page.locator("#nodes tbody")).to_contain_text(server.settings.node_id)
+        report = page.locator("#reports tbody tr").first
+        await expect(report).to_contain_text("<b>Ann</b>: <i>rude</i>")  # text, never markup
+        await expect(report).to_contain_text("a test report")
         await row.get_by_role("button", name="Events").click()
         await expect(page.locator("#events tbody")).to_contain_text('"type":"create"')
         await row.get_by_role("button", name="Close").click()

@@ -82,3 +82,38 @@ async def test_a_spectator_sent_away_sees_no_more(server, connect) -> None:
     with pytest.raises(ServerError) as error:
         await cat.request(v1.Spectate(table=table))
     assert error.value.code == ErrorCode.REMOVED
+
+
+async def test_a_reported_line_reaches_the_operators_with_its_context(
+    make_server, connect, redis_url_clean
+) -> None:
+    """Cat (watching through another node) reports one of Bob's lines: the table's host files
+    it, with the lines before it, and any node's admin view lists it; nobody else is told."""
+    from tests.server.test_admin import TOKEN, call
+
+    host = await make_server(redis_url=redis_url_clean, node_id="n1", admin_token=TOKEN)
+    other = await make_server(redis_url=redis_url_clean, node_id="n2", admin_token=TOKEN)
+    ann, bob = await connect(host, name="Ann"), await connect(host, name="Bob")
+    table = await seat_and_start(ann, [bob])
+    for text in ("hi", "good luck", "you are <terrible>"):
+        await (bob if text != "hi" else ann).say(table, text)
+    cat = await connect(other, name="Cat")
+    await cat.request(v1.Spectate(table=table))
+    line = cat.tables[table].chat[-1]
+    assert line.event["text"] == "you are <terrible>"
+    events_before = len(bob.tables[table].events)
+    await cat.request(v1.Report(table=table, seq=line.seq, reason="rude\nand mean"))
+    with pytest.raises(ServerError) as error:
+        await cat.request(v1.Report(table=table, seq=1))  # not a chat line
+    assert error.value.code == ErrorCode.NOT_FOUND
+    status, body = await asyncio.to_thread(call, other.port, "/admin/reports")
+    assert status == 200
+    (report,) = body["reports"]
+    assert report["table"] == table and report["seq"] == line.seq
+    assert report["line"]["name"] == "Bob" and report["line"]["text"] == "you are <terrible>"
+    assert (report["reporter_name"], report["reason"]) == ("Cat", "rude and mean")
+    assert [c["text"] for c in report["context"]] == ["hi", "good luck"]
+    await asyncio.sleep(0.2)
+    assert len(bob.tables[table].events) == events_before, "the table is not told"
+    status, _ = await asyncio.to_thread(call, other.port, "/admin/reports", "GET", None)
+    assert status == 401
