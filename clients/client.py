@@ -433,6 +433,10 @@ class Client:
         """As the host, send the spectator ``player`` away from ``table``."""
         return await self.request(v1.RemoveSpectator(table=table, player=player))
 
+    async def report(self, table: str, seq: int, reason: str = "") -> v1.Ok:
+        """Report the chat line numbered ``seq`` at ``table`` to the operators."""
+        return await self.request(v1.Report(table=table, seq=seq, reason=reason))
+
     async def resync(self, table: str) -> Any:
         """Ask for what was missed at ``table`` since the last event held."""
         state = self.tables.setdefault(table, TableState(table))

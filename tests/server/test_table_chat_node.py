@@ -102,7 +102,7 @@ async def test_a_reported_line_reaches_the_operators_with_its_context(
     line = cat.tables[table].chat[-1]
     assert line.event["text"] == "you are <terrible>"
     events_before = len(bob.tables[table].events)
-    await cat.request(v1.Report(table=table, seq=line.seq, reason="rude\nand mean"))
+    await cat.report(table, line.seq, "rude\nand mean")
     with pytest.raises(ServerError) as error:
         await cat.request(v1.Report(table=table, seq=1))  # not a chat line
     assert error.value.code == ErrorCode.NOT_FOUND
