@@ -84,8 +84,6 @@ class TableOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     rated: bool = False
     """A rated table: each game's final ranking moves its players' ratings (BlackDrez only;
     casual by default)."""
-    spectator_chat: bool = True
-    """Spectators may write in the table's chat (players always may)."""
 
     def problems(self) -> list[str]:
         """Return what is wrong with these options (empty when they are valid)."""
@@ -177,6 +175,8 @@ class TableInfo(msgspec.Struct, kw_only=True):
     held: list[HeldSeat] = msgspec.field(default_factory=list)
     """The free seats (``None`` in ``seats``) that only a given player may take until the game
     ends: a rated game's leaver's seat (a ``join`` of anyone else there is ``seat_taken``)."""
+    spectator_chat: bool = True
+    """Spectators may write in the table's chat (``create_table.spectator_chat``)."""
 
 
 class Numbered(msgspec.Struct, kw_only=True):
@@ -241,6 +241,9 @@ class CreateTable(Message, tag="create_table", kw_only=True):
 
     id: RequestId | None = None
     options: TableOptions = msgspec.field(default_factory=TableOptions)
+    spectator_chat: bool = True
+    """Spectators may write in the table's chat (players always may). Beside ``options``, not
+    in it: a reader of an older version refuses an option it does not know."""
 
 
 class JoinTable(Message, tag="join", kw_only=True):
@@ -444,8 +447,8 @@ class Say(Message, tag="say", kw_only=True):
     """Write a line in a table's chat (reply ``ok``, event ``said`` to everyone there): ``text``
     (plain text, at most :data:`CHAT_CHARACTERS` characters, never markup) or a canned ``quick``
     line, not both. Players may always write; spectators if the table's ``spectator_chat``
-    allows. Too many lines too fast: ``rate_limited`` (the connection stays). The chat is not
-    part of any game's record."""
+    allows (``create_table``). Too many lines too fast: ``rate_limited`` (the connection
+    stays). The chat is not part of any game's record."""
 
     id: RequestId | None = None
     table: TableId

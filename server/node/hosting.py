@@ -476,6 +476,7 @@ class Hosting:
         daily: str | None = None,
         ranked: bool = False,
         rank: Callable[[str], Awaitable[bool]] | None = None,
+        spectator_chat: bool = True,
     ) -> Room:
         """Create a room hosted here: leased, logged and listed before anyone hears of it.
 
@@ -500,6 +501,7 @@ class Hosting:
                 deal=deal,
                 daily=daily,
                 ranked=ranked,
+                spectator_chat=spectator_chat,
             )
             now = self.clock.time()
             room = new_room(create, now)
@@ -646,9 +648,7 @@ class Hosting:
                 return error_answer(message, *failure)
             return answer
 
-    async def _file_report(
-        self, room: Room, player: str, name: str, message: v1.Report
-    ) -> Answer:
+    async def _file_report(self, room: Room, player: str, name: str, message: v1.Report) -> Answer:
         """File ``player``'s report of a chat line with the operators (the reports store): the
         table changes nothing, logs nothing, and tells nobody."""
         try:

@@ -235,10 +235,16 @@ class Lobby:
         return await self.create_and_sit(client, v1.TableOptions(), message.id)
 
     async def create_and_sit(
-        self, client: Connection, options: v1.TableOptions, request_id: int | None
+        self,
+        client: Connection,
+        options: v1.TableOptions,
+        request_id: int | None,
+        spectator_chat: bool = True,
     ) -> Answer:
         """A new BlackDrez table hosted here, with its creator in the first seat as host."""
-        room = await self.hosting.new_room(v1.TABLE_GAME, client.player, options, None)
+        room = await self.hosting.new_room(
+            v1.TABLE_GAME, client.player, options, None, spectator_chat=spectator_chat
+        )
         sit = v1.JoinTable(id=request_id, table=room.id)
         return await self.hosting.execute(room, client.player, client.name, sit, bot=client.bot)
 

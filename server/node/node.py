@@ -481,7 +481,9 @@ class Node:
                 problems = message.options.problems()
                 if problems:
                     return error_answer(message, ErrorCode.BAD_MESSAGE, "; ".join(problems))
-                return await self.lobby.create_and_sit(client, message.options, message.id)
+                return await self.lobby.create_and_sit(
+                    client, message.options, message.id, message.spectator_chat
+                )
             case v1.QuickJoin():
                 return await self.lobby.quick_join(client, message)
             case v1.StartSolitaire():

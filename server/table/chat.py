@@ -73,17 +73,18 @@ REPORT_CONTEXT = 10
 class TableChat:
     """The chat of one table: its last lines and the spectators the host removed."""
 
-    def __init__(self, log: EventLog) -> None:
+    def __init__(self, log: EventLog, spectators_write: bool = True) -> None:
         self.lines: collections.deque[v1.Numbered] = collections.deque(maxlen=CHAT_KEPT)
         """The last lines (``said`` events with their numbers), oldest first."""
         self.removed: set[str] = set()
         """Players the host sent away: they may not watch or write here again."""
+        self.spectators_write = spectators_write
+        """Spectators may write here (the host's choice at creation); players always may."""
         self._log = log
 
     def say(
         self,
         seating: Seating,
-        spectator_chat: bool,
         player: str,
         name: str,
         command: v1.Say,
@@ -91,7 +92,7 @@ class TableChat:
         bot: bool,
     ) -> None:
         """Emit ``player``'s line (``said``) into the room's event log: a seated player
-        always may write, a spectator if ``spectator_chat``; a seated player is named as the
+        always may write, a spectator if :attr:`spectators_write`; a seated player is named as the
         table shows them."""
         seat = seating.seat_of(player)
         sitting = None if seat is None else seating.seats[seat]
@@ -99,7 +100,7 @@ class TableChat:
             name = sitting.name
         elif player not in seating.spectators:
             raise RoomError(ErrorCode.NOT_SEATED, "you are not at this table")
-        elif not spectator_chat:
+        elif not self.spectators_write:
             raise RoomError(ErrorCode.CHAT_CLOSED, "spectators may not write at this table")
         said = self.line(player, name, seat, command.text, command.quick, bot)
         self._log.emit(said)

@@ -47,6 +47,8 @@ class Create(msgspec.Struct, tag="create", tag_field="type", kw_only=True):
     daily: str | None = None
     """The UTC day of the daily deal a solitaire session plays (its seed comes with begin)."""
     ranked: bool = False
+    spectator_chat: bool = True
+    """Spectators may write in the chat (``create_table.spectator_chat``)."""
 
 
 class Begin(msgspec.Struct, tag="begin", tag_field="type"):
@@ -164,6 +166,7 @@ def new_room(create: Create, now: float) -> Room:
         deal=create.deal,
         daily=create.daily,
         ranked=create.ranked,
+        spectator_chat=create.spectator_chat,
     )
 
 

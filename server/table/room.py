@@ -211,6 +211,7 @@ class Room:
         deal: int | None = None,
         daily: str | None = None,
         ranked: bool = False,
+        spectator_chat: bool = True,
     ) -> None:
         self.layout = LAYOUT
         self.id = table_id
@@ -233,7 +234,7 @@ class Room:
         """The spectators (the seating's own set)."""
         self.invite = self.seating.invite
         self.roster = Roster(spec)
-        self.chat = TableChat(self.log)
+        self.chat = TableChat(self.log, spectator_chat)
         self.timers = Timers(spec.turn_seconds(options), created + options.grace_seconds)
         self.status = TableStatus.OPEN
         self.engine: Any = None
@@ -316,6 +317,7 @@ class Room:
                 and reserving
                 and (player := self.roster.reserved_for(index, self.engine)) is not None
             ],
+            spectator_chat=self.chat.spectators_write,
         )
 
     def view(self, seat: int | None) -> Any:
@@ -474,7 +476,7 @@ class Room:
         options allow) or ``remove_spectator`` (the host sends a spectator away)."""
         if isinstance(command, v1.Say):
             _check(self.status, TableCommand.SAY)
-            self.chat.say(self.seating, self.options.spectator_chat, player, name, command, bot=bot)
+            self.chat.say(self.seating, player, name, command, bot=bot)
         else:
             _check(self.status, TableCommand.REMOVE_SPECTATOR)
             self.chat.remove(self.seating, player, command.player)

@@ -156,6 +156,7 @@ class TableHarness:
         invite: str | None = None,
         daily: str | None = None,
         ranked: bool = False,
+        spectator_chat: bool = True,
         **options: Any,
     ) -> None:
         self.now = START
@@ -170,6 +171,7 @@ class TableHarness:
             invite=invite,
             daily=daily,
             ranked=ranked,
+            spectator_chat=spectator_chat,
         )
         self.room: Room = new_room(create, self.now)
         self.log: list[bytes] = [encode_entry(LogEntry(now=self.now, command=create))]

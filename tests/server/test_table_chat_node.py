@@ -117,3 +117,17 @@ async def test_a_reported_line_reaches_the_operators_with_its_context(
     assert len(bob.tables[table].events) == events_before, "the table is not told"
     status, _ = await asyncio.to_thread(call, other.port, "/admin/reports", "GET", None)
     assert status == 401
+
+
+async def test_a_table_closed_to_spectators_chat_says_so_and_refuses_them(server, connect) -> None:
+    ann, cat = await connect(server, name="Ann"), await connect(server, name="Cat")
+    joined = await ann.request(v1.CreateTable(spectator_chat=False))
+    table = joined.table.id
+    assert joined.table.spectator_chat is False
+    assert joined.table.options == v1.TableOptions(), "not an option: older readers refuse those"
+    await cat.request(v1.Spectate(table=table))
+    assert cat.tables[table].info.spectator_chat is False
+    with pytest.raises(ServerError) as error:
+        await cat.say(table, "let me in")
+    assert error.value.code == ErrorCode.CHAT_CLOSED
+    await ann.say(table, "players may")
