@@ -337,3 +337,23 @@ async def test_the_node_example_client_plays_a_game_against_a_bot() -> None:
     assert "welcome: player p_" in text
     assert "game over:" in text
     assert "commitment holds (fair)" in text
+
+
+def test_the_table_options_keep_their_fields() -> None:
+    """``TableOptions`` refuses unknown fields (a ``create_table`` with a misspelt option is a
+    ``bad_message``), so a reader of an older version (a node mid-upgrade, an installed Python
+    client) fails on any options with a field it does not know: joined, snapshot, lobby records
+    and logs all carry them. A new table setting goes beside the options (``create_table``,
+    ``TableInfo``), which older readers ignore; this list changes only with a new protocol
+    version."""
+    assert [field.name for field in msgspec.structs.fields(v1.TableOptions)] == [
+        "name",
+        "seats",
+        "decks",
+        "turn_seconds",
+        "grace_seconds",
+        "max_rounds",
+        "round_pause_seconds",
+        "private",
+        "rated",
+    ]
