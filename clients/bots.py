@@ -3,7 +3,10 @@
 A bot is an ordinary client: it says hello, takes a seat, and plays from what its seat's view
 shows (never a hidden card). When a game ends it checks the fairness proof: the revealed seed must
 hash to the commitment published at the start, and must deal exactly the cards the bot saw. A
-mismatch is reported loudly (logged as an error and counted in the summary).
+mismatch is reported loudly (logged as an error and counted in the summary). A bot that plays
+tables (:func:`run_bot`: ``blackdrez bot`` and the bots a host adds) is polite in the table's chat,
+as people are: it says "Good game!" when a game it played ends, unless told not to
+(``chat=False``); a line the server refuses never stops it.
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ STALL = 10.0
 """Seconds a bot waits for its turn (or for its action's update) before it resyncs anyway."""
 START_RETRY = 1.0
 """Seconds a hosting bot waits after its ``start`` was refused before it looks again."""
+CHAT_PATIENCE = 3.0
+"""Seconds a bot gives its chat line (``say``) before it goes on without it: a line the server
+refuses for the moment (``rate_limited``, retried by the client) must not hold the bot's play up."""
+GOOD_GAME: v1.QuickMessage = "good_game"
+"""The canned line a chatting bot says when a game it played ends (``"Good game!"``)."""
 
 
 @dataclass
@@ -145,8 +153,14 @@ async def play_table(
     *,
     think: float = 0.0,
     timeout: float = 120.0,
+    chat: bool = False,
 ) -> BotResult:
-    """Play ``client``'s seat at ``table`` until the game ends; check the fairness proof."""
+    """Play ``client``'s seat at ``table`` until the game ends; check the fairness proof.
+
+    ``chat``: say "Good game!" (the quick line ``good_game``) in the table's chat once the game
+    ends (give it only for a game the bot plays: :func:`run_bot` does not for a game that was
+    over when it sat down); a line the server refuses, or that a dropped connection loses, is
+    let go (:func:`say_quietly`). Off by default: the swarm and the ladder play quietly."""
     choose: Callable[..., Any] = blackdrez_bots.STRATEGIES[strategy]
     state = client.tables[table]
     assert state.seat is not None, "a bot needs a seat"
@@ -219,7 +233,25 @@ async def play_table(
     result.fair = result.problem is None
     if result.problem:
         log.error("UNFAIR GAME at table %s: %s", table, result.problem)
+    if chat:
+        await say_quietly(client, table, GOOD_GAME)
     return result
+
+
+async def say_quietly(client: Client, table: str, quick: v1.QuickMessage) -> bool:
+    """Say the canned ``quick`` line at ``table``; return whether the server took it. A bot's
+    chat never stops its play: a refusal (``rate_limited`` past the client's retries,
+    ``chat_closed``, ``not_seated``, ...), a dropped connection or a line the server takes longer
+    than :data:`CHAT_PATIENCE` to answer is logged and let go."""
+    try:
+        await asyncio.wait_for(client.say(table, quick=quick), CHAT_PATIENCE)
+    except ServerError as error:
+        log.info("chat at %s refused (%s): not said", table, error.code)
+    except (ConnectionError, TimeoutError) as error:
+        log.info("chat at %s not said: %s", table, error or type(error).__name__)
+    else:
+        return True
+    return False
 
 
 def unseated(state: TableState, player: str) -> bool:
@@ -255,6 +287,12 @@ def _games_started(state: TableState) -> int:
     return sum(1 for e in state.events if e.event["type"] == "game_started")
 
 
+def _last_start(state: TableState) -> int:
+    """The number of the last ``game_started`` event the client holds for the table (0: none).
+    Unlike a count of them it survives a snapshot that replaced the events held."""
+    return max((e.seq for e in state.events if e.event["type"] == "game_started"), default=0)
+
+
 async def run_bot(
     url: str,
     *,
@@ -268,12 +306,15 @@ async def run_bot(
     think: float = 0.0,
     token: str | None = None,
     seated: Callable[[str, int, bool], None] | None = None,
+    chat: bool = True,
 ) -> BotResult:
     """Connect, take a seat (at ``table`` or by quick-join), get ready and play ``games`` games
     (``None``: every game the table plays until the bot loses its seat or the table closes),
     waiting ``think`` seconds before each action. ``token``: connect as the player it names
     (a bot the server starts for a host's ``add_bots`` takes the seat held for it that way).
     ``seated(table, seat, host)`` is called once the bot sits (``host``: it made the table).
+    ``chat``: say "Good game!" in the table's chat after each game it played (``False``: say
+    nothing; a refused line never stops the bot, see :func:`play_table`).
 
     Returns the record of the last game played, with the number of games in ``games``.
     """
@@ -310,12 +351,16 @@ async def run_bot(
             seated = [s for s in info.seats if s is not None]
             return bool(seated) and all(s.bot and s.player != info.host for s in seated)
 
+        # The number of the ``game_started`` event of the game the bot plays (or found when it
+        # sat down): the next game is one that started after it, even while the bot was still
+        # saying "Good game!" for this one (a count of starts taken after the line would miss it).
+        started = _last_start(state)
         while games is None or played < games:
-            if played or state.view is None:  # wait for a game (bots stay ready)
-                seen = _games_started(state)
+            waited = bool(played) or state.view is None
+            if waited:  # wait for a game (bots stay ready)
                 await client.wait_until(
-                    lambda s=seen: (
-                        _games_started(state) > s
+                    lambda s=started: (
+                        _last_start(state) > s
                         or unseated(state, client.player)
                         or (games is None and abandoned())
                         or startable(state, client.player)
@@ -325,14 +370,20 @@ async def run_bot(
                 if unseated(state, client.player):
                     result.removed = True
                     break
-                if _games_started(state) == seen and startable(state, client.player):
+                if _last_start(state) <= started and startable(state, client.player):
                     await _start(client, client_table)
                     continue
-                if _games_started(state) == seen:  # abandoned: leave, so that it closes
+                if _last_start(state) <= started:  # abandoned: leave, so that it closes
                     with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
                         await client.request(v1.LeaveTable(table=client_table))
                     break
-            game = await play_table(client, client_table, strategy, think=think, timeout=3600)
+            started = _last_start(state)
+            # The bot sat there when the game started, or joined it under way: its own game (a
+            # game that was over when it sat down is not one to say "Good game!" for).
+            own = waited or not (state.view and state.view["phase"] == "over")
+            game = await play_table(
+                client, client_table, strategy, think=think, timeout=3600, chat=chat and own
+            )
             if game.removed:
                 result.removed = True
                 break
@@ -389,19 +440,21 @@ async def run_swarm(
     think: float = 0.0,
     results: list[list[BotResult]] | None = None,
     clients: list[Client] | None = None,
+    chat: bool = False,
 ) -> SwarmSummary:
     """Fill ``tables`` new tables with ``per_table`` bots each and play them all to the end.
 
     With several ``url``s the tables' hosts and their bots are spread over the nodes, each bot
     reconnecting to the others if its node goes away. ``results``, if given, receives every
     bot's record (per table); ``clients``, if given, every bot's client as it connects (for
-    measurements).
+    measurements). ``chat``: each bot says "Good game!" at the end (off by default: a load
+    test's figures count game traffic only).
     """
     urls = [url] if isinstance(url, str) else list(url)
     started = time.perf_counter()
     played = await asyncio.gather(
         *(
-            _swarm_table(urls, t, per_table, strategies, binary, round_pause, think, clients)
+            _swarm_table(urls, t, per_table, strategies, binary, round_pause, think, clients, chat)
             for t in range(tables)
         )
     )
@@ -429,6 +482,7 @@ async def _swarm_table(
     round_pause: float,
     think: float,
     exposed: list[Client] | None,
+    chat: bool = False,
 ) -> list[BotResult]:
     clients = [
         await Client.connect(
@@ -458,7 +512,9 @@ async def _swarm_table(
         return list(
             await asyncio.gather(
                 *(
-                    play_table(client, table, strategies[i % len(strategies)], think=think)
+                    play_table(
+                        client, table, strategies[i % len(strategies)], think=think, chat=chat
+                    )
                     for i, client in enumerate(clients)
                 )
             )

@@ -708,6 +708,7 @@ def _bot(args: argparse.Namespace) -> int:
                 invite=args.invite,
                 games=args.games,
                 seated=_say_seated,
+                chat=args.chat,
             )
         )
     except ServerError as error:
@@ -1046,6 +1047,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="games to play before leaving (default 1)",
+    )
+    bot.add_argument(
+        "--no-chat",
+        dest="chat",
+        action="store_false",
+        help="say nothing in the table's chat (default: 'Good game!' after each game played)",
     )
     bot.set_defaults(run=_bot, parser=bot)
 
