@@ -17,6 +17,7 @@ import { motion } from "./motion.js";
 import { THEMES, applyTheme, setSound, setTheme, signalTurn, soundOn, theme } from "./prefs.js";
 import { describeEvent, errorText, tableName } from "./words.js";
 import { recordsRoute, renderRecords } from "./records.js";
+import { followChat } from "./chat.js";
 
 const CURRENT_KEY = "blackdrez.current";
 const TABLE_ROUTE = /^#\/table\/([^/]+)$/; // a table's address (see "addresses" below)
@@ -232,15 +233,16 @@ async function visit(id) {
 /** Watch table ``id`` because the address names it; if it cannot be (gone, private), say so
  * and show the lobby in its place. */
 async function watchFromAddress(id) {
-  const reply = await ctx.send({ type: "spectate", table: id, invite: current?.id === id ? current.invite ?? null : null }, quietly);
+  let refusal = null;
+  const reply = await ctx.send({ type: "spectate", table: id, invite: current?.id === id ? current.invite ?? null : null }, (error) => { refusal = error; return true; });
   if (tableRoute() !== id) return; // the player went elsewhere meanwhile
   if (reply) ctx.open(reply.table.id, "watch", current?.invite ?? null, true);
   else {
-    toast("That table is no longer there, or it is private: here is the lobby.", "info");
+    // (a spectator the host sent away is told so, not that the table is gone)
+    toast(refusal?.code === "removed" ? errorText(refusal) : "That table is no longer there, or it is private: here is the lobby.", "info");
     ctx.lobby(true);
   }
 }
-const quietly = () => true;
 
 // The skip link moves the focus without changing the address (a hash would name no place).
 document.querySelector("a.skip")?.addEventListener("click", (event) => {
@@ -396,6 +398,8 @@ conn.addEventListener("message", ({ detail: message }) => {
     toast("The server is restarting: you will be reconnected in a moment.", "info");
   }
 });
+
+followChat(ctx); // (after the listener above: a table's lines are taken in once it is updated)
 
 conn.addEventListener("error", ({ detail }) => toast(errorText(detail)));
 

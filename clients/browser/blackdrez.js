@@ -10,6 +10,7 @@ import { fairness } from "./fairness.js";
 import { arrive, capture, celebrate, sweep } from "./motion.js";
 import { ratingChangeText, ratingTag, ratingText } from "./rating.js";
 import { count, describeEvent, listing, seatNames, tableName } from "./words.js";
+import { chatButton, chatPanel, chatPill, chatPlaced } from "./chat.js";
 
 
 const STATUS_TEXT = {
@@ -329,7 +330,8 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
           h("button.action", { id: "withdraw", dataset: { key: "withdraw" }, disabled: !can("withdraw"), title: can("withdraw") ? "Leave the round keeping half your cards (W)" : why.withdraw, "aria-keyshortcuts": "W", onclick: () => ctx.act(table.id, { type: "withdraw" }) }, "Withdraw")),
         h("p.why", { id: "why" }, why.line),
       ]
-      : h("span.muted", "You are watching."));
+      : h("span.muted", "You are watching."),
+    chatPill(ctx, table));
 
   const tableControls = h("div.table-controls", { role: "group", "aria-label": "Table" },
     seated ? [
@@ -360,16 +362,20 @@ export function renderBlackDrez(ctx, table, screen, fresh = []) {
       h("span.status", { dataset: { status: info.status } }, STATUS_WORDS[info.status] ?? info.status),
       info.options?.rated ? h("span.badge.rated", { title: "A rated table: each game moves its players' ratings" }, "rated") : null,
       view ? h("span", `Round ${view.round}${info.options?.max_rounds ? ` of ${info.options.max_rounds}` : ""}`) : null,
+      chatButton(ctx, table),
       shareLine(ctx, table)),
     felt,
     actionBar,
     tableControls,
     h("div.below",
+      // The chat (chat.js: the same panel at each drawing, so what is typed stays).
+      chatPanel(ctx, table),
       h("details.log", { open: true, dataset: { key: "log" } },
         h("summary", "Table log"),
-        // Turns are on the action bar; the log keeps what happened.
-        h("ol.events", table.log.filter((n) => n.event.type !== "turn").reverse().map((n) => h("li", describeEvent(table, n.event, n.names))))),
+        // Turns are on the action bar, chat lines in the chat; the log keeps what happened.
+        h("ol.events", table.log.filter((n) => n.event.type !== "turn" && n.event.type !== "said").reverse().map((n) => h("li", describeEvent(table, n.event, n.names))))),
       fairness(view?.commitment ?? info.commitment, view?.seed))));
+  chatPlaced(table.id);
 
   animate(screen, before, fresh);
   // The turn comes to this player: their seat in view, above the action bar (style.css's

@@ -121,7 +121,8 @@ export class Lobby {
       private: f.private.checked,
       rated: f.rated.checked,
     };
-    const reply = await this.ctx.send({ type: "create_table", options });
+    // (beside the options, not in them: spectators' chat is the table's, not the game's)
+    const reply = await this.ctx.send({ type: "create_table", options, spectator_chat: f.spectator_chat.checked });
     if (reply) this.ctx.open(reply.table.id, "seat");
   }
 
@@ -200,7 +201,8 @@ export class Lobby {
           h("div.row",
             field("Pause between rounds (s)", h("input", { name: "round_pause_seconds", type: "number", min: "0", max: "60", step: "0.1", value: "3" })),
             h("label.check", h("input", { name: "private", type: "checkbox" }), " Private (invite only)"),
-            h("label.check", { title: "Each game's result moves the players' ratings" }, h("input", { name: "rated", type: "checkbox" }), " Rated")),
+            h("label.check", { title: "Each game's result moves the players' ratings" }, h("input", { name: "rated", type: "checkbox" }), " Rated"),
+            h("label.check", { title: "Whoever watches may write in the table's chat (players always may)" }, h("input", { name: "spectator_chat", type: "checkbox", checked: true }), " Spectators may chat")),
           h("button.primary", { type: "submit" }, "Create table"))),
       h("section.panel.invite-panel", { "aria-labelledby": "invite-title" },
         h("h2#invite-title", "Private table"),

@@ -164,7 +164,7 @@ export class Connection extends EventTarget {
     const waiter = message.id != null ? this.pending.get(message.id) : undefined;
     if (waiter) {
       this.pending.delete(message.id);
-      if (message.type === "error") waiter.reject(Object.assign(new Error(message.message), { code: message.code }));
+      if (message.type === "error") waiter.reject(Object.assign(new Error(message.message), { code: message.code, retry_after: message.retry_after ?? null }));
       else waiter.resolve(message);
       // Snapshots and updates answering a request still change table state.
       if (message.type === "snapshot" || message.type === "update" || message.type === "joined") {

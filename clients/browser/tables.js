@@ -94,7 +94,9 @@ export class TableStore extends EventTarget {
     for (const numbered of events) {
       if (table.info) numbered.names = seatedDuring(table.names, numbered.event);
       table.names = seatedAfter(table.names, numbered.event);
-      table.log.push(numbered);
+      // The table log keeps the game and the seats; chat lines are the chat's (chat.js): at a
+      // talkative table they would push the game's events out of the log's last LOG_SIZE.
+      if (numbered.event.type !== "said") table.log.push(numbered);
       this.dispatchEvent(new CustomEvent("event", { detail: { table: table.id, event: numbered.event, names: numbered.names } }));
     }
     if (this.tables.get(table.id) !== table) return; // an event closed the table
@@ -149,7 +151,7 @@ export class TableStore extends EventTarget {
   prepend(table, events) {
     table.backfilled = true;
     const first = table.log.length ? table.log[0].seq : table.seq + 1;
-    const older = events.filter((e) => e && e.seq < first && e.seq <= table.seq);
+    const older = events.filter((e) => e && e.seq < first && e.seq <= table.seq && e.event.type !== "said");
     if (!older.length) return;
     nameHistory(older, table.log.length ? seatedBefore(table.log[0]) : table.names);
     table.log = [...older, ...table.log].slice(-LOG_SIZE);

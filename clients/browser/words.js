@@ -118,6 +118,9 @@ export function describeEvent(table, e, names = null) {
     case "par": return `Par for this deal (perfect play, seeing every card): ${e.par}${e.exact ? "" : " or more"}; you scored ${e.score}`;
     case "table_closed": return `The table closed: ${e.reason}`;
     case "undone": return "A move was taken back";
+    // Chat lines show in the table's chat (chat.js), not in its log; told here all the same.
+    case "said": return `${e.name ?? "Someone"}${e.seat === null ? " (watching)" : ""}: ${e.text ?? ""}`;
+    case "spectator_removed": return `The host sent ${e.name ?? "a spectator"} away from the table`;
     default: return e.type.replaceAll("_", " ");
   }
 }
@@ -150,6 +153,8 @@ const ERRORS = {
   not_a_solitaire: "Hints and undo are for the solitaires only.",
   sealed: "That stays sealed until the day is over (UTC).",
   closed: "Not connected: reconnecting…",
+  removed: "The host sent you away from this table: you cannot watch it again.",
+  chat_closed: "Spectators cannot write at this table: the host keeps its chat to the players.",
   replaced: "You are playing in another tab or browser: press Play here to play in this one.",
 };
 
