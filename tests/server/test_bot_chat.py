@@ -18,7 +18,7 @@ from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server.app import GameServer
 from blackdrez.server.table.chat import TableChat
 from blackdrez.server.table.lifecycle import RoomError
-from tests.server.helpers import games_started, play_out
+from tests.server.test_table_bots import play_a_game
 
 
 def said(client: Client, table: str) -> list[dict[str, Any]]:
@@ -28,16 +28,6 @@ def said(client: Client, table: str) -> list[dict[str, Any]]:
 
 def event_seq(client: Client, table: str, kind: str) -> list[int]:
     return [n.seq for n in client.tables[table].events if n.event["type"] == kind]
-
-
-async def play_a_game(host: Client, table: str) -> None:
-    """The host gets ready, starts a game and plays it out (the others are bots)."""
-    state = host.tables[table]
-    await host.request(v1.SetReady(table=table))
-    games = games_started(state)
-    await host.request(v1.StartGame(table=table))
-    await host.wait_until(lambda: games_started(state) > games)
-    await play_out(host, table)
 
 
 async def heard_everything(host: Client, table: str) -> None:
