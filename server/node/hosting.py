@@ -132,6 +132,10 @@ CHAT_BURST = 5
 """...and at once."""
 REPORT_RETENTION = 30 * 86_400.0
 """Seconds a reported chat line (with its context) is kept for the operators."""
+REPORT_RATE = 1 / 30
+"""Reports one player may file per second on average through this node (one every 30 s)..."""
+REPORT_BURST = 5
+"""...and at once: a flood of reports would push the real ones out of the operators' list."""
 CHAT_KEYS = 20_000
 """Players and tables whose chat buckets are remembered at most (a full bucket is forgotten)."""
 
@@ -374,6 +378,8 @@ class Hosting:
         """Per hosted table, its hints' rate limit (made at its first hint)."""
         self._chat_buckets = KeyedBuckets(CHAT_RATE, CHAT_BURST, CHAT_KEYS)
         """Per player and hosted table, the chat's rate limit (``"table player"``)."""
+        self._report_buckets = KeyedBuckets(REPORT_RATE, REPORT_BURST, CHAT_KEYS)
+        """Per player, the reports' rate limit (the tables hosted here)."""
         self._pars: set[tuple[str, int]] = set()
         """``(table, game)`` whose par the worker is finding."""
         self._ratings_wanted: dict[str, RatingsWanted] = {}
@@ -663,6 +669,13 @@ class Hosting:
             )
         except RoomError as error:
             return error_answer(message, error.code, error.message)
+        if not self._report_buckets.take(player, self.clock.monotonic()):
+            return error_answer(
+                message,
+                ErrorCode.RATE_LIMITED,
+                "too many reports: the moderators have yours, wait before the next",
+                self._report_buckets.retry_after(player),
+            )
         try:
             await self.store.reports.add(
                 msgspec.msgpack.encode(report), at=report.at, keep=REPORT_RETENTION

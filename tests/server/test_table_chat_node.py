@@ -12,7 +12,7 @@ import pytest
 from blackdrez.clients.client import RateLimited, ServerError
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
-from blackdrez.server.node.hosting import CHAT_BURST
+from blackdrez.server.node.hosting import CHAT_BURST, REPORT_BURST
 from tests.server.helpers import seat_and_start
 
 
@@ -131,3 +131,22 @@ async def test_a_table_closed_to_spectators_chat_says_so_and_refuses_them(server
         await cat.say(table, "let me in")
     assert error.value.code == ErrorCode.CHAT_CLOSED
     await ann.say(table, "players may")
+
+
+async def test_a_flood_of_reports_is_refused_and_the_reports_kept(server, connect) -> None:
+    """Reports are few by nature: past five at once a player is told to wait (one every 30 s),
+    so a flood cannot push the real reports out of the operators' list."""
+    ann = await connect(server, name="Ann", rate_limit_retries=0)
+    bob = await connect(server, name="Bob")
+    table = await seat_and_start(ann, [bob])
+    for n in range(REPORT_BURST + 1):
+        await bob.say(table, f"line {n}")
+    await ann.wait_until(lambda: len(ann.tables[table].chat) == REPORT_BURST + 1)
+    lines = [line.seq for line in ann.tables[table].chat]
+    for seq in lines[:REPORT_BURST]:
+        await ann.report(table, seq, "spam")
+    with pytest.raises(RateLimited) as error:
+        await ann.report(table, lines[-1], "one more")
+    assert 25 < error.value.retry_after <= 30
+    assert len(await server.store.reports.recent(100)) == REPORT_BURST
+    assert not ann.closed.done()
