@@ -608,14 +608,14 @@ class Hosting:
             if isinstance(message, v1.Report):
                 return await self._file_report(room, player, name, message)
             if isinstance(message, v1.Say):
-                key = f"{room.id} {player}"
-                if not self._chat_buckets.take(key, self.clock.monotonic()):
-                    return error_answer(
-                        message,
-                        ErrorCode.RATE_LIMITED,
-                        "too many lines at once: wait a moment before the next",
-                        self._chat_buckets.retry_after(key),
-                    )
+                refused = self._over_limit(
+                    self._chat_buckets,
+                    f"{room.id} {player}",
+                    message,
+                    "too many lines at once: wait a moment before the next",
+                )
+                if refused is not None:
+                    return refused
             hint = None
             if isinstance(message, v1.Hint):
                 found = await self._find_hint(room, player, message)
@@ -654,6 +654,13 @@ class Hosting:
                 return error_answer(message, *failure)
             return answer
 
+    def _over_limit(self, buckets: KeyedBuckets, key: str, message: Any, why: str) -> Answer | None:
+        """``rate_limited`` (with when to try again) if ``key`` has no token left in
+        ``buckets``, else ``None`` (a token spent)."""
+        if buckets.take(key, self.clock.monotonic()):
+            return None
+        return error_answer(message, ErrorCode.RATE_LIMITED, why, buckets.retry_after(key))
+
     async def _file_report(self, room: Room, player: str, name: str, message: v1.Report) -> Answer:
         """File ``player``'s report of a chat line with the operators (the reports store): the
         table changes nothing, logs nothing, and tells nobody."""
@@ -669,13 +676,14 @@ class Hosting:
             )
         except RoomError as error:
             return error_answer(message, error.code, error.message)
-        if not self._report_buckets.take(player, self.clock.monotonic()):
-            return error_answer(
-                message,
-                ErrorCode.RATE_LIMITED,
-                "too many reports: the moderators have yours, wait before the next",
-                self._report_buckets.retry_after(player),
-            )
+        refused = self._over_limit(
+            self._report_buckets,
+            player,
+            message,
+            "too many reports: the moderators have yours, wait before the next",
+        )
+        if refused is not None:
+            return refused
         try:
             await self.store.reports.add(
                 msgspec.msgpack.encode(report), at=report.at, keep=REPORT_RETENTION
