@@ -150,3 +150,45 @@ async def test_a_flood_of_reports_is_refused_and_the_reports_kept(server, connec
     assert 25 < error.value.retry_after <= 30
     assert len(await server.store.reports.recent(100)) == REPORT_BURST
     assert not ann.closed.done()
+
+
+async def test_chat_and_reports_while_redis_is_down_change_nothing_and_work_after(
+    make_server, connect
+) -> None:
+    """Redis stopped under a table: a line and a report are answered ``unavailable`` and change
+    nothing (no line appears later); once Redis is back, both work, in order."""
+    from blackdrez.server.testing.redis_server import RedisServer
+
+    with RedisServer() as store:
+        server = await make_server(redis_url=store.url)
+        ann, bob = await connect(server, name="Ann"), await connect(server, name="Bob")
+        table = await seat_and_start(ann, [bob])
+        await bob.say(table, "before")
+        await ann.wait_until(lambda: texts(ann, table) == ["before"])
+        seq = ann.tables[table].chat[-1].seq
+        store.pause()
+        try:
+            await asyncio.sleep(1.5)  # past the store's patience
+            for request in (
+                v1.Say(table=table, text="while down"),
+                v1.Report(table=table, seq=seq, reason="while down"),
+            ):
+                with pytest.raises(ServerError) as error:
+                    await ann.request(request, moving_patience=0)
+                assert error.value.code in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING)
+        finally:
+            store.resume()
+        await asyncio.wait_for(server.store.health.wait_up(), 15)
+        deadline = asyncio.get_running_loop().time() + 15
+        while True:  # the table may be moving back to its host for a moment
+            try:
+                await ann.say(table, "after")
+                break
+            except ServerError as error:
+                assert error.value.code in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING)
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0.2)
+        await bob.wait_until(lambda: texts(bob, table)[-1:] == ["after"], 15)
+        assert "while down" not in texts(bob, table)
+        await ann.report(table, seq, "after")
+        assert len(await server.store.reports.recent(10)) == 1
