@@ -786,3 +786,20 @@ def test_a_bot_the_host_removed_cannot_take_its_seat_back_before_it_is_freed() -
     assert harness.room.seats[seat].leaving
     withdraw_until_round_ends(harness)
     assert harness.room.seats[seat] is None
+
+
+def test_one_away_when_the_game_ends_is_freed_after_the_grace() -> None:
+    """The game's last action came within the grace of a player whose link went silent: the
+    seat is still freed when the grace runs out, at the finished table (the fault suite's
+    keepalive test saw only the other player's leave when its game ended inside the grace)."""
+    harness = table_of("a", "b", "c", seeds=[PLAYING_3], max_rounds=1, grace_seconds=5.0)
+    start_game(harness)
+    harness.client("c").drop()
+    withdraw_until_round_ends(harness)  # c's link is silent, not yet noticed by the game
+    assert harness.room.status is S.FINISHED
+    assert harness.room.seats[2] is not None and not harness.room.seats[2].connected
+    harness.advance(4.9)
+    assert seats_freed(harness, "c") == []
+    harness.advance(0.1)
+    assert seats_freed(harness, "c") == [2]
+    assert harness.room.status is S.FINISHED, "the others still sit at the finished table"
