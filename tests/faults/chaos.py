@@ -206,8 +206,9 @@ async def run(minutes: float, seed: int, figures: dict[str, Any]) -> list[str]:
     rng = random.Random(seed)
     started = time.monotonic()
     with (
-        RedisServer(appendonly=True) as redis_server,
-        PostgresServer(durable=True) as postgres,  # a crash must keep what it committed
+        # a crash must keep what each acknowledged (everysec: Redis's last 2 s may be lost)
+        RedisServer(appendonly=True, fsync="always") as redis_server,
+        PostgresServer(durable=True) as postgres,
         CpuSampler() as cpu,
     ):
         database = postgres.create_schema()

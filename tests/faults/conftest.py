@@ -76,8 +76,10 @@ def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture
 def durable_redis(tmp_path: Path) -> Iterator[RedisServer]:
-    """A Redis of its own with append-only persistence, as the compose file runs it."""
-    with RedisServer(appendonly=True, data_dir=tmp_path) as server:
+    """A Redis of its own with append-only persistence, synced before every reply: the tests
+    SIGKILL it and then count every acknowledged action, which the compose file's ``everysec``
+    does not promise across a kill of Redis (``server/testing/redis_server.py``)."""
+    with RedisServer(appendonly=True, fsync="always", data_dir=tmp_path) as server:
         yield server
 
 
