@@ -234,6 +234,13 @@ class Client:
         self.left: set[str] = set()
         """Tables this client left (``leave`` answered ``ok``): not resynced after a
         reconnection, where the server would answer that they are gone."""
+        self.finding: v1.FindGame | None = None
+        """The ``find_game`` this client queues with (sent again after a reconnection, which
+        keeps the place), until a table is found or it cancels."""
+        self.queued: v1.Queued | None = None
+        """The server's answer to that ``find_game``."""
+        self.matched: v1.MatchFound | None = None
+        """The last table the matchmaking queue made for this player."""
         self._moving: asyncio.Task[None] | None = None
         self._moved: tuple[str, ClientConnection, v1.Welcome] | None = None
         """A new connection, greeted, to switch to once the old one has ended."""
@@ -437,6 +444,36 @@ class Client:
         """Report the chat line numbered ``seq`` at ``table`` to the operators."""
         return await self.request(v1.Report(table=table, seq=seq, reason=reason))
 
+    async def find_game(
+        self, seats: int | None = None, *, rated: bool = False, bots_after: float | None = None
+    ) -> v1.Queued:
+        """Queue for a BlackDrez table (``seats`` 2 to 8, or ``None``: any): the server's
+        ``queued``. :meth:`wait_for_match` then waits for the table; after a reconnection the
+        client asks again by itself, which keeps its place."""
+        finding = v1.FindGame(seats=seats, rated=rated, bots_after=bots_after)
+        self.finding, self.matched = finding, None
+        queued: v1.Queued = await self.request(finding)
+        self.queued = queued
+        return queued
+
+    async def cancel_find(self) -> v1.Ok:
+        """Leave the matchmaking queue."""
+        self.finding = self.queued = None
+        return await self.request(v1.CancelFind())
+
+    async def wait_for_match(self, timeout: float | None = 120.0) -> v1.MatchFound:
+        """Wait until the queue has made this player's table: its ``match_found`` (send
+        ``join`` to watch it)."""
+        found: v1.MatchFound = await self.wait_until(lambda: self.matched, timeout)
+        return found
+
+    async def _find_again(self, finding: v1.FindGame) -> None:
+        """After a reconnection: queue again with the same choices (the place is kept)."""
+        with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
+            queued = await self.request(finding)
+            if self.finding is finding:
+                self.queued = queued
+
     async def resync(self, table: str) -> Any:
         """Ask for what was missed at ``table`` since the last event held."""
         state = self.tables.setdefault(table, TableState(table))
@@ -549,6 +586,8 @@ class Client:
         for table in {*(set(self.tables) - self.left), *self.welcome.tables}:
             self.tables.setdefault(table, TableState(table))
             self._background(self._resync_until_done(table))
+        if self.finding is not None:
+            self._background(self._find_again(self.finding))
 
     def _store_lost(self) -> None:
         """The node said it lost its store: look for another (see the module docstring)."""
@@ -609,6 +648,9 @@ class Client:
             self._apply_update(message)
         elif isinstance(message, v1.Tables):
             self.lobby = {t.id: t for t in message.tables}
+        elif isinstance(message, v1.MatchFound):
+            self.matched, self.finding, self.queued = message, None, None
+            self.pushed.append(message)
         elif isinstance(message, v1.LobbyUpdate):
             for info in message.tables:
                 self.lobby[info.id] = info

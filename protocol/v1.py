@@ -477,6 +477,31 @@ class Report(Message, tag="report", kw_only=True):
     reason: Annotated[str, msgspec.Meta(max_length=200)] = ""
 
 
+MatchSeats = Annotated[int, msgspec.Meta(ge=2, le=8)]
+
+
+class FindGame(Message, tag="find_game", kw_only=True):
+    """Queue for a BlackDrez table with players of close ratings (reply ``queued``; once a
+    table is made, ``match_found``): ``seats`` the table size wanted (``None``: any), rated or
+    casual, and after how many seconds of waiting bots may take the seats nobody took
+    (``None``: never). The server groups players whose ratings are close, widening the band
+    the longer they wait, so that nobody waits for ever. One place per player, whichever of
+    their connections asks: a second ``find_game`` changes the choices and keeps the place (the
+    wait goes on from the first), also after a reconnect to another node within
+    ``queued.keep_seconds``."""
+
+    id: RequestId | None = None
+    seats: MatchSeats | None = None
+    rated: bool = False
+    bots_after: Annotated[float, msgspec.Meta(ge=0.0, le=600.0)] | None = None
+
+
+class CancelFind(Message, tag="cancel_find", kw_only=True):
+    """Leave the matchmaking queue (reply ``ok``; also when not queueing)."""
+
+    id: RequestId | None = None
+
+
 ClientMessage = (
     Hello
     | WatchLobby
@@ -499,6 +524,8 @@ ClientMessage = (
     | Say
     | RemoveSpectator
     | Report
+    | FindGame
+    | CancelFind
     | GetDaily
     | GetLeaderboard
     | GetRecord
@@ -679,6 +706,42 @@ class Session(Message, tag="session", kw_only=True):
     token: str
 
 
+class Queued(Message, tag="queued", kw_only=True):
+    """The answer to ``find_game``: you wait for a table, since ``since`` (Unix time), with the
+    rating the queue matches you by (the one people see; 1500 when you have none, and at a
+    casual table). Opponents are first looked for within ``band`` points of it, the band
+    growing by ``widen`` points each second, and any rating is accepted after ``anyone_after``
+    seconds. ``waiting``: the players queueing now, you included. The place is kept
+    ``keep_seconds`` after the connection is lost: a ``find_game`` within them keeps it."""
+
+    id: RequestId | None = None
+    since: float
+    rating: int
+    seats: int | None
+    rated: bool
+    bots_after: float | None
+    waiting: int
+    band: float
+    widen: float
+    anyone_after: float
+    keep_seconds: float
+
+
+class MatchFound(Message, tag="match_found", kw_only=True):
+    """Pushed when the queue made your table: you sit at ``table`` in ``seat`` (send ``join``
+    or ``resync`` to watch it; until you do, you count as away there, and the seat is freed
+    after the table's grace), with ``players`` (their names, yours included, seat order) and
+    ``bots`` seats taken by bots. The game starts at once; you left the queue."""
+
+    table: TableId
+    seat: int
+    players: list[str]
+    bots: int
+    rated: bool
+    waited: float
+    """Seconds you waited."""
+
+
 ServerMessage = (
     Welcome
     | Error
@@ -695,6 +758,8 @@ ServerMessage = (
     | Pong
     | Shutdown
     | Session
+    | Queued
+    | MatchFound
 )
 
 

@@ -44,6 +44,7 @@ from blackdrez.server.node.fanout import Fanout
 from blackdrez.server.node.hosting import HINT_BURST, HINT_RATE, GameRecords, Hosting
 from blackdrez.server.node.leases import RENEWALS
 from blackdrez.server.node.lobby import Lobby
+from blackdrez.server.node.matchmaking import Matchmaker
 from blackdrez.server.node.routing import Routing
 from blackdrez.server.node.seams import error_answer
 from blackdrez.server.stores import LeaseLost, Stores, StoreUnavailable
@@ -145,6 +146,9 @@ class Node:
         self.lobby = Lobby(
             store, self.clock, self.hosting, route=self.routing.route, spawn=self._spawn
         )
+        self.matchmaker = Matchmaker(
+            store, self.clock, self.hosting, self.clients, spawn=self._spawn
+        )
         self.failover = Failover(
             store,
             metrics,
@@ -182,12 +186,14 @@ class Node:
         self.store.health.listeners.append(self._on_store_back)
         await self.store.bus.subscribe(node_channel(self.id), self._on_node_message)
         await self.store.bus.subscribe(bus.HANDOVER_CHANNEL, self.failover.on_handover)
+        await self.matchmaker.start()
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self.hosting.drain_outbox()),
             loop.create_task(self._heartbeat()),
             loop.create_task(self.failover.adopt_orphans()),
             loop.create_task(self._sweep()),
+            loop.create_task(self.matchmaker.run()),
         ]
         renewals = self.hosting.leases.start(loop)
         if renewals is not None:
@@ -414,6 +420,7 @@ class Node:
             del self.clients[client.player]
         self.metrics.connections.set(len(self.clients))
         self.lobby.stop_watching(client)
+        self.matchmaker.forget(client)
         held = {table: watch.seat is not None for table, watch in client.tables.items()}
         held |= {t: seated for t, seated in client.left_to_me.items() if t not in held}
         for table, seated in held.items():
@@ -475,6 +482,10 @@ class Node:
                 return await self.lobby.watch(client, message)
             case v1.UnwatchLobby():
                 return self.lobby.unwatch(client, message)
+            case v1.FindGame():
+                return await self.matchmaker.find(client, message)
+            case v1.CancelFind():
+                return await self.matchmaker.cancel(client, message)
             case v1.CreateTable() | v1.QuickJoin() | v1.StartSolitaire() if self.hosting.stopping:
                 return error_answer(message, ErrorCode.UNAVAILABLE, "this node is shutting down")
             case v1.CreateTable():

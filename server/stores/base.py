@@ -18,6 +18,7 @@ methods; a component that needs one concern is handed just that one::
                                      rate limits' token buckets shared by every node
     bus             Bus              publish/subscribe: live updates, requests between nodes
     reports         Reports          the chat lines players reported, for the operators
+    matchmaking     Matchmaking      the players queueing for a table, and the matcher's lease
 
 and the :class:`Link` they share: this process's identity (node id, incarnation), whether other
 processes share the store, the connection's lifecycle and its health
@@ -54,7 +55,7 @@ import enum
 import secrets
 import time
 import zlib
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -506,6 +507,49 @@ REPORTS_KEPT = 10_000
 """Reports kept at most (the oldest go first)."""
 
 
+MATCH_CHANNEL = "bd:mm:found"
+"""Where :meth:`Matchmaking.place` announces each table the queue made (every node listens, and
+tells the players connected to it)."""
+
+
+class Matchmaking(Part):
+    """The matchmaking queue every node shares: one ticket per player (opaque: the node's
+    encoding), alive until its expiry (wall-clock seconds) unless refreshed, and the matcher's
+    lease: the one process at a time that pairs the tickets and makes their tables."""
+
+    @abc.abstractmethod
+    async def enter(self, player: str, ticket: bytes, expires: float) -> None:
+        """Queue ``player`` with ``ticket`` until ``expires``, in place of a ticket they hold."""
+
+    @abc.abstractmethod
+    async def ticket(self, player: str, now: float) -> bytes | None:
+        """``player``'s ticket, unless none is queued or it expired before ``now``."""
+
+    @abc.abstractmethod
+    async def leave(self, player: str) -> None:
+        """Take ``player``'s ticket out of the queue (none: nothing)."""
+
+    @abc.abstractmethod
+    async def refresh(self, players: Collection[str], expires: float) -> None:
+        """Keep the queued tickets of ``players`` until ``expires`` (the others: nothing)."""
+
+    @abc.abstractmethod
+    async def waiting(self, now: float) -> list[bytes]:
+        """Every ticket queued and not expired at ``now`` (the expired ones are dropped)."""
+
+    @abc.abstractmethod
+    async def lead(self, ttl: float) -> int | None:
+        """Take the matcher's lease for ``ttl`` seconds, or extend it if this process holds it
+        already: its token (the same while it is held), or ``None`` while another holds it."""
+
+    @abc.abstractmethod
+    async def place(self, token: int, players: Sequence[str], found: bytes) -> bool:
+        """Take a made table's ``players`` out of the queue and publish ``found`` on
+        :data:`MATCH_CHANNEL`, in one step, if every one of them is still queued: else nothing
+        changes and False. Fenced: :class:`LeaseLost` unless this process holds the matcher's
+        lease with ``token``."""
+
+
 class Bus(Part):
     """Publish/subscribe between the nodes sharing the store (within the process in memory)."""
 
@@ -543,6 +587,7 @@ class Stores:
     tokens: Tokens
     bus: Bus
     reports: Reports
+    matchmaking: Matchmaking
 
     @property
     def node_id(self) -> str:
@@ -578,6 +623,7 @@ class Stores:
             self.tokens,
             self.bus,
             self.reports,
+            self.matchmaking,
         ):
             if id(part) not in seen:
                 seen.add(id(part))

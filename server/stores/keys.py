@@ -95,6 +95,21 @@ implementation reads and writes the key::
                                                                     at each report, the newest
                                                                     10,000 kept; TTL = the
                                                                     retention, set at each report
+    bd:{mm}:tickets, bd:{mm}:expires
+                           hash, zset  matchmaking  every node      the players queueing for a
+                                                                    table: each one's ticket, and
+                                                                    until when it lives (score,
+                                                                    wall-clock s; refreshed by the
+                                                                    node of the player's
+                                                                    connection, dropped once past);
+                                                                    TTL MATCH_KEY_TTL, renewed at
+                                                                    each entry
+    bd:{mm}:lead           string  matchmaking  the matcher        ``node/incarnation/token`` of
+                                                                    the process pairing the queue;
+                                                                    TTL = its lease, renewed by it
+    bd:{mm}:epoch          string  matchmaking  matcher leases     the matcher's tokens; TTL
+                                                                    MATCH_KEY_TTL, renewed at each
+                                                                    new lease
 
 The fixed keys above (:data:`FIXED_KEYS`) are the only ones that may exist without a TTL,
 besides a live table's epoch, log, record and snapshot (owned by its host, deleted or given a
@@ -122,6 +137,13 @@ and a player's latest connection order after their last hello."""
 SECRET_KEY = "bd:secret"
 LOBBY_KEY = "bd:lobby:tables"
 REPORTS_KEY = "bd:reports"
+MATCH_TICKETS_KEY = "bd:{mm}:tickets"
+MATCH_EXPIRES_KEY = "bd:{mm}:expires"
+MATCH_LEAD_KEY = "bd:{mm}:lead"
+MATCH_EPOCH_KEY = "bd:{mm}:epoch"
+MATCH_KEY_TTL = 24 * 3600
+"""Seconds the queue's keys live after their last write (a queue nobody joins for a day is
+empty; a matcher's tokens start again, each holder naming its process as well)."""
 NODES_KEY = "bd:nodes"
 ATTACHES_KEY = "bd:attaches"
 INCARNATIONS_KEY = "{bd:nodes}:incarnations"

@@ -28,10 +28,11 @@ import itertools
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from blackdrez.server.stores.base import (
+    MATCH_CHANNEL,
     REPORTS_KEPT,
     Append,
     Bus,
@@ -43,6 +44,7 @@ from blackdrez.server.stores.base import (
     Link,
     Lobby,
     Location,
+    Matchmaking,
     Players,
     Presence,
     Reports,
@@ -484,6 +486,77 @@ class MemoryReports(Reports):
         return [report for _, report in reversed(self._reports[-limit:])]
 
 
+class MatchQueue:
+    """The matchmaking queue of a :class:`MemoryWorld`: each player's ticket and its expiry,
+    and who leads (holder value, until when by the world's clock)."""
+
+    def __init__(self) -> None:
+        self.tickets: dict[str, tuple[bytes, float]] = {}
+        self.leader: tuple[str, float] | None = None
+        self.epoch = 0
+
+
+class MemoryMatchmaking(Matchmaking):
+    """One node's view of its world's :class:`MatchQueue`."""
+
+    def __init__(self, link: MemoryLink, world: MemoryWorld) -> None:
+        self._link = link
+        self._queue = world.queue
+        self._bus = world.bus
+        self._monotonic = world.monotonic
+        self._token: int | None = None
+
+    async def enter(self, player: str, ticket: bytes, expires: float) -> None:
+        self._queue.tickets[player] = (ticket, expires)
+
+    async def ticket(self, player: str, now: float) -> bytes | None:
+        held = self._queue.tickets.get(player)
+        return held[0] if held is not None and held[1] >= now else None
+
+    async def leave(self, player: str) -> None:
+        self._queue.tickets.pop(player, None)
+
+    async def refresh(self, players: Collection[str], expires: float) -> None:
+        tickets = self._queue.tickets
+        for player in players:
+            if player in tickets:
+                tickets[player] = (tickets[player][0], expires)
+
+    async def waiting(self, now: float) -> list[bytes]:
+        tickets = self._queue.tickets
+        for player in [p for p, (_, expires) in tickets.items() if expires < now]:
+            del tickets[player]
+        return [ticket for ticket, _ in tickets.values()]
+
+    async def lead(self, ttl: float) -> int | None:
+        queue, now = self._queue, self._monotonic()
+        held = queue.leader
+        if self._token is not None and held is not None and held[0] == self._mine(self._token):
+            queue.leader = (held[0], now + ttl)
+            return self._token
+        if held is not None and held[1] > now:
+            return None
+        queue.epoch += 1
+        self._token = queue.epoch
+        queue.leader = (self._mine(self._token), now + ttl)
+        return self._token
+
+    def _mine(self, token: int) -> str:
+        return self._link.holder(token)
+
+    async def place(self, token: int, players: Sequence[str], found: bytes) -> bool:
+        queue = self._queue
+        leader = queue.leader
+        if leader is None or leader[0] != self._mine(token) or leader[1] <= self._monotonic():
+            raise LeaseLost("matchmaking: this process does not lead the queue")
+        if any(player not in queue.tickets for player in players):
+            return False
+        for player in players:
+            del queue.tickets[player]
+        await self._bus.publish(MATCH_CHANNEL, found)
+        return True
+
+
 class MemoryWorld:
     """What the memory stores of the nodes of one process share (see the module docstring), and
     the ``monotonic`` clock their TTLs run by."""
@@ -499,6 +572,7 @@ class MemoryWorld:
         self.tokens = MemoryTokens(monotonic)
         self.bus = MemoryBus()
         self.reports = MemoryReports()
+        self.queue = MatchQueue()
 
 
 def memory_stores(
@@ -521,4 +595,5 @@ def memory_stores(
         tokens=world.tokens,
         bus=world.bus,
         reports=world.reports,
+        matchmaking=MemoryMatchmaking(link, world),
     )

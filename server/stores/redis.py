@@ -59,6 +59,7 @@ from blackdrez.server.stores.keys import (
 )
 from blackdrez.server.stores.redis_bus import RedisBus
 from blackdrez.server.stores.redis_link import COMMAND_TIMEOUT, RedisLink
+from blackdrez.server.stores.redis_matchmaking import RedisMatchmaking
 from blackdrez.server.stores.redis_tables import RedisLeases, RedisTableLogs, hosted_tables
 
 READ_CHUNK = 1000
@@ -515,6 +516,7 @@ def redis_bundle(
         tokens=RedisTokens(link),
         bus=bus,
         reports=RedisReports(link),
+        matchmaking=RedisMatchmaking(link),
     )
 
 

@@ -390,6 +390,8 @@ class Room:
                     self.spectators.discard(player)
                     self.log.info_dirty = True
                 self._settle(now)
+            if not occupant.connected:  # a seat taken for them (a matched table): here now
+                self.presence(player, True, now)
             return existing
         seating.check_invite(player, invite)
         reserving = self.options.rated and self.status in GAME_RUNNING
