@@ -26,6 +26,9 @@ the connected clients, answers what needs no table, and runs the periodic work:
 * ``fanout``: watchers, updates to clients, following tables hosted elsewhere, catch-up;
 * ``lobby``: the table list, quick join, create-and-sit, daily deals, leaderboards, the lobby
   pushes, and the bots the host adds at a table (``TableBots``, asked by hosting);
+* ``matchmaking``: "find a game": the players queueing here, and, on the one node holding the
+  matcher's lease, pairing the shared queue and making its tables (``Matchmaker``; the pure
+  pairing is ``blackdrez.server.matchmaking.pairing``);
 * ``clock``: the clock every component reads (wall and monotonic time), injected so a test can
   turn it.
 
