@@ -241,6 +241,9 @@ class Client:
         """The server's answer to that ``find_game``."""
         self.matched: v1.MatchFound | None = None
         """The last table the matchmaking queue made for this player."""
+        self.arenas: dict[str, v1.ArenaStandings] = {}
+        """Each arena this client plays in or watches: its info and standings, as last
+        answered or pushed."""
         self._moving: asyncio.Task[None] | None = None
         self._moved: tuple[str, ClientConnection, v1.Welcome] | None = None
         """A new connection, greeted, to switch to once the old one has ended."""
@@ -467,6 +470,31 @@ class Client:
         found: v1.MatchFound = await self.wait_until(lambda: self.matched, timeout)
         return found
 
+    async def create_arena(self, name: str, **options: Any) -> v1.Arena:
+        """Make an arena (``v1.ArenaOptions``: ``minutes``, ``seats``, ``rated``,
+        ``private``, ``starts_in``)."""
+        made: v1.Arena = await self.request(
+            v1.CreateArena(options=v1.ArenaOptions(name=name, **options))
+        )
+        return made
+
+    async def join_arena(self, arena: str, invite: str | None = None) -> v1.Arena:
+        """Play in ``arena``: queued for the next table there (:meth:`wait_for_match`); send
+        it again after each game to be paired again. Its standings are kept in
+        :attr:`arenas`."""
+        self.matched = None
+        joined: v1.Arena = await self.request(v1.JoinArena(arena=arena, invite=invite))
+        return joined
+
+    async def leave_arena(self, arena: str) -> v1.Ok:
+        """Stop being paired in ``arena`` (the points stay)."""
+        return await self.request(v1.LeaveArena(arena=arena))
+
+    async def watch_arena(self, arena: str, invite: str | None = None) -> v1.Arena:
+        """Follow ``arena``'s standings (kept in :attr:`arenas`)."""
+        watched: v1.Arena = await self.request(v1.WatchArena(arena=arena, invite=invite))
+        return watched
+
     async def _find_again(self, finding: v1.FindGame) -> None:
         """After a reconnection: queue again with the same choices (the place is kept)."""
         with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
@@ -648,6 +676,11 @@ class Client:
             self._apply_update(message)
         elif isinstance(message, v1.Tables):
             self.lobby = {t.id: t for t in message.tables}
+        elif isinstance(message, v1.Arena | v1.ArenaStandings):
+            info = message.arena
+            self.arenas[info.id] = v1.ArenaStandings(arena=info, standings=message.standings)
+            if isinstance(message, v1.ArenaStandings):
+                self.pushed.append(message)
         elif isinstance(message, v1.MatchFound):
             self.matched, self.finding, self.queued = message, None, None
             self.pushed.append(message)

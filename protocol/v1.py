@@ -177,6 +177,8 @@ class TableInfo(msgspec.Struct, kw_only=True):
     ends: a rated game's leaver's seat (a ``join`` of anyone else there is ``seat_taken``)."""
     spectator_chat: bool = True
     """Spectators may write in the table's chat (``create_table.spectator_chat``)."""
+    arena: str | None = None
+    """The arena this table was made for: its games score there."""
 
 
 class Numbered(msgspec.Struct, kw_only=True):
@@ -502,6 +504,71 @@ class CancelFind(Message, tag="cancel_find", kw_only=True):
     id: RequestId | None = None
 
 
+ArenaId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
+class ArenaOptions(msgspec.Struct, kw_only=True):
+    """What the maker of an arena chooses."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    minutes: Annotated[int, msgspec.Meta(ge=1, le=240)] = 30
+    """How long it runs: games that end after it are not scored."""
+    seats: MatchSeats = 4
+    """The size of its tables."""
+    rated: bool = False
+    private: bool = False
+    """Not listed: joining or watching it needs its invite code."""
+    starts_in: Annotated[float, msgspec.Meta(ge=0.0, le=7 * 86400.0)] = 0.0
+    """Seconds from now until it starts (players may join before)."""
+
+
+class CreateArena(Message, tag="create_arena", kw_only=True):
+    """Make an arena (reply ``arena``, with its invite code when private): a tournament of a
+    fixed length whose players are paired into new tables as soon as they are free."""
+
+    id: RequestId | None = None
+    options: ArenaOptions
+
+
+class JoinArena(Message, tag="join_arena", kw_only=True):
+    """Play in an arena (reply ``arena``; its standings pushed from then on, as with
+    ``watch_arena``): you are queued for your next table there, made with players of the arena
+    only (``match_found``). Send it again after each game to be paired again (the clients do);
+    joining again keeps your points."""
+
+    id: RequestId | None = None
+    arena: ArenaId
+    invite: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+
+
+class LeaveArena(Message, tag="leave_arena", kw_only=True):
+    """Stop being paired in an arena (reply ``ok``); your points stay in its standings."""
+
+    id: RequestId | None = None
+    arena: ArenaId
+
+
+class WatchArena(Message, tag="watch_arena", kw_only=True):
+    """Follow an arena's standings without playing (reply ``arena``, then
+    ``arena_standings`` pushes)."""
+
+    id: RequestId | None = None
+    arena: ArenaId
+    invite: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+
+
+class UnwatchArena(Message, tag="unwatch_arena", kw_only=True):
+    id: RequestId | None = None
+    arena: ArenaId
+
+
+class ListArenas(Message, tag="list_arenas", kw_only=True):
+    """The public arenas upcoming, running, or finished within the last day (reply
+    ``arenas``)."""
+
+    id: RequestId | None = None
+
+
 ClientMessage = (
     Hello
     | WatchLobby
@@ -526,6 +593,12 @@ ClientMessage = (
     | Report
     | FindGame
     | CancelFind
+    | CreateArena
+    | JoinArena
+    | LeaveArena
+    | WatchArena
+    | UnwatchArena
+    | ListArenas
     | GetDaily
     | GetLeaderboard
     | GetRecord
@@ -742,6 +815,65 @@ class MatchFound(Message, tag="match_found", kw_only=True):
     """Seconds you waited."""
 
 
+class ArenaInfo(msgspec.Struct, kw_only=True):
+    """An arena as its players see it."""
+
+    id: ArenaId
+    name: str
+    maker: str
+    """The player id of who made it (``""``: the operators)."""
+    starts: float
+    ends: float
+    """Unix times."""
+    seats: int
+    rated: bool
+    private: bool
+    status: Literal["upcoming", "running", "finished"]
+    players: int = 0
+
+
+class StandingInfo(msgspec.Struct, kw_only=True):
+    """One player's line in an arena's standings."""
+
+    rank: int
+    player: str
+    name: str
+    bot: bool
+    points: int
+    games: int
+    wins: int
+    streak: int
+    on_fire: bool
+    """Two wins in a row or more: their next win scores double."""
+    results: list[int]
+    """The points of each game, oldest first."""
+    active: bool
+    """Still being paired (``false``: left the arena)."""
+
+
+class Arena(Message, tag="arena", kw_only=True):
+    """The answer to ``create_arena``, ``join_arena`` and ``watch_arena``: the arena and its
+    standings (best first); ``invite``: a private arena's code, for who may pass it on."""
+
+    id: RequestId | None = None
+    arena: ArenaInfo
+    standings: list[StandingInfo]
+    invite: str | None = None
+
+
+class ArenaStandings(Message, tag="arena_standings", kw_only=True):
+    """Pushed to an arena's players and watchers when its standings change (a game scored, a
+    player joined or left), and when it starts and ends."""
+
+    arena: ArenaInfo
+    standings: list[StandingInfo]
+
+
+class Arenas(Message, tag="arenas", kw_only=True):
+    id: RequestId | None = None
+    arenas: list[ArenaInfo]
+
+
 ServerMessage = (
     Welcome
     | Error
@@ -760,6 +892,9 @@ ServerMessage = (
     | Session
     | Queued
     | MatchFound
+    | Arena
+    | ArenaStandings
+    | Arenas
 )
 
 

@@ -16,6 +16,8 @@ matchmaker, every :data:`TICK` seconds) and returns the tables to make.
   placed, takes the candidates that suit it (same rated or casual, a table size both accept,
   mutual bands) nearest to its rating. A ticket wanting "any" size prefers a table of
   :data:`PREFERRED` seats, then the other sizes from the most players down.
+* **Pools.** A ticket is paired only with tickets of its own pool: the queue open to all, or
+  one arena's players (``blackdrez.server.matchmaking.arena``).
 * **Bots after a while.** A ticket waiting longer than its ``bots_after`` gets a table now:
   with the suitable players there are, and bots in the other seats (labelled as bots at the
   table).
@@ -57,6 +59,9 @@ class Ticket:
     """When the player started waiting (seconds, the runtime's clock)."""
     bots_after: float | None = None
     """Seconds of waiting after which bots may fill the seats nobody takes (``None``: never)."""
+    pool: str = ""
+    """Who the ticket may be paired with: the same pool only (an arena's id; ``""``: the
+    queue open to all)."""
 
     def band(self, now: float) -> float:
         """How far from its rating this ticket accepts opponents at ``now``."""
@@ -85,6 +90,7 @@ def suits(a: Ticket, b: Ticket, size: int, now: float) -> bool:
     """Whether ``a`` and ``b`` may share a table of ``size`` seats at ``now``."""
     return (
         a.rated == b.rated
+        and a.pool == b.pool
         and (b.seats is None or b.seats == size)
         and (a.seats is None or a.seats == size)
         and abs(a.rating - b.rating) <= min(a.band(now), b.band(now))

@@ -68,6 +68,7 @@ from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server import bus
 from blackdrez.server.hints import HintWorker
 from blackdrez.server.metrics import Metrics
+from blackdrez.server.node.arena_scores import score_in_arena
 from blackdrez.server.node.clock import Clock
 from blackdrez.server.node.leases import Lease, Leases
 from blackdrez.server.node.seams import (
@@ -483,6 +484,7 @@ class Hosting:
         ranked: bool = False,
         rank: Callable[[str], Awaitable[bool]] | None = None,
         spectator_chat: bool = True,
+        arena: str | None = None,
     ) -> Room:
         """Create a room hosted here: leased, logged and listed before anyone hears of it.
 
@@ -508,6 +510,7 @@ class Hosting:
                 daily=daily,
                 ranked=ranked,
                 spectator_chat=spectator_chat,
+                arena=arena,
             )
             now = self.clock.time()
             room = new_room(create, now)
@@ -1174,6 +1177,9 @@ class Hosting:
         room, outcome, store = item.room, item.outcome, self.store
         for result in outcome.ranked:
             await rank(self.store, result, self.clock, self.record_retention)
+        if room.arena is not None:
+            for game in outcome.games_over:
+                await score_in_arena(store, room.arena, room.spec, game)
         if item.closing_log is not None:
             await self.retire(room.id, item.token, item.closing_log)
             if room.listed:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -83,9 +84,22 @@ class QueueTicket(msgspec.Struct, array_like=True, frozen=True):
     since: float
     bots_after: float | None
     bot: bool
+    pool: str = ""
+    """An arena's id (its players are paired together), or ``""``: the queue open to all."""
+    opens: float = 0.0
+    closes: float = math.inf
+    """When the pool pairs (an arena's start and end, wall-clock)."""
 
     def pairing(self) -> Ticket:
-        return Ticket(self.player, self.rating, self.seats, self.rated, self.since, self.bots_after)
+        return Ticket(
+            self.player,
+            self.rating,
+            self.seats,
+            self.rated,
+            self.since,
+            self.bots_after,
+            self.pool,
+        )
 
 
 class Placed(msgspec.Struct, array_like=True, frozen=True):
@@ -139,28 +153,13 @@ class Matchmaker:
         """Queue ``client``'s player (their place kept if they queue already)."""
         if self.hosting.stopping:
             return error_answer(message, ErrorCode.UNAVAILABLE, "this node is shutting down")
-        now = self.clock.time()
-        queue = self.store.matchmaking
-        held = await queue.ticket(client.player, now)
-        since = now if held is None else _ticket_decoder.decode(held).since
-        rating = await self._rating(client.player) if message.rated else float(DISPLAY_BASE)
-        ticket = QueueTicket(
-            player=client.player,
-            name=client.name,
-            rating=rating,
-            seats=message.seats,
-            rated=message.rated,
-            since=since,
-            bots_after=message.bots_after,
-            bot=client.bot,
+        ticket, waiting = await self.enter(
+            client, seats=message.seats, rated=message.rated, bots_after=message.bots_after
         )
-        await queue.enter(client.player, msgspec.msgpack.encode(ticket), now + KEEP)
-        self.queueing[client.player] = client
-        waiting = len(await queue.waiting(now))
         queued = v1.Queued(
             id=message.id,
-            since=since,
-            rating=round(rating),
+            since=ticket.since,
+            rating=round(ticket.rating),
             seats=message.seats,
             rated=message.rated,
             bots_after=message.bots_after,
@@ -171,6 +170,51 @@ class Matchmaker:
             keep_seconds=KEEP,
         )
         return Answer(replies=[queued])
+
+    async def enter(
+        self,
+        client: Connection,
+        *,
+        seats: int | None,
+        rated: bool,
+        bots_after: float | None = None,
+        pool: str = "",
+        opens: float = 0.0,
+        closes: float = math.inf,
+    ) -> tuple[QueueTicket, int]:
+        """Put (or keep) ``client``'s player in the queue with these choices, in ``pool``
+        (an arena's, paired from ``opens`` until ``closes``): their ticket, and how many
+        wait. A ticket of theirs already queued keeps its ``since`` (in another pool: the
+        wait starts again)."""
+        now = self.clock.time()
+        queue = self.store.matchmaking
+        held = await queue.ticket(client.player, now)
+        before = None if held is None else _ticket_decoder.decode(held)
+        since = now if before is None or before.pool != pool else before.since
+        rating = await self._rating(client.player) if rated else float(DISPLAY_BASE)
+        ticket = QueueTicket(
+            player=client.player,
+            name=client.name,
+            rating=rating,
+            seats=seats,
+            rated=rated,
+            since=since,
+            bots_after=bots_after,
+            bot=client.bot,
+            pool=pool,
+            opens=opens,
+            closes=closes,
+        )
+        await queue.enter(client.player, msgspec.msgpack.encode(ticket), now + KEEP)
+        self.queueing[client.player] = client
+        return ticket, len(await queue.waiting(now))
+
+    async def leave_pool(self, client: Connection, pool: str) -> None:
+        """Take ``client``'s player out of the queue if they wait in ``pool``."""
+        held = await self.store.matchmaking.ticket(client.player, self.clock.time())
+        if held is not None and _ticket_decoder.decode(held).pool == pool:
+            await self.store.matchmaking.leave(client.player)
+            self.forget(client)
 
     async def cancel(self, client: Connection, message: v1.CancelFind) -> Answer:
         """Take ``client``'s player out of the queue."""
@@ -226,7 +270,8 @@ class Matchmaker:
         tickets = {}
         for data in waiting:
             ticket = _ticket_decoder.decode(data)
-            tickets[ticket.player] = ticket
+            if ticket.opens <= now < ticket.closes:  # (an arena not started or ended: not)
+                tickets[ticket.player] = ticket
         for match in pair([ticket.pairing() for ticket in tickets.values()], now):
             if self.hosting.stopping or self._token is None:
                 return
@@ -237,14 +282,16 @@ class Matchmaker:
         assert self._token is not None
         hosting = self.hosting
         host = tickets[0]
-        kind = "Rated" if match.rated else "Casual"
+        kind = "Arena" if host.pool else "Rated" if match.rated else "Casual"
         options = v1.TableOptions(
             name=f"{kind} table of {match.seats}",
             seats=match.seats,
             rated=match.rated,
             grace_seconds=GRACE,
         )
-        room = await hosting.new_room(v1.TABLE_GAME, host.player, options, None)
+        room = await hosting.new_room(
+            v1.TABLE_GAME, host.player, options, None, arena=host.pool or None
+        )
         table = room.id
         steps: list[tuple[QueueTicket, Any]] = [
             (t, v1.JoinTable(table=table, seat=seat)) for seat, t in enumerate(tickets)

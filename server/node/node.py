@@ -37,6 +37,7 @@ from blackdrez.server import bus
 from blackdrez.server.connection import OLDEST, Connection
 from blackdrez.server.hints import HintWorker
 from blackdrez.server.metrics import Metrics
+from blackdrez.server.node.arenas import ArenaHall
 from blackdrez.server.node.bots import SpawnBot, TableBots
 from blackdrez.server.node.clock import Clock, SystemClock
 from blackdrez.server.node.failover import Failover
@@ -149,6 +150,7 @@ class Node:
         self.matchmaker = Matchmaker(
             store, self.clock, self.hosting, self.clients, spawn=self._spawn
         )
+        self.arenas = ArenaHall(store, self.clock, self.matchmaker, spawn=self._spawn)
         self.failover = Failover(
             store,
             metrics,
@@ -421,6 +423,7 @@ class Node:
         self.metrics.connections.set(len(self.clients))
         self.lobby.stop_watching(client)
         self.matchmaker.forget(client)
+        await self.arenas.forget(client)
         held = {table: watch.seat is not None for table, watch in client.tables.items()}
         held |= {t: seated for t, seated in client.left_to_me.items() if t not in held}
         for table, seated in held.items():
@@ -486,6 +489,18 @@ class Node:
                 return await self.matchmaker.find(client, message)
             case v1.CancelFind():
                 return await self.matchmaker.cancel(client, message)
+            case v1.CreateArena():
+                return await self.arenas.create(client, message)
+            case v1.JoinArena():
+                return await self.arenas.join(client, message)
+            case v1.LeaveArena():
+                return await self.arenas.leave(client, message)
+            case v1.WatchArena():
+                return await self.arenas.watch(client, message)
+            case v1.UnwatchArena():
+                return await self.arenas.unwatch(client, message)
+            case v1.ListArenas():
+                return await self.arenas.listed(message)
             case v1.CreateTable() | v1.QuickJoin() | v1.StartSolitaire() if self.hosting.stopping:
                 return error_answer(message, ErrorCode.UNAVAILABLE, "this node is shutting down")
             case v1.CreateTable():

@@ -19,6 +19,7 @@ methods; a component that needs one concern is handed just that one::
     bus             Bus              publish/subscribe: live updates, requests between nodes
     reports         Reports          the chat lines players reported, for the operators
     matchmaking     Matchmaking      the players queueing for a table, and the matcher's lease
+    arenas          Arenas           the arenas (tournaments), their standings and scored games
 
 and the :class:`Link` they share: this process's identity (node id, incarnation), whether other
 processes share the store, the connection's lifecycle and its health
@@ -550,6 +551,43 @@ class Matchmaking(Part):
         lease with ``token``."""
 
 
+def arena_channel(arena: str) -> str:
+    """Where an arena's standings changes are announced (its id, on every change)."""
+    return f"bd:a:{{{arena}}}:changes"
+
+
+class Arenas(Part):
+    """The arenas (tournaments): each one's description, its players' standings (one opaque
+    entry per player) and the games it scored, kept ``keep`` seconds after it ends; the public
+    ones listed."""
+
+    @abc.abstractmethod
+    async def create(self, arena: str, info: bytes, ends: float, listed: bool, keep: float) -> None:
+        """Keep an arena's ``info`` (wall-clock ``ends``); ``listed``: in :meth:`listed`."""
+
+    @abc.abstractmethod
+    async def info(self, arena: str) -> bytes | None:
+        """The arena's info, unless it is unknown or forgotten."""
+
+    @abc.abstractmethod
+    async def listed(self, since: float) -> list[bytes]:
+        """The listed arenas that end at ``since`` or later, by when they end."""
+
+    @abc.abstractmethod
+    async def standings(self, arena: str) -> dict[str, bytes]:
+        """Each player's standing in the arena."""
+
+    @abc.abstractmethod
+    async def update(
+        self, arena: str, changes: dict[str, tuple[bytes | None, bytes]], game: str | None
+    ) -> int:
+        """In one step: if every player's standing in ``changes`` is still the first of its
+        pair (``None``: they have none) and, with ``game``, that game was not scored in this
+        arena yet, write each the second, note the game scored, announce the change on
+        :func:`arena_channel`, and return 1. Else nothing changes: 0 when a standing differs
+        (read them again), -1 when the game was scored already."""
+
+
 class Bus(Part):
     """Publish/subscribe between the nodes sharing the store (within the process in memory)."""
 
@@ -588,6 +626,7 @@ class Stores:
     bus: Bus
     reports: Reports
     matchmaking: Matchmaking
+    arenas: Arenas
 
     @property
     def node_id(self) -> str:
@@ -624,6 +663,7 @@ class Stores:
             self.bus,
             self.reports,
             self.matchmaking,
+            self.arenas,
         ):
             if id(part) not in seen:
                 seen.add(id(part))

@@ -107,6 +107,15 @@ implementation reads and writes the key::
     bd:{mm}:lead           string  matchmaking  the matcher        ``node/incarnation/token`` of
                                                                     the process pairing the queue;
                                                                     TTL = its lease, renewed by it
+    bd:a:{A}:info, bd:a:{A}:standings, bd:a:{A}:games
+                           string, hash, set  arenas  every node  an arena's description, each
+                                                                    player's standing, the games
+                                                                    it scored; TTL = until
+                                                                    ARENA_KEEP after it ends
+    bd:arenas              zset    arenas        every node         the public arenas (score: when
+                                                                    each ends); those ended
+                                                                    ARENA_KEEP ago pruned at each
+                                                                    creation; TTL likewise
     bd:{mm}:epoch          string  matchmaking  matcher leases     the matcher's tokens; TTL
                                                                     MATCH_KEY_TTL, renewed at each
                                                                     new lease
@@ -141,6 +150,16 @@ MATCH_TICKETS_KEY = "bd:{mm}:tickets"
 MATCH_EXPIRES_KEY = "bd:{mm}:expires"
 MATCH_LEAD_KEY = "bd:{mm}:lead"
 MATCH_EPOCH_KEY = "bd:{mm}:epoch"
+ARENAS_KEY = "bd:arenas"
+ARENA_KEEP = 30 * 24 * 3600
+"""Seconds an arena's standings are kept after it ends."""
+
+
+def arena_keys(arena: str) -> tuple[str, str, str]:
+    """An arena's info, standings and scored games (one hash tag: one slot)."""
+    return f"bd:a:{{{arena}}}:info", f"bd:a:{{{arena}}}:standings", f"bd:a:{{{arena}}}:games"
+
+
 MATCH_KEY_TTL = 24 * 3600
 """Seconds the queue's keys live after their last write (a queue nobody joins for a day is
 empty; a matcher's tokens start again, each holder naming its process as well)."""

@@ -35,6 +35,7 @@ from blackdrez.server.stores.base import (
     MATCH_CHANNEL,
     REPORTS_KEPT,
     Append,
+    Arenas,
     Bus,
     DailyDeals,
     Handler,
@@ -53,6 +54,7 @@ from blackdrez.server.stores.base import (
     TableLogs,
     Tokens,
     Whereabouts,
+    arena_channel,
     in_share,
     parse_holder,
 )
@@ -557,6 +559,56 @@ class MemoryMatchmaking(Matchmaking):
         return True
 
 
+class MemoryArenas(Arenas):
+    """The arenas, in the process: each one's info, end, listing, standings and scored games.
+    Forgotten ``keep`` seconds after they end (by the world's wall clock, ``time.time``)."""
+
+    def __init__(self, bus: MemoryBus) -> None:
+        self._bus = bus
+        self._arenas: dict[str, tuple[bytes, float, bool, float]] = {}
+        self._standings: dict[str, dict[str, bytes]] = {}
+        self._games: dict[str, set[str]] = {}
+
+    def _forget_old(self) -> None:
+        now = time.time()
+        for arena in [a for a, (_, ends, _, keep) in self._arenas.items() if ends + keep < now]:
+            del self._arenas[arena]
+            self._standings.pop(arena, None)
+            self._games.pop(arena, None)
+
+    async def create(self, arena: str, info: bytes, ends: float, listed: bool, keep: float) -> None:
+        self._forget_old()
+        self._arenas[arena] = (info, ends, listed, keep)
+
+    async def info(self, arena: str) -> bytes | None:
+        kept = self._arenas.get(arena)
+        return None if kept is None else kept[0]
+
+    async def listed(self, since: float) -> list[bytes]:
+        self._forget_old()
+        shown = [(ends, info) for info, ends, listed, _ in self._arenas.values() if listed]
+        return [info for ends, info in sorted(shown) if ends >= since]
+
+    async def standings(self, arena: str) -> dict[str, bytes]:
+        return dict(self._standings.get(arena, {}))
+
+    async def update(
+        self, arena: str, changes: dict[str, tuple[bytes | None, bytes]], game: str | None
+    ) -> int:
+        standings = self._standings.setdefault(arena, {})
+        scored = self._games.setdefault(arena, set())
+        if game is not None and game in scored:
+            return -1
+        if any(standings.get(player) != old for player, (old, _) in changes.items()):
+            return 0
+        for player, (_, new) in changes.items():
+            standings[player] = new
+        if game is not None:
+            scored.add(game)
+        await self._bus.publish(arena_channel(arena), arena.encode())
+        return 1
+
+
 class MemoryWorld:
     """What the memory stores of the nodes of one process share (see the module docstring), and
     the ``monotonic`` clock their TTLs run by."""
@@ -573,6 +625,7 @@ class MemoryWorld:
         self.bus = MemoryBus()
         self.reports = MemoryReports()
         self.queue = MatchQueue()
+        self.arenas = MemoryArenas(self.bus)
 
 
 def memory_stores(
@@ -596,4 +649,5 @@ def memory_stores(
         bus=world.bus,
         reports=world.reports,
         matchmaking=MemoryMatchmaking(link, world),
+        arenas=world.arenas,
     )

@@ -57,6 +57,7 @@ from blackdrez.server.stores.keys import (
     revoked_key,
     table_key,
 )
+from blackdrez.server.stores.redis_arenas import RedisArenas
 from blackdrez.server.stores.redis_bus import RedisBus
 from blackdrez.server.stores.redis_link import COMMAND_TIMEOUT, RedisLink
 from blackdrez.server.stores.redis_matchmaking import RedisMatchmaking
@@ -517,6 +518,7 @@ def redis_bundle(
         bus=bus,
         reports=RedisReports(link),
         matchmaking=RedisMatchmaking(link),
+        arenas=RedisArenas(link),
     )
 
 

@@ -49,6 +49,8 @@ class Create(msgspec.Struct, tag="create", tag_field="type", kw_only=True):
     ranked: bool = False
     spectator_chat: bool = True
     """Spectators may write in the chat (``create_table.spectator_chat``)."""
+    arena: str | None = None
+    """The arena the table was made for by the matchmaking queue."""
 
 
 class Begin(msgspec.Struct, tag="begin", tag_field="type"):
@@ -167,6 +169,7 @@ def new_room(create: Create, now: float) -> Room:
         daily=create.daily,
         ranked=create.ranked,
         spectator_chat=create.spectator_chat,
+        arena=create.arena,
     )
 
 

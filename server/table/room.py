@@ -197,6 +197,9 @@ class Room:
     layout = 1
     """The state's layout (see :data:`LAYOUT`): a room unpickled from an older snapshot has
     this class default."""
+    arena: str | None = None
+    """The arena this table was made for (its games score there); a class default, so that a
+    room of an older snapshot has none."""
 
     def __init__(
         self,
@@ -212,8 +215,11 @@ class Room:
         daily: str | None = None,
         ranked: bool = False,
         spectator_chat: bool = True,
+        arena: str | None = None,
     ) -> None:
         self.layout = LAYOUT
+        if arena is not None:
+            self.arena = arena
         self.id = table_id
         self.spec = spec
         self.options = options
@@ -318,6 +324,7 @@ class Room:
                 and (player := self.roster.reserved_for(index, self.engine)) is not None
             ],
             spectator_chat=self.chat.spectators_write,
+            arena=self.arena,
         )
 
     def view(self, seat: int | None) -> Any:

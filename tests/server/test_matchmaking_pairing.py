@@ -51,6 +51,13 @@ def test_rated_and_casual_and_table_sizes_never_mix() -> None:
     assert pair(queue, now=1000.0) == [Match(("r1", "any"), 2, True)]
 
 
+def test_an_arenas_players_are_paired_only_with_each_other() -> None:
+    queue = [ticket("a", 1500, seats=2, pool="arena"), ticket("b", 1500, seats=2)]
+    assert pair(queue, now=1000.0) == []
+    queue.append(ticket("c", 1500, since=1.0, seats=2, pool="arena"))
+    assert pair(queue, now=1000.0) == [Match(("a", "c"), 2, True)]
+
+
 def test_the_oldest_ticket_is_served_first_with_the_nearest_ratings() -> None:
     queue = [ticket("young", 1500, since=5.0, seats=2), ticket("old", 1510, since=0.0, seats=2)]
     queue.append(ticket("near", 1505, since=3.0, seats=2))
@@ -82,6 +89,7 @@ tickets = st.lists(
         rated=st.booleans(),
         since=st.floats(0, 120),
         bots_after=st.one_of(st.none(), st.floats(0, 60)),
+        pool=st.sampled_from(["", "arena-1"]),
     ),
     max_size=40,
     unique_by=lambda t: t.player,
@@ -98,6 +106,7 @@ def test_every_table_is_as_its_players_asked(queue: list[Ticket], now: float) ->
         placed.extend(match.players)
         assert len(members) + match.bots == match.seats and 2 <= match.seats <= 8
         assert all(m.rated == match.rated for m in members)
+        assert len({m.pool for m in members}) == 1, "an arena's players only with each other"
         for i, a in enumerate(members):
             for b in members[i + 1 :]:
                 assert suits(a, b, match.seats, now), (a, b)
@@ -120,5 +129,7 @@ def test_once_every_band_is_unlimited_nobody_who_could_be_placed_waits(
     left = [t for t in queue if t.player not in placed]
     for t in left:
         for size in t.sizes():
-            takers = [u for u in left if u.rated == t.rated and size in u.sizes()]
+            takers = [
+                u for u in left if u.rated == t.rated and u.pool == t.pool and size in u.sizes()
+            ]
             assert len(takers) < size, (t, size, takers)
