@@ -15,9 +15,10 @@ import pytest
 from blackdrez.protocol import v1
 from blackdrez.server.node.matchmaking import KEEP, LEAD_TTL
 from blackdrez.server.stores.keys import MATCH_LEAD_KEY
+from blackdrez.server.testing.nodes import lease_holders
 from blackdrez.server.testing.redis_cluster import direct_client
 from tests.faults.conftest import LaunchNodes
-from tests.faults.players import close_all, connect, request, until
+from tests.faults.players import close_all, connect, play, request, until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -84,3 +85,54 @@ async def test_a_queue_whose_leading_node_is_killed_loses_no_place(
     finally:
         await close_all([*players, fourth])
     assert sum(p.reconnects for p in players) >= 1, "the killed node's players moved"
+
+
+async def test_an_arena_whose_node_is_killed_mid_game_scores_each_game_once(
+    launch_nodes: LaunchNodes, store_url: str, figures: dict[str, Any]
+) -> None:
+    """Four players in an arena of two-seat tables, on two nodes, playing; node 0 (host of some
+    of the tables, perhaps leading the queue) SIGKILLed mid-game. The tables go on at node 1,
+    every game ends, and each is scored exactly once: every player has one game in the
+    standings, pushed to a watcher."""
+    nodes = launch_nodes(2)
+    urls = nodes.urls
+    maker = await connect(urls[1], also=urls, name="Maker")
+    players = [await connect(urls[i % 2], also=urls, name=f"P{i}") for i in range(4)]
+    everyone = [maker, *players]
+    try:
+        arena = (await maker.create_arena("Fault arena", seats=2, minutes=10)).arena.id
+        await maker.watch_arena(arena)
+        for player in players:
+            await player.join_arena(arena)
+        await until(lambda: all(p.matched for p in players), 15)
+        tables = {p.matched.table for p in players if p.matched is not None}
+        assert len(tables) == 2
+        for player in players:
+            assert player.matched is not None
+            await request(player, v1.JoinTable(table=player.matched.table))
+        hosted_at_0 = {t for t, node in lease_holders(store_url).items() if node == "node0"}
+        figures["tables on the killed node"] = len(hosted_at_0 & tables)
+        games = [
+            asyncio.create_task(play(p, p.matched.table, think=0.1, deadline=90))  # type: ignore[union-attr]
+            for p in players
+        ]
+        await asyncio.sleep(1.0)
+        nodes[0].kill()
+        killed_at = time.monotonic()
+        results = await asyncio.gather(*games)
+        figures["games ended s after the kill"] = round(time.monotonic() - killed_at, 2)
+        problems = [r.problem for r in results if r.problem]
+        assert not problems, problems
+
+        def scored() -> bool:
+            state = maker.arenas.get(arena)
+            return state is not None and sorted(s.games for s in state.standings) == [1] * 4
+
+        await until(scored, 20)
+        await asyncio.sleep(1.0)  # a second scoring of a game would show by now
+        state = maker.arenas[arena]
+        assert sorted(s.games for s in state.standings) == [1, 1, 1, 1], "each game once"
+        assert sum(s.points for s in state.standings) <= 2
+        figures["points"] = sorted(s.points for s in state.standings)
+    finally:
+        await close_all(everyone)
