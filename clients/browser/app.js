@@ -40,6 +40,7 @@ const ctx = {
   store,
   get me() { return conn.welcome?.player; },
   toast,
+  announce,
   help: showHelp,
   shortcuts: {},
   /** Send a request; show its error as a sentence (unless ``handled(error)`` says it dealt
@@ -392,7 +393,7 @@ function joinByLink() {
 conn.addEventListener("message", ({ detail: message }) => {
   if (message.type !== "shutdown") storeTrouble(false); // pushed through the store's bus
   if (store.apply(message)) return;
-  if (message.type === "lobby" || message.type === "tables" || message.type === "leaderboard") {
+  if (["lobby", "tables", "leaderboard", "match_found"].includes(message.type)) {
     lobby.receive(message);
   } else if (message.type === "shutdown") {
     toast("The server is restarting: you will be reconnected in a moment.", "info");

@@ -1,11 +1,13 @@
-// The lobby: live table list, create / join / quick-join / spectate, invite codes, your tables,
-// and the solitaire menu (random, numbered and daily deals) with the leaderboards: per game, of
-// daily or random deals, today or all time, without help or with hints and undos; each entry
-// links to its game's record (a file `blackdrez verify` checks). Built once per visit; only lists
-// re-render, so what a user types into the forms survives every push.
+// The lobby: live table list, find a game (find.js), create / join / quick-join / spectate,
+// invite codes, your tables, and the solitaire menu (random, numbered and daily deals) with the
+// leaderboards: per game, of daily or random deals, today or all time, without help or with
+// hints and undos; each entry links to its game's record (a file `blackdrez verify` checks).
+// Built once per visit; only lists re-render, so what a user types into the forms survives every
+// push.
 
 import { h, short, swap } from "./dom.js";
 import { GAME_NAMES, SOLITAIRES } from "./games.js";
+import { Finder } from "./find.js";
 import { botTag, ratingTag } from "./rating.js";
 import { tableName } from "./words.js";
 
@@ -21,12 +23,15 @@ export class Lobby {
     this.choice = { deal: "daily", period: "today", assisted: false };
     this.root = null;
     this.watching = false;
+    this.finder = new Finder(ctx, this);
   }
 
-  /** After each hello: the lobby subscription did not survive the old connection. */
-  welcomed() {
+  /** After each hello: the lobby subscription did not survive the old connection, and a search
+   * for a game is asked for again (its place kept). */
+  welcomed(welcome) {
     this.watching = false;
     if (this.root) this.watch();
+    this.finder.welcomed(welcome);
   }
 
   async watch() {
@@ -63,6 +68,9 @@ export class Lobby {
     } else if (message.type === "lobby") {
       for (const info of message.tables) this.tables.set(info.id, info);
       for (const id of message.removed) this.tables.delete(id);
+    } else if (message.type === "match_found") {
+      this.finder.found(message);
+      return;
     } else if (message.type === "leaderboard") {
       this.boards[message.game] = message.entries;
       this.renderBoards();
@@ -177,6 +185,7 @@ export class Lobby {
             h("button.primary", { id: "quick-join", title: "Sit at the first open table with a free seat (or get a new one)", onclick: () => this.quickJoin() }, "Quick join"))),
         this.tableCount,
         this.tableList),
+      this.finder.build(),
       h("section.panel.mine-panel", { "aria-labelledby": "mine-title" },
         h("h2#mine-title", "Your tables and games"), this.mine),
       h("section.panel.welcome-panel", { "aria-labelledby": "welcome-title" },
