@@ -29,6 +29,9 @@ the connected clients, answers what needs no table, and runs the periodic work:
 * ``matchmaking``: "find a game": the players queueing here, and, on the one node holding the
   matcher's lease, pairing the shared queue and making its tables (``Matchmaker``; the pure
   pairing is ``blackdrez.server.matchmaking.pairing``);
+* ``arenas``: arenas (tournaments): their requests, and the standings pushed to the
+  connections here that follow them (``ArenaHall``); an arena's tables are the matchmaker's,
+  its games scored by their host's outbox (``arena_scores``);
 * ``clock``: the clock every component reads (wall and monotonic time), injected so a test can
   turn it.
 
