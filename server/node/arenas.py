@@ -46,6 +46,7 @@ from blackdrez.server.node.arena_scores import (
 )
 from blackdrez.server.node.clock import Clock
 from blackdrez.server.node.seams import Spawn, error_answer
+from blackdrez.server.ratelimit import KeyedBuckets
 from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import arena_channel
 from blackdrez.server.stores.keys import ARENA_KEEP
@@ -58,6 +59,10 @@ log = logging.getLogger("blackdrez.arenas")
 
 LISTED_AFTER_END = 24 * 3600.0
 """Seconds a finished public arena stays in ``list_arenas``."""
+CREATE_RATE = 1 / 60
+CREATE_BURST = 3
+"""Arenas a player may make: 3 at once, then one a minute (each is kept for a month)."""
+CREATE_KEYS = 10_000
 
 
 class ArenaHall:
@@ -72,9 +77,15 @@ class ArenaHall:
         self._spawn = spawn
         self.watchers: dict[str, set[Connection]] = {}
         """The connections here that play in or watch each arena (its standings pushed)."""
+        self._made = KeyedBuckets(CREATE_RATE, CREATE_BURST, CREATE_KEYS)
+        """Per player, the rate limit of making arenas."""
 
     async def create(self, client: Connection, message: v1.CreateArena) -> Answer:
         """A new arena, made by ``client``'s player."""
+        if not self._made.take(client.player, self.clock.monotonic()):
+            wait = self._made.retry_after(client.player)
+            why = "you made arenas just now: wait before the next"
+            return error_answer(message, ErrorCode.RATE_LIMITED, why, wait)
         options = message.options
         now = self.clock.time()
         starts = now + options.starts_in

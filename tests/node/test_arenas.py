@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.node.arenas import CREATE_BURST
 from blackdrez.server.testing.node_harness import Cluster, FakeClient, on_nodes
 from tests.node.helpers import play_out
 
@@ -96,3 +97,19 @@ async def test_a_private_arena_needs_its_invite_and_is_not_listed(cluster: Clust
     assert (await guest.ok(v1.ListArenas())).arenas == []
     missing = await guest.request(v1.WatchArena(arena="nope"))
     assert isinstance(missing, v1.Error) and missing.code == ErrorCode.NOT_FOUND
+
+
+@on_nodes(1)
+async def test_a_flood_of_arenas_is_refused_past_a_few(cluster: Cluster) -> None:
+    (a,) = cluster.nodes
+    maker = await cluster.connect(a, "Maker")
+    made = [
+        await maker.request(v1.CreateArena(options=v1.ArenaOptions(name=f"A{n}")))
+        for n in range(10)
+    ]
+    refused = [m for m in made if isinstance(m, v1.Error)]
+    assert len(made) - len(refused) == CREATE_BURST
+    assert all(e.code == ErrorCode.RATE_LIMITED and e.retry_after for e in refused)
+    assert len((await maker.ok(v1.ListArenas())).arenas) == CREATE_BURST
+    await cluster.advance(61.0)
+    await maker.ok(v1.CreateArena(options=v1.ArenaOptions(name="later")))
