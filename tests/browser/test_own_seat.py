@@ -23,8 +23,12 @@ MEASURE = """() => {
 }"""
 
 
-SCROLL_AWAY = """() => { if (!(window.blackdrez.table().legal ?? []).length)
+SCROLL_AWAY = """() => { if (!(window.blackdrez.table().legal ?? []).length
+  && !document.querySelector('.game-over'))
   window.scrollTo(0, document.body.scrollHeight); }"""
+"""The player scrolls away while the others play: not once the game is over (the page has
+brought the result into view: scrolling away then undid it, and the full suite saw the panel
+158 px above the screen)."""
 
 
 def hidden(m: dict) -> bool:
