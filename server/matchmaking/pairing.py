@@ -10,8 +10,12 @@ matchmaker, every :data:`TICK` seconds) and returns the tables to make.
 
 * **Close ratings, a band that widens.** A ticket accepts opponents within its *band* of its
   own rating: :data:`BAND` at first, wider by :data:`WIDEN` each second of waiting, without
-  limit after :data:`ANYONE_AFTER` seconds. Two tickets may share a table only if each is
-  within the other's band (so a newcomer's narrow band protects them too).
+  limit after :data:`ANYONE_AFTER` seconds. Two tickets may share a table if each is within
+  the other's band (so a fresh ticket's narrow band protects it too), or, once one of them has
+  waited :data:`PATIENT` seconds, if the other is within that one's band: the longer wait
+  decides. (Without that, a player rated far from everyone queueing starved: regulars who
+  queue again at once after each game keep their bands narrow, and a newcomer at 1500 among
+  regulars rated 1700-2000 was never placed, in the node and in the simulation alike.)
 * **Oldest first.** Tickets are served in the order they started waiting: each, unless already
   placed, takes the candidates that suit it (same rated or casual, a table size both accept,
   mutual bands) nearest to its rating. A ticket wanting "any" size prefers a table of
@@ -38,6 +42,8 @@ WIDEN = 25.0
 """Points the band grows by each second of waiting."""
 ANYONE_AFTER = 60.0
 """Seconds after which a ticket accepts any rating."""
+PATIENT = 15.0
+"""Seconds of waiting after which a ticket's band alone decides whom it may be paired with."""
 PREFERRED = 4
 """The table size a ticket wanting "any" tries first."""
 SIZES = (2, 3, 4, 5, 6, 7, 8)
@@ -93,8 +99,17 @@ def suits(a: Ticket, b: Ticket, size: int, now: float) -> bool:
         and a.pool == b.pool
         and (b.seats is None or b.seats == size)
         and (a.seats is None or a.seats == size)
-        and abs(a.rating - b.rating) <= min(a.band(now), b.band(now))
+        and abs(a.rating - b.rating) <= reach(a, b, now)
     )
+
+
+def reach(a: Ticket, b: Ticket, now: float) -> float:
+    """How far apart ``a``'s and ``b``'s ratings may be at ``now``: within both bands, or
+    within the band of the one that has waited longer once it has waited :data:`PATIENT`."""
+    older = a if a.since <= b.since else b
+    if now - older.since >= PATIENT:
+        return older.band(now)
+    return min(a.band(now), b.band(now))
 
 
 def pair(tickets: Iterable[Ticket], now: float) -> list[Match]:

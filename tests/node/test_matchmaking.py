@@ -69,6 +69,7 @@ async def test_the_matcher_killed_another_leads_and_nobody_loses_their_place(
         ann = await cluster.reconnect(ann, b)
         again = await ann.ok(v1.FindGame(seats=3))
         assert again.waiting == 2
+    await cluster.advance(0.2)  # Cat comes after Bob (the same instant: ordered by id)
     cat = await cluster.connect(other, "Cat")
     await cat.ok(v1.FindGame(seats=3))
     await cluster.until(

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from blackdrez.server.matchmaking.pairing import (
     ANYONE_AFTER,
     BAND,
+    PATIENT,
     WIDEN,
     Match,
     Ticket,
@@ -34,10 +35,24 @@ def test_the_band_widens_with_the_wait_until_anyone_will_do() -> None:
     a, b = ticket("a", 1500, seats=2), ticket("b", 1500 + BAND + 10 * WIDEN, seats=2)
     assert pair([a, b], now=5.0) == [], "10 s of widening are needed"
     assert pair([a, b], now=10.0) == [Match(("a", "b"), 2, True)]
-    newcomer = ticket("new", 2900, since=ANYONE_AFTER, seats=2)
-    assert pair([a, newcomer], now=ANYONE_AFTER) == [], "a fresh ticket's band protects it too"
+    newcomer = ticket("new", 2900, since=PATIENT - 1.0, seats=2)
+    far = ticket("far", 1500, since=PATIENT - 2.0, seats=2)
+    assert pair([far, newcomer], now=PATIENT) == [], "a fresh ticket's band protects it too"
     old = ticket("old", 2900, seats=2)
     assert pair([a, old], now=ANYONE_AFTER) == [Match(("a", "old"), 2, True)]
+
+
+def test_once_patient_the_longer_waits_band_decides() -> None:
+    """A newcomer at 1500 among regulars rated 1700 to 2000 who queue again at once after each
+    game (their bands stay narrow) was never placed; past PATIENT, the newcomer's band decides."""
+    newcomer = ticket("new", 1500, since=0.0)
+    regulars = [ticket(f"r{n}", 1800 + 10 * n, since=PATIENT - 0.5) for n in range(3)]
+    assert pair([newcomer, *regulars], now=PATIENT - 0.1) == [], "mutual bands at first"
+    gap = 1830 - 1500
+    when = max(PATIENT, (gap - BAND) / WIDEN)
+    assert pair([newcomer, *regulars], now=when) == [
+        Match(("new", "r0", "r1", "r2"), 4, True)
+    ]
 
 
 def test_rated_and_casual_and_table_sizes_never_mix() -> None:
