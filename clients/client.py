@@ -677,8 +677,8 @@ class Client:
         elif isinstance(message, v1.Tables):
             self.lobby = {t.id: t for t in message.tables}
         elif isinstance(message, v1.Arena | v1.ArenaStandings):
-            info = message.arena
-            self.arenas[info.id] = v1.ArenaStandings(arena=info, standings=message.standings)
+            arena = message.arena
+            self.arenas[arena.id] = v1.ArenaStandings(arena=arena, standings=message.standings)
             if isinstance(message, v1.ArenaStandings):
                 self.pushed.append(message)
         elif isinstance(message, v1.MatchFound):

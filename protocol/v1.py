@@ -813,6 +813,8 @@ class MatchFound(Message, tag="match_found", kw_only=True):
     rated: bool
     waited: float
     """Seconds you waited."""
+    arena: str | None = None
+    """The arena this table was made for (``join_arena``), if it was."""
 
 
 class ArenaInfo(msgspec.Struct, kw_only=True):
@@ -863,7 +865,7 @@ class Arena(Message, tag="arena", kw_only=True):
 
 class ArenaStandings(Message, tag="arena_standings", kw_only=True):
     """Pushed to an arena's players and watchers when its standings change (a game scored, a
-    player joined or left), and when it starts and ends."""
+    player joined or left). Its start and end are its info's times: no push marks them."""
 
     arena: ArenaInfo
     standings: list[StandingInfo]

@@ -84,7 +84,8 @@ def standing_lines(kept: dict[str, bytes]) -> list[v1.StandingInfo]:
 
 async def score_in_arena(store: Stores, arena: str, spec: GameSpec, game: GameOver) -> bool:
     """Score a finished game of an arena table (its host's outbox; again after a failover:
-    a game is scored once). Games that end after the arena are not scored. Whether it was
+    a game is scored once), bots included (they enter arenas as people do, labelled). Games
+    that end after the arena are not scored. Whether it was
     scored now. Raises :class:`StoreUnavailable` (the outbox tries again)."""
     data = await store.arenas.info(arena)
     if data is None:
@@ -93,9 +94,7 @@ async def score_in_arena(store: Stores, arena: str, spec: GameSpec, game: GameOv
     if game.ended_at >= kept.ends:
         return False
     result = game.engine.result()
-    places = {
-        player: spec.outcome(result, seat)[0] for seat, player, _, bot in game.players if not bot
-    }
+    places = {player: spec.outcome(result, seat)[0] for seat, player, _, _ in game.players}
     ranks = [place for place in places.values() if place is not None]
     names = {player: (name, bot) for _, player, name, bot in game.players}
     for _ in range(RETRIES):

@@ -167,8 +167,11 @@ class ArenaHall:
     async def listed(self, message: v1.ListArenas) -> Answer:
         """The public arenas upcoming, running, or ended within the last day."""
         now = self.clock.time()
-        found = await self.store.arenas.listed(now - LISTED_AFTER_END)
-        infos = [arena_decoder.decode(data).info(now) for data in found]
+        infos = []
+        for data in await self.store.arenas.listed(now - LISTED_AFTER_END):
+            kept = arena_decoder.decode(data)
+            players = len(await self.store.arenas.standings(kept.id))
+            infos.append(kept.info(now, players))
         return Answer(replies=[v1.Arenas(id=message.id, arenas=infos)])
 
     async def forget(self, client: Connection) -> None:

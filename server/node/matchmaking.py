@@ -69,6 +69,10 @@ LEAD_TTL = 3.0
 """Seconds the matcher's lease lasts unless renewed (renewed at every pairing)."""
 BOTS_PATIENCE = 10.0
 """Seconds a matched table with bots waits for them to sit before its game starts."""
+ARENA_ROUNDS = 5
+ARENA_ROUND_PAUSE = 2.0
+"""An arena table's game: 5 rounds, 2 s between them (a game of a minute or so, so that an
+arena's players play many games; the open queue's tables play on until the game ends)."""
 GRACE = 30.0
 """A matched table's grace: a matched player who never comes is freed after it."""
 
@@ -113,6 +117,7 @@ class Placed(msgspec.Struct, array_like=True, frozen=True):
     rated: bool
     since: list[float]
     at: float
+    arena: str | None = None
 
 
 _ticket_decoder = msgspec.msgpack.Decoder(QueueTicket)
@@ -288,6 +293,8 @@ class Matchmaker:
             seats=match.seats,
             rated=match.rated,
             grace_seconds=GRACE,
+            max_rounds=ARENA_ROUNDS if host.pool else None,
+            round_pause_seconds=ARENA_ROUND_PAUSE if host.pool else 3.0,
         )
         room = await hosting.new_room(
             v1.TABLE_GAME, host.player, options, None, arena=host.pool or None
@@ -315,6 +322,7 @@ class Matchmaker:
             rated=match.rated,
             since=[t.since for t in tickets],
             at=now,
+            arena=host.pool or None,
         )
         announced = msgspec.msgpack.encode(placed)
         if not await self.store.matchmaking.place(self._token, placed.players, announced):
@@ -374,6 +382,7 @@ class Matchmaker:
                     bots=placed.bots,
                     rated=placed.rated,
                     waited=round(max(0.0, placed.at - placed.since[seat]), 1),
+                    arena=placed.arena,
                 )
             )
         log.debug("match %s: %d players, %d bots", placed.table, humans, placed.bots)

@@ -47,7 +47,7 @@ async def test_an_arenas_players_play_each_other_and_the_standings_move(
     await cluster.until(lambda: matched(ann) and matched(bob), "paired", within=3.0)
     assert matched(outsider) is None, "an arena's players only with each other"
     table = matched(ann).table
-    assert matched(bob).table == table
+    assert matched(bob).table == table and matched(ann).arena == arena.id
     for player in (ann, bob):
         await player.ok(v1.JoinTable(table=table))
     assert ann.table(table).info.arena == arena.id
@@ -82,7 +82,7 @@ async def test_leaving_stops_the_pairing_and_an_ended_arena_pairs_nobody(
     refused = await cat.request(v1.JoinArena(arena=arena.id))
     assert isinstance(refused, v1.Error) and refused.code == ErrorCode.ARENA_OVER
     listed = await cat.ok(v1.ListArenas())
-    assert [(x.id, x.status) for x in listed.arenas] == [(arena.id, "finished")]
+    assert [(x.id, x.status, x.players) for x in listed.arenas] == [(arena.id, "finished", 2)]
 
 
 @on_nodes(1)
@@ -113,3 +113,23 @@ async def test_a_flood_of_arenas_is_refused_past_a_few(cluster: Cluster) -> None
     assert len((await maker.ok(v1.ListArenas())).arenas) == CREATE_BURST
     await cluster.advance(61.0)
     await maker.ok(v1.CreateArena(options=v1.ArenaOptions(name="later")))
+
+
+@on_nodes(1)
+async def test_bots_in_an_arena_are_scored_as_players(cluster: Cluster) -> None:
+    """A bot arena's bots (``blackdrez arena``) scored nothing: their games were left out."""
+    (a,) = cluster.nodes
+    maker = await cluster.connect(a, "Maker")
+    bots = [await cluster.connect(a, f"Bot {n}", bot=True) for n in range(2)]
+    arena = (await arena_of(maker)).arena
+    for bot in bots:
+        await bot.ok(v1.JoinArena(arena=arena.id))
+    await cluster.until(lambda: all(matched(b) for b in bots), "paired", within=3.0)
+    table = matched(bots[0]).table
+    for bot in bots:
+        await bot.ok(v1.JoinTable(table=table))
+    await play_out(cluster, bots, table)
+    watched = await maker.ok(v1.WatchArena(arena=arena.id))
+    await cluster.until(lambda: last_standings(maker) or watched.standings[0].games, "scored")
+    lines = last_standings(maker) or watched.standings
+    assert [s.games for s in lines] == [1, 1] and all(s.bot for s in lines)
