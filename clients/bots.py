@@ -6,18 +6,22 @@ hash to the commitment published at the start, and must deal exactly the cards t
 mismatch is reported loudly (logged as an error and counted in the summary). A bot that plays
 tables (:func:`run_bot`: ``blackdrez bot`` and the bots a host adds) is polite in the table's chat,
 as people are: it says "Good game!" when a game it played ends, unless told not to
-(``chat=False``); a line the server refuses never stops it.
+(``chat=False``); a line the server refuses never stops it. Instead of a table, a bot may ask the
+matchmaking queue for one (``find=True``): it plays one game at each table the queue makes, then
+leaves it and queues again for the next.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
+import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +33,7 @@ from blackdrez.games.blackdrez import bots as blackdrez_bots
 from blackdrez.games.blackdrez import rules as blackdrez
 from blackdrez.games.blackdrez.bots import BOT_NAMES, STRATEGY_LABELS
 from blackdrez.protocol import v1
+from blackdrez.protocol.errors import ErrorCode
 from blackdrez.protocol.retry import RETRY
 
 log = logging.getLogger("blackdrez.bot")
@@ -52,6 +57,11 @@ START_RETRY = 1.0
 CHAT_PATIENCE = 3.0
 """Seconds a bot gives its chat line (``say``) before it goes on without it: a line the server
 refuses for the moment (``rate_limited``, retried by the client) must not hold the bot's play up."""
+ARENA_MARGIN = 5.0
+"""Seconds past an arena's end a bot still waits for a table there (one made just before)."""
+MATCH_START_PATIENCE = 60.0
+"""Seconds a bot the queue seated waits for its table's game to start (the server starts it at
+once, or once its bots sat: 10 s at most) before it leaves that table and queues again."""
 GOOD_GAME: v1.QuickMessage = "good_game"
 """The canned line a chatting bot says when a game it played ends (``"Good game!"``)."""
 
@@ -307,6 +317,11 @@ async def run_bot(
     token: str | None = None,
     seated: Callable[[str, int, bool], None] | None = None,
     chat: bool = True,
+    find: bool = False,
+    seats: int | None = None,
+    rated: bool = False,
+    bots_after: float | None = None,
+    arena: str | None = None,
 ) -> BotResult:
     """Connect, take a seat (at ``table`` or by quick-join), get ready and play ``games`` games
     (``None``: every game the table plays until the bot loses its seat or the table closes),
@@ -316,8 +331,21 @@ async def run_bot(
     ``chat``: say "Good game!" in the table's chat after each game it played (``False``: say
     nothing; a refused line never stops the bot, see :func:`play_table`).
 
+    ``find``: no table nor quick-join, the matchmaking queue seats the bot instead (``seats``
+    2 to 8 or ``None``: any size; ``rated``; ``bots_after``: seconds after which bots may take
+    the seats nobody took, see :func:`play_found`).
+
+    ``arena``: play in that arena (its invite in ``invite`` if private): the queue pairs the
+    bot with the arena's players, game after game, until ``games`` are played or the arena ends.
+
     Returns the record of the last game played, with the number of games in ``games``.
     """
+    if arena is not None and (find or table is not None or quick):
+        raise ValueError("arena: the arena's queue finds the tables, give no other way in")
+    if find and (table is not None or quick):
+        raise ValueError("find=True: the queue finds the table, give no table nor quick=True")
+    if not find and (seats is not None or rated or bots_after is not None):
+        raise ValueError("seats, rated and bots_after are choices for the queue: give find=True")
     client = await Client.connect(
         url,
         name=name or random_bot_name(strategy),
@@ -327,6 +355,28 @@ async def run_bot(
         client_name=BOT_CLIENT,
     )
     try:
+        if find:
+            choices = v1.FindGame(seats=seats, rated=rated, bots_after=bots_after)
+
+            async def queue() -> float | None:
+                await client.find_game(
+                    choices.seats, rated=choices.rated, bots_after=choices.bots_after
+                )
+                return math.inf
+
+            return await play_found(
+                client, queue, strategy, games=games, think=think, seated=seated, chat=chat
+            )
+        if arena is not None:
+            return await play_found(
+                client,
+                functools.partial(join_arena_until_over, client, arena, invite),
+                strategy,
+                games=games,
+                think=think,
+                seated=seated,
+                chat=chat,
+            )
         if table is not None:
             joined = await client.request(v1.JoinTable(table=table, invite=invite))
         elif quick:
@@ -395,6 +445,92 @@ async def run_bot(
         await client.close()
 
 
+async def join_arena_until_over(client: Client, arena: str, invite: str | None) -> float | None:
+    """Queue in ``arena`` for the next table: the seconds until it ends (no table is made
+    after), or ``None`` once it has ended (``arena_over``)."""
+    try:
+        joined = await client.join_arena(arena, invite)
+    except ServerError as error:
+        if error.code == ErrorCode.ARENA_OVER:
+            return None
+        raise
+    return max(0.0, joined.arena.ends - time.time()) + ARENA_MARGIN
+
+
+async def play_found(
+    client: Client,
+    queue: Callable[[], Awaitable[float | None]],
+    strategy: str = "threshold",
+    *,
+    games: int | None = 1,
+    think: float = 0.0,
+    seated: Callable[[str, int, bool], None] | None = None,
+    chat: bool = True,
+) -> BotResult:
+    """Play ``games`` games (``None``: until stopped) at tables the matchmaking queue makes:
+    for each, ``queue()`` (``find_game`` with the bot's choices, or ``join_arena``: how long
+    a table may be waited for; ``None``: no more tables to be had, the arena ended), wait for
+    ``match_found`` (as long as it takes), watch the table (``join``: the queue seated the bot
+    already, and readied it), play its game (the server starts it), say "Good game!" unless
+    ``chat`` is off, and leave, so that the next game is found by the queue again rather than
+    at the same table. ``seated(table, seat, False)`` is called at each table.
+
+    Returns the record of the last game played, with the number of games in ``games``; a bot
+    removed from its seat (its table closed, or its seat freed) stops there, ``removed``."""
+    result = BotResult(table="", seat=0, player=client.player)
+    played = 0
+    while games is None or played < games:
+        patience = await queue()
+        if patience is None:
+            break
+        try:
+            found = await client.wait_for_match(None if math.isinf(patience) else patience)
+        except TimeoutError:
+            continue  # (the arena ended meanwhile: the next queue() says so)
+        table = found.table
+        await client.request(v1.JoinTable(table=table))
+        if seated is not None:
+            seated(table, found.seat, False)
+        state = client.tables[table]
+        if not await _game_begins(client, state):
+            log.warning("the game at %s did not start: queueing again", table)
+            await _leave_quietly(client, table)
+            continue
+        own = not (state.view and state.view["phase"] == "over")
+        game = await play_table(
+            client, table, strategy, think=think, timeout=3600, chat=chat and own
+        )
+        await _leave_quietly(client, table)
+        if game.removed:
+            result = game
+            break
+        played += 1
+        result = game
+    result.games = played
+    return result
+
+
+async def _game_begins(client: Client, state: TableState) -> bool:
+    """Wait until the game at the table of ``state`` has begun (there is a view: before its
+    first game a table has none) or the client lost its seat; ``False`` after
+    :data:`MATCH_START_PATIENCE` s of neither."""
+    try:
+        await client.wait_until(
+            lambda: state.view is not None or unseated(state, client.player),
+            timeout=MATCH_START_PATIENCE,
+        )
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _leave_quietly(client: Client, table: str) -> None:
+    """Leave ``table`` (it closes once its last player left); a refusal or a dropped
+    connection changes nothing that matters (an abandoned seat is freed after the grace)."""
+    with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
+        await client.request(v1.LeaveTable(table=table))
+
+
 def random_bot_name(strategy: str) -> str:
     """A display name for a bot started on its own: a first name and its strategy."""
     label = STRATEGY_LABELS.get(strategy, strategy)
@@ -460,16 +596,100 @@ async def run_swarm(
     )
     if results is not None:
         results.extend(played)
+    return _summary(played, time.perf_counter() - started)
+
+
+async def run_swarm_found(
+    url: str,
+    tables: int,
+    per_table: int,
+    strategies: tuple[str, ...] = STRATEGIES,
+    *,
+    think: float = 0.0,
+    rated: bool = False,
+) -> SwarmSummary:
+    """The swarm through the matchmaking queue: ``tables * per_table`` bots each queue for a
+    table of ``per_table`` seats (``rated`` or casual; strategies in turn) and play the game
+    at the table the queue makes, quietly (see :func:`run_swarm`). The summary counts the
+    tables the queue made (bots queueing with others may share theirs)."""
+    started = time.perf_counter()
+    found = await asyncio.gather(
+        *(
+            run_bot(
+                url,
+                find=True,
+                seats=per_table,
+                rated=rated,
+                strategy=strategies[n % len(strategies)],
+                name=f"Bot {n}",
+                think=think,
+                chat=False,
+            )
+            for n in range(tables * per_table)
+        )
+    )
+    by_table: dict[str, list[BotResult]] = {}
+    for result in found:
+        by_table.setdefault(result.table, []).append(result)
+    return _summary(list(by_table.values()), time.perf_counter() - started)
+
+
+async def run_arena(
+    url: str,
+    *,
+    bots: int,
+    arena: str | None = None,
+    invite: str | None = None,
+    name: str = "Bot arena",
+    minutes: int = 60,
+    seats: int = 4,
+    rated: bool = False,
+    strategies: tuple[str, ...] = STRATEGIES,
+    started: Callable[[v1.Arena], None] | None = None,
+) -> v1.ArenaStandings:
+    """Make an arena (or play in ``arena``) and have ``bots`` bots play in it until it ends,
+    saying "Good game!" after each game (strategies in turn, labelled as bots). ``started``
+    is called with the arena once it is made or found. Returns its final standings."""
+    host = await Client.connect(url, name=f"{name} host", binary=True, reconnect=True)
+    try:
+        if arena is None:
+            made = await host.create_arena(name, minutes=minutes, seats=seats, rated=rated)
+            invite = made.invite
+        else:
+            made = await host.watch_arena(arena, invite)
+        if started is not None:
+            started(made)
+        await asyncio.gather(
+            *(
+                run_bot(
+                    url,
+                    arena=made.arena.id,
+                    invite=invite,
+                    strategy=strategies[n % len(strategies)],
+                    games=None,
+                )
+                for n in range(bots)
+            )
+        )
+        final: v1.Arena = await host.watch_arena(made.arena.id, invite)
+        return v1.ArenaStandings(arena=final.arena, standings=final.standings)
+    finally:
+        await host.close()
+
+
+def _summary(played: list[list[BotResult]], seconds: float) -> SwarmSummary:
+    """The summary of a swarm whose bots' records are ``played`` (per table)."""
     flat = [r for table in played for r in table]
-    inconsistent = [problem for table in played if (problem := _inconsistency(table))]
     return SwarmSummary(
-        tables=tables,
+        tables=len(played),
         bots=len(flat),
-        games_finished=sum(1 for table in played if table[0].final["phase"] == "over"),
+        games_finished=sum(
+            1 for table in played if table[0].final and table[0].final["phase"] == "over"
+        ),
         actions=sum(r.actions for r in flat),
-        seconds=time.perf_counter() - started,
+        seconds=seconds,
         unfair=sum(1 for r in flat if not r.fair),
-        inconsistent=inconsistent,
+        inconsistent=[problem for table in played if (problem := _inconsistency(table))],
     )
 
 
@@ -552,6 +772,8 @@ def _inconsistency(results: list[BotResult]) -> str | None:
     """Why the bots of one table disagree about the end of its game, or ``None``."""
     finals = [r.final for r in results]
     table = results[0].table
+    if any(final is None for final in finals):
+        return f"{table}: a bot lost its seat before the game ended"
     if any(final != finals[0] for final in finals):
         return f"{table}: the bots' final views differ"
     final = finals[0]

@@ -691,10 +691,11 @@ def _bot(args: argparse.Namespace) -> int:
     from blackdrez.clients.bots import random_bot_name, run_bot
     from blackdrez.clients.client import ServerError
 
-    if not args.table and not args.quick:
-        args.parser.error("give --table ID or --quick")
+    if not args.table and not args.quick and not args.find:
+        args.parser.error("give --table ID or --quick (or --find: queue for a table)")
     if args.games is not None and args.games < 1:
         args.parser.error("--games must be at least 1")
+    _check_queue_options(args)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     name = args.name or random_bot_name(args.strategy)  # (chosen here: its result names it)
     try:
@@ -709,6 +710,10 @@ def _bot(args: argparse.Namespace) -> int:
                 games=args.games,
                 seated=_say_seated,
                 chat=args.chat,
+                find=args.find,
+                seats=args.seats,
+                rated=args.rated,
+                bots_after=args.bots_after,
             )
         )
     except ServerError as error:
@@ -721,28 +726,105 @@ def _bot(args: argparse.Namespace) -> int:
     return 0 if result.fair or (result.removed and not result.games) else 1
 
 
+def _arena(args: argparse.Namespace) -> int:
+    from blackdrez.clients.bots import run_arena
+    from blackdrez.clients.client import ServerError
+
+    if args.bots < 1:
+        args.parser.error("--bots must be at least 1")
+    if not 2 <= args.seats <= 8:
+        args.parser.error("--seats must be from 2 to 8")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+
+    def started(made: Any) -> None:
+        arena = made.arena
+        page = args.url.replace("ws://", "http://").replace("wss://", "https://").rstrip("/")
+        link = f"{page}/#/arena/{arena.id}"
+        if made.invite:
+            link += f"?invite={made.invite}"
+        print(f"arena {arena.id}: {arena.name}, {args.bots} bots, until {_clock(arena.ends)}")
+        print(f"watch it at {link}", flush=True)
+
+    try:
+        final = _run_async(
+            run_arena(
+                args.url,
+                bots=args.bots,
+                arena=args.join,
+                invite=args.invite,
+                name=args.name,
+                minutes=args.minutes,
+                seats=args.seats,
+                rated=args.rated,
+                started=started,
+            )
+        )
+    except ServerError as error:
+        print(f"blackdrez arena: the server refused: {error.error.message}", file=sys.stderr)
+        return 1
+    except _connect_failures() as error:
+        return _cannot_connect("arena", args.url, error)
+    for line in final.standings:
+        flame = " (on fire)" if line.on_fire else ""
+        print(f"{line.rank:>3}. {line.name}: {line.points} points, {line.games} games{flame}")
+    return 0
+
+
+def _clock(when: float) -> str:
+    """A Unix time as the UTC time of day people read."""
+    return time.strftime("%H:%M UTC", time.gmtime(when))
+
+
+def _check_queue_options(args: argparse.Namespace) -> None:
+    """Refuse ``--seats``, ``--rated`` and ``--bots-after`` without ``--find`` (they are the
+    matchmaking queue's choices), and a table size there is none of (the server checks
+    ``--bots-after`` itself: its refusal is printed)."""
+    given = [
+        flag
+        for flag, value in (
+            ("--seats", args.seats is not None),
+            ("--rated", args.rated),
+            ("--bots-after", args.bots_after is not None),
+        )
+        if value
+    ]
+    if given and not args.find:
+        args.parser.error(f"{_and(given)} go{'es' if len(given) == 1 else ''} with --find")
+    if args.seats is not None and not 2 <= args.seats <= 8:
+        args.parser.error("--seats must be from 2 to 8")
+
+
 def _bots(args: argparse.Namespace) -> int:
-    from blackdrez.clients.bots import STRATEGIES, run_swarm
+    from blackdrez.clients.bots import STRATEGIES, run_swarm, run_swarm_found
     from blackdrez.clients.client import ServerError
 
     if not 2 <= args.per_table <= 8:
         args.parser.error("--per-table must be 2 to 8")
+    if args.find and args.ladder:
+        args.parser.error("--find and --ladder: choose one")
+    if args.find and args.round_pause is not None:
+        args.parser.error("--round-pause does not go with --find (the queue makes the tables)")
     if args.ladder:
         return _ladder(args)
     if args.games is not None or args.identities is not None:
         args.parser.error("--games and --identities go with --ladder")
 
+    strategies = tuple(args.strategy or STRATEGIES)
     try:
-        summary = _run_async(
-            run_swarm(
+        if args.find:
+            swarm = run_swarm_found(
+                args.url, args.tables, args.per_table, strategies, think=args.think or 0.0
+            )
+        else:
+            swarm = run_swarm(
                 args.url,
                 args.tables,
                 args.per_table,
-                tuple(args.strategy or STRATEGIES),
+                strategies,
                 round_pause=args.round_pause or 0.0,
                 think=args.think or 0.0,
             )
-        )
+        summary = _run_async(swarm)
     except ServerError as error:
         print(f"blackdrez bots: the server refused: {error.error.message}", file=sys.stderr)
         return 1
@@ -1016,9 +1098,9 @@ def build_parser() -> argparse.ArgumentParser:
     bot = commands.add_parser(
         "bot",
         help="play one game as a bot over the public protocol",
-        description="Connect as a bot, take a seat (at a table, or by quick-join), get ready and "
-        "play from what the seat sees; then check the game's fairness proof. Exit code 2 when "
-        "the server cannot be reached.",
+        description="Connect as a bot, take a seat (at a table, by quick-join, or through the "
+        "matchmaking queue with --find), get ready and play from what the seat sees; then check "
+        "the game's fairness proof. Exit code 2 when the server cannot be reached.",
     )
     bot.add_argument(
         "--url", default=DEFAULT_URL, help=f"the server's WebSocket address (default {DEFAULT_URL})"
@@ -1030,6 +1112,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="quick-join an open table; with none open, make one and start its game once "
         "another player is ready there",
+    )
+    where.add_argument(
+        "--find",
+        action="store_true",
+        help="queue for a table (matchmaking) instead: play one game at each table the queue "
+        "makes, then queue again for the next (--games)",
     )
     bot.add_argument("--invite", help="invite code of a private table (default: none)")
     bot.add_argument(
@@ -1054,7 +1142,47 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="say nothing in the table's chat (default: 'Good game!' after each game played)",
     )
+    bot.add_argument(
+        "--seats",
+        type=int,
+        metavar="N",
+        help="with --find: the table size to queue for, 2 to 8 (default: any)",
+    )
+    bot.add_argument(
+        "--rated",
+        action="store_true",
+        help="with --find: queue for a rated table (default: casual)",
+    )
+    bot.add_argument(
+        "--bots-after",
+        type=float,
+        metavar="SECONDS",
+        help="with --find: after this many seconds of waiting, bots may take the seats nobody "
+        "took, 0 to 600 (default: never)",
+    )
     bot.set_defaults(run=_bot, parser=bot)
+
+    arena = commands.add_parser(
+        "arena",
+        help="run a bot arena: make an arena and have bots play in it until it ends",
+        description="Make an arena (a tournament of a fixed length; or play in one, --join) and "
+        "have bots play in it, game after game, until it ends; anyone may watch it in the "
+        "browser at the address printed. Prints the final standings. Exit code 2 when the "
+        "server cannot be reached.",
+    )
+    arena.add_argument(
+        "--url", default=DEFAULT_URL, help=f"the server's WebSocket address (default {DEFAULT_URL})"
+    )
+    arena.add_argument("--name", default="Bot arena", help="its name (default: %(default)s)")
+    arena.add_argument(
+        "--minutes", type=int, default=60, help="how long it runs (default %(default)s)"
+    )
+    arena.add_argument("--seats", type=int, default=4, help="its tables' size (default 4)")
+    arena.add_argument("--rated", action="store_true", help="rated games (default: casual)")
+    arena.add_argument("--bots", type=int, default=8, help="bots playing in it (default 8)")
+    arena.add_argument("--join", metavar="ID", help="play in this arena instead of making one")
+    arena.add_argument("--invite", help="with --join: a private arena's invite code")
+    arena.set_defaults(run=_arena, parser=arena)
 
     bots = commands.add_parser(
         "bots",
@@ -1069,6 +1197,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--url", default=DEFAULT_URL, help=f"the server's WebSocket address (default {DEFAULT_URL})"
     )
     bots.add_argument("--tables", type=int, default=10, help="tables to create (default 10)")
+    bots.add_argument(
+        "--find",
+        action="store_true",
+        help="through the matchmaking queue: tables x per-table bots each queue for a casual "
+        "table of per-table seats and play the game at the table the queue makes",
+    )
     bots.add_argument(
         "--per-table", type=int, default=4, help="bots at each table, 2 to 8 (default 4)"
     )
