@@ -1,6 +1,6 @@
-// The browser client: connection, table state, the screen now shown (lobby or a table), and
-// what the whole page does: messages (toasts) in words, the "your turn" signals, keyboard
-// shortcuts, the rules dialog and the player's settings (theme, sound).
+// The browser client: connection, table state, the screen now shown (lobby, a table, an arena's
+// page or a records page), and what the whole page does: messages (toasts) in words, the "your
+// turn" signals, keyboard shortcuts, the rules dialog and the player's settings (theme, sound).
 
 import { Connection, isAccount } from "./net.js";
 import { TableStore } from "./tables.js";
@@ -18,6 +18,7 @@ import { THEMES, applyTheme, setSound, setTheme, signalTurn, soundOn, theme } fr
 import { describeEvent, errorText, tableName } from "./words.js";
 import { recordsRoute, renderRecords } from "./records.js";
 import { followChat } from "./chat.js";
+import { arenaRoute } from "./arena.js";
 
 const CURRENT_KEY = "blackdrez.current";
 const TABLE_ROUTE = /^#\/table\/([^/]+)$/; // a table's address (see "addresses" below)
@@ -85,6 +86,16 @@ const ctx = {
     show();
     scrollTo(0, 0);
   },
+  /** Show a place that is not a table (an arena's page, ``#/arena/<id>``): a new history
+   * entry unless ``replace``. */
+  go(hash, replace = false) {
+    dismiss("hint");
+    current = null;
+    sessionStorage.removeItem(CURRENT_KEY);
+    address(hash, replace);
+    show();
+    scrollTo(0, 0);
+  },
   /** Keep a new token for this identity (sign up, sign out everywhere). */
   keep(session) {
     conn.keep(session);
@@ -123,6 +134,7 @@ const leaving = new Set(); // tables this client is leaving: their closing is no
 const fresh = new Map(); // table id -> events received since the table was last drawn
 let current = placeOnLoad();
 const lobby = new Lobby(ctx);
+const arenas = lobby.arenas;
 
 const MAX_TOASTS = 2;
 
@@ -157,7 +169,8 @@ function announce(text) {
 
 // ------------------------------------------------------------------ addresses
 // Every place has an address: the lobby ``/``, a table or a solitaire ``#/table/<id>``, an
-// invite ``#/invite/<table>:<code>`` (joined, then replaced by the table's), and the records'
+// invite ``#/invite/<table>:<code>`` (joined, then replaced by the table's), an arena's page
+// ``#/arena/<id>`` (arena.js; a private one's invite after ``?invite=``), and the records'
 // pages (records.js: ``#/ratings``, ``#/player/<id>``, ``#/game/<id>``, ``#/account``). Back and
 // Forward move between them (``hashchange``), a reload lands on the same place, and a place that
 // is gone (a table closed, a seat lost) gives way to the lobby in the same history entry.
@@ -207,7 +220,7 @@ function route() {
     else visit(id);
     return;
   }
-  if (lobbyRoute() && current) {
+  if ((lobbyRoute() || arenaRoute()) && current) {
     dismiss("hint");
     current = null;
     sessionStorage.removeItem(CURRENT_KEY);
@@ -270,11 +283,22 @@ function showAccount() {
 }
 
 function show() {
+  delete screen.dataset.arena;
+  const arenaPage = arenaRoute();
+  if (arenaPage) {
+    document.body.dataset.screen = "arena";
+    ctx.shortcuts = {};
+    signalTurn(false);
+    lobby.unmount();
+    arenas.showPage(screen, arenaPage);
+    return;
+  }
   const page = recordsRoute();
   if (page) {
     document.body.dataset.screen = "records";
     signalTurn(false);
     lobby.unmount();
+    arenas.away();
     renderRecords(ctx, page, screen);
     return;
   }
@@ -282,12 +306,14 @@ function show() {
   if (!current) {
     ctx.shortcuts = {};
     signalTurn(false);
+    arenas.away();
     lobby.mount(screen);
     return;
   }
   lobby.unmount();
   const table = store.get(current.id);
   if (!table || !table.info) {
+    arenas.away();
     swap(screen, h("p.loading", "Loading the table…"));
     return;
   }
@@ -296,7 +322,14 @@ function show() {
   screen.dataset.game = game;
   const events = fresh.get(table.id) ?? [];
   fresh.delete(table.id);
+  const focus = arenas.focusKey();
   render(ctx, table, screen, events);
+  // A table an arena made: the arena's bar, and its own Next game at the game's end (style.css
+  // hides the table's "again" controls there).
+  if (table.info.arena) {
+    screen.dataset.arena = table.info.arena;
+    arenas.placeBar(table, screen, focus);
+  } else arenas.away();
   const myTurn = game === "blackdrez" && table.legal.length > 0;
   if (myTurn && !wasMyTurn) announce("Your turn.");
   wasMyTurn = myTurn;
@@ -393,7 +426,7 @@ function joinByLink() {
 conn.addEventListener("message", ({ detail: message }) => {
   if (message.type !== "shutdown") storeTrouble(false); // pushed through the store's bus
   if (store.apply(message)) return;
-  if (["lobby", "tables", "leaderboard", "match_found"].includes(message.type)) {
+  if (["lobby", "tables", "leaderboard", "match_found", "arena_standings"].includes(message.type)) {
     lobby.receive(message);
   } else if (message.type === "shutdown") {
     toast("The server is restarting: you will be reconnected in a moment.", "info");
@@ -425,6 +458,7 @@ store.addEventListener("event", ({ detail: { table, event, names } }) => {
     resetBlueJacket(table);
   }
   if (event.type === "game_over" && !current) lobby.refreshLeaderboards();
+  if (event.type === "game_over") arenas.gameEnded(table);
   const here = current && current.id === table && store.get(table)?.info?.game === "blackdrez";
   if (here && event.type === "timed_out") toast(describeEvent(store.get(table), event, names), "info");
   if (here && ["round_won", "pot_split", "game_over"].includes(event.type)) announce(describeEvent(store.get(table), event, names));
@@ -509,6 +543,6 @@ document.querySelector(".top h1 a").addEventListener("click", (e) => {
 });
 
 // For debugging and the browser tests: the table on screen, as the client holds it.
-window.blackdrez = { conn, store, ctx, motion, table: () => (current ? store.get(current.id) ?? null : null) };
+window.blackdrez = { conn, store, ctx, motion, arenas, table: () => (current ? store.get(current.id) ?? null : null) };
 show();
 conn.start();

@@ -22,10 +22,11 @@ const SEARCH_KEY = "blackdrez.find";
 const SIZES = [2, 3, 4, 5, 6, 7, 8];
 const DEFAULT_BOTS_AFTER = 45;
 const REASK = 15000; // ms between two find_game of one search (a fresh `waiting` count)
-const KEEP = 15; // seconds the server keeps a place after its connection is lost (until it says)
+// (KEEP, OPEN_AFTER, clock and foundWords serve the arenas' queue too: arena.js)
+export const KEEP = 15; // seconds the server keeps a place after its connection is lost (until it says)
 // ms between saying a table was found and opening it: the screen reader has the news before the
 // table's own ("Your turn.") takes the live region.
-const OPEN_AFTER = 1000;
+export const OPEN_AFTER = 1000;
 
 export class Finder {
   constructor(ctx, lobby) {
@@ -87,6 +88,7 @@ export class Finder {
     this.cancelOwed = false;
     this.remember();
     this.startTicker();
+    this.lobby.searchStarted(); // (the one place in the queue is this search's: no arena waits)
     this.render("find-cancel");
     this.ctx.announce("Looking for players.");
     this.ask();
@@ -242,14 +244,14 @@ function restore() {
   return null;
 }
 
-function clock(seconds) {
+export function clock(seconds) {
   const whole = Math.floor(seconds);
   return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
 }
 
-/** "Table found: you, Bob and 1 bot — waited 12 s". */
-function foundWords(message) {
+/** "Table found: you, Bob and 1 bot — waited 12 s" (``lead``: the words before the colon). */
+export function foundWords(message, lead = "Table found") {
   const others = message.players.filter((_, seat) => seat !== message.seat);
   const who = ["you", ...others, ...(message.bots ? [count(message.bots, "bot")] : [])];
-  return `Table found: ${listing(who)} — waited ${Math.round(message.waited)} s`;
+  return `${lead}: ${listing(who)} — waited ${Math.round(message.waited)} s`;
 }

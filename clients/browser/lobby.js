@@ -1,4 +1,5 @@
-// The lobby: live table list, find a game (find.js), create / join / quick-join / spectate,
+// The lobby: live table list, find a game (find.js), arenas (arena.js: the list, and the form
+// that makes one), create / join / quick-join / spectate,
 // invite codes, your tables, and the solitaire menu (random, numbered and daily deals) with the
 // leaderboards: per game, of daily or random deals, today or all time, without help or with
 // hints and undos; each entry links to its game's record (a file `blackdrez verify` checks).
@@ -8,6 +9,7 @@
 import { h, short, swap } from "./dom.js";
 import { GAME_NAMES, SOLITAIRES } from "./games.js";
 import { Finder } from "./find.js";
+import { Arenas } from "./arena.js";
 import { botTag, ratingTag } from "./rating.js";
 import { tableName } from "./words.js";
 
@@ -24,6 +26,7 @@ export class Lobby {
     this.root = null;
     this.watching = false;
     this.finder = new Finder(ctx, this);
+    this.arenas = new Arenas(ctx, this);
   }
 
   /** After each hello: the lobby subscription did not survive the old connection, and a search
@@ -32,7 +35,11 @@ export class Lobby {
     this.watching = false;
     if (this.root) this.watch();
     this.finder.welcomed(welcome);
+    this.arenas.welcomed(welcome);
   }
+
+  /** A search for a game began: the player's one place in the queue is its (no arena waits). */
+  searchStarted() { this.arenas.stopWaiting(); }
 
   async watch() {
     if (this.watching || !this.ctx.conn.connected) return;
@@ -52,6 +59,7 @@ export class Lobby {
     this.renderMine();
     this.renderBoards();
     this.watch();
+    this.arenas.refreshList();
   }
 
   unmount() {
@@ -69,7 +77,12 @@ export class Lobby {
       for (const info of message.tables) this.tables.set(info.id, info);
       for (const id of message.removed) this.tables.delete(id);
     } else if (message.type === "match_found") {
-      this.finder.found(message);
+      // (one place in the queue: an arena's while the player waits in one, else the search's)
+      if (this.arenas.waiting) this.arenas.found(message);
+      else this.finder.found(message);
+      return;
+    } else if (message.type === "arena_standings") {
+      this.arenas.receive(message);
       return;
     } else if (message.type === "leaderboard") {
       this.boards[message.game] = message.entries;
@@ -79,7 +92,10 @@ export class Lobby {
     this.renderTables();
   }
 
-  tablesChanged() { this.renderMine(); }
+  tablesChanged() {
+    this.renderMine();
+    this.arenas.tablesChanged();
+  }
 
   async refreshLeaderboards() {
     const { deal, period, assisted } = this.choice;
@@ -186,6 +202,8 @@ export class Lobby {
         this.tableCount,
         this.tableList),
       this.finder.build(),
+      this.arenas.listPanel(),
+      this.arenas.createPanel(),
       h("section.panel.mine-panel", { "aria-labelledby": "mine-title" },
         h("h2#mine-title", "Your tables and games"), this.mine),
       h("section.panel.welcome-panel", { "aria-labelledby": "welcome-title" },
