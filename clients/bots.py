@@ -645,11 +645,13 @@ async def run_arena(
     seats: int = 4,
     rated: bool = False,
     strategies: tuple[str, ...] = STRATEGIES,
+    think: float = 0.0,
     started: Callable[[v1.Arena], None] | None = None,
 ) -> v1.ArenaStandings:
     """Make an arena (or play in ``arena``) and have ``bots`` bots play in it until it ends,
     saying "Good game!" after each game (strategies in turn, labelled as bots). ``started``
-    is called with the arena once it is made or found. Returns its final standings."""
+    is called with the arena once it is made or found; ``think``: seconds before each action.
+    Returns its final standings."""
     host = await Client.connect(url, name=f"{name} host", binary=True, reconnect=True)
     try:
         if arena is None:
@@ -667,6 +669,7 @@ async def run_arena(
                     invite=invite,
                     strategy=strategies[n % len(strategies)],
                     games=None,
+                    think=think,
                 )
                 for n in range(bots)
             )

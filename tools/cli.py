@@ -756,6 +756,7 @@ def _arena(args: argparse.Namespace) -> int:
                 minutes=args.minutes,
                 seats=args.seats,
                 rated=args.rated,
+                think=args.think,
                 started=started,
             )
         )
@@ -1180,6 +1181,9 @@ def build_parser() -> argparse.ArgumentParser:
     arena.add_argument("--seats", type=int, default=4, help="its tables' size (default 4)")
     arena.add_argument("--rated", action="store_true", help="rated games (default: casual)")
     arena.add_argument("--bots", type=int, default=8, help="bots playing in it (default 8)")
+    arena.add_argument(
+        "--think", type=float, default=0.0, help="seconds before each bot action (default 0)"
+    )
     arena.add_argument("--join", metavar="ID", help="play in this arena instead of making one")
     arena.add_argument("--invite", help="with --join: a private arena's invite code")
     arena.set_defaults(run=_arena, parser=arena)
