@@ -241,6 +241,8 @@ class Client:
         """The server's answer to that ``find_game``."""
         self.matched: v1.MatchFound | None = None
         """The last table the matchmaking queue made for this player."""
+        self.challenges: list[v1.Challenged | v1.ChallengeAnswered] = []
+        """Challenges sent to this player, and answers to theirs, as pushed (oldest first)."""
         self.arenas: dict[str, v1.ArenaStandings] = {}
         """Each arena this client plays in or watches: its info and standings, as last
         answered or pushed."""
@@ -495,6 +497,37 @@ class Client:
         watched: v1.Arena = await self.request(v1.WatchArena(arena=arena, invite=invite))
         return watched
 
+    async def follow(self, player: str) -> v1.Ok:
+        """Follow ``player`` (see :meth:`friends`)."""
+        return await self.request(v1.Follow(player=player))
+
+    async def unfollow(self, player: str) -> v1.Ok:
+        return await self.request(v1.Unfollow(player=player))
+
+    async def block(self, player: str) -> v1.Ok:
+        """Block ``player``: their challenges are refused, their chat lines are to be hidden."""
+        return await self.request(v1.Block(player=player))
+
+    async def unblock(self, player: str) -> v1.Ok:
+        return await self.request(v1.Unblock(player=player))
+
+    async def friends(self) -> v1.Friends:
+        """Whom this player follows, each with where they are now, and whom they block."""
+        found: v1.Friends = await self.request(v1.GetFriends())
+        return found
+
+    async def challenge(self, player: str, *, rated: bool = False) -> v1.ChallengeSent:
+        """Challenge ``player`` to a table of two (their answer: ``match_found`` to both, or a
+        ``challenge_answered`` in :attr:`challenges`)."""
+        sent: v1.ChallengeSent = await self.request(v1.Challenge(player=player, rated=rated))
+        return sent
+
+    async def answer_challenge(self, challenge: str, accept: bool = True) -> v1.Ok:
+        """Accept (then :meth:`wait_for_match`) or decline a challenge sent to this player."""
+        if accept:
+            self.matched = None
+        return await self.request(v1.AnswerChallenge(challenge=challenge, accept=accept))
+
     async def _find_again(self, finding: v1.FindGame) -> None:
         """After a reconnection: queue again with the same choices (the place is kept)."""
         with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
@@ -681,6 +714,9 @@ class Client:
             self.arenas[arena.id] = v1.ArenaStandings(arena=arena, standings=message.standings)
             if isinstance(message, v1.ArenaStandings):
                 self.pushed.append(message)
+        elif isinstance(message, v1.Challenged | v1.ChallengeAnswered):
+            self.challenges.append(message)
+            self.pushed.append(message)
         elif isinstance(message, v1.MatchFound):
             self.matched, self.finding, self.queued = message, None, None
             self.pushed.append(message)

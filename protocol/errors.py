@@ -65,6 +65,8 @@ class ErrorCode(enum.StrEnum):
     """The host sent this player away from the table: they may not watch or write there."""
     SEALED = "sealed"
     """A daily deal's seed or record stays sealed until its UTC day has ended."""
+    CHALLENGE_REFUSED = "challenge_refused"
+    """The player you challenge does not take challenges from you (they block you)."""
     ARENA_OVER = "arena_over"
     """The arena has ended: nobody is paired there any more (its standings stay)."""
     # Game actions (the engines' rejection reasons)

@@ -569,6 +569,65 @@ class ListArenas(Message, tag="list_arenas", kw_only=True):
     id: RequestId | None = None
 
 
+PlayerId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
+class Follow(Message, tag="follow", kw_only=True):
+    """Follow a player (reply ``ok``): they are listed in your ``friends``, with whether they
+    are online, playing or watching. Following is one-way and nobody is told."""
+
+    id: RequestId | None = None
+    player: PlayerId
+
+
+class Unfollow(Message, tag="unfollow", kw_only=True):
+    id: RequestId | None = None
+    player: PlayerId
+
+
+class Block(Message, tag="block", kw_only=True):
+    """Block a player (reply ``ok``): their challenges are refused, and clients hide their chat
+    lines from you (your ``friends`` lists whom you block). Blocking also stops following."""
+
+    id: RequestId | None = None
+    player: PlayerId
+
+
+class Unblock(Message, tag="unblock", kw_only=True):
+    id: RequestId | None = None
+    player: PlayerId
+
+
+class GetFriends(Message, tag="friends", kw_only=True):
+    """Who you follow, each with where they are now, and whom you block (reply ``friends``)."""
+
+    id: RequestId | None = None
+
+
+class Challenge(Message, tag="challenge", kw_only=True):
+    """Invite a player you name to a BlackDrez table of two (reply ``challenge_sent`` with the
+    challenge's id): they are told ``challenged`` wherever they are connected, and may accept
+    or decline within :data:`CHALLENGE_SECONDS` (``answer_challenge``). Refused with
+    ``not_found`` when they are not connected, ``challenge_refused`` when they block you."""
+
+    id: RequestId | None = None
+    player: PlayerId
+    rated: bool = False
+
+
+class AnswerChallenge(Message, tag="answer_challenge", kw_only=True):
+    """Accept or decline a challenge you were sent (reply ``ok``; on accept, both of you get
+    ``match_found`` for the new table, the game started)."""
+
+    id: RequestId | None = None
+    challenge: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    accept: bool
+
+
+CHALLENGE_SECONDS = 60.0
+"""How long a challenge may be answered."""
+
+
 ClientMessage = (
     Hello
     | WatchLobby
@@ -599,6 +658,13 @@ ClientMessage = (
     | WatchArena
     | UnwatchArena
     | ListArenas
+    | Follow
+    | Unfollow
+    | Block
+    | Unblock
+    | GetFriends
+    | Challenge
+    | AnswerChallenge
     | GetDaily
     | GetLeaderboard
     | GetRecord
@@ -876,6 +942,49 @@ class Arenas(Message, tag="arenas", kw_only=True):
     arenas: list[ArenaInfo]
 
 
+class Friend(msgspec.Struct, kw_only=True):
+    """A player you follow (or block), and where they are now."""
+
+    player: str
+    name: str
+    status: Literal["offline", "online", "playing", "watching"] = "offline"
+    """``playing``: seated at a table; ``watching``: only watching one; ``online``: connected
+    elsewhere in the site."""
+    table: str | None = None
+    """The table they play at or watch (``null`` at a private one)."""
+
+
+class Friends(Message, tag="friends", kw_only=True):
+    id: RequestId | None = None
+    following: list[Friend]
+    blocked: list[Friend]
+
+
+class ChallengeSent(Message, tag="challenge_sent", kw_only=True):
+    id: RequestId | None = None
+    challenge: str
+    expires: float
+    """Unix time after which it can no longer be accepted."""
+
+
+class Challenged(Message, tag="challenged", kw_only=True):
+    """Pushed to a player someone challenged (``answer_challenge`` to answer)."""
+
+    challenge: str
+    player: str
+    name: str
+    rated: bool
+    expires: float
+
+
+class ChallengeAnswered(Message, tag="challenge_answered", kw_only=True):
+    """Pushed to the challenger: the challenged player declined (an accepted challenge brings
+    ``match_found`` instead), or it expired unanswered."""
+
+    challenge: str
+    accepted: bool
+
+
 ServerMessage = (
     Welcome
     | Error
@@ -897,6 +1006,10 @@ ServerMessage = (
     | Arena
     | ArenaStandings
     | Arenas
+    | Friends
+    | ChallengeSent
+    | Challenged
+    | ChallengeAnswered
 )
 
 

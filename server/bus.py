@@ -12,7 +12,8 @@ and decoded by one decoder into its type (never into a plain dict):
   requester's node). A reply's messages are decoded as the protocol's server messages, so a
   forwarded ``error`` is a :class:`blackdrez.protocol.v1.Error` like a local one. It also carries
   what
-  closes a player's connection there: :class:`SignedOut` and :class:`Replaced`;
+  closes a player's connection there: :class:`SignedOut` and :class:`Replaced`, and what is
+  pushed to a player connected there: :class:`Tell`;
 * a table's channel carries :class:`TableUpdate`: what the table's host announces, in the same
   store step as the log entry that caused it (with the seats whose players the host now counts
   away, so other nodes can correct it for players still connected to them);
@@ -94,7 +95,15 @@ class Replaced(msgspec.Struct, tag="replaced", tag_field="bus", kw_only=True):
     the older connection's close does not count the player away there."""
 
 
-BusMessage = Request | Reply | TableUpdate | LobbyChanged | Handover | SignedOut | Replaced
+class Tell(msgspec.Struct, tag="tell", tag_field="bus", kw_only=True):
+    """Something pushed to a player wherever they are connected (a challenge, its answer, the
+    table it made): the node of their connection sends it, the others drop it."""
+
+    player: str
+    message: v1.Challenged | v1.ChallengeAnswered | v1.MatchFound
+
+
+BusMessage = Request | Reply | TableUpdate | LobbyChanged | Handover | SignedOut | Replaced | Tell
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(BusMessage)

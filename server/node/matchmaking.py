@@ -283,37 +283,15 @@ class Matchmaker:
             await self._make(match, [tickets[player] for player in match.players], now)
 
     async def _make(self, match: Match, tickets: list[QueueTicket], now: float) -> None:
-        """Make one table: create it, seat and ready everyone, start; then place them."""
+        """Make one table: create it, seat and ready everyone; place them; then start it."""
         assert self._token is not None
-        hosting = self.hosting
         host = tickets[0]
         kind = "Arena" if host.pool else "Rated" if match.rated else "Casual"
-        options = v1.TableOptions(
-            name=f"{kind} table of {match.seats}",
-            seats=match.seats,
-            rated=match.rated,
-            grace_seconds=GRACE,
-            max_rounds=ARENA_ROUNDS if host.pool else None,
-            round_pause_seconds=ARENA_ROUND_PAUSE if host.pool else 3.0,
+        table = await self.seat_table(
+            f"{kind} table of {match.seats}", tickets, match.seats, match.rated, match.bots
         )
-        room = await hosting.new_room(
-            v1.TABLE_GAME, host.player, options, None, arena=host.pool or None
-        )
-        table = room.id
-        steps: list[tuple[QueueTicket, Any]] = [
-            (t, v1.JoinTable(table=table, seat=seat)) for seat, t in enumerate(tickets)
-        ]
-        if match.bots:
-            steps.append((host, v1.AddBots(table=table, count=match.bots)))
-        steps += [(t, v1.SetReady(table=table)) for t in tickets]
-        steps += [(t, ConnectionChanged(table=table, connected=False)) for t in tickets]
-        for ticket, step in steps:
-            room = hosting.rooms.get(table, room)
-            answer = await hosting.execute(room, ticket.player, ticket.name, step, bot=ticket.bot)
-            if refused(answer):
-                log.warning("matchmaking: %s at %s was refused: %r", step, table, answer)
-                await self._abandon(table, tickets)
-                return
+        if table is None:
+            return
         placed = Placed(
             table=table,
             players=[t.player for t in tickets],
@@ -330,6 +308,47 @@ class Matchmaker:
             return
         self.made += 1
         self._spawn(self._start(table, host, match.seats))
+
+    async def seat_table(
+        self, name: str, people: list[QueueTicket], seats: int, rated: bool, bots: int = 0
+    ) -> str | None:
+        """A new table hosted here (an arena's if the first of ``people`` queued in one), with
+        ``people`` seated in their order and ready, counted away until they watch it, and
+        ``bots`` bots asked for: its id, or ``None`` if a step was refused (it is left, and
+        closes). Its game is started by :meth:`start_when_seated`."""
+        hosting = self.hosting
+        host = people[0]
+        options = v1.TableOptions(
+            name=name,
+            seats=seats,
+            rated=rated,
+            grace_seconds=GRACE,
+            max_rounds=ARENA_ROUNDS if host.pool else None,
+            round_pause_seconds=ARENA_ROUND_PAUSE if host.pool else 3.0,
+        )
+        room = await hosting.new_room(
+            v1.TABLE_GAME, host.player, options, None, arena=host.pool or None
+        )
+        table = room.id
+        steps: list[tuple[QueueTicket, Any]] = [
+            (t, v1.JoinTable(table=table, seat=seat)) for seat, t in enumerate(people)
+        ]
+        if bots:
+            steps.append((host, v1.AddBots(table=table, count=bots)))
+        steps += [(t, v1.SetReady(table=table)) for t in people]
+        steps += [(t, ConnectionChanged(table=table, connected=False)) for t in people]
+        for ticket, step in steps:
+            room = hosting.rooms.get(table, room)
+            answer = await hosting.execute(room, ticket.player, ticket.name, step, bot=ticket.bot)
+            if refused(answer):
+                log.warning("matchmaking: %s at %s was refused: %r", step, table, answer)
+                await self._abandon(table, people)
+                return None
+        return table
+
+    def start_when_seated(self, table: str, host: QueueTicket, seats: int) -> None:
+        """Start the table's game once every seat is taken (:meth:`_start`), in the background."""
+        self._spawn(self._start(table, host, seats))
 
     async def _start(self, table: str, host: QueueTicket, seats: int) -> None:
         """Start the table's game once every seat is taken: at once, or once the bots the

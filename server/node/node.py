@@ -42,6 +42,7 @@ from blackdrez.server.node.bots import SpawnBot, TableBots
 from blackdrez.server.node.clock import Clock, SystemClock
 from blackdrez.server.node.failover import Failover
 from blackdrez.server.node.fanout import Fanout
+from blackdrez.server.node.friends import Friendships
 from blackdrez.server.node.hosting import HINT_BURST, HINT_RATE, GameRecords, Hosting
 from blackdrez.server.node.leases import RENEWALS
 from blackdrez.server.node.lobby import Lobby
@@ -151,6 +152,7 @@ class Node:
             store, self.clock, self.hosting, self.clients, spawn=self._spawn
         )
         self.arenas = ArenaHall(store, self.clock, self.matchmaker, spawn=self._spawn)
+        self.friends = Friendships(store, self.clock, self.clients, self.matchmaker, tell=self.tell)
         self.failover = Failover(
             store,
             metrics,
@@ -196,6 +198,7 @@ class Node:
             loop.create_task(self.failover.adopt_orphans()),
             loop.create_task(self._sweep()),
             loop.create_task(self.matchmaker.run()),
+            loop.create_task(self.friends.note_whereabouts()),
         ]
         renewals = self.hosting.leases.start(loop)
         if renewals is not None:
@@ -306,6 +309,10 @@ class Node:
                 self.close_signed_out(message.player, message.generation)
             case bus.Replaced():
                 self.close_replaced(message.player, message.order, message.seated)
+            case bus.Tell():
+                client = self.clients.get(message.player)
+                if client is not None and not client.closing:
+                    client.send(message.message)
             case _:
                 log.warning("unexpected %s on this node's channel", type(message).__name__)
 
@@ -314,6 +321,7 @@ class Node:
         older = self.clients.get(client.player)
         self.clients[client.player] = client
         self.metrics.connections.set(len(self.clients))
+        self._spawn(self.friends.seen([client]))
         return older
 
     def close_signed_out(self, player: str, generation: int) -> None:
@@ -394,6 +402,15 @@ class Node:
         replaced = bus.Replaced(player=client.player, order=order, seated=client.seated)
         await self._tell_other_nodes(replaced)
 
+    async def tell(self, player: str, message: Any) -> None:
+        """Push ``message`` to ``player``'s connection: here, or on any other live node (a
+        node of an older version drops it). Raises :class:`StoreUnavailable`."""
+        client = self.clients.get(player)
+        if client is not None and not client.closing:
+            client.send(message)
+        elif self.store.shared:
+            await self._tell_other_nodes(bus.Tell(player=player, message=message))
+
     async def _tell_other_nodes(self, message: bus.BusMessage) -> None:
         """Publish ``message`` on every other live node's channel (a node of an older version
         drops a type it does not know). Raises :class:`StoreUnavailable`."""
@@ -424,6 +441,7 @@ class Node:
         self.lobby.stop_watching(client)
         self.matchmaker.forget(client)
         await self.arenas.forget(client)
+        await self.friends.gone(client)
         held = {table: watch.seat is not None for table, watch in client.tables.items()}
         held |= {t: seated for t, seated in client.left_to_me.items() if t not in held}
         for table, seated in held.items():
@@ -501,6 +519,20 @@ class Node:
                 return await self.arenas.unwatch(client, message)
             case v1.ListArenas():
                 return await self.arenas.listed(message)
+            case v1.Follow():
+                return await self.friends.follow(client, message)
+            case v1.Unfollow():
+                return await self.friends.unfollow(client, message)
+            case v1.Block():
+                return await self.friends.block(client, message)
+            case v1.Unblock():
+                return await self.friends.unblock(client, message)
+            case v1.GetFriends():
+                return await self.friends.friends(client, message)
+            case v1.Challenge():
+                return await self.friends.challenge(client, message)
+            case v1.AnswerChallenge():
+                return await self.friends.answer(client, message)
             case v1.CreateTable() | v1.QuickJoin() | v1.StartSolitaire() if self.hosting.stopping:
                 return error_answer(message, ErrorCode.UNAVAILABLE, "this node is shutting down")
             case v1.CreateTable():

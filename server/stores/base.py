@@ -20,6 +20,7 @@ methods; a component that needs one concern is handed just that one::
     reports         Reports          the chat lines players reported, for the operators
     matchmaking     Matchmaking      the players queueing for a table, and the matcher's lease
     arenas          Arenas           the arenas (tournaments), their standings and scored games
+    social          Social           follows and blocks, where players are, challenges
 
 and the :class:`Link` they share: this process's identity (node id, incarnation), whether other
 processes share the store, the connection's lifecycle and its health
@@ -588,6 +589,57 @@ class Arenas(Part):
         (read them again), -1 when the game was scored already."""
 
 
+class Social(Part):
+    """Who follows and who blocks whom (each player's lists, with the names they had then),
+    where each connected player is now (a status each node writes for its connections, with a
+    TTL), and the challenges waiting for an answer (with a TTL)."""
+
+    @abc.abstractmethod
+    async def follow(self, player: str, other: str, name: str) -> None:
+        """``player`` follows ``other`` (shown as ``name``)."""
+
+    @abc.abstractmethod
+    async def unfollow(self, player: str, other: str) -> None:
+        """``player`` no longer follows ``other``."""
+
+    @abc.abstractmethod
+    async def following(self, player: str) -> dict[str, str]:
+        """Whom ``player`` follows, with their names."""
+
+    @abc.abstractmethod
+    async def block(self, player: str, other: str, name: str) -> None:
+        """``player`` blocks ``other`` (and no longer follows them)."""
+
+    @abc.abstractmethod
+    async def unblock(self, player: str, other: str) -> None:
+        """``player`` no longer blocks ``other``."""
+
+    @abc.abstractmethod
+    async def blocked(self, player: str) -> dict[str, str]:
+        """Whom ``player`` blocks, with their names."""
+
+    @abc.abstractmethod
+    async def seen(self, statuses: dict[str, bytes], ttl: float) -> None:
+        """Note each player's status (opaque) for ``ttl`` seconds."""
+
+    @abc.abstractmethod
+    async def gone(self, player: str) -> None:
+        """``player``'s connection closed: no status for them any more."""
+
+    @abc.abstractmethod
+    async def statuses(self, players: Collection[str]) -> dict[str, bytes]:
+        """The status of each of ``players`` who has one (the others are offline)."""
+
+    @abc.abstractmethod
+    async def put_challenge(self, challenge: str, data: bytes, ttl: float) -> None:
+        """Keep a challenge ``ttl`` seconds, until it is taken."""
+
+    @abc.abstractmethod
+    async def take_challenge(self, challenge: str) -> bytes | None:
+        """The challenge, taken out in the same step (an answer takes it once): ``None`` if it
+        expired, was taken, or never was."""
+
+
 class Bus(Part):
     """Publish/subscribe between the nodes sharing the store (within the process in memory)."""
 
@@ -627,6 +679,7 @@ class Stores:
     reports: Reports
     matchmaking: Matchmaking
     arenas: Arenas
+    social: Social
 
     @property
     def node_id(self) -> str:
@@ -664,6 +717,7 @@ class Stores:
             self.reports,
             self.matchmaking,
             self.arenas,
+            self.social,
         ):
             if id(part) not in seen:
                 seen.add(id(part))

@@ -116,6 +116,17 @@ implementation reads and writes the key::
                                                                     each ends); those ended
                                                                     ARENA_KEEP ago pruned at each
                                                                     creation; TTL likewise
+    bd:p:{P}:follows, bd:p:{P}:blocks
+                           hash    social        the player's node  whom the player follows, and
+                                                                    whom they block (id: name);
+                                                                    fixed: the player's lists
+    bd:p:{P}:seen          string  social        the node of the    where the connected player is
+                                                 player's           (online, playing, watching);
+                                                 connection         TTL SEEN_TTL, renewed while
+                                                                    connected, deleted at the close
+    bd:ch:{C}              string  social        the challenger's   a challenge waiting for its
+                                                 node               answer; TTL = its minute,
+                                                                    deleted by the answer
     bd:{mm}:epoch          string  matchmaking  matcher leases     the matcher's tokens; TTL
                                                                     MATCH_KEY_TTL, renewed at each
                                                                     new lease
@@ -160,6 +171,22 @@ def arena_keys(arena: str) -> tuple[str, str, str]:
     return f"bd:a:{{{arena}}}:info", f"bd:a:{{{arena}}}:standings", f"bd:a:{{{arena}}}:games"
 
 
+def follow_key(player: str) -> str:
+    return f"bd:p:{{{player}}}:follows"
+
+
+def block_key(player: str) -> str:
+    return f"bd:p:{{{player}}}:blocks"
+
+
+def seen_key(player: str) -> str:
+    return f"bd:p:{{{player}}}:seen"
+
+
+def challenge_key(challenge: str) -> str:
+    return f"bd:ch:{{{challenge}}}"
+
+
 MATCH_KEY_TTL = 24 * 3600
 """Seconds the queue's keys live after their last write (a queue nobody joins for a day is
 empty; a matcher's tokens start again, each holder naming its process as well)."""
@@ -177,6 +204,7 @@ table a node of an older version hosted is found (a rolling upgrade); never adde
 FIXED_KEYS: tuple[str, ...] = (
     "bd:secret", "bd:nodes", "{bd:nodes}:incarnations", "bd:hosted", "bd:{hosted}:*",
     "bd:lobby:tables", "bd:lb:*", "bd:rec:*", "bd:daily:{*}", "bd:attaches",
+    "bd:p:{*}:follows", "bd:p:{*}:blocks",
 )  # fmt: skip
 """Patterns (``fnmatch``) of the only keys that may live without a TTL (see the key table)."""
 

@@ -50,6 +50,7 @@ from blackdrez.server.stores.base import (
     Presence,
     Reports,
     Share,
+    Social,
     Stores,
     TableLogs,
     Tokens,
@@ -609,6 +610,56 @@ class MemoryArenas(Arenas):
         return 1
 
 
+class MemorySocial(Social):
+    """Follows, blocks, statuses and challenges in the process (TTLs by the world's clock)."""
+
+    def __init__(self, monotonic: Monotonic) -> None:
+        self._monotonic = monotonic
+        self._follows: dict[str, dict[str, str]] = defaultdict(dict)
+        self._blocks: dict[str, dict[str, str]] = defaultdict(dict)
+        self._statuses: dict[str, tuple[bytes, float]] = {}
+        self._challenges: dict[str, tuple[bytes, float]] = {}
+
+    async def follow(self, player: str, other: str, name: str) -> None:
+        self._follows[player][other] = name
+
+    async def unfollow(self, player: str, other: str) -> None:
+        self._follows[player].pop(other, None)
+
+    async def following(self, player: str) -> dict[str, str]:
+        return dict(self._follows.get(player, {}))
+
+    async def block(self, player: str, other: str, name: str) -> None:
+        self._blocks[player][other] = name
+        self._follows[player].pop(other, None)
+
+    async def unblock(self, player: str, other: str) -> None:
+        self._blocks[player].pop(other, None)
+
+    async def blocked(self, player: str) -> dict[str, str]:
+        return dict(self._blocks.get(player, {}))
+
+    async def seen(self, statuses: dict[str, bytes], ttl: float) -> None:
+        until = self._monotonic() + ttl
+        for player, status in statuses.items():
+            self._statuses[player] = (status, until)
+
+    async def gone(self, player: str) -> None:
+        self._statuses.pop(player, None)
+
+    async def statuses(self, players: Collection[str]) -> dict[str, bytes]:
+        now = self._monotonic()
+        kept = ((p, self._statuses.get(p)) for p in players)
+        return {p: held[0] for p, held in kept if held is not None and held[1] > now}
+
+    async def put_challenge(self, challenge: str, data: bytes, ttl: float) -> None:
+        self._challenges[challenge] = (data, self._monotonic() + ttl)
+
+    async def take_challenge(self, challenge: str) -> bytes | None:
+        held = self._challenges.pop(challenge, None)
+        return held[0] if held is not None and held[1] > self._monotonic() else None
+
+
 class MemoryWorld:
     """What the memory stores of the nodes of one process share (see the module docstring), and
     the ``monotonic`` clock their TTLs run by."""
@@ -626,6 +677,7 @@ class MemoryWorld:
         self.reports = MemoryReports()
         self.queue = MatchQueue()
         self.arenas = MemoryArenas(self.bus)
+        self.social = MemorySocial(monotonic)
 
 
 def memory_stores(
@@ -650,4 +702,5 @@ def memory_stores(
         reports=world.reports,
         matchmaking=MemoryMatchmaking(link, world),
         arenas=world.arenas,
+        social=world.social,
     )

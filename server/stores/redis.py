@@ -61,6 +61,7 @@ from blackdrez.server.stores.redis_arenas import RedisArenas
 from blackdrez.server.stores.redis_bus import RedisBus
 from blackdrez.server.stores.redis_link import COMMAND_TIMEOUT, RedisLink
 from blackdrez.server.stores.redis_matchmaking import RedisMatchmaking
+from blackdrez.server.stores.redis_social import RedisSocial
 from blackdrez.server.stores.redis_tables import RedisLeases, RedisTableLogs, hosted_tables
 
 READ_CHUNK = 1000
@@ -519,6 +520,7 @@ def redis_bundle(
         reports=RedisReports(link),
         matchmaking=RedisMatchmaking(link),
         arenas=RedisArenas(link),
+        social=RedisSocial(link),
     )
 
 

@@ -50,9 +50,7 @@ def test_once_patient_the_longer_waits_band_decides() -> None:
     assert pair([newcomer, *regulars], now=PATIENT - 0.1) == [], "mutual bands at first"
     gap = 1830 - 1500
     when = max(PATIENT, (gap - BAND) / WIDEN)
-    assert pair([newcomer, *regulars], now=when) == [
-        Match(("new", "r0", "r1", "r2"), 4, True)
-    ]
+    assert pair([newcomer, *regulars], now=when) == [Match(("new", "r0", "r1", "r2"), 4, True)]
 
 
 def test_rated_and_casual_and_table_sizes_never_mix() -> None:
