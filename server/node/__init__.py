@@ -32,6 +32,8 @@ the connected clients, answers what needs no table, and runs the periodic work:
 * ``arenas``: arenas (tournaments): their requests, and the standings pushed to the
   connections here that follow them (``ArenaHall``); an arena's tables are the matchmaker's,
   its games scored by their host's outbox (``arena_scores``);
+* ``friends``: follows, blocks, the whereabouts of this node's players, challenges
+  (``Friendships``); a challenge reaches its player on any node through ``Node.tell``;
 * ``clock``: the clock every component reads (wall and monotonic time), injected so a test can
   turn it.
 
