@@ -1184,8 +1184,12 @@ def build_parser() -> argparse.ArgumentParser:
     arena.add_argument(
         "--think", type=float, default=0.0, help="seconds before each bot action (default 0)"
     )
-    arena.add_argument("--join", metavar="ID", help="play in this arena instead of making one")
-    arena.add_argument("--invite", help="with --join: a private arena's invite code")
+    arena.add_argument(
+        "--join", metavar="ID", help="play in this arena instead of making one (default: make one)"
+    )
+    arena.add_argument(
+        "--invite", help="with --join: a private arena's invite code (default: none)"
+    )
     arena.set_defaults(run=_arena, parser=arena)
 
     bots = commands.add_parser(
