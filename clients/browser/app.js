@@ -19,6 +19,7 @@ import { describeEvent, errorText, tableName } from "./words.js";
 import { recordsRoute, renderRecords } from "./records.js";
 import { followChat } from "./chat.js";
 import { arenaRoute } from "./arena.js";
+import { Friends } from "./friends.js";
 
 const CURRENT_KEY = "blackdrez.current";
 const TABLE_ROUTE = /^#\/table\/([^/]+)$/; // a table's address (see "addresses" below)
@@ -133,6 +134,7 @@ const ctx = {
 const leaving = new Set(); // tables this client is leaving: their closing is no news
 const fresh = new Map(); // table id -> events received since the table was last drawn
 let current = placeOnLoad();
+ctx.friends = new Friends(ctx); // (before the lobby: its Friends panel)
 const lobby = new Lobby(ctx);
 const arenas = lobby.arenas;
 
@@ -401,6 +403,7 @@ conn.addEventListener("welcome", async ({ detail: welcome }) => {
   showName(welcome.name);
   showAccount();
   lobby.welcomed(welcome);
+  ctx.friends.welcomed(welcome);
   for (const id of welcome.tables) store.resync(id).catch(() => {});
   if (current && welcome.tables.includes(current.id) && current.mode !== "seat") {
     current = { ...current, mode: "seat" };
@@ -428,6 +431,8 @@ conn.addEventListener("message", ({ detail: message }) => {
   if (store.apply(message)) return;
   if (["lobby", "tables", "leaderboard", "match_found", "arena_standings"].includes(message.type)) {
     lobby.receive(message);
+  } else if (message.type === "challenged" || message.type === "challenge_answered") {
+    ctx.friends.receive(message);
   } else if (message.type === "shutdown") {
     toast("The server is restarting: you will be reconnected in a moment.", "info");
   }

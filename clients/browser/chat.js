@@ -1,6 +1,7 @@
 // A BlackDrez table's chat: its lines ("Name: text", spectators and bots marked), a field and
-// Send (Enter sends), canned lines, mute (on this browser, remembered), and for the host a way to
-// send a spectator away.
+// Send (Enter sends), canned lines, mute (on this browser, remembered), follow and block (the
+// server's lists, friends.js: a blocked player's lines are hidden as a muted one's, on every
+// device), and for the host a way to send a spectator away.
 //
 // Each table keeps its lines in ``table.chat`` ({seq, event} of its ``said`` events, oldest
 // first, one per seq): from the snapshot's ``chat`` (the last 50 lines) and from the updates'
@@ -14,6 +15,7 @@
 
 import { h } from "./dom.js";
 import { ask, askText } from "./ask.js";
+import { followButtons, isBlocked } from "./friends.js";
 
 const MUTED_KEY = "blackdrez.muted";
 const KEEP = 200; // lines kept per table
@@ -49,12 +51,19 @@ function setMuted(player, name, muted) {
 
 const isMuted = (player) => Object.hasOwn(mutedPlayers(), player);
 
+/** Whether ``player``'s lines are hidden: muted here, or blocked (the server's list). */
+const silenced = (player) => isMuted(player) || isBlocked(player);
+
+let chatCtx = null; // the app's (followChat): unblocking from the note under the lines
+
 // ------------------------------------------------------------------ lines in
 
 /** Follow the tables' chat: lines from snapshots and updates into ``table.chat``, and a
  * spectator sent away by the host taken back to the lobby. (app.js calls this once, after its
  * own listener, so a table's state is up to date when its lines are taken in.) */
 export function followChat(ctx) {
+  chatCtx = ctx;
+  ctx.friends.addEventListener("change", () => { for (const state of panels.values()) refreshMuted(state); });
   ctx.conn.addEventListener("message", ({ detail: message }) => {
     if (message.type !== "snapshot" && message.type !== "update") return;
     const table = ctx.store.get(message.table);
@@ -236,7 +245,7 @@ function sync(ctx, table) {
     state.list.insertBefore(item, after);
     state.shown.set(numbered.seq, item);
     if (numbered.event.player === me) mine = true;
-    else if (!numbered.old && !isMuted(numbered.event.player)) news += 1;
+    else if (!numbered.old && !silenced(numbered.event.player)) news += 1;
   }
   state.empty.hidden = state.shown.size > 0;
   writable(ctx, table, state);
@@ -256,7 +265,7 @@ function lineItem(ctx, id, state, { seq, event }) {
   const name = event.name || "Someone";
   const text = event.text || QUICK_TEXT[event.quick] || "";
   // (a muted player's line is hidden from the start: not read out either)
-  return h("li.chat-line", { class: [own ? "own" : "", event.quick ? "quick" : "", spectator ? "spectator" : ""].join(" "), hidden: !own && isMuted(event.player), dataset: { seq, player: event.player } },
+  return h("li.chat-line", { class: [own ? "own" : "", event.quick ? "quick" : "", spectator ? "spectator" : ""].join(" "), hidden: !own && silenced(event.player), dataset: { seq, player: event.player } },
     own
       ? h("span.chat-name", name)
       : h("button.chat-name", { type: "button", "aria-expanded": "false", "aria-controls": state.menu.id, title: `What to do about ${name}'s lines`, onclick: (e) => openMenu(ctx, id, state, event, e.currentTarget, seq) }, name),
@@ -266,8 +275,8 @@ function lineItem(ctx, id, state, { seq, event }) {
     h("span.chat-text", text));
 }
 
-/** The menu of one author's line (below the list, out of the log region): mute or unmute, and
- * for the host, send a spectator away. */
+/** The menu of one author's line (below the list, out of the log region): mute or unmute,
+ * follow and block (not a bot), and for the host, send a spectator away. */
 function openMenu(ctx, id, state, event, button, seq) {
   if (state.menuFor === event.player && !state.menu.hidden) {
     closeMenu(state, true);
@@ -287,6 +296,7 @@ function openMenu(ctx, id, state, event, button, seq) {
   state.menu.replaceChildren(...[
     h("span.chat-menu-name", name),
     h("button", { type: "button", dataset: { key: "chat-mute" }, onclick: () => { setMuted(event.player, name, !muted); closeMenu(state, false); (state.input.disabled ? state.list : state.input).focus(); } }, muted ? `Unmute ${name}` : `Mute ${name}`),
+    ...(event.bot ? [] : followButtons(ctx.friends, event.player, name, () => { closeMenu(state, false); (state.input.disabled ? state.list : state.input).focus(); })),
     canRemove
       ? h("button.danger", { type: "button", dataset: { key: "chat-remove" }, title: "Send this spectator away: they can no longer watch or write here", onclick: () => removeSpectator(ctx, id, state, event) }, `Remove ${name}`)
       : null,
@@ -337,27 +347,32 @@ async function report(ctx, id, state, event, seq) {
   if (reply) ctx.toast("Reported: the moderators will read it. Mute the player to stop seeing their lines.", "info");
 }
 
-/** The muted players who wrote here: their lines hidden, and a way to unmute each. */
+/** The muted and blocked players who wrote here: their lines hidden, and a way to unmute or
+ * unblock each. */
 function refreshMuted(state) {
   const muted = mutedPlayers();
   const hidden = new Map(); // player -> [name, lines hidden]
   for (const item of state.shown.values()) {
     const player = item.dataset.player;
-    const off = Object.hasOwn(muted, player);
+    const off = Object.hasOwn(muted, player) || isBlocked(player);
     item.hidden = off;
     if (off) {
-      const [name, n] = hidden.get(player) ?? [muted[player], 0];
+      const [name, n] = hidden.get(player) ?? [muted[player] ?? item.querySelector(".chat-name")?.textContent ?? "", 0];
       hidden.set(player, [name, n + 1]);
     }
   }
   state.mutedNote.hidden = hidden.size === 0;
   // (built again only when it changes: a focused Unmute button stays)
-  const signature = JSON.stringify([...hidden.entries()]);
+  const signature = JSON.stringify([...hidden.entries()].map(([player, seen]) => [player, seen, isBlocked(player)]));
   if (signature === state.mutedSignature) return;
   state.mutedSignature = signature;
-  state.mutedNote.replaceChildren(...[...hidden.entries()].map(([player, [name, n]]) => h("p",
-    `${n === 1 ? "1 line" : `${n} lines`} from ${name} (muted) `,
-    h("button.link", { type: "button", dataset: { key: `chat-unmute-${player}` }, onclick: () => setMuted(player, name, false) }, `Unmute ${name}`))));
+  state.mutedNote.replaceChildren(...[...hidden.entries()].map(([player, [name, n]]) => (isBlocked(player)
+    ? h("p",
+      `${n === 1 ? "1 line" : `${n} lines`} from ${name} (blocked) `,
+      h("button.link", { type: "button", dataset: { key: `chat-unblock-${player}` }, onclick: () => chatCtx.friends.change("unblock", player, name) }, `Unblock ${name}`))
+    : h("p",
+      `${n === 1 ? "1 line" : `${n} lines`} from ${name} (muted) `,
+      h("button.link", { type: "button", dataset: { key: `chat-unmute-${player}` }, onclick: () => setMuted(player, name, false) }, `Unmute ${name}`)))));
 }
 
 /** Who may write: the players; spectators where the table lets them. */

@@ -1,5 +1,5 @@
-// The lobby: live table list, find a game (find.js), arenas (arena.js: the list, and the form
-// that makes one), create / join / quick-join / spectate,
+// The lobby: live table list, find a game (find.js), friends (friends.js), arenas (arena.js:
+// the list, and the form that makes one), create / join / quick-join / spectate,
 // invite codes, your tables, and the solitaire menu (random, numbered and daily deals) with the
 // leaderboards: per game, of daily or random deals, today or all time, without help or with
 // hints and undos; each entry links to its game's record (a file `blackdrez verify` checks).
@@ -79,6 +79,7 @@ export class Lobby {
     } else if (message.type === "match_found") {
       // (one place in the queue: an arena's while the player waits in one, else the search's)
       if (this.arenas.waiting) this.arenas.found(message);
+      else if (!this.finder.search && this.ctx.friends.expects(message)) this.ctx.friends.found(message);
       else this.finder.found(message);
       return;
     } else if (message.type === "arena_standings") {
@@ -202,6 +203,7 @@ export class Lobby {
         this.tableCount,
         this.tableList),
       this.finder.build(),
+      this.ctx.friends.panel(),
       this.arenas.listPanel(),
       this.arenas.createPanel(),
       h("section.panel.mine-panel", { "aria-labelledby": "mine-title" },

@@ -1,7 +1,7 @@
 // The pages about players who come back, read from the records API (/api/v1/, docs/api.md):
 // sign in or up (#/account), a player's profile with rating and history (#/player/ID), the
 // BlackDrez ratings (#/ratings), and the replay viewer of a finished game (#/game/ID), a link
-// anyone can share. Accounts go over the WebSocket (sign_up, sign_in, sign_out_everywhere); the
+// anyone can share. Another player's profile offers Follow and Block (friends.js). Accounts go over the WebSocket (sign_up, sign_in, sign_out_everywhere); the
 // rest are plain GETs. The replay viewer draws the steps the server replayed from the record, as
 // the table's spectators saw them: no rules here.
 
@@ -11,6 +11,7 @@ import { count, describeEvent, errorText } from "./words.js";
 import { changeTag, ratingText, ratingTitle, signedChange } from "./rating.js";
 import { isAccount, storedToken } from "./net.js";
 import { viewFields } from "./generic.js";
+import { followButtons } from "./friends.js";
 
 const GAME_NAMES = { blackdrez: "BlackDrez", blackjack_piles: "Blackjack Piles", blue_jacket: "Blue Jacket" };
 const ROUTES = [
@@ -110,6 +111,12 @@ export function renderRecords(ctx, route, screen) {
       swap(page, h("section.panel", h("h2", "Your games"),
         h("p", "Your finished games show here, with your scores and, at rated tables, your rating. Finish a game (a solitaire takes a few minutes) and come back."),
         h("p", h("a", { href: "#", onclick: (e) => { e.preventDefault(); ctx.lobby(); } }, "Back to the lobby"))));
+      return;
+    }
+    if (route.page === "player" && error.status === 404 && ctx.conn.welcome) { // no finished game yet
+      const name = knownName(ctx, route.id);
+      swap(page, h("section.panel.profile", h("div.panel-head", h("h2", name ?? "A player"), followBar(ctx, route.id, name ?? "this player")),
+        h("p.muted", "No finished games yet: their games and rating show here once they finish one.")));
       return;
     }
     swap(page, h("section.panel", h("h2", "Not found"),
@@ -412,13 +419,41 @@ async function playerPage(ctx, route, page) {
     h("section.panel.profile",
       h("div.panel-head",
         h("h2", p.name, p.bot ? h("span.badge.bot", "bot") : null, p.account ? h("span.badge", "account") : p.bot ? null : h("span.badge", "guest")),
-        mine && !p.account ? h("a.button", { href: "#/account" }, "Keep this identity") : null),
+        mine && !p.account ? h("a.button", { href: "#/account" }, "Keep this identity") : null,
+        mine || p.bot ? null : followBar(ctx, p.id, p.name)),
       h("p.muted", `Playing since ${when(p.first_seen)}`),
       stats.length ? h("div.rec-stats", stats) : h("p.muted", "No finished games yet.")),
     ratingPanel(profile, rated, width),
     h("section.panel",
       h("h2", "Recent games"),
       profile.games.length ? h("ul.games", profile.games.map((g) => gameRow(g, p.id, profile.stats))) : h("p.muted", "None yet.")));
+}
+
+/** Follow / Unfollow and Block / Unblock for another player's page, drawn again whenever the
+ * server's lists change (they arrive after the page, on a reload). */
+function followBar(ctx, player, name) {
+  const bar = h("div.buttons.follow-bar", { role: "group", "aria-label": `You and ${name}` });
+  const draw = () => swap(bar, followButtons(ctx.friends, player, name));
+  const redraw = () => {
+    if (bar.isConnected) draw();
+    else ctx.friends.removeEventListener("change", redraw);
+  };
+  ctx.friends.addEventListener("change", redraw);
+  draw();
+  return bar;
+}
+
+/** The name of ``player`` as this page knows it (the friends' lists, a table's seats), or null. */
+function knownName(ctx, player) {
+  const friend = [...ctx.friends.following, ...ctx.friends.blocked].find((f) => f.player === player);
+  if (friend) return friend.name;
+  for (const table of ctx.store.tables.values()) {
+    const seat = table.info?.seats?.find((s) => s && s.player === player);
+    if (seat) return seat.name;
+    const said = table.chat?.find((n) => n.event.player === player);
+    if (said) return said.event.name;
+  }
+  return null;
 }
 
 // ------------------------------------------------------------------ replay viewer
