@@ -241,25 +241,19 @@ class Friendships:
         now = self.clock.time()
         people = [
             QueueTicket(
-                player=pending.player,
-                name=pending.name,
+                player=player,
+                name=name,
                 rating=float(DISPLAY_BASE),
                 seats=2,
                 rated=pending.rated,
                 since=now,
                 bots_after=None,
-                bot=pending.bot,
-            ),
-            QueueTicket(
-                player=client.player,
-                name=client.name,
-                rating=float(DISPLAY_BASE),
-                seats=2,
-                rated=pending.rated,
-                since=now,
-                bots_after=None,
-                bot=client.bot,
-            ),
+                bot=bot,
+            )
+            for player, name, bot in (
+                (pending.player, pending.name, pending.bot),
+                (client.player, client.name, client.bot),
+            )
         ]
         name = f"{pending.name} challenges {client.name}"[:64]
         table = await self.matchmaker.seat_table(name, people, 2, pending.rated)

@@ -187,3 +187,8 @@ LOW_CONTRAST = r"""(root) => {
 }"""
 """A page function: the visible texts of ``root`` whose contrast with their background is
 under WCAG AA's (``await page.evaluate(LOW_CONTRAST, element_handle)``)."""
+
+
+async def no_sideways_scroll(page: Page, width: int) -> None:
+    """Nothing on the page is wider than the screen (``width`` px): no sideways scrolling."""
+    assert await page.evaluate("document.documentElement.scrollWidth") <= width

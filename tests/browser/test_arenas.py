@@ -11,7 +11,7 @@ import time
 
 from playwright.async_api import Page
 
-from tests.browser.helpers import play_turn, settled, wait_until
+from tests.browser.helpers import no_sideways_scroll, play_turn, settled, wait_until
 
 ARENA_URL = re.compile(r"#/arena/([^/#?]+)(\?invite=[^&#]+)?$")
 TABLE_URL = re.compile(r"#/table/([^/#?]+)$")
@@ -69,10 +69,6 @@ async def join_arena(page: Page) -> None:
     await page.locator(".arena-me", has_text="Waiting for your table").wait_for()
     # (the focus where Join was, as find.js's Cancel)
     await wait_until(page, "document.activeElement.id === 'arena-leave'")
-
-
-async def no_sideways_scroll(page: Page, width: int) -> None:
-    assert await page.evaluate("document.documentElement.scrollWidth") <= width
 
 
 async def test_two_players_of_an_arena_play_its_table_and_the_standings_move(

@@ -10,7 +10,7 @@ import re
 
 from playwright.async_api import Page
 
-from tests.browser.helpers import wait_until
+from tests.browser.helpers import no_sideways_scroll, wait_until
 
 TABLE_URL = re.compile(r"#/table/([^/#?]+)$")
 PATIENCE_MS = 20_000  # a matched table with bots starts once they sit (up to 10 s)
@@ -41,10 +41,6 @@ async def find_game(
 async def queued(page: Page) -> None:
     """Wait until the server answered the search (its figures show)."""
     await page.locator(".find-waiting", has_text="searching").wait_for()
-
-
-async def no_sideways_scroll(page: Page, width: int) -> None:
-    assert await page.evaluate("document.documentElement.scrollWidth") <= width
 
 
 COVERED_CONTROLS = """() => {

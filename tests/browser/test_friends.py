@@ -10,7 +10,7 @@ import re
 
 from playwright.async_api import Page
 
-from tests.browser.helpers import create_table, wait_until
+from tests.browser.helpers import create_table, no_sideways_scroll, wait_until
 from tests.browser.test_blackdrez_table import join_from_lobby
 from tests.browser.test_table_chat import line, player_id, say
 
@@ -39,10 +39,6 @@ async def follow_from_profile(page: Page, player: str) -> None:
 
 def friend_row(page: Page, name: str):
     return page.locator(".friends-panel .friend-row", has_text=name)
-
-
-async def no_sideways_scroll(page: Page, width: int) -> None:
-    assert await page.evaluate("document.documentElement.scrollWidth") <= width
 
 
 async def test_ann_follows_bob_challenges_him_and_both_play_at_one_table(
