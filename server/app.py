@@ -130,6 +130,7 @@ class GameServer:
             hint_rate=settings.hints_per_second,
             hint_burst=settings.hint_burst,
             spawn_bot=self._spawn_bot if bot_client is not None else None,
+            arena_schedule=settings.arena_schedule,
         )
         self.bot_client = bot_client
         """Runs one bot client; given by whoever starts the server (``blackdrez.tools.cli``

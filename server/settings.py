@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from blackdrez.server import hints, identity
+from blackdrez.server.matchmaking.schedule import ArenaSchedule, parse_schedule
 from blackdrez.server.node import LEASE_TTL, RECORD_RETENTION, SOLE_LEASE_TTL
 from blackdrez.server.node.hosting import HINT_BURST, HINT_RATE
 
@@ -105,6 +106,14 @@ def network(text: str) -> str:
 
 
 network.__name__ = "address or network"
+
+
+def arena_schedule(text: str) -> ArenaSchedule:
+    """A parser: one scheduled arena (``blackdrez.server.matchmaking.schedule``)."""
+    try:
+        return parse_schedule(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -512,6 +521,19 @@ class Settings:
             "run it on one node only)",
             metavar="N",
             parse=whole(0, 100),
+        ),
+    )
+    arena_schedule: list[ArenaSchedule] = field(
+        default_factory=list,
+        metadata=option(
+            flag="--arena-schedule",
+            help="make this arena on schedule, e.g. 'daily 18:00 60 Daily bot arena' or "
+            "'hourly :30 20 seats=2 rated Quick duel' (UTC; listed an hour ahead); repeat for "
+            "several",
+            metavar="PLAN",
+            parse=arena_schedule,
+            repeat=True,
+            default_words="none",
         ),
     )
     hint_workers: int = field(

@@ -21,7 +21,7 @@ matchmaker, every :data:`TICK` seconds) and returns the tables to make.
   mutual bands) nearest to its rating. A ticket wanting "any" size prefers a table of
   :data:`PREFERRED` seats, then the other sizes from the most players down.
 * **Pools.** A ticket is paired only with tickets of its own pool: the queue open to all, or
-  one arena's players (``blackdrez.server.matchmaking.arena``).
+  one arena's players (``blackdrez.games.arena``).
 * **Bots after a while.** A ticket waiting longer than its ``bots_after`` gets a table now:
   with the suitable players there are, and bots in the other seats (labelled as bots at the
   table).

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
+from blackdrez.games.arena import Standing, ordered, scored
 from blackdrez.games.spec import GameSpec
 from blackdrez.protocol import v1
-from blackdrez.server.matchmaking.arena import Standing, ordered, scored
 from blackdrez.server.stores import Stores
 
 if TYPE_CHECKING:

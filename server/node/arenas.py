@@ -3,18 +3,23 @@
 Theory of operation
 -------------------
 An arena (``create_arena``) is kept in the store (``Stores.arenas``): its description and, per
-player, a standing (:class:`~blackdrez.server.matchmaking.arena.Standing`). Nothing runs it: a
+player, a standing (:class:`~blackdrez.games.arena.Standing`). Nothing runs it: a
 player's ``join_arena`` notes their standing and puts a ticket in the matchmaking queue whose
 pool is the arena (:meth:`Matchmaker.enter <blackdrez.server.node.matchmaking.Matchmaker.enter>`),
 so the node leading the queue pairs the arena's players only with each other, into tables of
 the arena's size, marked with the arena (``Create.arena``). When such a table's game ends, its
 host scores it in the arena from its outbox (``arena_scores.score_in_arena``): each player's
-standing is read, scored (:func:`~blackdrez.server.matchmaking.arena.scored`) and written back
+standing is read, scored (:func:`~blackdrez.games.arena.scored`) and written back
 over what was read, the game noted once (a failover that finishes the same game again scores
 nothing). The store announces every change on the arena's channel; each node with players or
 watchers of the arena here reads the standings and pushes ``arena_standings`` to them. A client
 sends ``join_arena`` again after each game to be paired again (the Python client and the bots
 do).
+
+Arenas the operator schedules (``--arena-schedule``,
+:mod:`blackdrez.server.matchmaking.schedule`) are made by every node, ahead of their start
+(:meth:`ArenaHall.keep_scheduled`): an occurrence's id and description follow from its schedule,
+so making it again changes nothing, and no node has to be the one that does.
 
 Because the arena is only data in the store, it survives any node: a table being made when the
 matcher dies is made again by the next one (the tickets stay queued), a game whose host dies is
@@ -25,17 +30,20 @@ The state this component owns: the connections here watching each arena.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
 
+from blackdrez.games.arena import Standing
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server.connection import Connection
-from blackdrez.server.matchmaking.arena import Standing
+from blackdrez.server.matchmaking.schedule import AHEAD, CHECK_EVERY, MAKER, ArenaSchedule
 from blackdrez.server.node.arena_scores import (
     RETRIES,
     StoredArena,
@@ -69,12 +77,20 @@ class ArenaHall:
     """The arena requests and the standings pushes of this node (see the module docstring)."""
 
     def __init__(
-        self, store: Stores, clock: Clock, matchmaker: Matchmaker, *, spawn: Spawn
+        self,
+        store: Stores,
+        clock: Clock,
+        matchmaker: Matchmaker,
+        *,
+        spawn: Spawn,
+        schedule: Sequence[ArenaSchedule] = (),
     ) -> None:
         self.store = store
         self.clock = clock
         self.matchmaker = matchmaker
         self._spawn = spawn
+        self.schedule = tuple(schedule)
+        """The arenas the operator scheduled (made by :meth:`keep_scheduled`)."""
         self.watchers: dict[str, set[Connection]] = {}
         """The connections here that play in or watch each arena (its standings pushed)."""
         self._made = KeyedBuckets(CREATE_RATE, CREATE_BURST, CREATE_KEYS)
@@ -105,6 +121,44 @@ class ArenaHall:
         )
         arena = v1.Arena(id=message.id, arena=kept.info(now), standings=[], invite=kept.invite)
         return Answer(replies=[arena])
+
+    async def keep_scheduled(self) -> None:
+        """Every :data:`CHECK_EVERY` seconds (the node made them once as it started), make the
+        scheduled arenas running now or starting within :data:`AHEAD` seconds that the store
+        does not hold yet (a failure waits for the next check)."""
+        while self.schedule:
+            await asyncio.sleep(CHECK_EVERY)
+            try:
+                await self.make_scheduled()
+            except StoreUnavailable:
+                log.warning("the scheduled arenas could not be checked (the store is down)")
+
+    async def make_scheduled(self) -> list[str]:
+        """One check of :meth:`keep_scheduled`: the ids of the arenas it made."""
+        made: list[str] = []
+        now = self.clock.time()
+        for plan in self.schedule:
+            for starts in plan.starts_between(now, AHEAD):
+                arena = plan.arena_id(starts)
+                if await self.store.arenas.info(arena) is not None:
+                    continue
+                kept = StoredArena(
+                    id=arena,
+                    name=plan.name,
+                    maker=MAKER,
+                    starts=starts,
+                    ends=starts + plan.minutes * 60.0,
+                    seats=plan.seats,
+                    rated=plan.rated,
+                    private=False,
+                    invite=None,
+                )
+                await self.store.arenas.create(arena, encode(kept), kept.ends, True, ARENA_KEEP)
+                log.info(
+                    "made the scheduled arena %s (%s), starting at %.0f", arena, plan.name, starts
+                )
+                made.append(arena)
+        return made
 
     async def join(self, client: Connection, message: v1.JoinArena) -> Answer:
         """``client``'s player plays in the arena: their standing (kept if they had one), a

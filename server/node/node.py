@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import msgspec
@@ -36,6 +36,7 @@ from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import bus
 from blackdrez.server.connection import OLDEST, Connection
 from blackdrez.server.hints import HintWorker
+from blackdrez.server.matchmaking.schedule import ArenaSchedule
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.arenas import ArenaHall
 from blackdrez.server.node.bots import SpawnBot, TableBots
@@ -105,6 +106,7 @@ class Node:
         hint_rate: float = HINT_RATE,
         hint_burst: int = HINT_BURST,
         spawn_bot: SpawnBot | None = None,
+        arena_schedule: Sequence[ArenaSchedule] = (),
     ) -> None:
         self.store = store
         self.id = store.node_id
@@ -151,7 +153,9 @@ class Node:
         self.matchmaker = Matchmaker(
             store, self.clock, self.hosting, self.clients, spawn=self._spawn
         )
-        self.arenas = ArenaHall(store, self.clock, self.matchmaker, spawn=self._spawn)
+        self.arenas = ArenaHall(
+            store, self.clock, self.matchmaker, spawn=self._spawn, schedule=arena_schedule
+        )
         self.friends = Friendships(store, self.clock, self.clients, self.matchmaker, tell=self.tell)
         self.failover = Failover(
             store,
@@ -191,6 +195,8 @@ class Node:
         await self.store.bus.subscribe(node_channel(self.id), self._on_node_message)
         await self.store.bus.subscribe(bus.HANDOVER_CHANNEL, self.failover.on_handover)
         await self.matchmaker.start()
+        with contextlib.suppress(StoreUnavailable):  # (made at the next check then)
+            await self.arenas.make_scheduled()
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self.hosting.drain_outbox()),
@@ -199,6 +205,7 @@ class Node:
             loop.create_task(self._sweep()),
             loop.create_task(self.matchmaker.run()),
             loop.create_task(self.friends.note_whereabouts()),
+            loop.create_task(self.arenas.keep_scheduled()),
         ]
         renewals = self.hosting.leases.start(loop)
         if renewals is not None:

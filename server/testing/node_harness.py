@@ -83,6 +83,7 @@ from blackdrez.protocol.errors import CloseCode
 from blackdrez.server import identity
 from blackdrez.server.connection import OLDEST, Connection, Outbox
 from blackdrez.server.hints import HintWorker
+from blackdrez.server.matchmaking.schedule import ArenaSchedule
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node import LEASE_TTL, Node
 from blackdrez.server.ratelimit import TokenBucket
@@ -700,7 +701,8 @@ async def _call(function: Callable[[], object]) -> None:
 
 class Cluster:
     """Nodes on one memory world, clients connected to them, and the clock (module docstring).
-    ``lease_ttl``: every node's; ``bots``: whether the nodes can start the bots a host adds."""
+    ``lease_ttl``: every node's; ``bots``: whether the nodes can start the bots a host adds;
+    ``arena_schedule``: every node's scheduled arenas."""
 
     def __init__(
         self,
@@ -708,8 +710,10 @@ class Cluster:
         *,
         lease_ttl: float = LEASE_TTL,
         bots: bool = True,
+        arena_schedule: Sequence[ArenaSchedule] = (),
     ) -> None:
         self.clock = clock
+        self.arena_schedule = tuple(arena_schedule)
         self.world = MemoryWorld(monotonic=clock.monotonic)
         """What every node's stores share."""
         self.lease_ttl = lease_ttl
@@ -738,6 +742,7 @@ class Cluster:
                 seed_source=lambda: f"seed-{next(self._seeds)}",
                 hints=InlineHints(),
                 spawn_bot=functools.partial(self._spawn_bot, harnessed) if self._bots else None,
+                arena_schedule=self.arena_schedule,
             )
             node.bind_records(self.records, self.records.token_generations)
             return node

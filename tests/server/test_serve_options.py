@@ -236,6 +236,22 @@ def test_the_records_database_is_a_file_by_default_and_can_be_turned_off(monkeyp
     assert serve_settings(ladder).ladder_tables == 3
 
 
+def test_arena_schedules_reach_the_settings_or_are_refused_with_the_form(capsys) -> None:
+    args = build_parser().parse_args([
+        "serve", "--arena-schedule", "daily 18:00 60 Daily bot arena",
+        "--arena-schedule", "hourly :30 20 seats=2 rated Quick duel",
+    ])  # fmt: skip
+    plans = serve_settings(args).arena_schedule
+    assert [(p.every, p.offset, p.minutes, p.seats, p.rated, p.name) for p in plans] == [
+        ("daily", 18 * 3600, 60, 4, False, "Daily bot arena"),
+        ("hourly", 30 * 60, 20, 2, True, "Quick duel"),
+    ]
+    assert serve_settings(build_parser().parse_args(["serve"])).arena_schedule == []
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--arena-schedule", "weekly sunday"])
+    assert "'daily HH:MM MINUTES [seats=N] [rated] NAME'" in capsys.readouterr().err
+
+
 def test_ladder_tables_without_records_are_refused(capsys) -> None:
     """Rated ladder tables with no records to rate them started anyway, silently unrated."""
     args = build_parser().parse_args(["serve", "--ladder-tables", "2", "--db-url", "none"])

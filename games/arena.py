@@ -16,6 +16,12 @@ own pool), and every game they finish scores points:
 Only games that end before the arena does are scored. :func:`scored` applies one game to a
 player's :class:`Standing` and returns the new one: the standings are the fold of the games in
 any order of *different* players, and the store applies each game once (by its id).
+
+Checking them. Every game of an arena is stored with the arena's id in the records (``GET
+/api/v1/games?arena=ID``), its record verifiable as any other (``blackdrez verify``).
+:func:`standings_of` folds those games into the standings they make, so anyone can compare the
+standings the server pushed with the games it stored (``blackdrez arena --check ID``): the
+points, games, wins and each game's points of every player must be the same.
 """
 
 from __future__ import annotations
@@ -72,6 +78,47 @@ def scored(standing: Standing, place: int, places: list[int]) -> Standing:
         streak=standing.streak + 1 if won else 0,
         results=[*standing.results, points],
     )
+
+
+class Placed(msgspec.Struct, frozen=True):
+    """A player of a stored game and their place (``None``: not ranked); the records API's
+    ``PlayerResult`` read as this (its other fields ignored)."""
+
+    player: str
+    name: str
+    bot: bool
+    place: int | None
+
+
+class ArenaGame(msgspec.Struct, frozen=True):
+    """A stored game of an arena as its standings need it (the records API's ``GameSummary``
+    read as this)."""
+
+    id: str
+    started_at: float
+    ended_at: float
+    players: list[Placed]
+
+
+def standings_of(games: Iterable[ArenaGame], ends: float) -> list[Standing]:
+    """The standings that ``games`` make in an arena ending at ``ends``, in their order: each
+    game that ended before ``ends`` scored once, each player's games in the order they ended.
+    Who joined without playing is not in them, and ``joined`` is a player's first game's start
+    (the live standings know when each joined): compare players, not the order of a tie."""
+    table: dict[str, Standing] = {}
+    unique = {game.id: game for game in games}.values()
+    for game in sorted(unique, key=lambda g: (g.ended_at, g.id)):
+        if game.ended_at >= ends:
+            continue
+        places = [p.place for p in game.players if p.place is not None]
+        for p in game.players:
+            if p.place is None:
+                continue
+            before = table.get(p.player) or Standing(
+                player=p.player, name=p.name, bot=p.bot, joined=game.started_at
+            )
+            table[p.player] = scored(before, p.place, places)
+    return ordered(table.values())
 
 
 def ordered(standings: Iterable[Standing]) -> list[Standing]:

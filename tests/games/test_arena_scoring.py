@@ -4,15 +4,20 @@ order; properties over random games."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blackdrez.server.matchmaking.arena import (
+from blackdrez.games.arena import (
     FIRE_AFTER,
+    ArenaGame,
+    Placed,
     Standing,
     ordered,
     place_points,
     scored,
+    standings_of,
 )
 
 
@@ -64,3 +69,56 @@ def test_a_standing_adds_up_its_games(played: list[tuple[int, list[int]]]) -> No
         assert 0 <= plain <= len(places) - 1
     assert standing.points == sum(standing.results) >= 0
     assert standing.games == len(played) and standing.wins <= standing.games
+
+
+tables = st.lists(
+    st.tuples(
+        st.permutations(["ann", "bob", "cy", "dee"]).map(lambda p: p[:2] + p[2:][:1]),
+        st.lists(st.integers(1, 3), min_size=3, max_size=3),
+        st.booleans(),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(played=tables, shuffle=st.randoms())
+def test_the_stored_games_fold_into_the_standings_scored_live(
+    played: list[tuple[list[str], list[int], bool]], shuffle: Any
+) -> None:
+    """What ``blackdrez arena --check`` relies on: scoring each game as it ends (live) and
+    folding the stored games afterwards, in whatever order the API lists them, twice listed or
+    not, give every player the same points, games, wins and results; games that ended after
+    the arena are in neither."""
+    ends = 1000.0
+    live: dict[str, Standing] = {}
+    stored: list[ArenaGame] = []
+    for n, (players, places, late) in enumerate(played):
+        ended = ends + n if late else float(n)
+        unranked = players[-1] if places[-1] == 3 else None  # a seat not ranked now and then
+        ranked = [(p, place) for p, place in zip(players, places, strict=True) if p != unranked]
+        stored.append(
+            ArenaGame(
+                id=f"t:{n}",
+                started_at=ended - 1,
+                ended_at=ended,
+                players=[
+                    Placed(p, p.title(), False, None if p == unranked else place)
+                    for p, place in zip(players, places, strict=True)
+                ],
+            )
+        )
+        if late:
+            continue
+        for player, place in ranked:
+            before = live.get(player) or Standing(player=player, name=player.title())
+            live[player] = scored(before, place, [place for _, place in ranked])
+    listed = stored + stored[: len(stored) // 2]
+    shuffle.shuffle(listed)
+    folded = {s.player: s for s in standings_of(listed, ends)}
+    assert set(folded) == set(live)
+    for player, standing in live.items():
+        got = folded[player]
+        assert (got.points, got.games, got.wins, got.results) == (
+            standing.points, standing.games, standing.wins, standing.results
+        )  # fmt: skip
