@@ -648,17 +648,18 @@ async def run_arena(
     think: float = 0.0,
     started: Callable[[v1.Arena], None] | None = None,
 ) -> v1.ArenaStandings:
-    """Make an arena (or play in ``arena``) and have ``bots`` bots play in it until it ends,
-    saying "Good game!" after each game (strategies in turn, labelled as bots). ``started``
-    is called with the arena once it is made or found; ``think``: seconds before each action.
-    Returns its final standings."""
+    """Make an arena (or play in ``arena``: an id, or the name of a listed arena, running or
+    else the next to start, as a scheduled arena's) and have ``bots`` bots play in it until it
+    ends, saying "Good game!" after each game (strategies in turn, labelled as bots).
+    ``started`` is called with the arena once it is made or found; ``think``: seconds before
+    each action. Returns its final standings."""
     host = await Client.connect(url, name=f"{name} host", binary=True, reconnect=True)
     try:
         if arena is None:
             made = await host.create_arena(name, minutes=minutes, seats=seats, rated=rated)
             invite = made.invite
         else:
-            made = await host.watch_arena(arena, invite)
+            made = await _find_arena(host, arena, invite)
         if started is not None:
             started(made)
         await asyncio.gather(
@@ -678,6 +679,22 @@ async def run_arena(
         return v1.ArenaStandings(arena=final.arena, standings=final.standings)
     finally:
         await host.close()
+
+
+async def _find_arena(host: Client, arena: str, invite: str | None) -> v1.Arena:
+    """Arena ``arena`` by its id, or else by its name among the listed ones (the running one,
+    or else the next to start); the id's ``not_found`` when neither is."""
+    try:
+        return await host.watch_arena(arena, invite)
+    except ServerError as error:
+        if error.code != ErrorCode.NOT_FOUND:
+            raise
+        listed: v1.Arenas = await host.request(v1.ListArenas())
+        named = [a for a in listed.arenas if a.name == arena and a.status != "finished"]
+        if not named:
+            raise
+        chosen = min(named, key=lambda a: (a.status != "running", a.starts))
+        return await host.watch_arena(chosen.id, invite)
 
 
 def _summary(played: list[list[BotResult]], seconds: float) -> SwarmSummary:

@@ -730,6 +730,10 @@ def _arena(args: argparse.Namespace) -> int:
     from blackdrez.clients.bots import run_arena
     from blackdrez.clients.client import ServerError
 
+    if args.check is not None:
+        if args.join is not None:
+            args.parser.error("--check and --join are two different things: give one")
+        return _check_only(args)
     if args.bots < 1:
         args.parser.error("--bots must be at least 1")
     if not 2 <= args.seats <= 8:
@@ -765,10 +769,53 @@ def _arena(args: argparse.Namespace) -> int:
         return 1
     except _connect_failures() as error:
         return _cannot_connect("arena", args.url, error)
-    for line in final.standings:
+    _print_standings(final.standings)
+    return _print_check(args, final.arena.id, args.invite, required=False)
+
+
+def _print_standings(standings: list[Any]) -> None:
+    for line in standings:
         flame = " (on fire)" if line.on_fire else ""
         print(f"{line.rank:>3}. {line.name}: {line.points} points, {line.games} games{flame}")
+
+
+def _print_check(
+    args: argparse.Namespace, arena: str, invite: str | None, *, required: bool = True
+) -> int:
+    """Check ``arena``'s standings against its stored games; 0 when they agree, 1 if not (or,
+    if ``required``, when the records cannot be read)."""
+    from blackdrez.clients.records import check_arena
+
+    try:
+        checked = _run_async(check_arena(args.url, arena, invite))
+    except OSError as error:  # the records API did not answer (no records: --db-url none)
+        print(f"the standings could not be checked against the records: {error}")
+        return 1 if required else 0
+    if checked.problems:
+        print(f"the standings disagree with the {checked.games} stored games:")
+        for problem in checked.problems:
+            print(f"  {problem}")
+        return 1
+    print(f"checked: the standings agree with the {checked.games} stored games of the arena")
     return 0
+
+
+def _check_only(args: argparse.Namespace) -> int:
+    """``blackdrez arena --check ID``: the standings, checked against the stored games."""
+    from blackdrez.clients.client import ServerError
+    from blackdrez.clients.records import check_arena
+
+    try:
+        checked = _run_async(check_arena(args.url, args.check, args.invite))
+    except ServerError as error:
+        print(f"blackdrez arena: the server refused: {error.error.message}", file=sys.stderr)
+        return 1
+    except _connect_failures() as error:
+        return _cannot_connect("arena", args.url, error)
+    info = checked.arena
+    print(f"arena {info.id}: {info.name}, {info.status}, until {_clock(info.ends)}")
+    _print_standings(checked.standings)
+    return _print_check(args, info.id, args.invite, required=True)
 
 
 def _clock(when: float) -> str:
@@ -1185,10 +1232,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--think", type=float, default=0.0, help="seconds before each bot action (default 0)"
     )
     arena.add_argument(
-        "--join", metavar="ID", help="play in this arena instead of making one (default: make one)"
+        "--join",
+        metavar="ID",
+        help="play in this arena instead of making one: its id, or the name of a listed arena "
+        "(the running one, or else the next to start: a scheduled arena's name; default: make "
+        "one)",
     )
     arena.add_argument(
-        "--invite", help="with --join: a private arena's invite code (default: none)"
+        "--invite",
+        help="with --join or --check: a private arena's invite code (default: none)",
+    )
+    arena.add_argument(
+        "--check",
+        metavar="ID",
+        help="play nothing: print this arena's standings and check them against its games "
+        "stored in the records (exit 1 when they disagree; default: run an arena, checked "
+        "the same way at its end)",
     )
     arena.set_defaults(run=_arena, parser=arena)
 

@@ -7,7 +7,7 @@ with its query string, body, client address) and returns a :class:`Response` (st
 JSON body). It does no socket I/O, so it plugs into the WebSocket server's ``process_request``
 or any other HTTP front end, and the tests call it directly. Routes (``docs/api.md``)::
 
-    GET  /api/v1/games?player=&game=&before=&limit=     GamesPage, newest first
+    GET  /api/v1/games?player=&game=&arena=&before=&limit=   GamesPage, newest first
     GET  /api/v1/games/{id}                             GameRecord (verifies as it is)
     GET  /api/v1/games/{id}/replay                      GameReplay: every step, as seen
     GET  /api/v1/players/{id}                           PlayerProfile
@@ -317,11 +317,12 @@ class RecordsApi:
     async def _games(
         self, query_text: str, viewer: str | None
     ) -> tuple[GamesPage, tuple[str, str]]:
-        query = _Query(query_text, frozenset({"player", "game", "before", "limit"}))
+        query = _Query(query_text, frozenset({"player", "game", "arena", "before", "limit"}))
         try:
             games, cursor = await self.store.games(
                 player=query.text("player"),
                 game=query.game(),
+                arena=query.text("arena"),
                 before=query.text("before"),
                 limit=query.limit(),
                 viewer=viewer,

@@ -54,6 +54,7 @@ def finished_game(
     sealed_until: float | None = None,
     scored: bool = True,
     private: bool = False,
+    arena: str | None = None,
 ) -> FinishedGame:
     """A verified :class:`FinishedGame` from a record and who sat where; raises ``InvalidGame``.
 
@@ -61,7 +62,8 @@ def finished_game(
     left out); ``rated`` is the table's choice and is only allowed for a rated game;
     ``sealed_until``: a daily deal's game is served only from then on (its day's end);
     ``scored``: whether a solitaire's score may be its player's best (see ``FinishedGame``);
-    ``private``: played at a private table (only its players may read it).
+    ``private``: played at a private table (only its players may read it);
+    ``arena``: the arena whose pairing made the table.
     """
     if not isinstance(game_id, str) or not GAME_ID.fullmatch(game_id):
         raise InvalidGame(f"a game id is 1 to 128 of A-Z a-z 0-9 _ . : -, not {game_id!r}")
@@ -105,6 +107,7 @@ def finished_game(
         sealed_until=sealed_until,
         scored=scored,
         private=private,
+        arena=arena,
     )
 
 

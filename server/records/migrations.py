@@ -36,6 +36,9 @@ Times are integer milliseconds since the epoch (exact keys for keyset pagination
   the private ones out of a list is still one range of one index.
 * Best scores recomputed (4): ``player_stats.best_score`` from the stored games under the rule
   that only a ranked game played without help counts (see :func:`_recompute_best_scores`).
+* ``games.arena`` (5): the arena a game was played in (its table was paired by the arena), so
+  that an arena's games, and from them its standings, can be read and checked. Index: an
+  arena's games, newest first (partial: most games are in none).
 
 A migration is SQL statements, then optionally a *script* (``db.py``'s write scripts) for what
 SQL cannot say on both databases alike (reading the JSON a row holds). A script is part of the
@@ -283,6 +286,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         "best scores of ranked games played without help only",
         (),
         _recompute_best_scores,
+    ),
+    Migration(
+        5,
+        "the arena a game was played in",
+        (
+            "ALTER TABLE games ADD COLUMN arena TEXT",
+            """CREATE INDEX games_by_arena ON games (arena, private, ended_at DESC, id DESC)
+                WHERE arena IS NOT NULL""",
+        ),
     ),
 )
 """Every migration, oldest first; versions are 1, 2, 3... with no gap."""

@@ -59,6 +59,8 @@ class GameSummary(msgspec.Struct, frozen=True, kw_only=True):
     result: dict[str, Any]
     private: bool = False
     """Played at a private table: listed and served only to its players (see docs/api.md)."""
+    arena: str | None = None
+    """The arena whose pairing made its table (its places scored there), if any."""
 
 
 def summary_fields(game: GameSummary | GameRecord) -> dict[str, Any]:
@@ -98,6 +100,7 @@ class GameRecord(FileRecord, kw_only=True):
     players: list[PlayerResult]
     result: dict[str, Any]
     private: bool = False
+    arena: str | None = None
 
 
 class Rating(msgspec.Struct, frozen=True, kw_only=True):

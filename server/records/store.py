@@ -182,6 +182,7 @@ def _summary(row: Row) -> GameSummary:
         players=summary.players,
         result=summary.result,
         private=bool(row["private"]),
+        arena=row["arena"],
     )
 
 
@@ -213,7 +214,9 @@ def _rating_point(row: Row) -> RatingPoint:
     )
 
 
-_GAME_COLUMNS = "g.id, g.game, g.table_id, g.rated, g.started_at, g.ended_at, g.summary, g.private"
+_GAME_COLUMNS = (
+    "g.id, g.game, g.table_id, g.rated, g.started_at, g.ended_at, g.summary, g.private, g.arena"
+)
 
 
 def _unsealed(parameter: int) -> str:
@@ -297,6 +300,7 @@ class RecordsStore:
                 "players": msgspec.to_builtins(summary.players),
                 "result": summary.result,
                 "private": summary.private,
+                "arena": summary.arena,
             },
             GameRecord,
         )
@@ -306,11 +310,12 @@ class RecordsStore:
         *,
         player: str | None = None,
         game: str | None = None,
+        arena: str | None = None,
         before: str | None = None,
         limit: int = 20,
         viewer: str | None = None,
     ) -> tuple[list[GameSummary], str | None]:
-        """Finished games, newest first, optionally of one player and/or one game.
+        """Finished games, newest first, optionally of one player, one game, one arena.
 
         Private games are left out, except from a player's own list (``player == viewer``,
         the player asking). ``before`` is the cursor a previous page returned; returns the page
@@ -326,6 +331,9 @@ class RecordsStore:
             key = "k"
             args.append(player)
             conditions.append(f"k.player = ${len(args)}")
+        if arena is not None:  # an arena's games: its index (migration 5), or a player's few
+            args.append(arena)
+            conditions.append(f"g.arena = ${len(args)}")
         if player is None or player != viewer:  # each list one range of an index (migration 3)
             conditions.append(f"{key}.private = FALSE")
         if game is not None:
@@ -616,14 +624,15 @@ def _put_game(game: FinishedGame, lock_rows: bool) -> Script[bool]:
     ended = _ms(game.ended_at)
     inserted = yield (
         "INSERT INTO games (id, game, table_id, rated, started_at, ended_at, commitment, "
-        "record, summary, sealed_until, private) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+        "record, summary, sealed_until, private, arena) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
         (
             game.id, game.game, game.table, game.rated, _ms(game.started_at), ended,
             game.record.commitment, encode_record(game.record).decode(),
             _SUMMARY_ENCODER.encode(_Summary(game.players, game.result)).decode(),
             None if game.sealed_until is None else _ms(game.sealed_until), game.private,
+            game.arena,
         ),
     )  # fmt: skip
     if not inserted:

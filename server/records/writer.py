@@ -140,6 +140,7 @@ def finished(game: GameOver) -> FinishedGame:
         sealed_until=game.sealed_until,
         scored=game.scored,
         private=game.private,
+        arena=game.arena,
     )
 
 

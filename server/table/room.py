@@ -165,6 +165,8 @@ class GameOver:
     private: bool = False
     """Played at a private BlackDrez table (a solitaire session is unlisted, not private): its
     record is read by its players only."""
+    arena: str | None = None
+    """The arena the table was made for: its record says so, and its places score there."""
 
 
 def _check(status: TableStatus, command: TableCommand) -> bool:
@@ -879,6 +881,7 @@ class Room:
                 sealed_until=day_bounds(self.daily)[1] if self.daily is not None else None,
                 scored=self.ranked and assist is not None and not (assist.hints or assist.undos),
                 private=self.options.private and not self.spec.solitaire,
+                arena=self.arena,
             )
         )
         self.timers.stop_turn()

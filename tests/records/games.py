@@ -31,6 +31,7 @@ def finished(
     seats: int = 4,
     sealed_until: float | None = None,
     private: bool = False,
+    arena: str | None = None,
 ) -> FinishedGame:
     """A verified finished game; ``players[i]`` sits at seat ``i`` (default p0, p1...)."""
     record = bot_record(game, seed or game_id, seats)
@@ -49,6 +50,7 @@ def finished(
         table=f"t_{game_id}",
         sealed_until=sealed_until,
         private=private,
+        arena=arena,
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 from argon2 import PasswordHasher
 
 from blackdrez.games import verify
+from blackdrez.games.arena import ArenaGame, standings_of
 from blackdrez.games.records import decode_record
 from blackdrez.server import identity
 from blackdrez.server.records.accounts import Accounts, LoginLimiter, Session
@@ -112,6 +113,26 @@ async def test_the_games_list_pages_through_everything_within_bounds(
     assert [g.id for g in only.games] == ["g11"] and only.next is not None
 
 
+async def test_an_arenas_games_make_its_standings(api: RecordsApi, store: RecordsStore) -> None:
+    """Issue 37: ``?arena=`` lists an arena's games, and folding their places by the arena's
+    rule (``standings_of``) gives each player's points; a game ended after the arena did
+    scores nothing."""
+    await store.put_game(finished("a:1", players=["ann", "bob"], seats=2, ended_at=10, arena="A"))
+    await store.put_game(finished("a:2", players=["bob", "ann"], seats=2, ended_at=20, arena="A"))
+    await store.put_game(finished("a:3", players=["ann", "bob"], seats=2, ended_at=99, arena="A"))
+    await store.put_game(finished("o:1", players=["ann", "bob"], seats=2, ended_at=15))
+    response = await api.handle("GET", "/api/v1/games?arena=A")
+    assert response.status == 200
+    games = msgspec.json.decode(response.body, type=dict[str, Any])["games"]
+    assert [g["id"] for g in games] == ["a:3", "a:2", "a:1"]
+    arena_games = msgspec.convert(games, list[ArenaGame])
+    standings = standings_of(arena_games, ends=50.0)
+    assert sorted(s.games for s in standings) == [2, 2], "a:3 ended after the arena"
+    assert sum(s.points for s in standings) == 2, "one point a game of two for the winner"
+    placed = {p["player"]: p["place"] for g in games[1:] for p in g["players"] if p["place"] == 1}
+    assert {s.player for s in standings if s.wins} == set(placed)
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
@@ -121,6 +142,7 @@ async def test_the_games_list_pages_through_everything_within_bounds(
         ("limit=-1", "limit must be an integer from 1 to 100"),
         ("limit=5&limit=6", "given 2 times"),
         ("player=", "is empty"),
+        ("arena=", "is empty"),
         ("sort=old", "unknown query parameter 'sort'"),
         ("game=poker", "unknown game 'poker'"),
         ("before=garbage", "not a cursor"),

@@ -174,6 +174,18 @@ async def test_games_stored_before_private_games_existed_are_public(db: Database
     assert await store.game("d:1") is not None
 
 
+async def test_games_stored_before_arenas_existed_are_in_none(db: Database) -> None:
+    await migrate(db, MIGRATIONS[:4])
+    await _old_games(db, [("d:1", "blackdrez", "t_d", 0, 1_000, None, "s-d", "ann", 6)])
+    assert await migrate(db) == [5]
+    store = RecordsStore(db)
+    page, _ = await store.games()
+    assert [(g.id, g.arena) for g in page] == [("d:1", None)]
+    assert (await store.games(arena="A"))[0] == []
+    record = await store.game("d:1")
+    assert record is not None and record.arena is None
+
+
 async def test_best_scores_stored_under_the_old_rule_are_recomputed_under_todays(
     db: Database,
 ) -> None:
@@ -201,7 +213,7 @@ async def test_best_scores_stored_under_the_old_rule_are_recomputed_under_todays
          ("bob", "blackjack_piles", 40, 7_000), ("cy", "blue_jacket", 70, 8_000)],
     ))  # fmt: skip
 
-    assert await migrate(db) == [4]
+    assert await migrate(db, MIGRATIONS[:4]) == [4]
     best = {
         (row["player"], row["game"]): (row["best_score"], row["best_at"])
         for row in await db.fetch("SELECT player, game, best_score, best_at FROM player_stats")

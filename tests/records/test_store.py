@@ -389,6 +389,31 @@ async def test_a_private_tables_games_are_listed_and_served_to_their_players_onl
     assert stats["blackdrez"].games == 1, "a private game is one of the player's games"
 
 
+async def test_an_arenas_games_are_listed_by_its_id_and_say_it(store: RecordsStore) -> None:
+    """Issue 37: a game of an arena table is stored with the arena's id, listed by it (newest
+    first, paged, alone or with a player), and its record says it; other games say none."""
+    await store.put_game(finished("a1", players=["ann", "bob"], seats=2, ended_at=10, arena="A"))
+    await store.put_game(finished("x", players=["ann", "bob"], seats=2, ended_at=15))
+    await store.put_game(finished("a2", players=["ann", "cy"], seats=2, ended_at=20, arena="A"))
+    await store.put_game(finished("b1", players=["bob", "cy"], seats=2, ended_at=30, arena="B"))
+
+    async def ids(**filters: Any) -> list[str]:
+        return [game.id for game in (await store.games(**filters))[0]]
+
+    assert await ids(arena="A") == ["a2", "a1"]
+    assert await ids(arena="B") == ["b1"]
+    assert await ids(arena="A", player="bob") == ["a1"]
+    assert await ids(arena="nowhere") == []
+    page, cursor = await store.games(arena="A", limit=1)
+    assert [g.id for g in page] == ["a2"] and page[0].arena == "A" and cursor is not None
+    assert await ids(arena="A", before=cursor) == ["a1"]
+    assert {g.id: g.arena for g in (await store.games())[0]} == {
+        "b1": "B", "a2": "A", "x": None, "a1": "A"
+    }  # fmt: skip
+    record = await store.game("a1")
+    assert record is not None and record.arena == "A"
+
+
 async def test_two_nodes_writing_one_database_at_once_lose_nothing(
     store: RecordsStore, database_url: str
 ) -> None:
