@@ -20,10 +20,16 @@
 // arena table ends, Next game (or by itself AUTO_AFTER ms later with "Keep pairing me", if the
 // player is still at that table or on the arena's page) asks to be paired again, shows the
 // arena's page (the wait, and the standings that game moved), and leaves the finished table.
+//
+// The page lists the arena's games as the records stored them (GET /api/v1/games?arena=), each
+// with its replay: asked when the page opens, every GAMES_EVERY ms while it runs, and GAMES_LAG
+// ms after the standings count more places than the games listed hold (a game is stored moments
+// after it is scored: asked again until it is there, GAMES_TRIES times at most).
 
 import { h, swap } from "./dom.js";
 import { KEEP, OPEN_AFTER, clock, foundWords } from "./find.js";
 import { botTag } from "./rating.js";
+import { api } from "./records.js";
 import { count } from "./words.js";
 
 const ROUTE = /^#\/arena\/([^/?#]+)(?:\?invite=([^&#]+))?$/;
@@ -34,6 +40,10 @@ const MAX_INVITES = 20; // invite codes remembered (the newest)
 const LIST_EVERY = 15000; // ms between two list_arenas while the lobby shows
 const AUTO_AFTER = 5000; // ms from a game's end to the next pairing asked by itself
 const RANK_SETTLE = 1500; // ms a new rank must hold before it is said
+const GAMES_LAG = 1500; // ms from a game scored to its games list asked (it is stored by then)
+const GAMES_EVERY = 20000; // ms between two games lists while a running arena's page shows
+const GAMES_SHOWN = 20; // games listed on the page (the newest)
+const GAMES_TRIES = 10; // lists asked for one count of places before waiting for GAMES_EVERY
 const STATUS_ORDER = { running: 0, upcoming: 1, finished: 2 };
 const ERRORS = {
   not_found: "There is no such arena: the link may be wrong, or it ended more than a day ago.",
@@ -159,6 +169,8 @@ export class Arenas {
     this.listBox = null;
     this.listTimer = null;
     this.rankTimer = null;
+    this.games = new Map(); // arena id -> {list, played, at}: its stored games (null: no records)
+    this.gamesTimer = null;
     setInterval(() => this.tick(), 500);
   }
 
@@ -561,7 +573,51 @@ export class Arenas {
           mine ? h("span.muted.arena-mine", `You: ${ordinal(mine.rank)} of ${players}, ${count(mine.points, "point")}`) : null),
         standingsTable(entry.standings, me),
         h("p.muted.arena-rules", "Each game scores a point for every player you finish above. Two wins in a row and you are on fire: your wins score double until a game you do not win. Equal points: most wins first, then most games.")),
+      this.gamesPanel(info, status, entry.standings),
       lobbyLink);
+  }
+
+  /** The arena's games as stored, newest first, each with its replay (asked as the module's
+   * head says). */
+  gamesPanel(info, status, standings) {
+    const id = info.id;
+    const played = standings.reduce((sum, s) => sum + s.games, 0); // places scored
+    const known = this.games.get(id);
+    if (!known) this.fetchGames(id, played);
+    else if (known.placed < played && known.tries < GAMES_TRIES && !this.gamesTimer) {
+      this.gamesTimer = setTimeout(() => this.fetchGames(id, played), GAMES_LAG);
+    } else if (status === "running" && Date.now() - known.at > GAMES_EVERY) this.fetchGames(id, played);
+    const list = known?.list;
+    const body = list === undefined ? h("p.muted", "Looking for its games…")
+      : list === null ? h("p.muted", "Its games cannot be listed: this server keeps no records.")
+      : !list.length && played ? h("p.muted", "Its games are being stored: they show here in a moment.")
+      : !list.length ? h("p.empty", status === "finished" ? "No game was played in this arena." : "No game has ended yet.")
+      : h("ul.games.arena-games", list.map((game) => arenaGameRow(game, this.ctx.me)));
+    return h("section.panel.arena-games-panel", { "aria-labelledby": "arena-games-title" },
+      h("div.panel-head", h("h2#arena-games-title", "Games"),
+        list?.length ? h("span.muted", list.length < GAMES_SHOWN ? count(list.length, "game") : `the latest ${GAMES_SHOWN}`) : null),
+      body);
+  }
+
+  /** Ask for arena ``id``'s stored games (once at a time), then draw the page again. */
+  async fetchGames(id, played) {
+    clearTimeout(this.gamesTimer);
+    this.gamesTimer = null;
+    const known = this.games.get(id);
+    if (known?.busy) return;
+    this.games.set(id, { list: undefined, placed: 0, tries: 0, ...known, at: Date.now(), busy: true });
+    let list = known?.list;
+    try {
+      list = (await api(`games?arena=${encodeURIComponent(id)}&limit=${GAMES_SHOWN}`)).games;
+    } catch (error) {
+      if (error.status === 404) list = null; // no records API on this server
+    }
+    // The places the list holds (all of them once it is whole), to know whether it is behind.
+    const whole = list === null || (list && list.length < GAMES_SHOWN);
+    const placed = whole ? (list ?? []).reduce((sum, g) => sum + g.players.filter((p) => p.place !== null).length, 0) : played;
+    const tries = known?.played === played ? (known.tries ?? 0) + 1 : 1;
+    this.games.set(id, { list, played, placed: list === null ? Infinity : placed, tries, at: Date.now(), busy: false });
+    if (this.page?.id === id) this.renderPage();
   }
 
   /** What the player can do here: join, wait, go back to their table, leave. */
@@ -742,6 +798,17 @@ export class Arenas {
       }
     }
   }
+}
+
+/** One stored game of an arena: its players by place (the player's own marked), when it ended,
+ * and its replay. */
+function arenaGameRow(game, me) {
+  const byPlace = [...game.players].sort((a, b) => (a.place ?? 99) - (b.place ?? 99) || a.seat - b.seat);
+  return h("li.game-row", { dataset: { game: game.id } },
+    h("a.replay-link", { href: `#/game/${game.id}`, title: "Replay this game" }, "Replay"),
+    h("span.arena-game-players", byPlace.map((p, i) => [i ? ", " : " ",
+      h("span", { class: p.player === me ? "mine" : "" }, p.place ? `${ordinal(p.place)} ` : "", p.name), botTag(p)])),
+    h("span.muted.when", ` ${moment(game.ended_at)}`));
 }
 
 /** The standings, best first: the player's own line marked; per game points as small numbers. */

@@ -52,7 +52,7 @@ async function apiResponse(path) {
   return fetch(`/api/v1/${path}`);
 }
 
-async function api(path) {
+export async function api(path) {
   const response = await apiResponse(path);
   const body = await response.json().catch(() => null);
   if (!response.ok) throw Object.assign(new Error(body?.error?.message ?? response.statusText), { code: body?.error?.code, status: response.status });
@@ -402,6 +402,7 @@ function gameRow(game, player, stats) {
     h("a", { href: gameHref(game.id), class: "replay-link" }, GAME_NAMES[game.game] ?? game.game),
     game.rated ? h("span.badge.rated", "rated") : null,
     privateBadge(game),
+    game.arena ? h("a.badge.arena-badge", { href: `#/arena/${encodeURIComponent(game.arena)}`, title: "Played in an arena: its page and standings" }, "arena") : null,
     unranked ? h("span.badge.unranked", { title: `Not a best score: ${UNRANKED_WHY} make a game count as a game only`, style: { borderStyle: "dashed" } }, "with help or not ranked") : null,
     h("span", ` ${outcome}`),
     others.length ? h("span.muted", " vs ", others.map((p, i) => [i ? ", " : "", playerLink(p)])) : null,

@@ -1,7 +1,8 @@
 """Arenas in the browser: a player makes an arena of two and joins it, another opens it from the
 lobby's list and joins; both are taken to the same table, play it to its end, and the standings
-on the arena's page move (one game each, the winner's point); the automatic pairing and Next
-game each lead to the next table. A private arena is shown to whoever has its link only."""
+on the arena's page move (one game each, the winner's point) and the game is listed there with
+its replay (as the records stored it); the automatic pairing and Next game each lead to the next
+table. A private arena is shown to whoever has its link only."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import asyncio
 import re
 import time
 
+import pytest
 from playwright.async_api import Page
 
+from blackdrez.server.app import GameServer
 from tests.browser.helpers import no_sideways_scroll, play_turn, settled, wait_until
 
 ARENA_URL = re.compile(r"#/arena/([^/#?]+)(\?invite=[^&#]+)?$")
@@ -35,6 +38,12 @@ ENDED = """(arena) => {
   arenas.receive({ type: 'arena_standings', arena: ended, standings });
 }"""
 """A push of the arena's standings as it ends."""
+
+
+@pytest.fixture
+def server(records_server: GameServer) -> GameServer:
+    """A server that keeps records (``conftest.records_server``): the arena's games listed."""
+    return records_server
 
 
 def arena_in(url: str) -> str | None:
@@ -156,6 +165,14 @@ async def test_two_players_of_an_arena_play_its_table_and_the_standings_move(
         assert (await top.locator(".name").text_content()) in winners
         assert await top.locator("td.line-points").text_content() == "1"
     assert await ann.locator(".standings tbody tr.mine .name").text_content() == "Ann"
+    # The game is listed below as the records stored it, its players by place, with its replay.
+    row = ann.locator(".arena-games .game-row")
+    await row.first.wait_for()
+    assert await row.count() == 1
+    listed = await row.first.text_content() or ""
+    assert "Ann" in listed and "Bob" in listed and "1st" in listed, listed
+    replay = await row.first.locator("a.replay-link").get_attribute("href") or ""
+    assert re.fullmatch(rf"#/game/{re.escape(table)}:\d+", replay), replay
     await screenshot(ann, "arena-standings", full=False)
 
     # Bob goes to the arena's page (his line marked), and presses Next game: a new table for both.
@@ -163,9 +180,15 @@ async def test_two_players_of_an_arena_play_its_table_and_the_standings_move(
     await bob.locator(".arena-page .standings tr.mine", has_text="Bob").wait_for()
     await wait_until(bob, f"{games}.every((s) => s.games === 1)")
     assert await bob.locator(".standings tr.mine td.line-games").text_content() == "1"
+    await bob.locator(".arena-games .game-row").first.wait_for()
     await bob.locator(".standings").scroll_into_view_if_needed()
     await screenshot(bob, "arena-standings-phone")
     await no_sideways_scroll(bob, 390)
+    # Its replay from the page's games, and Back to the page.
+    await bob.locator(".arena-games a.replay-link").first.click()
+    await bob.locator(".replay-board").wait_for()
+    await bob.go_back()
+    await bob.locator(".arena-page .arena-games .game-row").first.wait_for()
     await bob.locator("#arena-join", has_text="Next game").click()
     for page in (ann, bob):
         await wait_until(
