@@ -10,7 +10,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server.node.arenas import CREATE_BURST
 from blackdrez.server.testing.node_harness import Cluster, FakeClient, on_nodes
-from tests.node.helpers import play_out
+from tests.node.helpers import act_once, phase, play_out
 
 
 def matched(client: FakeClient) -> v1.MatchFound | None:
@@ -133,3 +133,43 @@ async def test_bots_in_an_arena_are_scored_as_players(cluster: Cluster) -> None:
     await cluster.until(lambda: last_standings(maker) or watched.standings[0].games, "scored")
     lines = last_standings(maker) or watched.standings
     assert [s.games for s in lines] == [1, 1] and all(s.bot for s in lines)
+
+
+@on_nodes(2)
+async def test_leaving_the_arena_mid_game_finishes_that_game_scored_and_pairs_no_more(
+    cluster: Cluster,
+) -> None:
+    """The hostile case "leaving mid-round": a player leaves the arena while their arena game
+    is on. The game goes on with them (their seat is theirs until it ends), it is scored for
+    everyone, their points stay, and the arena pairs them no more: the others are paired with
+    each other."""
+    a, b = cluster.nodes
+    ann, bob = await cluster.connect(a, "Ann"), await cluster.connect(b, "Bob")
+    cat = await cluster.connect(b, "Cat")
+    arena = (await arena_of(ann)).arena
+    for player in (ann, bob):
+        await player.ok(v1.JoinArena(arena=arena.id))
+    await cluster.until(lambda: matched(ann) and matched(bob), "paired", within=3.0)
+    table = matched(ann).table
+    for player in (ann, bob):
+        await player.ok(v1.JoinTable(table=table))
+    for _ in range(3):
+        await act_once(cluster, [ann, bob], table)
+    assert phase(ann, table) != "over"
+    await ann.ok(v1.LeaveArena(arena=arena.id))  # mid-game
+    await cat.ok(v1.JoinArena(arena=arena.id))
+    await cluster.advance(3.0)
+    assert matched(cat) is None, "Bob is still playing, Ann left: Cat waits"
+    await play_out(cluster, [ann, bob], table)
+    await cluster.until(
+        lambda: sum(s.games for s in last_standings(cat) or []) == 2, "scored", within=5.0
+    )
+    by_name = {s.name: s for s in last_standings(cat) or []}
+    assert by_name["Ann"].games == 1 and not by_name["Ann"].active
+    assert by_name["Bob"].games == 1 and by_name["Cat"].games == 0
+    assert sorted([by_name["Ann"].points, by_name["Bob"].points]) in ([0, 1], [0, 0])
+    first_tables = {p.name: matched(p).table for p in (ann, bob)}
+    await bob.ok(v1.JoinArena(arena=arena.id))
+    await cluster.until(lambda: matched(cat) and matched(bob).table != table, "paired", within=3.0)
+    assert matched(cat).table == matched(bob).table
+    assert matched(ann).table == first_tables["Ann"], "Ann is paired no more"
