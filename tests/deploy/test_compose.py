@@ -22,6 +22,7 @@ import redis
 import yaml
 
 from blackdrez.clients.bots import BotResult, SwarmSummary, run_swarm
+from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
 from blackdrez.server.stores.base import parse_holder
 from blackdrez.server.table.commands import Resume, decode_entry
@@ -212,6 +213,32 @@ async def test_bot_tables_play_to_the_end_through_the_load_balancer(
     unfair = {bot.table: bot.problem for bots in results for bot in bots if not bot.fair}
     assert not unfair, f"every fairness proof checks: {unfair}"
     assert summary.actions > 0
+
+
+async def test_the_bots_profile_runs_a_bot_arena_anyone_can_watch(
+    deployment: Deployment, lb_url: str
+) -> None:
+    """The ``arena`` service of the bots profile (issue 37): its arena is listed through the
+    load balancer, anyone may watch it, and its standings move as its bots play."""
+    watcher = await Client.connect(lb_url, name="Arena watcher")
+    try:
+        arena = None
+        deadline = time.monotonic() + GAME_TIMEOUT
+        while arena is None and time.monotonic() < deadline:
+            listed = await watcher.request(v1.ListArenas())
+            arena = next((a for a in listed.arenas if a.name == "Bot arena"), None)
+            if arena is None:
+                await asyncio.sleep(1.0)
+        printed = output(deployment.container("arena"))
+        assert arena is not None, f"the bot arena is not listed; its service said: {printed}"
+        await watcher.watch_arena(arena.id)
+        await watcher.wait_until(
+            lambda: any(s.games for s in watcher.arenas[arena.id].standings), GAME_TIMEOUT
+        )
+        standings = watcher.arenas[arena.id].standings
+        assert len(standings) == 8 and all(s.bot for s in standings), standings
+    finally:
+        await watcher.close()
 
 
 def test_published_ports_bind_loopback_only(deployment: Deployment) -> None:
