@@ -2,7 +2,8 @@
 lobby's list and joins; both are taken to the same table, play it to its end, and the standings
 on the arena's page move (one game each, the winner's point) and the game is listed there with
 its replay (as the records stored it); the automatic pairing and Next game each lead to the next
-table. A private arena is shown to whoever has its link only."""
+table, three games in all, and the standings count them. A private arena is shown to whoever
+has its link only."""
 
 from __future__ import annotations
 
@@ -125,15 +126,7 @@ async def test_two_players_of_an_arena_play_its_table_and_the_standings_move(
     assert await ann.locator("#arena-keep").is_checked()
     await bob.locator("#arena-keep").uncheck()
 
-    deadline = time.monotonic() + GAME_SECONDS
-    while not (await ann.locator(".game-over").count() and await bob.locator(".game-over").count()):
-        assert time.monotonic() < deadline, "the game did not end in time"
-        acted = False
-        for page in (ann, bob):
-            if await page.locator(".game-over").count() == 0 and await play_turn(page):
-                acted = True
-        if not acted:
-            await asyncio.sleep(0.05)
+    await play_to_the_end(ann, bob)
     state = await bob.evaluate("window.blackdrez.table()")
     names = {i: seat["name"] for i, seat in enumerate(state["info"]["seats"]) if seat}
     first = state["view"]["result"]["ranking"][0]["seats"]
@@ -202,6 +195,45 @@ async def test_two_players_of_an_arena_play_its_table_and_the_standings_move(
     # The finished table was left on the way (it is no longer among theirs).
     for page in (ann, bob):
         await wait_until(page, f"!window.blackdrez.store.get({table!r})")
+
+    # Two more games, each at a new table (Ann paired by herself, Bob with Next game at the
+    # game's end): three games each in the standings, three in the page's games.
+    tables = {table}
+    for _ in range(2):
+        here = table_in(ann.url)
+        assert here is not None and here not in tables
+        tables.add(here)
+        await play_to_the_end(ann, bob)
+        await bob.locator("#arena-next").click()
+        for page in (ann, bob):
+            await wait_until(
+                page,
+                f"location.hash.startsWith('#/table/') && !{sorted(tables)!r}.includes("
+                "decodeURIComponent(location.hash.slice(8)))",
+                PATIENCE_MS,
+            )
+            await page.locator(".blackdrez .seat.mine").wait_for()
+    await ann.goto(ann.url.split("#")[0] + f"#/arena/{arena}")
+    await wait_until(ann, f"{games}.length === 2 && {games}.every((s) => s.games === 3)", 10_000)
+    assert await ann.locator(".standings tr.mine td.line-games").text_content() == "3"
+    await ann.locator(".arena-games .game-row").nth(2).wait_for()
+    assert await ann.locator(".arena-games .game-row").count() == 3
+    points = sum(s["points"] for s in await ann.evaluate(games))
+    shown = [await cell.text_content() for cell in await ann.locator("td.line-points").all()]
+    assert sum(int(text or 0) for text in shown) == points <= 3
+
+
+async def play_to_the_end(*pages: Page) -> None:
+    """Play the game on screen in every page (each acting on its turn) until it is over."""
+    deadline = time.monotonic() + GAME_SECONDS
+    while not all([await page.locator(".game-over").count() for page in pages]):
+        assert time.monotonic() < deadline, "the game did not end in time"
+        acted = False
+        for page in pages:
+            if await page.locator(".game-over").count() == 0 and await play_turn(page):
+                acted = True
+        if not acted:
+            await asyncio.sleep(0.05)
 
 
 async def test_a_private_arena_is_opened_by_its_link_only(new_page, screenshot) -> None:
