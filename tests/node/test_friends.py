@@ -2,7 +2,8 @@
 (online, playing, offline once gone); challenge them wherever they are connected, and on accept
 both sit at a new table of two, its game started; a decline is told; a block refuses their
 challenges and ends the follow; a flood of challenges is refused past a few; a challenge is
-answered once, and only by whom it was sent to."""
+answered once, and only by whom it was sent to; one accepted while its sender's node is dead
+waits for them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server.node.friends import CHALLENGE_BURST, SEEN_EVERY, SEEN_TTL
 from blackdrez.server.testing.node_harness import Cluster, FakeClient, on_nodes
+from tests.node.helpers import play_out
 
 
 def pushed(client: FakeClient, kind: type) -> list:
@@ -134,3 +136,28 @@ async def test_nobody_follows_blocks_or_challenges_themselves(cluster: Cluster) 
         assert isinstance(refused, v1.Error) and refused.code == ErrorCode.BAD_MESSAGE
     unknown = await ann.request(v1.Follow(player="p_nobody"))
     assert isinstance(unknown, v1.Error) and unknown.code == ErrorCode.NOT_FOUND
+
+
+@on_nodes(2)
+async def test_a_challenge_accepted_while_the_challengers_node_is_dead_waits_for_them(
+    cluster: Cluster,
+) -> None:
+    """Ann challenges Bob, and her node dies before he answers. His accept still makes the
+    table (the challenge is in the store, not on her node), Bob is told; Ann, connected again
+    on the living node within the grace, finds her seat there and the game is played."""
+    a, b = cluster.nodes
+    ann, bob = await cluster.connect(a, "Ann"), await cluster.connect(b, "Bob")
+    await cluster.settle()
+    sent = await ann.ok(v1.Challenge(player=bob.player))
+    await cluster.until(lambda: pushed(bob, v1.Challenged), "Bob is told on his node")
+    cluster.kill(a)
+    await bob.ok(v1.AnswerChallenge(challenge=sent.challenge, accept=True))
+    await cluster.until(lambda: pushed(bob, v1.MatchFound), "Bob told")
+    table = pushed(bob, v1.MatchFound)[0].table
+    await cluster.advance(5.0)
+    ann = await cluster.reconnect(ann, b)
+    assert table in ann.seated, "her seat is kept for her"
+    for client in (ann, bob):
+        await client.ok(v1.JoinTable(table=table))
+    await cluster.until(lambda: ann.table(table).info.status == "playing", "the game starts")
+    await play_out(cluster, [ann, bob], table)

@@ -1,15 +1,19 @@
 """Matchmaking across nodes on the virtual clock: ratings far apart wait until the band has
 widened to them; the matcher's node killed, another leads and nobody loses their place; a
 matcher paused past its lease places nobody when it wakes; a player who cancels while the table
-is being made is not placed, nor anyone else of it."""
+is being made is not placed, nor anyone else of it; the store lost while a table is made loses
+nobody's place."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from blackdrez.protocol import v1
 from blackdrez.server.matchmaking.pairing import BAND, WIDEN
-from blackdrez.server.node.matchmaking import KEEP, LEAD_TTL
+from blackdrez.server.node.matchmaking import GRACE, KEEP, LEAD_TTL
 from blackdrez.server.records.ratings import DISPLAY_BASE, DISPLAY_SCALE
 from blackdrez.server.testing.node_harness import Cluster, FakeClient, on_nodes
+from tests.node.helpers import play_out
 
 
 def matched(client: FakeClient) -> v1.MatchFound | None:
@@ -111,3 +115,41 @@ async def test_a_matcher_paused_past_its_lease_places_nobody(cluster: Cluster) -
     tables = {matched(c).table for c in others}
     assert len(tables) == 1, "one table: the woken matcher placed nobody again"
     assert leader.node.matchmaker.made == 0
+
+
+@on_nodes(2)
+async def test_the_store_lost_while_a_table_is_made_loses_nobodys_place(cluster: Cluster) -> None:
+    """The matcher's store stops answering between two steps of making a table (the first
+    player seated, the second not): nobody is told of that table, the tickets stay queued, and
+    once the store is back everyone is placed at one table that plays; the half-made table
+    frees its seat after the grace."""
+    a, b = cluster.nodes
+    ann, bob = await cluster.connect(a, "Ann"), await cluster.connect(b, "Bob")
+    await ann.ok(v1.FindGame(seats=2))
+    await cluster.advance(1.0)
+    leader = next(n for n in (a, b) if n.node.matchmaker._token is not None)
+    hosting = leader.node.matchmaker.hosting
+    plain = hosting.execute
+    cut: list[str] = []
+
+    async def execute(room: Any, player: str, name: str, step: Any, **kw: Any) -> Any:
+        if isinstance(step, v1.JoinTable) and step.seat == 1 and not cut:
+            cut.append(step.table)  # the first seat taken; the store goes before the second
+            cluster.take_store_down(leader)
+        return await plain(room, player, name, step, **kw)
+
+    hosting.execute = execute  # type: ignore[method-assign]
+    await bob.ok(v1.FindGame(seats=2))
+    await cluster.until(lambda: cut, "a table begun", within=3.0)
+    await cluster.advance(3.0)
+    assert matched(ann) is None and matched(bob) is None, "nobody told of a half-made table"
+    await cluster.bring_store_back(leader)
+    await cluster.until(lambda: matched(ann) and matched(bob), "placed", within=LEAD_TTL + 5)
+    table = matched(ann).table
+    assert matched(bob).table == table != cut[0]
+    for player in (ann, bob):
+        await player.ok(v1.JoinTable(table=table))
+    await play_out(cluster, [ann, bob], table)
+    await cluster.advance(GRACE + 5.0)
+    half_made = [n.rooms.get(cut[0]) for n in (a, b)]
+    assert all(room is None or all(s is None for s in room.seats) for room in half_made)
