@@ -47,7 +47,7 @@ from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import hints, identity
 from blackdrez.server.admin import AdminApi
 from blackdrez.server.http.limits import AddressLimits
-from blackdrez.server.http.responses import add_security_headers
+from blackdrez.server.http.responses import Health, HealthStatus, add_security_headers
 from blackdrez.server.http.routes import OK, STARTING, STOPPING, STORE_UNREACHABLE, HttpRoutes
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node import LEASE_TTL, SOLE_LEASE_TTL, Node
@@ -411,7 +411,7 @@ class GameServer:
             await asyncio.sleep(LOOP_PROBE_EVERY)
             self.metrics.loop_lag.observe(max(0.0, loop.time() - due))
 
-    def status(self) -> str:
+    def status(self) -> HealthStatus:
         """What ``/healthz`` says: ``starting`` until the store first answered, ``ok``,
         ``store_unreachable`` while the store has been lost for more than ``store_grace``
         seconds, ``stopping`` from a drain or signal on (whatever the store does: ``blackdrez
@@ -424,15 +424,15 @@ class GameServer:
             return STORE_UNREACHABLE
         return OK
 
-    def health(self) -> dict[str, object]:
+    def health(self) -> Health:
         """``/healthz``'s body."""
-        return {
-            "status": self.status(),
-            "node": self.settings.node_id,
-            "store": "up" if self.store.health.up else "down",
-            "connections": len(self.node.clients),
-            "tables": len(self.node.rooms),
-        }
+        return Health(
+            status=self.status(),
+            node=self.settings.node_id,
+            store="up" if self.store.health.up else "down",
+            connections=len(self.node.clients),
+            tables=len(self.node.rooms),
+        )
 
     async def token_in_force(self, text: str) -> identity.Token | None:
         """The session token ``text`` if it is valid here (for the records API's viewer)."""

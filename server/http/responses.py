@@ -14,10 +14,28 @@ from __future__ import annotations
 import http
 import math
 import re
+from typing import Literal
 
+import msgspec
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
+
+HealthStatus = Literal["starting", "ok", "stopping", "store_unreachable"]
+"""What ``/healthz`` says (``blackdrez.server.http.routes`` says when each holds)."""
+
+
+class Health(msgspec.Struct, kw_only=True):
+    """``/healthz``'s body (200 when ``status`` is ``ok``, else 503)."""
+
+    status: HealthStatus
+    node: str
+    """The node's id."""
+    store: Literal["up", "down"]
+    connections: int
+    tables: int
+    """Tables hosted here."""
+
 
 _SAFE_HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 

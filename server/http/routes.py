@@ -28,7 +28,7 @@ import http
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 from urllib.parse import urlsplit
 
 import msgspec
@@ -40,9 +40,10 @@ from blackdrez.games import GAMES
 from blackdrez.server import identity
 from blackdrez.server.admin import PREFIX as ADMIN_PREFIX
 from blackdrez.server.admin import AdminApi
+from blackdrez.server.http import openapi
 from blackdrez.server.http.assets import StaticAssets
 from blackdrez.server.http.limits import AddressLimits
-from blackdrez.server.http.responses import response, too_many
+from blackdrez.server.http.responses import Health, HealthStatus, response, too_many
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.records.accounts import AccountErrorCode
 from blackdrez.server.records.api import ApiError, ErrorReply, RecordsApi
@@ -51,15 +52,15 @@ from blackdrez.server.settings import Settings
 log = logging.getLogger("blackdrez.server")
 
 API_PREFIX = "/api/"
-STARTING = "starting"
+STARTING: Final = "starting"
 """``/healthz``'s status (503) until the store first answered: every request gets it."""
-OK = "ok"
-STOPPING = "stopping"
+OK: Final = "ok"
+STOPPING: Final = "stopping"
 """``/healthz``'s status (503) from a drain or a signal until the node exits: its tables are
 being handed over, so a new WebSocket handshake gets 503 as well (a load balancer tries another
 node). The listener stays open until the handover is done, so ``blackdrez drain``, polling
 ``/healthz``, returns only once the node has gone."""
-STORE_UNREACHABLE = "store_unreachable"
+STORE_UNREACHABLE: Final = "store_unreachable"
 """``/healthz``'s status (503) for a node that lost its store longer than the grace: it can run
 no command, so new connections (their WebSocket handshakes get 503 too) had better go to a
 node that can. Its connected players stay, told once: their tables wait for the store, or go
@@ -93,11 +94,11 @@ class Served(Protocol):
     api: RecordsApi | None
     """The records API, once the records database is open (``None``: no records)."""
 
-    def status(self) -> str:
+    def status(self) -> HealthStatus:
         """``/healthz``'s status: :data:`STARTING`, :data:`OK`, :data:`STORE_UNREACHABLE` or
         :data:`STOPPING`."""
 
-    def health(self) -> dict[str, object]:
+    def health(self) -> Health:
         """``/healthz``'s body: the status, the node, its store, its load."""
 
     async def token_in_force(self, text: str) -> identity.Token | None:
@@ -192,8 +193,13 @@ class HttpRoutes:
         )
 
     async def _api(self, connection: ServerConnection, request: Request) -> Response:
-        """A GET of the records API (``docs/api.md``). The HTTP parser under the WebSocket
-        server takes GET only: the account requests are WebSocket messages here."""
+        """A GET of the records API (``docs/api.md``), or its OpenAPI document. The HTTP parser
+        under the WebSocket server takes GET only: the account requests are WebSocket messages
+        here."""
+        if request.path.split("?", 1)[0] == openapi.SERVED_AT:
+            described = response(http.HTTPStatus.OK, openapi.served(), "application/json")
+            described.headers["Access-Control-Allow-Origin"] = "*"  # (for API explorers)
+            return described
         api = self.served.api
         if api is None:  # (as cheap as a static file: not counted against the limit)
             body = b'{"error": {"code": "not_found", "message": "this server keeps no records"}}'
@@ -257,7 +263,7 @@ class HttpRoutes:
 
     def _health(self) -> Response:
         body = self.served.health()
-        healthy = body["status"] == OK
+        healthy = body.status == OK
         status = http.HTTPStatus.OK if healthy else http.HTTPStatus.SERVICE_UNAVAILABLE
         return response(status, msgspec.json.encode(body), "application/json")
 
