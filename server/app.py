@@ -44,7 +44,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode, ErrorCode
-from blackdrez.server import hints, identity
+from blackdrez.server import hints, identity, tracing
 from blackdrez.server.admin import AdminApi
 from blackdrez.server.http.limits import AddressLimits
 from blackdrez.server.http.responses import Health, HealthStatus, add_security_headers
@@ -478,6 +478,7 @@ async def run(
     stops it cleanly too.
     """
     logging.getLogger("websockets").setLevel(logging.WARNING)
+    tracing.configure(settings.node_id)  # (only if the OTEL_* environment asks)
     embedded = None
     if settings.redis_url is None and settings.data_dir is not None:
         embedded = EmbeddedRedis(settings.data_dir / "redis")
@@ -489,6 +490,7 @@ async def run(
     try:
         await _run(settings, bot_client, ladder, embedded)
     finally:
+        await asyncio.to_thread(tracing.stop)  # (the spans batched, sent)
         if embedded is not None and await asyncio.to_thread(embedded.close):
             log.debug("the Redis of %s was shut down", embedded.folder)
 

@@ -47,6 +47,8 @@ class Request(msgspec.Struct, tag="request", tag_field="bus", kw_only=True):
     incarnation: str | None = None
     """The requester's node process (``Stores.incarnation``; ``None`` from older versions): the
     host lets its viewers go when that process is gone, even if the node id still heartbeats."""
+    trace: str | None = None
+    """The W3C ``traceparent`` of the forwarding span while tracing is on (``server.tracing``)."""
 
 
 class Reply(msgspec.Struct, tag="reply", tag_field="bus", kw_only=True):

@@ -22,6 +22,8 @@ import json
 import logging
 import re
 
+from blackdrez.server import tracing
+
 TABLE_ID = re.compile(r"\b[ts][0-9a-f]{10}\b")
 PLAYER_ID = re.compile(r"\bp_[A-Za-z0-9_-]{16}(?![A-Za-z0-9_-])")
 FORMATS = ("plain", "json")
@@ -54,6 +56,9 @@ class JsonFormatter(logging.Formatter):
                 line[key] = str(given)
             elif found is not None:
                 line[key] = found.group()
+        traced = tracing.current_ids()  # (None at once while tracing is off)
+        if traced is not None:
+            line["trace_id"], line["span_id"] = traced
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False)

@@ -65,7 +65,7 @@ from blackdrez.games import GAMES
 from blackdrez.games.shuffle import new_seed
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
-from blackdrez.server import bus
+from blackdrez.server import bus, tracing
 from blackdrez.server.hints import HintWorker
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.arena_scores import score_in_arena
@@ -833,11 +833,16 @@ class Hosting:
 
         try:
             position = len(entries) + 1
-            heard = await self.store.logs.append(
-                Append(
-                    room.id, token, position, data, table_channel(room.id), announce, lobby, logged
-                )
-            )
+            with tracing.span(
+                "blackdrez.log_append", blackdrez_node=self.id, blackdrez_table=room.id,
+                blackdrez_position=position,
+            ):  # fmt: skip
+                heard = await self.store.logs.append(
+                    Append(
+                        room.id, token, position, data, table_channel(room.id), announce, lobby,
+                        logged,
+                    )
+                )  # fmt: skip
         except LeaseLost:
             self.drop_lost_table(room.id)
             return None, MOVING_AWAY

@@ -33,7 +33,7 @@ import msgspec
 from blackdrez.games.shuffle import new_seed
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode, ErrorCode
-from blackdrez.server import bus
+from blackdrez.server import bus, tracing
 from blackdrez.server.connection import OLDEST, Connection
 from blackdrez.server.hints import HintWorker
 from blackdrez.server.matchmaking.schedule import ArenaSchedule
@@ -468,7 +468,14 @@ class Node:
     async def handle(self, client: Connection, message: Any) -> None:
         """Serve one decoded request from ``client``."""
         try:
-            answer = await self._dispatch(client, message)
+            with tracing.span(
+                "blackdrez.request",
+                "server",
+                blackdrez_node=self.id,
+                blackdrez_message=type(message).__name__,
+                blackdrez_table=getattr(message, "table", None),
+            ):
+                answer = await self._dispatch(client, message)
         except StoreUnavailable as error:
             log.debug("%s failed, the store is unavailable: %s", type(message).__name__, error)
             answer = error_answer(

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
-from blackdrez.server import bus
+from blackdrez.server import bus, tracing
 from blackdrez.server.node.seams import Spawn, closed_answer, error_answer, moving_answer
 from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import Whereabouts, node_channel
@@ -135,18 +135,23 @@ class Routing:
         self._pending[rid] = future
         self._forwarded[rid] = host
         try:
-            request = bus.Request(
-                origin=self.id,
-                rid=rid,
-                player=player,
-                name=name,
-                table=table,
-                message=message,
-                bot=bot,
-                incarnation=self.store.incarnation,
-            )
-            await self.store.bus.publish(node_channel(host), bus.encode(request))
-            return await asyncio.wait_for(future, REMOTE_TIMEOUT)
+            with tracing.span(
+                "blackdrez.forward", "client", blackdrez_node=self.id, blackdrez_host=host,
+                blackdrez_table=table,
+            ):  # fmt: skip
+                request = bus.Request(
+                    origin=self.id,
+                    rid=rid,
+                    player=player,
+                    name=name,
+                    table=table,
+                    message=message,
+                    bot=bot,
+                    incarnation=self.store.incarnation,
+                    trace=tracing.traceparent(),
+                )
+                await self.store.bus.publish(node_channel(host), bus.encode(request))
+                return await asyncio.wait_for(future, REMOTE_TIMEOUT)
         finally:
             self._pending.pop(rid, None)
             self._forwarded.pop(rid, None)
@@ -196,6 +201,14 @@ class Routing:
 
     async def serve_forward(self, request: bus.Request) -> None:
         """Serve a request another node forwarded here, and send it the answer."""
+        with tracing.span(
+            "blackdrez.serve_forward", "server", tracing.parent_of(request.trace),
+            blackdrez_node=self.id, blackdrez_origin=request.origin, blackdrez_table=request.table,
+            blackdrez_message=type(request.message).__name__,
+        ):  # fmt: skip
+            await self._serve_forward(request)
+
+    async def _serve_forward(self, request: bus.Request) -> None:
         message = request.message
         hosting = self.hosting
         hosting.asked(request.table)  # before it runs: the requester's node may follow it now
