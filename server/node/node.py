@@ -468,12 +468,16 @@ class Node:
     async def handle(self, client: Connection, message: Any) -> None:
         """Serve one decoded request from ``client``."""
         try:
-            with tracing.span(
-                "blackdrez.request",
-                "server",
-                blackdrez_node=self.id,
-                blackdrez_message=type(message).__name__,
-                blackdrez_table=getattr(message, "table", None),
+            with (
+                tracing.OFF
+                if tracing.tracer is None
+                else tracing.span(
+                    "blackdrez.request",
+                    "server",
+                    blackdrez_node=self.id,
+                    blackdrez_message=type(message).__name__,
+                    blackdrez_table=getattr(message, "table", None),
+                )
             ):
                 answer = await self._dispatch(client, message)
         except StoreUnavailable as error:
