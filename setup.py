@@ -17,5 +17,6 @@ packages = [f"blackdrez.{name}" for name in find_packages(include=[f"{f}*" for f
 setup(
     packages=packages,
     package_dir={f"blackdrez.{folder}": folder for folder in FOLDERS},
-    package_data={package: DATA for package in packages} | {"blackdrez.clients": ["browser/*"]},
+    package_data={package: DATA for package in packages}
+    | {"blackdrez.clients": ["browser/*", "js/index.js", "js/*.d.ts", "js/package.json"]},
 )

@@ -1,21 +1,28 @@
-// The connection: WebSocket to this page's host, hello, request/reply by id, reconnection with
-// exponential backoff using the session token kept in localStorage.
+// The connection: the JavaScript client package (@blackdrez/client, served as /client.js) with
+// what a page adds to it: the session token and name kept in localStorage, requests to a table
+// that is moving to another node waited out, quick retries while a restarting server comes back,
+// the server's clock, and the identity changes of the account screens. The package greets,
+// matches replies to requests, paces frames to the welcome's limits and reconnects; the tables
+// are the page's store's (tables: false).
 //
 // A Connection emits: "welcome" (after every successful hello), "message" (every server message
-// that is not a reply awaited by request()), "status" ({state: "connecting" | "open" | "waiting" | "replaced", wait}),
-// "moving" ({table}: a request is waiting for its table to finish moving to another node),
-// "moved" (no request waits for a moving table any more: it was answered, or given up), and
-// "error" (an error reply nobody awaited: {code, message}).
+// that is not a reply awaited by request(), and the snapshots, updates and joined that are),
+// "status" ({state: "connecting" | "open" | "waiting" | "replaced", wait}), "moving" ({table}: a
+// request is waiting for its table to finish moving to another node), "moved" (no request waits
+// for a moving table any more: it was answered, or given up), and "error" (an error nobody
+// awaited: {code, message}).
+
+import { Client } from "./client.js";
 
 const TOKEN_KEY = "blackdrez.token";
 const NAME_KEY = "blackdrez.name";
-const MIN_DELAY = 100;
-const MAX_DELAY = 5000;
+const MAX_DELAY = 5000; // ms, the longest wait between two reconnections
 const MOVING_PATIENCE = 30000; // ms to keep retrying a request while its table moves between nodes
 // After the server said it is restarting ("shutdown"), try again often rather than backing off:
 // a lone server is back within seconds, and behind a load balancer the first try finds a node.
 const RESTART_PATIENCE = 60000; // ms
 const RESTART_DELAY = 400; // ms, plus up to as much again at random (no herd of exact retries)
+const IN_STEP = new Set(["snapshot", "update", "joined"]); // replies that still change a table
 
 /** The session token this browser greets with (null before its first welcome). */
 export function storedToken() {
@@ -32,17 +39,10 @@ export function isAccount(token) {
   }
 }
 
-export class Connection extends EventTarget {
+export class Connection extends Client {
   constructor(url = defaultUrl()) {
-    super();
-    this.url = url;
-    this.ws = null;
-    this.nextId = 1;
-    this.pending = new Map();
-    this.delay = MIN_DELAY;
+    super(url, { tables: false, client: "blackdrez-browser/0.1" });
     this.restartingSince = null; // when the server said it was restarting (null: it did not)
-    this.welcome = null;
-    this.greeted = false;
     /** Closed because this identity connected elsewhere (4004): no reconnection until resume(). */
     this.replaced = false;
     this.clockOffset = 0; // server time minus local time, in seconds
@@ -50,17 +50,25 @@ export class Connection extends EventTarget {
   }
 
   get token() { return storedToken(); }
+  set token(value) {
+    if (value) localStorage.setItem(TOKEN_KEY, value);
+    else localStorage.removeItem(TOKEN_KEY);
+  }
   get name() { return localStorage.getItem(NAME_KEY) || ""; }
-  set name(value) { localStorage.setItem(NAME_KEY, value); }
+  set name(value) { localStorage.setItem(NAME_KEY, value ?? ""); }
 
   /** Open the connection, and keep it open: a dropped one is opened again. */
   start() {
     this.open();
   }
 
+  open() {
+    return super.open().catch(() => {}); // (a refusal is an "error" event; a drop retries)
+  }
+
   /** Keep a new token for the same identity (after sign_up or sign_out_everywhere). */
   keep(session) {
-    localStorage.setItem(TOKEN_KEY, session.token);
+    this.token = session.token;
     this.name = session.name;
   }
 
@@ -75,110 +83,73 @@ export class Connection extends EventTarget {
    * a plain guest with a name of its own, not as a guest bearing the account's name. */
   forget() {
     if (this.token && isAccount(this.token)) this.name = "";
-    localStorage.removeItem(TOKEN_KEY);
+    this.token = null;
   }
 
   /** Forget the current identity and greet again as a new guest with ``name``. */
   renew(name) {
-    localStorage.removeItem(TOKEN_KEY);
+    this.token = null;
     this.name = name;
     if (this.ws) this.ws.close(1000, "new identity");
     else this.open();
   }
 
-  open() {
-    this.emit("status", { state: "connecting" });
-    const ws = new WebSocket(this.url);
-    this.ws = ws;
-    let greeted = false;
-    ws.onopen = () => {
-      const hello = { type: "hello", versions: [1], client: "blackdrez-browser/0.1" };
-      if (this.token) hello.token = this.token;
-      else if (this.name) hello.name = this.name;
-      ws.send(JSON.stringify(hello));
-    };
-    ws.onmessage = (frame) => {
-      let message;
-      try { message = JSON.parse(frame.data); } catch { return; }
-      if (!greeted) {
-        if (message.type === "welcome") {
-          greeted = true;
-          this.greeted = true;
-          this.delay = MIN_DELAY;
-          this.restartingSince = null;
-          this.welcome = message;
-          localStorage.setItem(TOKEN_KEY, message.token);
-          this.name = message.name;
-          this.emit("status", { state: "open" });
-          this.emit("welcome", message);
-          this.measureClock();
-        } else if (message.type === "error") {
-          if (message.code === "bad_token") this.forget();
-          this.emit("error", message);
-        }
-        return;
-      }
-      this.receive(message);
-    };
-    ws.onclose = (event) => {
-      if (this.ws !== ws) return;
-      this.ws = null;
-      this.greeted = false;
-      if (event.code === 4007) {  // signed out everywhere: this token is refused from now on
-        this.forget();
-        this.emit("error", { code: "signed_out", message: event.reason });
-      }
-      for (const { reject } of this.pending.values()) reject(Object.assign(new Error("connection closed"), { code: "closed" }));
-      this.pending.clear();
-      if (event.code === 4004) {
-        // Replaced: this identity connected again from another tab or browser, which is now the
-        // live one. Reconnecting on our own would take the connection back, and the other would
-        // do the same: wait until the player asks (resume).
-        this.replaced = true;
-        this.emit("status", { state: "replaced" });
-        return;
-      }
-      this.retry();
-    };
-  }
-
   /** Connect again after being replaced (the player chose to play here). */
   resume() {
     this.replaced = false;
-    this.delay = MIN_DELAY;
+    this.delay = 100;
     if (!this.ws) this.open();
   }
 
-  retry() {
-    const restarting = this.restartingSince !== null && Date.now() - this.restartingSince < RESTART_PATIENCE;
-    const wait = restarting ? RESTART_DELAY + Math.random() * RESTART_DELAY : Math.min(this.delay, MAX_DELAY);
-    this.delay = Math.min(this.delay * 2, MAX_DELAY);
-    this.emit("status", { state: "waiting", wait });
-    setTimeout(() => { if (!this.ws) this.open(); }, wait);
+  greet(welcome) {
+    this.restartingSince = null;
+    super.greet(welcome);
+    this.measureClock();
   }
 
-  get connected() { return this.greeted && this.ws !== null && this.ws.readyState === WebSocket.OPEN; }
+  refused(error) {
+    if (error.code === "bad_token") this.forget();
+    this.emit("error", error.reply);
+  }
 
-  receive(message) {
+  deliver(message, reply) {
     if (message.type === "shutdown") this.restartingSince = Date.now();
-    const waiter = message.id != null ? this.pending.get(message.id) : undefined;
-    if (waiter) {
-      this.pending.delete(message.id);
-      if (message.type === "error") waiter.reject(Object.assign(new Error(message.message), { code: message.code, retry_after: message.retry_after ?? null }));
-      else waiter.resolve(message);
-      // Snapshots and updates answering a request still change table state.
-      if (message.type === "snapshot" || message.type === "update" || message.type === "joined") {
-        this.emit("message", message);
-      }
-      return;
-    }
-    if (message.type === "error") this.emit("error", message);
+    if (reply) {
+      if (IN_STEP.has(message.type)) this.emit("message", message);
+    } else if (message.type === "error") this.emit("error", message);
     else this.emit("message", message);
   }
 
+  /** After "shutdown", every half second or so; else 100 ms doubling to 5 s, without the
+   * package's jitter (a page is one client: no herd to spread, and a server back after a crash
+   * is found at the next doubling). */
+  retryDelay() {
+    const restarting = this.restartingSince !== null && Date.now() - this.restartingSince < RESTART_PATIENCE;
+    if (restarting) return RESTART_DELAY + Math.random() * RESTART_DELAY;
+    const wait = Math.min(this.delay, MAX_DELAY);
+    this.delay = Math.min(this.delay * 2, MAX_DELAY);
+    return wait;
+  }
+
+  dropped(ws, event) {
+    if (this.ws !== ws) return;
+    if (event.code === 4007) { // signed out everywhere: this token is refused from now on
+      this.forget();
+      this.emit("error", { code: "signed_out", message: event.reason });
+    }
+    if (event.code === 4004) {
+      // Replaced: this identity connected again from another tab or browser, which is now the
+      // live one. Reconnecting on our own would take the connection back, and the other would
+      // do the same: wait until the player asks (resume).
+      this.replaced = true;
+    }
+    super.dropped(ws, event);
+  }
+
   /** Send a request with a fresh id; resolve with its reply, reject with an Error carrying the
-   * error's ``code``. A table that is ``moving`` to another node is waited out: the request is
-   * sent again (a little later each time) for up to MOVING_PATIENCE ms, since nothing was done. */
+   * error's ``code`` (and ``retry_after``). A table that is ``moving`` to another node is waited
+   * out: the request is sent again (a little later each time) for up to MOVING_PATIENCE ms,
+   * since nothing was done. */
   async request(message) {
     const started = Date.now();
     let wait = 200;
@@ -186,7 +157,9 @@ export class Connection extends EventTarget {
     try {
       for (;;) {
         try {
-          return await this.requestOnce(message);
+          if (this.replaced) throw Object.assign(new Error("playing elsewhere"), { code: "replaced" });
+          if (!this.connected) throw Object.assign(new Error("not connected: reconnecting…"), { code: "closed" });
+          return await super.request(message, { retryRateLimited: false });
         } catch (error) {
           if (error.code !== "moving" || Date.now() - started > MOVING_PATIENCE) throw error;
           if (!waited) this.movingWaits += 1;
@@ -201,16 +174,6 @@ export class Connection extends EventTarget {
     }
   }
 
-  requestOnce(message) {
-    if (this.replaced) return Promise.reject(Object.assign(new Error("playing elsewhere"), { code: "replaced" }));
-    if (!this.connected) return Promise.reject(Object.assign(new Error("not connected: reconnecting…"), { code: "closed" }));
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.ws.send(JSON.stringify({ ...message, id }));
-    });
-  }
-
   async measureClock() {
     const sent = Date.now();
     try {
@@ -222,10 +185,6 @@ export class Connection extends EventTarget {
 
   /** The server's clock now, in Unix seconds. */
   serverNow() { return Date.now() / 1000 + this.clockOffset; }
-
-  emit(type, detail) {
-    this.dispatchEvent(new CustomEvent(type, { detail }));
-  }
 }
 
 function defaultUrl() {

@@ -10,6 +10,7 @@ export declare const VERSIONS: number[];
 export declare class ServerError extends globalThis.Error {
   constructor(reply: P.Error);
   readonly code: string;
+  readonly retry_after: number | null;
   readonly reply: P.Error;
 }
 
@@ -33,6 +34,8 @@ export interface ClientOptions {
   client?: string;
   /** Open a dropped connection again (default true). */
   reconnect?: boolean;
+  /** Keep every table in step (default true; false: the application does). */
+  tables?: boolean;
   /** A WebSocket class (default: the global one). */
   WebSocket?: unknown;
   /** MessagePack functions (default: @msgpack/msgpack, loaded when encoding is "msgpack"). */
@@ -50,7 +53,9 @@ export declare class Client extends EventTarget {
   readonly url: string;
   token: string | null;
   name: string | null;
+  /** The last welcome (kept while reconnecting). */
   welcome: P.Welcome | null;
+  greeted: boolean;
   readonly tables: Map<string, TableState>;
   readonly connected: boolean;
   open(): Promise<P.Welcome>;
@@ -60,4 +65,12 @@ export declare class Client extends EventTarget {
   table(table: string): TableState | undefined;
   act(table: string, action: unknown): Promise<P.ServerMessage>;
   waitFor(predicate: (message: P.ServerMessage) => boolean, ms?: number): Promise<P.ServerMessage>;
+  /** To extend: the hello greeted with. */
+  protected hello(): P.Hello;
+  /** To extend: announce a message (``reply``: it answered a request). */
+  protected deliver(message: P.ServerMessage, reply: boolean): void;
+  /** To extend: milliseconds before the next reconnection. */
+  protected retryDelay(): number;
+  /** To extend: the handshake was refused. */
+  protected refused(error: ServerError): void;
 }

@@ -23,6 +23,11 @@
 // Events (EventTarget; each event's detail): "welcome" (the welcome), "message" (every server
 // message), "snapshot" / "update" ({table, state, message}: after it is applied), "status"
 // ({state: "connecting" | "open" | "waiting" | "replaced" | "closed", wait?}).
+//
+// Made to be extended (the browser client's Connection is a subclass): { tables: false } leaves
+// the tables to the application; hello(), deliver(message, reply), retryDelay(), refused(error)
+// and dropped(ws, event) are the places to change what is greeted with, which messages are
+// announced, how long a reconnection waits, and what a refusal or a close does.
 
 export const VERSIONS = [1];
 const MIN_DELAY = 100; // ms, the first reconnection wait; doubled up to MAX_DELAY
@@ -31,9 +36,10 @@ const MAX_DELAY = 5000;
 /** An error reply, as a rejection of request(). */
 export class ServerError extends Error {
   constructor(reply) {
-    super(`${reply.code}: ${reply.message}`);
+    super(reply.message);
     this.name = "ServerError";
     this.code = reply.code;
+    this.retry_after = reply.retry_after ?? null;
     this.reply = reply;
   }
 }
@@ -67,6 +73,12 @@ class Pacer {
 
 function sleep(ms) { return new Promise((resolve) => setTimeout(resolve, ms)); }
 
+const JSON_CODEC = {
+  binary: false,
+  encode: (message) => JSON.stringify(message),
+  decode: (data) => JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data)),
+};
+
 export class Client extends EventTarget {
   /** A client of the node at ``url`` (ws:// or wss://); open() connects it. Options: name (a new
    * guest's), token (come back as that player), encoding ("json" | "msgpack"), client (free text
@@ -75,10 +87,11 @@ export class Client extends EventTarget {
   constructor(url, options = {}) {
     super();
     this.url = url;
-    this.options = { encoding: "json", reconnect: true, client: "blackdrez-js/0.1", ...options };
-    this.token = options.token ?? options.tokenStore?.get() ?? null;
-    this.name = options.name ?? null;
-    this.welcome = null;
+    this.options = { encoding: "json", reconnect: true, tables: true, client: "blackdrez-js/0.1", ...options };
+    if (options.token !== undefined || options.tokenStore) this.token = options.token ?? options.tokenStore.get();
+    if (options.name !== undefined) this.name = options.name;
+    this.welcome = null; // the last welcome (kept while reconnecting)
+    this.greeted = false;
     this.tables = new Map(); // table id -> {seq, seat, info, view, legal, deadline}
     this.pending = new Map(); // request id -> {resolve, reject}
     this.nextId = 1;
@@ -96,28 +109,25 @@ export class Client extends EventTarget {
     return client;
   }
 
-  get connected() { return this.ws !== null && this.welcome !== null && this.ws.readyState === 1; }
+  get connected() { return this.ws !== null && this.greeted && this.ws.readyState === 1; }
 
   /** Connect and greet: resolves with the welcome, rejects with the handshake's error (a
    * ServerError: unsupported_version, bad_token...) or a failure to connect. */
   async open() {
     this.closing = false;
-    if (this.codec === null) this.codec = await this.makeCodec();
+    // (JSON needs no wait: the socket is made before open() first yields, so two calls in a row
+    // cannot open two; MessagePack's module is loaded once, before the first socket)
+    this.codec ??= this.options.encoding === "msgpack" ? await this.msgpackCodec() : JSON_CODEC;
     const Socket = this.options.WebSocket ?? globalThis.WebSocket;
     if (typeof Socket !== "function") throw new Error("no WebSocket: Node 20 needs --experimental-websocket");
     this.emit("status", { state: "connecting" });
     const ws = new Socket(this.url);
     if (this.codec.binary) ws.binaryType = "arraybuffer";
     this.ws = ws;
-    this.welcome = null;
+    this.greeted = false;
     return new Promise((resolve, reject) => {
       let greeted = false;
-      ws.onopen = () => {
-        const hello = { type: "hello", versions: VERSIONS, client: this.options.client };
-        if (this.token) hello.token = this.token;
-        else if (this.name) hello.name = this.name;
-        ws.send(this.codec.encode(hello));
-      };
+      ws.onopen = () => ws.send(this.codec.encode(this.hello()));
       ws.onmessage = (frame) => {
         let message;
         try { message = this.codec.decode(frame.data); } catch { return; }
@@ -127,8 +137,10 @@ export class Client extends EventTarget {
           this.greet(message);
           resolve(message);
         } else if (message.type === "error") {
+          const error = new ServerError(message);
+          this.refused(error);
           if (message.code === "bad_token") this.setToken(null); // a new guest next time
-          reject(new ServerError(message));
+          reject(error);
         }
       };
       ws.onclose = (event) => {
@@ -187,6 +199,28 @@ export class Client extends EventTarget {
     });
   }
 
+  // ------------------------------------------------------------------ to extend
+  /** The hello this client greets with. */
+  hello() {
+    const hello = { type: "hello", versions: VERSIONS, client: this.options.client };
+    if (this.token) hello.token = this.token;
+    else if (this.name) hello.name = this.name;
+    return hello;
+  }
+
+  /** Announce ``message`` (``reply``: it answered a request of ours, whose promise has it). */
+  deliver(message, reply) { this.emit("message", message); } // eslint-disable-line no-unused-vars
+
+  /** Milliseconds before the next reconnection: exponential backoff with jitter. */
+  retryDelay() {
+    const wait = Math.min(MAX_DELAY, this.delay) * (0.5 + Math.random() / 2);
+    this.delay = Math.min(MAX_DELAY, this.delay * 2);
+    return wait;
+  }
+
+  /** The handshake was refused (``error``: a ServerError); open() rejects with it too. */
+  refused(error) {} // eslint-disable-line no-unused-vars
+
   // ------------------------------------------------------------------ internals
   async ask(message) {
     const id = this.nextId++;
@@ -202,6 +236,7 @@ export class Client extends EventTarget {
 
   greet(welcome) {
     this.welcome = welcome;
+    this.greeted = true;
     this.setToken(welcome.token);
     this.name = welcome.name;
     this.delay = MIN_DELAY;
@@ -209,6 +244,7 @@ export class Client extends EventTarget {
     this.pacer.set(rate, Math.max(1, burst - 1)); // (hello took one)
     this.emit("status", { state: "open" });
     this.emit("welcome", welcome);
+    if (!this.options.tables) return;
     // Back after a drop: bring every table held (and every seat the server says is ours) in step.
     const held = new Set([...this.tables.keys(), ...(welcome.tables ?? [])]);
     for (const table of held) {
@@ -223,15 +259,17 @@ export class Client extends EventTarget {
   }
 
   receive(message) {
-    if (message.id != null && this.pending.has(message.id)) {
-      const { resolve, reject } = this.pending.get(message.id);
+    const waiter = message.id != null ? this.pending.get(message.id) : undefined;
+    if (waiter) {
       this.pending.delete(message.id);
-      if (message.type === "error") reject(new ServerError(message));
-      else resolve(message);
+      if (message.type === "error") waiter.reject(new ServerError(message));
+      else waiter.resolve(message);
     }
-    if (message.type === "snapshot") this.applySnapshot(message);
-    else if (message.type === "update") this.applyUpdate(message);
-    this.emit("message", message);
+    if (this.options.tables) {
+      if (message.type === "snapshot") this.applySnapshot(message);
+      else if (message.type === "update") this.applyUpdate(message);
+    }
+    this.deliver(message, waiter !== undefined);
   }
 
   applySnapshot(snapshot) {
@@ -263,26 +301,18 @@ export class Client extends EventTarget {
   dropped(ws, event) {
     if (this.ws !== ws) return;
     this.ws = null;
-    this.welcome = null;
+    this.greeted = false;
     for (const { reject } of this.pending.values()) reject(Object.assign(new Error("connection closed"), { code: "closed" }));
     this.pending.clear();
     if (event.code === 4007) this.setToken(null); // signed out everywhere: this token is refused
     if (event.code === 4004) { this.emit("status", { state: "replaced" }); return; }
     if (this.closing || !this.options.reconnect) { this.emit("status", { state: "closed" }); return; }
-    const wait = Math.min(MAX_DELAY, this.delay) * (0.5 + Math.random() / 2);
-    this.delay = Math.min(MAX_DELAY, this.delay * 2);
+    const wait = this.retryDelay();
     this.emit("status", { state: "waiting", wait });
-    setTimeout(() => { if (!this.closing) this.open().catch(() => {}); }, wait);
+    setTimeout(() => { if (!this.closing && !this.ws) this.open().catch(() => {}); }, wait);
   }
 
-  async makeCodec() {
-    if (this.options.encoding !== "msgpack") {
-      return {
-        binary: false,
-        encode: (message) => JSON.stringify(message),
-        decode: (data) => JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data)),
-      };
-    }
+  async msgpackCodec() {
     const msgpack = this.options.msgpack ?? (await import("@msgpack/msgpack"));
     return {
       binary: true,

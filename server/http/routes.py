@@ -47,7 +47,7 @@ from blackdrez.server.http.responses import Health, HealthStatus, response, too_
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.records.accounts import AccountErrorCode
 from blackdrez.server.records.api import ApiError, ErrorReply, RecordsApi
-from blackdrez.server.settings import Settings
+from blackdrez.server.settings import STATIC_DIR, Settings
 
 log = logging.getLogger("blackdrez.server")
 
@@ -84,6 +84,9 @@ GAMES_MODULE = (
     "export const SOLITAIRES = GAMES.filter((g) => g.solitaire).map((g) => g.name);\n"
 ).encode()
 """``/games.js``: the browser's list of games, from :data:`blackdrez.games.GAMES`."""
+CLIENT_MODULE = STATIC_DIR.parent / "js" / "index.js"
+"""Served as ``/client.js``: the JavaScript client package (``clients/js``), on which the browser
+client's connection (``net.js``) is built."""
 
 
 class Served(Protocol):
@@ -287,6 +290,7 @@ class HttpRoutes:
         """The static files of ``Settings.static_dir`` (kept in memory; anew if it changes)."""
         folder = self.settings.static_dir
         if self._static_files is None or self._static_folder != folder:
-            self._static_files = StaticAssets(folder, {"games.js": GAMES_MODULE})
+            modules = {"games.js": GAMES_MODULE, "client.js": CLIENT_MODULE.read_bytes()}
+            self._static_files = StaticAssets(folder, modules)
             self._static_folder = folder
         return self._static_files

@@ -10,6 +10,7 @@ import asyncio
 import os
 import shutil
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,19 @@ async def test_the_packed_tarball_installs_and_a_30_line_bot_plays_on_it(
         cwd=folder,
     )  # fmt: skip
     assert "game over:" in output and "place" in output, output
+
+
+async def test_the_node_serves_the_package_to_browsers_as_client_js(make_server) -> None:
+    """The browser client's connection (clients/browser/net.js) is built on the package: the node
+    serves its module as /client.js, the bytes of clients/js/index.js."""
+    server = await make_server()
+
+    def fetch() -> tuple[str, bytes]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/client.js", timeout=10) as r:
+            return r.headers["Content-Type"], r.read()
+
+    kind, body = await asyncio.to_thread(fetch)
+    assert kind.startswith("text/javascript") and body == (PACKAGE / "index.js").read_bytes()
+    net = (ROOT / "clients" / "browser" / "net.js").read_text()
+    assert 'import { Client } from "./client.js";' in net
+    assert "class Connection extends Client" in net
