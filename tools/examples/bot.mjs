@@ -1,14 +1,12 @@
-// A minimal BlackDrez bot in JavaScript on @blackdrez/client (walk-through: docs/bots.md):
+// A minimal bot on @blackdrez/client (docs/bots.md; installed, import "@blackdrez/client"):
 //   node --experimental-websocket tools/examples/bot.mjs ws://127.0.0.1:8765/ [TABLE]
-// It hosts a two-seat, one-round table against a server bot, or sits at TABLE and waits for its
-// host; plays one game (hit below 8), prints the ranking and exits 0 (1 if no game ended).
-// Installed from the package, the import is "@blackdrez/client".
+// Hosts a two-seat, one-round table against a server bot (or sits at TABLE), plays one game
+// (hit below 8) and prints the ranking.
 import { Client } from "../../clients/js/index.js";
-
 const [url, given] = process.argv.slice(2);
 const client = await Client.connect(url, { name: "MiniJS", reconnect: false });
-const options = { seats: 2, max_rounds: 1, round_pause_seconds: 0 };
-const joined = await client.request(given ? { type: "join", table: given } : { type: "create_table", options });
+const create = { type: "create_table", options: { seats: 2, max_rounds: 1, round_pause_seconds: 0 } };
+const joined = await client.request(given ? { type: "join", table: given } : create);
 const [table, seat] = [joined.table.id, joined.seat];
 if (!given) await client.request({ type: "add_bots", table, count: 1 });
 await client.request({ type: "ready", table });
