@@ -189,3 +189,24 @@ class Listener:
         self.task.cancel()
         await self.pubsub.aclose()
         await self.client.aclose()
+
+
+async def run_to_end(
+    *command: str,
+    cwd: Any,
+    env: dict[str, str] | None = None,
+    timeout: float = 300.0,
+) -> str:
+    """Run a program to its end; return its output (standard error too), asserting it exited 0."""
+    process = await asyncio.create_subprocess_exec(
+        *command, cwd=cwd, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), timeout)
+    finally:
+        if process.returncode is None:
+            process.kill()
+    text = output.decode()
+    assert process.returncode == 0, text
+    return text

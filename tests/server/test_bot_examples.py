@@ -15,6 +15,7 @@ import pytest
 from blackdrez.clients.bots import play_table
 from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
+from tests.server.helpers import run_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
 PY_BOT = ["-m", "blackdrez.tools.examples.bot"]
@@ -35,21 +36,7 @@ def node() -> list[str]:
 
 async def run(command: list[str], *args: str) -> str:
     """Run a bot to its end; return its output, asserting it exited 0."""
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        *args,
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        output, _ = await asyncio.wait_for(process.communicate(), 240)
-    finally:
-        if process.returncode is None:
-            process.kill()
-    text = output.decode()
-    assert process.returncode == 0, text
-    return text
+    return await run_to_end(*command, *args, cwd=ROOT, timeout=240)
 
 
 def test_both_bots_are_under_sixty_lines() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from blackdrez.protocol import typescript
+from tests.server.helpers import run_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "js"
@@ -41,21 +42,6 @@ def installed() -> Path:
     return PACKAGE
 
 
-async def run(*command: str, cwd: Path, env: dict[str, str] | None = None) -> str:
-    process = await asyncio.create_subprocess_exec(
-        *command, cwd=cwd, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        output, _ = await asyncio.wait_for(process.communicate(), 300)
-    finally:
-        if process.returncode is None:
-            process.kill()
-    text = output.decode()
-    assert process.returncode == 0, text
-    return text
-
-
 def test_the_protocol_types_are_what_the_schema_makes() -> None:
     assert typescript.check(), f"{typescript.PATH} is stale: run `{typescript.REGENERATE}`"
 
@@ -71,7 +57,7 @@ def test_the_types_compile_strictly_as_a_typescript_bot_uses_them(installed: Pat
 async def test_nodes_test_runner_passes_the_packages_tests(installed: Path, make_server) -> None:
     server = await make_server()
     env = {**os.environ, "BLACKDREZ_URL": f"ws://127.0.0.1:{server.port}/"}
-    output = await run(
+    output = await run_to_end(
         tool("node"), "--experimental-websocket", "--test", "test/", cwd=installed, env=env
     )
     assert "# pass 4" in output and "# fail 0" in output, output
@@ -80,19 +66,21 @@ async def test_nodes_test_runner_passes_the_packages_tests(installed: Path, make
 async def test_the_packed_tarball_installs_and_a_30_line_bot_plays_on_it(
     installed: Path, make_server, tmp_path: Path
 ) -> None:
-    packed = await run(tool("npm"), "pack", "--pack-destination", str(tmp_path), cwd=installed)
+    packed = await run_to_end(
+        tool("npm"), "pack", "--pack-destination", str(tmp_path), cwd=installed
+    )
     tarball = tmp_path / packed.strip().splitlines()[-1]
     assert tarball.is_file(), packed
     folder = tmp_path / "bot"
     folder.mkdir()
     (folder / "package.json").write_text('{"name": "my-bot", "private": true, "type": "module"}')
-    await run(tool("npm"), "install", "--no-audit", "--no-fund", str(tarball), cwd=folder)
+    await run_to_end(tool("npm"), "install", "--no-audit", "--no-fund", str(tarball), cwd=folder)
     assert (folder / "node_modules" / "@blackdrez" / "client" / "index.d.ts").is_file()
     source = BOT.read_text().replace("../../clients/js/index.js", "@blackdrez/client")
     assert len(source.splitlines()) <= 30 and "@blackdrez/client" in source
     (folder / "bot.mjs").write_text(source)
     server = await make_server()
-    output = await run(
+    output = await run_to_end(
         tool("node"), "--experimental-websocket", "bot.mjs", f"ws://127.0.0.1:{server.port}/",
         cwd=folder,
     )  # fmt: skip
