@@ -10,10 +10,10 @@ turns it off). Then :func:`span` hands back one shared empty context manager, an
 OpenTelemetry is even imported: the SDK is an extra (``pip install 'blackdrez-server[tracing]'``).
 
 **On.** :func:`configure` (at the node's start) builds the SDK's tracer provider the way every
-OpenTelemetry program does from the same variables: the service name from ``OTEL_SERVICE_NAME``
-(default ``blackdrez``), the node's id as ``service.instance.id``, ``OTEL_RESOURCE_ATTRIBUTES``,
-the exporters of ``OTEL_TRACES_EXPORTER`` (``otlp``, the default, over HTTP/protobuf to
-``OTEL_EXPORTER_OTLP_ENDPOINT``; ``console``), batched.
+OpenTelemetry program does from the same variables: the service name from
+``OTEL_SERVICE_NAME`` (default ``blackdrez-server``), the node's id as ``service.instance.id``,
+``OTEL_RESOURCE_ATTRIBUTES``, the exporters of ``OTEL_TRACES_EXPORTER`` (``otlp``, the default,
+over HTTP/protobuf to ``OTEL_EXPORTER_OTLP_ENDPOINT``; ``console``), batched.
 
 **The spans.** ``blackdrez.request`` (server): one client request on the node it came to;
 ``blackdrez.forward`` (client): the request forwarded to the table's host over the bus, whose
@@ -34,6 +34,8 @@ from typing import Any
 
 log = logging.getLogger("blackdrez.tracing")
 
+SERVICE = "blackdrez-server"
+"""The service name traces carry unless ``OTEL_SERVICE_NAME`` names another."""
 tracer: Any = None
 """The tracer of this process, ``None`` while tracing is off (see the module docstring)."""
 _provider: Any = None
@@ -73,7 +75,7 @@ def configure(node: str, environ: Mapping[str, str] = os.environ) -> bool:
         return False
     attributes = {"service.instance.id": node}
     if not environ.get("OTEL_SERVICE_NAME"):
-        attributes["service.name"] = "blackdrez"
+        attributes["service.name"] = SERVICE
     provider = TracerProvider(resource=Resource.create(attributes))
     for name in (environ.get("OTEL_TRACES_EXPORTER") or "otlp").split(","):
         name = name.strip().lower()
