@@ -833,16 +833,17 @@ class Hosting:
 
         try:
             position = len(entries) + 1
-            with tracing.OFF if tracing.tracer is None else tracing.span(
-                "blackdrez.log_append", blackdrez_node=self.id, blackdrez_table=room.id,
-                blackdrez_position=position,
-            ):  # fmt: skip
-                heard = await self.store.logs.append(
-                    Append(
-                        room.id, token, position, data, table_channel(room.id), announce, lobby,
-                        logged,
-                    )
-                )  # fmt: skip
+            append = Append(
+                room.id, token, position, data, table_channel(room.id), announce, lobby, logged
+            )
+            if tracing.tracer is None:  # (the hot path: not even an empty block)
+                heard = await self.store.logs.append(append)
+            else:
+                with tracing.span(
+                    "blackdrez.log_append", blackdrez_node=self.id, blackdrez_table=room.id,
+                    blackdrez_position=position,
+                ):  # fmt: skip
+                    heard = await self.store.logs.append(append)
         except LeaseLost:
             self.drop_lost_table(room.id)
             return None, MOVING_AWAY

@@ -468,18 +468,17 @@ class Node:
     async def handle(self, client: Connection, message: Any) -> None:
         """Serve one decoded request from ``client``."""
         try:
-            with (
-                tracing.OFF
-                if tracing.tracer is None
-                else tracing.span(
+            if tracing.tracer is None:  # (the hot path: not even an empty block)
+                answer = await self._dispatch(client, message)
+            else:
+                with tracing.span(
                     "blackdrez.request",
                     "server",
                     blackdrez_node=self.id,
                     blackdrez_message=type(message).__name__,
                     blackdrez_table=getattr(message, "table", None),
-                )
-            ):
-                answer = await self._dispatch(client, message)
+                ):
+                    answer = await self._dispatch(client, message)
         except StoreUnavailable as error:
             log.debug("%s failed, the store is unavailable: %s", type(message).__name__, error)
             answer = error_answer(
