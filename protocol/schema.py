@@ -94,17 +94,23 @@ def build() -> dict[str, Any]:
 @dataclass(frozen=True)
 class SchemaFile:
     """A generated JSON Schema document committed at ``path``: its exact text, the check that the
-    committed file is current, and the command that writes or checks it. Shared by this module
-    and the records API's schema (``blackdrez.server.records.schema``)."""
+    committed file is current, and the command that writes or checks it. Shared by this module,
+    the records API's schema (``blackdrez.server.records.schema``), the OpenAPI and AsyncAPI
+    documents, and the TypeScript definitions (``blackdrez.protocol.typescript``, whose ``text``
+    writes TypeScript instead of JSON)."""
 
     build: Callable[[], dict[str, Any]]
     path: Path
     regenerate: str
     source: str
     """What the document is generated from, for the message when it is stale."""
+    text: Callable[[dict[str, Any]], str] | None = None
+    """How the built document is written (default: JSON, sorted keys, two-space indent)."""
 
     def render(self) -> str:
-        """The document as the exact text committed: sorted keys, two-space indent."""
+        """The document as the exact text committed."""
+        if self.text is not None:
+            return self.text(self.build())
         return json.dumps(self.build(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
     def check(self, path: Path | None = None) -> bool:

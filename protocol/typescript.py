@@ -11,12 +11,12 @@ uses a few JSON Schema forms only (objects with properties and required fields, 
 description its doc comment. A game definition named ``blackdrez.Hit`` is ``blackdrez_Hit``.
 
 The file is committed; ``python -m blackdrez.protocol.typescript`` writes it, ``--check`` (and
-the test suite) says whether it is current; ``tests/test_js_client.py`` compiles it with ``tsc``.
+the test suite) says whether it is current; ``tests/server/test_js_client.py`` compiles it with
+``tsc``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from blackdrez.protocol import schema
+from blackdrez.protocol.schema import SchemaFile
 
 PATH = Path(__file__).resolve().parent.parent / "clients" / "js" / "protocol.d.ts"
 REGENERATE = "python -m blackdrez.protocol.typescript"
@@ -96,9 +97,8 @@ def _object(node: dict[str, Any], indent: str) -> str:
     return "\n".join(lines)
 
 
-def render() -> str:
-    """The whole ``protocol.d.ts``."""
-    document = schema.build()
+def _render(document: dict[str, Any]) -> str:
+    """The whole ``protocol.d.ts`` of the protocol's schema ``document``."""
     out = [
         f"// Generated from the protocol's JSON Schema by `{REGENERATE}`; do not edit.",
         "// The BlackDrez protocol, version 1 (docs/protocol.md): every message and payload.",
@@ -117,28 +117,10 @@ def render() -> str:
     return "\n".join(out)
 
 
-def check(path: Path = PATH) -> bool:
-    """Whether the file at ``path`` is what the code makes."""
-    try:
-        return path.read_text(encoding="utf-8") == render()
-    except FileNotFoundError:
-        return False
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=REGENERATE, description=f"Write or check {PATH.name}.")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
-    args = parser.parse_args(argv)
-    if args.check:
-        if check():
-            print(f"{PATH} is up to date")
-            return 0
-        print(f"{PATH} differs from the protocol code: run `{REGENERATE}`", file=sys.stderr)
-        return 1
-    PATH.parent.mkdir(parents=True, exist_ok=True)
-    PATH.write_text(render(), encoding="utf-8")
-    print(f"wrote {PATH}")
-    return 0
+TYPESCRIPT = SchemaFile(schema.build, PATH, REGENERATE, "protocol code", _render)
+render = TYPESCRIPT.render
+check = TYPESCRIPT.check
+main = TYPESCRIPT.main
 
 
 if __name__ == "__main__":
