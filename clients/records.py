@@ -14,6 +14,7 @@ import urllib.request
 
 import msgspec
 
+from blackdrez.clients.client import Client
 from blackdrez.games.arena import ArenaGame, Standing, standings_of
 from blackdrez.protocol import v1
 
@@ -109,8 +110,6 @@ async def check_arena(
     """Read ``arena``'s standings over the protocol (the server at ``url``) and its games from
     the same node's records API, and compare them; while they disagree, read both again for up
     to ``patience`` seconds (a game ended just now is stored within moments)."""
-    from blackdrez.clients.client import Client
-
     loop = asyncio.get_running_loop()
     deadline = loop.time() + patience
     client = await Client.connect(url, name="Arena check", binary=True)
