@@ -152,6 +152,10 @@ class Routing:
                 )
                 await self.store.bus.publish(node_channel(host), bus.encode(request))
                 return await asyncio.wait_for(future, REMOTE_TIMEOUT)
+        except BaseException:
+            if future.done() and not future.cancelled():
+                future.exception()  # given up on while the publish failed: read here, or nowhere
+            raise
         finally:
             self._pending.pop(rid, None)
             self._forwarded.pop(rid, None)

@@ -3,11 +3,15 @@ and the answer comes back; a host that does not answer is not waited for forever
 
 from __future__ import annotations
 
+import asyncio
+import gc
+
 import pytest
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server.node.routing import REMOTE_TIMEOUT
+from blackdrez.server.stores import StoreUnavailable
 from blackdrez.server.testing.node_harness import Cluster, NoAnswer, on_nodes
 from tests.node.helpers import seat_and_start
 
@@ -99,3 +103,36 @@ async def test_requests_that_need_no_table_are_answered_by_the_node(cluster: Clu
     assert pong.time == cluster.clock.time()
     bad = await client.request(v1.CreateTable(options=v1.TableOptions(seats=9)))
     assert isinstance(bad, v1.Error) and bad.code == ErrorCode.BAD_MESSAGE
+
+
+@on_nodes(2)
+async def test_a_forward_given_up_on_while_its_publish_fails_leaves_no_unread_exception(
+    cluster: Cluster,
+) -> None:
+    """An orphan scan gives up on a forwarded request (its host stopped heartbeating) while the
+    request's own publish is still waiting on the store, which then fails: the requester hears
+    ``unavailable``, and the given-up future's exception is read (the three-host test found
+    "Future exception was never retrieved" in a node's log)."""
+    a, b = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    guest = await cluster.connect(b, "Guest")
+    table = await seat_and_start(cluster, host, [guest])
+    unread: list[str] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: unread.append(context["message"]))
+    publish = b.node.store.bus.publish
+
+    async def scanned_meanwhile_then_failed(channel: str, payload: bytes) -> int:
+        b.node.routing.nodes_heard({b.id: None}, {a.id}, {a.id: None, b.id: None})
+        await asyncio.sleep(0)
+        raise StoreUnavailable("the bus is cut")
+
+    b.node.store.bus.publish = scanned_meanwhile_then_failed  # type: ignore[method-assign]
+    try:
+        refusal = await guest.request(v1.SetReady(table=table, ready=False))
+    finally:
+        b.node.store.bus.publish = publish  # type: ignore[method-assign]
+    assert isinstance(refusal, v1.Error) and refusal.code == ErrorCode.UNAVAILABLE
+    gc.collect()
+    await asyncio.sleep(0)
+    assert not [m for m in unread if "never retrieved" in m], unread
