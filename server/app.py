@@ -387,18 +387,19 @@ class GameServer:
         return player
 
     async def _tell_store_lost(self) -> None:
-        """Tell every connected client, once per store outage, when the node turns
-        ``store_unreachable`` (:data:`STORE_LOST`). Before, a node cut from its store while the
-        others reached it held its players: their tables went on at another node without them
-        (their turns timed out, their seats were freed), and nothing told them to leave."""
-        told = 0
+        """Tell every connected client, once per store outage, while the node is
+        ``store_unreachable`` (:data:`STORE_LOST`), those that connect during it included.
+        Before, a node cut from its store while the others reached it held its players: their
+        tables went on at another node without them (their turns timed out, their seats were
+        freed), and nothing told them to leave."""
+        notices = StoreLostNotices()
         while True:
             await asyncio.sleep(STORE_WATCH_EVERY)
-            outage = self.store.health.outages
-            if outage != told and self.status() == STORE_UNREACHABLE:
-                told = outage
+            unreachable = self.status() == STORE_UNREACHABLE
+            due = notices.due(unreachable, self.store.health.outages, self.node.clients)
+            if due:
                 notice = v1.Error(code=ErrorCode.UNAVAILABLE, message=STORE_LOST)
-                for client in list(self.node.clients.values()):
+                for client in due:
                     client.send(notice)
 
     async def _probe_loop(self) -> None:
@@ -442,6 +443,32 @@ class GameServer:
 async def _refuse_websocket(ws: ServerConnection) -> None:
     """Never reached: the metrics listener answers every request in ``process_request``."""
     await ws.close(CloseCode.POLICY_VIOLATION, "no WebSocket here")
+
+
+class StoreLostNotices:
+    """Who has been told of the store outage going on (:data:`STORE_LOST`): each connection
+    once per outage, whenever it connected. (A player who connected in the store's grace, and
+    whose session was set up only once the node had told the others, was never told: it stayed
+    at a node that could not serve it while its table went on elsewhere, found by the
+    three-host test, ``tests/faults/test_hosts.py``.)"""
+
+    def __init__(self) -> None:
+        self._outage = -1
+        self._told: dict[str, object] = {}
+        """Each player told, with the connection they were told on."""
+
+    def due(self, unreachable: bool, outage: int, clients: dict[str, Any]) -> list[Any]:
+        """The connections to tell now: while ``unreachable``, those of ``clients`` (each
+        player's connection) not yet told during ``outage``."""
+        if not unreachable:
+            self._told.clear()
+            return []
+        if outage != self._outage:
+            self._outage, self._told = outage, {}
+        due = [c for player, c in clients.items() if self._told.get(player) is not c]
+        for player, client in clients.items():
+            self._told[player] = client
+        return due
 
 
 class StartError(Exception):
