@@ -19,7 +19,13 @@ import redis.asyncio.connection
 import redis.exceptions
 
 from blackdrez.server.stores import Stores, StoreUnavailable, open_stores
-from blackdrez.server.stores.base import LOBBY_CHANNEL, Append, LobbyRecord, table_channel
+from blackdrez.server.stores.base import (
+    LOBBY_CHANNEL,
+    Append,
+    LobbyRecord,
+    PartlyRenewed,
+    table_channel,
+)
 from blackdrez.server.stores.redis_cluster import (
     ClusterLink,
     _unreachable_cluster,
@@ -355,3 +361,53 @@ async def test_with_wait_a_lobby_record_that_could_not_be_written_is_caught_up(
     assert await store.lobby.get("kept") == ("node-a", b"record 2")
     assert await store.lobby.get("moved") is None, "no record written without its lease"
     assert failures == {"kept": 0, "moved": 0}
+
+
+async def test_a_node_that_reaches_most_masters_counts_its_store_up(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    """One master of three frozen (failing over, or on the far side of a cut): the store's
+    probe still answers, so the node does not call its store lost and send its players away
+    (every node of the three-host test did, during one master's failover); two frozen: a
+    node on the minority side, its store is down."""
+    store = await open_cluster_store(private_cluster.url)
+    masters = private_cluster.master_indexes()
+    private_cluster.pause(masters[0])
+    try:
+        await store.ping()
+        private_cluster.pause(masters[1])
+        with pytest.raises(StoreUnavailable):
+            await store.ping()
+    finally:
+        for index in masters:
+            private_cluster.resume(index)
+    await store.ping()
+
+
+async def test_a_frozen_master_holds_up_the_renewal_of_its_own_leases_only(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    """A node's leases spread over the three masters, one of them frozen: the renewal says
+    which it renewed (the others' masters answered) and which it could not, instead of
+    failing them all (before, every node lost every lease during one master's failover and
+    adopted all its tables again)."""
+    store = await open_cluster_store(private_cluster.url)
+    tables = [f"t{i}" for i in range(12)]
+    tokens = {table: await store.leases.acquire(table, 1.0) for table in tables}
+    held = {table: token for table, token in tokens.items() if token is not None}
+    assert len(held) == len(tables)
+    frozen = private_cluster.index_serving("bd:t:{t0}:lease")
+    serving = {t: private_cluster.index_serving(f"bd:t:{{{t}}}:lease") for t in tables}
+    on_frozen = {t for t in tables if serving[t] == frozen}
+    assert len(on_frozen) < len(tables), "the leases live on more than one master"
+    private_cluster.pause(frozen)
+    try:
+        with pytest.raises(PartlyRenewed) as part:
+            await store.leases.renew(held, 60.0)
+    finally:
+        private_cluster.resume(frozen)
+    assert part.value.renewed == set(tables) - on_frozen
+    assert part.value.lost == set()
+    with direct_client(private_cluster.url) as direct:
+        assert all(direct.pttl(f"bd:t:{{{t}}}:lease") > 30_000 for t in part.value.renewed)
+        assert all(direct.pttl(f"bd:t:{{{t}}}:lease") <= 1_000 for t in on_frozen)

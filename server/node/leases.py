@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from blackdrez.server.node.clock import Clock
 from blackdrez.server.stores import Stores, StoreUnavailable
+from blackdrez.server.stores.base import PartlyRenewed
 
 RENEWALS = 4
 """Lease renewals (and heartbeats) per TTL. A node that stalls (a long garbage collection, a VM
@@ -181,6 +182,9 @@ class Leases:
             sent = self.clock.monotonic()
             try:
                 lost = await self.store.leases.renew(held, self.ttl)
+            except PartlyRenewed as part:
+                self._renewed({t: held[t] for t in part.renewed}, part.lost, sent)
+                continue
             except StoreUnavailable:
                 continue
             self._renewed(held, lost, sent)
@@ -228,7 +232,11 @@ class Leases:
                         held = {t: lease.token for t, lease in dict(self.held).items()}
                         sent = self.clock.monotonic()
                         with contextlib.suppress(StoreUnavailable, RuntimeError):
-                            lost = await store.leases.renew(held, self.ttl)
+                            try:
+                                lost = await store.leases.renew(held, self.ttl)
+                            except PartlyRenewed as part:
+                                held = {t: held[t] for t in part.renewed}
+                                lost = part.lost
                             loop.call_soon_threadsafe(self._renewed, held, lost, sent)
                     self._renew_wake.wait(self.ttl / RENEWALS)  # this loop has no other work
                     self._renew_wake.clear()

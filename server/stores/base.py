@@ -84,6 +84,17 @@ class StoreUnavailable(Exception):
     """The store cannot be reached now; nothing was changed."""
 
 
+class PartlyRenewed(StoreUnavailable):
+    """A renewal (:meth:`Leases.renew`) that reached part of the store only (some masters of a
+    Redis Cluster): the leases of ``renewed`` were renewed (``lost``: those of them found
+    gone); the others' are unknown, not renewed."""
+
+    def __init__(self, error: BaseException, renewed: set[str], lost: set[str]) -> None:
+        super().__init__(str(error))
+        self.renewed = renewed
+        self.lost = lost
+
+
 class StoreRefused(Exception):
     """The store answers but refuses what this node asks at start (a Redis database number it
     does not have, a user not allowed the commands): a setting to fix, which waiting would not
@@ -330,7 +341,9 @@ class Leases(Part):
     @abc.abstractmethod
     async def renew(self, leases: dict[str, int], ttl: float) -> set[str]:
         """Extend, by ``ttl`` seconds, each lease this process holds with the given token;
-        return the ids of those it no longer holds. A lapsed lease is not taken again."""
+        return the ids of those it no longer holds. A lapsed lease is not taken again. Raises
+        :class:`StoreUnavailable` when the store cannot be reached, :class:`PartlyRenewed`
+        when only part of it could."""
 
     @abc.abstractmethod
     async def release(self, table_id: str, token: int) -> None:

@@ -84,7 +84,14 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from blackdrez.server.stores.base import Bus, Lobby, Stores, StoreUnavailable, bucket_of
+from blackdrez.server.stores.base import (
+    Bus,
+    Lobby,
+    PartlyRenewed,
+    Stores,
+    StoreUnavailable,
+    bucket_of,
+)
 from blackdrez.server.stores.keys import epoch_key, hosted_key, lease_key, state_key
 from blackdrez.server.stores.redis import RedisLobby, check_wait, redis_bundle
 from blackdrez.server.stores.redis_bus import RedisBus
@@ -105,6 +112,9 @@ from blackdrez.server.stores.redis_tables import (
 )
 
 SCHEME = "redis+cluster"
+RENEWAL_SHARE = 0.25
+"""Share of a lease's TTL one master's renewals may take when the node's leases are on several
+masters (a node renews four times per TTL): see :meth:`ClusterLeases._renew_share`."""
 DEFAULT_PORT = 6379
 POOL_SIZE = 256
 """Connections per cluster node at most. redis-py's cluster pools refuse (rather than queue)
@@ -199,11 +209,33 @@ class ClusterLink(RedisLink):
             await self.redis.initialize()
 
     async def ping(self) -> None:
-        """Every master answers (so a failed-over shard counts as down until replaced)."""
+        """Most masters of the slot map answer. A node that reaches most of the cluster is
+        not cut off: one master failing over (its slots refused until its replica takes
+        over, as each call to them says) must not make every node call its store lost and
+        send its players away; a node on the minority side of a partition reaches fewer."""
         with self.reaching():
-            async with asyncio.timeout(PROBE_TIMEOUT):
-                await self.redis.ping(target_nodes=RedisCluster.PRIMARIES)
+            with _unreachable_cluster():
+                primaries = self.redis.get_primaries()
+            replies = await asyncio.gather(
+                *(self._ping_one(node) for node in primaries), return_exceptions=True
+            )
+            failures = [reply for reply in replies if isinstance(reply, BaseException)]
+            if not primaries or 2 * len(failures) >= len(primaries):
+                raise failures[0] if failures else redis.exceptions.ConnectionError("no master")
             self.refusing_writes = False  # (PING is refused as writes are)
+
+    async def _ping_one(self, node: ClusterNode) -> None:
+        async with asyncio.timeout(PROBE_TIMEOUT):
+            await self.redis.ping(target_nodes=node)
+
+
+def master_name(cluster: RedisCluster, slot: int) -> str:
+    """The name of the master serving ``slot`` ("" while the slot map has none for it)."""
+    try:
+        name: str = cluster.nodes_manager.get_node_from_slot(slot).name
+    except (redis.exceptions.RedisError, LookupError):
+        return ""
+    return name
 
 
 class ClusterLeases(RedisLeases):
@@ -223,6 +255,48 @@ class ClusterLeases(RedisLeases):
             if token:
                 await self._redis.sadd(bucket, table_id)
         return int(token) or None
+
+    async def renew(self, leases: dict[str, int], ttl: float) -> set[str]:
+        """See :meth:`RedisLeases.renew`: each master's leases on their own, in parallel, so
+        that a master that does not answer (failing over, or cut off) holds up the renewal of
+        its own leases only; then :class:`PartlyRenewed` says which were renewed."""
+        if not leases:
+            return set()
+        shares: dict[str, dict[str, int]] = {}
+        for table_id, token in leases.items():
+            master = master_name(self._redis, self._redis.keyslot(lease_key(table_id)))
+            shares.setdefault(master, {})[table_id] = token
+        if len(shares) == 1:
+            return await super().renew(leases, ttl)
+        results = await asyncio.gather(
+            *(self._renew_share(share, ttl) for share in shares.values()),
+            return_exceptions=True,
+        )
+        failures = [result for result in results if isinstance(result, BaseException)]
+        lost = {table for result in results if isinstance(result, set) for table in result}
+        if not failures:
+            return lost
+        # A master that does not answer may have been replaced: read the slot map again, so
+        # that the next renewal goes to its successor (the renewal thread's client sends
+        # nothing else that would).
+        with contextlib.suppress(*UNREACHABLE, redis.exceptions.RedisError):
+            await self._redis.nodes_manager.initialize()
+        renewed = {
+            table
+            for share, result in zip(shares.values(), results, strict=True)
+            if isinstance(result, set)
+            for table in share
+        }
+        if not renewed:
+            raise failures[0]
+        raise PartlyRenewed(failures[0], renewed, lost)
+
+    async def _renew_share(self, share: dict[str, int], ttl: float) -> set[str]:
+        """One master's leases, given :data:`RENEWAL_SHARE` of the TTL at most: a master that
+        does not answer (cut off: the call would wait for the socket timeout, longer than the
+        TTL) must not hold up the next renewal of the others' leases, or they lapse too."""
+        async with asyncio.timeout(ttl * RENEWAL_SHARE):
+            return await super().renew(share, ttl)
 
     def _renewal_groups(self, tables: list[str]) -> list[list[str]]:
         """One script call per slot (a script names the keys of one slot); the cluster
@@ -268,7 +342,7 @@ class ClusterTableLogs(RedisTableLogs):
             slots.setdefault(self._redis.keyslot(pending.keys[1]), []).append(index)
         masters: dict[str, list[list[int]]] = {}
         for slot, indexes in slots.items():
-            masters.setdefault(self._master_name(slot), []).append(indexes)
+            masters.setdefault(master_name(self._redis, slot), []).append(indexes)
         shares = list(masters.values())
         results = await asyncio.gather(*(self._send_share(batch, share) for share in shares))
         outcomes: list[int | BaseException] = [0] * len(batch)
@@ -276,14 +350,6 @@ class ClusterTableLogs(RedisTableLogs):
             for index, outcome in zip((i for group in share for i in group), found, strict=True):
                 outcomes[index] = outcome
         return outcomes
-
-    def _master_name(self, slot: int) -> str:
-        """The name of the master serving ``slot`` ("" while the slot map has none for it)."""
-        try:
-            name: str = self._redis.nodes_manager.get_node_from_slot(slot).name
-        except (redis.exceptions.RedisError, LookupError):
-            return ""
-        return name
 
     async def _send_share(
         self, batch: list[PendingAppend], share: list[list[int]]
