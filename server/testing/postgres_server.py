@@ -19,6 +19,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from blackdrez.server.testing.launcher import Launcher
@@ -50,9 +51,21 @@ def find_postgres_bin() -> Path:
 class PostgresServer(Launcher):
     """One throwaway PostgreSQL cluster (see the module docstring)."""
 
-    def __init__(self, *, durable: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        durable: bool = False,
+        bind: str = "127.0.0.1",
+        wrap: Callable[[list[str]], list[str]] | None = None,
+    ) -> None:
+        """``bind``: the address it listens on and its URLs name; ``wrap``: how its commands
+        are run (in a network namespace: ``server.testing.netns.Host.wrap``), by default as
+        they are. A server bound elsewhere than loopback trusts connections from anywhere
+        (it is a test's, on a private network)."""
         self.bin = find_postgres_bin()
         self.durable = durable
+        self.bind = bind
+        self.wrap = wrap
         self.user = UNPRIVILEGED_USER if os.geteuid() == 0 else None
         self._dir = tempfile.TemporaryDirectory(prefix="bd-postgres-")
         self.data_dir = Path(self._dir.name) / "data"
@@ -62,7 +75,7 @@ class PostgresServer(Launcher):
 
     def url(self, database: str = "postgres") -> str:
         """The ``postgresql://`` URL of ``database`` on this server."""
-        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+        return f"postgresql://{SUPERUSER}@{self.bind}:{self.port}/{database}"
 
     def start(self) -> None:
         """Create the cluster (unless it exists: a server stopped before) and start the
@@ -78,10 +91,13 @@ class PostgresServer(Launcher):
                 "initdb", "-D", str(self.data_dir), "-A", "trust", "-U", SUPERUSER,
                 "-E", "UTF8", "--locale", "C", "--no-sync",
             )  # fmt: skip
+            if self.bind != "127.0.0.1":
+                with (self.data_dir / "pg_hba.conf").open("a") as hba:
+                    hba.write("host all all 0.0.0.0/0 trust\n")
         settings = [
             f"-p {self.port}",
             f"-k {root}",
-            "-c listen_addresses=127.0.0.1",
+            f"-c listen_addresses={self.bind}",
             "-c max_connections=100",
         ]
         if not self.durable:
@@ -100,7 +116,7 @@ class PostgresServer(Launcher):
         return self.url(name)
 
     def _psql(self, sql: str) -> None:
-        self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", SUPERUSER,
+        self._run("psql", "-h", self.bind, "-p", str(self.port), "-U", SUPERUSER,
                   "-d", "postgres", "-q", "-c", sql)  # fmt: skip
 
     def create_schema(self) -> str:
@@ -143,9 +159,13 @@ class PostgresServer(Launcher):
     def _run(self, program: str, *args: str) -> None:
         executable = self.bin / program
         command = [str(executable if executable.exists() else program), *args]
+        user = self.user
+        if self.wrap is not None:  # (entering a namespace needs root: the user is changed after)
+            command = self.wrap([*(["runuser", "-u", user, "--"] if user else []), *command])
+            user = None
         result = subprocess.run(
             command,
-            user=self.user,
+            user=user,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from blackdrez.server.testing import netns
 from blackdrez.server.testing.nodes import CpuSampler, NodeProcess, Nodes
 from blackdrez.server.testing.redis_server import RedisServer
 
@@ -127,3 +128,18 @@ def launch_nodes(
 def watch_again(cpu: CpuSampler, node: NodeProcess) -> None:
     """Follow a restarted node's new process under the same name."""
     cpu.watch(node.node_id, node.pid)
+
+
+@pytest.fixture(scope="session")
+def netns_ready() -> None:
+    """Root and the tools, or a skip (a failure under CI); then the leftovers of crashed runs
+    are deleted."""
+    reason = netns.missing()
+    if reason is not None:
+        message = f"the tests in network namespaces cannot run here: {reason}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    swept = netns.sweep()
+    if swept:
+        print(f"\ndeleted what crashed runs left: {', '.join(swept)}")

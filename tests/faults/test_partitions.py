@@ -21,7 +21,6 @@ import asyncio
 import collections
 import contextlib
 import json
-import os
 import socket
 import statistics
 import threading
@@ -97,21 +96,6 @@ and gives the link up when no reply came by the next; then as above."""
 
 
 # ---------------------------------------------------------------------------- the lab
-
-
-@pytest.fixture(scope="session")
-def netns_ready() -> None:
-    """Root and the tools, or a skip (a failure under CI); then the leftovers of crashed runs
-    are deleted."""
-    reason = netns.missing()
-    if reason is not None:
-        message = f"the partition tests cannot run here: {reason}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    swept = netns.sweep()
-    if swept:
-        print(f"\ndeleted what crashed runs left: {', '.join(swept)}")
 
 
 @dataclass
