@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -18,6 +19,8 @@ import pytest
 import redis.asyncio.connection
 import redis.exceptions
 
+from blackdrez.server.node.clock import SystemClock
+from blackdrez.server.node.leases import Leases
 from blackdrez.server.stores import Stores, StoreUnavailable, open_stores
 from blackdrez.server.stores.base import (
     LOBBY_CHANNEL,
@@ -411,3 +414,85 @@ async def test_a_frozen_master_holds_up_the_renewal_of_its_own_leases_only(
     with direct_client(private_cluster.url) as direct:
         assert all(direct.pttl(f"bd:t:{{{t}}}:lease") > 30_000 for t in part.value.renewed)
         assert all(direct.pttl(f"bd:t:{{{t}}}:lease") <= 1_000 for t in on_frozen)
+
+
+async def test_a_store_not_started_reads_its_slot_map_and_renews_leases_on_every_master(
+    open_cluster_store: OpenStore, redis_cluster_url_clean: str
+) -> None:
+    """The renewal thread's store is opened, never started (``Leases._renew_off_loop``): its
+    ping must read the slot map (it asked the masters of an empty map: "no master", down), and
+    its renewal must not need one. Before, the renewal split by master met an empty map and
+    raised ``SlotNotCoveredError`` (not a ``RedisError``), which ended every node's renewal
+    thread at its first lease: from then on a lease lived only while its table was busy, and
+    after the three-host test's heal tables were adopted again and again."""
+    store = await open_cluster_store(redis_cluster_url_clean)
+    tables = [f"t{i}" for i in range(12)]
+    held = {table: await store.leases.acquire(table, 1.0) for table in tables}
+    assert all(held.values())
+    tokens = {table: token for table, token in held.items() if token is not None}
+    for ping_first in (False, True):
+        renewer = open_stores(redis_cluster_url_clean, "node-a", incarnation=store.incarnation)
+        try:
+            if ping_first:
+                await renewer.ping()
+                assert renewer.health.up
+            assert await renewer.leases.renew(tokens, 60.0) == set()
+        finally:
+            await renewer.close()
+    with direct_client(redis_cluster_url_clean) as direct:
+        assert all(direct.pttl(f"bd:t:{{{t}}}:lease") > 30_000 for t in tables)
+
+
+async def test_the_renewal_thread_keeps_a_nodes_leases_on_a_cluster(
+    open_cluster_store: OpenStore, redis_cluster_url_clean: str
+) -> None:
+    """Leases spread over every master, held by a node's :class:`Leases` with its renewal
+    thread on a store of its own: none lapses, however long the tables stay idle."""
+    store = await open_cluster_store(redis_cluster_url_clean)
+    lost: list[str] = []
+    leases = Leases(
+        store,
+        SystemClock(),
+        1.0,
+        lost=lost.append,
+        stopping=lambda: False,
+        renewal_store=functools.partial(open_stores, redis_cluster_url_clean, "node-a"),
+    )
+    tables = [f"t{i}" for i in range(12)]
+    for table in tables:
+        assert await leases.acquire(table) is not None
+    leases.start(asyncio.get_running_loop())
+    try:
+        await asyncio.sleep(3.0)  # three TTLs
+    finally:
+        await leases.stop()
+    assert lost == []
+    with direct_client(redis_cluster_url_clean) as direct:
+        assert all(direct.pttl(f"bd:t:{{{t}}}:lease") > 0 for t in tables), "none lapsed"
+
+
+async def test_a_renewal_none_of_whose_masters_answers_is_unavailable(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    """Every master of a node's leases frozen (the node cut off from them): the renewal is
+    :class:`StoreUnavailable`, as any call that does not reach Redis, not the bare
+    ``TimeoutError`` of its bound, which ended the renewal thread of the node cut off in the
+    three-host test."""
+    store = await open_cluster_store(private_cluster.url)
+    masters = private_cluster.master_indexes()
+    tables = [f"t{i}" for i in range(24)]
+    frozen = masters[:2]
+    serving = {t: private_cluster.index_serving(f"bd:t:{{{t}}}:lease") for t in tables}
+    on_frozen = [t for t in tables if serving[t] in frozen]
+    assert {serving[t] for t in on_frozen} == set(frozen), "the leases live on both"
+    held = {table: await store.leases.acquire(table, 60.0) for table in on_frozen}
+    tokens = {table: token for table, token in held.items() if token is not None}
+    for index in frozen:
+        private_cluster.pause(index)
+    try:
+        with pytest.raises(StoreUnavailable) as failed:
+            await store.leases.renew(tokens, 1.0)
+    finally:
+        for index in frozen:
+            private_cluster.resume(index)
+    assert not isinstance(failed.value, PartlyRenewed), "none was renewed"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from dataclasses import dataclass
 from blackdrez.server.node.clock import Clock
 from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import PartlyRenewed
+
+log = logging.getLogger("blackdrez.node")
 
 RENEWALS = 4
 """Lease renewals (and heartbeats) per TTL. A node that stalls (a long garbage collection, a VM
@@ -231,13 +234,16 @@ class Leases:
                     if self.clock.monotonic() - self._loop_seen < LOOP_PATIENCE:
                         held = {t: lease.token for t, lease in dict(self.held).items()}
                         sent = self.clock.monotonic()
-                        with contextlib.suppress(StoreUnavailable, RuntimeError):
-                            try:
-                                lost = await store.leases.renew(held, self.ttl)
-                            except PartlyRenewed as part:
-                                held = {t: held[t] for t in part.renewed}
-                                lost = part.lost
-                            loop.call_soon_threadsafe(self._renewed, held, lost, sent)
+                        try:
+                            with contextlib.suppress(StoreUnavailable, RuntimeError):
+                                try:
+                                    lost = await store.leases.renew(held, self.ttl)
+                                except PartlyRenewed as part:
+                                    held = {t: held[t] for t in part.renewed}
+                                    lost = part.lost
+                                loop.call_soon_threadsafe(self._renewed, held, lost, sent)
+                        except Exception:  # a bug: this period's renewal only, not the thread
+                            log.exception("renewing leases failed: the next period tries again")
                     self._renew_wake.wait(self.ttl / RENEWALS)  # this loop has no other work
                     self._renew_wake.clear()
             finally:

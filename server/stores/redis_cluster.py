@@ -215,6 +215,10 @@ class ClusterLink(RedisLink):
         send its players away; a node on the minority side of a partition reaches fewer."""
         with self.reaching():
             with _unreachable_cluster():
+                if not self.redis.get_primaries():
+                    # No slot map yet (the renewal thread's store is not started, or the
+                    # cluster did not answer at start): read it, else there is nothing to ask.
+                    await self.redis.initialize()
                 primaries = self.redis.get_primaries()
             replies = await asyncio.gather(
                 *(self._ping_one(node) for node in primaries), return_exceptions=True
@@ -233,8 +237,8 @@ def master_name(cluster: RedisCluster, slot: int) -> str:
     """The name of the master serving ``slot`` ("" while the slot map has none for it)."""
     try:
         name: str = cluster.nodes_manager.get_node_from_slot(slot).name
-    except (redis.exceptions.RedisError, LookupError):
-        return ""
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException, LookupError):
+        return ""  # (a slot not in the map is SlotNotCoveredError: not a RedisError)
     return name
 
 
@@ -294,9 +298,12 @@ class ClusterLeases(RedisLeases):
     async def _renew_share(self, share: dict[str, int], ttl: float) -> set[str]:
         """One master's leases, given :data:`RENEWAL_SHARE` of the TTL at most: a master that
         does not answer (cut off: the call would wait for the socket timeout, longer than the
-        TTL) must not hold up the next renewal of the others' leases, or they lapse too."""
-        async with asyncio.timeout(ttl * RENEWAL_SHARE):
-            return await super().renew(share, ttl)
+        TTL) must not hold up the next renewal of the others' leases, or they lapse too. Its
+        timeout is :class:`StoreUnavailable` like any unreachable master (a bare ``TimeoutError``
+        ended the renewal thread of the node cut off)."""
+        with self._link.reaching():
+            async with asyncio.timeout(ttl * RENEWAL_SHARE):
+                return await super().renew(share, ttl)
 
     def _renewal_groups(self, tables: list[str]) -> list[list[str]]:
         """One script call per slot (a script names the keys of one slot); the cluster
