@@ -11,6 +11,7 @@ answers about it (its pid while it runs, and whether it runs).
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from types import TracebackType
 from typing import Self
@@ -55,3 +56,17 @@ class OneProcess(Launcher):
     def running(self) -> bool:
         """True while the process is alive (paused counts as alive)."""
         return self._process is not None and self._process.poll() is None
+
+
+def stop_process(process: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """Stop ``process`` if it runs: SIGCONT (a paused process cannot act on SIGTERM), SIGTERM,
+    then SIGKILL if it lingers past ``timeout`` seconds; return once it has exited."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGCONT)
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from blackdrez.server.testing.launcher import OneProcess
+from blackdrez.server.testing.launcher import OneProcess, stop_process
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf"
 START_TIMEOUT = 15.0
@@ -115,12 +115,5 @@ class Nginx(OneProcess):
 
     def close(self) -> None:
         """Stop nginx (quick shutdown) and delete its folder."""
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(self._process, STOP_TIMEOUT)
         self._dir.cleanup()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import redis
 
-from blackdrez.server.testing.launcher import Launcher
+from blackdrez.server.testing.launcher import Launcher, stop_process
 from blackdrez.server.testing.redis_server import answers_ping, find_redis_server, handed_out
 
 START_TIMEOUT = 20.0
@@ -337,15 +337,7 @@ class LocalCluster(Launcher):
         """Stop every node (SIGTERM, then SIGKILL if one lingers)."""
         for node in self.nodes:
             process, node.process = node.process, None
-            if process is None or process.poll() is not None:
-                continue
-            process.send_signal(signal.SIGCONT)
-            process.terminate()
-            try:
-                process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, STOP_TIMEOUT)
 
     def close(self) -> None:
         """Stop every node and delete the data directories."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from blackdrez.server.stores.embedded import find_redis_server
-from blackdrez.server.testing.launcher import OneProcess
+from blackdrez.server.testing.launcher import OneProcess, stop_process
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
@@ -130,15 +130,7 @@ class RedisServer(OneProcess):
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL if it lingers) and wait for it to exit."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGCONT)  # a paused server cannot act on SIGTERM
-        process.terminate()
-        try:
-            process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, STOP_TIMEOUT)
 
     def kill(self) -> None:
         """Kill the server at once (SIGKILL), as a crash would; :meth:`start` brings it back."""

@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -32,14 +31,10 @@ import pytest
 import yaml
 
 from blackdrez.server.testing.nodes import lease_holders
-from tests.deploy.conftest import LOG_DIR
+from tests.deploy.conftest import LOG_DIR, engine_with_images
 from tests.deploy.harness import (
     COMPOSE_FILE,
-    PREPARE_TIMEOUT,
     ROOT,
-    NoDocker,
-    compose_subnets,
-    docker_engine,
     exclusive,
     run,
 )
@@ -190,20 +185,8 @@ def stack() -> Iterator[Stack]:
     this fixture made it)."""
     with exclusive(), contextlib.ExitStack() as cleanup:
         LOG_DIR.mkdir(parents=True, exist_ok=True)
-        try:
-            subnets = compose_subnets(yaml.safe_load(COMPOSE_FILE.read_text()))
-            engine = cleanup.enter_context(docker_engine(LOG_DIR, subnets))
-        except NoDocker as error:
-            message = f"the swarm deployment cannot run here: {error}"
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message)
         started = time.monotonic()
-        prepared = subprocess.run(
-            [sys.executable, str(ROOT / "deploy" / "offline.py"), "--allow-missing"],
-            capture_output=True, text=True, timeout=PREPARE_TIMEOUT, cwd=ROOT,
-        )  # fmt: skip
-        assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr
+        engine, _ = engine_with_images(cleanup, LOG_DIR, "the swarm deployment")
         docker("build", "-q", "-t", IMAGE, "--build-arg", "OFFLINE=1", str(ROOT), timeout=900)
         prepared_s = time.monotonic() - started
         swarm = docker("info", "--format", "{{.Swarm.LocalNodeState}}").strip()
