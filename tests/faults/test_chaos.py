@@ -12,8 +12,10 @@ import pytest
 
 from tests.faults.chaos import run
 
-MINUTES = float(os.environ.get("BD_CHAOS_MINUTES", "3"))
-"""How long the soak runs here (``BD_CHAOS_MINUTES`` to change it)."""
+MINUTES = float(os.environ.get("BD_CHAOS_MINUTES", "2"))
+"""How long the soak runs here (``BD_CHAOS_MINUTES`` to change it; the test command's 2 minutes
+keep CI's whole run under its budget: longer soaks, `python3 -m tests.faults.chaos --minutes
+30`, are in docs/reliability.md)."""
 
 pytestmark = pytest.mark.timeout(int(MINUTES * 60) + 900)
 

@@ -232,7 +232,7 @@ async def test_a_host_cut_off_from_the_other_two_loses_nothing_and_its_tables_go
     site = deployment
     tables = await open_tables([site.balancer.url], TABLES, fault_options())
     attempts = record_attempts(clients_of(tables))
-    playing = asyncio.create_task(play_tables(tables, think=0.1, deadline=120))
+    playing = asyncio.create_task(play_tables(tables, think=0.1, deadline=60))
     problems: list[str] = []
     async with abandoned_on_failure(tables, playing):
         await asyncio.sleep(1.0)
