@@ -212,13 +212,18 @@ def stack() -> Iterator[Stack]:
 
 
 async def play_through(
-    stack: Stack, during: Any, figures: dict[str, Any], rounds: int = 12
+    stack: Stack,
+    during: Any,
+    figures: dict[str, Any],
+    rounds: int = 12,
+    think: float = 0.15,
+    count: int = TABLES,
 ) -> list[str]:
-    """Open :data:`TABLES` tables through the balancer, play them (``rounds`` rounds), run
-    ``during(tables)`` (the fault) once the games are under way, let them end and check the
-    history: the problems."""
-    tables = await open_tables([stack.url], TABLES, fault_options(max_rounds=rounds))
-    playing = asyncio.create_task(play_tables(tables, think=0.15, deadline=240))
+    """Open ``count`` tables through the balancer, play them (``rounds`` rounds, ``think``
+    seconds before each action), run ``during(tables)`` (the fault) once the games are under
+    way, let them end and check the history: the problems."""
+    tables = await open_tables([stack.url], count, fault_options(max_rounds=rounds))
+    playing = asyncio.create_task(play_tables(tables, think=think, deadline=240))
     await asyncio.sleep(1.0)
     fault = mark_fault(tables)
     await during(tables)
@@ -283,7 +288,8 @@ async def test_a_rolling_update_of_the_nodes_while_games_play_loses_no_game(stac
         figures["games going at its end"] = sum(not t.over() for t in tables)
         assert moved, "no table was handed over: the games ended before the drains"
 
-    problems = await play_through(stack, update, figures, rounds=60)
+    # More and slower games, so that the drains find some (the update takes about 50 s).
+    problems = await play_through(stack, update, figures, rounds=60, think=1.0, count=6)
     after = await asyncio.to_thread(stack.node_containers)
     replaced = [node for node in before if before[node] != after.get(node)]
     figures["nodes replaced"] = f"{len(replaced)}/{len(before)}"
