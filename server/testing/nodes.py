@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from blackdrez.server.testing.launcher import OneProcess
+from blackdrez.server.testing.launcher import OneProcess, stop_process
 from blackdrez.server.testing.redis_cluster import direct_client
 from blackdrez.server.testing.redis_server import free_port
 
@@ -185,15 +185,7 @@ class NodeProcess(OneProcess):
 
     def stop(self) -> None:
         """Stop the node (SIGTERM, then SIGKILL if it lingers) and wait for it to exit."""
-        process = self._process
-        if process is None or process.poll() is not None:
-            return
-        self.terminate()
-        try:
-            process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(self._process, STOP_TIMEOUT)
 
 
 class Nodes:
