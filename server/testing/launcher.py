@@ -58,7 +58,7 @@ class OneProcess(Launcher):
         return self._process is not None and self._process.poll() is None
 
 
-def stop_process(process: subprocess.Popen[bytes] | None, timeout: float) -> None:
+def stop_process(process: subprocess.Popen[bytes] | None, timeout: float = 10.0) -> None:
     """Stop ``process`` if it runs: SIGCONT (a paused process cannot act on SIGTERM), SIGTERM,
     then SIGKILL if it lingers past ``timeout`` seconds; return once it has exited."""
     if process is None or process.poll() is not None:

@@ -65,6 +65,7 @@ from typing import Any
 
 import msgspec
 
+from blackdrez.server.testing.launcher import stop_process
 from blackdrez.server.testing.redis_server import free_port
 from blackdrez.tools.loadtest.charts import timeline_chart
 from blackdrez.tools.loadtest.procfs import (
@@ -80,7 +81,6 @@ from blackdrez.tools.loadtest.procfs import (
     server_histograms,
     start_process,
     steal_seconds,
-    stop_process,
     wait_listening,
 )
 from blackdrez.tools.loadtest.profiler import profile_summary, start_profiler

@@ -126,18 +126,6 @@ def wait_listening(host: str, port: int, process: subprocess.Popen[bytes], timeo
     raise RuntimeError(f"nothing listens on {host}:{port} after {timeout} s")
 
 
-def stop_process(process: subprocess.Popen[bytes] | None, timeout: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL if it lingers."""
-    if process is None or process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 def favour(pid: int) -> str:
     """Let process ``pid`` run before the load's workers on a core it shares with them: the
     real-time policy ``SCHED_FIFO`` at its lowest priority, else (not permitted) nice -10.
