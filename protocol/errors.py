@@ -126,3 +126,7 @@ class CloseCode(enum.IntEnum):
     """An action (``act``, ``undo``, ``add_bots``) was forwarded to the node hosting its table
     and no answer came in time: it may or may not have been carried out (an error would say it
     was not, and the client would play it again); reconnect and resync."""
+    OUT_OF_STEP = 4009
+    """This node lost track of a table the client watches (the table's host could not be
+    reached to bring the client up to date, as in a network cut): reconnect, to any node, and
+    resync."""

@@ -29,7 +29,7 @@ import msgspec
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.codec import encode
-from blackdrez.protocol.errors import ErrorCode
+from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import bus
 from blackdrez.server.connection import Connection, Watch, wire_frame
 from blackdrez.server.metrics import Metrics
@@ -43,6 +43,9 @@ from blackdrez.server.table.room import Broadcast
 log = logging.getLogger("blackdrez.node")
 
 RECENT_UPDATES = 64
+CATCH_UP_PATIENCE = 30.0
+"""Seconds a viewer's catch-up keeps asking the table's host (which may be cut off, or the table
+not yet adopted) before the viewer's connection is closed for its client to resync."""
 
 
 class Fanout:
@@ -114,8 +117,11 @@ class Fanout:
     async def follow_lost(self, table: str) -> None:
         """Keep the viewers here of a table this node lost: follow it where it goes, and resync
         each of them, since what happened to it meanwhile (an adoption elsewhere, commands its
-        new host took while this node was paused) was announced before this node listened."""
-        await self.follow(table)
+        new host took while this node was paused) was announced before this node listened.
+        The bus may be down too (a network cut takes both): then each viewer's resync follows
+        the table once it can (``Routing.route`` follows before it forwards)."""
+        with contextlib.suppress(StoreUnavailable):
+            await self.follow(table)
         await asyncio.gather(
             *(self._catch_up_viewer(client, table) for client in list(self.watchers.get(table, {})))
         )
@@ -166,9 +172,13 @@ class Fanout:
         """Resync one viewer of a remote table, retrying while its host is not reachable yet
         (the host's own bus may come back later than this node's) or the table is moving.
         A viewer the host no longer counts (their seat was freed, or the table closed, while
-        this node could not hear it) is told from the table's log what they missed."""
+        this node could not hear it) is told from the table's log what they missed. A viewer
+        still not caught up after :data:`CATCH_UP_PATIENCE` is closed (``OUT_OF_STEP``): its
+        client reconnects, wherever it can, and resyncs."""
+        loop = asyncio.get_running_loop()
         delays = STORE_RETRY.delays()
-        for _ in range(12):
+        give_up = loop.time() + CATCH_UP_PATIENCE
+        while True:
             watch = client.tables.get(table)
             if watch is None or client.closing:
                 return
@@ -185,6 +195,10 @@ class Fanout:
                 answer, ErrorCode.UNAVAILABLE, ErrorCode.MOVING
             ):
                 await self._deliver_answer(client, answer)
+                return
+            if loop.time() >= give_up:
+                log.warning("viewer of %s not caught up: closed to reconnect and resync", table)
+                client.close(CloseCode.OUT_OF_STEP, f"lost track of {table}: reconnect and resync")
                 return
             await asyncio.sleep(next(delays))
 
@@ -231,9 +245,24 @@ class Fanout:
                 self._spawn(self._still_connected(client, table))
 
     async def _still_connected(self, client: Connection, table: str) -> None:
+        """Tell ``table``'s host that ``client`` is connected; again, on the store's retry
+        backoff, while the host cannot be reached or the table is moving (a network cut), for
+        as long as the client watches the table and :data:`CATCH_UP_PATIENCE` at most: the
+        host would count the player away until its grace ends, and hold the game for them."""
+        loop = asyncio.get_running_loop()
+        delays = STORE_RETRY.delays()
+        give_up = loop.time() + CATCH_UP_PATIENCE
         message = ConnectionChanged(table=table, connected=True)
-        with contextlib.suppress(StoreUnavailable, TimeoutError):
-            await self._route(client.player, client.name, table, message)
+        while client.tables.get(table) is not None and not client.closing:
+            try:
+                answer = await self._route(client.player, client.name, table, message)
+                if not _refused_with(answer, ErrorCode.UNAVAILABLE, ErrorCode.MOVING):
+                    return
+            except (StoreUnavailable, TimeoutError):
+                pass
+            if loop.time() >= give_up:
+                return
+            await asyncio.sleep(next(delays))
 
     def fan_out(self, broadcast: Broadcast) -> None:
         """Send one update to every local watcher of its table, encoded once per class."""

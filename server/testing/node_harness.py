@@ -626,6 +626,8 @@ class NodeBus(Bus):
         await self._bus.publish(channel, data)
 
     async def subscribe(self, channel: str, handler: Handler) -> None:
+        if self.cut:  # as Redis's bus, whose subscription waits for a link that is down
+            raise StoreUnavailable(f"bus cut: cannot subscribe to {channel}")
         delivery = Delivery(self, handler, contextvars.copy_context())
         self._deliveries[channel, handler] = delivery
         await self._bus.subscribe(channel, delivery)

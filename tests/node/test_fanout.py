@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode
+from blackdrez.server.node.fanout import CATCH_UP_PATIENCE
 from blackdrez.server.table.commands import rebuild
 from blackdrez.server.testing.node_harness import Cluster, FakeClient, on_nodes
 from tests.node.helpers import act_once, play_out, seat_and_start
@@ -121,3 +122,70 @@ async def test_a_viewer_too_far_behind_is_disconnected_without_holding_the_other
     await act_once(cluster, [host, player], table)
     assert slow.closed and slow.close_code == CloseCode.SLOW_CONSUMER
     assert player.table(table).seq == a.rooms[table].seq
+
+
+@on_nodes(2)
+async def test_viewers_of_a_table_lost_while_the_bus_is_down_follow_it_once_it_is_back(
+    cluster: Cluster,
+) -> None:
+    """A node finds a table's lease lost while its bus is down (a network cut takes both): its
+    viewers there must follow the table to its next host, and it cannot subscribe to the
+    table's channel yet. Once the bus is back they are caught up and hear every update after
+    (the three-host cut of issue 39 left them waiting for good)."""
+    a, b = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    player = await cluster.connect(b, "Player")
+    table = await seat_and_start(cluster, host, [player])
+    cluster.take_store_down(a)
+    cluster.cut_bus(a)
+    a.node.hosting.drop_lost_table(table)  # the renewal's verdict, in the cut
+    await cluster.until(lambda: table in b.rooms, "adopted by b", within=20.0)
+    await cluster.bring_store_back(a)
+    await cluster.restore_bus(a)
+    await cluster.until(lambda: host.table(table).seq == b.rooms[table].seq, "caught up")
+    await play_out(cluster, [host, player], table)
+    assert host.table(table).seq == b.rooms[table].seq
+
+
+@on_nodes(2)
+async def test_a_viewer_a_node_cannot_catch_up_for_long_is_closed_to_resync_elsewhere(
+    cluster: Cluster,
+) -> None:
+    """The same cut, but the node's bus stays down: its viewer of the lost table is not left
+    waiting for good. After ``CATCH_UP_PATIENCE`` the node closes the connection (OUT_OF_STEP)
+    so that the client reconnects, wherever it can, and resyncs."""
+    a, b = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    player = await cluster.connect(b, "Player")
+    table = await seat_and_start(cluster, host, [player])
+    cluster.take_store_down(a)
+    cluster.cut_bus(a)
+    a.node.hosting.drop_lost_table(table)
+    await cluster.until(lambda: table in b.rooms, "adopted by b", within=20.0)
+    await cluster.advance(CATCH_UP_PATIENCE / 2)
+    assert not host.closed, "not before its patience is spent"
+    await cluster.until(lambda: host.closed, "closed", within=CATCH_UP_PATIENCE)
+    assert host.close_code == CloseCode.OUT_OF_STEP
+    assert not player.closed
+
+
+@on_nodes(3)
+async def test_a_player_whose_node_could_not_say_so_at_once_is_counted_back_by_the_adopter(
+    cluster: Cluster,
+) -> None:
+    """The adopter counts every player away; the node where one is still connected hears it,
+    but its first word to the adopter fails (its store is out for a moment, as in a network
+    cut). It must say it again once it can: else the player stays away for the table, whose
+    next round waits for them while they wait for it (the three-host cut of issue 39)."""
+    a, b, c = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    player = await cluster.connect(b, "Player")
+    table = await seat_and_start(cluster, host, [player])
+    cluster.take_store_down(b)
+    cluster.kill(a)
+    await cluster.until(lambda: table in c.rooms, "adopted by c", within=3 * cluster.lease_ttl)
+    room = c.rooms[table]
+    await cluster.advance(0.5)
+    assert not room.seats[1].connected, "b could not say so yet"
+    await cluster.bring_store_back(b)
+    await cluster.until(lambda: room.seats[1].connected, "the player counted back")
