@@ -93,6 +93,11 @@ def announced_limits(settings: Settings) -> v1.Limits:
     )
 
 
+ACCOUNT_CHECK_TIMEOUT = 2.0
+"""Seconds a ``hello``'s account check waits for the records database (see
+:meth:`Tokens.authenticate`)."""
+
+
 class OutageWarnings:
     """Warnings logged once per store outage: every player coming back at once during an outage
     would write them per ``hello``."""
@@ -120,6 +125,8 @@ class Tokens:
         self.warnings = warnings
         self.secret = b""
         self.accounts: Accounts | None = None
+        self._checks: set[asyncio.Future[identity.Token | None]] = set()
+        """Account checks under way (one still waiting for a silent database included)."""
 
     async def in_force(self, text: str) -> identity.Token | None:
         """The token ``text`` if it is genuine (:meth:`authenticate`) and not logged out (the
@@ -140,14 +147,35 @@ class Tokens:
         """The token of a ``hello`` if it is genuine, unexpired and, with records, not revoked
         by its account (a guest token of an identity since claimed, an account's older token
         generation). While the records database cannot be reached the account check waits for
-        it to answer again, as the store's list of ended tokens does."""
+        it to answer again, as the store's list of ended tokens does; one that does not answer
+        within :data:`ACCOUNT_CHECK_TIMEOUT` (its link cut: the query waits, it does not fail)
+        counts as not reached, so that a player moving here in a network cut is let in."""
         if self.accounts is None:
             return identity.read_token(self.secret, text, self.settings.token_lifetime)
+        # In a task of its own, left to finish on its own past the timeout: a cancelled asyncpg
+        # query waits for its connection to be given back to the pool, as long as the link.
+        check = asyncio.ensure_future(self.accounts.authenticate(text))
+        self._checks.add(check)
+        check.add_done_callback(_forget_check(self._checks))
         try:
-            return await self.accounts.authenticate(text)
-        except Exception:  # the database's own errors
+            return await asyncio.wait_for(asyncio.shield(check), ACCOUNT_CHECK_TIMEOUT)
+        except Exception:  # the database's own errors, and its silence
             log.warning("records unavailable: token accepted without the account check")
             return identity.read_token(self.secret, text, self.settings.token_lifetime)
+
+
+def _forget_check(
+    checks: set[asyncio.Future[identity.Token | None]],
+) -> Callable[[asyncio.Future[identity.Token | None]], None]:
+    """A done callback: forget a finished account check, its outcome read (one given up on
+    fails unheard)."""
+
+    def forget(check: asyncio.Future[identity.Token | None]) -> None:
+        checks.discard(check)
+        if not check.cancelled():
+            check.exception()
+
+    return forget
 
 
 class Sessions:
