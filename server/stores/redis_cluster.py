@@ -281,10 +281,11 @@ class ClusterLeases(RedisLeases):
         if not failures:
             return lost
         # A master that does not answer may have been replaced: read the slot map again, so
-        # that the next renewal goes to its successor (the renewal thread's client sends
-        # nothing else that would).
-        with contextlib.suppress(*UNREACHABLE, redis.exceptions.RedisError):
-            await self._redis.nodes_manager.initialize()
+        # that a later renewal goes to its successor (the renewal thread's client sends
+        # nothing else that would). In the background: the read may try the node that does
+        # not answer first and wait for its timeout, longer than the TTL, and the leases
+        # renewed just now would lapse before the next renewal.
+        self._read_slot_map_soon()
         renewed = {
             table
             for share, result in zip(shares.values(), results, strict=True)
@@ -294,6 +295,20 @@ class ClusterLeases(RedisLeases):
         if not renewed:
             raise failures[0]
         raise PartlyRenewed(failures[0], renewed, lost)
+
+    _slot_map_read: asyncio.Task[None] | None = None
+
+    def _read_slot_map_soon(self) -> None:
+        """Read the cluster's slot map again, in a task of its own (one at a time)."""
+        if self._slot_map_read is None or self._slot_map_read.done():
+            self._slot_map_read = asyncio.get_running_loop().create_task(self._read_slot_map())
+
+    async def _read_slot_map(self) -> None:
+        # (no node answered: read again at the next renewal that fails)
+        with contextlib.suppress(
+            *UNREACHABLE, redis.exceptions.RedisError, redis.exceptions.RedisClusterException
+        ):
+            await self._redis.nodes_manager.initialize()
 
     async def _renew_share(self, share: dict[str, int], ttl: float) -> set[str]:
         """One master's leases, given :data:`RENEWAL_SHARE` of the TTL at most: a master that
