@@ -68,6 +68,12 @@ HANDOVER_BOUND = 25.0
 failover (its node timeout, 2 s, and an election), the node's lease (1 s) and the store's
 grace (3 s), the adopter's scan, the players' reconnection through nginx; with room for a
 loaded 2-core machine running eleven servers."""
+MOVES = 2
+"""Adoptions a table may see: this fault moves a table twice at most. Once when its host is cut
+off or its lease's master is (the lease lapses until the failover), and once more when its
+adopter's renewals, on a slot map read before the failover, miss the lease's TTL at the
+failover (measured: 0 to 4 tables of 6 in a run; see docs/reliability.md, Several hosts). More
+would be a node losing its lease again after the fault."""
 HEAL_BOUND = 30.0
 """Seconds from the heal until the cluster is whole and the cut node serves again."""
 STORED_BOUND = 30.0
@@ -218,11 +224,6 @@ def served_through(balancer: Nginx) -> str:
         return str(answer.status)
 
 
-@pytest.mark.xfail(
-    reason="open: in about two runs of three some games stall (players connected, no events for "
-    "20 s); see docs/reliability.md, Several hosts",
-    strict=False,
-)
 async def test_a_host_cut_off_from_the_other_two_loses_nothing_and_its_tables_go_on(
     deployment: Deployment, cpu: CpuSampler, figures: dict[str, Any]
 ) -> None:
@@ -246,6 +247,7 @@ async def test_a_host_cut_off_from_the_other_two_loses_nothing_and_its_tables_go
         fault = mark_fault([t for t in tables if held.get(t.id) == victim.node_id])
         cuts = [site.lab.cut(victim.host, other.address) for other in others]
         cut_at = fault.at
+        cut_wall = time.time()
         majority = next(
             i for i, n in enumerate(site.cluster.nodes) if n.host != victim.host.address
         )
@@ -297,8 +299,9 @@ async def test_a_host_cut_off_from_the_other_two_loses_nothing_and_its_tables_go
             served_through, site.balancer
         )
     problems += await finish_and_check(
-        site.cluster.url, tables, playing, fault, figures, cpu=cpu, nodes=site.nodes
-    )
+        site.cluster.url, tables, playing, fault, figures, cpu=cpu, nodes=site.nodes,
+        resumes=MOVES,
+    )  # fmt: skip
     # The cut node acknowledges nothing once its leases may have lapsed: an event it logged
     # comes before its table's adoption (the adopter's Resume entry) in the log.
     trusted_until = cut_at + LEASE_TTL * (1 - LEASE_MARGIN)
@@ -346,12 +349,24 @@ async def test_a_host_cut_off_from_the_other_two_loses_nothing_and_its_tables_go
     if stored < len(tables):
         problems.append(f"{len(tables) - stored} game(s) missing from PostgreSQL")
     if problems:  # what each table's log ends with, and where its players were
+        print(f"cut at {cut_wall:.2f}, healed {healed_at - cut_at:.2f} s after")
         for table in tables:
             tail = [
-                (e.seq, type(e.command).__name__, e.player[-4:] if e.player else "")
-                for e in logs[table.id].entries[-12:]
+                (
+                    e.seq,
+                    type(e.command).__name__ + ("+" if getattr(e.command, "connected", 0) else ""),
+                    e.player[-4:] if e.player else "",
+                    round(e.now - cut_wall, 2),
+                )
+                for e in logs[table.id].entries[-14:]
             ]
-            print(f"{table.id}: {tail}")
+            print(f"{table.id} (held by {moved.get(table.id)}): {tail}")
             for client in table.clients:
-                print(f"   {client.player[-4:]} errors {client.pushed[-3:]!r:.300}")
+                state = client.tables.get(table.id)
+                print(
+                    f"   {client.player[-4:]} token {client.token[-6:]} seq "
+                    f"{state and state.seq} legal {state and bool(state.legal)} reconnects "
+                    f"{client.reconnects} at {client.reconnected_at - cut_at:.2f} "
+                    f"errors {client.pushed[-3:]!r:.200}"
+                )
     assert not problems, "\n".join(problems)
