@@ -442,6 +442,33 @@ async def test_a_frozen_master_never_holds_a_renewal_up_past_its_share_of_the_tt
     assert max(durations) <= 0.5 + 0.1, [round(d, 2) for d in durations]
 
 
+async def test_a_renewal_all_of_whose_leases_are_on_a_frozen_master_gives_up_in_time(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    """Every lease of a node on one master, which stops answering: the renewal is unavailable
+    within its share of the TTL, as with leases on several masters, not after the socket's
+    timeout (2 s, twice the TTL: the next renewal, at the master's successor once the cluster
+    has failed over, came too late, and the three-host cut saw tables adopted twice)."""
+    store = await open_cluster_store(private_cluster.url)
+    frozen = private_cluster.index_serving("bd:t:{t0}:lease")
+    tables = [
+        t
+        for t in (f"t{i}" for i in range(40))
+        if private_cluster.index_serving(f"bd:t:{{{t}}}:lease") == frozen
+    ]
+    held = {table: await store.leases.acquire(table, 60.0) for table in tables}
+    assert len(held) >= 2 and all(held.values())
+    private_cluster.pause(frozen)
+    try:
+        began = time.perf_counter()
+        with pytest.raises(StoreUnavailable):
+            await store.leases.renew(held, 1.0)  # type: ignore[arg-type]
+        took = time.perf_counter() - began
+    finally:
+        private_cluster.resume(frozen)
+    assert took <= 0.25 + 0.15, f"{took:.2f} s"
+
+
 async def test_a_store_not_started_reads_its_slot_map_and_renews_leases_on_every_master(
     open_cluster_store: OpenStore, redis_cluster_url_clean: str
 ) -> None:
@@ -483,6 +510,39 @@ async def test_the_renewal_thread_keeps_a_nodes_leases_on_a_cluster(
         lost=lost.append,
         stopping=lambda: False,
         renewal_store=functools.partial(open_stores, redis_cluster_url_clean, "node-a"),
+    )
+    tables = [f"t{i}" for i in range(12)]
+    for table in tables:
+        assert await leases.acquire(table) is not None
+    leases.start(asyncio.get_running_loop())
+    try:
+        await asyncio.sleep(3.0)  # three TTLs
+    finally:
+        await leases.stop()
+    assert lost == []
+    with direct_client(redis_cluster_url_clean) as direct:
+        assert all(direct.pttl(f"bd:t:{{{t}}}:lease") > 0 for t in tables), "none lapsed"
+
+
+async def test_leases_the_renewal_thread_cannot_reach_are_renewed_by_the_node_itself(
+    open_cluster_store: OpenStore, redis_cluster_url_clean: str
+) -> None:
+    """The renewal thread's client cannot reach where the node's own can: as after a failover,
+    for a lease the node just took at the new master while the thread's slot map still names
+    the old one (cut off: its read of the map again may wait out the timeouts of the nodes of
+    the cut host first, longer than the TTL). The node renews what the thread missed on its own
+    client; before, such a table's lease lapsed within a second of its adoption and the table
+    was adopted again (the three-host cut)."""
+    store = await open_cluster_store(redis_cluster_url_clean)
+    lost: list[str] = []
+    nowhere = "redis+cluster://127.0.0.1:1"  # (the thread's view: no node of it answers)
+    leases = Leases(
+        store,
+        SystemClock(),
+        1.0,
+        lost=lost.append,
+        stopping=lambda: False,
+        renewal_store=functools.partial(open_stores, nowhere, "node-a"),
     )
     tables = [f"t{i}" for i in range(12)]
     for table in tables:

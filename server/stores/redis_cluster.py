@@ -270,8 +270,8 @@ class ClusterLeases(RedisLeases):
         for table_id, token in leases.items():
             master = master_name(self._redis, self._redis.keyslot(lease_key(table_id)))
             shares.setdefault(master, {})[table_id] = token
-        if len(shares) == 1:
-            return await super().renew(leases, ttl)
+        # (one share too: a renewal waiting for a cut master's timeouts, longer than the TTL,
+        # would hold up the next one, at the successor once the cluster has failed over)
         results = await asyncio.gather(
             *(self._renew_share(share, ttl) for share in shares.values()),
             return_exceptions=True,
