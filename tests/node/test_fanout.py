@@ -7,7 +7,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.server.node.fanout import CATCH_UP_PATIENCE
 from blackdrez.server.table.commands import rebuild
-from blackdrez.server.testing.node_harness import Cluster, FakeClient, on_nodes
+from blackdrez.server.testing.node_harness import Cluster, FakeClient, HarnessNode, on_nodes
 from tests.node.helpers import act_once, play_out, seat_and_start
 
 
@@ -124,14 +124,12 @@ async def test_a_viewer_too_far_behind_is_disconnected_without_holding_the_other
     assert player.table(table).seq == a.rooms[table].seq
 
 
-@on_nodes(2)
-async def test_viewers_of_a_table_lost_while_the_bus_is_down_follow_it_once_it_is_back(
+async def lost_in_a_cut(
     cluster: Cluster,
-) -> None:
-    """A node finds a table's lease lost while its bus is down (a network cut takes both): its
-    viewers there must follow the table to its next host, and it cannot subscribe to the
-    table's channel yet. Once the bus is back they are caught up and hear every update after
-    (the three-host cut of issue 39 left them waiting for good)."""
+) -> tuple[HarnessNode, HarnessNode, FakeClient, FakeClient, str]:
+    """Node A hosts a table (its host connected there, a player at node B), then is cut from
+    its store and its bus and finds the table's lease lost; B adopts it. The nodes, the two
+    clients and the table."""
     a, b = cluster.nodes
     host = await cluster.connect(a, "Host")
     player = await cluster.connect(b, "Player")
@@ -140,6 +138,18 @@ async def test_viewers_of_a_table_lost_while_the_bus_is_down_follow_it_once_it_i
     cluster.cut_bus(a)
     a.node.hosting.drop_lost_table(table)  # the renewal's verdict, in the cut
     await cluster.until(lambda: table in b.rooms, "adopted by b", within=20.0)
+    return a, b, host, player, table
+
+
+@on_nodes(2)
+async def test_viewers_of_a_table_lost_while_the_bus_is_down_follow_it_once_it_is_back(
+    cluster: Cluster,
+) -> None:
+    """A node finds a table's lease lost while its bus is down (a network cut takes both): its
+    viewers there must follow the table to its next host, and it cannot subscribe to the
+    table's channel yet. Once the bus is back they are caught up and hear every update after
+    (the three-host cut of issue 39 left them waiting for good)."""
+    a, b, host, player, table = await lost_in_a_cut(cluster)
     await cluster.bring_store_back(a)
     await cluster.restore_bus(a)
     await cluster.until(lambda: host.table(table).seq == b.rooms[table].seq, "caught up")
@@ -154,14 +164,7 @@ async def test_a_viewer_a_node_cannot_catch_up_for_long_is_closed_to_resync_else
     """The same cut, but the node's bus stays down: its viewer of the lost table is not left
     waiting for good. After ``CATCH_UP_PATIENCE`` the node closes the connection (OUT_OF_STEP)
     so that the client reconnects, wherever it can, and resyncs."""
-    a, b = cluster.nodes
-    host = await cluster.connect(a, "Host")
-    player = await cluster.connect(b, "Player")
-    table = await seat_and_start(cluster, host, [player])
-    cluster.take_store_down(a)
-    cluster.cut_bus(a)
-    a.node.hosting.drop_lost_table(table)
-    await cluster.until(lambda: table in b.rooms, "adopted by b", within=20.0)
+    _, _, host, player, _ = await lost_in_a_cut(cluster)
     await cluster.advance(CATCH_UP_PATIENCE / 2)
     assert not host.closed, "not before its patience is spent"
     await cluster.until(lambda: host.closed, "closed", within=CATCH_UP_PATIENCE)
