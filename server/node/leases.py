@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from blackdrez.server.node.clock import Clock
 from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import PartlyRenewed
-from blackdrez.server.tasks import cancel_until_done
 
 log = logging.getLogger("blackdrez.node")
 
@@ -104,8 +103,6 @@ class Leases:
         self._loop_seen = clock.monotonic()
         """When the event loop last ran the renewal thread's probe (:meth:`_loop_answered`)."""
         self._renewer: threading.Thread | None = None
-        self._fallback: asyncio.Task[None] | None = None
-        """The renewal on the node's own store of leases the thread missed, if under way."""
 
     def _valid_until(self, sent: float) -> float:
         """Until when a lease acquired or renewed by a call sent at ``sent`` can be trusted."""
@@ -170,8 +167,6 @@ class Leases:
             self._stop_renewing.set()
             self._renew_wake.set()
             await asyncio.to_thread(self._renewer.join, 5.0)
-        if self._fallback is not None:
-            await cancel_until_done([self._fallback])
 
     def renew_now(self) -> None:
         """Renew every lease now, not at the next period (the store is back: each may have
@@ -213,25 +208,6 @@ class Leases:
             else:
                 lease.valid_until = max(lease.valid_until, self._valid_until(sent))
 
-    def _renew_on_loop(self, missed: dict[str, int]) -> None:
-        """The renewal thread could not renew the ``missed`` leases: try them once on the
-        node's own store (one try at a time). Its client may reach where the thread's cannot
-        yet: a lease just taken at a master the thread's slot map does not know (read before
-        a failover), which would lapse while the thread reads the map again."""
-        if self._fallback is not None and not self._fallback.done():
-            return
-        self._fallback = asyncio.get_running_loop().create_task(self._renew_here(missed))
-
-    async def _renew_here(self, leases: dict[str, int]) -> None:
-        sent = self.clock.monotonic()
-        try:
-            lost = await self.store.leases.renew(leases, self.ttl)
-        except PartlyRenewed as part:
-            leases, lost = {t: leases[t] for t in part.renewed}, part.lost
-        except StoreUnavailable:
-            return
-        self._renewed(leases, lost, sent)
-
     def _renew_off_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         """The renewal thread: renew every lease RENEWALS times per TTL on a store connection of
         its own, so that a busy event loop (a burst of reconnections after another node died,
@@ -260,17 +236,11 @@ class Leases:
                         sent = self.clock.monotonic()
                         try:
                             with contextlib.suppress(StoreUnavailable, RuntimeError):
-                                missed = held
                                 try:
                                     lost = await store.leases.renew(held, self.ttl)
-                                    missed = {}
                                 except PartlyRenewed as part:
-                                    missed = {t: held[t] for t in held if t not in part.renewed}
                                     held = {t: held[t] for t in part.renewed}
                                     lost = part.lost
-                                finally:
-                                    if missed:
-                                        loop.call_soon_threadsafe(self._renew_on_loop, missed)
                                 loop.call_soon_threadsafe(self._renewed, held, lost, sent)
                         except Exception:  # a bug: this period's renewal only, not the thread
                             log.exception("renewing leases failed: the next period tries again")

@@ -34,6 +34,7 @@ import collections
 import contextlib
 import json
 import random
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -201,6 +202,10 @@ class Soak:
             await store.close()
 
 
+TABLE_ID = re.compile(r"\bt[0-9a-f]{10}\b")
+"""A table id, as problems name it (what the nodes logged of it is printed with them)."""
+
+
 async def run(minutes: float, seed: int, figures: dict[str, Any]) -> list[str]:
     """Run the soak (see the module docstring); fill ``figures``, return every problem."""
     rng = random.Random(seed)
@@ -229,6 +234,9 @@ async def run(minutes: float, seed: int, figures: dict[str, Any]) -> list[str]:
             await wait_closed(redis_server.url, soak.tables, timeout=120)
             history = await check_history(redis_server.url, soak.results, nodes=nodes)
             problems = list(history.problems)
+            for table in sorted({t for p in problems for t in TABLE_ID.findall(p)})[:3]:
+                told = [f"{n.node_id}: {ln}" for n in nodes for ln in n.output() if table in ln]
+                print(f"--- what the nodes said of {table} ---\n" + "".join(told[-30:]))
             finished = {f"{r.table}:1" for r in soak.results if r.final is not None and r.table}
             stored: set[str] = set()
             for _ in range(120):  # a record waits for the database the fault took away
