@@ -23,7 +23,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import msgspec
 
@@ -175,10 +175,7 @@ class Fanout:
         this node could not hear it) is told from the table's log what they missed. A viewer
         still not caught up after :data:`CATCH_UP_PATIENCE` is closed (``OUT_OF_STEP``): its
         client reconnects, wherever it can, and resyncs."""
-        loop = asyncio.get_running_loop()
-        delays = STORE_RETRY.delays()
-        give_up = loop.time() + CATCH_UP_PATIENCE
-        while True:
+        async for _ in _attempts(CATCH_UP_PATIENCE):
             watch = client.tables.get(table)
             if watch is None or client.closing:
                 return
@@ -196,11 +193,8 @@ class Fanout:
             ):
                 await self._deliver_answer(client, answer)
                 return
-            if loop.time() >= give_up:
-                log.warning("viewer of %s not caught up: closed to reconnect and resync", table)
-                client.close(CloseCode.OUT_OF_STEP, f"lost track of {table}: reconnect and resync")
-                return
-            await asyncio.sleep(next(delays))
+        log.warning("viewer of %s not caught up: closed to reconnect and resync", table)
+        client.close(CloseCode.OUT_OF_STEP, f"lost track of {table}: reconnect and resync")
 
     async def _tell_what_was_missed(self, client: Connection, table: str, since: int) -> bool:
         """Send a viewer the host no longer answers for what happened at ``table`` after
@@ -249,20 +243,14 @@ class Fanout:
         backoff, while the host cannot be reached or the table is moving (a network cut), for
         as long as the client watches the table and :data:`CATCH_UP_PATIENCE` at most: the
         host would count the player away until its grace ends, and hold the game for them."""
-        loop = asyncio.get_running_loop()
-        delays = STORE_RETRY.delays()
-        give_up = loop.time() + CATCH_UP_PATIENCE
         message = ConnectionChanged(table=table, connected=True)
-        while client.tables.get(table) is not None and not client.closing:
-            try:
+        async for _ in _attempts(CATCH_UP_PATIENCE):
+            if client.tables.get(table) is None or client.closing:
+                return
+            with contextlib.suppress(StoreUnavailable, TimeoutError):
                 answer = await self._route(client.player, client.name, table, message)
                 if not _refused_with(answer, ErrorCode.UNAVAILABLE, ErrorCode.MOVING):
                     return
-            except (StoreUnavailable, TimeoutError):
-                pass
-            if loop.time() >= give_up:
-                return
-            await asyncio.sleep(next(delays))
 
     def fan_out(self, broadcast: Broadcast) -> None:
         """Send one update to every local watcher of its table, encoded once per class."""
@@ -309,6 +297,19 @@ class Fanout:
             client.send_framed(*framed)
         watch.seq = broadcast.seq
         return 1
+
+
+async def _attempts(patience: float) -> AsyncIterator[None]:
+    """Tries of something that waits for the store or another node: the first at once, the
+    next ones on the store's retry backoff, until ``patience`` seconds have passed."""
+    loop = asyncio.get_running_loop()
+    delays = STORE_RETRY.delays()
+    give_up = loop.time() + patience
+    while True:
+        yield
+        if loop.time() >= give_up:
+            return
+        await asyncio.sleep(next(delays))
 
 
 def _refused_with(answer: Answer, *codes: ErrorCode) -> bool:
