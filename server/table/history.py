@@ -14,8 +14,13 @@ Kept events are stored encoded, as bare bytes whose numbers follow from their pl
 one is :attr:`EventLog.seq`): a busy node keeps hundreds of thousands of them. As objects (an
 event, its lists) they were most of what the garbage collector walked (a young generation of
 about 95,000 objects, 70-120 ms a collection, with 300 tables); bytes are not tracked by it, and
-without a wrapper per event (its number beside its bytes) a table's 256 kept events take about
+without a wrapper per event (its number beside its bytes) a table's kept events take about
 a quarter less memory.
+
+How many are kept is what a table costs the node's memory while it plays (they are in each of
+its snapshots too): 256 kept took 17 KiB a table (a quarter of the node's RSS per connection
+under load, issue 35); 64 take about 4 KiB and still cover a reconnection of some rounds. A
+client further behind gets a snapshot, as before: the same table for it, one frame larger.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ import msgspec
 
 from blackdrez.protocol import v1
 
-KEPT_EVENTS = 256
-"""Events kept for ``resync``; a client further behind gets a snapshot."""
+KEPT_EVENTS = 64
+"""Events kept for ``resync`` (as many as a snapshot's ``recent``); a client further behind
+gets a snapshot."""
 RECENT_EVENTS = 64
 """Events of the current game a snapshot carries as ``recent``, for the client's table log."""
 

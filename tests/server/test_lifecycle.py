@@ -7,6 +7,7 @@ the table, the rules that keep a table from freezing or spinning, and closing de
 from __future__ import annotations
 
 import gc
+import sys
 
 import msgspec
 import pytest
@@ -680,6 +681,22 @@ def test_kept_events_are_their_wire_form_out_of_the_collectors_sight() -> None:
     assert [(e.seq, e.event) for e in recent] == sent[-len(recent) :]
     # encoded to a client, a kept event is the same bytes as the live one was
     assert msgspec.msgpack.encode(kept[-1]) == msgspec.msgpack.encode(a.events[-1])
+
+
+def test_a_long_history_keeps_a_table_small() -> None:
+    """However long a table has played, what it keeps for resync stays a few KiB: a busy node
+    holds hundreds of tables, and each table's kept events are also in every snapshot of it
+    (with 256 kept they were 17 KiB here, a quarter of the node's memory per connection under
+    load). A client further behind than the kept events gets a snapshot (its ``recent`` events
+    are all kept)."""
+    harness = table_of("a", "b", "c", "d", seats=4)
+    start_game(harness)
+    for _ in range(150):
+        harness.client("b").ready(False)
+        harness.client("b").ready()
+    kept = harness.room.log.kept
+    assert len(kept) >= RECENT_EVENTS
+    assert sum(sys.getsizeof(event) for event in kept) <= 8 * 1024
 
 
 # --------------------------------------------------------------------------- leaving, and back
