@@ -5,8 +5,10 @@ websockets' (its errors and close codes)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 import struct
+import sys
 
 import pytest
 from websockets.asyncio.client import connect as ws_connect
@@ -15,7 +17,7 @@ from websockets.frames import CloseCode
 from blackdrez.protocol import v1
 from blackdrez.protocol.codec import SERVER_DECODERS, encode
 from blackdrez.protocol.handshake import Hello
-from blackdrez.server.reading import ServerConnection
+from blackdrez.server.reading import ServerConnection, _Frames
 
 
 def masked(payload: bytes, opcode: int = 0x1, fin: bool = True, mask: bool = True) -> bytes:
@@ -140,3 +142,30 @@ async def test_a_frame_websockets_began_is_finished_by_websockets(make_server) -
     assert await pongs(ws, 5) == list(range(200, 205))
     assert reader_of(server).frames_read == before + 5
     await ws.close()
+
+
+async def test_a_held_connection_keeps_no_empty_deque(make_server) -> None:
+    """websockets gives each connection two deques (its message queue and its writers waiting
+    for the buffer to drain), each 760 bytes empty: 1.5 KiB of every held connection, nearly
+    always empty. The server's connections use lists instead, and still read frames in order
+    (a frame or two are queued at a time) and take many at once."""
+    server = await make_server()
+    ws = await greeted(server)
+    connection = reader_of(server)
+    frames = connection.recv_messages.frames.queue
+    assert not isinstance(frames, collections.deque)
+    assert not isinstance(connection.drain_waiters, collections.deque)
+    assert sys.getsizeof(frames) + sys.getsizeof(connection.drain_waiters) < 200
+    ws.transport.write(pings(50))
+    assert await pongs(ws, 50) == list(range(1, 51))
+    await ws.close()
+
+
+def test_the_frames_list_puts_back_as_websockets_deque_did() -> None:
+    """websockets puts frames back first, in their order, with ``extendleft(reversed(...))``."""
+    frames, reference = _Frames([3, 4]), collections.deque([3, 4])
+    for queue in (frames, reference):
+        queue.extendleft(reversed([1, 2]))
+        queue.append(5)
+    assert list(frames) == list(reference) == [1, 2, 3, 4, 5]
+    assert [frames.popleft() for _ in range(5)] == [reference.popleft() for _ in range(5)]
