@@ -42,7 +42,7 @@ import msgspec
 from blackdrez.server import bus
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.clock import Clock
-from blackdrez.server.node.hosting import ELIDED
+from blackdrez.server.node.held_log import HeldLog
 from blackdrez.server.node.leases import Lease, nap
 from blackdrez.server.stores import LeaseLost, Stores, StoreUnavailable
 from blackdrez.server.stores.base import Share
@@ -226,7 +226,7 @@ class Failover:
 
     async def _read_table(
         self, table: str
-    ) -> tuple[list[bytes], tuple[int, bytes] | None, Room | None, list[GameOver]]:
+    ) -> tuple[HeldLog | list[bytes], tuple[int, bytes] | None, Room | None, list[GameOver]]:
         """A table's log, snapshot and room, for adoption, with the games that ended in what was
         replayed (submitted to the records again). With a snapshot that fits, only the log from
         the snapshot's entry on is read: the entries before it are :data:`ELIDED` (read again
@@ -243,7 +243,7 @@ class Failover:
             except SnapshotError as error:
                 log.warning("snapshot of %s not used, whole log replayed: %s", table, error)
             else:
-                return [ELIDED] * (snapshot[0] - 1) + tail, snapshot, room, games
+                return HeldLog(tail, snapshot[0] - 1), snapshot, room, games
         entries = await self.store.logs.read(table)
         if not entries:
             return entries, None, None, []

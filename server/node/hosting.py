@@ -56,7 +56,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -71,6 +71,8 @@ from blackdrez.server.hints import HintWorker
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.arena_scores import score_in_arena
 from blackdrez.server.node.clock import Clock
+from blackdrez.server.node.held_log import ELIDED as ELIDED
+from blackdrez.server.node.held_log import HeldLog
 from blackdrez.server.node.leases import Lease, Leases
 from blackdrez.server.node.seams import (
     STORE_RETRY,
@@ -118,9 +120,6 @@ def is_solitaire_id(table: str) -> bool:
     """Whether ``table`` names a solitaire session (from its id alone, without a look-up)."""
     return table.startswith(SOLITAIRE_PREFIX)
 
-
-ELIDED = b""
-"""In a hosted table's log held here: an entry before its snapshot, not read at adoption."""
 
 HINT_RATE = 1.0
 """Hints a table may ask for per second on average (a token bucket per hosted table)..."""
@@ -301,7 +300,7 @@ class Publication:
     """Taken right after the logged change: a later command that fails and is undone must
     not add its side effects to this one's."""
     token: int
-    closing_log: list[bytes] | None = None
+    closing_log: HeldLog | None = None
     """The room's whole log when the change closed it (its game record is made from it)."""
 
 
@@ -371,7 +370,7 @@ class Hosting:
         self.rooms: dict[str, Room] = {}
         self.closing: set[str] = set()
         """Tables closed here whose retirement is not yet written: ``not_found`` already."""
-        self._command_logs: dict[str, list[bytes]] = {}
+        self._command_logs: dict[str, HeldLog] = {}
         """Per hosted room, its log as written: what a failed write is undone from."""
         self._snapshots: dict[str, tuple[int, bytes]] = {}
         """Per hosted room, its latest snapshot: the entry it was taken at, and its bytes."""
@@ -555,13 +554,15 @@ class Hosting:
     def host(
         self,
         room: Room,
-        log_entries: list[bytes],
+        log_entries: HeldLog | list[bytes],
         lease: Lease,
         snapshot: tuple[int, bytes] | None = None,
     ) -> None:
         """Host ``room`` under ``lease``: its log as written so far, and its latest snapshot
         (the entry it was taken at, and its bytes), if any."""
         self.rooms[room.id] = room
+        if not isinstance(log_entries, HeldLog):
+            log_entries = HeldLog(log_entries)
         self._command_logs[room.id] = log_entries
         self.leases.hold(room.id, lease)
         if snapshot is not None:
@@ -903,11 +904,8 @@ class Hosting:
         except Exception:  # a room holding something that does not pickle: a bug to report
             log.exception("no snapshot of %s at entry %d: it will be replayed", room.id, position)
             return
-        previous = self._snapshots.get(room.id)
         self._snapshots[room.id] = (position, data)
-        entries = self._command_logs[room.id]
-        for index in range(previous[0] - 1 if previous else 0, position - 1):
-            entries[index] = ELIDED
+        self._command_logs[room.id].let_go(position - 1)
         self._spawn(self._store_snapshot(room.id, token, position, data))
 
     async def _store_snapshot(self, table: str, token: int, position: int, data: bytes) -> None:
@@ -956,13 +954,14 @@ class Hosting:
         if self.fanout.watchers.get(table):
             self._spawn(self.fanout.follow_lost(table))
 
-    async def retire(self, table: str, token: int, entries: list[bytes]) -> None:
+    async def retire(self, table: str, token: int, entries: Sequence[bytes]) -> None:
         """Write a closed table's game record in place of its log, for good (once its games are
         in the records, if this node keeps them: the log is their source until then)."""
         if self.records is not None:
             await self.records.written(table)
-        if entries and entries[0] is ELIDED:  # adopted from a snapshot: the record needs it all
+        if entries and entries[0] is ELIDED:  # let go after a snapshot: the record needs it all
             entries = await self.store.logs.read(table)
+        entries = list(entries)
         record = table_record(entries, self.clock.time())
         players = players_seated(entries)
         await self.store.logs.retire(table, token, record, self.record_retention, players)

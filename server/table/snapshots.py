@@ -31,6 +31,7 @@ import io
 import logging
 import pickle
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 from blackdrez.games import GAMES
@@ -106,15 +107,15 @@ def load(data: bytes) -> Room:
     return room
 
 
-def rebuild(entries: list[bytes], snapshot: tuple[int, bytes] | None = None) -> Room:
+def rebuild(entries: Sequence[bytes], snapshot: tuple[int, bytes] | None = None) -> Room:
     """The room of this log: from ``snapshot`` (its position, its bytes) and the entries after
     it when it fits the log, else by replaying the whole log."""
     if snapshot is not None and 0 < snapshot[0] <= len(entries):
         try:
-            return resume(snapshot, entries[snapshot[0] - 1 :])
+            return resume(snapshot, list(entries[snapshot[0] - 1 :]))
         except SnapshotError as error:
             log.warning("snapshot at %d not used, whole log replayed: %s", snapshot[0], error)
-    return rebuild_from_log(entries)
+    return rebuild_from_log(list(entries))
 
 
 def resume(snapshot: tuple[int, bytes], tail: list[bytes]) -> Room:
