@@ -43,7 +43,8 @@ class Pings:
     """The keepalive of every server connection of one event loop (:func:`pings_of`)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self._loop_ref = weakref.ref(loop)
+        """(Not the loop itself: :data:`_BY_LOOP` keeps this while its loop lives, no longer.)"""
         self._due: dict[Connection, float] = {}
         """Per connection, when it is next due: its ping, or the end of the wait for its pong."""
         self._waiting: dict[Connection, asyncio.Future[float] | None] = {}
@@ -51,6 +52,12 @@ class Pings:
         self._timer: asyncio.TimerHandle | None = None
         self._tick = TICK
         self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop_ref()
+        assert loop is not None  # (called from the loop's own callbacks and connections)
+        return loop
 
     def __len__(self) -> int:
         return len(self._due)

@@ -5,6 +5,8 @@ holds a task of its own for it."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 
 from websockets.asyncio.client import connect as ws_connect
 
@@ -41,3 +43,15 @@ async def test_clients_that_answer_pings_stay_and_hold_no_keepalive_task_each() 
         for ws in clients:
             await ws.close()
         await server.stop()
+
+
+def test_the_keepalive_of_a_loop_lets_the_loop_go() -> None:
+    """Each test's loop (and a worker's) is let go once closed: the keepalive kept per loop
+    does not keep it alive."""
+    loop = asyncio.new_event_loop()
+    pings_of(loop)
+    gone = weakref.ref(loop)
+    loop.close()
+    del loop
+    gc.collect()
+    assert gone() is None
