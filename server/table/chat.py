@@ -74,8 +74,9 @@ class TableChat:
     """The chat of one table: its last lines and the spectators the host removed."""
 
     def __init__(self, log: EventLog, spectators_write: bool = True) -> None:
-        self.lines: collections.deque[v1.Numbered] = collections.deque(maxlen=CHAT_KEPT)
-        """The last lines (``said`` events with their numbers), oldest first."""
+        self.lines: collections.deque[v1.Numbered] | tuple[()] = ()
+        """The last lines (``said`` events with their numbers), oldest first: a deque from the
+        first line on (an empty one is 760 bytes, and most tables of a busy node never chat)."""
         self.removed: set[str] = set()
         """Players the host sent away: they may not watch or write here again."""
         self.spectators_write = spectators_write
@@ -104,7 +105,10 @@ class TableChat:
             raise RoomError(ErrorCode.CHAT_CLOSED, "spectators may not write at this table")
         said = self.line(player, name, seat, command.text, command.quick, bot)
         self._log.emit(said)
-        self.lines.append(self._log.pending[-1])
+        lines = self.lines
+        if not isinstance(lines, collections.deque):
+            lines = self.lines = collections.deque(maxlen=CHAT_KEPT)
+        lines.append(self._log.pending[-1])
 
     def remove(self, seating: Seating, host: str, spectator: str) -> None:
         """``host`` (who must be the table's) sends ``spectator`` away: they stop watching,

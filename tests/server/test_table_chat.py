@@ -5,6 +5,8 @@ removed spectator's watch, frames too long) is in ``test_table_chat_node.py``.""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from blackdrez.games.verify import record_of
@@ -132,3 +134,14 @@ def test_chat_is_not_part_of_the_games_record() -> None:
     say(bob, quick="good_game")
     record = record_of(harness.room.engine, harness.room.actions)
     assert "secret" not in repr(record) and "Good game" not in repr(record)
+
+
+def test_a_table_that_never_chats_keeps_no_room_for_lines() -> None:
+    """Most tables of a busy node never chat: their chat holds nothing until the first line (an
+    empty deque was 760 bytes a table); from then on the last lines are kept as before."""
+    harness, ann, _, _ = table()
+    chat = harness.room.chat
+    assert sys.getsizeof(chat.lines) < 100
+    say(ann, "hi")
+    say(ann, "again")
+    assert [n.event.text for n in chat.lines] == ["hi", "again"]
