@@ -104,7 +104,7 @@ class Watch:
     seq: int
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Connection:
     """A greeted connection (after ``welcome``)."""
 
