@@ -41,13 +41,14 @@ from blackdrez.server.table.room import LAYOUT, GameOver, Room, RoomError
 
 log = logging.getLogger("blackdrez.node")
 
-SNAPSHOT_EVERY = 100
+SNAPSHOT_EVERY = 50
 """Log entries between snapshots: a rebuild replays fewer than this many entries, and the host
 keeps fewer than this many entries to undo from (a table's memory on the node: at 500, a
-four-seat table held about 35 KB of entries on average, more than its connections). A snapshot
-of a four-seat BlackDrez table is about 7 KB and takes about 135 µs to make on an idle machine,
-so one every 100 entries costs the host about 1.4 µs an entry and Redis 70 bytes an entry."""
-
+four-seat table held about 35 KB of entries on average, more than its connections; at 100,
+the entries were still the largest thing a busy node held per connection after the connection
+itself: 2.9 KiB of 24 on Redis; at 50, RSS per connection 22.0-22.2 KiB against 23.8-24.1). A snapshot of a four-seat BlackDrez table is about
+6 KB pickled, 2.7 KB compressed, and takes about 145 µs to make, so one every 50 entries costs
+the host about 2.9 µs an entry and Redis 55 bytes an entry, and one store call more in 50."""
 COMPRESSION = 1
 """zlib's level for snapshots: a four-seat table's 5.9 KB pickle becomes 2.7 KB in 35 µs (level
 6: 2.5 KB in 50 µs), once every :data:`SNAPSHOT_EVERY` entries; it is kept on the host and
