@@ -46,7 +46,8 @@ SNAPSHOT_EVERY = 50
 keeps fewer than this many entries to undo from (a table's memory on the node: at 500, a
 four-seat table held about 35 KB of entries on average, more than its connections; at 100,
 the entries were still the largest thing a busy node held per connection after the connection
-itself: 2.9 KiB of 24 on Redis; at 50, RSS per connection 22.0-22.2 KiB against 23.8-24.1). A snapshot of a four-seat BlackDrez table is about
+itself: 2.9 KiB of 24 on Redis; at 50, RSS per connection 22.0-22.2 KiB against 23.8-24.1).
+A snapshot of a four-seat BlackDrez table is about
 6 KB pickled, 2.7 KB compressed, and takes about 145 µs to make, so one every 50 entries costs
 the host about 2.9 µs an entry and Redis 55 bytes an entry, and one store call more in 50."""
 COMPRESSION = 1
