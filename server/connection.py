@@ -38,6 +38,7 @@ from blackdrez.protocol.errors import CloseCode
 from blackdrez.server.identity import Token
 from blackdrez.server.ratelimit import TokenBucket
 
+_OPEN = State.OPEN
 _HEADER_16 = struct.Struct("!BBH")
 _HEADER_64 = struct.Struct("!BBQ")
 
@@ -169,10 +170,10 @@ class Connection:
     def send_framed(self, frame: Frame, wire: bytes) -> None:
         """Send an encoded frame framed already (``wire``: :func:`wire_frame` of ``frame``,
         shared by every viewer it goes to)."""
-        if self._deflating():
-            self._send_now(frame)
-        else:
+        if self._deflate is False or not self._deflating():
             self._send_wire(wire)
+        else:
+            self._send_now(frame)
 
     def _deflating(self) -> bool:
         deflate = self._deflate
@@ -181,7 +182,7 @@ class Connection:
         return deflate
 
     def _send_wire(self, data: bytes) -> None:
-        if self.closing or self.ws.protocol.state is not State.OPEN:
+        if self.closing or self.ws.protocol._state is not _OPEN:  # (not the property: per frame)
             return
         out = self._out
         if out is not None:
@@ -199,11 +200,17 @@ class Connection:
         if not out:
             return
         ws = self.ws
-        if ws.protocol.state is not State.OPEN:
+        if ws.protocol._state is not _OPEN:
             return
         transport = ws.transport
         transport.write(out[0] if len(out) == 1 else b"".join(out))
-        if transport.get_write_buffer_size() > self.max_buffer and not self.closing:
+        # Past the transport's high-water mark (``ws.paused``) only, unless ``max_buffer`` is
+        # below it: asking the transport for its buffer's size is a call per write otherwise.
+        if (
+            (ws.paused or self.max_buffer < ws.write_limit_high)
+            and transport.get_write_buffer_size() > self.max_buffer
+            and not self.closing
+        ):
             self.close(CloseCode.SLOW_CONSUMER, "too far behind: reconnect and resync")
 
     def _send_now(self, frame: Frame) -> None:
