@@ -149,6 +149,45 @@ class ServerConnection(_Reading, _ServerConnection):
         super().connection_made(transport)
         self.recv_messages.frames.queue = _Frames()  # type: ignore[assignment]
 
+    async def recv(self, decode: bool | None = None) -> Any:
+        """The next message, as websockets' ``recv`` returns it; a whole frame (nearly every
+        message) straight from the queue of received frames, without the three coroutines,
+        the generator and the checks of websockets' reading of one: what is not a whole frame
+        in the queue (a fragment, text that is not UTF-8, the end), and an explicit ``decode``,
+        go to websockets' own ``recv``."""
+        messages = self.recv_messages
+        if decode is None and not messages.get_in_progress:
+            frames = messages.frames
+            queue = frames.queue
+            if not queue and not messages.closed:
+                # Wait as websockets' queue does (its ``put`` sets the waiter; its ``abort``, at
+                # the connection's end, fails it), marked busy as its ``get`` is.
+                messages.get_in_progress = True
+                waiter = frames.get_waiter = self.loop.create_future()
+                try:
+                    await waiter
+                except EOFError:
+                    pass
+                finally:
+                    frames.get_waiter = None
+                    messages.get_in_progress = False
+            if queue:
+                frame = queue[0]
+                if frame.fin:
+                    data = frame.data
+                    if frame.opcode is Opcode.TEXT:
+                        try:
+                            message: str | bytes = bytes(data).decode()
+                        except UnicodeDecodeError:
+                            return await super().recv()  # websockets closes with 1007
+                    else:
+                        message = bytes(data)  # (bytes already: no copy)
+                    del queue[0]
+                    if messages.paused:
+                        messages.maybe_resume()
+                    return message
+        return await super().recv(decode)
+
     def start_keepalive(self) -> None:
         """Pinged by the loop's one keepalive timer, not a task of its own (see
         :mod:`blackdrez.server.keepalive`)."""

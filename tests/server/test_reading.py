@@ -169,3 +169,33 @@ def test_the_frames_list_puts_back_as_websockets_deque_did() -> None:
         queue.append(5)
     assert list(frames) == list(reference) == [1, 2, 3, 4, 5]
     assert [frames.popleft() for _ in range(5)] == [reference.popleft() for _ in range(5)]
+
+
+async def test_many_frames_at_once_pause_reading_and_all_are_answered_in_order(
+    make_server,
+) -> None:
+    """The session takes whole frames straight from the queue (``ServerConnection.recv``, not
+    websockets' three coroutines): past the queue's high mark (``max_queue``: 16 frames) the
+    transport stops reading, as websockets' own reading did, and reads again once the session
+    has taken them; none is lost or reordered, and the reads went the short way."""
+    server = await make_server()
+    ws = await greeted(server)
+    connection = reader_of(server)
+    paused = []
+    pause, resume = connection.transport.pause_reading, connection.transport.resume_reading
+
+    def pausing() -> None:
+        paused.append(True)
+        pause()
+
+    def resuming() -> None:
+        paused.append(False)
+        resume()
+
+    connection.recv_messages.pause, connection.recv_messages.resume = pausing, resuming
+    ws.transport.write(pings(300))
+    assert await pongs(ws, 300) == list(range(1, 301))
+    assert paused[:2] == [True, False] and paused[-1] is False
+    assert not connection.recv_messages.paused
+    assert len(connection.recv_messages.frames.queue) == 0
+    await ws.close()
