@@ -25,6 +25,20 @@ def test_a_command_is_an_array_of_bulk_strings() -> None:
     assert pack(["GET", "é"]) == b"*2\r\n$3\r\nGET\r\n$2\r\n\xc3\xa9\r\n"
 
 
+def test_every_length_and_argument_kind_is_packed_alike() -> None:
+    """Lengths below 1024 take a prepared header, longer ones a formatted one; a subclass of
+    str, int or bytes (a bool, an enum member) packs as its base type."""
+    for size in (0, 1, 1023, 1024, 70000):
+        assert pack([b"x" * size]) == b"*1\r\n$%d\r\n%s\r\n" % (size, b"x" * size)
+
+    class Name(str):
+        pass
+
+    assert pack([True, Name("k"), bytearray(b"v")[:0] or b"v"]) == (
+        b"*3\r\n$1\r\n1\r\n$1\r\nk\r\n$1\r\nv\r\n"
+    )
+
+
 def test_an_argument_of_another_type_is_refused() -> None:
     with pytest.raises(TypeError):
         pack(["SET", "k", 1.5])  # type: ignore[list-item]

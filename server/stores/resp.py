@@ -61,19 +61,31 @@ class Incomplete(Exception):
     """The buffer does not hold a whole reply yet."""
 
 
+_BULK_HEADERS = tuple(b"$%d\r\n" % size for size in range(1024))
+"""A bulk string's header for each length below 1024 (formatting one is most of packing it)."""
+
+
 def pack(command: Sequence[Argument]) -> bytes:
     """The bytes of ``command`` as a RESP array of bulk strings."""
-    parts = [b"*%d\r\n" % len(command)]
+    headers, parts = _BULK_HEADERS, [b"*%d\r\n" % len(command)]
     for argument in command:
-        if isinstance(argument, str):
-            argument = argument.encode()
+        kind = type(argument)  # (exact types first: a call of isinstance each is dearer)
+        if kind is bytes:
+            data: bytes = argument  # type: ignore[assignment]
+        elif kind is str:
+            data = argument.encode()  # type: ignore[union-attr]
+        elif kind is int:
+            data = b"%d" % argument  # type: ignore[str-format]
+        elif isinstance(argument, str):
+            data = argument.encode()
         elif isinstance(argument, int):
-            argument = b"%d" % argument
-        elif not isinstance(argument, bytes):
+            data = b"%d" % argument
+        elif isinstance(argument, bytes):
+            data = argument
+        else:
             raise TypeError(f"a Redis argument is bytes, str or int, not {type(argument)}")
-        parts.append(b"$%d\r\n" % len(argument))
-        parts.append(argument)
-        parts.append(b"\r\n")
+        size = len(data)
+        parts += (headers[size] if size < 1024 else b"$%d\r\n" % size, data, b"\r\n")
     return b"".join(parts)
 
 
