@@ -347,9 +347,18 @@ class FakeProtocol:
     """The part of websockets' sans-I/O protocol a :class:`Connection` writes to."""
 
     def __init__(self, received: Callable[[str | bytes], None]) -> None:
-        self.state = State.OPEN
+        self._state = State.OPEN
         self.extensions: list[object] = []
         self._received = received
+
+    @property
+    def state(self) -> State:
+        """As websockets' (whose ``_state`` the connection reads for each frame)."""
+        return self._state
+
+    @state.setter
+    def state(self, state: State) -> None:
+        self._state = state
 
     def send_text(self, data: bytes, fin: bool = True) -> None:
         self._received(data.decode())
@@ -404,6 +413,13 @@ class FakeWebSocket:
         self.close_code: int | None = None
         self.close_reason = ""
         self._ended = ended
+        self.write_limit_high = 2**15
+        """websockets' high-water mark of the write buffer (its default)."""
+
+    @property
+    def paused(self) -> bool:
+        """Past the high-water mark, as the transport tells websockets' connection."""
+        return self.transport.backlog > self.write_limit_high
 
     def send_data(self) -> None:
         """The frames are with the client already."""
