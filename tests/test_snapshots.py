@@ -4,9 +4,11 @@ rebuilds, a snapshot that does not fit is ignored, and storing one is fenced lik
 
 from __future__ import annotations
 
+import copyreg
 import io
 import logging
 import pickle
+import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -95,11 +97,43 @@ def test_a_snapshot_is_compressed_and_one_written_before_is_still_read() -> None
     room = rebuild_from_log(log[:250])
     data = take(room)
     out = io.BytesIO()
-    snapshots._Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(room)  # as before
+    _PicklerBefore(out, protocol=pickle.HIGHEST_PROTOCOL).dump(room)  # as before
     bare = out.getvalue()
     assert len(data) * 2 < len(bare)
     assert_same(load(data), room)
     assert_same(rebuild(log, (250, bare)), rebuild_from_log(log))
+    assert_same(load(zlib.compress(bare)), room)  # compressed, adapter by persistent id
+
+
+class _PicklerBefore(pickle.Pickler):
+    """How snapshots were pickled before ``adapter_named``: the adapter by a persistent id."""
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) in snapshots._ADAPTER_TYPES:
+            return ("adapter", obj.name)
+        return None
+
+
+def test_a_snapshot_names_its_adapter_and_an_unknown_one_is_refused() -> None:
+    _, log = play_table(120, seed=5)
+    room = rebuild_from_log(log[:100])
+    loaded = load(take(room))
+    assert loaded.spec is room.spec  # the shared adapter itself, not a copy
+    assert_same(load(zlib.compress(_with_adapter(room, room.spec.name))), room)
+    with pytest.raises(SnapshotError, match="unknown game adapter"):
+        load(zlib.compress(_with_adapter(room, "no such game")))
+
+
+def _with_adapter(room: Any, name: str) -> bytes:
+    """``room`` pickled as a snapshot is, its adapter named ``name``."""
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = {
+        **copyreg.dispatch_table,
+        **dict.fromkeys(snapshots._ADAPTER_TYPES, lambda _: (snapshots.adapter_named, (name,))),
+    }
+    pickler.dump(room)
+    return out.getvalue()
 
 
 class _Call:
