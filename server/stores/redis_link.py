@@ -223,20 +223,24 @@ class CommitLink:
         self._closed = False
         self._load = [b"SCRIPT", b"LOAD", script.encode()]
         self._sha = hashlib.sha1(script.encode()).hexdigest().encode()
+        self._evalsha = resp.bulks((b"EVALSHA", self._sha))
 
     def retry_now(self) -> None:
         """Redis answers again: the next call connects at once, whatever the backoff said."""
         self._not_before = 0.0
 
-    def send(self, keys: list[str], args: list[Any], then: resp.Then) -> bool:
-        """Run the script on the open connection, ``then`` getting the reply or failure
-        (see :meth:`~blackdrez.server.stores.resp.RespConnection.call_then`). False, nothing
-        sent, when no connection is open: :meth:`call` opens one."""
+    def send(
+        self, keys: int, packed_keys: bytes, args: int, packed_args: bytes, then: resp.Then
+    ) -> bool:
+        """Run the script on the open connection with ``keys`` keys and ``args`` arguments,
+        packed already (:func:`~blackdrez.server.stores.resp.bulks`), ``then`` getting the
+        reply or failure (see :meth:`~blackdrez.server.stores.resp.RespConnection.call_then`).
+        False, nothing sent, when no connection is open: :meth:`call` opens one."""
         connection = self._connection
         if connection is None or connection.lost:
             return False
-        command = [b"EVALSHA", self._sha, len(keys), *keys, *args]
-        connection.call_then(command, COMMAND_TIMEOUT, then)
+        head = b"*%d\r\n%s" % (3 + keys + args, self._evalsha) + resp.bulks((keys,))
+        connection.send_then(head + packed_keys + packed_args, COMMAND_TIMEOUT, then)
         return True
 
     async def call(self, keys: list[str], args: list[Any], load: bool = False) -> Any:

@@ -58,6 +58,7 @@ from typing import Any
 
 import redis.exceptions
 
+from blackdrez.server.stores import resp
 from blackdrez.server.stores.base import (
     Append,
     Bus,
@@ -415,7 +416,7 @@ class RedisTableLogs(TableLogs):
             if append.lobby is not None:  # replicated: only now may the lobby show it
                 await self._put_lobby_record(append.table_id, append.token, append.lobby)
             return True  # (``logged``: the caller's call right after is as early)
-        args = [self._link.holder(append.token), append.position, append.entry]
+        args: list[Any] = [self._link.holder(append.token), append.position, append.entry]
         announce = append.announce
         args += [append.channel, announce] if announce is not None else NO_ANNOUNCEMENT
         lobby = append.lobby
@@ -426,6 +427,8 @@ class RedisTableLogs(TableLogs):
             args += [lobby.channel, lobby.announce] if lobby.announce is not None else ["", b""]
         loop = asyncio.get_running_loop()
         pending = PendingAppend(append.table_id, args, loop.create_future(), append.logged)
+        if self._commit_link is not None:
+            pending.packed_args = resp.bulks(args)
         self._batch.append(pending)
         if self._committer is None and not self._send_scheduled:
             if self._commit_link is None:
@@ -449,8 +452,11 @@ class RedisTableLogs(TableLogs):
         assert self._commit_link is not None
         while self._batch and self._committer is None:
             batch, self._batch = self._batch[:MAX_BATCH], self._batch[MAX_BATCH:]
-            keys, args = _keys_and_args(batch)
-            if not self._commit_link.send(keys, args, functools.partial(self._replied, batch)):
+            keys = b"".join([pending.packed_keys for pending in batch])
+            args = b"".join([pending.packed_args for pending in batch])
+            count = len(batch)
+            then = functools.partial(self._replied, batch)
+            if not self._commit_link.send(3 * count, keys, ARGS * count, args, then):
                 self._batch[:0] = batch
                 self._start_committer()
 
@@ -681,11 +687,15 @@ NO_LOBBY_RECORD: list[Any] = ["", b"", "", "", b""]
 """An append's node, record, listed flag, lobby channel and announcement when its lobby record
 stays as it is."""
 
+ARGS = 3 + len(NO_ANNOUNCEMENT) + len(NO_LOBBY_RECORD)
+"""The arguments of one append in ``APPEND_SCRIPT``: holder, position and entry, the
+announcement's two and the lobby record's five."""
+
 
 class PendingAppend:
     """A log append waiting for the group commit: its keys, script arguments and outcome."""
 
-    __slots__ = ("args", "done", "keys", "logged", "table_id")
+    __slots__ = ("args", "done", "keys", "logged", "packed_args", "packed_keys", "table_id")
 
     def __init__(
         self,
@@ -695,10 +705,20 @@ class PendingAppend:
         logged: Callable[[], None] | None = None,
     ) -> None:
         self.table_id = table_id
-        self.keys = [lease_key(table_id), log_key(table_id), table_key(table_id)]
+        self.keys, self.packed_keys = _append_keys(table_id)
         self.args = args
+        self.packed_args = b""
+        """``args`` packed (:func:`~blackdrez.server.stores.resp.bulks`) for the commit link."""
         self.done = done
         self.logged = logged
+
+
+@functools.lru_cache(maxsize=4096)
+def _append_keys(table_id: str) -> tuple[tuple[str, str, str], bytes]:
+    """The keys of a table's append (``APPEND_SCRIPT``'s three), and packed: the same for every
+    append of the table (a node hosts a few thousand tables at most)."""
+    keys = (lease_key(table_id), log_key(table_id), table_key(table_id))
+    return keys, resp.bulks(keys)
 
 
 def _keys_and_args(batch: Sequence[PendingAppend]) -> tuple[list[str], list[Any]]:

@@ -67,8 +67,14 @@ _BULK_HEADERS = tuple(b"$%d\r\n" % size for size in range(1024))
 
 def pack(command: Sequence[Argument]) -> bytes:
     """The bytes of ``command`` as a RESP array of bulk strings."""
-    headers, parts = _BULK_HEADERS, [b"*%d\r\n" % len(command)]
-    for argument in command:
+    return b"*%d\r\n" % len(command) + bulks(command)
+
+
+def bulks(arguments: Sequence[Argument]) -> bytes:
+    """``arguments`` as RESP bulk strings, without the array's header: part of a command
+    packed ahead (:meth:`RespConnection.send_then` sends the whole)."""
+    headers, parts = _BULK_HEADERS, list[bytes]()
+    for argument in arguments:
         kind = type(argument)  # (exact types first: a call of isinstance each is dearer)
         if kind is bytes:
             data: bytes = argument  # type: ignore[assignment]
@@ -202,11 +208,16 @@ class RespConnection(asyncio.Protocol):
     def call_then(self, command: Sequence[Argument], timeout: float, then: Then) -> None:
         """Send ``command``; ``then`` gets its reply (or failure: see :data:`Then`), called from
         the protocol callback that read it, or at once if the connection is lost."""
+        self.send_then(pack(command), timeout, then)
+
+    def send_then(self, command: bytes, timeout: float, then: Then) -> None:
+        """:meth:`call_then` of a command packed already (:func:`pack`, or its header and
+        :func:`bulks` of its parts)."""
         if self._lost is not None or self._transport is None:
             then(self._lost or redis.exceptions.ConnectionError("not connected"))
             return
         loop = asyncio.get_running_loop()
-        self._transport.write(pack(command))
+        self._transport.write(command)
         self._waiting.append((then, loop.call_later(timeout, self._time_out, timeout)))
 
     def close(self) -> None:
