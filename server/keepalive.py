@@ -12,6 +12,13 @@ whose pong has not come ``ping_timeout`` seconds after its ping with 1011 "keepa
 timeout", as websockets does. A ping is sent by a short task (websockets' ``ping``, which waits
 when the connection is closing); nothing lives per connection between pings but two dict
 entries.
+
+A stall of the whole loop (a pause of the process or of its machine) longer than
+``ping_timeout`` ends with the timer due and the clients' pongs unread in the sockets: the loop
+(uvloop's, libuv's order) runs due timers before it reads. Failing then would close every
+connection whose ping was out, the clients that answered too. So a wake-up more than a tick late
+gives each connection whose pong it finds missing one tick more, once per ping; a client that
+did not answer is failed then, a tick later than it would have been.
 """
 
 from __future__ import annotations
@@ -49,7 +56,11 @@ class Pings:
         """Per connection, when it is next due: its ping, or the end of the wait for its pong."""
         self._waiting: dict[Connection, asyncio.Future[float] | None] = {}
         """Per connection whose ping is out, the future its pong sets (``None`` while sent)."""
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._timer_at = 0.0
+        """When the timer was set for."""
+        self._granted: set[Connection] = set()
+        """Connections whose pong-wait ended in a stall, given a tick more (once a ping)."""
         self._tick = TICK
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -74,6 +85,7 @@ class Pings:
         """Stop pinging ``connection`` (it is lost)."""
         self._due.pop(connection, None)
         self._waiting.pop(connection, None)
+        self._granted.discard(connection)
         if not self._due and self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -81,20 +93,29 @@ class Pings:
     def _wake_by(self, when: float) -> None:
         timer = self._timer
         if timer is not None:
-            if timer.when() <= when:
+            if self._timer_at <= when:
                 return
             timer.cancel()
-        self._timer = self._loop.call_at(when, self._run)
+        # (uvloop's ``call_at`` of a time gone by returns a plain handle: no ``when()``)
+        self._timer, self._timer_at = self._loop.call_at(when, self._run), when
 
     def _run(self) -> None:
-        self._timer = None
+        timer, self._timer = self._timer, None
         now = self._loop.time()
+        # Woken over a tick late, the loop stalled (a pause of the process or the machine):
+        # pongs that came meanwhile wait in the sockets, which the loop reads after its timers.
+        stalled = timer is not None and now - self._timer_at > self._tick
         soonest = float("inf")
         for connection, due in list(self._due.items()):
             if due > now:
                 soonest = min(soonest, due)
                 continue
             if connection in self._waiting:  # no pong in time (or the ping still not out)
+                if stalled and connection not in self._granted:
+                    self._granted.add(connection)  # a tick more, once: its pong may be read
+                    self._due[connection] = now + self._tick
+                    soonest = min(soonest, now + self._tick)
+                    continue
                 self.discard(connection)
                 self._spawn(self._fail(connection))
                 continue
@@ -131,6 +152,7 @@ class Pings:
         if self._waiting.get(connection) is not pong:
             return
         del self._waiting[connection]
+        self._granted.discard(connection)
         interval = connection.ping_interval
         if pong.cancelled() or pong.exception() is not None or interval is None:
             self.discard(connection)
