@@ -142,3 +142,21 @@ async def test_after_a_stall_a_client_that_did_not_answer_is_still_failed() -> N
         await asyncio.sleep(0)
     assert silent.failed == [1011]
     assert len(pings) == 0
+
+
+def test_a_wake_up_set_for_a_time_gone_by_is_kept_on_uvloop() -> None:
+    """uvloop's ``call_at`` of a time gone by gives a plain handle, with no ``when()``: a pong
+    whose latency was over the interval (a stall) sets such a wake-up, and the next one set
+    must still compare with it (it failed with ``AttributeError``, in a pong's callback)."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main() -> list[float]:
+        loop = asyncio.get_running_loop()
+        pings, ran = Pings(loop), []
+        pings._run = lambda: ran.append(loop.time())  # type: ignore[method-assign]
+        pings._wake_by(loop.time() - 1.0)
+        pings._wake_by(loop.time() + 5.0)  # later: the earlier wake-up stays
+        await asyncio.sleep(0.05)
+        return ran
+
+    assert len(uvloop.run(main())) == 1
