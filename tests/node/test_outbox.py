@@ -10,6 +10,7 @@ import asyncio
 
 from blackdrez.protocol import v1
 from blackdrez.server.node.hosting import OUTBOX_WRITERS
+from blackdrez.server.stores import StoreUnavailable
 from blackdrez.server.testing.node_harness import Cluster, on_nodes
 from tests.node.helpers import play_out, seat_and_start
 
@@ -109,3 +110,65 @@ async def test_a_game_s_end_alone_queues_nothing_for_the_store(cluster: Cluster)
     await play_out(cluster, [host, guest], table)
     assert a.rooms[table].status.value in ("finished", "between_rounds", "open", "playing")
     assert queued == []
+
+
+@on_nodes(1)
+async def test_every_table_s_items_are_written_in_order_across_two_outages(
+    cluster: Cluster,
+) -> None:
+    """More tables than writers have items waiting when the store goes down; it comes back,
+    goes down again while they drain, and comes back: every table's items are written, each
+    table's in the order of its changes (a guest who sat and left is out of the table's set,
+    one who sat is in it)."""
+    (a,) = cluster.nodes
+    hosting = a.node.hosting
+    store = hosting.store.players
+    original_add, original_remove = store.add_table, store.remove_table
+    release = asyncio.Event()
+    written: list[tuple[str, str]] = []
+
+    refused = 0
+
+    async def add_table(player: str, table_id: str) -> None:
+        nonlocal refused
+        await release.wait()
+        try:
+            await original_add(player, table_id)
+        except StoreUnavailable:
+            refused += 1
+            raise
+        written.append(("add", table_id))
+        if len(written) == OUTBOX_WRITERS // 2:  # mid-drain: the second outage
+            cluster.take_store_down(a)
+
+    async def remove_table(player: str, table_id: str) -> None:
+        await original_remove(player, table_id)
+        written.append(("remove", table_id))
+
+    hosts = [await cluster.connect(a, f"Host{n}") for n in range(OUTBOX_WRITERS + 4)]
+    tables = [(await host.ok(v1.CreateTable())).table.id for host in hosts]
+    await hosting.settled()
+    store.add_table = add_table  # type: ignore[method-assign]
+    store.remove_table = remove_table  # type: ignore[method-assign]
+    guests = [await cluster.connect(a, f"Guest{n}") for n in range(len(tables))]
+    for guest, table in zip(guests, tables, strict=True):
+        await guest.ok(v1.JoinTable(table=table))
+    leavers = set(range(0, len(tables), 2))
+    for n in leavers:
+        await guests[n].ok(v1.LeaveTable(table=tables[n]))
+    await cluster.settle()
+    cluster.take_store_down(a)
+    release.set()
+    await cluster.advance(cluster.lease_ttl / 4)  # (short outages: the leases hold)
+    assert written == []
+    await cluster.bring_store_back(a)
+    await cluster.until(lambda: a.store_down, "the second outage")
+    await cluster.advance(cluster.lease_ttl / 4)
+    await cluster.bring_store_back(a)
+    await hosting.settled()
+    assert refused > OUTBOX_WRITERS  # tried in both outages, by every writer in the first
+    for n, (guest, table) in enumerate(zip(guests, tables, strict=True)):
+        mine = [kind for kind, table_id in written if table_id == table]
+        assert mine == (["add", "remove"] if n in leavers else ["add"])
+        held = await cluster.world.players.tables(guest.player)
+        assert (table in held) is (n not in leavers)
