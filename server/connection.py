@@ -6,12 +6,15 @@ other viewers. What a client does not read piles up in its connection's write bu
 
 Writing. A frame is framed here (:func:`wire_frame`: a server's frames are not masked, so one
 encoded update framed once serves every viewer of its class) and held until the end of the
-event loop's turn, or until the request that sent them is done (the session flushes then);
-then each connection's frames go in one write (:class:`Outbox`). One action
+event loop's turn; then each connection's frames go in one write (:class:`Outbox`). One action
 sends its player an update and the reply to their ``act``: one write, not two, and a write is
-most of a frame's cost (a system call that also runs the loopback's receive path). Nothing
-waits longer than the turn, and a connection's frames keep their order. Only permessage-deflate
-(``--compression``), which compresses each frame per connection, takes websockets' own path.
+most of a frame's cost (a system call that also runs the loopback's receive path). On Redis the
+update goes out from the callback that read the log's reply and the reply from the request,
+resumed a turn later, yet before the turn's writes (``redis_tables._settle``), so still one
+write; a request does not write everyone's frames when it is done (it did: the next request
+resumed in that turn then wrote its player's reply apart). Nothing waits longer than the turn,
+and a connection's frames keep their order. Only permessage-deflate (``--compression``), which
+compresses each frame per connection, takes websockets' own path.
 
 Every close the server starts goes through :meth:`Connection.close`, which counts it (``on_close``)
 and bounds it: the close frame follows what is already written, and a client that has not taken

@@ -393,7 +393,6 @@ class Sessions:
             ):
                 continue
             await self.node.handle(client, message)
-            self.outbox.flush()  # what the request sent anyone goes now, not a turn later
 
     async def _may_start(self, client: Connection, message: v1.StartSolitaire) -> bool:
         """Whether the player may open one more solitaire session; if not, say why."""

@@ -728,8 +728,12 @@ def _keys_and_args(batch: Sequence[PendingAppend]) -> tuple[list[str], list[Any]
 
 
 def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseException]) -> None:
-    """Hand each waiting append its own outcome (one whose caller gave up is skipped); a
-    logged one's ``logged`` callback first, here, not a turn later in its awaiting caller."""
+    """Hand each waiting append its own outcome (one whose caller gave up is skipped); the
+    logged ones' ``logged`` callbacks here, not a turn later in their awaiting callers, and
+    after every outcome is set: a caller resumes a turn later all the same, and so before the
+    turn's frames are written (:class:`~blackdrez.server.connection.Outbox`), which the callbacks
+    (their updates) ask for: a player's reply to an action and its update go in one write."""
+    logged = []
     for pending, outcome in zip(batch, outcomes, strict=True):
         if pending.done.done():
             continue
@@ -737,9 +741,11 @@ def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseExcepti
             pending.done.set_exception(outcome)
             continue
         written = int(outcome)
-        if written > 0 and pending.logged is not None:
-            try:
-                pending.logged()
-            except Exception:  # a bug of the caller's: the other appends are still settled
-                log.exception("the logged callback of an append to %s failed", pending.table_id)
         pending.done.set_result(written)
+        if written > 0 and pending.logged is not None:
+            logged.append(pending)
+    for pending in logged:
+        try:
+            pending.logged()  # type: ignore[misc]
+        except Exception:  # a bug of the caller's: the other appends are still settled
+            log.exception("the logged callback of an append to %s failed", pending.table_id)
