@@ -73,7 +73,8 @@ def pack(command: Sequence[Argument]) -> bytes:
 def bulks(arguments: Sequence[Argument]) -> bytes:
     """``arguments`` as RESP bulk strings, without the array's header: part of a command
     packed ahead (:meth:`RespConnection.send_then` sends the whole)."""
-    headers, parts = _BULK_HEADERS, list[bytes]()
+    headers = _BULK_HEADERS
+    parts: list[bytes] = []
     for argument in arguments:
         kind = type(argument)  # (exact types first: a call of isinstance each is dearer)
         if kind is bytes:
