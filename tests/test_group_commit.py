@@ -174,8 +174,10 @@ async def test_the_logged_callback_runs_for_a_logged_entry_only_and_before_its_c
 ) -> None:
     """``logged``, which lets a host fan an update out as soon as the store knows the entry
     logged: once for a logged entry, never for a refused one; on Redis and a cluster from the
-    batch's own settling, before the awaiting caller resumes (a callback it schedules runs
-    first). The in-memory store returns without a turn of the loop: its caller calls it."""
+    batch's own settling, before the awaiting caller resumes. A callback it schedules (the
+    turn's writes: ``blackdrez.server.connection.Outbox``) runs after the caller resumed, so
+    that what the caller sends then (its player's reply) goes in the same write as the update.
+    The in-memory store returns without a turn of the loop: its caller calls it."""
     tokens = await leased(store, ["good", "stale", "ahead"])
     loop = asyncio.get_running_loop()
     order: dict[str, list[str]] = {table: [] for table in tokens}
@@ -199,7 +201,7 @@ async def test_the_logged_callback_runs_for_a_logged_entry_only_and_before_its_c
     await asyncio.sleep(0)
     assert [type(outcome) for outcome in outcomes] == [type(None), LeaseLost, LeaseLost]
     assert order["stale"] == order["ahead"] == ["resumed"]
-    early = ["logged", "a turn later", "resumed"]
+    early = ["logged", "resumed", "a turn later"]
     assert order["good"] == (["resumed"] if isinstance(store.link, MemoryLink) else early)
 
 
