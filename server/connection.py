@@ -158,6 +158,9 @@ class Connection:
     _out: list[bytes] | None = None
     """Framed frames not yet written (see the module docstring)."""
     _deflate: bool | None = None
+    _high_water: int | None = None
+    """The transport's high-water mark (asked once: websockets sets it at the connection's
+    start), past which websockets' connection is ``paused``."""
 
     def send(self, message: Any) -> None:
         """Encode ``message`` in this client's encoding and send it."""
@@ -209,8 +212,11 @@ class Connection:
         transport.write(out[0] if len(out) == 1 else b"".join(out))
         # Past the transport's high-water mark (``ws.paused``) only, unless ``max_buffer`` is
         # below it: asking the transport for its buffer's size is a call per write otherwise.
+        mark = self._high_water
+        if mark is None:
+            mark = self._high_water = transport.get_write_buffer_limits()[1]
         if (
-            (ws.paused or self.max_buffer < ws.write_limit_high)
+            (ws.paused or self.max_buffer < mark)
             and transport.get_write_buffer_size() > self.max_buffer
             and not self.closing
         ):

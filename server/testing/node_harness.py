@@ -397,6 +397,9 @@ class FakeTransport:
     def get_write_buffer_size(self) -> int:
         return self.backlog
 
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return 2**13, 2**15  # (websockets' default: low, high)
+
     def abort(self) -> None:
         self._ws.lost(None)
 
@@ -413,13 +416,11 @@ class FakeWebSocket:
         self.close_code: int | None = None
         self.close_reason = ""
         self._ended = ended
-        self.write_limit_high = 2**15
-        """websockets' high-water mark of the write buffer (its default)."""
 
     @property
     def paused(self) -> bool:
         """Past the high-water mark, as the transport tells websockets' connection."""
-        return self.transport.backlog > self.write_limit_high
+        return self.transport.backlog > self.transport.get_write_buffer_limits()[1]
 
     def send_data(self) -> None:
         """The frames are with the client already."""
