@@ -462,3 +462,28 @@ async def test_a_batch_goes_out_while_the_one_before_waits_for_its_reply(
         assert await store.logs.read("second") == [b"create"]
     finally:
         await store.close()
+
+
+async def test_snapshots_go_on_after_redis_restarts_or_forgets_the_script(
+    durable_redis: RedisServer,
+) -> None:
+    """Snapshots have a connection of their own, as the appends: after a restart of Redis (the
+    connection lost, the script gone) and after a ``SCRIPT FLUSH`` (the connection kept) the
+    next snapshot is stored, and a stale token is still refused."""
+    store = redis_stores(durable_redis.url, "node-a")
+    await store.start()
+    try:
+        tokens = await leased(store, ["a"])
+        await store.logs.put_snapshot("a", tokens["a"], 1, b"one")
+        await asyncio.to_thread(durable_redis.restart)
+        await store.logs.put_snapshot("a", tokens["a"], 2, b"two")
+        assert await store.logs.read_snapshot("a") == (2, b"two")
+        with redis.Redis.from_url(durable_redis.url) as admin:
+            admin.script_flush()
+        await store.logs.put_snapshot("a", tokens["a"], 3, b"three")
+        assert await store.logs.read_snapshot("a") == (3, b"three")
+        with pytest.raises(LeaseLost):
+            await store.logs.put_snapshot("a", tokens["a"] + 1, 4, b"stale")
+        assert await store.logs.read_snapshot("a") == (3, b"three")
+    finally:
+        await store.close()
