@@ -283,6 +283,17 @@ def test_a_node_refused_by_protected_mode_waits_unhealthy_then_serves(
     try:
         run(["docker", "run", "-d", "--name", names[0], "--network", network, redis_image,
              "redis-server", "--protected-mode", "yes"])  # fmt: skip
+        # Serving first (from inside, where protected mode lets it answer): a node that meets it
+        # still starting has its connection reset, which is not what this test is about.
+        deadline = time.monotonic() + 30
+        while (
+            b"PONG"
+            not in subprocess.run(
+                ["docker", "exec", names[0], "redis-cli", "ping"], capture_output=True
+            ).stdout
+        ):
+            assert time.monotonic() < deadline, output(names[0])
+            time.sleep(0.2)
         run(["docker", "run", "-d", "--name", names[1], "--network", network, node_image,
              "blackdrez", "serve", "--host", "0.0.0.0", "--port", "8765",
              "--redis-url", f"redis://{names[0]}:6379/0", "--node-id", "waiting"])  # fmt: skip
