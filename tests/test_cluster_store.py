@@ -45,7 +45,7 @@ async def open_cluster_store() -> AsyncIterator[OpenStore]:
     """Open started stores (``open_stores(url, node_id, **options)``); close them after."""
     opened: list[Stores] = []
 
-    async def start(url: str, node_id: str = "node-a", **options: int) -> Stores:
+    async def start(url: str, node_id: str = "node-a", **options: Any) -> Stores:
         store = open_stores(url, node_id, **options)
         await store.start()
         opened.append(store)
@@ -549,3 +549,83 @@ async def test_a_renewal_none_of_whose_masters_answers_is_unavailable(
         for index in frozen:
             private_cluster.resume(index)
     assert not isinstance(failed.value, PartlyRenewed), "none was renewed"
+
+
+async def test_a_renewal_store_whose_map_predates_a_failover_keeps_a_lease_taken_after_it(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    """The renewal thread's store read its slot map before a master failed over, and held no
+    lease there to notice; then its node adopts a table of that master's slots (at the
+    successor, through the node's own client). The first renewal goes to the dead master and
+    fails; the slot map read that follows tried the nodes in a random order, and a node that
+    accepts connections but answers nothing (on the far side of a cut: here, frozen) held it
+    for the socket timeout, twice the TTL: the lease lapsed and the table moved again (the
+    three-host cut saw a table adopted three times). Ten renewal stores, each its own random
+    order: none may let its lease lapse."""
+    cluster = private_cluster
+    dead = cluster.index_serving("bd:t:{t0}:lease")
+    successor = cluster.replica_of(dead)
+    tables = [
+        t
+        for t in (f"t{i}" for i in range(90))
+        if cluster.index_serving(f"bd:t:{{{t}}}:lease") == dead
+    ][:10]
+    frozen = [
+        i
+        for i in range(len(cluster.nodes))
+        if i not in (dead, successor) and cluster.role(i) != "master"
+    ]
+    assert len(tables) == 10 and len(frozen) == 2
+    incarnation = "inc-1"
+    renewers = [open_stores(cluster.url, "node-a", incarnation=incarnation) for _ in tables]
+    try:
+        for renewer in renewers:
+            await renewer.ping()  # the slot map, as the renewal thread reads it at its start
+        cluster.kill(dead)
+        deadline = time.monotonic() + 30
+        while (
+            cluster.role(successor) != "master"
+            or cluster.nodes[successor].info("cluster").get("cluster_state") != "ok"
+        ):
+            assert time.monotonic() < deadline, "the replica took over"
+            await asyncio.sleep(0.1)
+        store = await open_cluster_store(cluster.url, incarnation=incarnation)
+        tokens = {t: await eventually_acquired(store, t) for t in tables}
+        for index in frozen:
+            cluster.pause(index)
+        lapsed: list[str] = []
+
+        async def keep(renewer: Stores, table: str) -> None:
+            valid_until = time.monotonic() + 1.0
+            stop = time.monotonic() + 3.0
+            while time.monotonic() < stop:
+                sent = time.monotonic()
+                with contextlib.suppress(StoreUnavailable):
+                    lost = await renewer.leases.renew({table: tokens[table]}, 1.0)  # type: ignore[dict-item]
+                    assert lost == set(), f"{table}: the lease was taken meanwhile"
+                    valid_until = sent + 1.0
+                await asyncio.sleep(max(0.0, sent + 0.25 - time.monotonic()))
+                if time.monotonic() > valid_until:
+                    lapsed.append(table)
+                    return
+
+        await asyncio.gather(*(keep(r, t) for r, t in zip(renewers, tables, strict=True)))
+    finally:
+        for index in range(len(cluster.nodes)):
+            cluster.resume(index)
+        for renewer in renewers:
+            await renewer.close()
+    assert lapsed == [], f"{len(lapsed)} of {len(tables)} leases lapsed"
+
+
+async def eventually_acquired(store: Stores, table: str, within: float = 10.0) -> int:
+    """``table``'s lease, taken as an orphan scan would: tried again while the cluster is
+    unavailable (a store opened just after a failover may meet the dead master first)."""
+    deadline = time.monotonic() + within
+    while True:
+        with contextlib.suppress(StoreUnavailable):
+            token = await store.leases.acquire(table, 1.0)
+            assert token is not None, f"{table}: nobody else holds it"
+            return token
+        assert time.monotonic() < deadline, f"{table}: the store stayed unavailable"
+        await asyncio.sleep(0.1)

@@ -233,6 +233,36 @@ class ClusterLink(RedisLink):
             await self.redis.ping(target_nodes=node)
 
 
+async def _answering(nodes: list[ClusterNode], timeout: float) -> list[ClusterNode]:
+    """Those of ``nodes`` that answer a ``PING`` within ``timeout`` s, pinged at once: every
+    one that answered by the time the first did (the rest are given up on then, and end in
+    the background)."""
+    pings = {asyncio.ensure_future(node.execute_command("PING")): node for node in nodes}
+    answered: list[ClusterNode] = []
+    try:
+        pending = set(pings)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while pending and not answered:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            done, pending = await asyncio.wait(
+                pending, timeout=left, return_when=asyncio.FIRST_COMPLETED
+            )
+            answered += [pings[ping] for ping in done if ping.exception() is None]
+    finally:
+        for ping in pings:  # (not waited for: a ping cancelled while it connects to a
+            ping.cancel()  # node that answers nothing may take its connect timeout to end)
+            ping.add_done_callback(_retrieved)
+    return answered
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Take a task's outcome, so that asyncio does not report its error as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 def master_name(cluster: RedisCluster, slot: int) -> str:
     """The name of the master serving ``slot`` ("" while the slot map has none for it)."""
     try:
@@ -285,7 +315,12 @@ class ClusterLeases(RedisLeases):
         # nothing else that would). In the background: the read may try the node that does
         # not answer first and wait for its timeout, longer than the TTL, and the leases
         # renewed just now would lapse before the next renewal.
-        self._read_slot_map_soon()
+        failed = {
+            master
+            for master, result in zip(shares, results, strict=True)
+            if isinstance(result, BaseException)
+        }
+        self._read_slot_map_soon(failed)
         renewed = {
             table
             for share, result in zip(shares.values(), results, strict=True)
@@ -298,17 +333,38 @@ class ClusterLeases(RedisLeases):
 
     _slot_map_read: asyncio.Task[None] | None = None
 
-    def _read_slot_map_soon(self) -> None:
-        """Read the cluster's slot map again, in a task of its own (one at a time)."""
+    def _read_slot_map_soon(self, failed: set[str]) -> None:
+        """Read the cluster's slot map again, in a task of its own (one at a time), from
+        nodes other than the ``failed`` masters."""
         if self._slot_map_read is None or self._slot_map_read.done():
-            self._slot_map_read = asyncio.get_running_loop().create_task(self._read_slot_map())
+            self._slot_map_read = asyncio.get_running_loop().create_task(
+                self._read_slot_map(failed)
+            )
 
-    async def _read_slot_map(self) -> None:
-        # (no node answered: read again at the next renewal that fails)
-        with contextlib.suppress(
-            *UNREACHABLE, redis.exceptions.RedisError, redis.exceptions.RedisClusterException
-        ):
-            await self._redis.nodes_manager.initialize()
+    async def _read_slot_map(self, failed: set[str]) -> None:
+        """The slot map read from nodes that answer now. redis-py asks its nodes in a random
+        order, one after another; a node that accepts connections but answers nothing (on the
+        far side of a cut, or frozen) holds the read for the socket timeout, twice the TTL, and
+        the leases taken at a failed master's successor since the last read lapse meanwhile.
+        So every known node but the failed ones is pinged at once, and the read asks only those
+        that answered within :data:`PROBE_TIMEOUT` (any of them, when none did)."""
+        manager = self._redis.nodes_manager
+        known = dict(manager.startup_nodes)
+        answering = await _answering(
+            [node for name, node in known.items() if name not in failed], PROBE_TIMEOUT
+        )
+        if answering:
+            manager.startup_nodes = {node.name: node for node in answering}
+        read = manager.slots_cache
+        try:
+            # (no node answered: read again at the next renewal that fails)
+            with contextlib.suppress(
+                *UNREACHABLE, redis.exceptions.RedisError, redis.exceptions.RedisClusterException
+            ):
+                await manager.initialize()
+        finally:
+            if manager.slots_cache is read:  # not read: the seeds as they were (once read,
+                manager.startup_nodes = known  # the nodes of the new map are the seeds)
 
     async def _renew_share(self, share: dict[str, int], ttl: float) -> set[str]:
         """One master's leases, given :data:`RENEWAL_SHARE` of the TTL at most: a master that
