@@ -296,6 +296,12 @@ class ClusterLeases(RedisLeases):
         its own leases only; then :class:`PartlyRenewed` says which were renewed."""
         if not leases:
             return set()
+        reading = self._slot_map_read
+        if reading is not None and not reading.done():
+            # The last renewal failed at a master and its slot map is being read again: a
+            # renewal sent now (the store back: renew at once) would go to that master again
+            # and the leases just taken at its successor would lapse. Given a share of the TTL.
+            await asyncio.wait({reading}, timeout=ttl * RENEWAL_SHARE)
         shares: dict[str, dict[str, int]] = {}
         for table_id, token in leases.items():
             master = master_name(self._redis, self._redis.keyslot(lease_key(table_id)))
