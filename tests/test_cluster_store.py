@@ -434,7 +434,9 @@ async def test_a_frozen_master_never_holds_a_renewal_up_past_its_share_of_the_tt
     try:
         for _ in range(12):
             began = time.perf_counter()
-            with contextlib.suppress(PartlyRenewed):
+            # (which were renewed is another test's: on a loaded machine the masters that
+            # answer may miss their share too, and the renewal is unavailable as a whole)
+            with contextlib.suppress(StoreUnavailable):
                 await store.leases.renew(held, 1.0)  # type: ignore[arg-type]
             durations.append(time.perf_counter() - began)
     finally:
