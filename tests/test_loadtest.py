@@ -56,6 +56,13 @@ def test_smoke_run_reports_sane_figures(tmp_path: Path) -> None:
     assert 0 <= lag["p99"] <= lag["max"] and lag["over_10ms"] >= 0
     assert report["server_rss_held_kib"] > report["server_rss_before_kib"] > 0
     assert report["server_rss_per_connection_kib"] > 0
+    start = report["server_rss_window_start_kib"]  # every connection made by then
+    assert report["server_rss_before_kib"] < start <= report["server_rss_held_kib"]
+    assert (
+        0
+        < report["server_rss_per_connection_at_start_kib"]
+        <= (report["server_rss_per_connection_kib"])
+    )
     own = report["server_action_ms"]  # the server's own account, from its /metrics
     assert 0.5 * report["actions_per_s"] * 2 <= own["count"] <= 2 * report["actions_per_s"] * 2
     assert 0 <= own["share_over_10ms"] <= 1 and 0 < own["p99_at_most_ms"] <= 500

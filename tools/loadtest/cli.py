@@ -302,7 +302,7 @@ def run_load(
         process.start()
     display = _Display(not quiet)
     windows: dict[int, Window] = {}
-    rss_held = cpu_start = cpu_end = None
+    rss_held = rss_start = cpu_start = cpu_end = None
     clients_start = clients_end = 0.0
     neighbours = neighbours or {}
     neighbours_start: dict[str, float] = {}
@@ -336,7 +336,7 @@ def run_load(
                 steal_start = steal_seconds()
                 histograms_start = server_histograms(url)
                 if server_pid:
-                    rss_held = rss_kib(server_pid)
+                    rss_held = rss_start = rss_kib(server_pid)
                     cpu_start = cpu_seconds(server_pid)
                     preempted_start = involuntary_switches(server_pid)
                 window_start = now
@@ -370,7 +370,7 @@ def run_load(
                 process.join()
     seconds = max(window_end - window_start, 1e-9)
     report = _report(
-        args, url, plans, windows, progress, server_pid, rss_before, rss_held,
+        args, url, plans, windows, progress, server_pid, rss_before, rss_held, rss_start,
         (cpu_end - cpu_start) / seconds
         if cpu_start is not None and cpu_end is not None else None,
     )  # fmt: skip
@@ -426,6 +426,7 @@ def _report(
     server_pid: int | None,
     rss_before: int | None,
     rss_held: int | None,
+    rss_start: int | None,
     server_cpu: float | None,
 ) -> dict[str, Any]:
     def rate(name: str) -> float:
@@ -474,6 +475,14 @@ def _report(
         "server_rss_before_kib": rss_before,
         "server_rss_held_kib": rss_held,
         "server_rss_per_connection_kib": per_connection,
+        # at the window's start, every connection made: what the window adds (an in-memory
+        # store keeps every finished game's record for its retention) is not the connections'
+        "server_rss_window_start_kib": rss_start,
+        "server_rss_per_connection_at_start_kib": (
+            (rss_start - rss_before) / held
+            if rss_start is not None and rss_before is not None and held
+            else None
+        ),
         "server_cpu_share": server_cpu,
         "frames_per_s": frames,
         "bytes_per_s": rate("bytes"),
@@ -581,6 +590,11 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"server RSS {report['server_rss_before_kib'] / 1024:.1f} -> "
             f"{report['server_rss_held_kib'] / 1024:.1f} MiB: "
             f"{report['server_rss_per_connection_kib']:.1f} KiB per connection"
+            + (
+                f" ({report['server_rss_per_connection_at_start_kib']:.1f} at the window's start)"
+                if report.get("server_rss_per_connection_at_start_kib") is not None
+                else ""
+            )
         )
     if report["server_cpu_share"] is not None:
         lines.append(
