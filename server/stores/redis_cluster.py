@@ -229,8 +229,12 @@ class ClusterLink(RedisLink):
             self.refusing_writes = False  # (PING is refused as writes are)
 
     async def _ping_one(self, node: ClusterNode) -> None:
+        """Ping one master on its own connection, not through the cluster client, whose every
+        command first reads the slot map again if an error asked for it: that read asks the
+        nodes one after another, waits out one that answers nothing for this probe's whole
+        timeout, and holds up meanwhile the lease renewal's own read of the map."""
         async with asyncio.timeout(PROBE_TIMEOUT):
-            await self.redis.ping(target_nodes=node)
+            await node.execute_command("PING")
 
 
 async def _answering(nodes: list[ClusterNode], timeout: float) -> list[ClusterNode]:
