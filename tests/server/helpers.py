@@ -71,6 +71,17 @@ async def seat_and_start(host: Client, others: list[Client], **options: Any) -> 
     return table
 
 
+async def player_on_turn(players: list[Client], table: str, timeout: float = 30.0) -> Client:
+    """The player with legal actions, once one has them (a round won on the deal is followed by
+    the pause: then nobody has any until the next deal, which the clients see one by one)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            for player in players:
+                if player.tables[table].legal:
+                    return player
+            await asyncio.sleep(0.02)
+
+
 RETRY = ("unavailable", "moving", "not_your_turn")
 """Answers a player meets while a table moves between nodes: look again and retry."""
 

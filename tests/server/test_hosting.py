@@ -20,18 +20,7 @@ from blackdrez.server.table.records import decode_table_record, record_log
 from blackdrez.server.table.room import Room
 from blackdrez.server.testing.nodes import lease_holders
 from blackdrez.server.testing.redis_server import RedisServer
-from tests.server.helpers import play_out, queued_at, seat_and_start, wait_for
-
-
-async def player_on_turn(players: list[Client], table: str, timeout: float = 30.0) -> Client:
-    """The player with legal actions, once one has them (a round won on the deal is followed by
-    the pause: then nobody has any until the next deal, which the clients see one by one)."""
-    async with asyncio.timeout(timeout):
-        while True:
-            for player in players:
-                if player.tables[table].legal:
-                    return player
-            await asyncio.sleep(0.02)
+from tests.server.helpers import play_out, player_on_turn, queued_at, seat_and_start, wait_for
 
 
 def same_room(live, rebuilt) -> None:
@@ -494,7 +483,7 @@ async def test_the_action_histogram_counts_the_wait_for_the_tables_lock(
     server = await make_server()
     host, guest = await connect(server, name="Host"), await connect(server, name="Guest")
     table = await seat_and_start(host, [guest])
-    mover = next(c for c in (host, guest) if c.tables[table].legal)
+    mover = await player_on_turn([host, guest], table)
     move = mover.tables[table].legal[0]
 
     def total() -> float:

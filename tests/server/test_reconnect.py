@@ -9,28 +9,18 @@ import pytest
 from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
 from blackdrez.server.table import history
-from tests.server.helpers import play_out, seat_and_start
+from tests.server.helpers import play_out, player_on_turn, seat_and_start
 
 
 async def reconnect(server, old: Client, **options) -> Client:
     return await Client.connect(f"ws://127.0.0.1:{server.port}/", token=old.token, **options)
 
 
-async def on_turn(clients: list[Client], table: str, timeout: float = 5.0) -> Client:
-    """The client whose turn it is, once one of them has been told (a game's first turn may
-    come in a frame after the start's: the round begins from a timer)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while (found := next((c for c in clients if c.tables[table].legal), None)) is None:
-        assert asyncio.get_running_loop().time() < deadline, "nobody was told it is their turn"
-        await asyncio.sleep(0.01)
-    return found
-
-
 async def test_reconnect_mid_turn_replays_exactly_the_missed_events(server, connect) -> None:
     a, b, c = [await connect(server, name=n) for n in "ABC"]
     table = await seat_and_start(a, [b, c], turn_seconds=30)
     await play_several(a, b, c, table, turns=2)
-    dropped = await on_turn([a, b, c], table)
+    dropped = await player_on_turn([a, b, c], table)
     others = [x for x in (a, b, c) if x is not dropped]
     held = dropped.tables[table].seq
     held_events = list(dropped.tables[table].events)
@@ -62,7 +52,7 @@ async def test_reconnect_mid_turn_replays_exactly_the_missed_events(server, conn
 
 async def play_several(a, b, c, table, turns: int) -> None:
     for _ in range(turns):
-        player = await on_turn([a, b, c], table)
+        player = await player_on_turn([a, b, c], table)
         seq = player.tables[table].seq
         await player.act(
             table, {"type": "hit"} if player.tables[table].view["stock"] else {"type": "withdraw"}
@@ -95,7 +85,7 @@ async def test_too_many_missed_events_give_a_snapshot(server, connect, monkeypat
 async def test_an_absent_player_on_turn_is_withdrawn_by_the_timer(server, connect) -> None:
     a, b, c = [await connect(server, name=n) for n in "ABC"]
     table = await seat_and_start(a, [b, c], turn_seconds=1.0)
-    sleeper = await on_turn([a, b, c], table)
+    sleeper = await player_on_turn([a, b, c], table)
     seat = sleeper.tables[table].seat
     deadline = sleeper.tables[table].deadline
     assert deadline is not None
@@ -119,7 +109,7 @@ async def test_an_absent_player_on_turn_is_withdrawn_by_the_timer(server, connec
 async def test_a_connected_player_who_does_not_act_is_withdrawn(server, connect) -> None:
     a, b = [await connect(server, name=n) for n in "AB"]
     table = await seat_and_start(a, [b], turn_seconds=1.0)
-    idle = await on_turn([a, b], table)
+    idle = await player_on_turn([a, b], table)
     seat = idle.tables[table].seat
     await idle.wait_until(
         lambda: any(e.event["type"] == "timed_out" for e in idle.tables[table].events),
