@@ -322,9 +322,10 @@ class ClusterLeases(RedisLeases):
             return lost
         # A master that does not answer may have been replaced: read the slot map again, so
         # that a later renewal goes to its successor (the renewal thread's client sends
-        # nothing else that would). In the background: the read may try the node that does
-        # not answer first and wait for its timeout, longer than the TTL, and the leases
-        # renewed just now would lapse before the next renewal.
+        # nothing else that would). In the background: with no node answering its pings the
+        # read falls back to redis-py's, which may wait out a silent node longer than the
+        # TTL, and the leases renewed just now would lapse before the next renewal (which
+        # waits for the read a share of the TTL at most, above).
         failed = {
             master
             for master, result in zip(shares, results, strict=True)
