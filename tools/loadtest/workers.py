@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import msgspec
+from websockets.protocol import State
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.codec import encode
@@ -50,6 +51,7 @@ from blackdrez.tools.loadtest.frames import (
     LeanFrame,
     LeanView,
     choose_action,
+    client_frame,
     echo_frame_size,
     masked_frame,
 )
@@ -520,6 +522,11 @@ class _Bot:
         self._restarting = False
         loop = asyncio.get_running_loop()
         self.finished: asyncio.Future[None] = loop.create_future()
+        self._decode = LEAN_DECODERS[self.binary].decode
+        self._transport = ws.transport
+        # Every data frame the connection reads comes here at once, in the read's callback,
+        # not through websockets' message queue and a coroutine woken per frame (see _on_frame).
+        ws.recv_messages.put = self._on_frame
         self._reader = loop.create_task(self._read())
 
     async def request(self, message: v1.Message | LeanCreateTable) -> LeanFrame:
@@ -528,36 +535,45 @@ class _Bot:
         message = msgspec.structs.replace(message, id=self._ids)
         future = asyncio.get_running_loop().create_future()
         self._pending[self._ids] = future
-        await self.ws.send(encode(message, self.binary))
-        self.worker.counters.sent += 1
+        self.send(message)
         reply = await asyncio.wait_for(future, 30.0)
         if reply.type == "error":
             tag = type(message).__struct_config__.tag
             raise Refused(f"{tag} refused: {reply.code}", reply.code)
         return reply
 
-    async def _read(self) -> None:
-        from websockets.exceptions import ConnectionClosed
-
-        decode = LEAN_DECODERS[self.binary].decode
+    def _on_frame(self, frame: Any) -> None:
+        """One data frame read (websockets' frame; the server sends each message whole)."""
+        now = time.perf_counter()
+        data = frame.data
         counters = self.worker.counters
+        counters.frames += 1
+        counters.bytes += len(data)
         try:
-            async for data in self.ws:
-                now = time.perf_counter()
-                counters.frames += 1
-                counters.bytes += len(data)
-                frame = decode(data)
-                if frame.type == "update":
-                    self._on_update(frame, now)
-                elif frame.id is not None:
-                    self._on_reply(frame)
+            message = self._decode(data)
+            if message.type == "update":
+                self._on_update(message, now)
+            elif message.id is not None:
+                self._on_reply(message)
         except Exception as error:
-            self.worker.counters.closed += 1
-            if not isinstance(error, ConnectionClosed):
-                self.worker._failed(error)
+            self.worker._failed(error)
+            self._transport.abort()
+
+    async def _read(self) -> None:
+        """Wait for the connection's end (its frames go to :meth:`_on_frame`)."""
+        try:
+            await self.ws.wait_closed()
         finally:
+            self.worker.counters.closed += 1
             if not self.finished.done():
                 self.finished.set_result(None)
+
+    def send(self, message: Any) -> None:
+        """Write ``message`` as one masked client frame, now (websockets' ``send`` is a
+        coroutine with a lock and a drain per frame; a bot sends one small frame at a time)."""
+        if self.ws.protocol.state is State.OPEN:
+            self._transport.write(client_frame(encode(message, self.binary)))
+            self.worker.counters.sent += 1
 
     def _on_update(self, frame: LeanFrame, now: float) -> None:
         seq = frame.seq or 0
@@ -633,18 +649,23 @@ class _Bot:
             return
         self.acting = True
         self.acted_at = self.last_seq
-        asyncio.get_running_loop().create_task(self._act(choose_action(self.view, self.legal)))
+        action = choose_action(self.view, self.legal)
+        if self.worker.plan.action_rate > 0:
+            asyncio.get_running_loop().create_task(self._paced_act(action))
+        else:
+            self._act(action)
 
-    async def _act(self, action: dict[str, Any]) -> None:
+    async def _paced_act(self, action: dict[str, Any]) -> None:
         await self.worker.pace()
+        self._act(action)
+
+    def _act(self, action: dict[str, Any]) -> None:
         self._ids += 1
         self._act_id = self._ids
         message = v1.Act(id=self._ids, table=self.table, action=action)
         self.waiting_seq = None
         self.sent_at = time.perf_counter()
-        with contextlib.suppress(Exception):
-            await self.ws.send(encode(message, self.binary))
-            self.worker.counters.sent += 1
+        self.send(message)
 
     async def _restart(self) -> None:
         """Start the next game (the host), trying again while the table or the store is away."""
