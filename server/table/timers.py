@@ -93,13 +93,20 @@ class Timers:
     def next(self, status: TableStatus, seats: Sequence[Seat | None], grace: float) -> float | None:
         """The earliest deadline: a turn, a deal, a wait, a close (once no game runs), a
         disconnected player's grace."""
-        times = [
-            t for t in (self.turn_deadline, self.next_round_at, self.waiting_until) if t is not None
-        ]
-        if self.close_at is not None and status in _CLOSABLE:
-            times.append(self.close_at)
-        times += [s.away_since + grace for s in seats if s is not None and s.away_since is not None]
-        return min(times) if times else None
+        # (asked after every command: compared in turn, no list built)
+        earliest = self.turn_deadline
+        for t in (self.next_round_at, self.waiting_until):
+            if t is not None and (earliest is None or t < earliest):
+                earliest = t
+        t = self.close_at
+        if t is not None and (earliest is None or t < earliest) and status in _CLOSABLE:
+            earliest = t
+        for seat in seats:
+            if seat is not None and seat.away_since is not None:
+                t = seat.away_since + grace
+                if earliest is None or t < earliest:
+                    earliest = t
+        return earliest
 
     def should_close(self, now: float, status: TableStatus) -> bool:
         """Whether the rules say the room should be closed by ``now``: deserted, and no game
