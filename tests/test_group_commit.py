@@ -18,6 +18,9 @@ from pathlib import Path
 import pytest
 import redis
 
+from blackdrez.server.connection import Connection, Outbox
+from blackdrez.server.identity import Token
+from blackdrez.server.ratelimit import TokenBucket
 from blackdrez.server.stores import open_stores
 from blackdrez.server.stores.base import (
     Append,
@@ -30,6 +33,7 @@ from blackdrez.server.stores.base import (
 from blackdrez.server.stores.memory import MemoryLink
 from blackdrez.server.stores.redis import redis_stores
 from blackdrez.server.stores.redis_cluster import ClusterLink
+from blackdrez.server.testing.node_harness import FakeWebSocket
 from blackdrez.server.testing.redis_cluster import LocalCluster
 from blackdrez.server.testing.redis_server import RedisServer
 from tests.stores.helpers import Inbox, eventually
@@ -203,6 +207,59 @@ async def test_the_logged_callback_runs_for_a_logged_entry_only_and_before_its_c
     assert order["stale"] == order["ahead"] == ["resumed"]
     early = ["logged", "resumed", "a turn later"]
     assert order["good"] == (["resumed"] if isinstance(store.link, MemoryLink) else early)
+
+
+def viewer(outbox: Outbox, frames: list[str | bytes]) -> Connection:
+    """A connection whose frames are written through ``outbox`` to ``frames`` (its transport
+    counts the writes)."""
+    ws = FakeWebSocket(frames.append, lambda: None)
+    return Connection(
+        ws=ws,  # type: ignore[arg-type]  # the part of ServerConnection it uses
+        binary=False,
+        player="viewer",
+        name="Viewer",
+        bucket=TokenBucket(1e9, 1_000_000, 0.0),
+        max_buffer=2**20,
+        token=Token("t", "viewer", "Viewer", 0.0),
+        outbox=outbox,
+    )
+
+
+async def test_a_turns_updates_of_several_tables_reach_a_viewer_of_each_in_one_write(
+    store: Stores,
+) -> None:
+    """Appends of several tables settled together (one batch on Redis: their ``logged``
+    callbacks run one after another in the batch's settling; in memory each in its caller's
+    turn): a connection that sees every table gets each table's update and the replies its
+    callers send once resumed in one write, in the order they were sent (each table's update
+    before its reply)."""
+    tables = ["a", "b", "c"]
+    tokens = await leased(store, tables)
+    frames: list[str | bytes] = []
+    outbox = Outbox()
+    client = viewer(outbox, frames)
+
+    async def act(table: str) -> None:
+        told: list[str] = []
+
+        def logged() -> None:
+            told.append(table)
+            client.send_frame(f"update {table}")
+
+        await store.logs.append(Append(table, tokens[table], 2, b"act", logged=logged))
+        if not told:  # the in-memory store: its caller calls it (as Hosting.append_entry does)
+            logged()
+        client.send_frame(f"ok {table}")
+
+    await asyncio.gather(*(act(table) for table in tables))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert client.ws.transport.writes == 1, frames
+    assert sorted(frames) == sorted(f"{kind} {t}" for t in tables for kind in ("update", "ok"))
+    for table in tables:
+        assert frames.index(f"update {table}") < frames.index(f"ok {table}")
+    if not isinstance(store.link, MemoryLink):
+        assert frames[:3] == [f"update {t}" for t in tables], "one batch: the updates first"
 
 
 @pytest.mark.parametrize("with_lobby_records", [False, True])
