@@ -20,6 +20,7 @@ from blackdrez.server.table import snapshots
 from blackdrez.server.table.commands import rebuild as rebuild_from_log
 from blackdrez.server.table.snapshots import SnapshotError, load, rebuild, take
 from blackdrez.server.testing.table_logs import play_table
+from blackdrez.tools.compile import compiled
 
 from .leases import SHORT_LEASE, until_lapsed
 
@@ -39,6 +40,9 @@ def assert_same(a: Any, b: Any, path: str = "room", skip: frozenset[str] = froze
         assert vars(a).keys() == vars(b).keys(), path
         for name in vars(a):
             assert_same(vars(a)[name], vars(b)[name], f"{path}.{name}", skip)
+    elif type(a).__eq__ is object.__eq__ and type(a).__reduce__ is not object.__reduce__:
+        # no attributes to read (a compiled engine, ``blackdrez compile``): what it pickles as
+        assert_same(a.__reduce__()[1], b.__reduce__()[1], f"{path}.__reduce__", skip)
     elif isinstance(a, list | tuple) and len(a) == len(b):
         for index, (x, y) in enumerate(zip(a, b, strict=True)):
             assert_same(x, y, f"{path}[{index}]", skip)
@@ -103,6 +107,37 @@ def test_a_snapshot_is_compressed_and_one_written_before_is_still_read() -> None
     assert_same(load(data), room)
     assert_same(rebuild(log, (250, bare)), rebuild_from_log(log))
     assert_same(load(zlib.compress(bare)), room)  # compressed, adapter by persistent id
+
+
+def test_a_snapshot_from_before_the_rules_types_had_a_module_of_their_own_is_still_used() -> None:
+    """Before ``games/blackdrez/model.py`` a snapshot named BlackDrez's Structs under ``rules``
+    (which still has every one of them) and pickled the engine by its attributes (it now pickles
+    as its state, as a compiled engine must: ``blackdrez compile``). The Python rules read such a
+    snapshot; compiled rules cannot make an engine from attributes, and the table is rebuilt
+    from its whole log instead."""
+    _, log = play_table(300, seed=11)
+    room = rebuild_from_log(log[:250])
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = {
+        **snapshots._DISPATCH,
+        type(room.engine): lambda engine: (copyreg.__newobj__, (type(engine),), vars_of(engine)),
+    }
+    pickler.dump(room)
+    new, old = b"blackdrez.games.blackdrez.model", b"blackdrez.games.blackdrez.rules"
+    assert new in out.getvalue()
+    before = zlib.compress(out.getvalue().replace(new, old))
+    if compiled("blackdrez.games.blackdrez.rules"):
+        with pytest.raises(SnapshotError):
+            load(before)
+    else:
+        assert_same(load(before), room)
+    assert_same(rebuild(log, (250, before)), rebuild_from_log(log))
+
+
+def vars_of(engine: Any) -> dict[str, Any]:
+    """The engine's attributes, as pickle took them before it pickled as its state."""
+    return {"state": engine.state}
 
 
 class _PicklerBefore(pickle.Pickler):

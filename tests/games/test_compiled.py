@@ -1,0 +1,147 @@
+"""The compiled rules (``blackdrez compile``, mypyc) are the same rules: every game, refusal,
+view and pickle of BlackDrez played through them gives the same bytes as through the Python.
+
+The rules are compiled in a copy of the installed ``games`` folder (the suite never changes the
+tree it tests), and the same script runs twice in fresh interpreters: once as installed, once
+with ``blackdrez.games`` taken from the copy.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from blackdrez.tools import compile as compiling
+
+PLAY = r"""
+import hashlib, pickle, random, sys
+
+import msgspec
+
+from blackdrez.games.base import Rejected
+from blackdrez.games.blackdrez import rules
+from blackdrez.tools.compile import compiled
+
+digest = hashlib.sha256()
+encode = msgspec.msgpack.encode
+odd = [
+    rules.StartRound(seats=[0]), rules.StartRound(seats=[0, 0]), rules.StartRound(seats=[0, 9]),
+    rules.StartRound(seats=[0, "1"]), rules.StartRound(seats=[0, True]),
+    rules.StartRound(seats=[0, 1.0]), rules.StartRound(seats=[0, 1], newcomers=[5]),
+    rules.Hit(), rules.Stand(), rules.Withdraw(), rules.EndGame(),
+]
+for number in range(int(sys.argv[1])):
+    pick = random.Random(number)
+    seats = 2 + number % 7
+    engine = rules.BlackDrez.new(rules.Config(seats=seats, max_rounds=pick.choice([None, 3])),
+                                 f"seed-{number}")
+    while not engine.over:
+        if pick.random() < 0.15:  # something the rules refuse, from anyone
+            seat = pick.randrange(-1, seats)
+            try:
+                digest.update(encode(engine.apply(seat, pick.choice(odd))))
+            except Rejected as refused:
+                digest.update(f"{seat} {refused.reason} {refused.detail}".encode())
+            continue
+        acting = [s for s in range(-1, seats) if engine.legal_actions(s)]
+        seat = pick.choice(acting)
+        action = pick.choice(engine.legal_actions(seat))
+        digest.update(encode([seat, action, engine.apply(seat, action)]))
+        for viewer in (None, *range(seats)):
+            digest.update(encode(engine.view(viewer)))
+        digest.update(engine.dump())
+    digest.update(encode([engine.result(), engine.dealt()]))
+    again = pickle.loads(pickle.dumps(engine))
+    assert type(again) is rules.BlackDrez and again.dump() == engine.dump()
+print(compiled("blackdrez.games.blackdrez.rules"), digest.hexdigest())
+"""
+
+GAMES = 150
+
+
+def _package_folder(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.submodule_search_locations
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+def _copy(games: Path, root: Path) -> Path:
+    """A folder to put first on ``PYTHONPATH``, in which ``blackdrez`` is the installed package
+    but for its games, a copy of ``games`` (without its extensions) in ``root``."""
+    shutil.copytree(games, root / "games", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    namespace = root / "namespace" / "blackdrez"
+    namespace.mkdir(parents=True)
+    (namespace / "games").symlink_to(root / "games", target_is_directory=True)
+    for part in ("server", "protocol", "clients", "tools"):
+        (namespace / part).symlink_to(_package_folder(f"blackdrez.{part}"))
+    return namespace.parent
+
+
+@pytest.fixture(scope="module")
+def compiled_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """A copy of the installed games folder with the rules compiled, and its ``PYTHONPATH``."""
+    if shutil.which(os.environ.get("CC", "gcc")) is None and shutil.which("cc") is None:
+        pytest.fail("no C compiler: .ci/run installs gcc")
+    root = tmp_path_factory.mktemp("compiled")
+    pythonpath = _copy(compiling.games_folder(), root)
+    games = root / "games"
+    built = compiling.build(games)
+    assert {path.parent for path in built} == {games / "blackdrez"} and len(built) == 2
+    yield games, pythonpath
+
+
+def _play(pythonpath: Path | None) -> tuple[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    done = subprocess.run(
+        [sys.executable, "-c", PLAY, str(GAMES)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    kind, digest = done.stdout.split()
+    return kind, digest
+
+
+def test_the_compiled_rules_play_every_game_as_the_python_does(
+    compiled_tree: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, pythonpath = compiled_tree
+    compiled_kind, compiled_digest = _play(pythonpath)
+    # the Python rules from a copy: the installed ones may be compiled (``blackdrez compile``)
+    python_kind, python_digest = _play(_copy(compiling.games_folder(), tmp_path))
+    assert (compiled_kind, python_kind) == ("True", "False")
+    assert compiled_digest == python_digest
+
+
+def test_a_compiled_module_older_than_its_source_is_reported_and_cleaned_away(
+    compiled_tree: tuple[Path, Path], tmp_path: Path
+) -> None:
+    games = tmp_path / "games"
+    shutil.copytree(compiled_tree[0], games)  # (extensions and all: this test changes them)
+    assert compiling.stale(games) == []
+    source = compiling.source_of(compiling.MODULES[0], games)
+    later = time.time() + 5
+    os.utime(source, (later, later))
+    assert compiling.stale(games) == list(compiling.MODULES)
+    removed = compiling.clean(games)
+    assert len(removed) == 2 and not any(path.exists() for path in removed)
+    assert compiling.stale(games) == []
+
+
+def test_the_installed_rules_if_compiled_are_compiled_from_their_source() -> None:
+    """A developer who ran ``blackdrez compile`` and then changed the rules would otherwise
+    test (and serve) the old compiled ones: Python imports an extension before its source."""
+    assert compiling.stale() == [], "run 'blackdrez compile' again (or 'blackdrez compile --clean')"
