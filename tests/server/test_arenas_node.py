@@ -33,5 +33,9 @@ async def test_an_arena_across_two_nodes_scores_its_games_and_pushes_the_standin
         lambda: [s.games for s in watcher.arenas[arena].standings] == [1, 1], 10
     )
     lines = watcher.arenas[arena].standings
-    assert sorted(s.points for s in lines) == [0, 1] and len(lines) == 2
+    assert len(lines) == 2
+    # one winner, a point for the player placed below; or a tie (a deal can end on equal piles,
+    # seen once in the suite): a shared first place, a win each and no point (games/arena.py)
+    scores = (sorted(s.points for s in lines), sorted(s.wins for s in lines))
+    assert scores in (([0, 1], [0, 1]), ([0, 0], [1, 1])), scores
     assert lines[0].name in ("Ann", "Bob") and lines[0].wins == 1
