@@ -1141,19 +1141,15 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("file", metavar="FILE", help="a record written by 'blackdrez record'")
     verify.set_defaults(run=_verify, parser=verify)
 
+    from blackdrez.tools import compile as compiling
+
     compile_ = commands.add_parser(
         "compile",
         help="compile the game rules with mypyc, in place (optional: faster actions)",
-        description="Compile the game rules with mypyc where the package is installed (needs "
-        "mypy and a C compiler): a node does about 7%% more actions a second. Without it "
-        "everything runs as plain Python. Build again after changing the rules.",
+        description=compiling.DESCRIPTION,
     )
-    which = compile_.add_mutually_exclusive_group()
-    which.add_argument("--clean", action="store_true", help="remove the compiled modules")
-    which.add_argument(
-        "--check", action="store_true", help="exit 1 if a compiled module is older than its source"
-    )
-    compile_.set_defaults(run=_compile, parser=compile_)
+    compiling.add_arguments(compile_)
+    compile_.set_defaults(run=compiling.run, parser=compile_)
 
     from blackdrez.clients.bots import STRATEGIES
 
@@ -1341,12 +1337,6 @@ def _commands(parser: argparse.ArgumentParser) -> list[str]:
     """The subcommands of ``parser``."""
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return list(action.choices)
-
-
-def _compile(args: argparse.Namespace) -> int:
-    from blackdrez.tools import compile as compiling
-
-    return compiling.main(["--clean"] if args.clean else ["--check"] if args.check else [])
 
 
 def main(argv: list[str] | None = None) -> int:

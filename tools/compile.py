@@ -35,6 +35,12 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+DESCRIPTION = (
+    "Compile the game rules with mypyc where the package is installed (needs mypy and a C "
+    "compiler): a node does about 4% more actions a second. Without it everything runs as plain "
+    "Python. Build again after changing the rules; --clean goes back to plain Python."
+)
+
 MODULES = ("blackdrez.games.blackdrez.rules",)
 """The modules compiled: dotted names under the installed ``blackdrez.games``."""
 
@@ -130,18 +136,18 @@ def build(games: Path | None = None, *, quiet: bool = True) -> list[Path]:
     return [path for module in MODULES for path in extensions_of(module, games)]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``blackdrez compile [--clean | --check]``."""
-    parser = argparse.ArgumentParser(
-        prog="blackdrez compile",
-        description="Compile the game rules with mypyc, in place (needs mypy and a C compiler); "
-        "--clean goes back to plain Python, --check fails if a compiled module is older than "
-        "its source.",
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``blackdrez compile`` (the console script's subcommand and this module's
+    own entry point)."""
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--clean", action="store_true", help="remove the compiled modules")
+    which.add_argument(
+        "--check", action="store_true", help="exit 1 if a compiled module is older than its source"
     )
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--clean", action="store_true", help="remove the compiled modules")
-    group.add_argument("--check", action="store_true", help="fail if one is out of date")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Do what ``args`` (of :func:`add_arguments`) ask: build, clean, or check."""
     if args.check:
         late = stale()
         for module in late:
@@ -154,6 +160,13 @@ def main(argv: list[str] | None = None) -> int:
     for path in build(quiet=False):
         print(f"compiled {path}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m blackdrez.tools.compile [--clean | --check]``."""
+    parser = argparse.ArgumentParser(prog="blackdrez compile", description=DESCRIPTION)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
