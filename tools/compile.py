@@ -41,8 +41,14 @@ DESCRIPTION = (
     "Python. Build again after changing the rules; --clean goes back to plain Python."
 )
 
-MODULES = ("blackdrez.games.blackdrez.rules",)
-"""The modules compiled: dotted names under the installed ``blackdrez.games``."""
+MODULES = (
+    "blackdrez.games.blackdrez.rules",
+    "blackdrez.games.blue_jacket.solver",
+    "blackdrez.games.blue_jacket.expert",
+)
+"""The modules compiled: dotted names under the installed ``blackdrez.games``. Each is built on
+its own (a mypyc group of several puts their shared library in the folder mypyc runs in, not
+beside them): a call from one to another is a Python call."""
 
 _CONFIG = """[mypy]
 mypy_path = .
@@ -124,15 +130,17 @@ def build(games: Path | None = None, *, quiet: bool = True) -> list[Path]:
         # Module names from the scratch folder down (``blackdrez`` has no ``__init__.py``: a
         # namespace package, as installed), not from the first folder without one.
         (root / "mypy.ini").write_text(_CONFIG)
-        paths = [str(Path("blackdrez", *m.split(".")[1:]).with_suffix(".py")) for m in MODULES]
-        command = [sys.executable, "-m", "mypyc", "--config-file", "mypy.ini", *paths]
         env = {**os.environ, "MYPYC_OPT_LEVEL": os.environ.get("MYPYC_OPT_LEVEL", "3")}
-        done = subprocess.run(command, cwd=root, env=env, capture_output=quiet, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(
-                f"mypyc failed ({done.returncode}):\n{done.stdout or ''}{done.stderr or ''}"
-            )
-        shutil.rmtree(root / "build", ignore_errors=True)
+        for module in MODULES:
+            path = str(Path("blackdrez", *module.split(".")[1:]).with_suffix(".py"))
+            command = [sys.executable, "-m", "mypyc", "--config-file", "mypy.ini", path]
+            done = subprocess.run(command, cwd=root, env=env, capture_output=quiet, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(
+                    f"mypyc failed on {module} ({done.returncode}):\n"
+                    f"{done.stdout or ''}{done.stderr or ''}"
+                )
+            shutil.rmtree(root / "build", ignore_errors=True)
     return [path for module in MODULES for path in extensions_of(module, games)]
 
 

@@ -63,7 +63,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -82,10 +82,9 @@ from blackdrez.games.blue_jacket.rules import (
     bottom_location,
     row_location,
 )
+from blackdrez.games.blue_jacket.solutions import BestScore, DealResult, Outcome, Solution
 from blackdrez.games.cards import standard_deck
 from blackdrez.games.stats import percentile, wilson
-
-Outcome = Literal["winnable", "not_winnable", "unknown"]
 
 DEFAULT_BUDGET = 200_000
 """Nodes for one deal: enough to decide nearly every deal (see docs/solitaire.md)."""
@@ -142,25 +141,6 @@ ALL = Techniques()
 """Every technique: the default."""
 PROVED = replace(ALL, likely_safe_moves=False)
 """Only the reductions proved to keep every win (and the best score)."""
-
-
-class Solution(msgspec.Struct, frozen=True, kw_only=True):
-    """What :func:`solve` found. ``moves`` (winnable only) replays from the position to a win;
-    ``nodes`` counts positions expanded; ``best`` is the highest score seen on the way."""
-
-    outcome: Outcome
-    moves: list[Action]
-    nodes: int
-    best: int
-
-
-class BestScore(msgspec.Struct, frozen=True, kw_only=True):
-    """Perfect play's score from a position: ``exact`` unless the budget ran out (then ``score``
-    is the best found, a lower bound)."""
-
-    score: int
-    exact: bool
-    nodes: int
 
 
 class _OutOfBudget(Exception):
@@ -761,16 +741,6 @@ def deal_par(engine: BlueJacket, budget: int = PAR_BUDGET) -> BestScore:
 def deal_seed(number: int) -> str:
     """The public seed of numbered deal ``number``, as the server deals it."""
     return f"{BlueJacket.game}:deal:{number}"
-
-
-class DealResult(msgspec.Struct, frozen=True, kw_only=True):
-    """One numbered deal solved: the outcome, solver nodes, CPU seconds, actions in the win."""
-
-    deal: int
-    outcome: Outcome
-    nodes: int
-    seconds: float
-    actions: int
 
 
 def solve_numbered(
