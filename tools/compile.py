@@ -1,13 +1,14 @@
-"""Compile the pure engine modules with mypyc, in place: ``blackdrez compile``.
+"""Compile the pure game modules a node runs most with mypyc, in place: ``blackdrez compile``.
 
 Theory of operation
 -------------------
 The hot path of every action runs a game engine's rules (``apply``, ``legal_actions``,
 ``view``), and so does every replay: the records process's verification of each finished game,
-an adopting node's rebuild of a table. Those modules are plain, fully typed Python with no I/O,
-which mypyc turns into C extensions: BlackDrez's rules apply actions about twice as fast
-compiled, and a node under load does about 7% more actions a second (``docs/benchmarks.md``,
-"Compiled rules"). Compiling is optional: without it everything runs as Python, the same code.
+an adopting node's rebuild of a table; every Blue Jacket hint and par runs its solver. Those
+modules are plain, fully typed Python with no I/O, which mypyc turns into C extensions:
+BlackDrez's rules apply actions about twice as fast compiled, and a node under load does about
+4% more actions a second (``docs/benchmarks.md``, "Compiled rules"). Compiling is optional:
+without it everything runs as Python, the same code.
 
 :data:`MODULES` are compiled where the package is installed (an editable install's source tree,
 or site-packages), each extension beside its ``.py`` file, where Python's import finds an
@@ -19,7 +20,8 @@ compiler; a compiled module must be built again after its source changes, which
 :func:`stale` reports (``blackdrez compile --check``) and the test suite checks.
 
 What mypyc compiles must keep plain Python classes where Python's machinery reads them: msgspec
-Structs stay in modules of their own (``games/blackdrez/model.py``), and a compiled engine class
+Structs stay in modules of their own (``games/blackdrez/model.py``,
+``games/blue_jacket/solutions.py``), and a compiled engine class
 pickles through ``__reduce__`` (it has no instance dictionary).
 """
 
@@ -36,9 +38,10 @@ import tempfile
 from pathlib import Path
 
 DESCRIPTION = (
-    "Compile the game rules with mypyc where the package is installed (needs mypy and a C "
-    "compiler): a node does about 4% more actions a second. Without it everything runs as plain "
-    "Python. Build again after changing the rules; --clean goes back to plain Python."
+    "Compile BlackDrez's rules and Blue Jacket's solver and expert with mypyc where the package "
+    "is installed (needs mypy and a C compiler): a node does about 4% more actions a second, a "
+    "hint costs less. Without it everything runs as plain Python. Build again after changing "
+    "them; --clean goes back to plain Python."
 )
 
 MODULES = (
