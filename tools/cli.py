@@ -1145,7 +1145,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     compile_ = commands.add_parser(
         "compile",
-        help="compile the game rules with mypyc, in place (optional: faster actions)",
+        help="compile the rules and Blue Jacket's solver with mypyc, in place (optional)",
         description=compiling.DESCRIPTION,
     )
     compiling.add_arguments(compile_)
