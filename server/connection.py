@@ -10,10 +10,14 @@ event loop's turn; then each connection's frames go in one write (:class:`Outbox
 sends its player an update and the reply to their ``act``: one write, not two, and a write is
 most of a frame's cost (a system call that also runs the loopback's receive path). On Redis the
 update goes out from the callback that read the log's reply and the reply from the request,
-resumed a turn later, yet before the turn's writes (``redis_tables._settle``), so still one
-write; a request does not write everyone's frames when it is done (it did: the next request
-resumed in that turn then wrote its player's reply apart). Nothing waits longer than the turn,
-and a connection's frames keep their order. Only permessage-deflate (``--compression``), which
+resumed a pass of the loop later (``redis_tables._settle``). uvloop reads sockets before it
+runs the callbacks due, so on a busy node the turn's writes were always due already when the
+log's reply was read, and each reply went in a write of its own (one more write an action than
+in memory); the host now holds the outbox (:meth:`Outbox.hold`) when the store settles its
+append, and the frames sent from then on wait for the requests it woke. A request does not
+write everyone's frames when it is done (it did: the next request resumed in that turn then
+wrote its player's reply apart). Nothing waits longer than a pass more than the turn, and a
+connection's frames keep their order. Only permessage-deflate (``--compression``), which
 compresses each frame per connection, takes websockets' own path.
 
 Every close the server starts goes through :meth:`Connection.close`, which counts it (``on_close``)
@@ -63,15 +67,31 @@ def wire_frame(frame: Frame) -> bytes:
 
 class Outbox:
     """The connections with frames waiting to be written, written together once the event
-    loop's turn ends (see the module docstring). One per server: its connections share one
-    callback a turn."""
+    loop's turn ends (see the module docstring). One per node: its connections share one
+    callback a turn.
+
+    A turn's end is the callback this schedules: it runs after the callbacks already due. A
+    callback that reads a socket (uvloop reads every socket before it runs the callbacks due)
+    and wakes requests whose replies are to join the frames it sends (the log's reply on
+    Redis: the updates, then the players' ``ok`` from their resumed requests) calls
+    :meth:`hold` first: the frames sent from then on wait for the callbacks due after it."""
 
     def __init__(self) -> None:
         self._waiting: list[Connection] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
+        self._held: int | None = None
+        """While held (:meth:`hold`): how many of the waiting connections the scheduled
+        callback writes; the others wait for a callback scheduled after it."""
         self.writes = 0
         """Writes made (each connection's frames of a turn count once)."""
+
+    def hold(self) -> None:
+        """Let the frames sent from now on wait for the callbacks already due (a woken
+        request's reply, which joins them in one write); those waiting already go as planned."""
+        if self._scheduled and self._held is None:
+            self._held = len(self._waiting)
+        # (not scheduled: the next frame schedules the writes, after everything due now)
 
     def add(self, client: Connection) -> None:
         if not self._scheduled:
@@ -83,12 +103,28 @@ class Outbox:
         self._waiting.append(client)
 
     def _flush_soon(self) -> None:
-        self._scheduled = False
-        self.flush()
+        held = self._held
+        if held is None:
+            self._scheduled = False
+            self.flush()
+            return
+        self._held = None
+        waiting = self._waiting
+        self._waiting = waiting[held:]
+        self._write(waiting[:held])
+        if self._waiting:
+            assert self._loop is not None
+            self._loop.call_soon(self._flush_soon)  # after the callbacks due meanwhile
+        else:
+            self._scheduled = False
 
     def flush(self) -> None:
         """Write every waiting connection's frames now."""
         waiting, self._waiting = self._waiting, []
+        self._held = None
+        self._write(waiting)
+
+    def _write(self, waiting: list[Connection]) -> None:
         self.writes += len(waiting)
         for client in waiting:
             client.flush()

@@ -39,7 +39,7 @@ from blackdrez.protocol import handshake, v1
 from blackdrez.protocol.codec import CLIENT_DECODERS, FrameError, decode_hello, encode
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import identity
-from blackdrez.server.connection import OLDEST, Connection, Outbox
+from blackdrez.server.connection import OLDEST, Connection
 from blackdrez.server.http.limits import AddressLimits
 from blackdrez.server.metrics import INVALID_MESSAGE, Metrics
 from blackdrez.server.node import Node
@@ -202,8 +202,6 @@ class Sessions:
         self.per_address: Counter[str] = Counter()
         """WebSocket connections open per client address."""
         self._limits = announced_limits(settings)
-        self.outbox = Outbox()
-        """Every connection's frames, written once a turn (``blackdrez.server.connection``)."""
 
     async def connection(self, ws: ServerConnection) -> None:
         """Run one WebSocket connection to its end."""
@@ -328,7 +326,7 @@ class Sessions:
             address=address,
             seated=tables,
             order=OLDEST if new_identity else None,
-            outbox=self.outbox,
+            outbox=self.node.outbox,
         )
         client.send(
             v1.Welcome(

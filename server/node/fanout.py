@@ -31,7 +31,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.codec import encode
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import bus
-from blackdrez.server.connection import Connection, Watch, wire_frame
+from blackdrez.server.connection import Connection, Outbox, Watch, wire_frame
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.seams import STORE_RETRY, Route, Spawn
 from blackdrez.server.stores import Stores, StoreUnavailable
@@ -59,9 +59,12 @@ class Fanout:
         spawn: Spawn,
         route: Route,
         deliver_answer: Callable[[Connection, Answer], Awaitable[None]],
+        outbox: Outbox,
     ) -> None:
         self.store = store
         self.metrics = metrics
+        self.outbox = outbox
+        """Where this node's connections wait for their frames to be written, once a turn."""
         self._spawn = spawn
         self._route = route
         """Sends a table request here or to its host (``Routing.route``): a viewer's resync,

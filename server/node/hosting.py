@@ -834,7 +834,7 @@ class Hosting:
         asked = self._tables_asked
         if broadcast is not None and broadcast.info is not None and room.status != "closed":
             lobby = self._lobby_record(room, broadcast.info)
-        done = False
+        done = awaited = False
 
         def logged() -> None:
             nonlocal done
@@ -846,6 +846,8 @@ class Hosting:
             if len(entries) % SNAPSHOT_EVERY == 0:
                 self._take_snapshot(room, len(entries), token)
             if then is not None:
+                if not awaited:  # the store's callback: the reply comes once this resumes,
+                    self.fanout.outbox.hold()  # and goes with the update in one write
                 then(room, broadcast)
 
         try:
@@ -876,6 +878,7 @@ class Hosting:
             log.exception("logging a command of %s failed, undone", room.id)
             self._restore(room.id)
             return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")
+        awaited = True
         logged()  # if the store did not
         if not heard and self._tables_asked == asked:
             lease.quiet = True  # (if a node asked meanwhile, it may have subscribed first)

@@ -34,7 +34,7 @@ from blackdrez.games.shuffle import new_seed
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import bus, tracing
-from blackdrez.server.connection import OLDEST, Connection
+from blackdrez.server.connection import OLDEST, Connection, Outbox
 from blackdrez.server.hints import HintWorker
 from blackdrez.server.matchmaking.schedule import ArenaSchedule
 from blackdrez.server.metrics import Metrics
@@ -121,12 +121,15 @@ class Node:
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         """One-off tasks, kept until done so none is lost and every failure is logged."""
+        self.outbox = Outbox()
+        """Every connection's frames, written once a turn (``blackdrez.server.connection``)."""
         self.fanout = Fanout(
             store,
             metrics,
             spawn=self._spawn,
             route=self.route,
             deliver_answer=self._deliver_answer,
+            outbox=self.outbox,
         )
         self.hosting = Hosting(
             store,

@@ -730,9 +730,10 @@ def _keys_and_args(batch: Sequence[PendingAppend]) -> tuple[list[str], list[Any]
 def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseException]) -> None:
     """Hand each waiting append its own outcome (one whose caller gave up is skipped); the
     logged ones' ``logged`` callbacks here, not a turn later in their awaiting callers, and
-    after every outcome is set: a caller resumes a turn later all the same, and so before the
-    turn's frames are written (:class:`~blackdrez.server.connection.Outbox`), which the callbacks
-    (their updates) ask for: a player's reply to an action and its update go in one write."""
+    after every outcome is set: a caller resumes a pass later all the same, and so before the
+    frames its callback sends are written (the host holds its
+    :class:`~blackdrez.server.connection.Outbox` for them): a player's reply to an action and
+    its update go in one write."""
     logged = []
     for pending, outcome in zip(batch, outcomes, strict=True):
         if pending.done.done():

@@ -81,7 +81,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.codec import SERVER_DECODERS
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.server import identity
-from blackdrez.server.connection import OLDEST, Connection, Outbox
+from blackdrez.server.connection import OLDEST, Connection
 from blackdrez.server.hints import HintWorker
 from blackdrez.server.matchmaking.schedule import ArenaSchedule
 from blackdrez.server.metrics import Metrics
@@ -501,7 +501,7 @@ class FakeClient:
             bot=bot,
             seated=list(seated),
             order=OLDEST if new else None,
-            outbox=home.outbox,
+            outbox=home.node.outbox,
         )
         self._ids = itertools.count(1)
         self._decoder = SERVER_DECODERS[1]
@@ -670,8 +670,6 @@ class HarnessNode:
         """The harness holds this node's store down (:meth:`Cluster.take_store_down`)."""
         self.store_calls: collections.Counter[str] = collections.Counter()
         """Calls this node made to its stores (the bus's apart), by method name."""
-        self.outbox = Outbox()
-        """The node's clients' frames, written once a turn (as a server's session's)."""
         stores = memory_stores(node_id, world=cluster.world)
         self.bus = NodeBus(stores.bus)
         parts: dict[str, Any] = {  # (each stands in for the store it wraps)
