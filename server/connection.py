@@ -13,8 +13,8 @@ update goes out from the callback that read the log's reply and the reply from t
 resumed a pass of the loop later (``redis_tables._settle``). uvloop reads sockets before it
 runs the callbacks due, so on a busy node the turn's writes were always due already when the
 log's reply was read, and each reply went in a write of its own (one more write an action than
-in memory); the host now holds the outbox (:meth:`Outbox.hold`) when the store settles its
-append, and the frames sent from then on wait for the requests it woke. A request does not
+in memory); when the store settles its append the host now holds the requester's frames
+(:meth:`Outbox.hold`) until the request it woke has run, and everyone else's go. A request does not
 write everyone's frames when it is done (it did: the next request resumed in that turn then
 wrote its player's reply apart). Nothing waits longer than a pass more than the turn, and a
 connection's frames keep their order. Only permessage-deflate (``--compression``), which
@@ -72,26 +72,29 @@ class Outbox:
 
     A turn's end is the callback this schedules: it runs after the callbacks already due. A
     callback that reads a socket (uvloop reads every socket before it runs the callbacks due)
-    and wakes requests whose replies are to join the frames it sends (the log's reply on
-    Redis: the updates, then the players' ``ok`` from their resumed requests) calls
-    :meth:`hold` first: the frames sent from then on wait for the callbacks due after it."""
+    and wakes a request whose reply is to join the frames it sends its player (the log's reply
+    on Redis: the update, then the player's ``ok`` from the resumed request) calls :meth:`hold`
+    for that player: their frames wait for the callbacks due after the writes, the others'
+    go."""
 
     def __init__(self) -> None:
         self._waiting: list[Connection] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
-        self._held: int | None = None
-        """While held (:meth:`hold`): how many of the waiting connections the scheduled
-        callback writes; the others wait for a callback scheduled after it."""
+        self._held: set[str] | None = None
+        """Players whose frames wait for a callback scheduled after the one due (:meth:`hold`)."""
         self.writes = 0
         """Writes made (each connection's frames of a turn count once)."""
 
-    def hold(self) -> None:
-        """Let the frames sent from now on wait for the callbacks already due (a woken
-        request's reply, which joins them in one write); those waiting already go as planned."""
-        if self._scheduled and self._held is None:
-            self._held = len(self._waiting)
-        # (not scheduled: the next frame schedules the writes, after everything due now)
+    def hold(self, player: str) -> None:
+        """Let ``player``'s frames wait for the callbacks already due (their woken request's
+        reply, which joins them in one write); everyone else's go as planned."""
+        if not self._scheduled:
+            return  # the next frame schedules the writes, after everything due now
+        if self._held is None:
+            self._held = {player}
+        else:
+            self._held.add(player)
 
     def add(self, client: Connection) -> None:
         if not self._scheduled:
@@ -110,8 +113,8 @@ class Outbox:
             return
         self._held = None
         waiting = self._waiting
-        self._waiting = waiting[held:]
-        self._write(waiting[:held])
+        self._waiting = [client for client in waiting if client.player in held]
+        self._write([client for client in waiting if client.player not in held])
         if self._waiting:
             assert self._loop is not None
             self._loop.call_soon(self._flush_soon)  # after the callbacks due meanwhile

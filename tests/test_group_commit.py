@@ -209,18 +209,18 @@ async def test_the_logged_callback_runs_for_a_logged_entry_only_and_before_its_c
     assert order["good"] == (["resumed"] if isinstance(store.link, MemoryLink) else early)
 
 
-def viewer(outbox: Outbox, frames: list[str | bytes]) -> Connection:
-    """A connection whose frames are written through ``outbox`` to ``frames`` (its transport
-    counts the writes)."""
+def viewer(outbox: Outbox, frames: list[str | bytes], player: str = "viewer") -> Connection:
+    """A connection of ``player`` whose frames are written through ``outbox`` to ``frames``
+    (its transport counts the writes)."""
     ws = FakeWebSocket(frames.append, lambda: None)
     return Connection(
         ws=ws,  # type: ignore[arg-type]  # the part of ServerConnection it uses
         binary=False,
-        player="viewer",
-        name="Viewer",
+        player=player,
+        name=player.title(),
         bucket=TokenBucket(1e9, 1_000_000, 0.0),
         max_buffer=2**20,
-        token=Token("t", "viewer", "Viewer", 0.0),
+        token=Token("t", player, player.title(), 0.0),
         outbox=outbox,
     )
 

@@ -669,7 +669,7 @@ class Hosting:
                 if isinstance(message, v1.Act):
                     self.metrics.observe_action(time.perf_counter() - started)
 
-            _, failure = await self.append_entry(room, entry, then=published)
+            _, failure = await self.append_entry(room, entry, then=published, replying_to=player)
             if failure is not None:
                 return error_answer(message, *failure)
             return answer
@@ -812,6 +812,7 @@ class Hosting:
         entry: LogEntry,
         *,
         then: Callable[[Room, Broadcast | None], None] | None = None,
+        replying_to: str | None = None,
     ) -> tuple[Broadcast | None, tuple[ErrorCode, str] | None]:
         """Append ``entry`` to the room's log (fenced by its lease's token and the position it
         must take), announcing the room's update to the other nodes in the same step; on
@@ -822,6 +823,8 @@ class Hosting:
         the store knows the entry logged: on Redis in the callback that read the reply, an
         event-loop turn before this coroutine resumes (a turn is milliseconds on a busy node,
         and every action's update waited for it: the store's ``logged`` argument).
+        ``replying_to``: the player whose reply follows once this returns; what ``then`` sends
+        them waits for it (:meth:`~blackdrez.server.connection.Outbox.hold`): one write.
         """
         data = encode_entry(entry)
         entries = self._command_logs[room.id]
@@ -845,9 +848,9 @@ class Hosting:
             self._retry_at.pop(room.id, None)
             if len(entries) % SNAPSHOT_EVERY == 0:
                 self._take_snapshot(room, len(entries), token)
+            if replying_to is not None and not awaited:  # the store's callback: the reply
+                self.fanout.outbox.hold(replying_to)  # comes once this resumes, in one write
             if then is not None:
-                if not awaited:  # the store's callback: the reply comes once this resumes,
-                    self.fanout.outbox.hold()  # and goes with the update in one write
                 then(room, broadcast)
 
         try:

@@ -9,7 +9,7 @@ in the pass before (on a busy node: always), the turn's writes were due before t
 resumed: the update went in them and the ``ok`` in a write of its own, one more system call per
 action (the load tool measured about one more write an action on Redis than in memory). Here a
 watcher is sent a frame every pass while four players act, and every reply must go with its
-update, on every store.
+update, on every store; and a hold keeps back its own player's frames only.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from blackdrez.games.blackdrez import bots as blackdrez_bots
 from blackdrez.games.blackdrez import rules as blackdrez
 from blackdrez.protocol import v1
 from blackdrez.server.app import GameServer, Settings
-from blackdrez.server.connection import Connection
+from blackdrez.server.connection import Connection, Outbox
 from tests.server.helpers import game_over, seat_and_start
+from tests.test_group_commit import viewer
 
 ACTIONS = 24
 
@@ -110,3 +111,32 @@ def test_a_players_reply_and_its_update_go_in_one_write_while_the_loop_is_busy(
     assert len(replies) == ACTIONS
     alone = [write for write in replies if not any(b'"type":"update"' in f for f in write)]
     assert not alone, f"{len(alone)} of {ACTIONS} replies went without their update"
+
+
+async def test_a_hold_keeps_back_its_players_frames_only() -> None:
+    """Held for a player while the turn's writes are due: everyone else's frames go in those
+    writes (no update waits longer for someone else's reply); the player's wait for the
+    callbacks due by then (their request's resumption) and go with what it sends."""
+    outbox = Outbox()
+    frames: dict[str, list[str | bytes]] = {"ann": [], "bob": []}
+    ann, bob = (viewer(outbox, frames[name], player=name) for name in ("ann", "bob"))
+    ann.send_frame("earlier")  # the turn's writes are due
+    order: list[str] = []
+
+    def settled() -> None:  # the log's reply read: the update to both, Ann's request woken
+        outbox.hold("ann")
+        asyncio.get_running_loop().call_soon(resumed)
+        ann.send_frame("update")
+        bob.send_frame("update")
+
+    def resumed() -> None:
+        order.append(f"resumed with bob's {len(frames['bob'])} frames written")
+        ann.send_frame("ok")
+
+    settled()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert order == ["resumed with bob's 1 frames written"]
+    assert frames["bob"] == ["update"]
+    assert frames["ann"] == ["earlier", "update", "ok"]
+    assert ann.ws.transport.writes == 1  # type: ignore[attr-defined]
