@@ -633,6 +633,7 @@ class Room:
         except msgspec.ValidationError as error:
             raise RoomError(ErrorCode.BAD_ACTION, f"not an action of this game: {error}") from None
         self._apply(seat, move)
+        self.timers.budget.acted()
         if self.assist is not None:
             for step in self.spec.forced_finish(self.engine):
                 self._apply(seat, step)

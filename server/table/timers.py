@@ -9,11 +9,14 @@ every command (:meth:`Timers.arm_turn`): the seats with legal actions, and a fre
 whenever someone acted or the seats on turn changed.
 
 A room whose timer fires more than :data:`RUNAWAY_RATE` times a second (beyond a burst of
-:data:`RUNAWAY_BURST`) is stopped (:class:`TimerBudget`; see
+:data:`RUNAWAY_BURST`) with no player acting in between is stopped (:class:`TimerBudget`; see
 :func:`blackdrez.server.table.commands.timer_entry`): its host logs a ``stop`` that closes it, and
-reports it. A timer fires only when a deadline is due, and each firing uses one up, so no game
-comes near that rate; the guard keeps a bug from ever spinning a node again. Players' requests
-are not counted: each is one message of a rate-limited connection.
+reports it. A timer fires only when a deadline is due, and each firing uses one up; a game comes
+near that rate only when its players act the instant they may at a table with no pause between
+rounds (bots on a fast node: a deal after every round, over a hundred a second), and then a
+player acts between every two deals, which refills the budget. The guard keeps a bug from ever
+spinning a node again. Players' requests are not counted: each is one message of a
+rate-limited connection.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ class TimerBudget:
         self.last = now
         self.tokens -= 1.0
         return self.tokens >= 0.0
+
+    def acted(self) -> None:
+        """A player acted: the firings so far were the game's (its deals come between the
+        players' actions, however fast they play), not a runaway timer's."""
+        self.tokens = RUNAWAY_BURST
 
 
 class Timers:

@@ -653,6 +653,23 @@ def test_a_table_whose_timer_fires_too_fast_is_stopped(monkeypatch) -> None:
     assert harness.replayed().closed
 
 
+def test_a_table_whose_players_act_as_fast_as_they_can_is_never_stopped() -> None:
+    """No pause between rounds and players who act the instant they may (bots, on a fast node):
+    a deal follows every round, hundreds of timer firings a second (1,000 here), every one of
+    them the game's. A player's action between firings says so; only a timer that goes on firing
+    with nobody acting is a runaway."""
+    harness = table_of("a", "b", "c", "d", round_pause_seconds=0.0)
+    start_game(harness)
+    while harness.timer_firings <= 2 * RUNAWAY_BURST and not harness.room.closed:
+        if harness.room.status is S.FINISHED:
+            start_game(harness)
+        elif harness.room.status is S.PLAYING:
+            on_turn(harness).act({"type": "withdraw"})
+        harness.advance(0.001)
+    assert not harness.room.closed
+    assert "Stop" not in harness.logged_commands
+
+
 def test_players_requests_never_stop_a_table() -> None:
     harness = table_of("a", "b")
     b = harness.client("b")
