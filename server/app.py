@@ -146,6 +146,9 @@ class GameServer:
         self._bots: set[asyncio.Task[object]] = set()
         self.bot_think = BOT_THINK
         self._checks: set[asyncio.Task[None]] = set()
+        """The check that the store kept its data, while it runs (:meth:`_check_store_kept`)."""
+        self._check_again = False
+        """The store came back while that check ran: it checks once more."""
         self.server: Server | None = None
         self.metrics_server: Server | None = None
         self.ready = False
@@ -271,27 +274,39 @@ class GameServer:
 
     def _store_back(self) -> None:
         """The store answers again: check that it kept its data (:meth:`_check_store_kept`)."""
-        if not self.stopping:
-            task = asyncio.get_running_loop().create_task(self._check_store_kept())
-            self._checks.add(task)
-            task.add_done_callback(self._checks.discard)
+        if self.stopping:
+            return
+        if self._checks:  # one check at a time: a store failing over comes back again and
+            self._check_again = True  # again, and each check is a transaction (on a cluster,
+            return  # a thread and a loop of redis-py's): the one running checks once more
+        task = asyncio.get_running_loop().create_task(self._check_store_kept())
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
 
     async def _check_store_kept(self) -> None:
         """A store back from an outage without its data (a Redis restarted with no persistence,
         a replica promoted empty) lost every table, lobby record and session it held: say so,
         and write the token secret back at once, before a node started now makes a new one
-        (which would refuse every session this node issued)."""
-        try:
-            before = await self.store.tokens.restore_secret(self.secret)
-        except (StoreUnavailable, StoreRefused):
-            return  # down again: its next return checks again
-        if before is None:
+        (which would refuse every session this node issued). The store back again meanwhile:
+        once more (:attr:`_check_again`)."""
+        lost = other = False
+        while True:
+            self._check_again = False
+            try:
+                before = await self.store.tokens.restore_secret(self.secret)
+            except (StoreUnavailable, StoreRefused):
+                before = self.secret  # down again: its next return checks again
+            lost = lost or before is None
+            other = other or before not in (None, self.secret)
+            if not self._check_again:
+                break
+        if lost:
             log.error(
                 "the store came back without its data (its token secret was gone; this node "
                 "wrote it back): the tables, lobby and sessions it held are lost. Run Redis "
                 "with persistence (appendonly yes), as the compose file does"
             )
-        elif before != self.secret:
+        elif other:
             log.error(
                 "the store holds another token secret than this node's (a node started while "
                 "it was empty?): sessions issued here are refused by the other nodes; restart "
