@@ -47,3 +47,31 @@ async def test_a_store_back_empty_is_reported_and_the_nodes_keep_one_secret(
         assert again.player == ann.player, "a session issued before the loss is still good"
         assert isinstance(await again.request(v1.Ping()), v1.Pong)
         await again.close()
+
+
+async def test_a_store_back_again_and_again_is_checked_one_check_at_a_time(make_server) -> None:
+    """A store failing over comes back again and again (a cluster's replica promoted: each
+    call that worked again says so); each check is a transaction, which on a cluster runs in a
+    thread and an event loop of redis-py's. One check runs at a time: the backs that come while
+    it runs make it check once more, not start one each (three nodes' worth of CPU, in the
+    master-kill fault test, went to them)."""
+    server = await make_server()
+    tokens = server.store.tokens
+    restore, calls, gate = tokens.restore_secret, [], asyncio.Event()
+
+    async def held(secret: bytes) -> bytes | None:
+        calls.append(secret)
+        await gate.wait()
+        return await restore(secret)
+
+    tokens.restore_secret = held  # type: ignore[method-assign]
+    for _ in range(5):
+        server._store_back()
+        await asyncio.sleep(0)
+    assert len(calls) == 1, "one check at a time"
+    gate.set()
+    await wait_for(lambda: not server._checks, "the check ends")
+    assert len(calls) == 2, "the backs meanwhile: checked once more"
+    server._store_back()
+    await wait_for(lambda: not server._checks, "a later back is checked")
+    assert len(calls) == 3
