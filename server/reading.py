@@ -60,19 +60,27 @@ class _Reading:
     frames_read = 0
     """Frames this reader took (the rest: websockets')."""
     _MASKED = True
+    _parser_idle = False
+    """websockets' parser was seen between two frames and has been given nothing since (so it
+    still is: only what it is given moves it; a failure or a close also changes the state,
+    checked at every read)."""
 
     def data_received(self, data: bytes) -> None:
         protocol = self.protocol  # type: ignore[attr-defined]
         if not self._held:
-            if (
-                protocol.state is not State.OPEN
-                or protocol.extensions
-                or protocol.current_size is not None
-                or protocol.reader.buffer
-                or not _between_frames(protocol.parser)
-            ):
+            if protocol._state is not State.OPEN or protocol.extensions:
+                self._parser_idle = False
                 super().data_received(data)  # type: ignore[misc]
                 return
+            if not self._parser_idle:
+                if (
+                    protocol.current_size is not None
+                    or protocol.reader.buffer
+                    or not _between_frames(protocol.parser)
+                ):
+                    super().data_received(data)  # type: ignore[misc]
+                    return
+                self._parser_idle = True
         else:
             data = self._held + data
             self._held = b""
@@ -117,6 +125,7 @@ class _Reading:
             for frame in frames:
                 put(frame)
         if not self._held and at < size:
+            self._parser_idle = False
             super().data_received(data[at:])  # type: ignore[misc]
 
 

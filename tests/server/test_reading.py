@@ -144,6 +144,23 @@ async def test_a_frame_websockets_began_is_finished_by_websockets(make_server) -
     await ws.close()
 
 
+async def test_what_follows_a_frame_websockets_began_is_never_read_here(make_server) -> None:
+    """The end of a control frame whose start went to websockets looks like a frame of ours
+    (its payload, not masked, is one): it is still websockets' (its parser is within a frame,
+    and has not been asked since it was last seen between frames), then reading here goes
+    on."""
+    server = await make_server()
+    ws = await greeted(server)
+    lookalike = masked(b"evil")  # a whole text frame, 10 bytes: the ping's payload
+    ping = bytes((0x89, 0x80 | len(lookalike))) + b"\0\0\0\0" + lookalike  # a zero mask
+    for round_ in range(3):
+        ws.transport.write(pings(1, start=10 * round_) + ping[:6])  # its header and mask
+        await asyncio.sleep(0.05)
+        ws.transport.write(ping[6:] + pings(1, start=10 * round_ + 1))
+        assert await pongs(ws, 2) == [10 * round_, 10 * round_ + 1]
+    await ws.close()
+
+
 async def test_a_held_connection_keeps_no_empty_deque(make_server) -> None:
     """websockets gives each connection two deques (its message queue and its writers waiting
     for the buffer to drain), each 760 bytes empty: 1.5 KiB of every held connection, nearly
