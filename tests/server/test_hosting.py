@@ -401,6 +401,38 @@ async def test_a_tables_lock_lives_while_used_and_is_never_two_at_once() -> None
     assert locks == {}
 
 
+async def test_a_command_cancelled_once_handed_the_lock_passes_it_on() -> None:
+    """The holder lets go, the lock passes to the first in line, and that command is cancelled
+    before it runs: the next in line gets the lock, and nobody is left waiting."""
+    locks: dict[str, TableLock] = {}
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def command(name: str) -> None:
+        async with HeldLock(locks, "t1"):
+            order.append(name)
+
+    async def first() -> None:
+        async with HeldLock(locks, "t1"):
+            order.append("first")
+            await release.wait()
+        # let go: the lock is the next in line's, which has not run yet
+        assert locks["t1"].users == 2
+        handed.cancel()
+
+    holder = asyncio.create_task(first())
+    await asyncio.sleep(0)
+    handed = asyncio.create_task(command("handed"))
+    after = asyncio.create_task(command("after"))
+    await asyncio.sleep(0)
+    assert locks["t1"].users == 3
+    release.set()
+    await asyncio.wait_for(asyncio.gather(holder, after), 1)
+    assert handed.cancelled()
+    assert order == ["first", "after"]
+    assert locks == {}
+
+
 async def seated_and_watching_through(
     hosting: GameServer, via: GameServer
 ) -> tuple[Room, list[Client]]:
