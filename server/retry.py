@@ -42,6 +42,9 @@ class StoreHealth:
         self._name = name
         self._up = asyncio.Event()
         self._up.set()
+        self.up = True
+        """False from a failed call until the store answers again (set with ``_up``, which
+        :meth:`wait_up` waits for: a plain attribute, read by every command)."""
         self._down_since = 0.0
         self._failures = 0
         self._prober: asyncio.Task[None] | None = None
@@ -49,11 +52,6 @@ class StoreHealth:
         """Called (in the event loop) each time the store comes back up."""
         self.outages = 0
         """How many times the store went down (for metrics and tests)."""
-
-    @property
-    def up(self) -> bool:
-        """False from a failed call until the store answers again."""
-        return self._up.is_set()
 
     def down_for(self) -> float:
         """Seconds since the store went down (0 while it is up)."""
@@ -66,9 +64,10 @@ class StoreHealth:
     def failed(self, error: BaseException) -> None:
         """A call failed because the store could not be reached."""
         self._failures += 1
-        if not self._up.is_set():
+        if not self.up:
             return
         self._up.clear()
+        self.up = False
         self.outages += 1
         self._down_since = time.monotonic()
         log.warning("%s unavailable (%s): waiting for it, probing it", self._name, error)
@@ -81,9 +80,10 @@ class StoreHealth:
 
     def succeeded(self) -> None:
         """A call went through: the store is up."""
-        if self._up.is_set():
+        if self.up:
             return
         self._up.set()
+        self.up = True
         log.warning(
             "%s back after %.2f s (%d failed calls meanwhile, probes included)",
             self._name,
