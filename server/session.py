@@ -70,6 +70,11 @@ PROTOCOL_CLOSES = frozenset(
 unanswered: 1011): counted like the 1008 of a flood, which the server sends, in
 ``blackdrez_closes_total``."""
 AccountRequest = v1.SignUp | v1.SignIn | v1.SignOutEverywhere
+_SESSION_MESSAGES = frozenset(
+    {v1.Logout, v1.SignUp, v1.SignIn, v1.SignOutEverywhere, v1.StartSolitaire}
+)
+"""The messages the session looks at before the node (by exact type, as the client's decoder
+makes them)."""
 _ACCOUNT_ERRORS = {
     AccountErrorCode.INVALID_TOKEN: ErrorCode.BAD_TOKEN,
     AccountErrorCode.BAD_NAME: ErrorCode.BAD_NAME,
@@ -378,18 +383,20 @@ class Sessions:
                 metrics.errors.labels(reply.code).inc()
                 client.send(reply)
                 continue
-            metrics.count_message(_wire_type(type(message)))
-            if isinstance(message, v1.Logout):
-                if await self._logout(client, message):
-                    return  # nothing sent after a logout is executed
-                continue
-            if isinstance(message, AccountRequest):
-                await self._account(client, message, client.address)
-                continue
-            if isinstance(message, v1.StartSolitaire) and not await self._may_start(
-                client, message
-            ):
-                continue
+            kind = type(message)
+            metrics.count_message(_wire_type(kind))
+            if kind in _SESSION_MESSAGES:  # (not a table's: one look-up for those)
+                if isinstance(message, v1.Logout):
+                    if await self._logout(client, message):
+                        return  # nothing sent after a logout is executed
+                    continue
+                if isinstance(message, AccountRequest):
+                    await self._account(client, message, client.address)
+                    continue
+                if isinstance(message, v1.StartSolitaire) and not await self._may_start(
+                    client, message
+                ):
+                    continue
             await self.node.handle(client, message)
 
     async def _may_start(self, client: Connection, message: v1.StartSolitaire) -> bool:

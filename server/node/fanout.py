@@ -320,23 +320,33 @@ def _refused_with(answer: Answer, *codes: ErrorCode) -> bool:
     return any(isinstance(reply, v1.Error) and reply.code in codes for reply in answer.replies)
 
 
+_ENDING_EVENTS: dict[type, int] = {v1.TableClosed: 0, v1.SeatFreed: 1, v1.SpectatorRemoved: 2}
+"""The events that end someone's watching of a table (see :func:`_endings`)."""
+
+
 def _endings(broadcast: Broadcast) -> tuple[bool, set[int], set[str]]:
     """Whether an update closes its table, the seats it frees and the spectators it sends away
     (its events are structs on the host, dicts off the bus)."""
     closed, freed, removed = False, set(), set()
+    endings = _ENDING_EVENTS
     for numbered in broadcast.events:
         event = numbered.event
-        if isinstance(event, dict):
-            kind = event.get("type")
-            closed |= kind == "table_closed"
-            if kind == "seat_freed":
+        kind = type(event)
+        if kind is dict:
+            named = event.get("type")
+            closed |= named == "table_closed"
+            if named == "seat_freed":
                 freed.add(event["seat"])
-            elif kind == "spectator_removed":
+            elif named == "spectator_removed":
                 removed.add(event["player"])
-        elif isinstance(event, v1.TableClosed):
+            continue
+        ending = endings.get(kind)
+        if ending is None:  # (nearly every event: one look-up)
+            continue
+        if ending == 0:
             closed = True
-        elif isinstance(event, v1.SeatFreed):
+        elif ending == 1:
             freed.add(event.seat)
-        elif isinstance(event, v1.SpectatorRemoved):
+        else:
             removed.add(event.player)
     return closed, freed, removed

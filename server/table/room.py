@@ -831,15 +831,13 @@ class Room:
         if self.status is TableStatus.WAITING and timers.waiting_until is None:
             timers.waiting_until = now + self.options.grace_seconds
         if self.status is TableStatus.PLAYING:
-            timers.arm_turn(
-                now,
-                {
-                    i: moves
-                    for i, s in enumerate(seats)
-                    if s is not None and (moves := self.legal(i))
-                },
-                self._acted,
-            )
+            legal_now: dict[int, list[Any]] = {}
+            if engine is not None and not engine.over:  # (``legal`` of each seat, inline)
+                legal = engine.legal_actions
+                legal_now = {
+                    i: moves for i, s in enumerate(seats) if s is not None and (moves := legal(i))
+                }
+            timers.arm_turn(now, legal_now, self._acted)
         else:
             timers.stop_turn()
         self._acted = False
