@@ -400,6 +400,9 @@ class Hosting:
         self._outbox: asyncio.Queue[Publication] = asyncio.Queue()
         self._tables_asked = 0
         """Requests forwarded here for tables, counted ("Quiet tables" above)."""
+        self._health = store.health
+        """The store's health (the bundle's, fixed: read by every command)."""
+        self._shared = store.shared
         self._viewed_from: dict[str, dict[str, tuple[str, str | None]]] = {}
         """Per hosted table, the node each player's last request for it came through, and that
         node's process (incarnation): when that node stops heartbeating, or heartbeats as
@@ -468,7 +471,9 @@ class Hosting:
         an older version does not say), while they sit or watch at ``table`` (still hosted
         here: it may have moved meanwhile); else forget it (one entry per viewer)."""
         room = self.rooms.get(table)
-        if room is not None and (room.seat_of(player) is not None or player in room.spectators):
+        if room is not None and (
+            room.seating.seat_of(player) is not None or player in room.spectators
+        ):
             self._viewed_from.setdefault(table, {})[player] = (node, incarnation)
         elif table in self._viewed_from:
             self._viewed_from[table].pop(player, None)
@@ -629,13 +634,16 @@ class Hosting:
                     if room.id in self.closing
                     else moving_answer(message)
                 )
-            if not self.store.health.up:
+            if not self._health.up:
                 return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
-            try:
-                if not await self.leases.confirmed(room.id):
-                    return moving_answer(message)
-            except StoreUnavailable:
-                return error_answer(message, ErrorCode.UNAVAILABLE, "the store cannot be reached")
+            if not self.leases.fresh(room.id):
+                try:
+                    if not await self.leases.confirmed(room.id):
+                        return moving_answer(message)
+                except StoreUnavailable:
+                    return error_answer(
+                        message, ErrorCode.UNAVAILABLE, "the store cannot be reached"
+                    )
             room = current  # it may have been rebuilt while this request waited
             acting = type(message) is v1.Act  # (nearly every command: none of what follows)
             hint = None
@@ -804,7 +812,7 @@ class Hosting:
             room = self.rooms.get(table)
             if room is None:
                 return True
-            if not self.store.health.up:
+            if not self._health.up:
                 return False
             try:
                 if not await self.leases.confirmed(table):
@@ -851,7 +859,7 @@ class Hosting:
         token = lease.token
         broadcast = room.flush()
         announce = lobby = None
-        if broadcast is not None and self.store.shared and not lease.quiet:
+        if broadcast is not None and self._shared and not lease.quiet:
             announce = bus.encode(bus.TableUpdate(broadcast=broadcast, away=away_seats(broadcast)))
         asked = self._tables_asked
         if broadcast is not None and broadcast.info is not None and room.status != "closed":
@@ -1105,7 +1113,7 @@ class Hosting:
         later: the next turn's): when it fires early, :meth:`_on_timer` sets it again for
         what is then due. Cancelling and setting a timer for every action cost more."""
         deadline = room.next_deadline()
-        if deadline is None or room.status == "closed" or not self.store.health.up:
+        if deadline is None or room.status == "closed" or not self._health.up:
             timer = self._timers.pop(room.id, None)
             if timer is not None:
                 timer.cancel()
@@ -1158,13 +1166,14 @@ class Hosting:
         async with self.lock(room.id):
             if self.rooms.get(room.id) is not room:
                 return
-            try:
-                confirmed = await self.leases.confirmed(room.id)
-            except StoreUnavailable:
-                self._set_timer(room)  # waits for the store
-                return
-            if not confirmed:
-                return
+            if not self.leases.fresh(room.id):
+                try:
+                    confirmed = await self.leases.confirmed(room.id)
+                except StoreUnavailable:
+                    self._set_timer(room)  # waits for the store
+                    return
+                if not confirmed:
+                    return
             version = room.version
             entry = timer_entry(room, self.clock.time())
             if isinstance(entry.command, Stop):
