@@ -1,20 +1,28 @@
-"""The work of one action, counted: frames, writes, encodes and store calls per ``act``.
+"""The work of one action, counted: frames, writes, encodes, store calls and Python calls per
+``act``.
 
-Counted, not timed, so the check is exact on any machine: a change that adds a frame, an encode
-or a store call to every action fails here and must raise the budget on purpose (with the
-benchmarks' figures in ``docs/benchmarks.md`` to show what it costs). The table: 4 players, each
-on their own connection, and a spectator, on one node; every figure is per ``act`` over the
-first 60 actions of seeded games (the harness's seeds), the rounds' and games' own updates
-and the restarts between games included (the load tool's bots restart too).
+Counted, not timed, so the check is exact on any machine: a change that adds a frame, an encode,
+a store call or a few function calls to every action fails here and must raise the budget on
+purpose (with the benchmarks' figures in ``docs/benchmarks.md`` to show what it costs). The
+table: 4 players, each on their own connection, and a spectator, on one node; every figure is per
+``act`` over the first 60 actions of seeded games (the harness's seeds), the rounds' and games'
+own updates and the restarts between games included (the load tool's bots restart too).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
+import blackdrez.games
+import blackdrez.protocol
+import blackdrez.server
+import blackdrez.server.testing
 from blackdrez.protocol import codec, v1
 from blackdrez.server.testing.node_harness import Cluster, FakeClient, on_nodes
 from tests.node.helpers import act_once, phase, seat_and_start
@@ -26,6 +34,7 @@ BUDGET = {
     "writes": 7.59,
     "encodes": 5.29,
     "store calls": 1.55,
+    "calls": 240.1,
 }
 """The most of each per action, as measured when this check was written (issue 35): 60 actions
 over 3 games (19 rounds) sent 530 frames to the 5 connections (455 updates, 75 replies: each
@@ -35,8 +44,19 @@ per viewer class and encoding: the seat on turn, everyone else, the spectator's 
 and each reply) and 91 store calls (the log appends: each carries its lobby change and its
 announcement); 92 since a snapshot is taken every 100 entries, not 500 (the one snapshot in
 these 91 appends: a table's memory on the node, ``SNAPSHOT_EVERY``), 93 since every 50 (issue
-35's memory per connection, 2026-12-04). Lower it when a change does less; raise it only on
-purpose."""
+35's memory per connection, 2026-12-04). ``calls``: the Python function calls of the server, the
+games and the protocol (the node's interpreter work, which made an action dearer feature by
+feature while its frames and store calls stayed put): 256.1 an action at ``649276d``, 240.1 after
+issue 35's cuts of 2026-12-05 (the same on every run and hash seed: the harness's clock is
+virtual); a newer Python counts fewer (3.12 inlines comprehensions). Lower it when a change does
+less; raise it only on purpose."""
+
+
+_OURS = tuple(
+    str(Path(next(iter(package.__path__))).resolve())
+    for package in (blackdrez.server, blackdrez.games, blackdrez.protocol)
+)
+_HARNESS = str(Path(next(iter(blackdrez.server.testing.__path__))).resolve())
 
 
 @dataclass
@@ -45,6 +65,9 @@ class Counts:
     writes: int = 0
     encodes: int = 0
     store_calls: int = 0
+    calls: int = 0
+    """Calls of the server's, the games' and the protocol's Python functions (a coroutine's or a
+    generator's resumption counts as one), the test harness's apart."""
 
 
 class _CountingEncoder:
@@ -68,9 +91,24 @@ def counted(cluster: Cluster, clients: list[FakeClient]) -> Iterator[Counts]:
     saved = codec._msgpack_encoder, codec._json_encoder
     codec._msgpack_encoder = _CountingEncoder(saved[0], counts)  # type: ignore[assignment]
     codec._json_encoder = _CountingEncoder(saved[1], counts)  # type: ignore[assignment]
+    ours: dict[str, bool] = {}
+
+    def count_calls(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            path = frame.f_code.co_filename
+            mine = ours.get(path)
+            if mine is None:
+                real = str(Path(path).resolve())
+                mine = ours[path] = real.startswith(_OURS) and not real.startswith(_HARNESS)
+            if mine:
+                counts.calls += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(count_calls)
     try:
         yield counts
     finally:
+        sys.setprofile(previous)
         codec._msgpack_encoder, codec._json_encoder = saved
         counts.frames = sum(len(c.received) for c in clients) - frames
         counts.writes = sum(c.ws.transport.writes for c in clients) - writes
@@ -98,6 +136,7 @@ async def test_one_action_costs_no_more_frames_writes_encodes_or_store_calls(
         "writes": counts.writes / ACTIONS,
         "encodes": counts.encodes / ACTIONS,
         "store calls": counts.store_calls / ACTIONS,
+        "calls": counts.calls / ACTIONS,
     }
     print(per_action)
     over = {k: round(v, 2) for k, v in per_action.items() if v > BUDGET[k]}
