@@ -93,7 +93,7 @@ class Fanout:
         await self.follow(table)
         # The table may have been adopted here meanwhile: then its updates come directly.
         for broadcast in list(self.remote_tables.get(table, ())):
-            self._send_update(client, watch, broadcast, {})
+            _send_update([(client, watch)], broadcast, {})
 
     async def unwatch(self, client: Connection, table: str) -> None:
         self.stop_watch(client, table)
@@ -156,8 +156,7 @@ class Fanout:
         recent = self.remote_tables.get(broadcast.table)
         if recent is not None:
             recent.append(broadcast)
-            self.fan_out(broadcast)
-            self.correct_presence(broadcast.table, update.away)
+            self.fan_out(broadcast, update.away)
 
     async def catch_up(self) -> None:
         """After a bus outage: what was published meanwhile is lost, so fetch what each local
@@ -255,17 +254,20 @@ class Fanout:
                 if not _refused_with(answer, ErrorCode.UNAVAILABLE, ErrorCode.MOVING):
                     return
 
-    def fan_out(self, broadcast: Broadcast) -> None:
-        """Send one update to every local watcher of its table, encoded once per class."""
+    def fan_out(self, broadcast: Broadcast, away: list[int] | None = None) -> None:
+        """Send one update to every local watcher of its table, encoded once per class; then,
+        if it marks seats away (``away``, else read from its events), tell the host about the
+        players still connected here (:meth:`correct_presence`)."""
         watchers = self.watchers.get(broadcast.table)
         if not watchers:
             return
-        frames: dict[tuple[int | None, bool], tuple[bytes | str, bytes]] = {}
-        sent = 0
-        for client, watch in list(watchers.items()):
-            sent += self._send_update(client, watch, broadcast, frames)
+        sent = _send_update(list(watchers.items()), broadcast, {})
         self.metrics.count_out(sent)
-        closed, freed, removed = _endings(broadcast)
+        closed, freed, removed, marked = _endings(broadcast)
+        if away is None:
+            away = marked
+        if away:
+            self.correct_presence(broadcast.table, away)
         if closed or freed or removed:  # a closed table, a seat whose player was leaving, a
             for client, watch in list(watchers.items()):  # spectator sent away: they see it
                 if (
@@ -275,31 +277,6 @@ class Fanout:
                 ):
                     self.stop_watch(client, broadcast.table)  # and watch no more
             self._spawn(self.unfollow_if_unwatched(broadcast.table))
-
-    @staticmethod
-    def _send_update(
-        client: Connection,
-        watch: Watch,
-        broadcast: Broadcast,
-        frames: dict[tuple[int | None, bool], tuple[bytes | str, bytes]],
-    ) -> int:
-        """Send ``broadcast`` to one watcher unless its snapshot already covers it."""
-        if broadcast.seq < watch.seq or (broadcast.events and broadcast.seq == watch.seq):
-            return 0
-        first = broadcast.events[0].seq if broadcast.events else broadcast.seq + 1
-        if watch.seq >= first:
-            update = broadcast.for_seat(watch.seat)
-            update.events = [e for e in update.events if e.seq > watch.seq]
-            client.send(update)
-        else:
-            key = (broadcast.variant(watch.seat), client.binary)
-            framed = frames.get(key)
-            if framed is None:
-                frame = encode(broadcast.for_seat(watch.seat), client.binary)
-                framed = frames[key] = (frame, wire_frame(frame))
-            client.send_framed(*framed)
-        watch.seq = broadcast.seq
-        return 1
 
 
 async def _attempts(patience: float) -> AsyncIterator[None]:
@@ -320,14 +297,21 @@ def _refused_with(answer: Answer, *codes: ErrorCode) -> bool:
     return any(isinstance(reply, v1.Error) and reply.code in codes for reply in answer.replies)
 
 
-_ENDING_EVENTS: dict[type, int] = {v1.TableClosed: 0, v1.SeatFreed: 1, v1.SpectatorRemoved: 2}
-"""The events that end someone's watching of a table (see :func:`_endings`)."""
+_ENDING_EVENTS: dict[type, int] = {
+    v1.TableClosed: 0,
+    v1.SeatFreed: 1,
+    v1.SpectatorRemoved: 2,
+    v1.PresenceChanged: 3,
+}
+"""The events that end someone's watching of a table, or mark a seat away (see
+:func:`_endings`)."""
 
 
-def _endings(broadcast: Broadcast) -> tuple[bool, set[int], set[str]]:
-    """Whether an update closes its table, the seats it frees and the spectators it sends away
-    (its events are structs on the host, dicts off the bus)."""
-    closed, freed, removed = False, set(), set()
+def _endings(broadcast: Broadcast) -> tuple[bool, set[int], set[str], list[int]]:
+    """Whether an update closes its table, the seats it frees, the spectators it sends away and
+    the seats it marks away (as :func:`~blackdrez.server.node.hosting.away_seats`). Its events
+    are structs on the host; off the bus they are dicts, whose away seats come with them."""
+    closed, freed, removed, away = False, set(), set(), []
     endings = _ENDING_EVENTS
     for numbered in broadcast.events:
         event = numbered.event
@@ -347,6 +331,44 @@ def _endings(broadcast: Broadcast) -> tuple[bool, set[int], set[str]]:
             closed = True
         elif ending == 1:
             freed.add(event.seat)
-        else:
+        elif ending == 2:
             removed.add(event.player)
-    return closed, freed, removed
+        elif not event.connected:
+            away.append(event.seat)
+    return closed, freed, removed, away
+
+
+def _send_update(
+    viewers: list[tuple[Connection, Watch]],
+    broadcast: Broadcast,
+    frames: dict[tuple[int | None, bool], tuple[bytes | str, bytes]],
+) -> int:
+    """Send ``broadcast`` to each viewer whose snapshot does not already cover it, encoded once
+    per viewer class and encoding (``frames``); how many were sent. One loop for every viewer of
+    an update, not a call (and the calls it made) per viewer: it runs for each of an action's."""
+    seq, events, legal = broadcast.seq, broadcast.events, broadcast.legal
+    first = events[0].seq if events else seq + 1
+    sent = 0
+    for client, watch in viewers:
+        seen = watch.seq
+        if seq < seen or (events and seq == seen):
+            continue
+        seat = watch.seat
+        if seen >= first:
+            update = broadcast.for_seat(seat)
+            update.events = [e for e in update.events if e.seq > seen]
+            client.send(update)
+        else:
+            # the viewer class (``Broadcast.variant``): the seat if its copy differs, else None
+            key = (seat if seat is not None and seat in legal else None, client.binary)
+            framed = frames.get(key)
+            if framed is None:
+                frame = encode(broadcast.for_seat(seat), client.binary)
+                framed = frames[key] = (frame, wire_frame(frame))
+            if client._deflate is False:  # (known not to compress: ``send_framed``'s choice)
+                client._send_wire(framed[1])
+            else:
+                client.send_framed(*framed)
+        watch.seq = seq
+        sent += 1
+    return sent

@@ -215,21 +215,18 @@ async def rank(store: Stores, result: assist.Finished, clock: Clock, retention: 
         await store.leaderboards.keep_record(result.id, kept)
 
 
-class TableLock:
-    """A table's lock (:meth:`Hosting.lock`): it exists while someone holds it, and keeps the
-    commands waiting for it in the order they came (as ``asyncio.Lock`` does, without a lock
-    object, a coroutine and four calls of its own made for each command)."""
+class TableLock(list["asyncio.Future[None]"]):
+    """A table's lock (:meth:`Hosting.lock`): it exists while someone holds it, and is the list
+    of the commands waiting for it, first come first: the lock passes to each in turn (as
+    ``asyncio.Lock`` does, without a lock object, a coroutine and four calls of its own made
+    for each command; a list, made without a call of ours)."""
 
-    __slots__ = ("waiters",)
-
-    def __init__(self) -> None:
-        self.waiters: list[asyncio.Future[None]] = []
-        """The commands waiting, first come first: the lock passes to each in turn."""
+    __slots__ = ()
 
     @property
     def users(self) -> int:
         """Coroutines holding the lock or waiting for it."""
-        return 1 + sum(not waiter.done() for waiter in self.waiters)
+        return 1 + sum(not waiter.done() for waiter in self)
 
 
 class HeldLock:
@@ -249,21 +246,25 @@ class HeldLock:
             return
         self._entry = entry
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry.waiters.append(waiter)
+        entry.append(waiter)
         try:
             await waiter
         except BaseException:  # cancelled while waiting, or once handed the lock
             if waiter.done() and not waiter.cancelled():
                 self._release()  # it was ours: the next in line has it
-            elif waiter in entry.waiters:
-                entry.waiters.remove(waiter)
+            elif waiter in entry:
+                entry.remove(waiter)
             raise
 
     async def __aexit__(self, *exc_info: object) -> None:
-        self._release()
+        waiters = self._entry
+        if waiters:
+            self._release()
+        else:  # (nobody waits: nearly always)
+            del self._locks[self._table]
 
     def _release(self) -> None:
-        waiters = self._entry.waiters
+        waiters = self._entry
         while waiters:
             waiter = waiters.pop(0)
             if not waiter.done():  # (a cancelled one has left)
@@ -626,7 +627,7 @@ class Hosting:
         A command that starts a game uses ``seed`` if given (a daily deal's), else a new one.
         """
         started = time.perf_counter()  # waiting for the table's lock and lease counts too
-        async with self.lock(room.id):
+        async with HeldLock(self._locks, room.id):  # (``lock``, without its call)
             current = self.rooms.get(room.id)
             if current is None:
                 return (
@@ -1009,8 +1010,7 @@ class Hosting:
         if broadcast is None:
             broadcast = room.flush()
         if broadcast is not None:
-            self.fanout.fan_out(broadcast)
-            self.fanout.correct_presence(broadcast.table, away_seats(broadcast))
+            self.fanout.fan_out(broadcast)  # (and tells the host who is still here)
         lease = self.leases.held.get(room.id)
         if lease is None or self.rooms.get(room.id) is not room:
             # The lease was found lost while the entry was being written: the entry is logged
@@ -1033,7 +1033,8 @@ class Hosting:
             # (most actions, and a game's end alone: nothing queued, no task woken)
             self._outbox.put_nowait(Publication(room, outcome, token))
         self._set_timer(room)
-        self._want_par(room)
+        if room.par_wanted is not None:
+            self._want_par(room)
         helped = room.assist
         if helped is not None:
             self._hint_ahead(room, helped)
@@ -1163,7 +1164,7 @@ class Hosting:
 
     async def tick(self, room: Room) -> None:
         """Run a due timer as a logged command (only if it changed anything)."""
-        async with self.lock(room.id):
+        async with HeldLock(self._locks, room.id):  # (``lock``, without its call)
             if self.rooms.get(room.id) is not room:
                 return
             if not self.leases.fresh(room.id):
