@@ -92,9 +92,11 @@ class Seating:
 
     def deserted(self) -> bool:
         """No human holds a seat (see ``lifecycle``, note 1)."""
-        if self.humans_came:
-            return all(s is None or s.bot for s in self.seats)
-        return all(s is None for s in self.seats)
+        humans_came = self.humans_came
+        for s in self.seats:  # noqa: SIM110  (a loop, not a generator: after every command)
+            if s is not None and not (humans_came and s.bot):
+                return False
+        return True
 
     def round_seats(self) -> list[int]:
         """The seats that play the next round: ready, and not leaving."""
@@ -150,19 +152,21 @@ class Seating:
             self.humans_came,
             len(self.spectators),
             tuple(
-                None
-                if s is None
-                else (
-                    s.player,
-                    s.name,
-                    s.ready,
-                    s.connected,
-                    s.bot,
-                    s.leaving,
-                    s.leaving_reason,
-                    s.away_since,
-                )
-                for s in self.seats
+                [  # (a list: one call, where a generator is one per seat)
+                    None
+                    if s is None
+                    else (
+                        s.player,
+                        s.name,
+                        s.ready,
+                        s.connected,
+                        s.bot,
+                        s.leaving,
+                        s.leaving_reason,
+                        s.away_since,
+                    )
+                    for s in self.seats
+                ]
             ),
             tuple(sorted(self.ratings.items())),
         )
