@@ -28,7 +28,7 @@ import hashlib
 import hmac
 import secrets
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 ALGORITHM = "hmac-sha256-fy-1"
@@ -75,10 +75,32 @@ def _randbelow(words: Iterator[int], n: int) -> int:
 
 def shuffled(deck: Sequence[T], seed: str, context: str = DEFAULT_CONTEXT) -> list[T]:
     """Return a new list: ``deck`` shuffled by the documented algorithm from ``seed``."""
-    cards = list(deck)
-    words = _words(seed, context)
+    key, prefix = seed.encode("utf-8"), context.encode("utf-8")
+
+    def block(counter: int) -> tuple[int, ...]:
+        return _EIGHT_WORDS.unpack(hmac.digest(key, prefix + counter.to_bytes(8, "big"), "sha256"))
+
+    return _fisher_yates(list(deck), block)
+
+
+def _fisher_yates(cards: list[T], block: Callable[[int], Sequence[int]]) -> list[T]:
+    """Shuffle ``cards`` in place with the words of the stream's blocks (``block(i)``: block
+    ``i``'s words), as :func:`_randbelow` draws them, and return them. The draws are inline, a
+    block's words at a time: a game's deal is one of a node's actions (52 draws)."""
+    words: list[int] = []
+    at = counter = 0
     for i in range(len(cards) - 1, 0, -1):
-        j = _randbelow(words, i + 1)
+        n = i + 1
+        limit = (1 << 32) - ((1 << 32) % n)
+        while True:
+            if at == len(words):
+                words += block(counter)
+                counter += 1
+            x = words[at]
+            at += 1
+            if x < limit:
+                break
+        j = x % n
         cards[i], cards[j] = cards[j], cards[i]
     return cards
 

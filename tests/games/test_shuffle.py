@@ -84,6 +84,25 @@ def test_rejection_sampling_discards_the_biased_tail() -> None:
     assert shuffle._randbelow(words, n) == 7 % n
 
 
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=8, max_size=8), st.integers(2, 12))
+def test_the_inline_draws_reject_as_randbelow_does(first_block: list[int], size: int) -> None:
+    """The shuffle draws inline (a deal is part of an action); over a stream whose first block
+    holds words in the biased tails (a real stream almost never does), it shuffles as drawing
+    with ``_randbelow`` does."""
+    tails = [2**32 - 1 - (2**32 % n) + 1 + k for n in range(3, 13) for k in range(2)]
+    words = [w for w in first_block + tails if w < 2**32] + list(range(1000, 1200))
+
+    def block(counter: int) -> list[int]:
+        return words[8 * counter : 8 * counter + 8]
+
+    stream = iter(words)
+    expected = list(range(size))
+    for i in range(size - 1, 0, -1):
+        j = shuffle._randbelow(stream, i + 1)
+        expected[i], expected[j] = expected[j], expected[i]
+    assert shuffle._fisher_yates(list(range(size)), block) == expected
+
+
 def test_all_permutations_are_about_equally_likely() -> None:
     counts = collections.Counter(tuple(shuffle.shuffled("abc", f"seed-{i}")) for i in range(6000))
     assert set(counts) == set(itertools.permutations("abc"))
