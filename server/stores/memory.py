@@ -192,7 +192,8 @@ class TableLedger:
 
     def check_lease(self, table_id: str, token: int) -> None:
         """Raise :class:`LeaseLost` unless this process holds the table's lease with ``token``."""
-        if self.holder(table_id) != self._link.holder(token):
+        lease = self.leases.get(table_id)  # (``holder``, inline: every append asks)
+        if lease is None or lease[1] <= self._now() or lease[0] != self._link.holder(token):
             raise LeaseLost(table_id)
 
     def holder(self, table_id: str) -> str | None:
