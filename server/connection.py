@@ -203,7 +203,10 @@ class Connection:
 
     def send(self, message: Any) -> None:
         """Encode ``message`` in this client's encoding and send it."""
-        self.send_frame(encode(message, self.binary))
+        if self._deflate is False:  # (``send_frame``, known not to compress: every reply)
+            self._send_wire(wire_frame(encode(message, self.binary)))
+        else:
+            self.send_frame(encode(message, self.binary))
 
     def send_frame(self, frame: Frame) -> None:
         """Send an encoded frame (written at the end of the loop's turn)."""

@@ -20,16 +20,18 @@ adoption)."""
 class HeldLog(Sequence[bytes]):
     """A table's log: ``start`` entries let go, then the ones held (``held``), in order."""
 
-    __slots__ = ("held", "start")
+    __slots__ = ("held", "size", "start")
 
     def __init__(self, held: Iterable[bytes] = (), start: int = 0) -> None:
         self.start = start
         """How many entries, from the first, are let go."""
         self.held = list(held)
         """The entries from entry ``start + 1`` on."""
+        self.size = start + len(self.held)
+        """How many entries the log holds (``len``, read by every append without a call)."""
 
     def __len__(self) -> int:
-        return self.start + len(self.held)
+        return self.size
 
     @overload
     def __getitem__(self, index: int) -> bytes: ...
@@ -53,6 +55,7 @@ class HeldLog(Sequence[bytes]):
 
     def append(self, entry: bytes) -> None:
         self.held.append(entry)
+        self.size += 1
 
     def let_go(self, before: int) -> None:
         """Let the entries before index ``before`` go (those up to a snapshot's)."""

@@ -690,7 +690,7 @@ class Hosting:
                 return error_answer(message, error.code, error.message)
             if room.version == version:
                 return answer  # nothing changed: nothing to log or broadcast
-            entry.seq = room.seq
+            entry.seq = room.log.seq  # (``room.seq``, without the property)
 
             def published(room: Room, broadcast: Broadcast | None) -> None:
                 self.publish_change(room, broadcast)
@@ -874,15 +874,15 @@ class Hosting:
             done = True
             entries.append(data)
             self._retry_at.pop(room.id, None)
-            if len(entries) % SNAPSHOT_EVERY == 0:
-                self._take_snapshot(room, len(entries), token)
+            if entries.size % SNAPSHOT_EVERY == 0:
+                self._take_snapshot(room, entries.size, token)
             if replying_to is not None and not awaited:  # the store's callback: the reply
                 self.fanout.outbox.hold(replying_to)  # comes once this resumes, in one write
             if then is not None:
                 then(room, broadcast)
 
         try:
-            position = len(entries) + 1
+            position = entries.size + 1
             append = Append(
                 room.id, token, position, data, table_channel(room.id), announce, lobby, logged
             )
@@ -1184,7 +1184,7 @@ class Hosting:
             if room.version == version:
                 self._set_timer(room)
                 return
-            entry.seq = room.seq
+            entry.seq = room.log.seq
             _, failure = await self.append_entry(room, entry, then=self.publish_change)
             if failure is not None:
                 # Undone (and re-armed), or dropped: a rebuilt room waits for the store to be

@@ -472,7 +472,12 @@ class Node:
         """Serve one decoded request from ``client``."""
         try:
             if tracing.tracer is None:  # (the hot path: not even an empty block)
-                answer = await self._dispatch(client, message)
+                if type(message) is v1.Act:  # most requests: straight to the table
+                    answer = await self.routing.route(
+                        client.player, client.name, message.table, message, bot=client.bot
+                    )
+                else:
+                    answer = await self._dispatch(client, message)
             else:
                 with tracing.span(
                     "blackdrez.request",
@@ -505,7 +510,10 @@ class Node:
         except Exception:
             log.exception("request %r failed", message)
             answer = error_answer(message, ErrorCode.INTERNAL, "the server failed on this request")
-        await self._deliver_answer(client, answer)
+        if answer.watch is None and answer.unwatch is None:  # (most: replies only, no await)
+            self._send_replies(client, answer)
+        else:
+            await self._deliver_answer(client, answer)
 
     async def _dispatch(self, client: Connection, message: Any) -> Answer:
         """The answer to one request: what needs no table here, table requests by routing."""
@@ -597,14 +605,17 @@ class Node:
                 await self.fanout.unfollow_if_unwatched(table)
             else:
                 watch = self.fanout.start_watch(client, table, seat, seq)
-        for reply in answer.replies:
-            if isinstance(reply, v1.Error):
-                self.metrics.errors.labels(reply.code).inc()
-            client.send(reply)
+        self._send_replies(client, answer)
         if watch is not None and table not in self.hosting.rooms:
             await self.fanout.catch_up_watch(client, table, watch)
         if answer.unwatch is not None:
             await self.fanout.unwatch(client, answer.unwatch)
+
+    def _send_replies(self, client: Connection, answer: Answer) -> None:
+        for reply in answer.replies:
+            if isinstance(reply, v1.Error):
+                self.metrics.errors.labels(reply.code).inc()
+            client.send(reply)
 
 
 def _ordered(client: Connection, order: int) -> None:

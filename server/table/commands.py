@@ -287,7 +287,7 @@ def _run(room: Room, entry: LogEntry) -> Answer:
             return Answer()
         case _:
             raise RoomError(ErrorCode.UNKNOWN_TYPE, "not a table request")
-    return Answer(replies=[v1.Ok(id=request_id, seq=room.seq)])
+    return Answer(replies=[v1.Ok(id=request_id, seq=room.log.seq)])
 
 
 def _seed(entry: LogEntry) -> str:
