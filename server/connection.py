@@ -40,6 +40,7 @@ from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
+from blackdrez.protocol import codec
 from blackdrez.protocol.codec import Frame, encode
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.server.identity import Token
@@ -54,9 +55,27 @@ def wire_frame(frame: Frame) -> bytes:
     """``frame`` as one final, unmasked WebSocket data frame (RFC 6455, 5.2): text for a str,
     binary for bytes."""
     if isinstance(frame, str):
-        payload, first = frame.encode(), 0x81
+        return _framed(0x81, frame.encode())
+    return _framed(0x82, frame)
+
+
+def wire_of(message: Any, binary: bool) -> bytes:
+    """``message`` as its client reads it (``codec.encode``) and framed (:func:`wire_frame`), in
+    one call: text straight from the JSON encoder's bytes, without their round trip through a
+    str (every update and reply)."""
+    if binary:
+        payload, first = codec._msgpack_encoder.encode(message), 0x82
     else:
-        payload, first = frame, 0x82
+        payload, first = codec._json_encoder.encode(message), 0x81
+    size = len(payload)
+    if size < 126:  # (``_framed``, inline)
+        return bytes((first, size)) + payload
+    if size < 65536:
+        return _HEADER_16.pack(first, 126, size) + payload
+    return _framed(first, payload)
+
+
+def _framed(first: int, payload: bytes) -> bytes:
     size = len(payload)
     if size < 126:
         return bytes((first, size)) + payload
@@ -97,13 +116,19 @@ class Outbox:
             self._held.add(player)
 
     def add(self, client: Connection) -> None:
+        """Write ``client``'s frames at the turn's end (``Connection._send_wire`` does this
+        inline)."""
         if not self._scheduled:
-            loop = self._loop
-            if loop is None:  # (asked once: asking costs a system call, for fork safety)
-                loop = self._loop = asyncio.get_running_loop()
-            loop.call_soon(self._flush_soon)
-            self._scheduled = True
+            self.schedule()
         self._waiting.append(client)
+
+    def schedule(self) -> None:
+        """Have the waiting connections written at the turn's end."""
+        loop = self._loop
+        if loop is None:  # (asked once: asking costs a system call, for fork safety)
+            loop = self._loop = asyncio.get_running_loop()
+        loop.call_soon(self._flush_soon)
+        self._scheduled = True
 
     def _flush_soon(self) -> None:
         held = self._held
@@ -204,7 +229,7 @@ class Connection:
     def send(self, message: Any) -> None:
         """Encode ``message`` in this client's encoding and send it."""
         if self._deflate is False:  # (``send_frame``, known not to compress: every reply)
-            self._send_wire(wire_frame(encode(message, self.binary)))
+            self._send_wire(wire_of(message, self.binary))
         else:
             self.send_frame(encode(message, self.binary))
 
@@ -215,13 +240,13 @@ class Connection:
         else:
             self._send_wire(wire_frame(frame))
 
-    def send_framed(self, frame: Frame, wire: bytes) -> None:
-        """Send an encoded frame framed already (``wire``: :func:`wire_frame` of ``frame``,
-        shared by every viewer it goes to)."""
+    def send_framed(self, wire: bytes, message: Any) -> None:
+        """Send ``message`` framed already for this client's encoding (``wire``: :func:`wire_of`,
+        shared by every viewer it goes to); compressed, ``message`` takes websockets' path."""
         if self._deflate is False or not self._deflating():
             self._send_wire(wire)
         else:
-            self._send_now(frame)
+            self._send_now(encode(message, self.binary))
 
     def _deflating(self) -> bool:
         deflate = self._deflate
@@ -237,8 +262,11 @@ class Connection:
             out.append(data)
             return
         self._out = [data]
-        if self.outbox is not None:
-            self.outbox.add(self)
+        outbox = self.outbox
+        if outbox is not None:  # (``Outbox.add``, inline: a connection's first frame of a turn)
+            if not outbox._scheduled:
+                outbox.schedule()
+            outbox._waiting.append(self)
         else:
             asyncio.get_running_loop().call_soon(self.flush)
 

@@ -28,10 +28,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import msgspec
 
 from blackdrez.protocol import v1
-from blackdrez.protocol.codec import encode
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import bus
-from blackdrez.server.connection import Connection, Outbox, Watch, wire_frame
+from blackdrez.server.connection import Connection, Outbox, Watch, wire_of
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.seams import STORE_RETRY, Route, Spawn
 from blackdrez.server.stores import Stores, StoreUnavailable
@@ -341,7 +340,7 @@ def _endings(broadcast: Broadcast) -> tuple[bool, set[int], set[str], list[int]]
 def _send_update(
     viewers: list[tuple[Connection, Watch]],
     broadcast: Broadcast,
-    frames: dict[tuple[int | None, bool], tuple[bytes | str, bytes]],
+    frames: dict[tuple[int | None, bool], bytes],
 ) -> int:
     """Send ``broadcast`` to each viewer whose snapshot does not already cover it, encoded once
     per viewer class and encoding (``frames``); how many were sent. One loop for every viewer of
@@ -361,14 +360,13 @@ def _send_update(
         else:
             # the viewer class (``Broadcast.variant``): the seat if its copy differs, else None
             key = (seat if seat is not None and seat in legal else None, client.binary)
-            framed = frames.get(key)
-            if framed is None:
-                frame = encode(broadcast.for_seat(seat), client.binary)
-                framed = frames[key] = (frame, wire_frame(frame))
+            wire = frames.get(key)
+            if wire is None:
+                wire = frames[key] = wire_of(broadcast.for_seat(seat), client.binary)
             if client._deflate is False:  # (known not to compress: ``send_framed``'s choice)
-                client._send_wire(framed[1])
+                client._send_wire(wire)
             else:
-                client.send_framed(*framed)
+                client.send_framed(wire, broadcast.for_seat(seat))
         watch.seq = seq
         sent += 1
     return sent
