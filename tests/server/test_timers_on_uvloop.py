@@ -25,8 +25,10 @@ class _Room:
 
 
 def _hosting(room: _Room, ticks: list[str]) -> Any:
+    health = SimpleNamespace(up=True)
     hosting: Any = SimpleNamespace(
-        store=SimpleNamespace(health=SimpleNamespace(up=True)),
+        store=SimpleNamespace(health=health),
+        _health=health,
         clock=SimpleNamespace(time=time.time, monotonic=time.monotonic),
         rooms={room.id: room},
         _timers={},
