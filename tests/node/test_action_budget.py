@@ -11,6 +11,7 @@ own updates and the restarts between games included (the load tool's bots restar
 
 from __future__ import annotations
 
+import collections
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,6 +73,15 @@ class Counts:
     """Calls of the server's, the games' and the protocol's Python functions made by the node (a
     coroutine's or a generator's resumption counts as one): not those the fake clients and the
     test make (decoding what they receive, choosing a move)."""
+    by_function: collections.Counter[str] | None = None
+    """Those calls by function (``qualname (path:line)``), when asked for (``COUNT_BY_FUNCTION``:
+    ``benchmarks/calls.py`` lists where they go)."""
+
+
+COUNT_BY_FUNCTION = False
+"""Count the calls by function too (``Counts.by_function``): set by ``benchmarks/calls.py``,
+which reads the counts of the last count made (``LAST``)."""
+LAST: list[Counts] = []
 
 
 class _CountingEncoder:
@@ -88,7 +98,9 @@ class _CountingEncoder:
 def counted(cluster: Cluster, clients: list[FakeClient]) -> Iterator[Counts]:
     """Count what the node does while the block runs."""
     node = cluster.nodes[0]
-    counts = Counts()
+    counts = Counts(by_function=collections.Counter() if COUNT_BY_FUNCTION else None)
+    LAST[:] = [counts]
+    by_function = counts.by_function
     frames = sum(len(c.received) for c in clients)
     writes = sum(c.ws.transport.writes for c in clients)
     calls = sum(node.store_calls.values())
@@ -121,6 +133,9 @@ def counted(cluster: Cluster, clients: list[FakeClient]) -> Iterator[Counts]:
             caller = caller.f_back
         if caller is None or kind(caller) == 2:
             counts.calls += 1
+            if by_function is not None:
+                code = frame.f_code
+                by_function[f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"] += 1
 
     previous = sys.getprofile()
     sys.setprofile(count_calls)
