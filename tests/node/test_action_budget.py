@@ -12,6 +12,7 @@ own updates and the restarts between games included (the load tool's bots restar
 from __future__ import annotations
 
 import collections
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -74,14 +75,13 @@ class Counts:
     coroutine's or a generator's resumption counts as one): not those the fake clients and the
     test make (decoding what they receive, choosing a move)."""
     by_function: collections.Counter[str] | None = None
-    """Those calls by function (``qualname (path:line)``), when asked for (``COUNT_BY_FUNCTION``:
-    ``benchmarks/calls.py`` lists where they go)."""
+    """Those calls by function (``qualname (path:line)``), when asked for (:data:`CALLS_TOP`)."""
 
 
-COUNT_BY_FUNCTION = False
-"""Count the calls by function too (``Counts.by_function``): set by ``benchmarks/calls.py``,
-which reads the counts of the last count made (``LAST``)."""
-LAST: list[Counts] = []
+CALLS_TOP = int(os.environ.get("BLACKDREZ_CALLS_TOP", "0"))
+"""With ``BLACKDREZ_CALLS_TOP=N``, the test also prints the ``N`` functions the node calls most
+an action (``pytest -s``): where the calls go, for the next cut (counted: compare two trees by
+running it in each)."""
 
 
 class _CountingEncoder:
@@ -98,8 +98,7 @@ class _CountingEncoder:
 def counted(cluster: Cluster, clients: list[FakeClient]) -> Iterator[Counts]:
     """Count what the node does while the block runs."""
     node = cluster.nodes[0]
-    counts = Counts(by_function=collections.Counter() if COUNT_BY_FUNCTION else None)
-    LAST[:] = [counts]
+    counts = Counts(by_function=collections.Counter() if CALLS_TOP else None)
     by_function = counts.by_function
     frames = sum(len(c.received) for c in clients)
     writes = sum(c.ws.transport.writes for c in clients)
@@ -173,6 +172,9 @@ async def test_one_action_costs_no_more_frames_writes_encodes_or_store_calls(
         "calls": counts.calls / ACTIONS,
     }
     print(per_action)
+    if counts.by_function is not None:
+        for name, count in counts.by_function.most_common(CALLS_TOP):
+            print(f"{count / ACTIONS:7.2f}  {name}")
     over = {k: round(v, 2) for k, v in per_action.items() if v > BUDGET[k]}
     assert not over, f"per action over the budget {BUDGET}: {over}"
     assert per_action["writes"] < per_action["frames"]  # the actor's frames share a write
