@@ -115,15 +115,10 @@ class Outbox:
         else:
             self._held.add(player)
 
-    def add(self, client: Connection) -> None:
-        """Write ``client``'s frames at the turn's end (``Connection._send_wire`` does this
-        inline)."""
-        if not self._scheduled:
-            self.schedule()
-        self._waiting.append(client)
-
     def schedule(self) -> None:
-        """Have the waiting connections written at the turn's end."""
+        """Have the waiting connections written at the turn's end (a connection's first frame
+        of a turn puts it in ``_waiting`` and calls this if none is scheduled:
+        ``Connection._send_wire``)."""
         loop = self._loop
         if loop is None:  # (asked once: asking costs a system call, for fork safety)
             loop = self._loop = asyncio.get_running_loop()
@@ -263,7 +258,9 @@ class Connection:
             return
         self._out = [data]
         outbox = self.outbox
-        if outbox is not None:  # (``Outbox.add``, inline: a connection's first frame of a turn)
+        if (
+            outbox is not None
+        ):  # (a connection's first frame of a turn: it waits for the turn's end)
             if not outbox._scheduled:
                 outbox.schedule()
             outbox._waiting.append(self)

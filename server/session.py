@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import typing
 from collections import Counter
 from collections.abc import Callable
 
@@ -70,9 +71,7 @@ PROTOCOL_CLOSES = frozenset(
 unanswered: 1011): counted like the 1008 of a flood, which the server sends, in
 ``blackdrez_closes_total``."""
 AccountRequest = v1.SignUp | v1.SignIn | v1.SignOutEverywhere
-_SESSION_MESSAGES = frozenset(
-    {v1.Logout, v1.SignUp, v1.SignIn, v1.SignOutEverywhere, v1.StartSolitaire}
-)
+_SESSION_MESSAGES = frozenset({v1.Logout, v1.StartSolitaire, *typing.get_args(AccountRequest)})
 """The messages the session looks at before the node (by exact type, as the client's decoder
 makes them)."""
 _ACCOUNT_ERRORS = {
