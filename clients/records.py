@@ -15,7 +15,7 @@ import urllib.request
 import msgspec
 
 from blackdrez.clients.client import Client
-from blackdrez.games.arena import ArenaGame, Standing, standings_of
+from blackdrez.games.arena import ArenaGame, Standing, scored_games, standings_of
 from blackdrez.protocol import v1
 
 PAGE = 100
@@ -99,7 +99,9 @@ class ArenaCheck(msgspec.Struct, frozen=True):
     arena: v1.ArenaInfo
     standings: list[v1.StandingInfo]
     games: int
-    """Its stored games (those that ended after it are counted and not scored)."""
+    """Its stored games that it scores (those that ended before it did)."""
+    late: int
+    """Its stored games that ended after it (kept, not scored)."""
     problems: list[str]
     """:func:`disagreements`: empty when the standings agree with the games."""
 
@@ -119,7 +121,8 @@ async def check_arena(
             games = await arena_games(http_base(url), arena)
             problems = disagreements(found.standings, games, found.arena.ends)
             if not problems or loop.time() >= deadline:
-                return ArenaCheck(found.arena, found.standings, len(games), problems)
+                scored, late = scored_games(games, found.arena.ends)
+                return ArenaCheck(found.arena, found.standings, scored, late, problems)
             await asyncio.sleep(0.5)
     finally:
         await client.close()

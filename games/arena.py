@@ -121,6 +121,14 @@ def standings_of(games: Iterable[ArenaGame], ends: float) -> list[Standing]:
     return ordered(table.values())
 
 
+def scored_games(games: Iterable[ArenaGame], ends: float) -> tuple[int, int]:
+    """How many of ``games`` an arena ending at ``ends`` scores (each once), and how many ended
+    after it (stored, not scored)."""
+    unique = {game.id: game for game in games}.values()
+    late = sum(game.ended_at >= ends for game in unique)
+    return len(unique) - late, late
+
+
 def ordered(standings: Iterable[Standing]) -> list[Standing]:
     """The standings in their order (see the module docstring)."""
     return sorted(standings, key=lambda s: (-s.points, -s.wins, -s.games, s.joined, s.player))

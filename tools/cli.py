@@ -791,12 +791,13 @@ def _print_check(
     except OSError as error:  # the records API did not answer (no records: --db-url none)
         print(f"the standings could not be checked against the records: {error}")
         return 1 if required else 0
+    late = f" ({checked.late} more ended after it: stored, not scored)" if checked.late else ""
     if checked.problems:
-        print(f"the standings disagree with the {checked.games} stored games:")
+        print(f"the standings disagree with the {checked.games} stored games{late}:")
         for problem in checked.problems:
             print(f"  {problem}")
         return 1
-    print(f"checked: the standings agree with the {checked.games} stored games of the arena")
+    print(f"checked: the standings agree with the {checked.games} stored games of the arena{late}")
     return 0
 
 

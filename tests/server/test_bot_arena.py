@@ -16,7 +16,7 @@ import pytest
 from blackdrez.clients.bots import _find_arena
 from blackdrez.clients.client import Client, ServerError
 from blackdrez.clients.records import disagreements
-from blackdrez.games.arena import ArenaGame, Placed
+from blackdrez.games.arena import ArenaGame, Placed, scored_games
 from blackdrez.protocol import v1
 from blackdrez.server.matchmaking.schedule import parse_schedule
 
@@ -108,6 +108,20 @@ def test_standings_that_the_stored_games_do_not_make_are_named() -> None:
         "Bob: in 1 stored games (0 points) but not in the standings"
     ]
     assert disagreements(honest, games, ends=1.5) != [], "t:2 ended after the arena"
+
+
+def test_games_that_end_after_the_arena_are_stored_and_not_counted_as_scored() -> None:
+    """A bot's last game may end after the arena: the records keep it, the standings do not
+    score it, and the check says how many it compared (the scored ones) and how many came late
+    (the arena test waited for the watcher to see every stored game, the late one too)."""
+    games = [
+        ArenaGame("t:1", 0.0, 1.0, [Placed("a", "Ann", False, 1), Placed("b", "Bob", False, 2)]),
+        ArenaGame("t:2", 1.0, 2.0, [Placed("a", "Ann", False, 2), Placed("b", "Bob", False, 1)]),
+        ArenaGame("t:3", 2.0, 9.0, [Placed("a", "Ann", False, 1), Placed("b", "Bob", False, 2)]),
+    ]
+    assert scored_games(games, ends=5.0) == (2, 1)
+    assert scored_games(games, ends=9.5) == (3, 0)
+    assert scored_games([*games, games[0]], ends=5.0) == (2, 1), "a game counts once"
 
 
 async def test_bots_find_a_scheduled_arena_by_its_name(make_server) -> None:
