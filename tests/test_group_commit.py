@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blackdrez.server.connection import Connection, Outbox
 from blackdrez.server.identity import Token
@@ -33,6 +35,8 @@ from blackdrez.server.stores.base import (
 from blackdrez.server.stores.memory import MemoryLink
 from blackdrez.server.stores.redis import redis_stores
 from blackdrez.server.stores.redis_cluster import ClusterLink
+from blackdrez.server.stores.redis_tables import ARGS, PendingAppend, _packed_args
+from blackdrez.server.stores.resp import bulks
 from blackdrez.server.testing.node_harness import FakeWebSocket
 from blackdrez.server.testing.redis_cluster import LocalCluster
 from blackdrez.server.testing.redis_server import RedisServer
@@ -544,3 +548,44 @@ async def test_snapshots_go_on_after_redis_restarts_or_forgets_the_script(
         assert await store.logs.read_snapshot("a") == (3, b"three")
     finally:
         await store.close()
+
+
+_texts = st.text(max_size=40)
+_blobs = st.binary(max_size=1500)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    holder=_texts,
+    position=st.integers(min_value=1, max_value=2**40),
+    entry=_blobs,
+    announce=st.none() | st.tuples(_texts, _blobs),
+    lobby=st.none()
+    | st.tuples(_texts, _blobs, st.booleans(), st.none() | st.tuples(_texts, _blobs)),
+)
+def test_an_append_is_packed_for_the_commit_link_as_its_arguments_are(
+    holder: str,
+    position: int,
+    entry: bytes,
+    announce: tuple[str, bytes] | None,
+    lobby: tuple[str, bytes, bool, tuple[str, bytes] | None] | None,
+) -> None:
+    """The commit link sends an append's arguments packed in one step (the hot path); redis-py's
+    paths (a cluster, TLS, a resend) send its argument list: both say the same to Redis."""
+    record = None
+    if lobby is not None:
+        node, data, listed, change = lobby
+        channel, announced = change if change is not None else ("", None)
+        record = LobbyRecord(node, data, listed, channel, announced)
+    append = Append(
+        "t-1", 7, position, entry,
+        channel=announce[0] if announce else "", announce=announce[1] if announce else None,
+        lobby=record,
+    )  # fmt: skip
+    loop = asyncio.new_event_loop()
+    try:
+        pending = PendingAppend(append, holder, loop.create_future())
+    finally:
+        loop.close()
+    assert len(pending.args) == ARGS
+    assert _packed_args(holder, append) == bulks(pending.args)

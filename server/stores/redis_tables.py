@@ -416,19 +416,10 @@ class RedisTableLogs(TableLogs):
             if append.lobby is not None:  # replicated: only now may the lobby show it
                 await self._put_lobby_record(append.table_id, append.token, append.lobby)
             return True  # (``logged``: the caller's call right after is as early)
-        args: list[Any] = [self._link.holder(append.token), append.position, append.entry]
-        announce = append.announce
-        args += [append.channel, announce] if announce is not None else NO_ANNOUNCEMENT
-        lobby = append.lobby
-        if lobby is None:
-            args += NO_LOBBY_RECORD
-        else:
-            args += [lobby.node, lobby.record, "1" if lobby.listed else "0"]
-            args += [lobby.channel, lobby.announce] if lobby.announce is not None else ["", b""]
         loop = asyncio.get_running_loop()
-        pending = PendingAppend(append.table_id, args, loop.create_future(), append.logged)
+        pending = PendingAppend(append, self._link.holder(append.token), loop.create_future())
         if self._commit_link is not None:
-            pending.packed_args = resp.bulks(args)
+            pending.packed_args = _packed_args(pending.holder, append)
         self._batch.append(pending)
         if self._committer is None and not self._send_scheduled:
             if self._commit_link is None:
@@ -695,22 +686,70 @@ announcement's two and the lobby record's five."""
 class PendingAppend:
     """A log append waiting for the group commit: its keys, script arguments and outcome."""
 
-    __slots__ = ("args", "done", "keys", "logged", "packed_args", "packed_keys", "table_id")
+    __slots__ = ("append", "done", "holder", "keys", "logged", "packed_args", "packed_keys",
+                 "table_id")  # fmt: skip
 
-    def __init__(
-        self,
-        table_id: str,
-        args: list[Any],
-        done: asyncio.Future[int],
-        logged: Callable[[], None] | None = None,
-    ) -> None:
-        self.table_id = table_id
-        self.keys, self.packed_keys = _append_keys(table_id)
-        self.args = args
+    def __init__(self, append: Append, holder: str, done: asyncio.Future[int]) -> None:
+        self.append = append
+        self.holder = holder
+        """The lease's value the append is fenced by (``Link.holder`` of its token)."""
+        self.table_id = append.table_id
+        self.keys, self.packed_keys = _append_keys(append.table_id)
         self.packed_args = b""
-        """``args`` packed (:func:`~blackdrez.server.stores.resp.bulks`) for the commit link."""
+        """:attr:`args` packed (:func:`_packed_args`) for the commit link."""
         self.done = done
-        self.logged = logged
+        self.logged = append.logged
+
+    @property
+    def args(self) -> list[Any]:
+        """The append's arguments of ``APPEND_SCRIPT`` (the paths through redis-py: a cluster,
+        a TLS link, the committer's resends): holder, position and entry, the announcement's
+        two and the lobby record's five."""
+        append = self.append
+        args: list[Any] = [self.holder, append.position, append.entry]
+        announce = append.announce
+        args += [append.channel, announce] if announce is not None else NO_ANNOUNCEMENT
+        lobby = append.lobby
+        if lobby is None:
+            args += NO_LOBBY_RECORD
+        else:
+            args += [lobby.node, lobby.record, "1" if lobby.listed else "0"]
+            args += [lobby.channel, lobby.announce] if lobby.announce is not None else ["", b""]
+        return args
+
+
+@functools.lru_cache(maxsize=8192)
+def _text_bulk(text: str) -> bytes:
+    """A string argument packed: holders, channels and node ids repeat from append to append."""
+    return resp.bulks((text,))
+
+
+_NO_ANNOUNCEMENT_PACKED = resp.bulks(NO_ANNOUNCEMENT)
+_NO_LOBBY_RECORD_PACKED = resp.bulks(NO_LOBBY_RECORD)
+_LISTED_PACKED = {True: resp.bulks(("1",)), False: resp.bulks(("0",))}
+
+
+def _packed_args(holder: str, append: Append) -> bytes:
+    """:attr:`PendingAppend.args` packed as :func:`resp.bulks` packs them, without a pass over
+    the ten of them (an append's own cost on the hot path: only the entry, the position and the
+    announcements differ from one append to the next)."""
+    bulk = resp.bulk
+    parts = [_text_bulk(holder), bulk(b"%d" % append.position), bulk(append.entry)]
+    announce = append.announce
+    if announce is None:
+        parts.append(_NO_ANNOUNCEMENT_PACKED)
+    else:
+        parts += (_text_bulk(append.channel), bulk(announce))
+    lobby = append.lobby
+    if lobby is None:
+        parts.append(_NO_LOBBY_RECORD_PACKED)
+    else:
+        parts += (_text_bulk(lobby.node), bulk(lobby.record), _LISTED_PACKED[lobby.listed])
+        if lobby.announce is None:
+            parts.append(_NO_ANNOUNCEMENT_PACKED)
+        else:
+            parts += (_text_bulk(lobby.channel), bulk(lobby.announce))
+    return b"".join(parts)
 
 
 @functools.lru_cache(maxsize=4096)

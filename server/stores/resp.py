@@ -96,6 +96,12 @@ def bulks(arguments: Sequence[Argument]) -> bytes:
     return b"".join(parts)
 
 
+def bulk(data: bytes) -> bytes:
+    """One bulk string: ``bulks((data,))`` for bytes, without the pass over arguments."""
+    size = len(data)
+    return (_BULK_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + b"\r\n"
+
+
 def parse(buffer: bytes | bytearray, start: int = 0) -> tuple[Any, int]:
     """The reply that begins at ``start`` and where the next begins. Replies: ``int``,
     ``bytes`` (simple and bulk strings), ``list``, ``None`` (null), or for an error reply the
