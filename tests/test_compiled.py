@@ -1,6 +1,7 @@
 """The compiled modules (``blackdrez compile``, mypyc) are the same code: every game, refusal,
 view and pickle of BlackDrez played through the compiled rules, and every move and solution of
-Blue Jacket's compiled expert and solver, give the same bytes as through the Python.
+Blue Jacket's compiled expert and solver, give the same bytes as through the Python; the table
+core compiled with Cython (``--core``) passes the node's tests.
 
 The rules are compiled in a copy of the installed ``games`` folder (the suite never changes the
 tree it tests), and the same script runs twice in fresh interpreters: once as installed, once
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -187,3 +189,66 @@ def test_the_installed_rules_if_compiled_are_compiled_from_their_source() -> Non
     """A developer who ran ``blackdrez compile`` and then changed the rules would otherwise
     test (and serve) the old compiled ones: Python imports an extension before its source."""
     assert compiling.stale() == [], "run 'blackdrez compile' again (or 'blackdrez compile --clean')"
+
+
+CORE_TESTS = [
+    "tests/node",
+    "tests/test_snapshots.py",
+    "tests/server/test_log_compat.py",
+    "tests/server/test_room_properties.py",
+    "tests/server/test_lifecycle.py",
+    "tests/server/test_table_lifecycle.py",
+    "tests/server/test_reading.py",
+    "tests/server/test_compression.py",
+    "tests/test_group_commit.py::test_an_append_is_packed_for_the_commit_link_as_its_arguments_are",
+]
+"""What the compiled core must pass as the Python does: the node's tests (its tables, fan-out,
+timers, failovers and counted budget over the harness), the snapshots' and logs' compatibility
+with earlier versions, the room's properties, the tables' lifecycles on a real server, the
+connection's reading and compressed writing."""
+
+
+def test_the_compiled_core_passes_the_nodes_tests(tmp_path: Path) -> None:
+    """``blackdrez compile --core``: the table core compiled with Cython, in a copy of the
+    installed folders, runs the node's tests in a fresh interpreter, every module compiled."""
+    if shutil.which(os.environ.get("CC", "gcc")) is None and shutil.which("cc") is None:
+        pytest.fail("no C compiler: .ci/run installs gcc")
+    pytest.importorskip("Cython", reason="the test extra installs Cython")
+    root = tmp_path / "tree"
+    root.mkdir()
+    for part in ("games", "server", "protocol"):
+        shutil.copytree(
+            _package_folder(f"blackdrez.{part}"),
+            root / part,
+            ignore=shutil.ignore_patterns("__pycache__", "*.so"),
+        )
+    namespace = root / "namespace" / "blackdrez"
+    namespace.mkdir(parents=True)
+    for part in ("games", "server", "protocol"):
+        (namespace / part).symlink_to(root / part, target_is_directory=True)
+    for part in ("clients", "tools"):
+        (namespace / part).symlink_to(_package_folder(f"blackdrez.{part}"))
+    built = compiling.build_core(root / "games")
+    assert len(built) == len(compiling.CORE)
+    assert compiling.stale(root / "games") == []
+    env = {**os.environ, "PYTHONPATH": str(namespace.parent)}
+    which = subprocess.run(
+        [sys.executable, "-c", "from blackdrez.tools.compile import CORE, compiled; "
+         "print(*sorted({compiled(m) for m in CORE}))"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert which.stdout.split() == ["True"], which.stdout + which.stderr
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-n", "2",
+         *CORE_TESTS],
+        cwd=Path(__file__).resolve().parent.parent, env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
+    passed = re.search(r"(\d+) passed", ran.stdout.splitlines()[-1])
+    assert passed and int(passed.group(1)) > 250, ran.stdout[-2000:]
+    source = compiling.source_of(compiling.CORE[0], root / "games")
+    later = time.time() + 5
+    os.utime(source, (later, later))
+    assert compiling.stale(root / "games") == [compiling.CORE[0]]
+    assert len(compiling.clean(root / "games")) == len(compiling.CORE)

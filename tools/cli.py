@@ -1146,7 +1146,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     compile_ = commands.add_parser(
         "compile",
-        help="compile the rules and Blue Jacket's solver with mypyc, in place (optional)",
+        help="compile the rules and Blue Jacket's solver with mypyc (--core: the table core with "
+        "Cython), in place (optional)",
         description=compiling.DESCRIPTION,
     )
     compiling.add_arguments(compile_)

@@ -1,4 +1,5 @@
-"""Compile the pure game modules a node runs most with mypyc, in place: ``blackdrez compile``.
+"""Compile the pure game modules a node runs most with mypyc, and with ``--core`` its table core
+with Cython, in place: ``blackdrez compile``.
 
 Theory of operation
 -------------------
@@ -19,6 +20,12 @@ folder whose ``games`` links to the installed one (the source tree has no ``blac
 its folders are installed under that name). It needs mypy (the test extra pins it) and a C
 compiler; a compiled module must be built again after its source changes, which
 :func:`stale` reports (``blackdrez compile --check``) and the test suite checks.
+
+``--core`` compiles :data:`CORE` (the synchronous table core around the engine) with Cython, in
+its pure-Python mode: the code as it is, no types read from it, the same objects, classes and
+pickles; what goes is the interpreter's dispatch of each line. It needs Cython (the test extra
+pins it) and the same C compiler, and is checked, cleaned and tested as the mypyc modules are
+(the node's tests run on it: ``tests/test_compiled.py``).
 
 What mypyc compiles must keep plain Python classes where Python's machinery reads them: msgspec
 Structs stay in modules of their own (``games/blackdrez/model.py``,
@@ -41,7 +48,8 @@ from pathlib import Path
 DESCRIPTION = (
     "Compile BlackDrez's rules and Blue Jacket's solver and expert with mypyc where the package "
     "is installed (needs mypy and a C compiler): the rules run twice as fast, a hint costs a "
-    "third less. Without it everything runs as plain Python. Build again after changing "
+    "third less; with --core, the table core too, with Cython (a node's actions a second: "
+    "about +10%). Without it everything runs as plain Python. Build again after changing "
     "them; --clean goes back to plain Python."
 )
 
@@ -50,9 +58,50 @@ MODULES = (
     "blackdrez.games.blue_jacket.solver",
     "blackdrez.games.blue_jacket.expert",
 )
-"""The modules compiled: dotted names under the installed ``blackdrez.games``. Each is built on
-its own (a mypyc group of several puts their shared library in the folder mypyc runs in, not
-beside them): a call from one to another is a Python call."""
+"""The modules compiled with mypyc: dotted names under the installed ``blackdrez.games``. Each is
+built on its own (a mypyc group of several puts their shared library in the folder mypyc runs
+in, not beside them): a call from one to another is a Python call."""
+
+CORE = (
+    "blackdrez.protocol.codec",
+    "blackdrez.server.connection",
+    "blackdrez.server.metrics",
+    "blackdrez.server.stores.resp",
+    "blackdrez.server.table.commands",
+    "blackdrez.server.table.history",
+    "blackdrez.server.table.room",
+    "blackdrez.server.table.seating",
+    "blackdrez.server.table.snapshots",
+    "blackdrez.server.table.timers",
+    "blackdrez.games.blackdrez.table",
+)
+"""The table core compiled with Cython (``--core``): the synchronous code every action runs
+(the room around the engine, its seats, timers, events and snapshots; the connection's framing
+and writes; the codec; the RESP packing), as it is, untyped (Cython's pure-Python mode, its
+annotations not read as C types): the interpreter's work of each call and attribute goes, the
+objects stay Python objects (pickles, snapshots and logs are the same bytes). Modules with
+coroutines stay Python: the host's ran slower compiled (``docs/benchmarks.md``)."""
+
+_CYTHON_SETUP = """
+import sys
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+modules = sys.argv[1:]
+sys.argv = [sys.argv[0], "build_ext", "--inplace"]
+extensions = [
+    Extension(module, [module.replace(".", "/") + ".py"], extra_compile_args=["-O2"])
+    for module in modules
+]
+setup(
+    name="blackdrez-core", packages=[], py_modules=[],
+    ext_modules=cythonize(
+        extensions, language_level=3, quiet=True, build_dir="generated", nthreads=2,
+        compiler_directives={"annotation_typing": False, "binding": False},
+    ),
+)
+"""
+"""The build of :data:`CORE`, run in the scratch folder (see :func:`build_core`)."""
 
 _CONFIG = """[mypy]
 mypy_path = .
@@ -77,10 +126,11 @@ def games_folder() -> Path:
 
 
 def source_of(module: str, games: Path) -> Path:
-    """The ``.py`` file of ``module`` (a name under ``blackdrez.games``)."""
+    """The ``.py`` file of ``module`` (a name under ``blackdrez``; ``games`` is the installed
+    ``blackdrez.games`` folder, whose siblings are the other installed folders)."""
     parts = module.split(".")
-    assert parts[:2] == ["blackdrez", "games"], module
-    return games.joinpath(*parts[2:]).with_suffix(".py")
+    assert parts[0] == "blackdrez" and parts[1] in ("games", "server", "protocol"), module
+    return games.parent.joinpath(*parts[1:]).with_suffix(".py")
 
 
 def extensions_of(module: str, games: Path) -> list[Path]:
@@ -91,6 +141,10 @@ def extensions_of(module: str, games: Path) -> list[Path]:
         for name in (source.stem, f"{source.stem}__mypyc")
         for path in source.parent.glob(f"{name}.*{_SUFFIX[_SUFFIX.rfind('.') :]}")
     )
+
+
+def _all_modules() -> tuple[str, ...]:
+    return MODULES + CORE
 
 
 def compiled(module: str) -> bool:
@@ -104,19 +158,22 @@ def stale(games: Path | None = None) -> list[str]:
     extension, running code that is no longer the source's)."""
     games = games or games_folder()
     late = []
-    for module in MODULES:
+    for module in _all_modules():
         built = extensions_of(module, games)
-        changed = source_of(module, games).stat().st_mtime
-        if built and min(path.stat().st_mtime for path in built) < changed:
+        if (
+            built
+            and min(p.stat().st_mtime for p in built) < source_of(module, games).stat().st_mtime
+        ):
             late.append(module)
     return late
 
 
-def clean(games: Path | None = None) -> list[Path]:
-    """Remove every compiled extension of :data:`MODULES`; the files removed."""
+def clean(games: Path | None = None, modules: tuple[str, ...] | None = None) -> list[Path]:
+    """Remove every compiled extension of ``modules`` (:data:`MODULES` and :data:`CORE`); the
+    files removed."""
     games = games or games_folder()
     removed = []
-    for module in MODULES:
+    for module in modules or _all_modules():
         for path in extensions_of(module, games):
             path.unlink()
             removed.append(path)
@@ -126,7 +183,7 @@ def clean(games: Path | None = None) -> list[Path]:
 def build(games: Path | None = None, *, quiet: bool = True) -> list[Path]:
     """Compile :data:`MODULES` in place (see the module docstring); the files written."""
     games = games or games_folder()
-    clean(games)
+    clean(games, MODULES)
     with tempfile.TemporaryDirectory(prefix="blackdrez-compile-") as scratch:
         root = Path(scratch)
         (root / "blackdrez").mkdir()
@@ -148,6 +205,29 @@ def build(games: Path | None = None, *, quiet: bool = True) -> list[Path]:
     return [path for module in MODULES for path in extensions_of(module, games)]
 
 
+def build_core(games: Path | None = None, *, quiet: bool = True) -> list[Path]:
+    """Compile :data:`CORE` with Cython in place, as :func:`build` does with mypyc: in a
+    scratch folder whose ``blackdrez/<folder>`` links to the installed folders, so that each
+    extension is named as its module is imported and lands beside its source (Cython's C files
+    stay in the scratch folder); the files written."""
+    games = games or games_folder()
+    clean(games, CORE)
+    with tempfile.TemporaryDirectory(prefix="blackdrez-compile-core-") as scratch:
+        root = Path(scratch)
+        (root / "blackdrez").mkdir()
+        for part in ("games", "server", "protocol"):
+            (root / "blackdrez" / part).symlink_to(games.parent / part, target_is_directory=True)
+        (root / "setup_core.py").write_text(_CYTHON_SETUP)
+        command = [sys.executable, "setup_core.py", *CORE]
+        done = subprocess.run(command, cwd=root, capture_output=quiet, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"Cython failed on the core ({done.returncode}):\n"
+                f"{done.stdout or ''}{done.stderr or ''}"
+            )
+    return [path for module in CORE for path in extensions_of(module, games)]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``blackdrez compile`` (the console script's subcommand and this module's
     own entry point)."""
@@ -155,6 +235,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--clean", action="store_true", help="remove the compiled modules")
     which.add_argument(
         "--check", action="store_true", help="exit 1 if a compiled module is older than its source"
+    )
+    parser.add_argument(
+        "--core",
+        action="store_true",
+        help="also compile the table core (the room, the connection's writes, the codec) with "
+        "Cython (needs Cython: pip install cython)",
     )
 
 
@@ -169,7 +255,10 @@ def run(args: argparse.Namespace) -> int:
         for path in clean():
             print(f"removed {path}")
         return 0
-    for path in build(quiet=False):
+    built = build(quiet=False)
+    if args.core:
+        built += build_core(quiet=False)
+    for path in built:
         print(f"compiled {path}")
     return 0
 
