@@ -253,3 +253,19 @@ def test_the_compiled_core_passes_the_nodes_tests(tmp_path: Path) -> None:
     os.utime(source, (later, later))
     assert compiling.stale(root / "games") == [compiling.CORE[0]]
     assert len(compiling.clean(root / "games")) == len(compiling.CORE)
+
+
+def test_compiling_the_core_without_cython_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cython is optional: without it, ``blackdrez compile --core`` names it and exits 1 (the
+    mypyc modules are built first; here they are stubbed: that build has its own tests)."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        compiling.importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "Cython" else real(name, *rest),
+    )
+    monkeypatch.setattr(compiling, "build", lambda *args, **kwargs: [])
+    assert compiling.main(["--core"]) == 1
+    assert "needs Cython: pip install cython" in capsys.readouterr().err

@@ -210,6 +210,8 @@ def build_core(games: Path | None = None, *, quiet: bool = True) -> list[Path]:
     scratch folder whose ``blackdrez/<folder>`` links to the installed folders, so that each
     extension is named as its module is imported and lands beside its source (Cython's C files
     stay in the scratch folder); the files written."""
+    if importlib.util.find_spec("Cython") is None:
+        raise RuntimeError("compiling the core needs Cython: pip install cython")
     games = games or games_folder()
     clean(games, CORE)
     with tempfile.TemporaryDirectory(prefix="blackdrez-compile-core-") as scratch:
@@ -249,15 +251,20 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         late = stale()
         for module in late:
-            print(f"{module}: compiled before its source changed: run 'blackdrez compile'")
+            again = "blackdrez compile --core" if module in CORE else "blackdrez compile"
+            print(f"{module}: compiled before its source changed: run '{again}'")
         return 1 if late else 0
     if args.clean:
         for path in clean():
             print(f"removed {path}")
         return 0
-    built = build(quiet=False)
-    if args.core:
-        built += build_core(quiet=False)
+    try:
+        built = build(quiet=False)
+        if args.core:
+            built += build_core(quiet=False)
+    except RuntimeError as error:
+        print(f"blackdrez compile: {error}", file=sys.stderr)
+        return 1
     for path in built:
         print(f"compiled {path}")
     return 0
