@@ -258,9 +258,8 @@ class Connection:
             return
         self._out = [data]
         outbox = self.outbox
-        if (
-            outbox is not None
-        ):  # (a connection's first frame of a turn: it waits for the turn's end)
+        # (a connection's first frame of a turn: it waits for the turn's end)
+        if outbox is not None:
             if not outbox._scheduled:
                 outbox.schedule()
             outbox._waiting.append(self)

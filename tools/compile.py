@@ -82,6 +82,9 @@ annotations not read as C types): the interpreter's work of each call and attrib
 objects stay Python objects (pickles, snapshots and logs are the same bytes). Modules with
 coroutines stay Python: the host's ran slower compiled (``docs/benchmarks.md``)."""
 
+ALL_MODULES = MODULES + CORE
+"""Every module ``blackdrez compile`` may have compiled (what ``--check`` and ``--clean`` cover)."""
+
 _CYTHON_SETUP = """
 import sys
 from Cython.Build import cythonize
@@ -143,10 +146,6 @@ def extensions_of(module: str, games: Path) -> list[Path]:
     )
 
 
-def _all_modules() -> tuple[str, ...]:
-    return MODULES + CORE
-
-
 def compiled(module: str) -> bool:
     """Whether ``module`` as imported now is a compiled extension."""
     loaded = sys.modules.get(module) or importlib.import_module(module)
@@ -158,7 +157,7 @@ def stale(games: Path | None = None) -> list[str]:
     extension, running code that is no longer the source's)."""
     games = games or games_folder()
     late = []
-    for module in _all_modules():
+    for module in ALL_MODULES:
         built = extensions_of(module, games)
         if (
             built
@@ -173,7 +172,7 @@ def clean(games: Path | None = None, modules: tuple[str, ...] | None = None) -> 
     files removed."""
     games = games or games_folder()
     removed = []
-    for module in modules or _all_modules():
+    for module in modules or ALL_MODULES:
         for path in extensions_of(module, games):
             path.unlink()
             removed.append(path)
