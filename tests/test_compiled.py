@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -248,10 +249,42 @@ def test_the_compiled_core_passes_the_nodes_tests(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
     passed = re.search(r"(\d+) passed", ran.stdout.splitlines()[-1])
     assert passed and int(passed.group(1)) > 250, ran.stdout[-2000:]
+    # A node started on it says that it runs compiled, and how much of it.
+    serving = subprocess.Popen(
+        [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--in-memory", "--db-url", "none",
+         "--port", "0"],
+        env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    said: list[str] = []
+    try:
+        assert serving.stderr is not None
+        deadline = time.monotonic() + 60
+        while not any("listening on" in line for line in said) and time.monotonic() < deadline:
+            if select.select([serving.stderr], [], [], 1.0)[0]:
+                said.append(serving.stderr.readline())
+    finally:
+        serving.terminate()
+        serving.wait(timeout=30)
+    told = [line for line in said if "compiled: " in line]
+    assert told, said
+    assert f"compiled: {len(compiling.CORE)} of {len(compiling.ALL_MODULES)} modules (" in told[0]
+    assert "server.table.room" in told[0], told
     source = compiling.source_of(compiling.CORE[0], root / "games")
     later = time.time() + 5
     os.utime(source, (later, later))
     assert compiling.stale(root / "games") == [compiling.CORE[0]]
+    # A node would run the old compiled code (Python imports an extension before its source):
+    # `blackdrez serve` refuses, and says what to run.
+    refused = subprocess.run(
+        [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--in-memory", "--db-url", "none",
+         "--port", "0"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert (
+        f"blackdrez serve: {compiling.CORE[0]}: compiled before its source changed: run "
+        "'blackdrez compile --core'" in refused.stderr
+    ), refused.stderr
     assert len(compiling.clean(root / "games")) == len(compiling.CORE)
 
 

@@ -140,10 +140,25 @@ def _serve(args: argparse.Namespace) -> int:
     from blackdrez.clients.bots import run_bot
     from blackdrez.server.app import StartError, run
     from blackdrez.server.logs import configure
+    from blackdrez.tools import compile as compiling
     from blackdrez.tools.ladder import run_ladder
 
     settings = serve_settings(args)
+    late = compiling.stale()
+    if late:  # (Python imports an extension before its source: the node would run old code)
+        for line in compiling.stale_lines(late):
+            print(f"blackdrez serve: {line}", file=sys.stderr)
+        print("blackdrez serve: or 'blackdrez compile --clean' for plain Python", file=sys.stderr)
+        return 2
     configure(args.log_format, settings.node_id)
+    running = [module for module in compiling.ALL_MODULES if compiling.compiled(module)]
+    if running:
+        logging.getLogger("blackdrez.serve").info(
+            "compiled: %d of %d modules (%s)",
+            len(running),
+            len(compiling.ALL_MODULES),
+            ", ".join(module.removeprefix("blackdrez.") for module in running),
+        )
     if args.workers is not None:
         from blackdrez.server.workers import WorkersRefused, supervise
 

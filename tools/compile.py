@@ -167,6 +167,15 @@ def stale(games: Path | None = None) -> list[str]:
     return late
 
 
+def stale_lines(late: list[str]) -> list[str]:
+    """What to tell about the ``late`` modules (of :func:`stale`): one line each."""
+    return [
+        f"{module}: compiled before its source changed: run "
+        f"'{'blackdrez compile --core' if module in CORE else 'blackdrez compile'}'"
+        for module in late
+    ]
+
+
 def clean(games: Path | None = None, modules: tuple[str, ...] | None = None) -> list[Path]:
     """Remove every compiled extension of ``modules`` (:data:`MODULES` and :data:`CORE`); the
     files removed."""
@@ -249,9 +258,8 @@ def run(args: argparse.Namespace) -> int:
     """Do what ``args`` (of :func:`add_arguments`) ask: build, clean, or check."""
     if args.check:
         late = stale()
-        for module in late:
-            again = "blackdrez compile --core" if module in CORE else "blackdrez compile"
-            print(f"{module}: compiled before its source changed: run '{again}'")
+        for line in stale_lines(late):
+            print(line)
         return 1 if late else 0
     if args.clean:
         for path in clean():
