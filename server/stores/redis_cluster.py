@@ -113,9 +113,9 @@ from blackdrez.server.stores.redis_tables import (
 
 SCHEME = "redis+cluster"
 SLOT_MAP_RETRY = 0.05
+"""Seconds between reads of a slot map that still names a master whose renewal failed."""
 ANSWER_GRACE = 0.02
 """Seconds the nodes pinged before a slot map is read are given after the first answered."""
-"""Seconds between reads of a slot map that still names a master whose renewal failed."""
 RENEWAL_SHARE = 0.25
 """Share of a lease's TTL one master's renewals may take when the node's leases are on several
 masters (a node renews four times per TTL): see :meth:`ClusterLeases._renew_share`."""
