@@ -587,44 +587,12 @@ async def test_a_renewal_store_whose_map_predates_a_failover_keeps_a_lease_taken
         for renewer in renewers:
             await renewer.ping()  # the slot map, as the renewal thread reads it at its start
         cluster.kill(dead)
-        deadline = time.monotonic() + 30
-        while (
-            cluster.role(successor) != "master"
-            or cluster.nodes[successor].info("cluster").get("cluster_state") != "ok"
-        ):
-            assert time.monotonic() < deadline, "the replica took over"
-            await asyncio.sleep(0.1)
+        await taken_over(cluster, successor)
         store = await open_cluster_store(cluster.url, incarnation=incarnation)
         tokens = {t: await eventually_acquired(store, t) for t in tables}
         for index in frozen:
             cluster.pause(index)
-        lapsed: list[str] = []
-        failed_again: list[str] = []
-
-        async def keep(renewer: Stores, table: str, at_once: bool) -> None:
-            valid_until = time.monotonic() + 1.0
-            stop = time.monotonic() + 3.0
-            failed = False
-            while time.monotonic() < stop:
-                sent = time.monotonic()
-                try:
-                    lost = await renewer.leases.renew({table: tokens[table]}, 1.0)  # type: ignore[dict-item]
-                except StoreUnavailable:
-                    if failed and at_once:
-                        failed_again.append(table)
-                    failed = True
-                else:
-                    assert lost == set(), f"{table}: the lease was taken meanwhile"
-                    valid_until, failed = sent + 1.0, False
-                if not (failed and at_once):  # (else as the store back: renew at once)
-                    await asyncio.sleep(max(0.0, sent + 0.25 - time.monotonic()))
-                if time.monotonic() > valid_until:
-                    lapsed.append(table)
-                    return
-
-        await asyncio.gather(
-            *(keep(r, t, i % 2 == 1) for i, (r, t) in enumerate(zip(renewers, tables, strict=True)))
-        )
+        lapsed, failed_again = await kept_renewed(renewers, tokens)
     finally:
         for index in range(len(cluster.nodes)):
             cluster.resume(index)
@@ -646,6 +614,97 @@ def test_the_heirs_of_a_failed_master_are_its_replicas_in_the_slot_map() -> None
     assert _replicas_of(slots, {b.name}) == {b2.name, b3.name}
     assert _replicas_of(slots, {a2.name}) == set()  # (a replica has no heirs)
     assert _replicas_of(slots, {a.name, b.name}) == {a2.name, b2.name, b3.name}
+
+
+async def taken_over(cluster: LocalCluster, successor: int) -> None:
+    """Wait until replica ``successor`` is a master and says the cluster is whole."""
+    deadline = time.monotonic() + 30
+    while (
+        cluster.role(successor) != "master"
+        or cluster.nodes[successor].info("cluster").get("cluster_state") != "ok"
+    ):
+        assert time.monotonic() < deadline, "the replica took over"
+        await asyncio.sleep(0.1)
+
+
+async def kept_renewed(
+    renewers: list[Stores], tokens: dict[str, int], seconds: float = 3.0
+) -> tuple[list[str], list[str]]:
+    """Each renewal store renews one of ``tokens``' leases (TTL 1 s) every 0.25 s for
+    ``seconds``, half of them at once again after a failure (the renewal thread when its store
+    is back): the tables whose lease lapsed, and those whose renewal right after a failed one
+    failed again."""
+    lapsed: list[str] = []
+    failed_again: list[str] = []
+
+    async def keep(renewer: Stores, table: str, at_once: bool) -> None:
+        valid_until = time.monotonic() + 1.0
+        stop = time.monotonic() + seconds
+        failed = False
+        while time.monotonic() < stop:
+            sent = time.monotonic()
+            try:
+                lost = await renewer.leases.renew({table: tokens[table]}, 1.0)
+            except StoreUnavailable:
+                if failed and at_once:
+                    failed_again.append(table)
+                failed = True
+            else:
+                assert lost == set(), f"{table}: the lease was taken meanwhile"
+                valid_until, failed = sent + 1.0, False
+            if not (failed and at_once):  # (else as the store back: renew at once)
+                await asyncio.sleep(max(0.0, sent + 0.25 - time.monotonic()))
+            if time.monotonic() > valid_until:
+                lapsed.append(table)
+                return
+
+    await asyncio.gather(
+        *(keep(r, t, i % 2 == 1) for i, (r, t) in enumerate(zip(renewers, tokens, strict=True)))
+    )
+    return lapsed, failed_again
+
+
+async def test_renewal_stores_keep_leases_through_a_second_failover_of_the_same_slots(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    """After the first recovery: a master fails over, comes back as its successor's replica,
+    then the successor fails too and the slots go back to the first. The same renewal stores
+    (their slot map and seeds as the first failover's reads left them) keep the leases taken
+    at each new master: after the second failover their map names a master that is dead now,
+    and holds no replica for it (the first master was dead when the map was read)."""
+    cluster = private_cluster
+    first = cluster.index_serving("bd:t:{t0}:lease")
+    second = cluster.replica_of(first)
+    tables = [
+        t
+        for t in (f"t{i}" for i in range(90))
+        if cluster.index_serving(f"bd:t:{{{t}}}:lease") == first
+    ][:6]
+    incarnation = "inc-1"
+    renewers = [open_stores(cluster.url, "node-a", incarnation=incarnation) for _ in tables]
+    try:
+        for renewer in renewers:
+            await renewer.ping()  # the slot map, as the renewal thread reads it at its start
+        for dead, heir in ((first, second), (second, first)):
+            cluster.kill(dead)
+            await taken_over(cluster, heir)
+            store = await open_cluster_store(cluster.url, incarnation=incarnation)
+            tokens = {t: await eventually_acquired(store, t) for t in tables}
+            lapsed, failed_again = await kept_renewed(renewers, tokens)
+            took = "first" if heir == second else "second"
+            assert lapsed == [], f"the {took} takeover: {len(lapsed)} of {len(tables)} lapsed"
+            assert failed_again == [], f"the {took} takeover: a renewal went to the dead master"
+            cluster.restart(dead)  # it rejoins as the new master's replica
+            deadline = time.monotonic() + 30
+            while (
+                cluster.role(dead) != "slave"
+                or cluster.nodes[dead].info("replication").get("master_link_status") != "up"
+            ):
+                assert time.monotonic() < deadline, "the old master rejoined as a replica"
+                await asyncio.sleep(0.1)
+    finally:
+        for renewer in renewers:
+            await renewer.close()
 
 
 async def eventually_acquired(store: Stores, table: str, within: float = 10.0) -> int:
