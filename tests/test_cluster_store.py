@@ -616,6 +616,33 @@ def test_the_heirs_of_a_failed_master_are_its_replicas_in_the_slot_map() -> None
     assert _replicas_of(slots, {a.name, b.name}) == {a2.name, b2.name, b3.name}
 
 
+async def test_a_renewal_that_failed_at_a_master_that_answers_again_holds_up_no_later_one(
+    open_cluster_store: OpenStore, private_cluster: LocalCluster
+) -> None:
+    """A master slow for a moment (here frozen for 0.4 s, far from the node timeout: no
+    failover) fails one renewal. The slot map read that follows pings it too: it answers, the
+    map that names it is right, and the read ends; the renewals after it go at once, not held
+    up a share of the TTL each while a read waits for a failover that is not coming."""
+    cluster = private_cluster
+    master = cluster.index_serving("bd:t:{t0}:lease")
+    store = await open_cluster_store(cluster.url, incarnation="inc-1")
+    token = await eventually_acquired(store, "t0")
+    cluster.pause(master)
+    try:
+        with pytest.raises(StoreUnavailable):
+            await store.leases.renew({"t0": token}, 1.0)
+        await asyncio.sleep(0.15)
+    finally:
+        cluster.resume(master)
+    took = []
+    for _ in range(4):
+        sent = time.monotonic()
+        assert await store.leases.renew({"t0": token}, 1.0) == set()
+        took.append(time.monotonic() - sent)
+        await asyncio.sleep(0.05)
+    assert max(took) < 0.15, f"renewals took {[round(t, 3) for t in took]} s"
+
+
 async def taken_over(cluster: LocalCluster, successor: int) -> None:
     """Wait until replica ``successor`` is a master and says the cluster is whole."""
     deadline = time.monotonic() + 30

@@ -389,33 +389,43 @@ class ClusterLeases(RedisLeases):
         after it took over: a map read from one of them then still names the failed master,
         and a renewal that trusted it would go there again (seen: the leases taken at the
         successor lapsed). So the map is read again every :data:`SLOT_MAP_RETRY` s while it
-        does (a failover that has not happened yet keeps it so until ``within``)."""
+        does and the failed master does not answer (a failover that has not happened yet keeps
+        it so until ``within``); a master that answers again failed for a moment of its own (a
+        timeout, this node's pause), and the map that names it is right."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         manager = self._redis.nodes_manager
         while True:
-            await self._read_slot_map_once(failed)
+            alive = await self._read_slot_map_once(failed)
             cache = manager.nodes_cache
             if (
-                not any(name in cache and cache[name].server_type == PRIMARY for name in failed)
+                alive  # (it answers: the failure was its own moment, the map is right)
+                or not any(name in cache and cache[name].server_type == PRIMARY for name in failed)
                 or loop.time() + SLOT_MAP_RETRY >= deadline
             ):
                 return
             await asyncio.sleep(SLOT_MAP_RETRY)
 
-    async def _read_slot_map_once(self, failed: set[str]) -> None:
+    async def _read_slot_map_once(self, failed: set[str]) -> bool:
         """The slot map read from nodes that answer now. redis-py asks its nodes in a random
         order, one after another; a node that accepts connections but answers nothing (on the
         far side of a cut, or frozen) holds the read for the socket timeout, twice the TTL, and
         the leases taken at a failed master's successor since the last read lapse meanwhile.
         So every known node but the failed ones is pinged at once, and the read asks only those
         that answered within :data:`PROBE_TIMEOUT` (any of them, when none did): the failed
-        masters' replicas among them, if any answered."""
+        masters' replicas among them, if any answered. The failed masters are pinged too:
+        whether one of them answered (then it is alive, and a map naming it is right)."""
         manager = self._redis.nodes_manager
         known = dict(manager.startup_nodes)
+        masters = {
+            name: node for name, node in {**manager.nodes_cache, **known}.items() if name in failed
+        }
         answering = await _answering(
-            [node for name, node in known.items() if name not in failed], PROBE_TIMEOUT
+            [node for name, node in known.items() if name not in failed] + [*masters.values()],
+            PROBE_TIMEOUT,
         )
+        alive = any(node.name in failed for node in answering)
+        answering = [node for node in answering if node.name not in failed]
         heirs = _replicas_of(manager.slots_cache, failed)
         if any(node.name in heirs for node in answering):
             # A failed master's successor is one of its replicas, and knows first: the other
@@ -433,6 +443,7 @@ class ClusterLeases(RedisLeases):
         finally:
             if manager.slots_cache is read:  # not read: the seeds as they were (once read,
                 manager.startup_nodes = known  # the nodes of the new map are the seeds)
+        return alive
 
     async def _renew_share(self, share: dict[str, int], ttl: float) -> set[str]:
         """One master's leases, given :data:`RENEWAL_SHARE` of the TTL at most: a master that
