@@ -261,7 +261,10 @@ def test_the_compiled_core_passes_the_nodes_tests(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         while not any("listening on" in line for line in said) and time.monotonic() < deadline:
             if select.select([serving.stderr], [], [], 1.0)[0]:
-                said.append(serving.stderr.readline())
+                line = serving.stderr.readline()
+                if not line:  # (it exited: what it said is all there is)
+                    break
+                said.append(line)
     finally:
         serving.terminate()
         serving.wait(timeout=30)
