@@ -118,6 +118,8 @@ class TableLog:
     """One table as its log tells it."""
 
     table: str
+    raw: list[bytes] = field(default_factory=list)
+    """The entries as stored."""
     entries: list[Any] = field(default_factory=list)
     """The decoded entries."""
     room: Room | None = None
@@ -152,6 +154,7 @@ async def read_table_logs(redis_url: str, tables: Iterable[str]) -> dict[str, Ta
             if not raw:
                 found.problem = f"{table}: its log is missing or empty"
                 continue
+            found.raw = raw
             found.entries = [decode_entry(data) for data in raw]
             try:
                 found.room = rebuild(raw)

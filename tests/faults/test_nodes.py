@@ -18,6 +18,7 @@ from blackdrez.clients.client import Client, ServerError, TableState
 from blackdrez.protocol import v1
 from blackdrez.protocol.codec import SERVER_DECODERS
 from blackdrez.server.node import LEASE_TTL
+from blackdrez.server.table.commands import rebuilding
 from blackdrez.server.testing.nodes import CpuSampler, lease_holders
 from tests.faults.conftest import LaunchNodes, watch_again
 from tests.faults.history import (
@@ -44,6 +45,7 @@ from tests.faults.players import (
     request,
     until,
 )
+from tests.server.harness import TableHarness
 from tests.server.helpers import Listener
 
 pytestmark = pytest.mark.timeout(180)
@@ -112,18 +114,31 @@ async def test_a_node_that_stalls_300_ms_keeps_every_table(
     assert not problems, "\n".join(problems)
 
 
+class Suspect(msgspec.Struct, frozen=True):
+    """A view of a table older than the adopter's, received from the paused node after it ran
+    again (see :func:`stale_views`)."""
+
+    seq: int
+    player: str
+    view: bytes
+    """The view, as JSON."""
+    answered: bool
+    """It answered a request (a broadcast otherwise)."""
+
+
 def stale_views(
     clients: list[Client],
     since: list[int],
     table: str,
     fresh: int,
     witnesses: list[Client] | None = None,
-) -> list[int]:
-    """Event numbers of the snapshots and updates of ``table`` older than ``fresh`` that these
-    clients received after ``since`` (from :func:`frame_marks`), except those that are the
-    adopter's own history: the same view the same player's client on the adopter (its
-    ``witnesses``, by position) received at that event (a node that lost the table follows it
-    and catches its clients up, in order, with what the adopter logged)."""
+) -> list[Suspect]:
+    """The snapshots and updates of ``table`` older than ``fresh`` that these clients received
+    after ``since`` (from :func:`frame_marks`), except those that are the adopter's own
+    history: the same view the same player's client on the adopter (its ``witnesses``, by
+    position) received at that event (a node that lost the table follows it and catches its
+    clients up, in order, with what the adopter logged). What is left is judged against the
+    log by :func:`served_stale`."""
     decoder = SERVER_DECODERS[1]
     seen: list[dict[int, bytes]] = []
     for witness in witnesses or []:
@@ -133,7 +148,7 @@ def stale_views(
             if isinstance(message, v1.Snapshot | v1.Update) and message.table == table:
                 views[message.seq] = msgspec.json.encode(message.view)
         seen.append(views)
-    stale = []
+    suspects = []
     for index, (client, first) in enumerate(zip(clients, since, strict=True)):
         history = seen[index] if index < len(seen) else {}
         for frame in (client.frames or [])[first:]:
@@ -144,8 +159,63 @@ def stale_views(
                 and message.seq < fresh
                 and history.get(message.seq) != msgspec.json.encode(message.view)
             ):
-                stale.append(message.seq)
-    return stale
+                view = msgspec.json.encode(message.view)
+                suspects.append(Suspect(message.seq, client.player, view, message.id is not None))
+    return suspects
+
+
+def served_stale(suspects: list[Suspect], raw_log: list[bytes]) -> list[int]:
+    """The event numbers of the ``suspects`` that are stale: every answer to a request, and
+    every broadcast that is not the table as its log has it at that event, for that player.
+    A broadcast that is (the update of an event logged before the pause, to a player whose
+    frame the node had queued but not written when it stopped, written once it runs again)
+    is the table's true history arriving late, in order, not a stale copy served."""
+    logged: dict[tuple[int, str], bytes] = {}
+    for room in rebuilding(raw_log):
+        for seat, taken in enumerate(room.seats):
+            if taken is not None:
+                logged[room.seq, taken.player] = msgspec.json.encode(room.view(seat))
+    return [
+        suspect.seq
+        for suspect in suspects
+        if suspect.answered or logged.get((suspect.seq, suspect.player)) != suspect.view
+    ]
+
+
+def test_a_late_update_of_a_logged_event_is_history_and_any_other_older_view_is_stale() -> None:
+    """The paused-node test's check (:func:`served_stale`), against a played log: an update the
+    log holds, as the log has it for that player, arriving late is history; the same view
+    answering a request, or shown to a player the log had not seated, or an earlier view under
+    that event's number, is stale."""
+    harness = TableHarness(host="ann", seats=2)
+    players = [harness.client("ann"), harness.client("bob")]
+    for client in players:
+        client.join()
+    for client in players:
+        client.ready()
+    players[0].start()
+    for _ in range(2):
+        harness.advance(5.0)  # (the deal)
+        mover = next(client for client in players if client.legal)
+        mover.act(mover.legal[0])
+    room = harness.room
+    ann = players[0].player
+    now = msgspec.json.encode(room.view(room.seat_of(ann)))
+    started = next(
+        msgspec.json.encode(replayed.view(replayed.seat_of(ann)))
+        for replayed in rebuilding(harness.log)
+        if replayed.engine is not None
+    )
+    assert now != started
+    seq = room.seq
+
+    def judged(view: bytes, *, answered: bool = False, player: str = ann) -> list[int]:
+        return served_stale([Suspect(seq, player, view, answered)], harness.log)
+
+    assert judged(now) == [], "the log's own update, late, is history"
+    assert judged(now, answered=True) == [seq], "an answer older than the adopter's is stale"
+    assert judged(now, player="carl") == [seq], "no view of the log's is a stranger's"
+    assert judged(started) == [seq], "an earlier view under a later event number is stale"
 
 
 @pytest.mark.parametrize("adopter", ["running", "paused"])
@@ -216,8 +286,7 @@ async def test_a_node_paused_past_its_lease_never_serves_or_writes_a_stale_table
         newcomer.tables[table] = TableState(table)
         with contextlib.suppress(ServerError, TimeoutError, ConnectionError):
             await request(newcomer, v1.Resync(table=table, since=0), deadline=15.0)
-        stale = stale_views([*on_a, newcomer], [*marks, 0], table, seq_b, [*on_b, on_b[1]])
-        figures["stale views served"] = len(stale)
+        suspects = stale_views([*on_a, newcomer], [*marks, 0], table, seq_b, [*on_b, on_b[1]])
         stale_ack = acked_by_a is not None and acked_by_a <= seq_b
         figures["stale acks"] = int(stale_ack)
 
@@ -245,6 +314,9 @@ async def test_a_node_paused_past_its_lease_never_serves_or_writes_a_stale_table
     # B adopts; with B paused too, A or B takes the table back once more
     history = await check_history(store_url, results, resumes=2, cpu=cpu, nodes=nodes)
     figures.update(history.figures)
+    stale = served_stale(suspects, history.logs[table].raw)
+    figures["stale views served"] = len(stale)
+    figures["late updates of events logged before the pause"] = len(suspects) - len(stale)
     if stale:
         history.problems.append(f"A served the table at events {stale}, older than B's {seq_b}")
     if stale_ack:
