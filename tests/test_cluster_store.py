@@ -31,6 +31,7 @@ from blackdrez.server.stores.base import (
 )
 from blackdrez.server.stores.redis_cluster import (
     ClusterLink,
+    _replicas_of,
     _unreachable_cluster,
     parse_cluster_url,
 )
@@ -595,6 +596,20 @@ async def test_a_renewal_store_whose_map_predates_a_failover_keeps_a_lease_taken
             await renewer.close()
     assert lapsed == [], f"{len(lapsed)} of {len(tables)} leases lapsed"
     assert failed_again == [], "a renewal right after a failed one went to the dead master again"
+
+
+def test_the_heirs_of_a_failed_master_are_its_replicas_in_the_slot_map() -> None:
+    """The slot map is read again from a failed master's replicas when one answers: one of
+    them is its successor, which knows of the failover before the other nodes do."""
+    from redis.asyncio.cluster import ClusterNode
+
+    a, a2, b, b2, b3 = (ClusterNode("127.0.0.1", port) for port in (1, 2, 3, 4, 5))
+    first, second = [a, a2], [b, b2, b3]
+    slots = {0: first, 1: first, 2: second, 3: second}
+    assert _replicas_of(slots, {a.name}) == {a2.name}
+    assert _replicas_of(slots, {b.name}) == {b2.name, b3.name}
+    assert _replicas_of(slots, {a2.name}) == set()  # (a replica has no heirs)
+    assert _replicas_of(slots, {a.name, b.name}) == {a2.name, b2.name, b3.name}
 
 
 async def test_a_renewal_that_failed_at_a_master_that_answers_again_holds_up_no_later_one(

@@ -80,7 +80,7 @@ from urllib.parse import unquote, urlsplit
 import redis.asyncio as aioredis
 import redis.exceptions
 from redis.asyncio.client import PubSub
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import PRIMARY, ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
@@ -112,6 +112,10 @@ from blackdrez.server.stores.redis_tables import (
 )
 
 SCHEME = "redis+cluster"
+SLOT_MAP_RETRY = 0.05
+"""Seconds between reads of a slot map that still names a master whose renewal failed."""
+ANSWER_GRACE = 0.02
+"""Seconds the nodes pinged before a slot map is read are given after the first answered."""
 RENEWAL_SHARE = 0.25
 """Share of a lease's TTL one master's renewals may take when the node's leases are on several
 masters (a node renews four times per TTL): see :meth:`ClusterLeases._renew_share`."""
@@ -239,21 +243,25 @@ class ClusterLink(RedisLink):
 
 async def _answering(nodes: list[ClusterNode], timeout: float) -> list[ClusterNode]:
     """Those of ``nodes`` that answer a ``PING`` within ``timeout`` s, pinged at once: every
-    one that answered by the time the first did (the rest are given up on then, and end in
-    the background)."""
+    one that answered by :data:`ANSWER_GRACE` s after the first did (the rest are given up on
+    then, and end in the background)."""
     pings = {asyncio.ensure_future(node.execute_command("PING")): node for node in nodes}
     answered: list[ClusterNode] = []
+    loop = asyncio.get_running_loop()
     try:
         pending = set(pings)
-        deadline = asyncio.get_running_loop().time() + timeout
-        while pending and not answered:
-            left = deadline - asyncio.get_running_loop().time()
+        deadline = loop.time() + timeout
+        while pending:
+            left = deadline - loop.time()
             if left <= 0:
                 break
             done, pending = await asyncio.wait(
                 pending, timeout=left, return_when=asyncio.FIRST_COMPLETED
             )
-            answered += [pings[ping] for ping in done if ping.exception() is None]
+            found = [pings[ping] for ping in done if ping.exception() is None]
+            if found and not answered:
+                deadline = min(deadline, loop.time() + ANSWER_GRACE)
+            answered += found
     finally:
         for ping in pings:  # (not waited for: a ping cancelled while it connects to a
             ping.cancel()  # node that answers nothing may take its connect timeout to end)
@@ -265,6 +273,18 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
     """Take a task's outcome, so that asyncio does not report its error as never retrieved."""
     if not task.cancelled():
         task.exception()
+
+
+def _replicas_of(slots: dict[int, list[ClusterNode]], masters: set[str]) -> set[str]:
+    """The names of the replicas of ``masters`` in a slot map (``slots``: a slot's master and
+    its replicas, one list for each range of slots)."""
+    ranges = {id(nodes): nodes for nodes in slots.values()}
+    return {
+        replica.name
+        for nodes in ranges.values()
+        if nodes and nodes[0].name in masters
+        for replica in nodes[1:]
+    }
 
 
 def master_name(cluster: RedisCluster, slot: int) -> str:
@@ -300,16 +320,15 @@ class ClusterLeases(RedisLeases):
         its own leases only; then :class:`PartlyRenewed` says which were renewed."""
         if not leases:
             return set()
+        shares = self._shares(leases)
         reading = self._slot_map_read
-        if reading is not None and not reading.done():
-            # The last renewal failed at a master and its slot map is being read again: a
-            # renewal sent now (the store back: renew at once) would go to that master again
-            # and the leases just taken at its successor would lapse. Given a share of the TTL.
+        if reading is not None and not reading.done() and not self._failed.isdisjoint(shares):
+            # A renewal failed at a master of these leases and the slot map is being read
+            # again: a renewal sent now (the store back: renew at once) would go to that
+            # master again and the leases just taken at its successor would lapse. Given a
+            # share of the TTL (renewals of other masters' leases only do not wait).
             await asyncio.wait({reading}, timeout=ttl * RENEWAL_SHARE)
-        shares: dict[str, dict[str, int]] = {}
-        for table_id, token in leases.items():
-            master = master_name(self._redis, self._redis.keyslot(lease_key(table_id)))
-            shares.setdefault(master, {})[table_id] = token
+            shares = self._shares(leases)
         # (one share too: a renewal waiting for a cut master's timeouts, longer than the TTL,
         # would hold up the next one, at the successor once the cluster has failed over)
         results = await asyncio.gather(
@@ -331,7 +350,7 @@ class ClusterLeases(RedisLeases):
             for master, result in zip(shares, results, strict=True)
             if isinstance(result, BaseException)
         }
-        self._read_slot_map_soon(failed)
+        self._read_slot_map_soon(failed, ttl)
         renewed = {
             table
             for share, result in zip(shares.values(), results, strict=True)
@@ -343,27 +362,75 @@ class ClusterLeases(RedisLeases):
         raise PartlyRenewed(failures[0], renewed, lost)
 
     _slot_map_read: asyncio.Task[None] | None = None
+    _failed: frozenset[str] = frozenset()
+    """The masters whose renewals failed, for which the slot map is being read again."""
 
-    def _read_slot_map_soon(self, failed: set[str]) -> None:
+    def _shares(self, leases: dict[str, int]) -> dict[str, dict[str, int]]:
+        """``leases`` by the name of their master in the slot map."""
+        shares: dict[str, dict[str, int]] = {}
+        for table_id, token in leases.items():
+            master = master_name(self._redis, self._redis.keyslot(lease_key(table_id)))
+            shares.setdefault(master, {})[table_id] = token
+        return shares
+
+    def _read_slot_map_soon(self, failed: set[str], within: float) -> None:
         """Read the cluster's slot map again, in a task of its own (one at a time), from
-        nodes other than the ``failed`` masters."""
+        nodes other than the ``failed`` masters, until it names none of them as a master or
+        ``within`` s have passed."""
         if self._slot_map_read is None or self._slot_map_read.done():
+            self._failed = frozenset(failed)
             self._slot_map_read = asyncio.get_running_loop().create_task(
-                self._read_slot_map(failed)
+                self._read_slot_map(failed, within)
             )
 
-    async def _read_slot_map(self, failed: set[str]) -> None:
+    async def _read_slot_map(self, failed: set[str], within: float) -> None:
+        """Read the slot map until it no longer names a ``failed`` master, or ``within`` s.
+        The other nodes learn of a failover from its successor's messages, some tens of ms
+        after it took over: a map read from one of them then still names the failed master,
+        and a renewal that trusted it would go there again (seen: the leases taken at the
+        successor lapsed). So the map is read again every :data:`SLOT_MAP_RETRY` s while it
+        does and the failed master does not answer (a failover that has not happened yet keeps
+        it so until ``within``); a master that answers again failed for a moment of its own (a
+        timeout, this node's pause), and the map that names it is right."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        manager = self._redis.nodes_manager
+        while True:
+            alive = await self._read_slot_map_once(failed)
+            cache = manager.nodes_cache
+            if (
+                alive  # (it answers: the failure was its own moment, the map is right)
+                or not any(name in cache and cache[name].server_type == PRIMARY for name in failed)
+                or loop.time() + SLOT_MAP_RETRY >= deadline
+            ):
+                return
+            await asyncio.sleep(SLOT_MAP_RETRY)
+
+    async def _read_slot_map_once(self, failed: set[str]) -> bool:
         """The slot map read from nodes that answer now. redis-py asks its nodes in a random
         order, one after another; a node that accepts connections but answers nothing (on the
         far side of a cut, or frozen) holds the read for the socket timeout, twice the TTL, and
         the leases taken at a failed master's successor since the last read lapse meanwhile.
         So every known node but the failed ones is pinged at once, and the read asks only those
-        that answered within :data:`PROBE_TIMEOUT` (any of them, when none did)."""
+        that answered within :data:`PROBE_TIMEOUT` (any of them, when none did): the failed
+        masters' replicas among them, if any answered. The failed masters are pinged too:
+        whether one of them answered (then it is alive, and a map naming it is right)."""
         manager = self._redis.nodes_manager
         known = dict(manager.startup_nodes)
+        masters = {
+            name: node for name, node in {**manager.nodes_cache, **known}.items() if name in failed
+        }
         answering = await _answering(
-            [node for name, node in known.items() if name not in failed], PROBE_TIMEOUT
+            [node for name, node in known.items() if name not in failed] + [*masters.values()],
+            PROBE_TIMEOUT,
         )
+        alive = any(node.name in failed for node in answering)
+        answering = [node for node in answering if node.name not in failed]
+        heirs = _replicas_of(manager.slots_cache, failed)
+        if any(node.name in heirs for node in answering):
+            # A failed master's successor is one of its replicas, and knows first: the other
+            # nodes learn of the failover from it, tens of ms later.
+            answering = [node for node in answering if node.name in heirs]
         if answering:
             manager.startup_nodes = {node.name: node for node in answering}
         read = manager.slots_cache
@@ -376,6 +443,7 @@ class ClusterLeases(RedisLeases):
         finally:
             if manager.slots_cache is read:  # not read: the seeds as they were (once read,
                 manager.startup_nodes = known  # the nodes of the new map are the seeds)
+        return alive
 
     async def _renew_share(self, share: dict[str, int], ttl: float) -> set[str]:
         """One master's leases, given :data:`RENEWAL_SHARE` of the TTL at most: a master that
