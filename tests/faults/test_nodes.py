@@ -18,7 +18,7 @@ from blackdrez.clients.client import Client, ServerError, TableState
 from blackdrez.protocol import v1
 from blackdrez.protocol.codec import SERVER_DECODERS
 from blackdrez.server.node import LEASE_TTL
-from blackdrez.server.table.commands import rebuilding
+from blackdrez.server.table.commands import LogEntry, Resume, decode_entry, encode_entry, rebuilding
 from blackdrez.server.testing.nodes import CpuSampler, lease_holders
 from tests.faults.conftest import LaunchNodes, watch_again
 from tests.faults.history import (
@@ -166,12 +166,16 @@ def stale_views(
 
 def served_stale(suspects: list[Suspect], raw_log: list[bytes]) -> list[int]:
     """The event numbers of the ``suspects`` that are stale: every answer to a request, and
-    every broadcast that is not the table as its log has it at that event, for that player.
-    A broadcast that is (the update of an event logged before the pause, to a player whose
-    frame the node had queued but not written when it stopped, written once it runs again)
-    is the table's true history arriving late, in order, not a stale copy served."""
+    every broadcast that is not the table as its log has it at that event, for that player,
+    before its first adoption. A broadcast that is (the update of an event logged before the
+    pause, to a player whose frame the node had queued but not written when it stopped,
+    written once it runs again) is the table's true history arriving late, in order, not a
+    stale copy served. (After the adoption the paused node logged nothing: a broadcast of a
+    later event from it is a fork, even one whose game view happens to be the log's.)"""
     logged: dict[tuple[int, str], bytes] = {}
-    for room in rebuilding(raw_log):
+    for data, room in zip(raw_log, rebuilding(raw_log), strict=True):
+        if isinstance(decode_entry(data).command, Resume):
+            break
         for seat, taken in enumerate(room.seats):
             if taken is not None:
                 logged[room.seq, taken.player] = msgspec.json.encode(room.view(seat))
@@ -216,6 +220,13 @@ def test_a_late_update_of_a_logged_event_is_history_and_any_other_older_view_is_
     assert judged(now, answered=True) == [seq], "an answer older than the adopter's is stale"
     assert judged(now, player="carl") == [seq], "no view of the log's is a stranger's"
     assert judged(started) == [seq], "an earlier view under a later event number is stale"
+    # adopted: the adopter's own events, with the same game view
+    harness.log.append(encode_entry(LogEntry(now=harness.now, command=Resume())))
+    adopted = harness.replayed()
+    assert adopted.seq > seq
+    assert msgspec.json.encode(adopted.view(adopted.seat_of(ann))) == now
+    forked = Suspect(adopted.seq, ann, now, answered=False)
+    assert served_stale([forked], harness.log) == [forked.seq], "the adopter's events are not A's"
 
 
 @pytest.mark.parametrize("adopter", ["running", "paused"])
