@@ -154,12 +154,13 @@ def stale_views(
         for frame in (client.frames or [])[first:]:
             message = decoder.decode(frame)
             if (
-                isinstance(message, v1.Snapshot | v1.Update)
-                and message.table == table
-                and message.seq < fresh
-                and history.get(message.seq) != msgspec.json.encode(message.view)
+                not isinstance(message, v1.Snapshot | v1.Update)
+                or message.table != table
+                or message.seq >= fresh
             ):
-                view = msgspec.json.encode(message.view)
+                continue
+            view = msgspec.json.encode(message.view)
+            if history.get(message.seq) != view:
                 suspects.append(Suspect(message.seq, client.player, view, message.id is not None))
     return suspects
 
