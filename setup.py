@@ -11,7 +11,7 @@ shadow ours). ``blackdrez`` itself is a namespace package: the client's own whee
 from setuptools import find_packages, setup
 
 FOLDERS = ("server", "protocol", "games", "clients", "tools")
-DATA = ["*.json", "*.html", "*.js", "*.css", "*.svg", "*.md.in"]
+DATA = ["*.json", "*.html", "*.js", "*.css", "*.svg", "*.md.in", "*.pxd"]
 
 packages = [f"blackdrez.{name}" for name in find_packages(include=[f"{f}*" for f in FOLDERS])]
 setup(

@@ -209,6 +209,52 @@ with earlier versions, the room's properties, the tables' lifecycles on a real s
 connection's reading and compressed writing."""
 
 
+SNAPSHOT = r"""
+import pickle, sys
+from pathlib import Path
+
+from blackdrez.server.table import snapshots
+from blackdrez.server.table.commands import rebuild, state_key
+from blackdrez.server.table.room import Room
+from blackdrez.server.testing.table_logs import play_table
+from blackdrez.tools.compile import compiled
+
+mine, theirs = Path(sys.argv[1]), Path(sys.argv[2])
+_, log = play_table(150, seed=7)
+room = rebuild(log)
+mine.write_bytes(snapshots.take(room))
+read = None
+if theirs.exists():
+    other = snapshots.load(theirs.read_bytes())
+    read = state_key(other) == state_key(room) and sorted(vars(other)) == sorted(vars(room))
+try:
+    pickle.dumps(room)
+    pickled = True
+except TypeError:
+    pickled = False
+extension = "seating" in Room.__dict__  # (a field of the type, not of the instance's dict)
+print(compiled("blackdrez.server.table.room"), extension, pickled, read)
+"""
+"""Takes a snapshot of a played table (to ``argv[1]``), reads the other build's (``argv[2]``, if
+written), and says: compiled; the room an extension type; pickled by ``pickle`` itself; the
+other build's snapshot read as the same room."""
+
+
+def test_each_pxd_declares_every_attribute_its_class_sets_in_its_order() -> None:
+    """Compiled, the room and its parts are extension types whose ``.pxd`` files declare their
+    attributes (:mod:`blackdrez.server.table.parts`): one set in ``__init__`` and not declared
+    would live in the instance dictionary, read the slow way and pickled after the others."""
+    from blackdrez.server.table import parts
+    from blackdrez.server.table.commands import rebuild
+    from blackdrez.server.testing.table_logs import play_table
+
+    _, log = play_table(60, seed=3)
+    room = rebuild(log)
+    for obj in (room, room.seating, room.roster, room.timers, room.log):
+        cls = type(obj)
+        assert parts.declared(cls.__module__)[cls.__name__] == tuple(vars(obj)), cls
+
+
 def test_the_compiled_core_passes_the_nodes_tests(tmp_path: Path) -> None:
     """``blackdrez compile --core``: the table core compiled with Cython, in a copy of the
     installed folders, runs the node's tests in a fresh interpreter, every module compiled."""
@@ -249,6 +295,24 @@ def test_the_compiled_core_passes_the_nodes_tests(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
     passed = re.search(r"(\d+) passed", ran.stdout.splitlines()[-1])
     assert passed and int(passed.group(1)) > 250, ran.stdout[-2000:]
+    # The room and its parts are extension types there, which pickle only as the snapshots do,
+    # and each build reads the other's snapshots as the same room.
+    plain, fast = tmp_path / "plain.snapshot", tmp_path / "compiled.snapshot"
+    said_compiled = subprocess.run(
+        [sys.executable, "-c", SNAPSHOT, str(fast), str(plain)],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert said_compiled == ["True", "True", "False", "None"]
+    said_plain = subprocess.run(
+        [sys.executable, "-c", SNAPSHOT, str(plain), str(fast)],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert said_plain[1:] == ["False", "True", "True"]
+    said_compiled = subprocess.run(
+        [sys.executable, "-c", SNAPSHOT, str(fast), str(plain)],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert said_compiled == ["True", "True", "False", "True"]
     # A node started on it says that it runs compiled, and how much of it.
     serving = subprocess.Popen(
         [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--in-memory", "--db-url", "none",
@@ -276,6 +340,9 @@ def test_the_compiled_core_passes_the_nodes_tests(tmp_path: Path) -> None:
     later = time.time() + 5
     os.utime(source, (later, later))
     assert compiling.stale(root / "games") == [compiling.CORE[0]]
+    declared = compiling.source_of("blackdrez.server.table.room", root / "games")
+    os.utime(declared.with_suffix(".pxd"), (later, later))  # (its .pxd counts as its source)
+    assert compiling.stale(root / "games") == [compiling.CORE[0], "blackdrez.server.table.room"]
     # A node would run the old compiled code (Python imports an extension before its source):
     # `blackdrez serve` refuses, and says what to run.
     refused = subprocess.run(

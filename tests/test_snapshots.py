@@ -141,7 +141,12 @@ def vars_of(engine: Any) -> dict[str, Any]:
 
 
 class _PicklerBefore(pickle.Pickler):
-    """How snapshots were pickled before ``adapter_named``: the adapter by a persistent id."""
+    """How snapshots were pickled before ``adapter_named``: the adapter by a persistent id (the
+    room and its parts as plain objects: so they are reduced, compiled or not)."""
+
+    def __init__(self, file: Any, protocol: int) -> None:
+        super().__init__(file, protocol)
+        self.dispatch_table = snapshots._DISPATCH  # (its adapters: persistent ids come first)
 
     def persistent_id(self, obj: Any) -> Any:
         if type(obj) in snapshots._ADAPTER_TYPES:
@@ -164,7 +169,7 @@ def _with_adapter(room: Any, name: str) -> bytes:
     out = io.BytesIO()
     pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = {
-        **copyreg.dispatch_table,
+        **snapshots._DISPATCH,
         **dict.fromkeys(snapshots._ADAPTER_TYPES, lambda _: (snapshots.adapter_named, (name,))),
     }
     pickler.dump(room)

@@ -222,7 +222,7 @@ class Fanout:
                     events=events,
                     view=room.view(None),
                     legal=[],
-                    deadline=room.turn_deadline,
+                    deadline=room.timers.turn_deadline,
                     info=room.info(),
                 )
             )

@@ -32,6 +32,7 @@ from typing import Any
 import msgspec
 
 from blackdrez.protocol import v1
+from blackdrez.server.table import parts
 
 KEPT_EVENTS = 64
 """Events kept for ``resync`` (as many as a snapshot's ``recent``); a client further behind
@@ -60,6 +61,9 @@ class EventLog:
         self.game_start = 1
         """The first event of the current (or last) game, or of the table since it was cleared:
         where ``recent`` history starts."""
+
+    def __setstate__(self, pickled: dict[str, Any]) -> None:
+        parts.restore(self, pickled)
 
     def emit(self, event: Any) -> None:
         """Number ``event``, keep it and queue it for the next broadcast."""

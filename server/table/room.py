@@ -42,6 +42,7 @@ from blackdrez.games.base import Reason, Rejected
 from blackdrez.games.spec import GameSpec
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.table import parts
 from blackdrez.server.table.assist import (
     Assist,
     Finished,
@@ -193,15 +194,15 @@ def _solitaire(assist: Assist | None) -> Assist:
     return assist
 
 
-class Room:
-    """A table or solitaire session (see the module docstring)."""
+_PICKLED_DEFAULTS = {"layout": 1, "arena": None}
+"""What a room unpickled from an older snapshot has where it lacks an attribute: the layout of the
+snapshots before :data:`LAYOUT` was kept, no arena."""
 
-    layout = 1
-    """The state's layout (see :data:`LAYOUT`): a room unpickled from an older snapshot has
-    this class default."""
-    arena: str | None = None
-    """The arena this table was made for (its games score there); a class default, so that a
-    room of an older snapshot has none."""
+
+class Room:
+    """A table or solitaire session (see the module docstring). Compiled (``blackdrez compile
+    --core``), an extension type whose attributes ``room.pxd`` declares: an attribute added
+    here is added there too (:mod:`blackdrez.server.table.parts`)."""
 
     def __init__(
         self,
@@ -220,8 +221,10 @@ class Room:
         arena: str | None = None,
     ) -> None:
         self.layout = LAYOUT
-        if arena is not None:
-            self.arena = arena
+        """The state's layout (see :data:`LAYOUT`): a room unpickled from an older snapshot has
+        the default of :data:`_PICKLED_DEFAULTS`."""
+        self.arena = arena
+        """The arena this table was made for (its games score there)."""
         self.id = table_id
         self.spec = spec
         self.options = options
@@ -265,6 +268,9 @@ class Room:
         self.actions: list[tuple[int, Any]] = []
         """Every ``(seat, action)`` applied to the current (or last) game's engine."""
 
+    def __setstate__(self, pickled: dict[str, Any]) -> None:
+        parts.restore(self, pickled, _PICKLED_DEFAULTS)
+
     # ------------------------------------------------------------------ queries
     @property
     def closed(self) -> bool:
@@ -275,11 +281,6 @@ class Room:
     def seq(self) -> int:
         """The number of the last event."""
         return self.log.seq
-
-    @property
-    def turn_deadline(self) -> float | None:
-        """When the seats on turn play their default action, or ``None``."""
-        return self.timers.turn_deadline
 
     def seat_of(self, player: str) -> int | None:
         """The seat ``player`` holds, or ``None``."""

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from blackdrez.games.spec import GameSpec
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
+from blackdrez.server.table import parts
 from blackdrez.server.table.history import EventLog
 from blackdrez.server.table.lifecycle import RoomError
 
@@ -69,6 +70,9 @@ class Seating:
         """At a rated table: the seated players' ratings, as the host node last read them from
         the records (``Room.set_ratings``)."""
         self._log = log
+
+    def __setstate__(self, pickled: dict[str, Any]) -> None:
+        parts.restore(self, pickled)
 
     # ------------------------------------------------------------------ queries
     def seat_of(self, player: str) -> int | None:
@@ -212,6 +216,9 @@ class Roster:
     def __init__(self, spec: GameSpec) -> None:
         self.spec = spec
         self.players: dict[int, SeatPlayer] = {}
+
+    def __setstate__(self, pickled: dict[str, Any]) -> None:
+        parts.restore(self, pickled)
 
     def holds_result(self, index: int, engine: Any) -> bool:
         """Whether seat ``index`` has a result in the current game (it played a round) that

@@ -36,9 +36,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from blackdrez.games import GAMES
+from blackdrez.server.table import parts
 from blackdrez.server.table.commands import decode_entry, execute
 from blackdrez.server.table.commands import rebuild as rebuild_from_log
+from blackdrez.server.table.history import EventLog
 from blackdrez.server.table.room import LAYOUT, GameOver, Room, RoomError
+from blackdrez.server.table.seating import Roster, Seating
+from blackdrez.server.table.timers import Timers
 
 log = logging.getLogger("blackdrez.node")
 
@@ -182,4 +186,10 @@ class _Unpickler(pickle.Unpickler):
 
 
 _ADAPTER_TYPES = {type(adapter) for adapter in GAMES.values()}
-_DISPATCH = {**copyreg.dispatch_table, **dict.fromkeys(_ADAPTER_TYPES, _reduce_adapter)}
+_DISPATCH = {
+    **copyreg.dispatch_table,
+    **dict.fromkeys(_ADAPTER_TYPES, _reduce_adapter),
+    **dict.fromkeys((Room, Seating, Roster, Timers, EventLog), parts.reduce),
+}
+"""How the snapshots' pickler reduces: game adapters by name; the room and its parts as their
+``__reduce__`` does, without that method's call."""

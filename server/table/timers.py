@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from blackdrez.server.table import parts
 from blackdrez.server.table.lifecycle import TableStatus
 from blackdrez.server.table.seating import Seat
 
@@ -76,6 +77,9 @@ class Timers:
         self.close_at: float | None = close_at
         """While deserted: from when the table closes (once no game is running)."""
         self.budget = TimerBudget()
+
+    def __setstate__(self, pickled: dict[str, Any]) -> None:
+        parts.restore(self, pickled)
 
     def arm_turn(self, now: float, legal_now: dict[int, list[Any]], acted: bool) -> None:
         """A round is played: ``legal_now`` are the seats on turn; the turn timer starts again
