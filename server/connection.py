@@ -33,7 +33,7 @@ import asyncio
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection, broadcast
@@ -167,59 +167,114 @@ class Watch:
     seq: int
 
 
-@dataclass(eq=False, slots=True)
+def _ignore_close(code: int) -> None:
+    """A connection's ``on_close`` when nobody counts its closes."""
+
+
 class Connection:
-    """A greeted connection (after ``welcome``)."""
+    """A greeted connection (after ``welcome``). Compiled (``blackdrez compile --core``), an
+    extension type whose attributes ``connection.pxd`` declares (as ``__slots__`` does here):
+    an attribute added here is added there too."""
 
-    ws: ServerConnection
-    binary: bool
-    player: str
-    name: str
-    bucket: TokenBucket
-    max_buffer: int
-    """Bytes written but not yet taken by the client beyond which it is disconnected."""
-    token: Token
-    """The session token this connection greeted with (or was given)."""
-    tables: dict[str, Watch] = field(default_factory=dict)
-    left_to_me: dict[str, bool] = field(default_factory=dict)
-    """Tables (and whether seated there, or a spectator) of an older connection of the same
-    player that this one replaced, here or on another node, and does not watch (yet): when this
-    one closes without having watched them, the player is away there
-    (:meth:`server.node.node.Node.detach`)."""
-    seated: list[str] = field(default_factory=list)
-    """The tables where the player held a seat when this connection greeted (its welcome's)."""
-    order: int | None = None
-    """Where this connection stands among its player's connections on every node
-    (``Players.next_attach``): the higher replaces the lower. ``None`` until the store answered;
-    :data:`OLDEST` for a new identity's first connection and one the store could not order."""
-    outranked: tuple[int, list[str]] | None = None
-    """The order and seated tables of a newer connection of the player on another node, heard
-    of before this one's own order was known (``Node.close_replaced``)."""
-    answered_elsewhere: frozenset[str] = frozenset()
-    """Replaced by a connection on another node: the tables it answers for (where it found the
-    player seated), which this one's close must not count the player away from."""
-    lobby: bool = False
-    bot: bool = False
-    """Said so in ``hello`` (its ``client`` names a bot): shown as a bot, always ready."""
-    violations: int = 0
-    violations_since: float = 0.0
-    last_seen: float = field(default_factory=time.monotonic)
-    closing: bool = False
-    close_timeout: float = 10.0
-    """Seconds the client has to take its close frame before the connection is cut off."""
-    on_close: Callable[[int], None] = lambda code: None
-    """Told the code of every close the server starts (for the metrics)."""
-    address: str = ""
-    """The client address the connection counts against (login attempts are limited by it)."""
+    __slots__ = (
+        "_deflate",
+        "_high_water",
+        "_out",
+        "address",
+        "answered_elsewhere",
+        "binary",
+        "bot",
+        "bucket",
+        "close_timeout",
+        "closing",
+        "last_seen",
+        "left_to_me",
+        "lobby",
+        "max_buffer",
+        "name",
+        "on_close",
+        "order",
+        "outbox",
+        "outranked",
+        "player",
+        "seated",
+        "tables",
+        "token",
+        "violations",
+        "violations_since",
+        "ws",
+    )  # fmt: skip
 
-    outbox: Outbox | None = None
-    """Where this connection waits for its frames to be written (``None``: its own callback)."""
-    _out: list[bytes] | None = None
-    """Framed frames not yet written (see the module docstring)."""
-    _deflate: bool | None = None
-    _high_water: int | None = None
-    """The transport's high-water mark (asked once: websockets sets it at the connection's
-    start), past which websockets' connection is ``paused``."""
+    def __init__(
+        self,
+        *,
+        ws: ServerConnection,
+        binary: bool,
+        player: str,
+        name: str,
+        bucket: TokenBucket,
+        max_buffer: int,
+        token: Token,
+        seated: list[str] | None = None,
+        order: int | None = None,
+        bot: bool = False,
+        close_timeout: float = 10.0,
+        on_close: Callable[[int], None] = _ignore_close,
+        address: str = "",
+        outbox: Outbox | None = None,
+    ) -> None:
+        self.ws = ws
+        self.binary = binary
+        self.player = player
+        self.name = name
+        self.bucket = bucket
+        self.max_buffer = max_buffer
+        """Bytes written but not yet taken by the client beyond which it is disconnected."""
+        self.token = token
+        """The session token this connection greeted with (or was given)."""
+        self.tables: dict[str, Watch] = {}
+        self.left_to_me: dict[str, bool] = {}
+        """Tables (and whether seated there, or a spectator) of an older connection of the same
+        player that this one replaced, here or on another node, and does not watch (yet): when
+        this one closes without having watched them, the player is away there
+        (:meth:`server.node.node.Node.detach`)."""
+        self.seated: list[str] = [] if seated is None else seated
+        """The tables where the player held a seat when this connection greeted (its
+        welcome's)."""
+        self.order = order
+        """Where this connection stands among its player's connections on every node
+        (``Players.next_attach``): the higher replaces the lower. ``None`` until the store
+        answered; :data:`OLDEST` for a new identity's first connection and one the store could
+        not order."""
+        self.outranked: tuple[int, list[str]] | None = None
+        """The order and seated tables of a newer connection of the player on another node,
+        heard of before this one's own order was known (``Node.close_replaced``)."""
+        self.answered_elsewhere: frozenset[str] = frozenset()
+        """Replaced by a connection on another node: the tables it answers for (where it found
+        the player seated), which this one's close must not count the player away from."""
+        self.lobby = False
+        self.bot = bot
+        """Said so in ``hello`` (its ``client`` names a bot): shown as a bot, always ready."""
+        self.violations = 0
+        self.violations_since = 0.0
+        self.last_seen = time.monotonic()
+        self.closing = False
+        self.close_timeout = close_timeout
+        """Seconds the client has to take its close frame before the connection is cut off."""
+        self.on_close = on_close
+        """Told the code of every close the server starts (for the metrics)."""
+        self.address = address
+        """The client address the connection counts against (login attempts are limited by
+        it)."""
+        self.outbox = outbox
+        """Where this connection waits for its frames to be written (``None``: its own
+        callback)."""
+        self._out: list[bytes] | None = None
+        """Framed frames not yet written (see the module docstring)."""
+        self._deflate: bool | None = None
+        self._high_water: int | None = None
+        """The transport's high-water mark (asked once: websockets sets it at the connection's
+        start), past which websockets' connection is ``paused``."""
 
     def send(self, message: Any) -> None:
         """Encode ``message`` in this client's encoding and send it."""

@@ -24,13 +24,13 @@ compiler; a compiled module must be built again after its source changes, which
 ``--core`` compiles :data:`CORE` (the synchronous table core around the engine) with Cython, in
 its pure-Python mode: the code as it is, no types read from its annotations; what goes is the
 interpreter's dispatch of each line. The room and its parts (``Room``, ``Seating``, ``Roster``,
-``Timers``, ``EventLog``) become extension types, declared by the ``.pxd`` file beside each
-module: their attributes are C fields the compiled methods read directly, where Cython reads a
-plain object's attributes through Python's generic lookup (a fifth of a compiled node's time
-before), and they pickle as the plain classes do (``blackdrez.server.table.parts``), so a
-snapshot is read by either build. It needs Cython (the test extra
-pins it) and the same C compiler, and is checked, cleaned and tested as the mypyc modules are
-(the node's tests run on it: ``tests/test_compiled.py``).
+``Timers``, ``EventLog``) and a connection and its outbox become extension types, declared by
+the ``.pxd`` file beside each module: their attributes are C fields the compiled methods read
+directly, where Cython reads a plain object's attributes through Python's generic lookup (a
+fifth of a compiled node's time before); the room and its parts pickle as the plain classes
+do (``blackdrez.server.table.parts``), so a snapshot is read by either build. It needs Cython
+(the test extra pins it) and the same C compiler, and is checked, cleaned and tested as the
+mypyc modules are (the node's tests run on it: ``tests/test_compiled.py``).
 
 What mypyc compiles must keep plain Python classes where Python's machinery reads them: msgspec
 Structs stay in modules of their own (``games/blackdrez/model.py``,
@@ -83,10 +83,10 @@ CORE = (
 """The table core compiled with Cython (``--core``): the synchronous code every action runs
 (the room around the engine, its seats, timers, events and snapshots; the connection's framing
 and writes; the codec; the RESP packing), as it is (Cython's pure-Python mode, its
-annotations not read as C types), the room and its parts as the extension types their ``.pxd``
-files declare: the interpreter's work of each call and attribute goes, pickles, snapshots and
-logs read the same in either build. Modules with
-coroutines stay Python: the host's ran slower compiled (``docs/benchmarks.md``)."""
+annotations not read as C types), the room and its parts and the connection as the extension
+types their ``.pxd`` files declare: the interpreter's work of each call and attribute goes,
+pickles, snapshots and logs read the same in either build. Modules with coroutines stay
+Python: the host's ran slower compiled (``docs/benchmarks.md``)."""
 
 ALL_MODULES = MODULES + CORE
 """Every module ``blackdrez compile`` may have compiled (what ``--check`` and ``--clean`` cover)."""

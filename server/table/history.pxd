@@ -2,7 +2,6 @@
 # every attribute its __init__ sets, in its order.
 
 cdef class EventLog:
-    cdef dict __dict__
     cdef object __weakref__
     cdef public object seq, kept
     cdef public list pending

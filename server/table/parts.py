@@ -17,15 +17,15 @@ has: the class, created without ``__init__``, and a dictionary of its attributes
 (:func:`reduce`, which the snapshots' pickler uses for them; compiled, any other pickling of
 them is refused, Cython's own being off); unpickling sets each attribute back (each class's
 ``__setstate__``: :func:`restore`), after the defaults of those that earlier versions did not
-have. An extension type has no instance dictionary for its declared attributes: :func:`reduce`
-reads those from the type's descriptors, and the ``__dict__`` the ``.pxd`` files also declare
-keeps anything else.
+have. An extension type keeps its declared attributes in C fields, which :func:`reduce` reads by
+the names its ``.pxd`` file declares: every attribute its ``__init__`` sets (a test checks each
+class). Only ``Room`` also has an instance dictionary (the tests' harness wraps its methods
+there); the others refuse an attribute they do not declare, compiled.
 """
 
 from __future__ import annotations
 
 import copyreg
-import functools
 import importlib.resources
 import re
 import sys
@@ -51,22 +51,26 @@ def declared(module: str) -> dict[str, tuple[str, ...]]:
     return fields
 
 
-@functools.cache
-def _fields(cls: type) -> tuple[str, ...]:
-    """The declared attributes of ``cls`` compiled as an extension type; none as a plain class
-    (it keeps every attribute in its instance dictionary)."""
-    if str(getattr(sys.modules[cls.__module__], "__file__", "")).endswith(".py"):
-        return ()
-    return declared(cls.__module__)[cls.__name__]
+_fields: dict[type, tuple[str, ...]] = {}
+"""The declared attributes of each class :func:`reduce` reduces (:func:`register`)."""
+
+
+def register(*classes: type) -> None:
+    """Let :func:`reduce` reduce ``classes``: read what their ``.pxd`` files declare, if they
+    are compiled (at import: not on the way of a snapshot)."""
+    for cls in classes:
+        plain = str(getattr(sys.modules[cls.__module__], "__file__", "")).endswith(".py")
+        _fields[cls] = () if plain else declared(cls.__module__)[cls.__name__]
 
 
 def reduce(obj: Any) -> tuple[Any, ...]:
-    """How the snapshots' pickler reduces the room and its parts: as ``pickle`` does a plain
-    object, the class and every attribute (its instance dictionary's, and, compiled, its
-    declared fields)."""
+    """How the snapshots' pickler reduces the room and its parts (:func:`register`): as
+    ``pickle`` does a plain object, the class and every attribute (a plain object's instance
+    dictionary; an extension type's declared fields, and its instance dictionary's if it has
+    one)."""
     cls = type(obj)
     found = dict(getattr(obj, "__dict__", ()))
-    for name in _fields(cls):
+    for name in _fields[cls]:
         found[name] = getattr(obj, name)
     return _NEWOBJ, (cls,), found
 

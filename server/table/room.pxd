@@ -6,7 +6,7 @@ from blackdrez.server.table.timers cimport Timers
 
 
 cdef class Room:
-    cdef dict __dict__
+    cdef dict __dict__  # (the tests' harness wraps methods of a room: see parts)
     cdef object __weakref__
     cdef public object layout, arena, id, spec, options, listed, deal, daily, ranked, assist
     cdef public EventLog log

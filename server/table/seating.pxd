@@ -2,7 +2,6 @@
 # blackdrez.server.table.parts): every attribute their __init__ sets, in its order.
 
 cdef class Seating:
-    cdef dict __dict__
     cdef object __weakref__
     cdef public list seats
     cdef public set spectators
@@ -12,7 +11,6 @@ cdef class Seating:
 
 
 cdef class Roster:
-    cdef dict __dict__
     cdef object __weakref__
     cdef public object spec
     cdef public dict players

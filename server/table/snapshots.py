@@ -186,6 +186,7 @@ class _Unpickler(pickle.Unpickler):
 
 
 _ADAPTER_TYPES = {type(adapter) for adapter in GAMES.values()}
+parts.register(Room, Seating, Roster, Timers, EventLog)
 _DISPATCH = {
     **copyreg.dispatch_table,
     **dict.fromkeys(_ADAPTER_TYPES, _reduce_adapter),

@@ -2,7 +2,6 @@
 # every attribute its __init__ sets, in its order.
 
 cdef class Timers:
-    cdef dict __dict__
     cdef object __weakref__
     cdef public object turn_seconds, turn_deadline
     cdef public tuple turn_seats

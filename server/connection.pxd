@@ -1,0 +1,16 @@
+# Outbox and Connection as extension types when the core is compiled (``blackdrez compile
+# --core``): every attribute their __init__ sets (Connection's: its __slots__ too).
+
+cdef class Outbox:
+    cdef public list _waiting
+    cdef public object _loop, _scheduled, _held, writes
+
+
+cdef class Connection:
+    cdef public object ws, binary, player, name, bucket, max_buffer, token, tables
+    cdef public object left_to_me, seated, order, outranked, answered_elsewhere, lobby, bot
+    cdef public object violations, violations_since, last_seen, closing, close_timeout, on_close
+    cdef public object address
+    cdef public Outbox outbox
+    cdef public list _out
+    cdef public object _deflate, _high_water
