@@ -13,4 +13,4 @@ cdef class Connection:
     cdef public object address
     cdef public Outbox outbox
     cdef public list _out
-    cdef public object _deflate, _high_water
+    cdef public object _deflate, _high_water, _protocol, _transport

@@ -180,6 +180,8 @@ class Connection:
         "_deflate",
         "_high_water",
         "_out",
+        "_protocol",
+        "_transport",
         "address",
         "answered_elsewhere",
         "binary",
@@ -224,6 +226,10 @@ class Connection:
         outbox: Outbox | None = None,
     ) -> None:
         self.ws = ws
+        self._protocol = ws.protocol
+        self._transport = ws.transport
+        """``ws``'s protocol and transport (a connection's for its life), held here: each frame
+        reads them, and a compiled connection reads its own fields directly."""
         self.binary = binary
         self.player = player
         self.name = name
@@ -305,7 +311,7 @@ class Connection:
         return deflate
 
     def _send_wire(self, data: bytes) -> None:
-        if self.closing or self.ws.protocol._state is not _OPEN:  # (not the property: per frame)
+        if self.closing:  # (one not open any more: its frames are dropped at the write)
             return
         out = self._out
         if out is not None:
@@ -326,10 +332,9 @@ class Connection:
         out, self._out = self._out, None
         if not out:
             return
-        ws = self.ws
-        if ws.protocol._state is not _OPEN:
+        if self._protocol._state is not _OPEN:  # (not the property: per write)
             return
-        transport = ws.transport
+        transport = self._transport
         transport.write(out[0] if len(out) == 1 else b"".join(out))
         # Past the transport's high-water mark (``ws.paused``) only, unless ``max_buffer`` is
         # below it: asking the transport for its buffer's size is a call per write otherwise.
@@ -337,7 +342,7 @@ class Connection:
         if mark is None:
             mark = self._high_water = transport.get_write_buffer_limits()[1]
         if (
-            (ws.paused or self.max_buffer < mark)
+            (self.ws.paused or self.max_buffer < mark)
             and transport.get_write_buffer_size() > self.max_buffer
             and not self.closing
         ):
