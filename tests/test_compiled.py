@@ -303,21 +303,16 @@ def test_the_compiled_core_passes_the_nodes_tests(tmp_path: Path) -> None:
     # The room and its parts are extension types there, which pickle only as the snapshots do,
     # and each build reads the other's snapshots as the same room.
     plain, fast = tmp_path / "plain.snapshot", tmp_path / "compiled.snapshot"
-    said_compiled = subprocess.run(
-        [sys.executable, "-c", SNAPSHOT, str(fast), str(plain)],
-        env=env, capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    assert said_compiled == ["True", "True", "False", "None"]
-    said_plain = subprocess.run(
-        [sys.executable, "-c", SNAPSHOT, str(plain), str(fast)],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    assert said_plain[1:] == ["False", "True", "True"]
-    said_compiled = subprocess.run(
-        [sys.executable, "-c", SNAPSHOT, str(fast), str(plain)],
-        env=env, capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    assert said_compiled == ["True", "True", "False", "True"]
+
+    def snapshot(mine: Path, theirs: Path, compiled: dict[str, str] | None) -> list[str]:
+        command = [sys.executable, "-c", SNAPSHOT, str(mine), str(theirs)]
+        return subprocess.run(
+            command, env=compiled, capture_output=True, text=True, check=True
+        ).stdout.split()
+
+    assert snapshot(fast, plain, env) == ["True", "True", "False", "None"]
+    assert snapshot(plain, fast, None)[1:] == ["False", "True", "True"]
+    assert snapshot(fast, plain, env) == ["True", "True", "False", "True"]
     # A node started on it says that it runs compiled, and how much of it.
     serving = subprocess.Popen(
         [sys.executable, "-m", "blackdrez.tools.cli", "serve", "--in-memory", "--db-url", "none",
