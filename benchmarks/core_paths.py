@@ -12,7 +12,9 @@ alone, to a percent or two:
   command through the room, its seating, timers and events: what an action costs the room,
   without the views' encoding and the writes), ms;
 * ``fanout``: 4,000 frames queued to four connections (``Connection.send_framed``) and written
-  (``Outbox.flush``) to transports that only count, ms.
+  (``Outbox.flush``) to transports that only count, ms;
+* ``update``: a BlackDrez action's update sent to its four seats 1,000 times (the fan-out's loop
+  over a table's viewers, ``send_update``: each viewer class encoded once, queued, written), ms.
 
 ``--against-tree DIR`` runs the same paths with another checkout's modules (``DIR``, compiled or
 not, e.g. a ``git worktree`` compiled with ``blackdrez compile --core`` run there), taking turns
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve()
+KEYS = ("replay_ms", "fanout_ms", "update_ms")
 
 
 def _timed(work: Callable[[], object], repeat: int) -> float:
@@ -108,6 +111,27 @@ def measure() -> dict[str, Any]:
         viewer._deflate = False  # (as a connection knows after its first frame)
     frame = b"u" * 600
 
+    try:
+        from blackdrez.server.connection import send_update
+    except ImportError:  # (a checkout from before it moved there)
+        from blackdrez.server.node.fanout import _send_update as send_update
+    from blackdrez.server.connection import Watch
+    from blackdrez.server.table.commands import decode_entry, execute
+
+    room = rebuild(log[:-1])
+    execute(room, decode_entry(log[-1]))
+    broadcast = room.flush()
+    watches = [Watch(seat=seat, seq=0) for seat in range(4)]
+    viewing = list(zip(viewers, watches, strict=True))
+
+    def update() -> None:
+        for _ in range(1000):
+            for watch in watches:
+                watch.seq = 0
+            send_update(viewing, broadcast, {})
+            outbox._scheduled = False
+            outbox.flush()
+
     def fanout() -> None:
         for _ in range(1000):
             for viewer in viewers:
@@ -119,6 +143,7 @@ def measure() -> dict[str, Any]:
         "compiled": compiled("blackdrez.server.table.room"),
         "replay_ms": _timed(lambda: rebuild(log), 15),
         "fanout_ms": _timed(fanout, 31),
+        "update_ms": _timed(update, 15),
     }
     loop.close()
     return found
@@ -164,16 +189,12 @@ def main() -> None:
         if runs:
             report[side] = {
                 "compiled": runs[0]["compiled"],
-                **{
-                    key: round(statistics.median(run[key] for run in runs), 3)
-                    for key in ("replay_ms", "fanout_ms")
-                },
+                **{key: round(statistics.median(run[key] for run in runs), 3) for key in KEYS},
                 "runs": runs,
             }
     if sides["that"]:
         report["this/that"] = {
-            key: round(report["this"][key] / report["that"][key], 3)
-            for key in ("replay_ms", "fanout_ms")
+            key: round(report["this"][key] / report["that"][key], 3) for key in KEYS
         }
     if args.json:
         print(json.dumps(report, indent=2))
@@ -183,11 +204,15 @@ def main() -> None:
             found = report[side]
             print(
                 f"{side}: compiled {found['compiled']}, replay {found['replay_ms']:.2f} ms, "
-                f"fanout {found['fanout_ms']:.3f} ms (medians of {len(found['runs'])})"
+                f"fanout {found['fanout_ms']:.3f} ms, update {found['update_ms']:.2f} ms "
+                f"(medians of {len(found['runs'])})"
             )
     if "this/that" in report:
         ratio = report["this/that"]
-        print(f"this / that: replay {ratio['replay_ms']:.3f}, fanout {ratio['fanout_ms']:.3f}")
+        print(
+            f"this / that: replay {ratio['replay_ms']:.3f}, fanout {ratio['fanout_ms']:.3f}, "
+            f"update {ratio['update_ms']:.3f}"
+        )
 
 
 if __name__ == "__main__":

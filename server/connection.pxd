@@ -1,9 +1,15 @@
 # Outbox and Connection as extension types when the core is compiled (``blackdrez compile
-# --core``): every attribute their __init__ sets (Connection's: its __slots__ too).
+# --core``): every attribute their __init__ sets (Connection's: its __slots__ too); the calls of
+# each frame's path typed, so that the compiled code calls and reads them directly.
+cimport cython
+
 
 cdef class Outbox:
     cdef public list _waiting
     cdef public object _loop, _scheduled, _held, writes
+
+    @cython.locals(client=Connection)
+    cpdef _write(self, list waiting)
 
 
 cdef class Connection:
@@ -14,3 +20,10 @@ cdef class Connection:
     cdef public Outbox outbox
     cdef public list _out
     cdef public object _deflate, _high_water, _protocol, _transport
+
+    cpdef _send_wire(self, data)
+    cpdef flush(self)
+
+
+@cython.locals(client=Connection)
+cpdef send_update(list viewers, broadcast, dict frames)

@@ -34,7 +34,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.exceptions import ConnectionClosed
@@ -45,6 +45,9 @@ from blackdrez.protocol.codec import Frame, encode
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.server.identity import Token
 from blackdrez.server.ratelimit import TokenBucket
+
+if TYPE_CHECKING:
+    from blackdrez.server.table.room import Broadcast
 
 _OPEN = State.OPEN
 _HEADER_16 = struct.Struct("!BBH")
@@ -380,3 +383,41 @@ class Connection:
         self.flush()
         self.closing = True
         await self._close(code, reason)
+
+
+def send_update(
+    viewers: list[tuple[Connection, Watch]],
+    broadcast: Broadcast,
+    frames: dict[tuple[int | None, bool], bytes],
+) -> int:
+    """Send ``broadcast`` to each viewer whose snapshot does not already cover it, encoded once
+    per viewer class and encoding (``frames``); how many were sent. One loop for every viewer of
+    an update, not a call (and the calls it made) per viewer: it runs for each of an action's.
+    The fan-out's (``blackdrez.server.node.fanout``), kept here with the connection's writes:
+    compiled, ``connection.pxd`` types its viewers, whose fields and writes it then reaches
+    directly (its module of coroutines stays Python)."""
+    seq, events, legal = broadcast.seq, broadcast.events, broadcast.legal
+    first = events[0].seq if events else seq + 1
+    sent = 0
+    for client, watch in viewers:
+        seen = watch.seq
+        if seq < seen or (events and seq == seen):
+            continue
+        seat = watch.seat
+        if seen >= first:
+            update = broadcast.for_seat(seat)
+            update.events = [e for e in update.events if e.seq > seen]
+            client.send(update)
+        else:
+            # the viewer class (``Broadcast.variant``): the seat if its copy differs, else None
+            key = (seat if seat is not None and seat in legal else None, client.binary)
+            wire = frames.get(key)
+            if wire is None:
+                wire = frames[key] = wire_of(broadcast.for_seat(seat), client.binary)
+            if client._deflate is False:  # (known not to compress: ``send_framed``'s choice)
+                client._send_wire(wire)
+            else:
+                client.send_framed(wire, broadcast.for_seat(seat))
+        watch.seq = seq
+        sent += 1
+    return sent

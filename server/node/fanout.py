@@ -30,7 +30,7 @@ import msgspec
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode, ErrorCode
 from blackdrez.server import bus
-from blackdrez.server.connection import Connection, Outbox, Watch, wire_of
+from blackdrez.server.connection import Connection, Outbox, Watch, send_update
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.node.seams import STORE_RETRY, Route, Spawn
 from blackdrez.server.stores import Stores, StoreUnavailable
@@ -92,7 +92,7 @@ class Fanout:
         await self.follow(table)
         # The table may have been adopted here meanwhile: then its updates come directly.
         for broadcast in list(self.remote_tables.get(table, ())):
-            _send_update([(client, watch)], broadcast, {})
+            send_update([(client, watch)], broadcast, {})
 
     async def unwatch(self, client: Connection, table: str) -> None:
         self.stop_watch(client, table)
@@ -260,7 +260,7 @@ class Fanout:
         watchers = self.watchers.get(broadcast.table)
         if not watchers:
             return
-        sent = _send_update(list(watchers.items()), broadcast, {})
+        sent = send_update(list(watchers.items()), broadcast, {})
         self.metrics.count_out(sent)
         closed, freed, removed, marked = _endings(broadcast)
         if away is None:
@@ -335,38 +335,3 @@ def _endings(broadcast: Broadcast) -> tuple[bool, set[int], set[str], list[int]]
         elif not event.connected:
             away.append(event.seat)
     return closed, freed, removed, away
-
-
-def _send_update(
-    viewers: list[tuple[Connection, Watch]],
-    broadcast: Broadcast,
-    frames: dict[tuple[int | None, bool], bytes],
-) -> int:
-    """Send ``broadcast`` to each viewer whose snapshot does not already cover it, encoded once
-    per viewer class and encoding (``frames``); how many were sent. One loop for every viewer of
-    an update, not a call (and the calls it made) per viewer: it runs for each of an action's."""
-    seq, events, legal = broadcast.seq, broadcast.events, broadcast.legal
-    first = events[0].seq if events else seq + 1
-    sent = 0
-    for client, watch in viewers:
-        seen = watch.seq
-        if seq < seen or (events and seq == seen):
-            continue
-        seat = watch.seat
-        if seen >= first:
-            update = broadcast.for_seat(seat)
-            update.events = [e for e in update.events if e.seq > seen]
-            client.send(update)
-        else:
-            # the viewer class (``Broadcast.variant``): the seat if its copy differs, else None
-            key = (seat if seat is not None and seat in legal else None, client.binary)
-            wire = frames.get(key)
-            if wire is None:
-                wire = frames[key] = wire_of(broadcast.for_seat(seat), client.binary)
-            if client._deflate is False:  # (known not to compress: ``send_framed``'s choice)
-                client._send_wire(wire)
-            else:
-                client.send_framed(wire, broadcast.for_seat(seat))
-        watch.seq = seq
-        sent += 1
-    return sent
