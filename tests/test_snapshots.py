@@ -18,6 +18,7 @@ from blackdrez.server.stores import open_stores
 from blackdrez.server.stores.base import Append, LeaseLost, Stores
 from blackdrez.server.table import snapshots
 from blackdrez.server.table.commands import rebuild as rebuild_from_log
+from blackdrez.server.table.room import GameOver, Room
 from blackdrez.server.table.snapshots import SnapshotError, load, rebuild, take
 from blackdrez.server.testing.table_logs import play_table
 from blackdrez.tools.compile import compiled
@@ -82,6 +83,24 @@ def test_a_snapshot_that_does_not_fit_the_log_is_ignored(caplog: pytest.LogCaptu
         # A snapshot taken later than it claims: the entries after its position do not apply.
         assert_same(rebuild(log, (100, good[1])), replayed)
     assert len([r for r in caplog.records if "not used" in r.message]) == 2
+
+
+def test_a_snapshot_naming_a_special_attribute_is_refused_and_the_log_replayed() -> None:
+    """A room's pickled attributes are set back one by one (``parts.restore``, so that an
+    extension type gets them too): one named like ``__class__`` would change what the object
+    is, where a plain object's dictionary only held it. Such a snapshot is refused."""
+    _, log = play_table(120, seed=5)
+    room = rebuild_from_log(log[:100])
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = {
+        **snapshots._DISPATCH,
+        Room: lambda r: (copyreg.__newobj__, (Room,), {**vars(r), "__class__": GameOver}),
+    }
+    pickler.dump(room)
+    with pytest.raises(SnapshotError, match="__class__"):
+        load(zlib.compress(out.getvalue()))
+    assert_same(rebuild(log, (100, zlib.compress(out.getvalue()))), rebuild_from_log(log))
 
 
 def test_a_snapshot_of_a_room_laid_out_otherwise_is_refused_and_the_log_replayed() -> None:

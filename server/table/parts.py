@@ -78,8 +78,12 @@ def reduce(obj: Any) -> tuple[Any, ...]:
 def restore(
     obj: Any, pickled: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
 ) -> None:
-    """``__setstate__``: ``defaults`` (of attributes older versions lacked), then ``pickled``."""
+    """``__setstate__``: ``defaults`` (of attributes older versions lacked), then ``pickled``.
+    A special name (``__class__``...) is refused: set as an attribute it would change what the
+    object is, where a plain object's dictionary only held it (the snapshot is not used)."""
     for name, value in (defaults or {}).items():
         setattr(obj, name, value)
     for name, value in pickled.items():
+        if name.startswith("__"):
+            raise ValueError(f"a pickled {type(obj).__name__} may not set {name}")
         setattr(obj, name, value)
