@@ -112,6 +112,13 @@ class Metrics:
             "Tables this node took over from their log (a node died or handed them over)",
             registry=r,
         )
+        self.restarts = Counter(
+            "blackdrez_background_restarts",
+            "The node's background loops (heartbeat, orphan scan, lease renewal...) started"
+            " again after failing unexpectedly (each failure is logged with its traceback)",
+            ["loop"],
+            registry=r,
+        )
         self.tables_handed_over = Counter(
             "blackdrez_tables_handed_over",
             "Tables this node gave up to the others when it stopped (drain or SIGTERM)",

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from blackdrez.server.node.clock import Clock
+from blackdrez.server.node.seams import KeepRunning
 from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import PartlyRenewed
 
@@ -156,11 +157,18 @@ class Leases:
         lease.valid_until = self._valid_until(sent)
         return True
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> asyncio.Task[None] | None:
+    def start(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        keep_running: KeepRunning | None = None,
+    ) -> asyncio.Task[None] | None:
         """Start renewing: in a thread when a renewal store was given, else in the event loop
-        (the task returned, for the node to cancel at its stop)."""
+        (the task returned, for the node to cancel at its stop; run by ``keep_running``, the
+        node's supervision of its loops, if given)."""
         if self._open_renewal_store is None:
-            return loop.create_task(self._keep())
+            if keep_running is None:
+                return loop.create_task(self._keep())
+            return loop.create_task(keep_running("lease renewal", self._keep))
         self._loop_seen = self.clock.monotonic()
         self._renewer = threading.Thread(
             target=self._renew_off_loop, args=(loop,), name="lease-renewal", daemon=True

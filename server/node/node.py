@@ -50,6 +50,7 @@ from blackdrez.server.node.lobby import Lobby
 from blackdrez.server.node.matchmaking import Matchmaker
 from blackdrez.server.node.routing import Routing
 from blackdrez.server.node.seams import error_answer
+from blackdrez.server.retry import Backoff
 from blackdrez.server.stores import LeaseLost, Stores, StoreUnavailable
 from blackdrez.server.stores.base import node_channel
 from blackdrez.server.table.commands import Answer
@@ -77,6 +78,11 @@ RECORD_RETENTION = 24 * 3600.0
 
 SWEEP_INTERVAL = 5.0
 """Seconds between sweeps for rooms that should be closed (see ``Room.should_close``)."""
+
+RESTART = Backoff(first=0.1, cap=5.0)
+"""Pauses before a background loop that failed is started again (:meth:`Node.keep_running`)."""
+RESTART_QUIET = 60.0
+"""Seconds a restarted loop must run before its next failure's pause starts from the first."""
 
 
 TokenGenerations = Callable[[list[str]], Awaitable[dict[str, int]]]
@@ -201,16 +207,17 @@ class Node:
         with contextlib.suppress(StoreUnavailable):  # (made at the next check then)
             await self.arenas.make_scheduled()
         loop = asyncio.get_running_loop()
+        keep = self.keep_running
         self._tasks = [
-            loop.create_task(self.hosting.drain_outbox()),
-            loop.create_task(self._heartbeat()),
-            loop.create_task(self.failover.adopt_orphans()),
-            loop.create_task(self._sweep()),
-            loop.create_task(self.matchmaker.run()),
-            loop.create_task(self.friends.note_whereabouts()),
-            loop.create_task(self.arenas.keep_scheduled()),
+            loop.create_task(self.hosting.drain_outbox()),  # (its queue's state is its own)
+            loop.create_task(keep("heartbeat", self._heartbeat)),
+            loop.create_task(keep("orphan scan", self.failover.adopt_orphans)),
+            loop.create_task(keep("sweep", self._sweep)),
+            loop.create_task(keep("matchmaker", self.matchmaker.run)),
+            loop.create_task(keep("whereabouts", self.friends.note_whereabouts)),
+            loop.create_task(keep("arena schedule", self.arenas.keep_scheduled)),
         ]
-        renewals = self.hosting.leases.start(loop)
+        renewals = self.hosting.leases.start(loop, keep)
         if renewals is not None:
             self._tasks.append(renewals)
         self._scan_soon()
@@ -228,6 +235,30 @@ class Node:
         """Wait until what this node queued for the store has been written (read your own
         writes: ``Hosting.settled``)."""
         await self.hosting.settled()
+
+    async def keep_running(self, name: str, loop: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``loop``, one of the node's background loops, for as long as the node runs.
+
+        Each loop handles the failures it expects (the store unreachable, mostly); one that
+        fails otherwise (a bug, an error of a client library no one foresaw) is logged, counted
+        (``blackdrez_background_restarts``) and started again after a pause (:data:`RESTART`),
+        never left dead: a node whose orphan scan died would answer ``moving`` for a dead
+        node's tables for ever, one whose heartbeat died would look dead to the others while it
+        serves. A loop that returns (the node stopping) is done."""
+        delays = RESTART.delays()
+        while True:
+            started = time.monotonic()
+            try:
+                await loop()
+                return
+            except Exception:
+                if self.hosting.stopping:
+                    return
+                log.exception("the node's %s failed: started again", name)
+                self.metrics.restarts.labels(name).inc()
+            if time.monotonic() - started > RESTART_QUIET:
+                delays = RESTART.delays()  # it ran a while: a new failure, not the same one
+            await asyncio.sleep(next(delays))
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coroutine`` as a task that is kept until done and whose failure is logged."""

@@ -26,6 +26,9 @@ STORE_RETRY = Backoff(first=0.05, cap=2.0)
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 """Runs a coroutine as a background task the node keeps until done (its failure logged)."""
+KeepRunning = Callable[[str, Callable[[], Coroutine[Any, Any, None]]], Coroutine[Any, Any, None]]
+"""The node's supervision of one of its background loops (``Node.keep_running``): its name,
+and the loop to run (started again if it fails)."""
 
 
 def error_answer(

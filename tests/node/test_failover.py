@@ -141,3 +141,59 @@ async def test_a_table_is_adopted_from_its_snapshot_and_the_log_after_it(cluster
     rebuilt = rebuild(await b.stores.logs.read(table))
     assert rebuilt.seq == b.rooms[table].seq  # the snapshot and the log tell one story
     await act_once(cluster, [p2, await cluster.reconnect(p1, b)], table)
+
+
+@on_nodes(2)
+async def test_an_orphan_scan_that_fails_unexpectedly_is_started_again_and_adopts(
+    cluster: Cluster,
+) -> None:
+    """A bug or an error the scan's own handling does not expect (not ``StoreUnavailable``)
+    fails one look for orphans: the scan is started again, and a dead node's table is still
+    adopted. (A scan left dead would answer ``moving`` for that table for ever.)"""
+    a, b = cluster.nodes
+    p1 = await cluster.connect(a, "P1")
+    p2 = await cluster.connect(b, "P2")
+    table = await seat_and_start(cluster, p1, [p2])
+    presence = b.stores.presence
+    read = presence.live_incarnations
+    failed = []
+
+    async def fails_once() -> dict[str, str | None]:
+        if not failed:
+            failed.append(cluster.clock.monotonic())
+            raise RuntimeError("an error the scan does not expect")
+        return await read()
+
+    with mock.patch.object(presence, "live_incarnations", fails_once):
+        cluster.kill(a)
+        await cluster.until(lambda: bool(failed), "the scan fails", within=cluster.lease_ttl)
+        await cluster.until(
+            lambda: table in b.rooms, "node b adopts the table", within=4 * cluster.lease_ttl
+        )
+    assert b.node.metrics.restarts.labels("orphan scan")._value.get() == 1
+
+
+@on_nodes(2)
+async def test_a_heartbeat_that_fails_unexpectedly_is_started_again(cluster: Cluster) -> None:
+    """The heartbeat fails once with an error it does not expect: it beats again, and the
+    other node never takes the live node for dead (nor adopts its table)."""
+    a, b = cluster.nodes
+    p1 = await cluster.connect(a, "P1")
+    p2 = await cluster.connect(b, "P2")
+    table = await seat_and_start(cluster, p1, [p2])
+    presence = a.stores.presence
+    beat = presence.heartbeat
+    failed = []
+
+    async def fails_once(ttl: float) -> None:
+        if not failed:
+            failed.append(cluster.clock.monotonic())
+            raise RuntimeError("an error the heartbeat does not expect")
+        await beat(ttl)
+
+    with mock.patch.object(presence, "heartbeat", fails_once):
+        await cluster.until(lambda: bool(failed), "the heartbeat fails", within=cluster.lease_ttl)
+        await cluster.advance(3 * cluster.lease_ttl)
+    assert a.node.id in await b.stores.presence.live_nodes()
+    assert table in a.rooms and table not in b.rooms
+    await act_once(cluster, [p1, p2], table)
