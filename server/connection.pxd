@@ -4,6 +4,10 @@
 cimport cython
 
 
+cdef class Watch:
+    cdef public object seat, seq
+
+
 cdef class Outbox:
     cdef public list _waiting
     cdef public object _loop, _scheduled, _held, writes
@@ -25,5 +29,5 @@ cdef class Connection:
     cpdef flush(self)
 
 
-@cython.locals(client=Connection)
+@cython.locals(client=Connection, watch=Watch)
 cpdef send_update(list viewers, broadcast, dict frames)

@@ -33,7 +33,6 @@ import asyncio
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection, broadcast
@@ -162,12 +161,18 @@ counts from 1): a new identity's first connection, of which no other can exist y
 greeted while the store could not be reached. A later connection anywhere replaces it."""
 
 
-@dataclass
 class Watch:
-    """A client's view of one table: its seat there and the last event number it was sent."""
+    """A client's view of one table: its seat there and the last event number it was sent.
+    Compiled, an extension type (``connection.pxd``), read by the fan-out's loop."""
 
-    seat: int | None
-    seq: int
+    __slots__ = ("seat", "seq")
+
+    def __init__(self, seat: int | None, seq: int) -> None:
+        self.seat = seat
+        self.seq = seq
+
+    def __repr__(self) -> str:
+        return f"Watch(seat={self.seat}, seq={self.seq})"
 
 
 def _ignore_close(code: int) -> None:

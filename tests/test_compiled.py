@@ -245,19 +245,20 @@ def test_each_pxd_declares_every_attribute_its_class_sets_in_its_order() -> None
     whose ``.pxd`` files declare their attributes (:mod:`blackdrez.server.table.parts`): one
     set in ``__init__`` and not declared would be refused there (they have no instance
     dictionary), and a snapshot pickles the declared ones."""
-    from blackdrez.server.connection import Connection, Outbox
+    from blackdrez.server.connection import Connection, Outbox, Watch
     from blackdrez.server.table import parts
     from blackdrez.server.table.commands import rebuild
     from blackdrez.server.testing.table_logs import play_table
 
     _, log = play_table(60, seed=3)
     room = rebuild(log)
-    for obj in (room, room.seating, room.roster, room.timers, room.log, Outbox()):
+    objects = (room, room.outcome, room.seating, room.seats[0], room.roster, room.timers, room.log)
+    for obj in (*objects, Outbox()):
         cls = type(obj)
         assert parts.declared(cls.__module__)[cls.__name__] == tuple(vars(obj)), cls
     # (a connection has slots: its .pxd declares them, and __init__ sets each)
-    declared = parts.declared(Connection.__module__)["Connection"]
-    assert sorted(declared) == sorted(Connection.__slots__)
+    for cls in (Connection, Watch):
+        assert sorted(parts.declared(cls.__module__)[cls.__name__]) == sorted(cls.__slots__)
 
 
 def test_the_compiled_core_passes_the_nodes_tests(tmp_path: Path) -> None:

@@ -229,6 +229,9 @@ def timer_entry(room: Room, now: float) -> LogEntry:
 
 def _run(room: Room, entry: LogEntry) -> Answer:
     command, player, now = entry.command, entry.player, entry.now
+    if type(command) is v1.Act:  # (nearly every command: not after seven class patterns)
+        room.act(player, command.action, now)
+        return Answer(replies=[v1.Ok(id=command.id, seq=room.log.seq)])
     request_id = getattr(command, "id", None)
     match command:
         case v1.JoinTable():
@@ -251,8 +254,6 @@ def _run(room: Room, entry: LogEntry) -> Answer:
             return Answer()
         case v1.RemoveBot():
             room.remove_bot(player, command.seat, now)
-        case v1.Act():
-            room.act(player, command.action, now)
         case v1.Hint():
             given = None if entry.hint is None else (entry.hint.action, entry.hint.by)
             action, by = room.hint(player, now, given)

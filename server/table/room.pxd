@@ -1,8 +1,14 @@
-# The Room as an extension type when the core is compiled (``blackdrez compile --core``, see
-# blackdrez.server.table.parts): every attribute Room.__init__ sets, in its order.
+# The Room and its Outcome as extension types when the core is compiled (``blackdrez compile
+# --core``, see blackdrez.server.table.parts): every attribute their __init__ sets, in its order.
 from blackdrez.server.table.history cimport EventLog
 from blackdrez.server.table.seating cimport Roster, Seating
 from blackdrez.server.table.timers cimport Timers
+
+
+cdef class Outcome:
+    cdef public list ranked, seated, unseated
+    cdef public object closed
+    cdef public list games_over
 
 
 cdef class Room:

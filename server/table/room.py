@@ -33,7 +33,7 @@ only the legal actions differ, by seat.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -122,17 +122,21 @@ class Broadcast(msgspec.Struct, kw_only=True):
         return None
 
 
-@dataclass
 class Outcome:
-    """What the runtime must do besides broadcasting: side effects outside the room."""
+    """What the runtime must do besides broadcasting: side effects outside the room. Compiled,
+    an extension type (``room.pxd``)."""
 
-    ranked: list[Finished] = field(default_factory=list)
-    """Finished games of ranked solitaire sessions, for the leaderboards."""
-    seated: list[str] = field(default_factory=list)
-    unseated: list[str] = field(default_factory=list)
-    closed: bool = False
-    games_over: list[GameOver] = field(default_factory=list)
-    """Games that ended, for the records (``blackdrez.server.records.writer``)."""
+    def __init__(self) -> None:
+        self.ranked: list[Finished] = []
+        """Finished games of ranked solitaire sessions, for the leaderboards."""
+        self.seated: list[str] = []
+        self.unseated: list[str] = []
+        self.closed = False
+        self.games_over: list[GameOver] = []
+        """Games that ended, for the records (``blackdrez.server.records.writer``)."""
+
+    def __setstate__(self, pickled: dict[str, Any]) -> None:
+        parts.restore(self, pickled)
 
     def pending(self) -> bool:
         """Whether there is anything to do."""
@@ -295,19 +299,7 @@ class Room:
             game=self.spec.name,
             name=self.options.name,
             status=WIRE_STATUS[self.status],
-            seats=[
-                None
-                if s is None
-                else v1.SeatInfo(
-                    player=s.player,
-                    name=s.name,
-                    ready=s.ready,
-                    connected=s.connected,
-                    bot=s.bot,
-                    rating=seating.ratings.get(s.player) if rated else None,
-                )
-                for s in self.seats
-            ],
+            seats=seating.infos(rated),
             host=seating.host,
             spectators=len(self.spectators),
             private=self.options.private,
@@ -797,13 +789,14 @@ class Room:
         a deserted table."""
         if self.closed:
             return
-        engine, seats, timers = self.engine, self.seats, self.timers
-        for _ in range(64):  # leaving players play their default action, as long as they can
+        engine, seats, timers, seating = self.engine, self.seats, self.timers, self.seating
+        leaving = seating.leaving_seats()  # (nearly always none; nothing here makes more)
+        for _ in range(64 if leaving else 0):  # they play their default action while they can
             if engine is None or engine.over:
                 break
             moved = False
-            for index, occupant in enumerate(seats):
-                if occupant is not None and occupant.leaving and engine.legal_actions(index):
+            for index in leaving:
+                if engine.legal_actions(index):
                     action = engine.default_action(index)
                     if action is not None:
                         self._apply(index, action)
@@ -816,17 +809,14 @@ class Room:
                 self._enter(TableStatus.FINISHED)
             elif not self.spec.between_rounds(engine):
                 self._enter(TableStatus.PLAYING)
-            elif len(self.seating.round_seats()) >= self.spec.min_players:
+            elif len(seating.round_seats()) >= self.spec.min_players:
                 self._enter(TableStatus.BETWEEN_ROUNDS)
             else:
                 self._enter(TableStatus.WAITING)
-        for index, occupant in enumerate(seats):
-            if (
-                occupant is not None
-                and occupant.leaving
-                and not _in_round(self.spec, engine, index)
-            ):
-                self.outcome.unseated.append(self.seating.free(index, occupant.leaving_reason))
+        for index in leaving:
+            occupant = seats[index]
+            if occupant is not None and not _in_round(self.spec, engine, index):
+                self.outcome.unseated.append(seating.free(index, occupant.leaving_reason))
         if self.status is TableStatus.BETWEEN_ROUNDS and timers.next_round_at is None:
             timers.next_round_at = now + self.spec.round_pause(self.options)
         if self.status is TableStatus.WAITING and timers.waiting_until is None:
@@ -842,7 +832,7 @@ class Room:
         else:
             timers.stop_turn()
         self._acted = False
-        if not self.seating.deserted():
+        if not seating.deserted():
             timers.close_at = None
         elif timers.close_at is None:
             timers.close_at = now

@@ -19,7 +19,6 @@ game ends (:meth:`Roster.reserved_for`), so leaving never takes a rated game off
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from blackdrez.games.spec import GameSpec
@@ -35,21 +34,39 @@ SeatPlayer = tuple[int, str, str, bool]
 """``(seat, player, name, bot)``: who played a seat of a game."""
 
 
-@dataclass
 class Seat:
-    """A seated player."""
+    """A seated player. Compiled (``blackdrez compile --core``), an extension type whose
+    attributes ``seating.pxd`` declares, read directly by the seating's and the room's loops
+    over the seats."""
 
-    player: str
-    name: str
-    ready: bool = False
-    connected: bool = True
-    bot: bool = False
-    leaving: bool = False
-    """Asked to leave during a round: plays the default action at each turn, freed once out of
-    the round."""
-    leaving_reason: Leaving = "left"
-    """Why the seat is being given up (``seat_freed.reason``)."""
-    away_since: float | None = None
+    def __init__(
+        self,
+        player: str,
+        name: str,
+        ready: bool = False,
+        connected: bool = True,
+        bot: bool = False,
+        leaving: bool = False,
+        leaving_reason: Leaving = "left",
+        away_since: float | None = None,
+    ) -> None:
+        self.player = player
+        self.name = name
+        self.ready = ready
+        self.connected = connected
+        self.bot = bot
+        self.leaving = leaving
+        """Asked to leave during a round: plays the default action at each turn, freed once
+        out of the round."""
+        self.leaving_reason = leaving_reason
+        """Why the seat is being given up (``seat_freed.reason``)."""
+        self.away_since = away_since
+
+    def __setstate__(self, pickled: dict[str, Any]) -> None:
+        parts.restore(self, pickled)
+
+    def __repr__(self) -> str:
+        return f"Seat({self.player!r}, {self.name!r}, ready={self.ready}, bot={self.bot})"
 
 
 class Seating:
@@ -104,7 +121,39 @@ class Seating:
 
     def round_seats(self) -> list[int]:
         """The seats that play the next round: ready, and not leaving."""
-        return [i for i, s in enumerate(self.seats) if s is not None and not s.leaving and s.ready]
+        found = []
+        for i, s in enumerate(self.seats):  # (a loop over typed seats, compiled)
+            if s is not None and not s.leaving and s.ready:
+                found.append(i)
+        return found
+
+    def leaving_seats(self) -> list[int]:
+        """The seats whose players are leaving (nearly always none)."""
+        found = []
+        for i, s in enumerate(self.seats):  # (a loop over typed seats, compiled)
+            if s is not None and s.leaving:
+                found.append(i)
+        return found
+
+    def infos(self, rated: bool) -> list[v1.SeatInfo | None]:
+        """The seats as the lobby shows them (with each player's rating at a rated table)."""
+        ratings = self.ratings
+        found: list[v1.SeatInfo | None] = []
+        for s in self.seats:  # (a loop over typed seats, compiled)
+            if s is None:
+                found.append(None)
+            else:
+                found.append(
+                    v1.SeatInfo(
+                        player=s.player,
+                        name=s.name,
+                        ready=s.ready,
+                        connected=s.connected,
+                        bot=s.bot,
+                        rating=ratings.get(s.player) if rated else None,
+                    )
+                )
+        return found
 
     def ready_seats(self) -> list[int]:
         """The seats whose players are ready."""
@@ -150,16 +199,13 @@ class Seating:
     def key(self) -> tuple[Any, ...]:
         """Everything here a command can change, as one comparable value (``commands.state_key``;
         spectators come and go one per command, so their count will do)."""
-        return (
-            self.host,
-            self.host_left,
-            self.humans_came,
-            len(self.spectators),
-            tuple(
-                [  # (a list: one call, where a generator is one per seat)
-                    None
-                    if s is None
-                    else (
+        seats: list[Any] = []
+        for s in self.seats:  # (a loop over typed seats, compiled: see seating.pxd)
+            if s is None:
+                seats.append(None)
+            else:
+                seats.append(
+                    (
                         s.player,
                         s.name,
                         s.ready,
@@ -169,9 +215,13 @@ class Seating:
                         s.leaving_reason,
                         s.away_since,
                     )
-                    for s in self.seats
-                ]
-            ),
+                )
+        return (
+            self.host,
+            self.host_left,
+            self.humans_came,
+            len(self.spectators),
+            tuple(seats),
             tuple(sorted(self.ratings.items())),
         )
 

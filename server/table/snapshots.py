@@ -40,8 +40,8 @@ from blackdrez.server.table import parts
 from blackdrez.server.table.commands import decode_entry, execute
 from blackdrez.server.table.commands import rebuild as rebuild_from_log
 from blackdrez.server.table.history import EventLog
-from blackdrez.server.table.room import LAYOUT, GameOver, Room, RoomError
-from blackdrez.server.table.seating import Roster, Seating
+from blackdrez.server.table.room import LAYOUT, GameOver, Outcome, Room, RoomError
+from blackdrez.server.table.seating import Roster, Seat, Seating
 from blackdrez.server.table.timers import Timers
 
 log = logging.getLogger("blackdrez.node")
@@ -186,11 +186,12 @@ class _Unpickler(pickle.Unpickler):
 
 
 _ADAPTER_TYPES = {type(adapter) for adapter in GAMES.values()}
-parts.register(Room, Seating, Roster, Timers, EventLog)
+_PARTS = (Room, Outcome, Seating, Seat, Roster, Timers, EventLog)
+parts.register(*_PARTS)
 _DISPATCH = {
     **copyreg.dispatch_table,
     **dict.fromkeys(_ADAPTER_TYPES, _reduce_adapter),
-    **dict.fromkeys((Room, Seating, Roster, Timers, EventLog), parts.reduce),
+    **dict.fromkeys(_PARTS, parts.reduce),
 }
 """How the snapshots' pickler reduces: game adapters by name; the room and its parts as their
 ``__reduce__`` does, without that method's call."""
