@@ -14,7 +14,10 @@ alone, to a percent or two:
 * ``fanout``: 4,000 frames queued to four connections (``Connection.send_framed``) and written
   (``Outbox.flush``) to transports that only count, ms;
 * ``update``: a BlackDrez action's update sent to its four seats 1,000 times (the fan-out's loop
-  over a table's viewers, ``send_update``: each viewer class encoded once, queued, written), ms.
+  over a table's viewers, ``send_update``: each viewer class encoded once, queued, written), ms;
+* ``snapshot``: 100 snapshots of that table (``snapshots.take``: pickled and compressed), ms;
+* ``records``: the games that ended in that log pickled as the node sends them to its records
+  process (``records.process.frame``), ms.
 
 ``--against-tree DIR`` runs the same paths with another checkout's modules (``DIR``, compiled or
 not, e.g. a ``git worktree`` compiled with ``blackdrez compile --core`` run there), taking turns
@@ -37,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve()
-KEYS = ("replay_ms", "fanout_ms", "update_ms")
+KEYS = ("replay_ms", "fanout_ms", "update_ms", "snapshot_ms", "records_ms")
 
 
 def _timed(work: Callable[[], object], repeat: int) -> float:
@@ -139,8 +142,20 @@ def measure() -> dict[str, Any]:
             outbox._scheduled = False  # (what the turn's end does)
             outbox.flush()
 
+    from blackdrez.server.records.process import frame as records_frame
+    from blackdrez.server.table.commands import rebuild_games
+    from blackdrez.server.table.snapshots import take
+
+    games = rebuild_games(log)[1]
+
+    def snapshot() -> None:
+        for _ in range(100):
+            take(room)
+
     found = {
         "compiled": compiled("blackdrez.server.table.room"),
+        "snapshot_ms": _timed(snapshot, 15),
+        "records_ms": _timed(lambda: records_frame(games), 31),
         "replay_ms": _timed(lambda: rebuild(log), 15),
         "fanout_ms": _timed(fanout, 31),
         "update_ms": _timed(update, 15),
@@ -202,17 +217,12 @@ def main() -> None:
     for side in ("this", "that"):
         if side in report:
             found = report[side]
-            print(
-                f"{side}: compiled {found['compiled']}, replay {found['replay_ms']:.2f} ms, "
-                f"fanout {found['fanout_ms']:.3f} ms, update {found['update_ms']:.2f} ms "
-                f"(medians of {len(found['runs'])})"
-            )
+            times = ", ".join(f"{key[:-3]} {found[key]:.3f} ms" for key in KEYS)
+            runs = len(found["runs"])
+            print(f"{side}: compiled {found['compiled']}, {times} (medians of {runs})")
     if "this/that" in report:
         ratio = report["this/that"]
-        print(
-            f"this / that: replay {ratio['replay_ms']:.3f}, fanout {ratio['fanout_ms']:.3f}, "
-            f"update {ratio['update_ms']:.3f}"
-        )
+        print("this / that: " + ", ".join(f"{key[:-3]} {ratio[key]:.3f}" for key in KEYS))
 
 
 if __name__ == "__main__":
