@@ -40,6 +40,9 @@ except ImportError:  # pragma: no cover  (websockets' wheels ship it)
 
 _OPCODES = {0x81: Opcode.TEXT, 0x82: Opcode.BINARY}
 """The first byte of a final text or binary frame without reserved bits, and its opcode."""
+_TEXT, _OPEN = Opcode.TEXT, State.OPEN
+"""Read as module names: on Python 3.11 a member read through its enum's class goes through
+``EnumType.__getattr__``'s hook (a Python call), and these are read at every frame."""
 
 
 def _between_frames(parser: object) -> bool:
@@ -68,7 +71,7 @@ class _Reading:
     def data_received(self, data: bytes) -> None:
         protocol = self.protocol  # type: ignore[attr-defined]
         if not self._held:
-            if protocol._state is not State.OPEN or protocol.extensions:
+            if protocol._state is not _OPEN or protocol.extensions:
                 self._parser_idle = False
                 super().data_received(data)  # type: ignore[misc]
                 return
@@ -184,7 +187,7 @@ class ServerConnection(_Reading, _ServerConnection):
                 frame = queue[0]
                 if frame.fin:
                     data = frame.data
-                    if frame.opcode is Opcode.TEXT:
+                    if frame.opcode is _TEXT:
                         try:
                             message: str | bytes = bytes(data).decode()
                         except UnicodeDecodeError:

@@ -72,6 +72,20 @@ from blackdrez.server.table.timers import RUNAWAY_BURST as RUNAWAY_BURST
 from blackdrez.server.table.timers import RUNAWAY_RATE as RUNAWAY_RATE
 from blackdrez.server.table.timers import Timers
 
+OPEN, PLAYING, BETWEEN_ROUNDS, WAITING, FINISHED, CLOSED = (
+    TableStatus.OPEN,
+    TableStatus.PLAYING,
+    TableStatus.BETWEEN_ROUNDS,
+    TableStatus.WAITING,
+    TableStatus.FINISHED,
+    TableStatus.CLOSED,
+)
+"""The statuses, read as module names: on Python 3.11 a member read through its enum's class
+(``TableStatus.PLAYING``) goes through ``EnumType.__getattr__``'s hook, a Python call each time,
+and the room reads them several times an action (Python 3.12 dropped the hook)."""
+ACT, TICK = TableCommand.ACT, TableCommand.TICK
+"""The commands the room checks most (every action, every timer), as module names too."""
+
 REJECTIONS: dict[Reason, ErrorCode] = {
     Reason.NOT_YOUR_TURN: ErrorCode.NOT_YOUR_TURN,
     Reason.ILLEGAL: ErrorCode.ILLEGAL_ACTION,
@@ -251,7 +265,7 @@ class Room:
         self.roster = Roster(spec)
         self.chat = TableChat(self.log, spectator_chat)
         self.timers = Timers(spec.turn_seconds(options), created + options.grace_seconds)
-        self.status = TableStatus.OPEN
+        self.status = OPEN
         self.engine: Any = None
         self.outcome = Outcome()
         self.version = 0
@@ -279,7 +293,7 @@ class Room:
     @property
     def closed(self) -> bool:
         """Whether the room is gone for good."""
-        return self.status is TableStatus.CLOSED
+        return self.status is CLOSED
 
     @property
     def seq(self) -> int:
@@ -424,11 +438,11 @@ class Room:
                 ErrorCode.SEAT_TAKEN,
                 f"you played this rated game in seat {own}: only that seat is yours until it ends",
             )
-        if self.status is TableStatus.FINISHED:  # a newcomer clears the finished game
+        if self.status is FINISHED:  # a newcomer clears the finished game
             self.engine = None
             self.newcomers.clear()
             self.log.game_start = self.log.seq + 1
-            self._enter(TableStatus.OPEN)
+            self._enter(OPEN)
         self.spectators.discard(player)
         seats[seat] = Seat(player=player, name=name, ready=bot, bot=bot)
         seating.humans_came = seating.humans_came or not bot
@@ -608,7 +622,7 @@ class Room:
         if self.assist is not None:
             self.assist.new_game()
         self.newcomers.clear()
-        self._enter(TableStatus.PLAYING)
+        self._enter(PLAYING)
         self.log.game_start = self.log.seq + 1
         self.log.emit(
             v1.GameStarted(game=self.spec.name, commitment=self.engine.commitment, deal=self.deal)
@@ -619,7 +633,7 @@ class Room:
 
     def act(self, player: str, action: dict[str, Any], now: float) -> None:
         """Play ``action`` (its wire form) for the player's own seat."""
-        _check(self.status, TableCommand.ACT)
+        _check(self.status, ACT)
         seat = self.seating.required(player)
         try:
             move = self.spec.action_of(action)
@@ -688,7 +702,7 @@ class Room:
     def tick(self, now: float) -> None:
         """Do what is due: default actions, the next deal, the end of a wait, freeing abandoned
         seats, closing a deserted table. Nothing due, nothing changes."""
-        if not _check(self.status, TableCommand.TICK):
+        if not _check(self.status, TICK):
             return
         timers = self.timers
         if timers.turn_deadline is not None and now >= timers.turn_deadline and self.engine:
@@ -735,7 +749,7 @@ class Room:
         """End the room for good."""
         if not _check(self.status, TableCommand.CLOSE):
             return
-        self._enter(TableStatus.CLOSED)
+        self._enter(CLOSED)
         self.log.emit(v1.TableClosed(reason=reason))
         self.outcome.closed = True
 
@@ -774,13 +788,13 @@ class Room:
             raise AssertionError(f"table {self.id}: no transition from {old} to {status}")
         self.status = status
         self.log.info_dirty = True
-        if old is TableStatus.BETWEEN_ROUNDS:
+        if old is BETWEEN_ROUNDS:
             self.timers.next_round_at = None
-        elif old is TableStatus.WAITING:
+        elif old is WAITING:
             self.timers.waiting_until = None
-        if status is TableStatus.FINISHED:
+        if status is FINISHED:
             self._finish()
-        elif status is TableStatus.CLOSED:
+        elif status is CLOSED:
             self.timers.stop()
 
     def _settle(self, now: float) -> None:
@@ -806,22 +820,22 @@ class Room:
         if engine is not None and self.status in GAME_RUNNING:
             if engine.over:
                 self.game_ended_at = now
-                self._enter(TableStatus.FINISHED)
+                self._enter(FINISHED)
             elif not self.spec.between_rounds(engine):
-                self._enter(TableStatus.PLAYING)
+                self._enter(PLAYING)
             elif len(seating.round_seats()) >= self.spec.min_players:
-                self._enter(TableStatus.BETWEEN_ROUNDS)
+                self._enter(BETWEEN_ROUNDS)
             else:
-                self._enter(TableStatus.WAITING)
+                self._enter(WAITING)
         for index in leaving:
             occupant = seats[index]
             if occupant is not None and not _in_round(self.spec, engine, index):
                 self.outcome.unseated.append(seating.free(index, occupant.leaving_reason))
-        if self.status is TableStatus.BETWEEN_ROUNDS and timers.next_round_at is None:
+        if self.status is BETWEEN_ROUNDS and timers.next_round_at is None:
             timers.next_round_at = now + self.spec.round_pause(self.options)
-        if self.status is TableStatus.WAITING and timers.waiting_until is None:
+        if self.status is WAITING and timers.waiting_until is None:
             timers.waiting_until = now + self.options.grace_seconds
-        if self.status is TableStatus.PLAYING:
+        if self.status is PLAYING:
             legal_now: dict[int, list[Any]] = {}
             if engine is not None and not engine.over:  # (``legal`` of each seat, inline)
                 legal = engine.legal_actions
