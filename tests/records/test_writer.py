@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import pickle
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -17,6 +18,7 @@ from blackdrez.games import verify
 from blackdrez.games.blackdrez import rules as blackdrez
 from blackdrez.server.metrics import Metrics
 from blackdrez.server.records.db import DatabaseError, Script, T
+from blackdrez.server.records.process import HEADER, frame
 from blackdrez.server.records.store import RecordsStore
 from blackdrez.server.records.writer import (
     CATCH_UP_SWITCH_INTERVAL,
@@ -113,6 +115,18 @@ def _hog_the_loop(slice_seconds: float, hold_gil: bool = False) -> Callable[[], 
 
     handle = loop.call_soon(busy)
     return lambda: handle.cancel()
+
+
+def test_a_game_sent_to_the_records_process_makes_the_same_record() -> None:
+    """A finished game crosses to the records process pickled (``records.process.frame``), its
+    actions as one MessagePack of their wire forms: the game read there makes the same
+    verified record as the node's own, and pickles the same way again (a node that adopts a
+    table sends its games once more)."""
+    game = game_over("t1", 3)
+    sent = pickle.loads(frame(game)[HEADER.size :])
+    assert all(isinstance(action, dict) for _, action in sent.actions)
+    assert finished(sent) == finished(game)
+    assert finished(pickle.loads(pickle.dumps(sent))) == finished(game)
 
 
 async def test_a_backlog_is_written_in_a_few_database_calls(
