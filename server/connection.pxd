@@ -23,7 +23,7 @@ cdef class Connection:
     cdef public object address
     cdef public Outbox outbox
     cdef public list _out
-    cdef public object _deflate, _high_water, _protocol, _transport
+    cdef public object _deflate, _protocol, _transport_write, _unsent
 
     cpdef _send_wire(self, data)
     cpdef flush(self)

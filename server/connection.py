@@ -186,10 +186,10 @@ class Connection:
 
     __slots__ = (
         "_deflate",
-        "_high_water",
         "_out",
         "_protocol",
-        "_transport",
+        "_transport_write",
+        "_unsent",
         "address",
         "answered_elsewhere",
         "binary",
@@ -235,9 +235,13 @@ class Connection:
     ) -> None:
         self.ws = ws
         self._protocol = ws.protocol
-        self._transport = ws.transport
-        """``ws``'s protocol and transport (a connection's for its life), held here: each frame
-        reads them, and a compiled connection reads its own fields directly."""
+        """``ws``'s protocol (a connection's for its life), held here: each write reads its
+        state, and a compiled connection reads its own fields directly."""
+        transport = ws.transport
+        self._transport_write = transport.write
+        self._unsent = transport.get_write_buffer_size
+        """The transport's ``write`` and the size of what it holds unsent, as bound methods:
+        asked at each write (the transport's attribute lookups were as dear as the calls)."""
         self.binary = binary
         self.player = player
         self.name = name
@@ -286,9 +290,6 @@ class Connection:
         self._out: list[bytes] | None = None
         """Framed frames not yet written (see the module docstring)."""
         self._deflate: bool | None = None
-        self._high_water: int | None = None
-        """The transport's high-water mark (asked once: websockets sets it at the connection's
-        start), past which websockets' connection is ``paused``."""
 
     def send(self, message: Any) -> None:
         """Encode ``message`` in this client's encoding and send it."""
@@ -342,18 +343,8 @@ class Connection:
             return
         if self._protocol._state is not _OPEN:  # (not the property: per write)
             return
-        transport = self._transport
-        transport.write(out[0] if len(out) == 1 else b"".join(out))
-        # Past the transport's high-water mark (``ws.paused``) only, unless ``max_buffer`` is
-        # below it: asking the transport for its buffer's size is a call per write otherwise.
-        mark = self._high_water
-        if mark is None:
-            mark = self._high_water = transport.get_write_buffer_limits()[1]
-        if (
-            (self.ws.paused or self.max_buffer < mark)
-            and transport.get_write_buffer_size() > self.max_buffer
-            and not self.closing
-        ):
+        self._transport_write(out[0] if len(out) == 1 else b"".join(out))
+        if self._unsent() > self.max_buffer and not self.closing:
             self.close(CloseCode.SLOW_CONSUMER, "too far behind: reconnect and resync")
 
     def _send_now(self, frame: Frame) -> None:
