@@ -177,6 +177,10 @@ class MemoryPresence(Presence):
         return {node: beat for node, (expiry, beat) in self._heartbeats.items() if expiry > now}
 
 
+HELD_AS_KEPT = 4096
+"""Tokens whose lease value a :class:`TableLedger` keeps (a token per table hosted here)."""
+
+
 class TableLedger:
     """What leases and logs both read: who holds each table's lease, until when, and which
     tables are retired. A lease decides every log write, and the logs decide which hosted
@@ -189,11 +193,21 @@ class TableLedger:
         self.leases = tables.leases
         self.epochs = tables.epochs
         self.retired = tables.retired
+        self._held_as: dict[int, str] = {}
+        """The lease value of each token this process used lately (every append checks it:
+        made once, not formatted per append; forgotten past :data:`HELD_AS_KEPT` tokens)."""
 
     def check_lease(self, table_id: str, token: int) -> None:
         """Raise :class:`LeaseLost` unless this process holds the table's lease with ``token``."""
         lease = self.leases.get(table_id)  # (``holder``, inline: every append asks)
-        if lease is None or lease[1] <= self._now() or lease[0] != self._link.holder(token):
+        if lease is None or lease[1] <= self._now():
+            raise LeaseLost(table_id)
+        held_as = self._held_as.get(token)
+        if held_as is None:
+            if len(self._held_as) >= HELD_AS_KEPT:
+                self._held_as.clear()
+            held_as = self._held_as[token] = self._link.holder(token)
+        if lease[0] != held_as:
             raise LeaseLost(table_id)
 
     def holder(self, table_id: str) -> str | None:
