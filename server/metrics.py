@@ -4,25 +4,59 @@ Every metric is listed, with what to watch it for, in docs/operations.md ("Metri
 monitoring profile's dashboard (deploy/grafana/) charts them.
 
 The three a node touches for every action (messages in, frames out, the action latency) are
-counted in plain Python numbers and folded into their Prometheus metrics when the metrics are
-read (:meth:`Metrics.render`), or once many latencies are waiting: a Prometheus counter takes a
-lock and checks its argument (1-2 µs), a histogram's observation more, on every action.
+counted in plain Python numbers: the messages and frames folded into their Prometheus counters
+when the metrics are read (:meth:`Metrics.render`), the latency kept as a histogram's bucket
+counts that a collector of its own (:class:`Latencies`) exposes: a Prometheus counter takes a
+lock and checks its argument (1-2 µs), a histogram's observation more (a lock and a walk over
+its buckets), on every action.
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
+import itertools
+import math
+from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import HistogramMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
 
 INVALID_MESSAGE = "invalid"
 """``blackdrez_messages_in_total``'s ``type`` for a frame that is no known message (undecodable,
 an unknown or missing type, a bad field): one label value, never the type a client made up, so
 that a client cannot add label values (each is a time series kept for good)."""
 
-FOLD_AT = 4096
-"""Action latencies kept before they are folded into their histogram (a few seconds' worth at a
-node's maximum; a scrape folds them sooner)."""
+ACTION_BUCKETS = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5)
+"""``blackdrez_action_seconds``'s buckets (their upper bounds, seconds; ``+Inf`` after them)."""
+
+
+class Latencies:
+    """A histogram (``blackdrez_action_seconds``) whose counts are plain numbers, exposed by
+    its own :meth:`collect` as Prometheus's Histogram exposes its own (``_bucket``, ``_count``,
+    ``_sum``): an observation is a bisection and two additions, where a Histogram's takes a
+    lock and walks its buckets (every action: :meth:`Metrics.observe_action` counts here)."""
+
+    def __init__(self, name: str, documentation: str, bounds: Sequence[float]) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.bounds = tuple(bounds)
+        self.counts = [0] * (len(self.bounds) + 1)
+        """Observations in each bucket: at most its bound and above the one before (the
+        last: above every bound)."""
+        self.sum = 0.0
+
+    def describe(self) -> Iterator[Metric]:
+        yield HistogramMetricFamily(self.name, self.documentation)
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=[])
+        bounds = [floatToGoString(bound) for bound in (*self.bounds, math.inf)]
+        cumulative = list(itertools.accumulate(self.counts))
+        family.add_metric([], list(zip(bounds, cumulative, strict=True)), self.sum)
+        yield family
+
 
 RATE_LIMITED_KINDS = ("handshake", "api")
 """``blackdrez_rate_limited_total``'s ``kind``: what a client address sent too fast."""
@@ -42,7 +76,6 @@ class Metrics:
         self._message_counters: dict[str, Counter] = {}
         self._messages_in: collections.Counter[str] = collections.Counter()
         self._messages_out = 0
-        self._action_latencies: list[float] = []
         self.messages_out = Counter("blackdrez_messages_out", "Frames sent", registry=r)
         self.tables_stopped = Counter(
             "blackdrez_tables_stopped",
@@ -82,12 +115,12 @@ class Metrics:
             "1 while the records writer is behind and its threads get the GIL sooner",
             registry=r,
         )
-        self.action_latency = Histogram(
+        self.action_latency = Latencies(
             "blackdrez_action_seconds",
             "Time from receiving an action to handing its update to the connections",
-            buckets=(0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5),
-            registry=r,
+            ACTION_BUCKETS,
         )
+        r.register(self.action_latency)
 
         self.loop_lag = Histogram(
             "blackdrez_loop_lag_seconds",
@@ -136,12 +169,11 @@ class Metrics:
         self._messages_out += frames
 
     def observe_action(self, seconds: float) -> None:
-        """An action's time on its node, in ``action_latency`` (folded in when read, or when
-        :data:`FOLD_AT` wait)."""
-        latencies = self._action_latencies
-        latencies.append(seconds)
-        if len(latencies) >= FOLD_AT:
-            self.fold()
+        """An action's time on its node, in ``action_latency`` (a bisection and two additions,
+        inline: every action)."""
+        latencies = self.action_latency
+        latencies.counts[bisect.bisect_left(latencies.bounds, seconds)] += 1
+        latencies.sum += seconds
 
     def fold(self) -> None:
         """Add what the hot path counted to the Prometheus metrics."""
@@ -154,10 +186,6 @@ class Metrics:
         if self._messages_out:
             self.messages_out.inc(self._messages_out)
             self._messages_out = 0
-        latencies, self._action_latencies = self._action_latencies, []
-        observe = self.action_latency.observe
-        for seconds in latencies:
-            observe(seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
