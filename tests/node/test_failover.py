@@ -3,6 +3,7 @@ node coming back is fenced out, a stopping node hands its tables over at once.""
 
 from __future__ import annotations
 
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -154,17 +155,8 @@ async def test_an_orphan_scan_that_fails_unexpectedly_is_started_again_and_adopt
     p1 = await cluster.connect(a, "P1")
     p2 = await cluster.connect(b, "P2")
     table = await seat_and_start(cluster, p1, [p2])
-    presence = b.stores.presence
-    read = presence.live_incarnations
-    failed = []
-
-    async def fails_once() -> dict[str, str | None]:
-        if not failed:
-            failed.append(cluster.clock.monotonic())
-            raise RuntimeError("an error the scan does not expect")
-        return await read()
-
-    with mock.patch.object(presence, "live_incarnations", fails_once):
+    failed: list[bool] = []
+    with failing_once(b.stores.presence, "live_incarnations", failed):
         cluster.kill(a)
         await cluster.until(lambda: bool(failed), "the scan fails", within=cluster.lease_ttl)
         await cluster.until(
@@ -181,17 +173,8 @@ async def test_a_heartbeat_that_fails_unexpectedly_is_started_again(cluster: Clu
     p1 = await cluster.connect(a, "P1")
     p2 = await cluster.connect(b, "P2")
     table = await seat_and_start(cluster, p1, [p2])
-    presence = a.stores.presence
-    beat = presence.heartbeat
-    failed = []
-
-    async def fails_once(ttl: float) -> None:
-        if not failed:
-            failed.append(cluster.clock.monotonic())
-            raise RuntimeError("an error the heartbeat does not expect")
-        await beat(ttl)
-
-    with mock.patch.object(presence, "heartbeat", fails_once):
+    failed: list[bool] = []
+    with failing_once(a.stores.presence, "heartbeat", failed):
         await cluster.until(lambda: bool(failed), "the heartbeat fails", within=cluster.lease_ttl)
         await cluster.advance(3 * cluster.lease_ttl)
     assert a.node.id in await b.stores.presence.live_nodes()
@@ -205,3 +188,17 @@ def restarts(node: HarnessNode, loop: str) -> float | None:
     return node.node.metrics.registry.get_sample_value(
         "blackdrez_background_restarts_total", {"loop": loop}
     )
+
+
+def failing_once(store: object, method: str, failed: list[bool]) -> Any:
+    """Patch ``store``'s coroutine ``method`` to fail once with an error no loop expects (noted
+    in ``failed``), then to do what it did."""
+    original = getattr(store, method)
+
+    async def fails_once(*args: Any) -> Any:
+        if not failed:
+            failed.append(True)
+            raise RuntimeError(f"an error no loop expects, from {method}")
+        return await original(*args)
+
+    return mock.patch.object(store, method, fails_once)
