@@ -5,9 +5,9 @@
 // versions spoken: 1; the token of the last welcome, so a reconnect is the same player) and
 // resolves with the welcome. request(message) gives the message the next id and resolves with the
 // reply bearing that id, or rejects with a ServerError for an error reply; send() is the same
-// without waiting. Every frame goes through a token bucket sized by the welcome's limits
-// (messages_per_second, burst), so a client never trips the server's flood limit; a
-// rate_limited reply is retried once after its retry_after.
+// without waiting. Every frame goes through a token bucket of the welcome's limits (the rate,
+// half the burst: the rest absorbs the network's jitter), so a client does not trip the
+// server's flood limit; a rate_limited reply is retried once after its retry_after.
 //
 // Tables are kept in step: each snapshot replaces what is held of its table, each update is
 // applied if its first new event follows the last one held, and a gap asks for a resync (the
@@ -52,14 +52,14 @@ class Pacer {
     this.rate = rate;
     this.burst = burst;
     this.tokens = burst;
-    this.at = Date.now();
+    this.at = performance.now();
     this.queue = this.queue ?? Promise.resolve();
   }
 
   take() {
     const turn = this.queue.then(async () => {
       for (;;) {
-        const now = Date.now();
+        const now = performance.now();
         this.tokens = Math.min(this.burst, this.tokens + ((now - this.at) / 1000) * this.rate);
         this.at = now;
         if (this.tokens >= 1) { this.tokens -= 1; return; }
@@ -241,7 +241,10 @@ export class Client extends EventTarget {
     this.name = welcome.name;
     this.delay = MIN_DELAY;
     const { messages_per_second: rate, burst } = welcome.limits;
-    this.pacer.set(rate, Math.max(1, burst - 1)); // (hello took one)
+    // Half the burst: frames the network holds up and then delivers together reach the server
+    // closer together than they were sent, and the other half absorbs that (as the Python
+    // client does). The clock is monotonic (performance.now), as the server's is.
+    this.pacer.set(rate, Math.max(1, Math.floor(burst / 2)));
     this.emit("status", { state: "open" });
     this.emit("welcome", welcome);
     if (!this.options.tables) return;
