@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from blackdrez.server.connection import Connection, Outbox
 from blackdrez.server.identity import Token
 from blackdrez.server.ratelimit import TokenBucket
-from blackdrez.server.stores import open_stores
+from blackdrez.server.stores import open_stores, redis_tables
 from blackdrez.server.stores.base import (
     Append,
     LeaseLost,
@@ -288,6 +288,40 @@ async def test_one_turns_appends_are_one_script_call(
             if with_lobby_records:
                 assert await store.lobby.get(table) == ("node-a", table.encode())
         assert await store.lobby.listed() == [], "unlisted tables stay out of the lobby"
+    finally:
+        await store.close()
+
+
+async def test_a_busy_nodes_appends_wait_for_each_other_and_a_lone_one_goes_at_once(
+    redis_url_clean: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While appends keep coming, batches go at most one every ``COALESCE``: appends of
+    successive turns soon after a batch go out together in one script call (a write to Redis and
+    its reply's reading cost the node more than an append); one after a quiet interval goes in
+    the next turn, not a ``COALESCE`` later. (The interval is stretched here so that a slow
+    machine's turns fall inside it.)"""
+    monkeypatch.setattr(redis_tables, "COALESCE", 0.5)
+    store = redis_stores(redis_url_clean, "node-a")
+    await store.start()
+    try:
+        tables = [f"t{i}" for i in range(10)]
+        tokens = await leased(store, tables)  # (their first appends: a batch just went)
+        before = script_calls(redis_url_clean)
+        appends = []
+        for table in tables:  # each in a turn of its own
+            entry = Append(table, tokens[table], 2, b"act")
+            appends.append(asyncio.create_task(store.logs.append(entry)))
+            await asyncio.sleep(0)
+        await asyncio.wait_for(asyncio.gather(*appends), 5)
+        assert script_calls(redis_url_clean) - before == 1, "one batch for the ten turns"
+        await asyncio.sleep(0.6)  # quiet for longer than COALESCE
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await store.logs.append(Append("t0", tokens["t0"], 3, b"alone"))
+        assert loop.time() - started < 0.4, "a lone append waited for the interval"
+        assert await store.logs.read("t0") == [b"create", b"act", b"alone"]
+        for table in tables[1:]:
+            assert await store.logs.read(table) == [b"create", b"act"]
     finally:
         await store.close()
 
