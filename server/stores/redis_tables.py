@@ -104,10 +104,12 @@ MAX_BATCH = 256
 COALESCE = 0.001
 """Seconds at least between two batches sent on the commit link while appends keep coming: an
 append queued sooner than this after the last batch went waits for the rest of the interval, so
-that a busy node sends one batch a millisecond rather than one a turn (at 5,000 actions/s, 2.3
-appends a call became 5.8, and the node's CPU an action on Redis fell 3.6%); an append after a
-quiet interval goes in the next turn, as before. What it costs: at most this much more latency
-for an action, only while the node is busy."""
+that a busy node sends one batch a millisecond rather than one a turn; an append after a quiet
+interval goes in the next turn, as before. Measured (``docs/benchmarks.md``, issue 35): the
+node's CPU an action on Redis 10% lower at 2,000 actions/s, 12% at 3,500, 3.6% at 5,000, 1.7%
+at 6,300 (batches there are large anyway); what it costs is latency while the node is busy:
+act -> update at 3,500/s p50 0.7 -> 1.9 ms, p99 5.2 -> 6.0 ms (the loop's timers count whole
+milliseconds)."""
 MAX_RENEWALS = 1000
 """Leases renewed in one script call at most (a few hundred microseconds of Redis's time)."""
 SCAN_CHUNK = 32
