@@ -106,7 +106,7 @@ COALESCE = 0.001
 append queued sooner than this after the last batch went waits for the rest of the interval, so
 that a busy node sends one batch a millisecond rather than one a turn; an append after a quiet
 interval goes in the next turn, as before. Measured (``docs/benchmarks.md``, issue 35): the
-node's CPU an action on Redis 10% lower at 2,000 actions/s, 12% at 3,500, 3.6% at 5,000, 1.7%
+node's CPU an action on Redis 9% lower at 2,000 actions/s, 12% at 3,500, 3.6% at 5,000, 1.7%
 at 6,300 (batches there are large anyway); what it costs is latency while the node is busy:
 act -> update at 3,500/s p50 0.7 -> 1.9 ms, p99 5.2 -> 6.0 ms (the loop's timers count whole
 milliseconds)."""
