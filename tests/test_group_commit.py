@@ -300,12 +300,12 @@ async def test_a_busy_nodes_appends_wait_for_each_other_and_a_lone_one_goes_at_o
     its reply's reading cost the node more than an append); one after a quiet interval goes in
     the next turn, not a ``COALESCE`` later. (The interval is stretched here so that a slow
     machine's turns fall inside it.)"""
-    monkeypatch.setattr(redis_tables, "COALESCE", 0.5)
     store = redis_stores(redis_url_clean, "node-a")
     await store.start()
     try:
         tables = [f"t{i}" for i in range(10)]
         tokens = await leased(store, tables)  # (their first appends: a batch just went)
+        monkeypatch.setattr(redis_tables, "COALESCE", 0.5)
         before = script_calls(redis_url_clean)
         appends = []
         for table in tables:  # each in a turn of its own
