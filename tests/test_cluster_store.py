@@ -35,7 +35,12 @@ from blackdrez.server.stores.redis_cluster import (
     _unreachable_cluster,
     parse_cluster_url,
 )
-from blackdrez.server.testing.redis_cluster import LocalCluster, direct_client, redis_command
+from blackdrez.server.testing.redis_cluster import (
+    LocalCluster,
+    direct_client,
+    redis_command,
+    unlinked,
+)
 from tests.stores.helpers import Inbox, eventually
 
 OpenStore = Callable[..., Awaitable[Stores]]
@@ -149,6 +154,37 @@ async def test_an_addresss_rate_limit_is_one_bucket_for_every_node_of_a_cluster(
     assert await second.tokens.take("api", "192.0.2.7", 2.0, 2) == 0.0  # another kind: its own
     await asyncio.sleep(wait)
     assert await second.tokens.take("handshake", "192.0.2.7", 2.0, 2) == 0.0
+
+
+NODES = """\
+a1 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460
+b2 127.0.0.1:30002@40002 master - 0 1700000000000 2 connected 5461-10922
+c3 127.0.0.1:30003@40003 master - 0 1700000000000 3 disconnected 10923-16383
+d4 127.0.0.1:30004@40004 slave b2 0 1700000000000 2 connected
+e5 127.0.0.1:30005@40005,host-e slave fail? c3 0 1700000000000 3 connected
+f6 127.0.0.1:30006@40006 handshake - 0 0 0 connected
+"""
+"""One node's ``CLUSTER NODES``: linked to 30002 and 30004 only (30003's link is down, 30005 is
+suspected failing, 30006 is still in a handshake, 30007 is not known at all)."""
+
+
+def test_a_node_counts_as_linked_only_to_the_nodes_it_knows_and_reaches() -> None:
+    """A new cluster is ready for a test only once every node has met every other on the
+    cluster bus, which pub/sub crosses (``LocalCluster.wait_healthy``): ``cluster_state:ok``
+    comes first, and an update published before two nodes met is lost."""
+    others = {30002, 30003, 30004, 30005, 30006, 30007}
+    assert unlinked(NODES, others) == {30003, 30005, 30006, 30007}
+    assert unlinked(NODES, {30002, 30004}) == set()
+
+
+def test_the_started_cluster_has_every_node_linked_to_every_other(
+    redis_cluster: LocalCluster,
+) -> None:
+    ports = {node.port for node in redis_cluster.nodes if node.running}
+    for node in redis_cluster.nodes:
+        if node.running:
+            links = redis_command(node.port, "CLUSTER", "NODES", host=node.host)
+            assert unlinked(links, ports - {node.port}) == set(), node.port
 
 
 async def test_updates_cross_the_cluster_to_a_subscriber_on_another_node(

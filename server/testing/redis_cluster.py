@@ -113,6 +113,25 @@ def _complete(reply: bytes) -> bool:
     return False
 
 
+def unlinked(nodes: str, ports: set[int]) -> set[int]:
+    """Of ``ports``, those that one node's ``CLUSTER NODES`` reply (``nodes``) does not show as
+    nodes it knows and is linked to: listed, not in a handshake, not failing, bus link
+    ``connected``. ``cluster_state:ok`` comes before that: a node that has not met another yet
+    does not pass it what is published there (pub/sub travels over the cluster bus), so a
+    table's first update could be lost to a player on a node just linked."""
+    linked = set()
+    for line in nodes.splitlines():
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        flags = set(fields[2].split(","))
+        if flags & {"myself", "handshake", "noaddr", "fail", "fail?"} or fields[7] != "connected":
+            continue
+        address = fields[1].split("@", 1)[0]
+        linked.add(int(address.rsplit(":", 1)[1]))
+    return ports - linked
+
+
 @dataclass
 class ClusterProcess:
     """One node of the cluster: a port, a data directory and (while running) a process;
@@ -235,7 +254,8 @@ class LocalCluster(Launcher):
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         """Wait until every running node says ``cluster_state:ok``, ``masters`` masters serve
-        every slot, and every running replica's link to its master is up."""
+        every slot, every running replica's link to its master is up, and every running node
+        has its cluster bus link up to every other running node (:func:`unlinked`)."""
         deadline = time.monotonic() + timeout
         while True:
             problem = self._problem()
@@ -247,14 +267,19 @@ class LocalCluster(Launcher):
 
     def _problem(self) -> str | None:
         masters = 0
+        running = {node.port for node in self.nodes if node.running}
         for node in self.nodes:
             if not node.running:
                 continue
             try:
                 cluster = node.info("cluster")
                 replication = node.info("replication")
+                links = redis_command(node.port, "CLUSTER", "NODES", host=node.host)
             except OSError as error:
                 return f"{node.port}: {error}"
+            missing = unlinked(links, running - {node.port})
+            if missing:
+                return f"{node.port}: no cluster bus link to {sorted(missing)}"
             if cluster.get("cluster_state") != "ok":
                 return f"{node.port}: cluster_state {cluster.get('cluster_state')}"
             if cluster.get("cluster_slots_ok") != "16384":
