@@ -17,7 +17,10 @@ alone, to a percent or two:
   over a table's viewers, ``send_update``: each viewer class encoded once, queued, written), ms;
 * ``snapshot``: 100 snapshots of that table (``snapshots.take``: pickled and compressed), ms;
 * ``records``: the games that ended in that log pickled as the node sends them to its records
-  process (``records.process.frame``), ms.
+  process (``records.process.frame``), ms;
+* ``closing``: what the node does on its event loop when that table closes: its record made
+  (``records.table_record``) and the players who sat there found (``records.players_seated``),
+  ms.
 
 ``--against-tree DIR`` runs the same paths with another checkout's modules (``DIR``, compiled or
 not, e.g. a ``git worktree`` compiled with ``blackdrez compile --core`` run there), taking turns
@@ -40,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve()
-KEYS = ("replay_ms", "fanout_ms", "update_ms", "snapshot_ms", "records_ms")
+KEYS = ("replay_ms", "fanout_ms", "update_ms", "snapshot_ms", "records_ms", "closing_ms")
 
 
 def _timed(work: Callable[[], object], repeat: int) -> float:
@@ -152,10 +155,17 @@ def measure() -> dict[str, Any]:
         for _ in range(100):
             take(room)
 
+    from blackdrez.server.table.records import players_seated, table_record
+
+    def closing() -> None:
+        table_record(log, 0.0)
+        players_seated(log)
+
     found = {
         "compiled": compiled("blackdrez.server.table.room"),
         "snapshot_ms": _timed(snapshot, 15),
         "records_ms": _timed(lambda: records_frame(games), 31),
+        "closing_ms": _timed(closing, 15),
         "replay_ms": _timed(lambda: rebuild(log), 15),
         "fanout_ms": _timed(fanout, 31),
         "update_ms": _timed(update, 15),

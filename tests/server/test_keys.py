@@ -18,7 +18,7 @@ from blackdrez.protocol import v1
 from blackdrez.server.stores.keys import FIXED_KEYS, daily_key
 from blackdrez.server.table import assist
 from blackdrez.server.table.commands import rebuild
-from blackdrez.server.table.records import decode_table_record, record_log
+from blackdrez.server.table.records import decode_table_record, record_games, record_log
 from tests.server.helpers import play_out, seat_and_start
 
 TABLES = 4
@@ -68,7 +68,7 @@ async def test_no_key_outlives_its_table(make_server, connect, redis_url_clean) 
         assert not await raw.smembers("bd:lobby:tables"), "no closed table is listed"
         for table in tables:
             record = decode_table_record(await server.store.logs.game_record(table))
-            [game] = record.games
+            [game] = record_games(record)
             assert game.commitment == shuffle.commitment(game.seed), "the seed is revealed"
             assert game.result is not None, "played to its end"
             assert rebuild(record_log(record)).status == "closed", "the whole log is kept"

@@ -8,7 +8,10 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from blackdrez.protocol import v1
+from blackdrez.server.table.commands import decode_entry
 from blackdrez.server.table.lifecycle import GAME_RUNNING, TRANSITIONS, TableStatus
+from blackdrez.server.table.records import players_seated
 from blackdrez.server.table.room import RoomError
 from tests.server.harness import TableHarness
 from tests.server.test_lifecycle import assert_replays
@@ -94,3 +97,7 @@ def test_random_tables_never_freeze_or_spin_and_always_replay(
     harness.advance(3600.0)
     assert harness.room.closed
     assert_replays(harness)
+    # the closing record's lean reading of the log finds whom the whole entries say sat there
+    joined = [decode_entry(data) for data in harness.log]
+    seated = {entry.player for entry in joined if isinstance(entry.command, v1.JoinTable)}
+    assert players_seated(harness.log) == seated
