@@ -237,14 +237,14 @@ class Failover:
         room."""
         snapshot = await self.store.logs.read_snapshot(table)
         if snapshot is not None:
-            tail = await self.store.logs.read(table, after=snapshot[0] - 1)
+            tail = await self.store.logs.read(table, snapshot[0] - 1, held=True)
             try:
                 room, games = resume_games(snapshot, tail)
             except SnapshotError as error:
                 log.warning("snapshot of %s not used, whole log replayed: %s", table, error)
             else:
                 return HeldLog(tail, snapshot[0] - 1), snapshot, room, games
-        entries = await self.store.logs.read(table)
+        entries = await self.store.logs.read(table, held=True)
         if not entries:
             return entries, None, None, []
         room, games = rebuild_games(entries)

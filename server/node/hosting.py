@@ -994,7 +994,7 @@ class Hosting:
         if self.records is not None:
             await self.records.written(table)
         if entries and entries[0] is ELIDED:  # let go after a snapshot: the record needs it all
-            entries = await self.store.logs.read(table)
+            entries = await self.store.logs.read(table, held=True)
         entries = list(entries)
         record = table_record(entries, self.clock.time())
         players = players_seated(entries)

@@ -390,9 +390,11 @@ class TableLogs(Part):
         announced."""
 
     @abc.abstractmethod
-    async def read(self, table_id: str, after: int = 0) -> list[bytes]:
+    async def read(self, table_id: str, after: int = 0, *, held: bool = False) -> list[bytes]:
         """The table's log from entry ``after + 1`` on (the whole log by default), oldest
-        first."""
+        first. ``held``: the caller holds the table's lease, so nothing else retires the log
+        meanwhile, and a long one may be read in parts (the other tables' work goes between
+        them); else in one step."""
 
     @abc.abstractmethod
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:

@@ -338,7 +338,7 @@ class MemoryTableLogs(TableLogs):
         # caller's own call right after is as early
         return heard
 
-    async def read(self, table_id: str, after: int = 0) -> list[bytes]:
+    async def read(self, table_id: str, after: int = 0, *, held: bool = False) -> list[bytes]:
         return list(self._logs.get(table_id, ())[after:])
 
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:

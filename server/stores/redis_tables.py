@@ -110,6 +110,13 @@ node's CPU an action on Redis 9% lower at 2,000 actions/s, 12% at 3,500, 3.6% at
 at 6,300 (batches there are large anyway); what it costs is latency while the node is busy:
 act -> update at 3,500/s p50 0.7 -> 1.9 ms, p99 5.2 -> 6.0 ms (the loop's timers count whole
 milliseconds)."""
+
+READ_PAGE = 500
+"""Entries a read of a table whose lease the reader holds takes from Redis at a time (see
+:meth:`RedisTableLogs.read`): redis-py parses a log entry in about 11 µs of the node's event
+loop, so a closing table's whole log (its record keeps it) in one reply stalled every other
+table of the node for as long: half a second for a table of a day's play."""
+
 MAX_RENEWALS = 1000
 """Leases renewed in one script call at most (a few hundred microseconds of Redis's time)."""
 SCAN_CHUNK = 32
@@ -626,10 +633,16 @@ class RedisTableLogs(TableLogs):
         finally:
             self._lobby_catching_up = None
 
-    async def read(self, table_id: str, after: int = 0) -> list[bytes]:
-        with self._link.reaching():
-            entries = await self._redis.xrange(log_key(table_id), min=f"{after + 1}-0")
-        return [fields[b"e"] for _, fields in entries]
+    async def read(self, table_id: str, after: int = 0, *, held: bool = False) -> list[bytes]:
+        """See :meth:`TableLogs.read`: ``held``, in pages of :data:`READ_PAGE` entries."""
+        key, found, page = log_key(table_id), [], READ_PAGE if held else None
+        while True:
+            with self._link.reaching():
+                entries = await self._redis.xrange(key, min=f"{after + 1}-0", count=page)
+            found += [fields[b"e"] for _, fields in entries]
+            if page is None or len(entries) < page:
+                return found
+            after = int(entries[-1][0].partition(b"-")[0])  # an entry's id: its position-0
 
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
         keys = [lease_key(table_id), snapshot_key(table_id)]

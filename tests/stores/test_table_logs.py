@@ -10,6 +10,7 @@ import asyncio
 import pytest
 import redis.asyncio as aioredis
 
+from blackdrez.server.stores import redis_tables
 from blackdrez.server.stores.base import (
     Append,
     LeaseLost,
@@ -95,3 +96,34 @@ async def test_every_table_key_gets_a_lifetime_when_retired(
         for key in keys - {"bd:secret", "bd:nodes", "bd:lobby:tables"}:
             assert 0 < await raw.ttl(key) <= 3600, f"{key} has no lifetime"
         assert await raw.smembers("bd:lobby:tables") == set()
+
+
+async def test_a_long_log_is_read_back_in_pages(
+    open_redis_stores: OpenRedisStores, redis_url_clean: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A closing table's whole log is read back on the node's event loop (its record keeps
+    it): redis-py takes about 11 µs an entry to parse a reply, so a table of a day's play read
+    in one reply stalled every other table of the node for half a second; in pages, the other
+    tables go between them (and Redis, too, is held a page at a time)."""
+    monkeypatch.setattr(redis_tables, "READ_PAGE", 100)
+    stores = await open_redis_stores()
+    token = await stores.leases.acquire("t1", 5)
+    assert token is not None
+    entries = [b"entry %d" % position for position in range(1, 351)]
+    for position, entry in enumerate(entries, start=1):
+        await stores.logs.append(Append("t1", token, position, entry))
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+
+        async def reads() -> int:
+            stats = await raw.info("commandstats")
+            return int(stats.get("cmdstat_xrange", {}).get("calls", 0))
+
+        before = await reads()
+        assert await stores.logs.read("t1", held=True) == entries
+        assert await reads() - before == 4, "350 entries in pages of 100"
+        for after in (99, 100, 299, 300, 349, 350):
+            assert await stores.logs.read("t1", after, held=True) == entries[after:]
+        assert await stores.logs.read("t-none", held=True) == []
+        before = await reads()
+        assert await stores.logs.read("t1") == entries  # not held: one step (retired meanwhile,
+        assert await reads() - before == 1  # a part read later would be missing)
