@@ -37,7 +37,8 @@ from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import table_channel
 from blackdrez.server.table.commands import Answer, ConnectionChanged, rebuild
 from blackdrez.server.table.records import decode_table_record, record_log
-from blackdrez.server.table.room import Broadcast
+from blackdrez.server.table.room import Broadcast, Room
+from blackdrez.server.table.snapshots import SnapshotError, resume
 
 log = logging.getLogger("blackdrez.node")
 
@@ -202,13 +203,9 @@ class Fanout:
         event ``since``, read from its log (or its record, once retired), as a spectator sees
         it: the freeing of their seat, the game's end, the table's closing. Then the watch
         ends, as when such an update reaches a watcher live. ``False``: no log to tell from."""
-        entries = await self.store.logs.read(table)
-        if not entries:
-            record = await self.store.logs.game_record(table)
-            entries = record_log(decode_table_record(record)) if record else []
-        if not entries:
+        room = await self._room_as_logged(table)
+        if room is None:
             return False
-        room = rebuild(entries)
         if client.tables.get(table) is None or client.closing:
             return True  # gone meanwhile
         events = room.log.since(since)
@@ -228,6 +225,22 @@ class Fanout:
             )
         await self.unwatch(client, table)
         return True
+
+    async def _room_as_logged(self, table: str) -> Room | None:
+        """The table as its log leaves it: from its latest snapshot and the entries after it
+        (what an adopting node reads), else its whole log, or its record's once retired.
+        ``None``: no log."""
+        logs = self.store.logs
+        snapshot = await logs.read_snapshot(table)
+        if snapshot is not None:
+            tail = await logs.read(table, snapshot[0] - 1)
+            with contextlib.suppress(SnapshotError):  # (retired meanwhile: an empty tail)
+                return resume(snapshot, tail)
+        entries = await logs.read(table)
+        if not entries:
+            record = await logs.game_record(table)
+            entries = record_log(decode_table_record(record)) if record else []
+        return rebuild(entries) if entries else None
 
     def correct_presence(self, table: str, away: list[int]) -> None:
         """A table's host counts a player away (its new host counts everyone away until told

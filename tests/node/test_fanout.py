@@ -7,6 +7,7 @@ from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.server.node.fanout import CATCH_UP_PATIENCE
 from blackdrez.server.table.commands import rebuild
+from blackdrez.server.table.snapshots import SNAPSHOT_EVERY
 from blackdrez.server.testing.node_harness import Cluster, FakeClient, HarnessNode, on_nodes
 from tests.node.helpers import act_once, play_out, seat_and_start
 
@@ -192,3 +193,45 @@ async def test_a_player_whose_node_could_not_say_so_at_once_is_counted_back_by_t
     assert not room.seats[1].connected, "b could not say so yet"
     await cluster.bring_store_back(b)
     await cluster.until(lambda: room.seats[1].connected, "the player counted back")
+
+
+@on_nodes(2)
+async def test_a_viewer_told_what_it_missed_is_told_from_the_tables_latest_snapshot(
+    cluster: Cluster,
+) -> None:
+    """As above, at a table with a history: the node reads the table's log from its latest
+    snapshot on, not from its start (replaying a day's table for each viewer so told held up
+    every table of the node for as long)."""
+    a, b = cluster.nodes
+    host = await cluster.connect(a, "Host")
+    player = await cluster.connect(b, "Player")
+    table = await seat_and_start(cluster, host, [player], grace_seconds=2.0)
+    while True:
+        await play_out(cluster, [host, player], table)
+        if len(await a.stores.logs.read(table)) > 2 * SNAPSHOT_EVERY:
+            break
+        for client in (host, player):
+            await client.ok(v1.SetReady(table=table))
+        await host.ok(v1.StartGame(table=table))
+        await cluster.settle()
+    snapshot = await a.stores.logs.read_snapshot(table)
+    assert snapshot is not None
+    reads: list[int] = []
+    logs = b.stores.logs
+    read = logs.read
+
+    async def noting(table_id: str, after: int = 0, *, held: bool = False) -> list[bytes]:
+        reads.append(after)
+        return await read(table_id, after, held=held)
+
+    logs.read = noting  # type: ignore[method-assign]
+    cluster.pause(b)
+    cluster.cut_bus(b)
+    await cluster.until(lambda: a.rooms[table].seats[1] is None, "the seat is freed", within=10.0)
+    cluster.resume(b)
+    await cluster.settle()
+    await cluster.restore_bus(b)
+    await cluster.until(lambda: table not in player.connection.tables, "the watch ends")
+    assert "seat_freed" in player.table(table).event_types()
+    assert player.table(table).seq == a.rooms[table].seq
+    assert reads and min(reads) >= snapshot[0] - 1, f"read from entry {min(reads) + 1}"
