@@ -113,9 +113,11 @@ milliseconds)."""
 
 READ_PAGE = 500
 """Entries a read of a table whose lease the reader holds takes from Redis at a time (see
-:meth:`RedisTableLogs.read`): redis-py parses a log entry in about 11 µs of the node's event
-loop, so a closing table's whole log (its record keeps it) in one reply stalled every other
-table of the node for as long: half a second for a table of a day's play."""
+:meth:`RedisTableLogs.read`): redis-py parses a log entry in 11-20 µs of the node's event loop,
+so a closing table's whole log (its record keeps it) in one reply stalled every other table of
+the node for as long: half a second for a table of a day's play. Such a read goes on the
+snapshots' own connection where there is one (:class:`~.redis_link.CommitLink`), whose reader
+takes a third of redis-py's time."""
 
 MAX_RENEWALS = 1000
 """Leases renewed in one script call at most (a few hundred microseconds of Redis's time)."""
@@ -636,10 +638,16 @@ class RedisTableLogs(TableLogs):
     async def read(self, table_id: str, after: int = 0, *, held: bool = False) -> list[bytes]:
         """See :meth:`TableLogs.read`: ``held``, in pages of :data:`READ_PAGE` entries."""
         key, found, page = log_key(table_id), [], READ_PAGE if held else None
+        link = self._snapshot_link if held else None  # (its own connection: see READ_PAGE)
         while True:
             with self._link.reaching():
-                entries = await self._redis.xrange(key, min=f"{after + 1}-0", count=page)
-            found += [fields[b"e"] for _, fields in entries]
+                if link is not None:  # an entry: its id, and its one field (``e``) and value
+                    command = ["XRANGE", key, f"{after + 1}-0", "+", "COUNT", page]
+                    entries = await link.command(command)
+                    found += [fields[1] for _, fields in entries]
+                else:
+                    entries = await self._redis.xrange(key, min=f"{after + 1}-0", count=page)
+                    found += [fields[b"e"] for _, fields in entries]
             if page is None or len(entries) < page:
                 return found
             after = int(entries[-1][0].partition(b"-")[0])  # an entry's id: its position-0

@@ -127,3 +127,19 @@ async def test_a_long_log_is_read_back_in_pages(
         before = await reads()
         assert await stores.logs.read("t1") == entries  # not held: one step (retired meanwhile,
         assert await reads() - before == 1  # a part read later would be missing)
+
+
+async def test_a_log_read_by_its_holder_is_whole_and_in_order(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every store's reading in parts (a cluster's through redis-py, one Redis's on its own
+    connection) gives the same entries as one reading."""
+    monkeypatch.setattr(redis_tables, "READ_PAGE", 100)
+    token = await stores.leases.acquire("t1", 5)
+    assert token is not None
+    entries = [b"entry %d" % position for position in range(1, 251)]
+    for position, entry in enumerate(entries, start=1):
+        await stores.logs.append(Append("t1", token, position, entry))
+    for after in (0, 99, 100, 249, 250):
+        assert await stores.logs.read("t1", after, held=True) == entries[after:]
+        assert await stores.logs.read("t1", after) == entries[after:]
