@@ -16,6 +16,7 @@ import redis
 import redis.exceptions
 import uvloop
 
+from blackdrez.server.stores.redis_link import CommitLink
 from blackdrez.server.stores.resp import Incomplete, RespConnection, pack, parse, supports
 from blackdrez.server.testing.redis_server import RedisServer
 
@@ -243,3 +244,51 @@ def test_a_reply_that_came_while_the_loop_was_held_is_read_before_the_timeout_ju
             connection.close()
 
     assert "within 0.2 s" in str(uvloop.run(no_reply()))
+
+
+async def test_a_link_closed_while_it_connects_leaves_no_connection_open(
+    redis_url_clean: str,
+) -> None:
+    """A node stopping while a call of its own link's was connecting (an adoption's read of a
+    log, on a node stopping): the connection came up after the link was closed, was kept, and
+    the data folder's Redis, which shuts down only once no other client is left, outlived the
+    node's graceful stop."""
+    link = CommitLink(redis_url_clean, "return 1")
+    admin = redis.Redis.from_url(redis_url_clean)
+    try:
+        before = len(admin.client_list())
+        calling = asyncio.ensure_future(link.command(["PING"]))
+        await asyncio.sleep(0)  # the call is opening its connection
+        link.close()
+        with pytest.raises(redis.exceptions.ConnectionError):
+            await calling
+        deadline = time.monotonic() + 5
+        while len(admin.client_list()) > before and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert len(admin.client_list()) == before, "a connection of the closed link is open"
+        with pytest.raises(redis.exceptions.ConnectionError):
+            await link.command(["PING"])
+    finally:
+        link.close()
+        admin.close()
+
+
+async def test_calls_that_find_no_connection_together_open_one(redis_url_clean: str) -> None:
+    """Two reads of an adopting node's (two tables at once) on a link not yet connected: each
+    opened a connection, the link kept the second, and the first stayed open after the link was
+    closed (the data folder's Redis outlived its node's graceful stop)."""
+    link = CommitLink(redis_url_clean, "return 1")
+    admin = redis.Redis.from_url(redis_url_clean)
+    try:
+        before = len(admin.client_list())
+        replies = await asyncio.gather(*(link.command(["PING"]) for _ in range(3)))
+        assert replies == [b"PONG"] * 3
+        assert len(admin.client_list()) == before + 1, "one connection for the three calls"
+        link.close()
+        deadline = time.monotonic() + 5
+        while len(admin.client_list()) > before and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert len(admin.client_list()) == before, "a connection of the closed link is open"
+    finally:
+        link.close()
+        admin.close()

@@ -218,6 +218,7 @@ class CommitLink:
     def __init__(self, url: str, script: str) -> None:
         self._url = url
         self._connection: resp.RespConnection | None = None
+        self._connecting = asyncio.Lock()
         self._delays = RECONNECT_BACKOFF.delays()
         self._not_before = 0.0
         self._closed = False
@@ -247,9 +248,7 @@ class CommitLink:
         """Run the script with ``keys`` and ``args``: its reply. Raises what
         :class:`~blackdrez.server.stores.resp.RespConnection` raises (redis-py's exceptions).
         ``load``: Redis said it forgot the script: load it first, in the same round trip."""
-        connection = self._connection
-        if connection is None or connection.lost:
-            connection = await self._connect()
+        connection = await self._connected()
         command = [b"EVALSHA", self._sha, len(keys), *keys, *args]
         if not load:
             try:
@@ -264,10 +263,18 @@ class CommitLink:
         """Any other command on this connection (opened if need be): its reply, as
         :func:`~blackdrez.server.stores.resp.parse` reads it (a fraction of redis-py's time for
         a long one). Raises what :meth:`call` raises."""
-        connection = self._connection
-        if connection is None or connection.lost:
-            connection = await self._connect()
+        connection = await self._connected()
         return await connection.call(command, COMMAND_TIMEOUT)
+
+    async def _connected(self) -> resp.RespConnection:
+        """The open connection, or a new one: one at a time (two calls that each opened one
+        kept only the second, and the first stayed open after :meth:`close`, so the data
+        folder's Redis, which shuts down once no other client is left, outlived its node)."""
+        async with self._connecting:
+            connection = self._connection
+            if connection is None or connection.lost:
+                connection = await self._connect()
+            return connection
 
     async def _connect(self) -> resp.RespConnection:
         """A new connection with the script loaded (a restarted Redis has forgotten it)."""
@@ -288,6 +295,9 @@ class CommitLink:
         except BaseException:
             self._not_before = loop.time() + next(self._delays)
             raise
+        if self._closed:  # closed while this opened: a connection kept now would never close
+            connection.close()
+            raise redis.exceptions.ConnectionError("the store is closed")
         self._delays = RECONNECT_BACKOFF.delays()
         self._connection = connection
         return connection

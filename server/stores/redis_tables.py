@@ -642,7 +642,9 @@ class RedisTableLogs(TableLogs):
         while True:
             with self._link.reaching():
                 if link is not None:  # an entry: its id, and its one field (``e``) and value
-                    command = ["XRANGE", key, f"{after + 1}-0", "+", "COUNT", page]
+                    command: list[str | int] = [
+                        "XRANGE", key, f"{after + 1}-0", "+", "COUNT", READ_PAGE,
+                    ]  # fmt: skip
                     entries = await link.command(command)
                     found += [fields[1] for _, fields in entries]
                 else:
