@@ -98,6 +98,53 @@ async def test_every_table_key_gets_a_lifetime_when_retired(
         assert await raw.smembers("bd:lobby:tables") == set()
 
 
+async def test_an_append_counts_the_log_and_does_not_read_its_last_entry(
+    open_redis_stores: OpenRedisStores, redis_url_clean: str
+) -> None:
+    """Every action's append is fenced by the log's position inside Redis's script: the log's
+    length (entries run 1, 2, ... without a gap), not its last entry read back into the script
+    (``XREVRANGE``: an entry's copy, the larger part of what Redis spent on an append)."""
+    stores = await open_redis_stores()
+    token = await stores.leases.acquire("t1", 5)
+    assert token is not None
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        before = (await raw.info("commandstats")).get("cmdstat_xrevrange", {}).get("calls", 0)
+        for position in range(1, 6):
+            await stores.logs.append(Append("t1", token, position, b"entry"))
+        for position in (5, 7):
+            with pytest.raises(LeaseLost):
+                await stores.logs.append(Append("t1", token, position, b"stale"))
+        stats = await raw.info("commandstats")
+        assert stats.get("cmdstat_xrevrange", {}).get("calls", 0) == before
+        assert stats["cmdstat_xlen"]["calls"] >= 7
+    assert await stores.logs.read("t1") == [b"entry"] * 5
+
+
+async def test_a_log_whose_entries_skip_a_number_refuses_its_append_alone(
+    open_redis_stores: OpenRedisStores, redis_url_clean: str
+) -> None:
+    """A log as long as the append expects whose last entry is numbered past it (written by
+    hand, say: entries run 1, 2, ... when only appends and take-backs write them) refuses that
+    append, as a log at another position does; the other tables' appends of the same batch are
+    written."""
+    stores = await open_redis_stores()
+    odd, fine = await stores.leases.acquire("t-odd", 5), await stores.leases.acquire("t-fine", 5)
+    assert odd is not None and fine is not None
+    await stores.logs.append(Append("t-odd", odd, 1, b"create"))
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        await raw.xdel("bd:t:{t-odd}:log", "1-0")
+        await raw.xadd("bd:t:{t-odd}:log", {"e": b"create"}, id="9-0")
+    outcomes = await asyncio.gather(
+        stores.logs.append(Append("t-odd", odd, 2, b"join")),
+        stores.logs.append(Append("t-fine", fine, 1, b"create")),
+        return_exceptions=True,
+    )
+    assert isinstance(outcomes[0], LeaseLost), outcomes
+    assert outcomes[1] is not None and not isinstance(outcomes[1], BaseException), outcomes
+    assert await stores.logs.read("t-fine") == [b"create"]
+    assert await stores.logs.read("t-odd") == [b"create"]
+
+
 async def test_a_long_log_is_read_back_in_pages(
     open_redis_stores: OpenRedisStores, redis_url_clean: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
