@@ -251,12 +251,12 @@ class AdminApi:
         limit = max(1, min(int(params.get("limit", "30")), 500))
         store = self.store
         hosted = await store.lobby.get(table)
-        entries = await store.logs.read(table)
-        if hosted is None or not entries:
+        logged, entries = await store.logs.read_last(table, limit)
+        if hosted is None or not logged:
             return json_response(http.HTTPStatus.NOT_FOUND, {"error": f"no live table {table!r}"})
         info = msgspec.msgpack.decode(hosted[1], type=v1.TableInfo)
         recent = []
-        for data in entries[-limit:]:
+        for data in entries:
             entry = decode_entry(data)
             recent.append(
                 {
@@ -269,7 +269,7 @@ class AdminApi:
             )
         body = {
             "table": {**msgspec.to_builtins(info), "host_node": hosted[0]},
-            "log_entries": len(entries),
+            "log_entries": logged,
             "recent": recent,
         }
         return json_response(http.HTTPStatus.OK, body)

@@ -397,6 +397,12 @@ class TableLogs(Part):
         them); else in one step."""
 
     @abc.abstractmethod
+    async def read_last(self, table_id: str, count: int) -> tuple[int, list[bytes]]:
+        """How many entries the table's log holds, and its last ``count`` of them, oldest
+        first (an operator's look at a table: a long-lived table's whole log, read to show its
+        end, held up the node's other tables while it was parsed)."""
+
+    @abc.abstractmethod
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
         """Keep ``data``, the table's room just after its log entry ``position``, in place of an
         earlier snapshot (a later one stays), only while this process holds the lease with

@@ -341,6 +341,10 @@ class MemoryTableLogs(TableLogs):
     async def read(self, table_id: str, after: int = 0, *, held: bool = False) -> list[bytes]:
         return list(self._logs.get(table_id, ())[after:])
 
+    async def read_last(self, table_id: str, count: int) -> tuple[int, list[bytes]]:
+        entries = self._logs.get(table_id, [])
+        return len(entries), entries[-count:] if count > 0 else []
+
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
         self._ledger.check_lease(table_id, token)
         kept = self._snapshots.get(table_id)

@@ -659,6 +659,17 @@ class RedisTableLogs(TableLogs):
                 return found
             after = int(entries[-1][0].partition(b"-")[0])  # an entry's id: its position-0
 
+    async def read_last(self, table_id: str, count: int) -> tuple[int, list[bytes]]:
+        """One round trip, the count read first: an entry appended between the two shows in
+        the count only."""
+        key = log_key(table_id)
+        with self._link.reaching():
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.xlen(key)
+                pipe.xrevrange(key, count=max(count, 1))
+                length, newest = await pipe.execute()
+        return int(length), [fields[b"e"] for _, fields in reversed(newest[:count])]
+
     async def put_snapshot(self, table_id: str, token: int, position: int, data: bytes) -> None:
         keys = [lease_key(table_id), snapshot_key(table_id)]
         args: list[str | int | bytes] = [self._link.holder(token), position, data]

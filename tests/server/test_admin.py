@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+import redis.asyncio as aioredis
 
 from blackdrez.clients.bots import play_table
 from blackdrez.clients.client import Client
@@ -118,6 +119,15 @@ async def test_the_admin_view_across_two_nodes(make_server, redis_url_clean) -> 
         kinds = [entry["command"]["type"] for entry in body["recent"]]
         assert kinds[:3] == ["create", "join", "join"]
         assert body["recent"][1]["name"] == "Bob"
+        logged, recent = body["log_entries"], body["recent"]
+        assert logged == len(recent) >= 3
+        async with aioredis.Redis.from_url(redis_url_clean) as raw:
+            reads = (await raw.info("commandstats")).get("cmdstat_xrange", {}).get("calls", 0)
+            status, body = await asyncio.to_thread(call, a.port, f"/admin/table?id={on_b}&limit=2")
+            stats = await raw.info("commandstats")
+        assert status == 200 and body["log_entries"] == logged, "the whole log counted"
+        assert body["recent"] == recent[-2:], "its end"
+        assert stats.get("cmdstat_xrange", {}).get("calls", 0) == reads, "not its whole log read"
 
         status, body = await asyncio.to_thread(call, a.port, "/admin/nodes")
         nodes = {n["id"]: n for n in body["nodes"]}

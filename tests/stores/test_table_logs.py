@@ -145,6 +145,38 @@ async def test_a_log_whose_entries_skip_a_number_refuses_its_append_alone(
     assert await stores.logs.read("t-odd") == [b"create"]
 
 
+async def test_the_end_of_a_log_is_read_with_its_length(stores: Stores) -> None:
+    """What an operator's look at a table reads: the log's length and its last entries, not
+    the whole log."""
+    assert await stores.logs.read_last("t1", 3) == (0, [])
+    token = await stores.leases.acquire("t1", 5)
+    assert token is not None
+    entries = [b"entry %d" % position for position in range(1, 8)]
+    for position, entry in enumerate(entries, start=1):
+        await stores.logs.append(Append("t1", token, position, entry))
+    assert await stores.logs.read_last("t1", 3) == (7, entries[-3:])
+    assert await stores.logs.read_last("t1", 1) == (7, entries[-1:])
+    assert await stores.logs.read_last("t1", 50) == (7, entries)
+    assert await stores.logs.read_last("t1", 0) == (7, [])
+    assert await stores.logs.read_last("t-none", 3) == (0, [])
+
+
+async def test_the_end_of_a_long_log_is_read_without_the_rest(
+    open_redis_stores: OpenRedisStores, redis_url_clean: str
+) -> None:
+    stores = await open_redis_stores()
+    token = await stores.leases.acquire("t1", 5)
+    assert token is not None
+    for position in range(1, 401):
+        await stores.logs.append(Append("t1", token, position, b"entry %d" % position))
+    async with aioredis.Redis.from_url(redis_url_clean) as raw:
+        await raw.config_resetstat()
+        assert await stores.logs.read_last("t1", 2) == (400, [b"entry 399", b"entry 400"])
+        stats = await raw.info("commandstats")
+    assert "cmdstat_xrange" not in stats, "no read from the log's start"
+    assert stats["cmdstat_xrevrange"]["calls"] == 1
+
+
 async def test_a_long_log_is_read_back_in_pages(
     open_redis_stores: OpenRedisStores, redis_url_clean: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
