@@ -204,7 +204,7 @@ class Failover:
         if hosting.records is not None and games:
             hosting.records.submit(games)  # those its last host stored already change nothing
         if room.status == "closed":  # closed, but its node died before retiring it
-            await hosting.retire(table, lease.token, entries)
+            await hosting.retire(table, lease.token, entries, snapshot)
             return
         async with hosting.lock(table):
             if hosting.stopping:  # stopped while the log was read: released by the caller

@@ -228,8 +228,8 @@ class Fanout:
 
     async def _room_as_logged(self, table: str) -> Room | None:
         """The table as its log leaves it: from its latest snapshot and the entries after it
-        (what an adopting node reads), else its whole log, or its record's once retired.
-        ``None``: no log."""
+        (what an adopting node reads), else its whole log, or its record's once retired (from
+        the snapshot a long table's record keeps). ``None``: no log."""
         logs = self.store.logs
         snapshot = await logs.read_snapshot(table)
         if snapshot is not None:
@@ -238,8 +238,14 @@ class Fanout:
                 return resume(snapshot, tail)
         entries = await logs.read(table)
         if not entries:
-            record = await logs.game_record(table)
-            entries = record_log(decode_table_record(record)) if record else []
+            data = await logs.game_record(table)
+            if not data:
+                return None
+            record = decode_table_record(data)
+            entries = record_log(record)
+            if record.snapshot is not None:  # a long table's: from its latest snapshot on
+                with contextlib.suppress(SnapshotError):
+                    return resume(record.snapshot, entries[record.snapshot[0] - 1 :])
         return rebuild(entries) if entries else None
 
     def correct_presence(self, table: str, away: list[int]) -> None:

@@ -317,6 +317,8 @@ class Publication:
     token: int
     closing_log: HeldLog | None = None
     """The room's whole log when the change closed it (its game record is made from it)."""
+    closing_snapshot: tuple[int, bytes] | None = None
+    """The room's latest snapshot then, if any (a long table's record keeps it)."""
 
 
 def _needs_store(room: Room, outcome: Outcome) -> bool:
@@ -988,15 +990,22 @@ class Hosting:
         if self.fanout.watchers.get(table):
             self._spawn(self.fanout.follow_lost(table))
 
-    async def retire(self, table: str, token: int, entries: Sequence[bytes]) -> None:
+    async def retire(
+        self,
+        table: str,
+        token: int,
+        entries: Sequence[bytes],
+        snapshot: tuple[int, bytes] | None = None,
+    ) -> None:
         """Write a closed table's game record in place of its log, for good (once its games are
-        in the records, if this node keeps them: the log is their source until then)."""
+        in the records, if this node keeps them: the log is their source until then), with its
+        latest ``snapshot`` if the table is long (:mod:`~blackdrez.server.table.records`)."""
         if self.records is not None:
             await self.records.written(table)
         if entries and entries[0] is ELIDED:  # let go after a snapshot: the record needs it all
             entries = await self.store.logs.read(table, held=True)
         entries = list(entries)
-        record = table_record(entries, self.clock.time())
+        record = table_record(entries, self.clock.time(), snapshot)
         players = players_seated(entries)
         await self.store.logs.retire(table, token, record, self.record_retention, players)
 
@@ -1025,9 +1034,10 @@ class Hosting:
             self.show_ratings(room, after_games=bool(outcome.games_over))
         if room.status == "closed":
             closing_log = self._command_logs[room.id]
+            snapshot = self._snapshots.get(room.id)
             self.unhost(room.id, keep_lease=True)
             self.closing.add(room.id)
-            self._outbox.put_nowait(Publication(room, outcome, token, closing_log))
+            self._outbox.put_nowait(Publication(room, outcome, token, closing_log, snapshot))
             return
         if outcome is not NOTHING_OUTSIDE and _needs_store(room, outcome):
             # (most actions, and a game's end alone: nothing queued, no task woken)
@@ -1270,7 +1280,7 @@ class Hosting:
             for game in outcome.games_over:
                 await score_in_arena(store, room.arena, room.spec, game)
         if item.closing_log is not None:
-            await self.retire(room.id, item.token, item.closing_log)
+            await self.retire(room.id, item.token, item.closing_log, item.closing_snapshot)
             if room.listed:
                 removed = bus.LobbyChanged(update=v1.LobbyUpdate(removed=[room.id]))
                 with contextlib.suppress(StoreUnavailable):  # listings drop it anyway

@@ -38,6 +38,9 @@ from blackdrez.server.table.records import (
     table_record,
 )
 from blackdrez.server.table.room import RoomError
+from blackdrez.server.table.snapshots import resume
+from blackdrez.server.table.snapshots import take as take_snapshot
+from blackdrez.server.testing.table_logs import play_table
 from tests.server.harness import TableHarness
 
 
@@ -283,3 +286,27 @@ def test_a_solitaire_session_refuses_a_second_player(game: str) -> None:
     harness.client("ann").join()
     refused(ErrorCode.TABLE_FULL, harness.client("bob").join)
     assert msgspec.to_builtins(harness.room.info().seats[0].player) == "ann"
+
+
+def test_a_long_tables_record_keeps_its_latest_snapshot_a_short_ones_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    played, log = play_table(120)
+    snapshot = (len(log), take_snapshot(played))
+    short = decode_table_record(table_record(log, 5.0, snapshot))
+    assert short.snapshot is None, "a short table's replay is short: no snapshot kept"
+    monkeypatch.setattr(records, "SNAPSHOT_KEPT_FROM", len(log))
+    long = decode_table_record(table_record(log, 5.0, snapshot))
+    assert long.snapshot == snapshot
+    room = resume(long.snapshot, record_log(long)[long.snapshot[0] - 1 :])
+    assert room.seq == played.seq and room.status == played.status
+
+    class Before(msgspec.Struct, kw_only=True):  # a node of the version before decodes it
+        table: str
+        game: str
+        closed: float
+        games: list[GamePlayed]
+        log: bytes
+
+    older = msgspec.msgpack.decode(table_record(log, 5.0, snapshot), type=Before)
+    assert older.log == long.log
