@@ -199,6 +199,20 @@ async def test_a_player_whose_node_could_not_say_so_at_once_is_counted_back_by_t
     await cluster.until(lambda: room.seats[1].connected, "the player counted back")
 
 
+async def play_past_two_snapshots(
+    cluster: Cluster, host_node: HarnessNode, players: list[FakeClient], table: str
+) -> None:
+    """Play games at ``table`` (its first started) until its log is past two snapshots."""
+    while True:
+        await play_out(cluster, players, table)
+        if len(await host_node.stores.logs.read(table)) > 2 * SNAPSHOT_EVERY:
+            return
+        for client in players:
+            await client.ok(v1.SetReady(table=table))
+        await players[0].ok(v1.StartGame(table=table))
+        await cluster.settle()
+
+
 @on_nodes(2)
 async def test_a_viewer_told_what_it_missed_is_told_from_the_tables_latest_snapshot(
     cluster: Cluster,
@@ -210,14 +224,7 @@ async def test_a_viewer_told_what_it_missed_is_told_from_the_tables_latest_snaps
     host = await cluster.connect(a, "Host")
     player = await cluster.connect(b, "Player")
     table = await seat_and_start(cluster, host, [player], grace_seconds=2.0)
-    while True:
-        await play_out(cluster, [host, player], table)
-        if len(await a.stores.logs.read(table)) > 2 * SNAPSHOT_EVERY:
-            break
-        for client in (host, player):
-            await client.ok(v1.SetReady(table=table))
-        await host.ok(v1.StartGame(table=table))
-        await cluster.settle()
+    await play_past_two_snapshots(cluster, a, [host, player], table)
     snapshot = await a.stores.logs.read_snapshot(table)
     assert snapshot is not None
     reads: list[int] = []
@@ -259,14 +266,7 @@ async def _close_a_long_table(cluster: Cluster, monkeypatch: pytest.MonkeyPatch)
     host = await cluster.connect(a, "Host")
     player = await cluster.connect(b, "Player")
     table = await seat_and_start(cluster, host, [player])
-    while True:
-        await play_out(cluster, [host, player], table)
-        if len(await a.stores.logs.read(table)) > 2 * SNAPSHOT_EVERY:
-            break
-        for client in (host, player):
-            await client.ok(v1.SetReady(table=table))
-        await host.ok(v1.StartGame(table=table))
-        await cluster.settle()
+    await play_past_two_snapshots(cluster, a, [host, player], table)
     last = a.rooms[table].seq
     for client in (player, host):
         await client.ok(v1.LeaveTable(table=table))
