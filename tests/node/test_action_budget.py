@@ -36,7 +36,7 @@ BUDGET = {
     "writes": 7.59,
     "encodes": 5.29,
     "store calls": 1.55,
-    "calls": 155.5,
+    "calls": 152.4,
 }
 """The most of each per action, as measured when this check was written (issue 35): 60 actions
 over 3 games (19 rounds) sent 530 frames to the 5 connections (455 updates, 75 replies: each
@@ -54,8 +54,10 @@ every run and hash seed: the harness's clock is virtual), 156.77 since a snapsho
 room and its four parts by a call each (``blackdrez.server.table.parts``: the compiled core's
 extension types pickle as the plain classes do), 155.43 since the room's loops over its seats
 are the seating's (typed there, compiled: a snapshot reduces the seats and the outcome too, a
-call each; the seats' comprehensions are loops); a newer Python counts fewer (3.12
-inlines comprehensions). Lower it when a change does less; raise it only on purpose."""
+call each; the seats' comprehensions are loops); 152.33 since (the budget of 155.5 was left
+above it until 2026-12-06: three calls an action could have come back unseen); a newer Python
+counts fewer (3.12 inlines comprehensions). Lower it when a change does less; raise it only on
+purpose."""
 
 
 _OURS = tuple(
