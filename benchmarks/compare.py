@@ -50,9 +50,11 @@ def export(rev: str) -> Path:
     return tree
 
 
-def series(common: list[str], before: Path, runs: int) -> dict[str, list[dict[str, Any]]]:
-    """``runs`` runs of each side, taking turns (before first)."""
-    sides: dict[str, list[str]] = {"before": ["--server-dir", str(before)], "after": []}
+def turns(
+    common: list[str], sides: dict[str, list[str]], runs: int
+) -> dict[str, list[dict[str, Any]]]:
+    """``runs`` runs of each of ``sides`` (its name and its own load tool arguments), taking
+    turns in their order; each run's figures printed as it ends."""
     reports: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     for _ in range(runs):
         for side, extra in sides.items():
@@ -70,22 +72,30 @@ def series(common: list[str], before: Path, runs: int) -> dict[str, list[dict[st
     return reports
 
 
+def series(common: list[str], before: Path, runs: int) -> dict[str, list[dict[str, Any]]]:
+    """``runs`` runs of each side, taking turns (before first)."""
+    return turns(common, {"before": ["--server-dir", str(before)], "after": []}, runs)
+
+
+def side_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One side's runs and medians: max actions/s, p99, the server's CPU an action."""
+    us = [(r["server_cpu_share"] or 0.0) * 1e6 / max(r["actions_per_s"], 1e-9) for r in runs]
+    return {
+        "actions_per_s_each": [round(r["actions_per_s"]) for r in runs],
+        "actions_per_s": loadtest.median_of(runs, "actions_per_s"),
+        "p99_ms_each": [r["latency_ms"]["p99"] for r in runs],
+        "p99_ms": loadtest.median_of(runs, "latency_ms.p99"),
+        "errors": sum(r["errors"] for r in runs),
+        "server_cpu_us_per_action_each": [round(u, 1) for u in us],
+        "server_cpu_us_per_action": statistics.median(us),
+        "bots_cpu_share": loadtest.median_of(runs, "clients_cpu_share"),
+        "beside_cpu_share_each": [r.get("neighbours_cpu_share") for r in runs],
+    }
+
+
 def summary(reports: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Each side's runs and medians, and the ratios after/before."""
-    rows: dict[str, Any] = {}
-    for side, runs in reports.items():
-        rows[side] = {
-            "actions_per_s_each": [round(r["actions_per_s"]) for r in runs],
-            "actions_per_s": loadtest.median_of(runs, "actions_per_s"),
-            "p99_ms_each": [r["latency_ms"]["p99"] for r in runs],
-            "p99_ms": loadtest.median_of(runs, "latency_ms.p99"),
-            "errors": sum(r["errors"] for r in runs),
-            "server_cpu_us_per_action": statistics.median(
-                (r["server_cpu_share"] or 0.0) * 1e6 / max(r["actions_per_s"], 1e-9) for r in runs
-            ),
-            "bots_cpu_share": loadtest.median_of(runs, "clients_cpu_share"),
-            "beside_cpu_share_each": [r.get("neighbours_cpu_share") for r in runs],
-        }
+    rows: dict[str, Any] = {side: side_row(runs) for side, runs in reports.items()}
     before, after = rows["before"], rows["after"]
     rows["actions_ratio"] = after["actions_per_s"] / max(before["actions_per_s"], 1e-9)
     rows["p99_ratio"] = after["p99_ms"] / max(before["p99_ms"], 1e-9)

@@ -26,17 +26,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from blackdrez.tools.loadtest import cli as loadtest
+from compare import PINNED, side_row, turns
 
 ROOT = Path(__file__).resolve().parent.parent
-PINNED = ["--server-cpus", "0", "--worker-cpus", "1"]
 SKIPPED = ("build", ".git", ".venv")
 """Folders of the checkout whose compiled modules are not the server's."""
 
@@ -102,47 +99,25 @@ def main(argv: list[str] | None = None) -> int:
         f"memory, appends answered after {args.delay * 1000:g} ms": ["--server-dir", str(tree)],
         "redis": ["--redis"],
     }
-    reports: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     try:
-        for _ in range(args.runs):
-            for side, extra in sides.items():
-                report = loadtest.report_of([*common, *extra])
-                reports[side].append(report)
-                print(
-                    f"  {side}: {report['actions_per_s']:,.0f} actions/s, "
-                    f"node {_us(report):.1f} µs an action, errors {report['errors']}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        reports = turns(common, sides, args.runs)
     finally:
         shutil.rmtree(tree, ignore_errors=True)
-    rows: dict[str, Any] = {}
-    for side, runs in reports.items():
-        rows[side] = {
-            "actions_per_s_each": [round(r["actions_per_s"]) for r in runs],
-            "actions_per_s": loadtest.median_of(runs, "actions_per_s"),
-            "node_us_per_action_each": [round(_us(r), 1) for r in runs],
-            "node_us_per_action": statistics.median(_us(r) for r in runs),
-            "errors": sum(r["errors"] for r in runs),
-        }
+    rows = {side: side_row(runs) for side, runs in reports.items()}
     memory = rows["memory"]
     for side, row in rows.items():
         row["actions_vs_memory"] = row["actions_per_s"] / max(memory["actions_per_s"], 1e-9)
-        row["us_over_memory"] = row["node_us_per_action"] - memory["node_us_per_action"]
+        row["us_over_memory"] = row["server_cpu_us_per_action"] - memory["server_cpu_us_per_action"]
         print(
             f"{side:<40} {row['actions_per_s']:>7,.0f} actions/s {row['actions_per_s_each']} "
-            f"({row['actions_vs_memory']:.0%} of memory) | node {row['node_us_per_action']:.1f} "
-            f"µs an action {row['node_us_per_action_each']} ({row['us_over_memory']:+.1f})",
+            f"({row['actions_vs_memory']:.0%} of memory) | node "
+            f"{row['server_cpu_us_per_action']:.1f} µs an action "
+            f"{row['server_cpu_us_per_action_each']} ({row['us_over_memory']:+.1f})",
             flush=True,
         )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
-
-
-def _us(report: dict[str, Any]) -> float:
-    """The node's CPU µs an action in a load test's report."""
-    return float(report["server_cpu_share"] or 0.0) * 1e6 / max(report["actions_per_s"], 1e-9)
 
 
 if __name__ == "__main__":
