@@ -37,6 +37,8 @@ NEVER = ("not_found", "internal")
 """Errors a player of a live table must never hear: its table exists, and nothing may fail."""
 STALL = 20.0
 """Seconds without the update a player waits for after which its game counts as stalled."""
+GATE_POLL = 1.0
+"""Seconds between looks at the scenario's gate while a player waits (see ``_progress``)."""
 GIVE_UP_AFTER = 25
 """Other errors in a row after which a player stops trying (its game is reported unfinished)."""
 STRATEGIES = ("threshold", "bust_probability")
@@ -272,13 +274,23 @@ async def _progress(
     client: Client, predicate: Callable[[], object], gate: asyncio.Event | None
 ) -> None:
     """Wait until ``predicate()``; raise :class:`_Stalled` after :data:`STALL` seconds of
-    waiting with the gate open (while it is closed, the player is told to wait)."""
-    while True:
+    waiting with the gate open. While it is closed the player is told to wait, and that time
+    does not count: the clock starts again when it opens (checked every :data:`GATE_POLL` s),
+    so a hold longer than the stall is not taken for one a moment after the gate opens."""
+    if gate is None:
         try:
             await client.wait_until(predicate, timeout=STALL)
+        except TimeoutError:
+            raise _Stalled from None
+        return
+    waited_open = 0.0
+    while True:
+        try:
+            await client.wait_until(predicate, timeout=GATE_POLL)
             return
         except TimeoutError:
-            if gate is None or gate.is_set():
+            waited_open = waited_open + GATE_POLL if gate.is_set() else 0.0
+            if waited_open >= STALL:
                 raise _Stalled from None
 
 
