@@ -73,6 +73,8 @@ ARENA_ROUNDS = 5
 ARENA_ROUND_PAUSE = 2.0
 """An arena table's game: 5 rounds, 2 s between them (a game of a minute or so, so that an
 arena's players play many games; the open queue's tables play on until the game ends)."""
+QUEUE_ROUND_PAUSE = 3.0
+"""The open queue's tables: seconds between rounds (they play on until the game ends)."""
 GRACE = 30.0
 """A matched table's grace: a matched player who never comes is freed after it."""
 
@@ -324,7 +326,7 @@ class Matchmaker:
             rated=rated,
             grace_seconds=GRACE,
             max_rounds=ARENA_ROUNDS if host.pool else None,
-            round_pause_seconds=ARENA_ROUND_PAUSE if host.pool else 3.0,
+            round_pause_seconds=ARENA_ROUND_PAUSE if host.pool else QUEUE_ROUND_PAUSE,
         )
         room = await hosting.new_room(
             v1.TABLE_GAME, host.player, options, None, arena=host.pool or None

@@ -16,11 +16,19 @@ import pytest
 from blackdrez.clients.bots import run_bot
 from blackdrez.protocol import v1
 from blackdrez.server.app import GameServer
+from blackdrez.server.node import matchmaking as node_matchmaking
 from tests.server.helpers import play_out
 
 GAME = 120.0
-"""Seconds a test gives a game of two at a table the queue made (about 25 s: the queue's tables
-pause 3 s between rounds)."""
+"""Seconds a test gives a game of two at a table the queue made (a few seconds at the pause
+below; about 25 s at the queue's own 3 s between rounds)."""
+
+
+@pytest.fixture(autouse=True)
+def short_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The queue's tables pause 0.2 s between rounds here (3 s as deployed): what these tests
+    check is the queue and the bots, not the pause, and CI runs them one after another."""
+    monkeypatch.setattr(node_matchmaking, "QUEUE_ROUND_PAUSE", 0.2)
 
 
 def url_of(server: GameServer) -> str:
