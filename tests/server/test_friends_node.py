@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from blackdrez.clients.bots import play_table
 from blackdrez.protocol import v1
+from blackdrez.server.node import matchmaking as node_matchmaking
 
 
 async def test_a_challenge_crosses_nodes_and_both_play_the_table(
-    make_server, connect, redis_url_clean
+    make_server, connect, redis_url_clean, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A challenge's table is the queue's kind: 0.2 s between rounds here (3 s as deployed).
+    monkeypatch.setattr(node_matchmaking, "QUEUE_ROUND_PAUSE", 0.2)
     one = await make_server(redis_url=redis_url_clean, node_id="n1")
     two = await make_server(redis_url=redis_url_clean, node_id="n2")
     ann, bob = await connect(one, name="Ann"), await connect(two, name="Bob")
