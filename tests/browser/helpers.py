@@ -9,6 +9,22 @@ from typing import Any
 from playwright.async_api import Locator, Page
 
 SEQ = "(() => { const t = window.blackdrez.table(); return t ? t.seq : -1; })()"
+ASIDE = ("presence", "said")
+"""Events a click does not make: someone came or went, someone talked. They number the table's
+events like the rest (after a server's restart, the player's presence comes in just after the
+snapshot), so a wait for *any* event after a click can end on one of them, the click's own result
+still on its way."""
+
+
+def answered(before: int) -> str:
+    """A JavaScript expression true once the table on screen holds an event after ``before`` that
+    a click makes (a move, a seat taken, a game started: not a presence or a chat line)."""
+    aside = ", ".join(f"'{kind}'" for kind in ASIDE)
+    return (
+        "(() => { const t = window.blackdrez.table();"
+        f" return !!t && t.seq > {before}"
+        f" && t.log.some((n) => n.seq > {before} && ![{aside}].includes(n.event.type)); }})()"
+    )
 
 
 async def seq(page: Page) -> int:
@@ -40,7 +56,7 @@ async def click_and_wait(page: Page, target: Locator, timeout: float = 5000) -> 
     """Click ``target`` and wait until the table on screen received the resulting events."""
     before = await seq(page)
     await target.click()
-    await wait_until(page, f"{SEQ} > {before}", timeout=timeout)
+    await wait_until(page, answered(before), timeout=timeout)
 
 
 async def click_move_and_wait(page: Page, target: Locator, timeout: float = 5000) -> None:
@@ -49,10 +65,10 @@ async def click_move_and_wait(page: Page, target: Locator, timeout: float = 5000
     before = await seq(page)
     await target.click()
     asked = "document.querySelector('dialog.ask') !== null"
-    await wait_until(page, f"{SEQ} > {before} || {asked}", timeout=timeout)
+    await wait_until(page, f"{answered(before)} || {asked}", timeout=timeout)
     if await page.locator("dialog.ask").count():
         await page.locator("dialog.ask #ask-yes").click()
-        await wait_until(page, f"{SEQ} > {before}", timeout=timeout)
+        await wait_until(page, answered(before), timeout=timeout)
 
 
 async def answer(page: Page, yes: bool = True) -> None:
