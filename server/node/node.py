@@ -126,6 +126,8 @@ class Node:
         bus was down checks its connections against (``_close_signed_out_meanwhile``)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the node's tasks run in (:meth:`_spawn`), asked for once."""
         """One-off tasks, kept until done so none is lost and every failure is logged."""
         self.outbox = Outbox()
         """Every connection's frames, written once a turn (``blackdrez.server.connection``)."""
@@ -262,7 +264,10 @@ class Node:
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coroutine`` as a task that is kept until done and whose failure is logged."""
-        task = asyncio.get_running_loop().create_task(coroutine)
+        loop = self._loop
+        if loop is None:  # (asked once: asking costs a system call, for fork safety)
+            loop = self._loop = asyncio.get_running_loop()
+        task = loop.create_task(coroutine)
         self._spawned.add(task)
         task.add_done_callback(self._reap)
         return task

@@ -82,14 +82,22 @@ class MemoryBus(Bus):
 
     def __init__(self) -> None:
         self._handlers: dict[str, list[Handler]] = defaultdict(list)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop, asked for once (on Python 3.11 each asking is a ``getpid`` system call:
+        every action's append publishes)."""
 
     def heard(self, channel: str) -> bool:
         """Whether anyone listens on ``channel`` now."""
         return bool(self._handlers.get(channel))
 
     async def publish(self, channel: str, data: bytes) -> None:
-        loop = asyncio.get_running_loop()
-        for handler in list(self._handlers.get(channel, ())):
+        handlers = self._handlers.get(channel)
+        if not handlers:
+            return
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        for handler in list(handlers):
             loop.call_soon(handler, data)
 
     async def subscribe(self, channel: str, handler: Handler) -> None:

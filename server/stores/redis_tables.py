@@ -406,6 +406,8 @@ class RedisTableLogs(TableLogs):
         self._snapshot_link = link.commit_link(PUT_SNAPSHOT_SCRIPT)
         """Snapshots' own connection, as the appends': redis-py's call cost ten times as much."""
         self._send_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the appends run in, asked for at the first (:meth:`append`)."""
         self._sent_at = 0.0
         """When the last batch went out on the commit link (the loop's clock)."""
         self._resending: set[asyncio.Task[None]] = set()
@@ -443,7 +445,9 @@ class RedisTableLogs(TableLogs):
             if append.lobby is not None:  # replicated: only now may the lobby show it
                 await self._put_lobby_record(append.table_id, append.token, append.lobby)
             return True  # (``logged``: the caller's call right after is as early)
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:  # (asked once: on Python 3.11 asking is a system call, every append)
+            loop = self._loop = asyncio.get_running_loop()
         pending = PendingAppend(append, self._link.holder(append.token), loop.create_future())
         if self._commit_link is not None:
             pending.packed_args = _packed_args(pending.holder, append)
@@ -472,7 +476,8 @@ class RedisTableLogs(TableLogs):
         committer opens one and sends batch after batch until nothing is left."""
         self._send_scheduled = False
         assert self._commit_link is not None
-        self._sent_at = asyncio.get_running_loop().time()
+        assert self._loop is not None  # (an append scheduled this)
+        self._sent_at = self._loop.time()
         while self._batch and self._committer is None:
             batch, self._batch = self._batch[:MAX_BATCH], self._batch[MAX_BATCH:]
             keys = b"".join([pending.packed_keys for pending in batch])

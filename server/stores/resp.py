@@ -154,6 +154,16 @@ class RespConnection(asyncio.Protocol):
         self._buffer = b""
         self._waiting: deque[tuple[asyncio.Future[Any] | Then, asyncio.TimerHandle]] = deque()
         self._lost: redis.exceptions.RedisError | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The connection's loop, asked for once (:meth:`_running_loop`)."""
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        """The loop the connection runs in: asked for once (on Python 3.11 every asking is a
+        ``getpid`` system call, and the group commit sends a batch every busy millisecond)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     @classmethod
     async def open(cls, url: str, timeout: float, unacked: float | None = None) -> RespConnection:
@@ -203,7 +213,7 @@ class RespConnection(asyncio.Protocol):
     def call(self, command: Sequence[Argument], timeout: float) -> asyncio.Future[Any]:
         """Send ``command``; the future of its reply (see :func:`parse`; an error reply is
         raised). No reply within ``timeout`` seconds closes the connection."""
-        loop = asyncio.get_running_loop()
+        loop = self._running_loop()
         reply = loop.create_future()
         if self._lost is not None or self._transport is None:
             reply.set_exception(self._lost or redis.exceptions.ConnectionError("not connected"))
@@ -223,7 +233,7 @@ class RespConnection(asyncio.Protocol):
         if self._lost is not None or self._transport is None:
             then(self._lost or redis.exceptions.ConnectionError("not connected"))
             return
-        loop = asyncio.get_running_loop()
+        loop = self._running_loop()
         self._transport.write(command)
         self._waiting.append((then, loop.call_later(timeout, self._time_out, timeout)))
 

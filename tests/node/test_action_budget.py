@@ -11,6 +11,7 @@ own updates and the restarts between games included (the load tool's bots restar
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import os
 import sys
@@ -37,6 +38,7 @@ BUDGET = {
     "encodes": 5.29,
     "store calls": 1.55,
     "calls": 152.4,
+    "loop lookups": 0.0,
 }
 """The most of each per action, as measured when this check was written (issue 35): 60 actions
 over 3 games (19 rounds) sent 530 frames to the 5 connections (455 updates, 75 replies: each
@@ -57,7 +59,11 @@ are the seating's (typed there, compiled: a snapshot reduces the seats and the o
 call each; the seats' comprehensions are loops); 152.33 since (the budget of 155.5 was left
 above it until 2026-12-06: three calls an action could have come back unseen); a newer Python
 counts fewer (3.12 inlines comprehensions). Lower it when a change does less; raise it only on
-purpose."""
+purpose. ``loop lookups``: the node's calls of ``asyncio.get_running_loop`` (on Python 3.11 each
+is a ``getpid`` system call, the fork check: 1.5-2.3 µs an action in py-spy's native profiles of
+2026-12-06, the node keeping the loop it asked for once instead)."""
+
+_GET_RUNNING_LOOP = asyncio.get_running_loop
 
 
 _OURS = tuple(
@@ -77,6 +83,8 @@ class Counts:
     encodes: int = 0
     store_calls: int = 0
     calls: int = 0
+    loop_lookups: int = 0
+    """``asyncio.get_running_loop`` called by the node's code."""
     """Calls of the server's, the games' and the protocol's Python functions made by the node (a
     coroutine's or a generator's resumption counts as one): not those the fake clients and the
     test make (decoding what they receive, choosing a move)."""
@@ -131,6 +139,12 @@ def counted(cluster: Cluster, clients: list[FakeClient]) -> Iterator[Counts]:
         return found
 
     def count_calls(frame: FrameType, event: str, arg: object) -> None:
+        if event == "c_call" and arg is _GET_RUNNING_LOOP and kind(frame) == 0:
+            counts.loop_lookups += 1
+            if by_function is not None:
+                where = f"{frame.f_code.co_qualname} ({frame.f_code.co_filename}:{frame.f_lineno})"
+                by_function[f"get_running_loop from {where}"] += 1
+            return
         if event != "call" or kind(frame) != 0:
             return
         caller = frame.f_back  # the node's work, unless a fake client or the test called it
@@ -176,6 +190,7 @@ async def test_one_action_costs_no_more_frames_writes_encodes_or_store_calls(
         "encodes": counts.encodes / ACTIONS,
         "store calls": counts.store_calls / ACTIONS,
         "calls": counts.calls / ACTIONS,
+        "loop lookups": counts.loop_lookups / ACTIONS,
     }
     print(per_action)
     if counts.by_function is not None:
