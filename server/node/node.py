@@ -126,9 +126,9 @@ class Node:
         bus was down checks its connections against (``_close_signed_out_meanwhile``)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
+        """One-off tasks, kept until done so none is lost and every failure is logged."""
         self._loop: asyncio.AbstractEventLoop | None = None
         """The loop the node's tasks run in (:meth:`_spawn`), asked for once."""
-        """One-off tasks, kept until done so none is lost and every failure is logged."""
         self.outbox = Outbox()
         """Every connection's frames, written once a turn (``blackdrez.server.connection``)."""
         self.fanout = Fanout(
