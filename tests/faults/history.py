@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import re
 import statistics
 import time
 from collections import Counter
@@ -188,6 +189,25 @@ async def wait_closed(redis_url: str, tables: Iterable[str], timeout: float = 30
         if pending:
             await asyncio.sleep(0.25)
     return time.monotonic() - started
+
+
+TABLE_KEY = re.compile(r"^bd:t:\{(?P<table>[^}]+)\}:")
+"""A table's key (``blackdrez.server.stores.keys``): the table id is its hash tag."""
+
+
+async def tables_in_store(redis_url: str) -> set[str]:
+    """Every table Redis holds a key of, live or retired (on a Redis Cluster, of every master).
+
+    A scenario's own list misses the tables whose opening a fault broke off part way (the table
+    made, its players gone before the opening returned): they live on until they close by
+    themselves, so a scenario that checks every key has a lifetime waits for them too."""
+    return await asyncio.to_thread(_tables_in_store, redis_url)
+
+
+def _tables_in_store(redis_url: str) -> set[str]:
+    with direct_client(redis_url) as client:
+        keys = [key.decode() for key in client.scan_iter(match="bd:t:{*}:*", count=1000)]
+    return {found["table"] for key in keys if (found := TABLE_KEY.match(key))}
 
 
 async def keys_without_ttl(redis_url: str, fixed: Sequence[str] = FIXED_KEYS) -> list[str]:

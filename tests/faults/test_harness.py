@@ -1,10 +1,17 @@
-"""The fault suite's players themselves: what they call a stalled game.
+"""The fault suite's own parts: what its players call a stalled game, and which tables a
+scenario waits for before it checks every key has a lifetime.
 
 A player waiting for its turn gives up (the game "stalled") after :data:`players.STALL` seconds
 without the update it waits for, counted only while the scenario's gate is open: the time the
 scenario held its players does not count. (A Swarm rolling update that held the players for
 longer than that, then opened the gate, saw players give up a second after it opened, with their
 turn on its way: the games were reported stuck while the server was fine.)
+
+A scenario waits for its tables to close before it checks that no key of Redis lives without a
+TTL. The tables of openings a fault broke off part way (the table made, its players gone before
+the opening returned) are not in the scenario's list: they close by themselves within a grace or
+two, and the scenario must wait for them too (:func:`history.tables_in_store`). A chaos soak in
+CI found such a table's keys still without a TTL, the table alive and well.
 """
 
 from __future__ import annotations
@@ -14,7 +21,12 @@ import time
 
 import pytest
 
+from blackdrez.clients.client import Client
+from blackdrez.protocol import v1
+from blackdrez.server.testing.nodes import NodeProcess
+from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults import players
+from tests.faults.history import keys_without_ttl, tables_in_store, wait_closed
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -61,3 +73,27 @@ async def test_a_wait_with_the_gate_open_past_the_stall_gives_up(
         with pytest.raises(players._Stalled):
             await players._progress(SilentClient(), lambda: True, held)  # type: ignore[arg-type]
         assert 0.45 <= time.monotonic() - started < 1.0
+
+
+async def test_a_table_whose_opening_broke_off_is_waited_for_before_the_keys_are_checked(
+    durable_redis: RedisServer,
+) -> None:
+    node = NodeProcess(durable_redis.url, "opening0")
+    client: Client | None = None
+    try:
+        await asyncio.to_thread(node.start)
+        client = await Client.connect(node.url, name="Ann", binary=True)
+        options = players.fault_options(seats=2, grace_seconds=1.0)
+        table = (await client.request(v1.CreateTable(options=options))).table.id
+        await client.close()  # the opening broke off here: the scenario never heard of it
+        client = None
+        assert await tables_in_store(durable_redis.url) == {table}
+        left = await keys_without_ttl(durable_redis.url)
+        assert any(f"{{{table}}}" in key for key in left), left  # the table lives on a while
+        await wait_closed(durable_redis.url, await tables_in_store(durable_redis.url), 20.0)
+        assert await keys_without_ttl(durable_redis.url) == []
+        assert await tables_in_store(durable_redis.url) == {table}  # retired: kept a while
+    finally:
+        if client is not None:
+            await client.close()
+        node.stop()
