@@ -20,9 +20,11 @@ import asyncio
 import time
 
 import pytest
+import redis.asyncio as redis
 
 from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
+from blackdrez.server.stores.keys import epoch_key
 from blackdrez.server.testing.nodes import NodeProcess
 from blackdrez.server.testing.redis_server import RedisServer
 from tests.faults import players
@@ -97,3 +99,20 @@ async def test_a_table_whose_opening_broke_off_is_waited_for_before_the_keys_are
         if client is not None:
             await client.close()
         node.stop()
+
+
+async def test_a_table_leased_and_never_logged_is_waited_for_until_it_is_forgotten(
+    durable_redis: RedisServer,
+) -> None:
+    """A node that dies between a table's lease and its first entry leaves the lease's counter
+    without a TTL until the orphan scan forgets the table (here: deleted by hand)."""
+    client = redis.Redis.from_url(durable_redis.url)
+    try:
+        await client.set(epoch_key("tnever00000"), 1)
+        waiting = asyncio.create_task(wait_closed(durable_redis.url, ["tnever00000"], 10.0))
+        await asyncio.sleep(0.6)
+        assert not waiting.done(), "the wait ended while the table still had a key without a TTL"
+        await client.delete(epoch_key("tnever00000"))  # the orphan scan's forget
+        assert await asyncio.wait_for(waiting, 2.0) < 2.0
+    finally:
+        await client.aclose()
