@@ -183,6 +183,7 @@ async def wait_closed(redis_url: str, tables: Iterable[str], timeout: float = 30
         }
         if any(log.problem and "replay" in log.problem for log in logs.values()):
             break  # a log that does not replay never closes
+        left: list[str] | None = None
         if any(logs[t].room is None for t in pending):
             # No log: a table leased and never logged waits for the orphan scan to forget it
             # (its keys gone, or each with a lifetime), then there is nothing left to wait for
@@ -193,7 +194,8 @@ async def wait_closed(redis_url: str, tables: Iterable[str], timeout: float = 30
                 if logs[t].room is not None or any(f"{{{t}}}" in key for key in left)
             }
         if not pending:
-            left = await keys_without_ttl(redis_url)
+            if left is None:
+                left = await keys_without_ttl(redis_url)
             pending = {t for t in tables if any(f"{{{t}}}" in key for key in left)}
         if pending:
             await asyncio.sleep(0.25)
