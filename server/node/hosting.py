@@ -860,10 +860,9 @@ class Hosting:
         entries = self._command_logs[room.id]
         lease = self.leases.held[room.id]
         token = lease.token
-        announcing = self._shared and not lease.quiet
-        broadcast = room.flush(with_view=announcing)  # (the view: once the entry is logged)
+        broadcast = room.flush()
         announce = lobby = None
-        if broadcast is not None and announcing:
+        if broadcast is not None and self._shared and not lease.quiet:
             announce = bus.encode(bus.TableUpdate(broadcast=broadcast, away=away_seats(broadcast)))
         asked = self._tables_asked
         if broadcast is not None and broadcast.info is not None and room.status != "closed":
@@ -875,8 +874,6 @@ class Hosting:
             if done:
                 return
             done = True
-            if broadcast is not None and not announcing:
-                broadcast.view = room.view(None)  # the lock held: the game is as it was logged
             entries.append(data)
             self._retry_at.pop(room.id, None)
             if entries.size % SNAPSHOT_EVERY == 0:

@@ -785,18 +785,13 @@ class Room:
         self.outcome.closed = True
 
     # ------------------------------------------------------------------ output
-    def flush(self, with_view: bool = True) -> Broadcast | None:
-        """Return the broadcast of everything queued since the last flush, or ``None``.
-
-        ``with_view`` false: its ``view`` is left ``None`` for the caller to set from
-        :meth:`view` before it goes out, while nothing else has changed the game (a host whose
-        log append waits for the store builds the view when the update is sent, not before the
-        wait: built and encoded at once, its objects are not held through it)."""
+    def flush(self) -> Broadcast | None:
+        """Return the broadcast of everything queued since the last flush, or ``None``."""
         log = self.log
         if not log.pending and not log.info_dirty:
             return None
         events, log.pending = log.pending, []
-        view = self.view(None) if with_view and self.engine is not None else None
+        view = self.view(None) if self.engine is not None else None
         info = self.info() if log.info_dirty else None
         log.info_dirty = False
         return Broadcast(

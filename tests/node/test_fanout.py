@@ -3,19 +3,14 @@ order; one whose node missed updates is caught up; one whose seat was freed mean
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
 import pytest
 
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import CloseCode
 from blackdrez.server.node import fanout
 from blackdrez.server.node.fanout import CATCH_UP_PATIENCE
-from blackdrez.server.stores.base import Append
 from blackdrez.server.table import records
 from blackdrez.server.table.commands import rebuild
-from blackdrez.server.table.room import Room
 from blackdrez.server.table.snapshots import SNAPSHOT_EVERY
 from blackdrez.server.testing.node_harness import Cluster, FakeClient, HarnessNode, on_nodes
 from tests.node.helpers import act_once, play_out, seat_and_start
@@ -289,39 +284,3 @@ async def _close_a_long_table(cluster: Cluster, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(fanout, "rebuild", replayed)
     room = await b.node.fanout._room_as_logged(table)
     assert room is not None and room.status == "closed" and room.seq > last
-
-
-@on_nodes(1)
-async def test_an_updates_view_is_built_once_its_entry_is_logged(cluster: Cluster) -> None:
-    """The host builds an update's view of the game when it sends the update, after the store
-    has its entry: on Redis the append waits for the group commit, and a view built before the
-    wait was held through it, its objects cold by the time they were encoded (issue 35: the
-    Redis node's dearer action). What goes out is the game as its entry left it."""
-    (a,) = cluster.nodes
-    host = await cluster.connect(a, "Host")
-    player = await cluster.connect(a, "Player")
-    table = await seat_and_start(cluster, host, [player])
-    steps: list[str] = []
-    with pytest.MonkeyPatch.context() as patch:
-        built = Room.view
-
-        def view(room: Room, seat: int | None) -> Any:
-            if seat is None:
-                steps.append("view")
-            return built(room, seat)
-
-        logs = a.stores.logs
-        appended = logs.append
-
-        async def append(entry: Append) -> bool:
-            steps.append("append")
-            return await appended(entry)
-
-        patch.setattr(Room, "view", view)
-        patch.setattr(logs, "append", append)
-        await act_once(cluster, [host, player], table)
-    assert steps[:2] == ["append", "view"]
-    public = msgspec.to_builtins(a.rooms[table].view(None))
-    for client in (host, player):
-        assert client.table(table).seq == a.rooms[table].seq
-        assert msgspec.to_builtins(client.table(table).view) == public
