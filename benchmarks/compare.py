@@ -63,7 +63,8 @@ def turns(
             print(
                 f"  {side}: {report['actions_per_s']:,.0f} actions/s, "
                 f"p99 {report['latency_ms']['p99']} ms, errors {report['errors']}, "
-                f"server CPU {report['server_cpu_share'] or 0:.2f}, "
+                f"server CPU {report['server_cpu_share'] or 0:.2f} "
+                f"(user {report.get('server_cpu_user_share') or 0:.2f}), "
                 f"bots' CPU {report['clients_cpu_share'] or 0:.2f}, "
                 f"beside: {report.get('neighbours_cpu_share') or {}}",
                 file=sys.stderr,
@@ -80,6 +81,8 @@ def series(common: list[str], before: Path, runs: int) -> dict[str, list[dict[st
 def side_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One side's runs and medians: max actions/s, p99, the server's CPU an action."""
     us = [(r["server_cpu_share"] or 0.0) * 1e6 / max(r["actions_per_s"], 1e-9) for r in runs]
+    user = [(r.get("server_cpu_user_share") or 0.0) * 1e6 / max(r["actions_per_s"], 1e-9)
+            for r in runs]  # fmt: skip
     return {
         "actions_per_s_each": [round(r["actions_per_s"]) for r in runs],
         "actions_per_s": loadtest.median_of(runs, "actions_per_s"),
@@ -88,6 +91,11 @@ def side_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "errors": sum(r["errors"] for r in runs),
         "server_cpu_us_per_action_each": [round(u, 1) for u in us],
         "server_cpu_us_per_action": statistics.median(us),
+        # its own code's share, apart from the kernel's work for it (system calls, sockets)
+        "server_user_us_per_action": statistics.median(user),
+        "server_system_us_per_action": statistics.median(
+            u - v for u, v in zip(us, user, strict=True)
+        ),
         "bots_cpu_share": loadtest.median_of(runs, "clients_cpu_share"),
         "beside_cpu_share_each": [r.get("neighbours_cpu_share") for r in runs],
     }

@@ -153,6 +153,23 @@ def test_planning_helpers() -> None:
         procfs.check_loopback("ws://192.0.2.1:8765/")
 
 
+def test_a_process_cpu_is_told_apart_as_its_own_and_the_kernels() -> None:
+    """``cpu_split``: the user seconds grow with the process's own work, the system seconds
+    with its system calls, and together they are ``cpu_seconds``."""
+    user, system = procfs.cpu_split(os.getpid())
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:
+        sum(range(1000))
+    worked = procfs.cpu_split(os.getpid())
+    assert worked[0] - user >= 0.2 and worked[1] - system < 0.1
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:
+        os.stat("/")
+    called = procfs.cpu_split(os.getpid())
+    assert called[1] - worked[1] >= 0.05
+    assert abs(sum(procfs.cpu_split(os.getpid())) - procfs.cpu_seconds(os.getpid())) < 0.05
+
+
 def test_profile_summary_ranks_own_and_total_time(tmp_path: Path) -> None:
     raw = tmp_path / "profile.txt"
     raw.write_text(
@@ -212,6 +229,10 @@ def test_the_installed_tool_runs_on_redis_from_any_folder(
         assert 0.0 <= report["neighbours_cpu_share"]["redis"] < 1.5
     else:  # a Redis it did not start is not its to watch
         assert "redis" not in report["neighbours_cpu_share"]
+    # the server's CPU told apart: its own code's and the kernel's for it
+    user, system = report["server_cpu_user_share"], report["server_cpu_system_share"]
+    assert user > 0.0 and system >= 0.0
+    assert abs(user + system - report["server_cpu_share"]) < 1e-9
     # the records' process the server started is reported beside it
     assert 0.0 <= report["neighbours_cpu_share"]["records"] < 1.5
     # what the hypervisor took of each CPU over the window (machines here are shared)

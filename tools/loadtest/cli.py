@@ -72,6 +72,7 @@ from blackdrez.tools.loadtest.procfs import (
     check_loopback,
     cpu_list,
     cpu_seconds,
+    cpu_split,
     favour,
     find_server_pid,
     histogram_window,
@@ -303,6 +304,8 @@ def run_load(
     display = _Display(not quiet)
     windows: dict[int, Window] = {}
     rss_held = rss_start = cpu_start = cpu_end = None
+    split_start: tuple[float, float] | None = None
+    split_end: tuple[float, float] | None = None
     clients_start = clients_end = 0.0
     neighbours = neighbours or {}
     neighbours_start: dict[str, float] = {}
@@ -337,7 +340,8 @@ def run_load(
                 histograms_start = server_histograms(url)
                 if server_pid:
                     rss_held = rss_start = rss_kib(server_pid)
-                    cpu_start = cpu_seconds(server_pid)
+                    split_start = cpu_split(server_pid)
+                    cpu_start = sum(split_start)
                     preempted_start = involuntary_switches(server_pid)
                 window_start = now
                 measure_until = now + args.duration
@@ -353,7 +357,8 @@ def run_load(
                 steal_end = steal_seconds()
                 histograms_end = server_histograms(url)
                 if server_pid:
-                    cpu_end = cpu_seconds(server_pid)
+                    split_end = cpu_split(server_pid)
+                    cpu_end = sum(split_end)
                     preempted_end = involuntary_switches(server_pid)
                     rss_held = max(rss_held or 0, rss_kib(server_pid))
             elif progress.phase == "closing" and now >= measure_until + END_GRACE:
@@ -374,6 +379,13 @@ def run_load(
         (cpu_end - cpu_start) / seconds
         if cpu_start is not None and cpu_end is not None else None,
     )  # fmt: skip
+    # the server's CPU apart: its own code (user) and the kernel's work for it (system)
+    for name, part in (("user", 0), ("system", 1)):
+        report[f"server_cpu_{name}_share"] = (
+            (split_end[part] - split_start[part]) / seconds
+            if split_start is not None and split_end is not None
+            else None
+        )
     report["clients_cpu_share"] = (clients_end - clients_start) / seconds if window_end else None
     report["server_preempted_per_s"] = (preempted_end - preempted_start) / seconds
     report["neighbours_cpu_share"] = {
@@ -598,7 +610,14 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         )
     if report["server_cpu_share"] is not None:
         lines.append(
-            f"CPU: server {100 * report['server_cpu_share']:.0f}% of one core, load clients "
+            f"CPU: server {100 * report['server_cpu_share']:.0f}% of one core"
+            + (
+                f" ({100 * report['server_cpu_user_share']:.0f}% user, "
+                f"{100 * report['server_cpu_system_share']:.0f}% system)"
+                if report.get("server_cpu_user_share") is not None
+                else ""
+            )
+            + f", load clients "
             f"{100 * (report.get('clients_cpu_share') or 0):.0f}%; server preempted "
             f"{report.get('server_preempted_per_s') or 0:.0f}/s; load average before "
             f"{report.get('load_average_before') or 0:.2f}"

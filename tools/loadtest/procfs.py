@@ -67,8 +67,15 @@ def steal_seconds() -> dict[str, float]:
 
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU seconds used so far by process ``pid``."""
+    return sum(cpu_split(pid))
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """The user and the system CPU seconds used so far by process ``pid``: where a cost lies
+    (the process's own code, or the kernel's work for its system calls and sockets)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def find_server_pid(port: int) -> int | None:
