@@ -303,7 +303,7 @@ def run_load(
         process.start()
     display = _Display(not quiet)
     windows: dict[int, Window] = {}
-    rss_held = rss_start = cpu_start = cpu_end = None
+    rss_held = rss_start = None
     split_start: tuple[float, float] | None = None
     split_end: tuple[float, float] | None = None
     clients_start = clients_end = 0.0
@@ -341,7 +341,6 @@ def run_load(
                 if server_pid:
                     rss_held = rss_start = rss_kib(server_pid)
                     split_start = cpu_split(server_pid)
-                    cpu_start = sum(split_start)
                     preempted_start = involuntary_switches(server_pid)
                 window_start = now
                 measure_until = now + args.duration
@@ -358,7 +357,6 @@ def run_load(
                 histograms_end = server_histograms(url)
                 if server_pid:
                     split_end = cpu_split(server_pid)
-                    cpu_end = sum(split_end)
                     preempted_end = involuntary_switches(server_pid)
                     rss_held = max(rss_held or 0, rss_kib(server_pid))
             elif progress.phase == "closing" and now >= measure_until + END_GRACE:
@@ -376,8 +374,8 @@ def run_load(
     seconds = max(window_end - window_start, 1e-9)
     report = _report(
         args, url, plans, windows, progress, server_pid, rss_before, rss_held, rss_start,
-        (cpu_end - cpu_start) / seconds
-        if cpu_start is not None and cpu_end is not None else None,
+        (sum(split_end) - sum(split_start)) / seconds
+        if split_start is not None and split_end is not None else None,
     )  # fmt: skip
     # the server's CPU apart: its own code (user) and the kernel's work for it (system)
     for name, part in (("user", 0), ("system", 1)):
