@@ -20,7 +20,7 @@ cdef class Connection:
     cdef public object ws, binary, player, name, bucket, max_buffer, token, tables
     cdef public object left_to_me, seated, order, outranked, answered_elsewhere, lobby, bot
     cdef public object violations, violations_since, last_seen, closing, close_timeout, on_close
-    cdef public object address
+    cdef public object address, acting, acted
     cdef public Outbox outbox
     cdef public list _out
     cdef public object _deflate, _protocol, _transport_write, _unsent

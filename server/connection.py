@@ -190,6 +190,8 @@ class Connection:
         "_protocol",
         "_transport_write",
         "_unsent",
+        "acted",
+        "acting",
         "address",
         "answered_elsewhere",
         "binary",
@@ -290,6 +292,11 @@ class Connection:
         self._out: list[bytes] | None = None
         """Framed frames not yet written (see the module docstring)."""
         self._deflate: bool | None = None
+        self.acting = False
+        """An action of this connection's is out to the store, not answered yet
+        (``Node.act_soon``): its next request waits for the answer (:attr:`acted`)."""
+        self.acted: asyncio.Future[None] | None = None
+        """What the next request awaits while :attr:`acting` (made only then)."""
 
     def send(self, message: Any) -> None:
         """Encode ``message`` in this client's encoding and send it."""

@@ -353,6 +353,8 @@ class Sessions:
         metrics = self.metrics
         while True:
             frame = await ws.recv()
+            if client.acting:  # its last action is out to the store: answers go in order
+                await self.node.acted(client)
             now = client.last_seen = time.monotonic()
             try:
                 message = decoder.decode(frame)
@@ -396,6 +398,8 @@ class Sessions:
                     client, message
                 ):
                     continue
+            elif kind is v1.Act and self.node.act_soon(client, message):
+                continue  # (nearly every request: served without a coroutine)
             await self.node.handle(client, message)
 
     async def _may_start(self, client: Connection, message: v1.StartSolitaire) -> bool:

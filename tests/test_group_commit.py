@@ -216,6 +216,44 @@ async def test_the_logged_callback_runs_for_a_logged_entry_only_and_before_its_c
     assert order["good"] == (["resumed"] if isinstance(store.link, MemoryLink) else early)
 
 
+async def test_an_append_not_awaited_is_settled_as_an_awaited_one_would_be(
+    store: Stores,
+) -> None:
+    """``append_soon`` (what a host's action uses, ``Hosting.act_soon``): the same fencing and
+    the same outcome as ``append``, handed to a callback, once; the logged entries announced.
+    In memory before it returns; on Redis and a cluster from the group commit's reply."""
+    tokens = await leased(store, ["good", "stale", "ahead"])
+    inbox = Inbox()
+    await store.bus.subscribe(table_channel("good"), inbox)
+    outcomes: dict[str, list[bool | BaseException]] = {table: [] for table in tokens}
+    assert store.logs.appends_soon
+    store.logs.append_soon(
+        Append("good", tokens["good"], 2, b"g", table_channel("good"), b"update"),
+        outcomes["good"].append,
+    )
+    store.logs.append_soon(Append("stale", tokens["stale"] + 1, 2, b"s"), outcomes["stale"].append)
+    store.logs.append_soon(Append("ahead", tokens["ahead"], 3, b"a"), outcomes["ahead"].append)
+    settled_at_once = all(outcomes.values())
+    assert settled_at_once == isinstance(store.link, MemoryLink)
+    await eventually(lambda: all(outcomes.values()))
+    await asyncio.sleep(0.05)  # (nothing is settled twice)
+    assert outcomes["good"] == [True]
+    assert [type(o) for t in ("stale", "ahead") for o in outcomes[t]] == [LeaseLost] * 2
+    assert await store.logs.read("good") == [b"create", b"g"]
+    assert await store.logs.read("stale") == await store.logs.read("ahead") == [b"create"]
+    await eventually(lambda: inbox.messages == [b"update"])
+
+
+async def test_a_durable_store_takes_appends_only_awaited(redis_url_clean: str) -> None:
+    """With ``WAIT`` for replicas an append waits for them (and may be taken back): a host
+    awaits it (``Hosting.execute``), never hands it to ``append_soon``."""
+    store = redis_stores(redis_url_clean, "node-a", wait_replicas=1)
+    try:
+        assert not store.logs.appends_soon
+    finally:
+        await store.close()
+
+
 def viewer(outbox: Outbox, frames: list[str | bytes], player: str = "viewer") -> Connection:
     """A connection of ``player`` whose frames are written through ``outbox`` to ``frames``
     (its transport counts the writes)."""
@@ -424,6 +462,26 @@ async def test_closing_the_store_answers_every_queued_append(durable_redis: Redi
         durable_redis.resume()
     assert not pending, f"{len(pending)} appends never answered"
     assert all(isinstance(task.exception(), StoreUnavailable) for task in done)
+
+
+async def test_closing_the_store_settles_every_append_not_awaited(
+    durable_redis: RedisServer,
+) -> None:
+    store = redis_stores(durable_redis.url, "node-a")
+    await store.start()
+    tables = [f"q{i}" for i in range(300)]  # more than one batch: some wait for the next
+    tokens = await leased(store, tables)
+    outcomes: list[bool | BaseException] = []
+    durable_redis.pause()  # the first batch stays out, the rest waits in the queue
+    try:
+        for table in tables:
+            store.logs.append_soon(Append(table, tokens[table], 2, b"act"), outcomes.append)
+        await asyncio.sleep(0.2)
+        await store.close()
+        await eventually(lambda: len(outcomes) == len(tables), timeout=10)
+    finally:
+        durable_redis.resume()
+    assert all(isinstance(outcome, StoreUnavailable) for outcome in outcomes)
 
 
 # ---------------------------------------------------------------- the group commit's own connection

@@ -12,6 +12,12 @@ the command by rebuilding the room from the log written so far. A lease found lo
 room at once; the node then looks for orphans and keeps the table's viewers here following it
 wherever it goes (``blackdrez.server.node.fanout``).
 
+An action (nearly every command) is served without a coroutine where it can be
+(:meth:`Hosting.act_soon`): executed at once, its append handed to the store with a callback
+(``TableLogs.append_soon``), and everything after it (the entry kept, the update fanned out,
+the reply, the table's lock freed) done in that callback, the one that reads the store's reply
+on Redis; awaited, it resumed a loop turn later, behind every other table's action of that turn.
+
 Every ``SNAPSHOT_EVERY`` entries the room is snapshotted (kept here to undo from, stored for an
 adopter).
 
@@ -84,7 +90,13 @@ from blackdrez.server.node.seams import (
 from blackdrez.server.ratelimit import KeyedBuckets, TokenBucket
 from blackdrez.server.retry import Backoff
 from blackdrez.server.stores import LeaseLost, Stores, StoreUnavailable
-from blackdrez.server.stores.base import LOBBY_CHANNEL, Append, LobbyRecord, table_channel
+from blackdrez.server.stores.base import (
+    LOBBY_CHANNEL,
+    Append,
+    LobbyRecord,
+    TableLogs,
+    table_channel,
+)
 from blackdrez.server.table import assist
 from blackdrez.server.table.commands import (
     NEEDS_SEED,
@@ -264,13 +276,80 @@ class HeldLock:
             del self._locks[self._table]
 
     def _release(self) -> None:
-        waiters = self._entry
-        while waiters:
-            waiter = waiters.pop(0)
-            if not waiter.done():  # (a cancelled one has left)
-                waiter.set_result(None)
-                return
-        del self._locks[self._table]
+        release_lock(self._locks, self._table)
+
+
+def release_lock(locks: dict[str, TableLock], table: str) -> None:
+    """Hand ``table``'s lock to the first still waiting for it, or drop it if none is."""
+    waiters = locks[table]
+    while waiters:
+        waiter = waiters.pop(0)
+        if not waiter.done():  # (a cancelled one has left)
+            waiter.set_result(None)
+            return
+    del locks[table]
+
+
+def lobby_record(node: str, room: Room, info: v1.TableInfo) -> LobbyRecord:
+    """The room's lobby record with ``info`` (hosted by ``node``), and for a listed table its
+    lobby change.
+
+    Written with the log entry that changed it (one store call: a BlackDrez round changes the
+    record about twice, so most actions do). A closed table's record goes with its retirement
+    instead (the only change not logged, closing at shutdown, closes the room)."""
+    record = msgspec.msgpack.encode(info)
+    if not room.listed:
+        return LobbyRecord(node, record, listed=False)
+    changed = bus.LobbyChanged(update=v1.LobbyUpdate(tables=[info]))
+    return LobbyRecord(node, record, True, LOBBY_CHANNEL, bus.encode(changed))
+
+
+async def store_snapshot(
+    logs: TableLogs, table: str, token: int, position: int, data: bytes
+) -> None:
+    """Store a room's snapshot (fenced by its lease): one that cannot be stored costs a longer
+    replay at adoption, nothing more."""
+    with contextlib.suppress(StoreUnavailable, LeaseLost):
+        await logs.put_snapshot(table, token, position, data)
+
+
+def over_limit(
+    buckets: KeyedBuckets, key: str, now: float, message: Any, why: str
+) -> Answer | None:
+    """``rate_limited`` (with when to try again) if ``key`` has no token left in ``buckets``
+    at ``now``, else ``None`` (a token spent)."""
+    if buckets.take(key, now):
+        return None
+    return error_answer(message, ErrorCode.RATE_LIMITED, why, buckets.retry_after(key))
+
+
+def hint_ahead(hints: HintWorker, room: Room, helped: assist.Assist) -> None:
+    """A solitaire session moved: the hint worker started before its first hint, and once the
+    game has asked for one, the move for the new position computed before it is asked for
+    (``blackdrez.server.hints``: the next hint then comes at once)."""
+    if not helped.hints:
+        hints.warm()
+    elif room.status == "playing":
+        job = assist.hint_job(room.spec.name, room.engine, 0)
+        if job is not None:
+            hints.ahead(job)
+
+
+class _Appending(msgspec.Struct):
+    """A log entry on its way to the store (:meth:`Hosting.append_entry`,
+    :meth:`Hosting.act_soon`): the append, and what is kept for when it is settled. (A
+    struct: made without a call of ours, at every action.)"""
+
+    room: Room
+    data: bytes
+    entries: HeldLog
+    lease: Lease
+    broadcast: Broadcast | None
+    """The update the entry makes (announced with it: fanned out here once logged)."""
+    asked: int
+    """Forwarded requests for tables when it went out (``Hosting._tables_asked``): a node
+    that asks meanwhile may have subscribed before the append's announcement."""
+    append: Append
 
 
 @dataclass
@@ -656,9 +735,10 @@ class Hosting:
                 if isinstance(message, v1.Report):
                     return await self._file_report(room, player, name, message)
                 if isinstance(message, v1.Say):
-                    refused = self._over_limit(
+                    refused = over_limit(
                         self._chat_buckets,
                         f"{room.id} {player}",
+                        self.clock.monotonic(),
                         message,
                         "too many lines at once: wait a moment before the next",
                     )
@@ -704,13 +784,6 @@ class Hosting:
                 return error_answer(message, *failure)
             return answer
 
-    def _over_limit(self, buckets: KeyedBuckets, key: str, message: Any, why: str) -> Answer | None:
-        """``rate_limited`` (with when to try again) if ``key`` has no token left in
-        ``buckets``, else ``None`` (a token spent)."""
-        if buckets.take(key, self.clock.monotonic()):
-            return None
-        return error_answer(message, ErrorCode.RATE_LIMITED, why, buckets.retry_after(key))
-
     async def _file_report(self, room: Room, player: str, name: str, message: v1.Report) -> Answer:
         """File ``player``'s report of a chat line with the operators (the reports store): the
         table changes nothing, logs nothing, and tells nobody."""
@@ -726,9 +799,10 @@ class Hosting:
             )
         except RoomError as error:
             return error_answer(message, error.code, error.message)
-        refused = self._over_limit(
+        refused = over_limit(
             self._report_buckets,
             player,
+            self.clock.monotonic(),
             message,
             "too many reports: the moderators have yours, wait before the next",
         )
@@ -855,79 +929,168 @@ class Hosting:
         and every action's update waited for it: the store's ``logged`` argument).
         ``replying_to``: the player whose reply follows once this returns; what ``then`` sends
         them waits for it (:meth:`~blackdrez.server.connection.Outbox.hold`): one write.
+        (An action needs none of this: :meth:`act_soon`.)
         """
-        data = encode_entry(entry)
-        entries = self._command_logs[room.id]
-        lease = self.leases.held[room.id]
-        token = lease.token
-        broadcast = room.flush()
-        announce = lobby = None
-        if broadcast is not None and self._shared and not lease.quiet:
-            announce = bus.encode(bus.TableUpdate(broadcast=broadcast, away=away_seats(broadcast)))
-        asked = self._tables_asked
-        if broadcast is not None and broadcast.info is not None and room.status != "closed":
-            lobby = self._lobby_record(room, broadcast.info)
         done = awaited = False
+        kept: _Appending | None = None
 
         def logged() -> None:
             nonlocal done
             if done:
                 return
             done = True
-            entries.append(data)
-            self._retry_at.pop(room.id, None)
-            if entries.size % SNAPSHOT_EVERY == 0:
-                self._take_snapshot(room, entries.size, token)
+            assert kept is not None  # (let go once this has run: below)
+            self._logged(kept)
             if replying_to is not None and not awaited:  # the store's callback: the reply
                 self.fanout.outbox.hold(replying_to)  # comes once this resumes, in one write
             if then is not None:
-                then(room, broadcast)
+                then(room, kept.broadcast)
 
+        appending = kept = self._appending(room, entry, logged)
         try:
-            position = entries.size + 1
-            append = Append(
-                room.id, token, position, data, table_channel(room.id), announce, lobby, logged
-            )
-            if tracing.tracer is None:  # (the hot path: not even an empty block)
-                heard = await self.store.logs.append(append)
-            else:
-                with tracing.span(
-                    "blackdrez.log_append", blackdrez_node=self.id, blackdrez_table=room.id,
-                    blackdrez_position=position,
-                ):  # fmt: skip
-                    heard = await self.store.logs.append(append)
-        except LeaseLost:
+            try:
+                if tracing.tracer is None:  # (the hot path: not even an empty block)
+                    heard = await self.store.logs.append(appending.append)
+                else:
+                    with tracing.span(
+                        "blackdrez.log_append", blackdrez_node=self.id, blackdrez_table=room.id,
+                        blackdrez_position=appending.append.position,
+                    ):  # fmt: skip
+                        heard = await self.store.logs.append(appending.append)
+            except Exception as error:
+                return None, self._not_logged(room, error)
+            awaited = True
+            logged()  # if the store did not
+            if not heard and self._tables_asked == appending.asked:
+                appending.lease.quiet = True  # (module docstring: "Quiet tables")
+            return appending.broadcast, None
+        finally:
+            # ``logged`` holds the entry's append, which holds ``logged``: a cycle, with the
+            # update's views in it, left to the collector at every command (measured: the
+            # node's loop stalled 50-80 ms in its collections). Let go here.
+            kept = None
+
+    def act_soon(
+        self,
+        room: Room,
+        player: str,
+        name: str,
+        message: v1.Act,
+        bot: bool,
+        answered: Callable[[Answer], None],
+    ) -> Answer | bool:
+        """:meth:`execute` an action without a coroutine, where the only wait is the log's
+        append and the store takes it without being awaited (:meth:`TableLogs.append_soon`:
+        Redis): the table's lock free, the store up, the lease fresh, no tracing. Returns the
+        answer when it is known at once (refused, or nothing changed); ``True`` when the entry
+        went to the store and ``answered`` is given the answer once the append is settled (the
+        update published first, and the table's lock held until then); ``False`` when none
+        of this applies (nothing done: await :meth:`execute`).
+
+        Why: awaited, the append's coroutine resumed an event-loop turn after the reply, the
+        request's frames with it, after every other table's action of that turn (measured: a
+        turn's suspension cost an in-memory action as much as Redis's millisecond of group
+        commit, ``docs/benchmarks-log.md``). Here the reply's callback finishes the action.
+        """
+        table = room.id
+        locks = self._locks
+        logs = self.store.logs
+        if (
+            table in locks
+            or not logs.appends_soon
+            or not self._health.up
+            or not self.leases.fresh(table)
+            or tracing.tracer is not None
+        ):
+            return False
+        started = time.perf_counter()
+        entry = LogEntry(now=self.clock.time(), command=message, player=player, name=name, bot=bot)
+        version = room.version
+        try:
+            answer = execute(room, entry)
+        except RoomError as error:
+            return error_answer(message, error.code, error.message)
+        if room.version == version:
+            return answer  # nothing changed: nothing to log or broadcast
+        entry.seq = room.log.seq
+
+        def settled(outcome: bool | BaseException) -> None:
+            try:
+                if isinstance(outcome, BaseException):
+                    answered(error_answer(message, *self._not_logged(room, outcome)))
+                    return
+                self._logged(appending)
+                if not outcome and self._tables_asked == appending.asked:
+                    appending.lease.quiet = True  # (module docstring: "Quiet tables")
+                self.publish_change(room, appending.broadcast)
+                self.metrics.observe_action(time.perf_counter() - started)
+                answered(answer)
+            except Exception:  # a bug: the store's callback must not raise (the lock is freed)
+                log.exception("answering an action at %s failed", table)
+            finally:
+                if locks[table]:
+                    release_lock(locks, table)
+                else:  # (nobody waits: nearly always)
+                    del locks[table]
+
+        locks[table] = TableLock()
+        try:
+            appending = self._appending(room, entry, None)
+        except BaseException:
+            release_lock(locks, table)
+            raise
+        try:
+            logs.append_soon(appending.append, settled)  # (in memory: settled as it returns)
+        except Exception as error:  # not sent (a store settles what it sent, never raising)
+            settled(error)
+        return True
+
+    def _appending(
+        self, room: Room, entry: LogEntry, logged: Callable[[], None] | None
+    ) -> _Appending:
+        """``entry``'s append to the room's log at the next position, under the lease held,
+        with the room's update announced (unless the table is quiet) and its lobby record."""
+        data = encode_entry(entry)
+        table = room.id
+        entries = self._command_logs[table]
+        lease = self.leases.held[table]
+        broadcast = room.flush()
+        announce = lobby = None
+        if broadcast is not None and self._shared and not lease.quiet:
+            announce = bus.encode(bus.TableUpdate(broadcast=broadcast, away=away_seats(broadcast)))
+        if broadcast is not None and broadcast.info is not None and room.status != "closed":
+            lobby = lobby_record(self.id, room, broadcast.info)
+        append = Append(
+            table, lease.token, entries.size + 1, data, table_channel(table), announce, lobby,
+            logged,
+        )  # fmt: skip
+        return _Appending(room, data, entries, lease, broadcast, self._tables_asked, append)
+
+    def _logged(self, appending: _Appending) -> None:
+        """Keep an entry the store logged (and snapshot the room every ``SNAPSHOT_EVERY``)."""
+        room, entries = appending.room, appending.entries
+        entries.append(appending.data)
+        self._retry_at.pop(room.id, None)
+        if entries.size % SNAPSHOT_EVERY == 0:
+            self._take_snapshot(room, entries.size, appending.lease.token)
+
+    def _not_logged(self, room: Room, error: BaseException) -> tuple[ErrorCode, str]:
+        """An append of ``room``'s failed: undo its command (fenced out: drop the room), and
+        say why to the requester."""
+        if isinstance(error, LeaseLost):
             self.drop_lost_table(room.id)
-            return None, MOVING_AWAY
-        except Exception as error:
-            if self.rooms.get(room.id) is not room:
-                # The renewal loop dropped the table while this write was out: there is no
-                # room to undo the command in, and the table comes back only by adoption.
-                return None, MOVING_AWAY
-            if isinstance(error, StoreUnavailable):
-                log.debug("logging a command of %s failed, undone: %s", room.id, error)
-                self._restore(room.id)
-                return None, (ErrorCode.UNAVAILABLE, "the store cannot be reached: try again")
-            log.exception("logging a command of %s failed, undone", room.id)
+            return MOVING_AWAY
+        if self.rooms.get(room.id) is not room:
+            # The renewal loop dropped the table while this write was out: there is no
+            # room to undo the command in, and the table comes back only by adoption.
+            return MOVING_AWAY
+        if isinstance(error, StoreUnavailable):
+            log.debug("logging a command of %s failed, undone: %s", room.id, error)
             self._restore(room.id)
-            return None, (ErrorCode.UNAVAILABLE, "the store refused the write: try again")
-        awaited = True
-        logged()  # if the store did not
-        if not heard and self._tables_asked == asked:
-            lease.quiet = True  # (if a node asked meanwhile, it may have subscribed first)
-        return broadcast, None
-
-    def _lobby_record(self, room: Room, info: v1.TableInfo) -> LobbyRecord:
-        """The room's lobby record with ``info``, and for a listed table its lobby change.
-
-        Written with the log entry that changed it (one store call: a BlackDrez round changes
-        the record about twice, so most actions do). A closed table's record goes with its
-        retirement instead (the only change not logged, closing at shutdown, closes the room)."""
-        record = msgspec.msgpack.encode(info)
-        if not room.listed:
-            return LobbyRecord(self.id, record, listed=False)
-        changed = bus.LobbyChanged(update=v1.LobbyUpdate(tables=[info]))
-        return LobbyRecord(self.id, record, True, LOBBY_CHANNEL, bus.encode(changed))
+            return ErrorCode.UNAVAILABLE, "the store cannot be reached: try again"
+        log.error("logging a command of %s failed, undone", room.id, exc_info=error)
+        self._restore(room.id)
+        return ErrorCode.UNAVAILABLE, "the store refused the write: try again"
 
     def _take_snapshot(self, room: Room, position: int, token: int) -> None:
         """Snapshot the room just logged (see :mod:`blackdrez.server.table.snapshots`): kept here
@@ -942,12 +1105,7 @@ class Hosting:
             return
         self._snapshots[room.id] = (position, data)
         self._command_logs[room.id].let_go(position - 1)
-        self._spawn(self._store_snapshot(room.id, token, position, data))
-
-    async def _store_snapshot(self, table: str, token: int, position: int, data: bytes) -> None:
-        # A snapshot that cannot be stored costs a longer replay at adoption, nothing more.
-        with contextlib.suppress(StoreUnavailable, LeaseLost):
-            await self.store.logs.put_snapshot(table, token, position, data)
+        self._spawn(store_snapshot(self.store.logs, room.id, token, position, data))
 
     def _restore(self, table: str) -> None:
         """Undo an unlogged command: rebuild the room from the log written so far (once: its
@@ -1047,18 +1205,7 @@ class Hosting:
             self._want_par(room)
         helped = room.assist
         if helped is not None:
-            self._hint_ahead(room, helped)
-
-    def _hint_ahead(self, room: Room, helped: assist.Assist) -> None:
-        """A solitaire session moved: the hint worker started before its first hint, and once
-        the game has asked for one, the move for the new position computed before it is asked
-        for (``blackdrez.server.hints``: the next hint then comes at once)."""
-        if not helped.hints:
-            self.hints.warm()
-        elif room.status == "playing":
-            job = assist.hint_job(room.spec.name, room.engine, 0)
-            if job is not None:
-                self.hints.ahead(job)
+            hint_ahead(self.hints, room, helped)
 
     def show_ratings(self, room: Room, *, after_games: bool = False) -> None:
         """At a rated table, read the seated players' ratings from the records and log them

@@ -504,6 +504,50 @@ class Node:
                 continue
             await self.routing.gone_away(client.player, client.name, table, seated=seated)
 
+    def act_soon(self, client: Connection, message: v1.Act) -> bool:
+        """Serve an action on a table hosted here without a coroutine
+        (:meth:`Hosting.act_soon`), if it can be: ``True`` when it is served (answered now, or
+        once its append is settled: until then :attr:`Connection.acting`, and the client's
+        next request waits for it); ``False``: :meth:`handle` it."""
+        hosting = self.hosting
+        table = message.table
+        room = hosting.rooms.get(table)
+        if room is None:
+            return False
+        player = client.player
+        routing = self.routing
+
+        def answered(answer: Answer) -> None:
+            hosting.viewed_through(table, player, routing.id, routing.incarnation)
+            self._send_replies(client, answer)
+            client.acting = False
+            waiting = client.acted
+            if waiting is not None:
+                client.acted = None
+                if not waiting.done():
+                    waiting.set_result(None)
+
+        client.acting = True  # (until answered: in memory, before ``act_soon`` returns)
+        try:
+            served = hosting.act_soon(room, player, client.name, message, client.bot, answered)
+        except Exception:
+            log.exception("request %r failed", message)
+            served = error_answer(message, ErrorCode.INTERNAL, "the server failed on this request")
+        if served is False:
+            client.acting = False
+            return False
+        if served is not True:
+            answered(served)
+        return True
+
+    async def acted(self, client: Connection) -> None:
+        """Wait until ``client``'s action out to the store is answered (:meth:`act_soon`):
+        what it asks next is answered after it."""
+        waiting = client.acted
+        if waiting is None:
+            waiting = client.acted = asyncio.get_running_loop().create_future()
+        await waiting
+
     async def handle(self, client: Connection, message: Any) -> None:
         """Serve one decoded request from ``client``."""
         try:

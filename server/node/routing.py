@@ -62,7 +62,7 @@ class Routing:
     ) -> None:
         self.store = store
         self.id = store.node_id
-        self._incarnation = store.incarnation
+        self.incarnation = store.incarnation
         """This process's incarnation (fixed: told with every command routed here)."""
         self.hosting = hosting
         self.fanout = fanout
@@ -91,7 +91,7 @@ class Routing:
         room = hosting.rooms.get(table)
         if room is not None:
             executed = await hosting.execute(room, player, name, message, bot=bot)
-            hosting.viewed_through(table, player, self.id, self._incarnation)
+            hosting.viewed_through(table, player, self.id, self.incarnation)
             return executed
         if table in hosting.closing:
             return closed_answer(message, table)

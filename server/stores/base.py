@@ -65,6 +65,8 @@ import msgspec
 from blackdrez.server.retry import StoreHealth
 
 Handler = Callable[[bytes], None]
+Settled = Callable[[bool | BaseException], None]
+"""What is told an append's outcome (:meth:`TableLogs.append_soon`): heard, or the error."""
 """A subscriber: called in the event loop with each message published on its channel."""
 
 LOBBY_CHANNEL = "bd:lobby"
@@ -388,6 +390,18 @@ class TableLogs(Part):
         announcing the table until another node asks for it: ``server.node.hosting``, "Quiet
         tables"); True when it was, when the store cannot tell, and when nothing was
         announced."""
+
+    appends_soon = False
+    """Whether :meth:`append_soon` takes appends (else only :meth:`append`)."""
+
+    def append_soon(self, append: Append, settled: Callable[[bool | BaseException], None]) -> None:
+        """:meth:`append`, not awaited: ``settled`` is called once with what :meth:`append`
+        would return (heard) or raise (:class:`LeaseLost`, :class:`StoreUnavailable`...), from
+        the callback that learns it (on Redis, the one that read the group commit's reply), and
+        must not raise. For a store whose :attr:`appends_soon` is true: a caller that would
+        only await the append saves the event-loop turn its coroutine resumes in
+        (``blackdrez.server.node.hosting``: an action). ``append.logged`` is not called."""
+        raise NotImplementedError(f"{type(self).__name__} takes appends only awaited")
 
     @abc.abstractmethod
     async def read(self, table_id: str, after: int = 0, *, held: bool = False) -> list[bytes]:

@@ -91,6 +91,10 @@ class MemoryBus(Bus):
         return bool(self._handlers.get(channel))
 
     async def publish(self, channel: str, data: bytes) -> None:
+        self.publish_now(channel, data)
+
+    def publish_now(self, channel: str, data: bytes) -> None:
+        """:meth:`publish`, from a caller that is not a coroutine."""
         handlers = self._handlers.get(channel)
         if not handlers:
             return
@@ -324,27 +328,43 @@ class MemoryTableLogs(TableLogs):
         self._snapshots = tables.snapshots
         self._retired = tables.retired
 
+    appends_soon = True
+
     async def append(self, append: Append) -> bool:
+        # ``logged`` is not called: this returns without a turn of the event loop, so the
+        # caller's own call right after is as early
+        outcome: list[bool | BaseException] = []
+        self.append_soon(append, outcome.append)
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    def append_soon(self, append: Append, settled: Callable[[bool | BaseException], None]) -> None:
+        """See :meth:`TableLogs.append_soon`: settled at once, before this returns."""
         table_id, position = append.table_id, append.position
-        self._ledger.check_lease(table_id, append.token)
+        try:
+            self._ledger.check_lease(table_id, append.token)
+        except LeaseLost as lost:
+            settled(lost)
+            return
         entries = self._logs.setdefault(table_id, [])
         if len(entries) != position - 1:
             if not entries:
                 del self._logs[table_id]
-            raise LeaseLost(f"{table_id}: the log holds {len(entries)} entries, not {position - 1}")
+            found = len(entries)
+            settled(LeaseLost(f"{table_id}: the log holds {found} entries, not {position - 1}"))
+            return
         entries.append(append.entry)
         heard = True
         if append.announce is not None:
             heard = self._bus.heard(append.channel)
-            await self._bus.publish(append.channel, append.announce)
+            self._bus.publish_now(append.channel, append.announce)
         lobby = append.lobby
         if lobby is not None:
             self._records[table_id] = (lobby.node, lobby.record, lobby.listed)
             if lobby.announce is not None:
-                await self._bus.publish(lobby.channel, lobby.announce)
-        # ``logged`` is not called: this returns without a turn of the event loop, so the
-        # caller's own call right after is as early
-        return heard
+                self._bus.publish_now(lobby.channel, lobby.announce)
+        settled(heard)
 
     async def read(self, table_id: str, after: int = 0, *, held: bool = False) -> list[bytes]:
         return list(self._logs.get(table_id, ())[after:])

@@ -69,6 +69,7 @@ from blackdrez.server.stores.base import (
     Lobby,
     LobbyRecord,
     Location,
+    Settled,
     Share,
     StoreUnavailable,
     TableLogs,
@@ -445,10 +446,27 @@ class RedisTableLogs(TableLogs):
             if append.lobby is not None:  # replicated: only now may the lobby show it
                 await self._put_lobby_record(append.table_id, append.token, append.lobby)
             return True  # (``logged``: the caller's call right after is as early)
-        loop = self._loop
-        if loop is None:  # (asked once: on Python 3.11 asking is a system call, every append)
-            loop = self._loop = asyncio.get_running_loop()
-        pending = PendingAppend(append, self._link.holder(append.token), loop.create_future())
+        done: asyncio.Future[int] = self._running_loop().create_future()
+        self._queue(append, done)
+        written = await done
+        self._check_appended(append.table_id, append.token, append.position, written)
+        return written != UNHEARD
+
+    @property
+    def appends_soon(self) -> bool:  # type: ignore[override]
+        """Every append but a durable one (``WAIT`` for replicas: :meth:`append` awaits it)."""
+        return not self.wait_replicas
+
+    def append_soon(self, append: Append, settled: Callable[[bool | BaseException], None]) -> None:
+        """See :meth:`TableLogs.append_soon`: queued for the group commit as :meth:`append`'s
+        are, its outcome handed to ``settled`` by :func:`_settle` (:class:`SettledBy`)."""
+        self._queue(append, SettledBy(append, settled))
+
+    def _queue(self, append: Append, done: asyncio.Future[int] | SettledBy) -> None:
+        """Queue ``append`` for the group commit, its outcome for ``done``, and have the batch
+        sent: from the next turn, or once ``COALESCE`` has passed since the last one went out."""
+        loop = self._running_loop()
+        pending = PendingAppend(append, self._link.holder(append.token), done)
         if self._commit_link is not None:
             pending.packed_args = _packed_args(pending.holder, append)
         self._batch.append(pending)
@@ -462,9 +480,12 @@ class RedisTableLogs(TableLogs):
                     loop.call_later(wait, self._send_queued)
                 else:
                     loop.call_soon(self._send_queued)
-        written = await pending.done
-        self._check_appended(append.table_id, append.token, append.position, written)
-        return written != UNHEARD
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None:  # (asked once: on Python 3.11 asking is a system call, every append)
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     def _start_committer(self) -> None:
         self._committer = asyncio.create_task(self._commit_batches(), name="redis-group-commit")
@@ -745,13 +766,49 @@ ARGS = 3 + len(NO_ANNOUNCEMENT) + len(NO_LOBBY_RECORD)
 announcement's two and the lobby record's five."""
 
 
+class SettledBy:
+    """An append's outcome for a callback (:meth:`RedisTableLogs.append_soon`) rather than an
+    awaiting caller: the part of a future :func:`_settle` sets. The callback is given what
+    :meth:`RedisTableLogs.append` would have returned (heard) or raised."""
+
+    __slots__ = ("_append", "_done", "_settled")
+
+    def __init__(self, append: Append, settled: Settled) -> None:
+        self._append = append
+        self._settled = settled
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, written: int) -> None:
+        self._done = True
+        append = self._append
+        try:
+            RedisTableLogs._check_appended(append.table_id, append.token, append.position, written)
+        except LeaseLost as lost:
+            self._tell(lost)
+            return
+        self._tell(written != UNHEARD)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._done = True
+        self._tell(error)
+
+    def _tell(self, outcome: bool | BaseException) -> None:
+        try:
+            self._settled(outcome)
+        except Exception:  # a bug of the caller's: the batch's other appends are still settled
+            log.exception("settling an append to %s failed", self._append.table_id)
+
+
 class PendingAppend:
     """A log append waiting for the group commit: its keys, script arguments and outcome."""
 
     __slots__ = ("append", "done", "holder", "keys", "logged", "packed_args", "packed_keys",
                  "table_id")  # fmt: skip
 
-    def __init__(self, append: Append, holder: str, done: asyncio.Future[int]) -> None:
+    def __init__(self, append: Append, holder: str, done: asyncio.Future[int] | SettledBy) -> None:
         self.append = append
         self.holder = holder
         """The lease's value the append is fenced by (``Link.holder`` of its token)."""

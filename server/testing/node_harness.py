@@ -88,7 +88,7 @@ from blackdrez.server.metrics import Metrics
 from blackdrez.server.node import LEASE_TTL, Node
 from blackdrez.server.ratelimit import TokenBucket
 from blackdrez.server.stores import Stores, StoreUnavailable
-from blackdrez.server.stores.base import Bus, Handler
+from blackdrez.server.stores.base import Append, Bus, Handler, Settled
 from blackdrez.server.stores.memory import MemoryWorld, memory_stores
 from blackdrez.server.table.room import GameOver, Room
 
@@ -324,6 +324,8 @@ class Reachable:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._part, name)
+        if name == "append_soon":  # (an append whose outcome a callback is given)
+            return self._append_soon
         if not asyncio.iscoroutinefunction(attribute):
             return attribute
 
@@ -336,6 +338,15 @@ class Reachable:
             return await attribute(*args, **kwargs)
 
         return call
+
+    def _append_soon(self, append: Append, settled: Settled) -> None:
+        self._node.store_calls["append_soon"] += 1
+        if self._node.store_down:
+            error = StoreUnavailable("the harness holds the store down")
+            self._node.stores.health.failed(error)
+            settled(error)
+            return
+        self._part.append_soon(append, settled)
 
 
 REACHABLE_PARTS = ("lobby", "players", "presence", "leases", "logs", "leaderboards", "daily")
@@ -458,6 +469,19 @@ class Seen:
         return [numbered.event["type"] for numbered in self.events]
 
 
+async def served(node: Node, connection: Connection, message: Any) -> None:
+    """``message`` served as the session's reader serves it (``server.session``): after the
+    answer to an action still out to the store, an action without a coroutine where it can be
+    (``Node.act_soon``), everything else handled."""
+    if connection.acting:
+        await node.acted(connection)
+    if type(message) is v1.Act and node.act_soon(connection, message):
+        if connection.acting:
+            await node.acted(connection)
+        return
+    await node.handle(connection, message)
+
+
 class FakeClient:
     """One player's connection to one node (see the module docstring)."""
 
@@ -525,7 +549,7 @@ class FakeClient:
         :class:`NoAnswer` if none comes within ``within`` virtual seconds."""
         request_id = next(self._ids)
         message = msgspec.structs.replace(message, id=request_id)
-        handled = self.node.spawn(self.node.node.handle(self.connection, message))
+        handled = self.node.spawn(served(self.node.node, self.connection, message))
         try:
             async with asyncio.timeout(within):
                 await asyncio.shield(handled)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 
 import msgspec
 import pytest
@@ -14,7 +15,7 @@ from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server.app import GameServer
 from blackdrez.server.node.hosting import HeldLock, TableLock
 from blackdrez.server.node.routing import REMOTE_TIMEOUT
-from blackdrez.server.stores.base import Append, LeaseLost
+from blackdrez.server.stores.base import Append, LeaseLost, Settled
 from blackdrez.server.table.commands import LogEntry, Resume, decode_entry, rebuild
 from blackdrez.server.table.records import decode_table_record, record_log
 from blackdrez.server.table.room import Room
@@ -265,16 +266,26 @@ async def test_an_action_logged_while_its_lease_is_found_lost_is_acknowledged_no
     store, node = server.store, server.node
     real_append = store.logs.append
 
+    real_append_soon = store.logs.append_soon
+
     async def append_then_lose(append: Append) -> bool:
         heard = await real_append(append)
         # the renewal's verdict, processed before this write's reply
         node.hosting.drop_lost_table(append.table_id)
         return heard
 
+    def append_soon_then_lose(append: Append, settled: Settled) -> None:
+        def lose_then_settle(outcome: bool | BaseException) -> None:
+            node.hosting.drop_lost_table(append.table_id)  # (as above: the action's path)
+            settled(outcome)
+
+        real_append_soon(append, lose_then_settle)
+
     # (installed once a player is on turn: a round won on the deal is followed by the next
     # round's start, a logged system action, which must not be the one that loses the table)
     mover = await player_on_turn([a, b], table)
     store.logs.append = append_then_lose  # type: ignore[method-assign]
+    store.logs.append_soon = append_soon_then_lose  # type: ignore[method-assign]
     logged = len(await store.logs.read(table))
     ok = await mover.act(table, mover.tables[table].legal[0])
     assert isinstance(ok, v1.Ok)
@@ -295,24 +306,65 @@ async def test_an_action_whose_append_fails_after_its_lease_is_found_lost_is_ref
     store, node = server.store, server.node
     real_append = store.logs.append
 
+    real_append_soon = store.logs.append_soon
+
     async def lose_then_fail(append: Append) -> bool:
         node.hosting.drop_lost_table(append.table_id)  # the renewal's verdict, while it is out
         await asyncio.to_thread(own_redis.stop)
         return await real_append(append)
 
+    def lose_then_fail_soon(append: Append, settled: Settled) -> None:
+        node.hosting.drop_lost_table(append.table_id)  # (as above: the action's path)
+        own_redis.stop()
+        real_append_soon(append, settled)
+
     mover = await player_on_turn([a, b], table)  # (then the patch: see the test above)
     store.logs.append = lose_then_fail  # type: ignore[method-assign]
+    store.logs.append_soon = lose_then_fail_soon  # type: ignore[method-assign]
     act = v1.Act(table=table, action=mover.tables[table].legal[0])
     with pytest.raises(ServerError) as error:
         await mover.request(act, moving_patience=0)
     assert error.value.code in (ErrorCode.UNAVAILABLE, ErrorCode.MOVING)
     store.logs.append = real_append  # type: ignore[method-assign]
+    store.logs.append_soon = real_append_soon  # type: ignore[method-assign]
     own_redis.start()
     async with asyncio.timeout(30):  # adopted again from its log (here: by the same node)
         while table not in node.rooms or not (a.tables[table].legal or b.tables[table].legal):
             await asyncio.sleep(0.05)
     await asyncio.gather(play_out(a, table), play_out(b, table))
     assert node.rooms[table].engine.over
+
+
+async def test_a_connections_answers_keep_the_order_of_its_requests_an_action_out_too(
+    make_server, connect, own_redis
+) -> None:
+    """On Redis an action is answered from the callback that reads its append's reply
+    (``Hosting.act_soon``), not by its request's coroutine, and the connection reads on
+    meanwhile: its next request waits for that answer, so a client's requests are answered in
+    the order it sent them (here a ``ping`` sent right after an action, while Redis holds the
+    action's append: without the wait, the ``pong`` came first)."""
+    server = await make_server(redis_url=own_redis.url)
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b], turn_seconds=60)
+    mover = await player_on_turn([a, b], table)
+    order: list[str] = []
+
+    async def asked(name: str, request: Awaitable[object]) -> None:
+        await request
+        order.append(name)
+
+    own_redis.pause()
+    try:
+        acting = asyncio.create_task(asked("act", mover.act(table, mover.tables[table].legal[0])))
+        await asyncio.sleep(0.05)
+        pinging = asyncio.create_task(asked("ping", mover.request(v1.Ping())))
+        await asyncio.sleep(0.3)
+        assert order == []  # the action is out to Redis: the ping waits for its answer
+    finally:
+        own_redis.resume()
+    await asyncio.wait_for(asyncio.gather(acting, pinging), 10)
+    assert order == ["act", "ping"]
+    assert table not in server.node.hosting._locks  # (the action's lock freed by its answer)
 
 
 async def test_a_lobby_change_is_written_with_its_log_entry_not_after(

@@ -18,6 +18,7 @@ import pytest
 from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
 from blackdrez.server.app import GameServer
+from blackdrez.server.stores.base import Append, Settled
 from tests.server.helpers import Listener, play_out, seat_and_start, wait_for
 
 WAIT = 15.0
@@ -72,13 +73,34 @@ async def test_a_table_nobody_else_follows_goes_quiet_and_a_new_remote_spectator
 
 
 class HeldReturn:
-    """Holds the return of the next log append (after it ran), until released."""
+    """Holds the return of the next log append (after it ran), until released: awaited, or
+    not awaited (an action's: :meth:`soon` holds its outcome from its callback)."""
 
-    def __init__(self, call: Callable[..., Awaitable[Any]]) -> None:
+    def __init__(
+        self, call: Callable[..., Awaitable[Any]], call_soon: Callable[[Append, Settled], None]
+    ) -> None:
         self.call = call
+        self.call_soon = call_soon
         self.armed = False
         self.holding = asyncio.Event()
         self.released = asyncio.Event()
+        self._held: set[asyncio.Task[None]] = set()
+
+    def soon(self, append: Append, settled: Settled) -> None:
+        def hold(outcome: bool | BaseException) -> None:
+            if not self.armed:
+                settled(outcome)
+                return
+            self.armed = False
+            self.holding.set()
+            task = asyncio.get_running_loop().create_task(self._settle_later(settled, outcome))
+            self._held.add(task)
+
+        self.call_soon(append, hold)
+
+    async def _settle_later(self, settled: Settled, outcome: bool | BaseException) -> None:
+        await self.released.wait()
+        settled(outcome)
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         result = await self.call(*args, **kwargs)
@@ -103,8 +125,9 @@ async def test_nobody_heard_after_a_request_came_does_not_quiet_the_table(
     await wait_for(lambda: a.node.hosting.leases.held[table].quiet, "the table quiet", WAIT)
     # as just after an adoption: loud, followed by nobody
     a.node.hosting.leases.held[table].quiet = False
-    held = HeldReturn(a.node.store.logs.append)
+    held = HeldReturn(a.node.store.logs.append, a.node.store.logs.append_soon)
     monkeypatch.setattr(a.node.store.logs, "append", held)
+    monkeypatch.setattr(a.node.store.logs, "append_soon", held.soon)
     held.armed = True
     moving = asyncio.create_task(move([host, other], table))
     await asyncio.wait_for(held.holding.wait(), WAIT)

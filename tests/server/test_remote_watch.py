@@ -25,7 +25,7 @@ from blackdrez.clients.client import Client
 from blackdrez.protocol import v1
 from blackdrez.server import bus
 from blackdrez.server.app import GameServer
-from blackdrez.server.stores.base import Append, node_channel, table_channel
+from blackdrez.server.stores.base import Append, Settled, node_channel, table_channel
 from blackdrez.server.table import history
 from tests.server.helpers import play_out, seat_and_start
 
@@ -215,14 +215,22 @@ async def test_an_update_without_events_after_lost_ones_makes_the_viewer_resync(
     host, other, remote, table, mover = await a_game_across(nodes, connect)
     state = remote.tables[table]
     held_seq = state.seq
-    append = a.node.store.logs.append
+    append, append_soon = a.node.store.logs.append, a.node.store.logs.append_soon
 
-    async def unannounced(entry: Append) -> bool:  # logged, lost on the bus
-        return await append(Append(entry.table_id, entry.token, entry.position, entry.entry))
+    def without_announcement(entry: Append) -> Append:  # logged, lost on the bus
+        return Append(entry.table_id, entry.token, entry.position, entry.entry)
+
+    async def unannounced(entry: Append) -> bool:
+        return await append(without_announcement(entry))
+
+    def unannounced_soon(entry: Append, settled: Settled) -> None:  # (an action's append)
+        append_soon(without_announcement(entry), settled)
 
     monkeypatch.setattr(a.node.store.logs, "append", unannounced)
+    monkeypatch.setattr(a.node.store.logs, "append_soon", unannounced_soon)
     lost = await mover.act(table, mover.tables[table].legal[0])
     monkeypatch.setattr(a.node.store.logs, "append", append)
+    monkeypatch.setattr(a.node.store.logs, "append_soon", append_soon)
     await (await connect(a, name="Onlooker")).request(v1.Spectate(table=table))
     await remote.wait_until(lambda: state.seq >= lost.seq, WAIT)
     seqs = [e.seq for e in state.events]
