@@ -1005,7 +1005,7 @@ class Hosting:
             return False
         started = time.perf_counter()
         entry = LogEntry(now=self.clock.time(), command=message, player=player, name=name, bot=bot)
-        version = room.version
+        version = room.version  # (as in ``execute``, inline: a call an action counts)
         try:
             answer = execute(room, entry)
         except RoomError as error:
