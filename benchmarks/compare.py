@@ -10,11 +10,14 @@ started from there (``blackdrez loadtest --server-dir``: a tree from before the 
 namespace runs its top-level modules, a later one its own folders under the installed names,
 :mod:`blackdrez.tools.trees`); "after" is this checkout. Both are loaded by this checkout's load
 tool with the same arguments: ``--tables`` tables of 4 bots, ``--mode play``, the server pinned
-to CPU 0, the bots (and Redis) on CPU 1, each run with a server (and a Redis) of its own. The
-two sides take turns, before then after, ``--runs`` times for each store, so a machine whose load
-drifts hurts both alike. Printed per store: each side's runs and median of max actions/s, and p99
-act -> update; then the ratio after/before of the medians (above 1: after does more). With
-``--rate`` a second series paces both to that many actions/s and compares their p99 there.
+to CPU 0, the bots (and Redis) on CPU 1, each run with a server (and a Redis) of its own. Each
+round runs every store's before then after, ``--runs`` rounds, so a machine whose load drifts
+hurts both sides and both stores alike (the stores one after the other, the Redis/in-memory ratio
+compared runs minutes apart: this machine's maxima move by a third within ten minutes). Printed
+per store: each side's runs and median of max actions/s, and p99 act -> update; then the ratio
+after/before of the medians (above 1: after does more). With two stores, each side's Redis/in
+memory: the ratio of the medians and the median of each round's own ratio. With ``--rate`` a
+second series, in rounds as well, paces both to that many actions/s and compares their p99 there.
 """
 
 from __future__ import annotations
@@ -56,12 +59,12 @@ def turns(
     """``runs`` runs of each of ``sides`` (its name and its own load tool arguments), taking
     turns in their order; each run's figures printed as it ends."""
     reports: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
-    for _ in range(runs):
+    for round_ in range(runs):
         for side, extra in sides.items():
             report = loadtest.report_of([*common, *extra])
             reports[side].append(report)
             print(
-                f"  {side}: {report['actions_per_s']:,.0f} actions/s, "
+                f"  {round_ + 1}. {side}: {report['actions_per_s']:,.0f} actions/s, "
                 f"p99 {report['latency_ms']['p99']} ms, errors {report['errors']}, "
                 f"server CPU {report['server_cpu_share'] or 0:.2f} "
                 f"(user {report.get('server_cpu_user_share') or 0:.2f}), "
@@ -73,9 +76,40 @@ def turns(
     return reports
 
 
-def series(common: list[str], before: Path, runs: int) -> dict[str, list[dict[str, Any]]]:
-    """``runs`` runs of each side, taking turns (before first)."""
-    return turns(common, {"before": ["--server-dir", str(before)], "after": []}, runs)
+SIDES = ("before", "after")
+
+
+def series(
+    common: list[str], before: Path, stores: list[str], pace: list[str], runs: int
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """``runs`` rounds, each a run of every store's before then after: the reports by store,
+    then by side."""
+    sides = {
+        f"{store} {side}": [
+            *(["--redis"] if store == "redis" else []),
+            *pace,
+            *(["--server-dir", str(before)] if side == "before" else []),
+        ]
+        for store in stores
+        for side in SIDES
+    }
+    reports = turns(common, sides, runs)
+    return {store: {side: reports[f"{store} {side}"] for side in SIDES} for store in stores}
+
+
+def store_ratios(memory: list[dict[str, Any]], redis: list[dict[str, Any]]) -> dict[str, Any]:
+    """One side's Redis/in-memory max actions/s: of the medians, and each round's (the runs
+    of a round minutes apart at most), with their median."""
+    rounds = [
+        r["actions_per_s"] / max(m["actions_per_s"], 1e-9)
+        for m, r in zip(memory, redis, strict=True)
+    ]
+    return {
+        "of_medians": loadtest.median_of(redis, "actions_per_s")
+        / max(loadtest.median_of(memory, "actions_per_s"), 1e-9),
+        "each_round": [round(x, 3) for x in rounds],
+        "median_of_rounds": statistics.median(rounds),
+    }
 
 
 def side_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -128,15 +162,16 @@ def main(argv: list[str] | None = None) -> int:
         "--duration", str(args.duration), "--warmup", str(args.warmup),
     ]  # fmt: skip
     results: dict[str, Any] = {"against": args.against, "tree": str(before)}
-    for store in args.stores.split(","):
-        store_args = ["--redis"] if store == "redis" else []
-        paces: list[tuple[str, list[str]]] = [("max", [])]
-        if args.rate:
-            paces.append((f"at {args.rate:g}/s", ["--action-rate", str(args.rate)]))
-        for pace, pace_args in paces:
+    stores = args.stores.split(",")
+    paces: list[tuple[str, list[str]]] = [("max", [])]
+    if args.rate:
+        paces.append((f"at {args.rate:g}/s", ["--action-rate", str(args.rate)]))
+    for pace, pace_args in paces:
+        print(f"{pace}:", file=sys.stderr, flush=True)
+        by_store = series(common, before, stores, pace_args, args.runs)
+        for store, reports in by_store.items():
             name = f"{store} {pace}"
-            print(f"{name}:", file=sys.stderr, flush=True)
-            row = summary(series([*common, *store_args, *pace_args], before, args.runs))
+            row = summary(reports)
             results[name] = row
             print(
                 f"{name:<18} before {row['before']['actions_per_s']:>7,.0f} actions/s "
@@ -144,6 +179,21 @@ def main(argv: list[str] | None = None) -> int:
                 f"after {row['after']['actions_per_s']:>7,.0f} actions/s "
                 f"{row['after']['actions_per_s_each']}, p99 {row['after']['p99_ms']:.1f} ms | "
                 f"after/before: actions {row['actions_ratio']:.2f}, p99 {row['p99_ratio']:.2f}",
+                flush=True,
+            )
+        if pace == "max" and {"memory", "redis"} <= by_store.keys():
+            ratios = {
+                side: store_ratios(by_store["memory"][side], by_store["redis"][side])
+                for side in SIDES
+            }
+            results["redis / memory max"] = ratios
+            print(
+                "redis / memory max "
+                + " | ".join(
+                    f"{side} {r['of_medians']:.0%} of the medians, rounds {r['each_round']} "
+                    f"(median {r['median_of_rounds']:.0%})"
+                    for side, r in ratios.items()
+                ),
                 flush=True,
             )
     if args.json:
