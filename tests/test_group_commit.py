@@ -38,7 +38,13 @@ from blackdrez.server.stores.base import (
 from blackdrez.server.stores.memory import MemoryLink
 from blackdrez.server.stores.redis import redis_stores
 from blackdrez.server.stores.redis_cluster import ClusterLink
-from blackdrez.server.stores.redis_tables import ARGS, PendingAppend, _packed_args
+from blackdrez.server.stores.redis_tables import (
+    ARGS,
+    UNHEARD,
+    PendingAppend,
+    _packed_args,
+    _settle,
+)
 from blackdrez.server.stores.resp import bulks
 from blackdrez.server.testing.node_harness import FakeWebSocket
 from blackdrez.server.testing.redis_cluster import LocalCluster
@@ -684,6 +690,23 @@ def test_an_append_is_packed_for_the_commit_link_as_its_arguments_are(
         loop.close()
     assert len(pending.args) == ARGS
     assert _packed_args(holder, append) == bulks(pending.args)
+
+
+def test_an_append_soon_is_settled_once_whatever_settles_its_batch_again() -> None:
+    """A callback's append is told its outcome once: a batch whose reply settled it and that
+    is settled again (the store closing with the batch still listed) does not call it twice,
+    nor a lease lost after the entry was logged. Each outcome as ``append`` would give it:
+    heard, not heard, the lease lost (nothing written: 0), the log elsewhere (-1)."""
+    told: dict[str, list[bool | BaseException]] = {}
+    batch = []
+    for table in ("heard", "unheard", "lost", "behind"):
+        told[table] = []
+        batch.append(PendingAppend(Append(table, 7, 2, b"e"), "h", None, told[table].append))
+    _settle(batch, [1, UNHEARD, 0, -1])
+    _settle(batch, [StoreUnavailable("closed")] * len(batch))
+    assert told["heard"] == [True]
+    assert told["unheard"] == [False]
+    assert [type(outcome) for outcome in told["lost"] + told["behind"]] == [LeaseLost, LeaseLost]
 
 
 async def test_appends_do_not_ask_for_the_running_loop_each_time(store: Stores) -> None:

@@ -459,14 +459,17 @@ class RedisTableLogs(TableLogs):
 
     def append_soon(self, append: Append, settled: Callable[[bool | BaseException], None]) -> None:
         """See :meth:`TableLogs.append_soon`: queued for the group commit as :meth:`append`'s
-        are, its outcome handed to ``settled`` by :func:`_settle` (:class:`SettledBy`)."""
-        self._queue(append, SettledBy(append, settled))
+        are, its outcome handed to ``settled`` by :func:`_settle` (:func:`_tell`)."""
+        self._queue(append, None, settled)
 
-    def _queue(self, append: Append, done: asyncio.Future[int] | SettledBy) -> None:
-        """Queue ``append`` for the group commit, its outcome for ``done``, and have the batch
-        sent: from the next turn, or once ``COALESCE`` has passed since the last one went out."""
+    def _queue(
+        self, append: Append, done: asyncio.Future[int] | None, settled: Settled | None = None
+    ) -> None:
+        """Queue ``append`` for the group commit, its outcome for ``done`` (or ``settled``),
+        and have the batch sent: from the next turn, or once ``COALESCE`` has passed since the
+        last one went out."""
         loop = self._running_loop()
-        pending = PendingAppend(append, self._link.holder(append.token), done)
+        pending = PendingAppend(append, self._link.holder(append.token), done, settled)
         if self._commit_link is not None:
             pending.packed_args = _packed_args(pending.holder, append)
         self._batch.append(pending)
@@ -766,49 +769,22 @@ ARGS = 3 + len(NO_ANNOUNCEMENT) + len(NO_LOBBY_RECORD)
 announcement's two and the lobby record's five."""
 
 
-class SettledBy:
-    """An append's outcome for a callback (:meth:`RedisTableLogs.append_soon`) rather than an
-    awaiting caller: the part of a future :func:`_settle` sets. The callback is given what
-    :meth:`RedisTableLogs.append` would have returned (heard) or raised."""
-
-    __slots__ = ("_append", "_done", "_settled")
-
-    def __init__(self, append: Append, settled: Settled) -> None:
-        self._append = append
-        self._settled = settled
-        self._done = False
-
-    def done(self) -> bool:
-        return self._done
-
-    def set_result(self, written: int) -> None:
-        self._done = True
-        append = self._append
-        try:
-            RedisTableLogs._check_appended(append.table_id, append.token, append.position, written)
-        except LeaseLost as lost:
-            self._tell(lost)
-            return
-        self._tell(written != UNHEARD)
-
-    def set_exception(self, error: BaseException) -> None:
-        self._done = True
-        self._tell(error)
-
-    def _tell(self, outcome: bool | BaseException) -> None:
-        try:
-            self._settled(outcome)
-        except Exception:  # a bug of the caller's: the batch's other appends are still settled
-            log.exception("settling an append to %s failed", self._append.table_id)
-
-
 class PendingAppend:
-    """A log append waiting for the group commit: its keys, script arguments and outcome."""
+    """A log append waiting for the group commit: its keys, script arguments and outcome, for
+    an awaiting caller (``done``, :meth:`RedisTableLogs.append`) or a callback (``settled``,
+    :meth:`RedisTableLogs.append_soon`: given what ``append`` would have returned or raised,
+    by :func:`_settle`, without a future's object and calls in between)."""
 
     __slots__ = ("append", "done", "holder", "keys", "logged", "packed_args", "packed_keys",
-                 "table_id")  # fmt: skip
+                 "settled", "table_id")  # fmt: skip
 
-    def __init__(self, append: Append, holder: str, done: asyncio.Future[int] | SettledBy) -> None:
+    def __init__(
+        self,
+        append: Append,
+        holder: str,
+        done: asyncio.Future[int] | None,
+        settled: Settled | None = None,
+    ) -> None:
         self.append = append
         self.holder = holder
         """The lease's value the append is fenced by (``Link.holder`` of its token)."""
@@ -817,6 +793,7 @@ class PendingAppend:
         self.packed_args = b""
         """:attr:`args` packed (:func:`_packed_args`) for the commit link."""
         self.done = done
+        self.settled = settled
         self.logged = append.logged
 
     @property
@@ -885,6 +862,27 @@ def _keys_and_args(batch: Sequence[PendingAppend]) -> tuple[list[str], list[Any]
     return keys, [arg for pending in batch for arg in pending.args]
 
 
+def _tell(pending: PendingAppend, settled: Settled, outcome: int | BaseException) -> None:
+    """An ``append_soon``'s outcome to its callback: heard, or the error :meth:`append` would
+    raise (a lease lost, the store unreachable)."""
+    if not isinstance(outcome, BaseException):
+        written = int(outcome)
+        if written > 0:
+            outcome = written != UNHEARD
+        else:
+            append = pending.append
+            try:
+                RedisTableLogs._check_appended(
+                    append.table_id, append.token, append.position, written
+                )
+            except LeaseLost as lost:
+                outcome = lost
+    try:
+        settled(outcome)  # type: ignore[arg-type]
+    except Exception:  # a bug of the caller's: the batch's other appends are still settled
+        log.exception("settling an append to %s failed", pending.table_id)
+
+
 def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseException]) -> None:
     """Hand each waiting append its own outcome (one whose caller gave up is skipped); the
     logged ones' ``logged`` callbacks here, not a turn later in their awaiting callers, and
@@ -894,7 +892,12 @@ def _settle(batch: Sequence[PendingAppend], outcomes: Sequence[int | BaseExcepti
     its update go in one write."""
     logged = []
     for pending, outcome in zip(batch, outcomes, strict=True):
-        if pending.done.done():
+        settled = pending.settled
+        if settled is not None:
+            pending.settled = None  # (once: the store closing may settle the batch again)
+            _tell(pending, settled, outcome)
+            continue
+        if pending.done is None or pending.done.done():
             continue
         if isinstance(outcome, BaseException):
             pending.done.set_exception(outcome)
