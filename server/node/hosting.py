@@ -81,6 +81,7 @@ from blackdrez.server.node.held_log import ELIDED as ELIDED
 from blackdrez.server.node.held_log import HeldLog
 from blackdrez.server.node.leases import Lease, Leases
 from blackdrez.server.node.seams import (
+    REQUEST_FAILED,
     STORE_RETRY,
     Spawn,
     closed_answer,
@@ -1017,21 +1018,23 @@ class Hosting:
         def settled(outcome: bool | BaseException) -> None:
             try:
                 if isinstance(outcome, BaseException):
-                    answered(error_answer(message, *self._not_logged(room, outcome)))
-                    return
-                self._logged(appending)
-                if not outcome and self._tables_asked == appending.asked:
-                    appending.lease.quiet = True  # (module docstring: "Quiet tables")
-                self.publish_change(room, appending.broadcast)
-                self.metrics.observe_action(time.perf_counter() - started)
-                answered(answer)
-            except Exception:  # a bug: the store's callback must not raise (the lock is freed)
-                log.exception("answering an action at %s failed", table)
-            finally:
+                    reply = error_answer(message, *self._not_logged(room, outcome))
+                else:
+                    self._logged(appending)
+                    if not outcome and self._tables_asked == appending.asked:
+                        appending.lease.quiet = True  # (module docstring: "Quiet tables")
+                    self.publish_change(room, appending.broadcast)
+                    self.metrics.observe_action(time.perf_counter() - started)
+                    reply = answer
+            except Exception:  # a bug: answered as any request that fails, never left unanswered
+                log.exception("an action at %s failed once it was logged", table)
+                reply = error_answer(message, ErrorCode.INTERNAL, REQUEST_FAILED)
+            finally:  # (the store's callback must not raise: the lock is freed whatever happens)
                 if locks[table]:
                     release_lock(locks, table)
                 else:  # (nobody waits: nearly always)
                     del locks[table]
+            answered(reply)
 
         locks[table] = TableLock()
         try:

@@ -49,7 +49,7 @@ from blackdrez.server.node.leases import RENEWALS
 from blackdrez.server.node.lobby import Lobby
 from blackdrez.server.node.matchmaking import Matchmaker
 from blackdrez.server.node.routing import Routing
-from blackdrez.server.node.seams import error_answer
+from blackdrez.server.node.seams import REQUEST_FAILED, error_answer
 from blackdrez.server.retry import Backoff
 from blackdrez.server.stores import LeaseLost, Stores, StoreUnavailable
 from blackdrez.server.stores.base import node_channel
@@ -518,21 +518,23 @@ class Node:
         routing = self.routing
 
         def answered(answer: Answer) -> None:
-            hosting.viewed_through(table, player, routing.id, routing.incarnation)
-            self._send_replies(client, answer)
-            client.acting = False
-            waiting = client.acted
-            if waiting is not None:
-                client.acted = None
-                if not waiting.done():
-                    waiting.set_result(None)
+            try:
+                hosting.viewed_through(table, player, routing.id, routing.incarnation)
+                self._send_replies(client, answer)
+            finally:  # (whatever happens, the connection's next request is served)
+                client.acting = False
+                waiting = client.acted
+                if waiting is not None:
+                    client.acted = None
+                    if not waiting.done():
+                        waiting.set_result(None)
 
         client.acting = True  # (until answered: in memory, before ``act_soon`` returns)
         try:
             served = hosting.act_soon(room, player, client.name, message, client.bot, answered)
         except Exception:
             log.exception("request %r failed", message)
-            served = error_answer(message, ErrorCode.INTERNAL, "the server failed on this request")
+            served = error_answer(message, ErrorCode.INTERNAL, REQUEST_FAILED)
         if served is False:
             client.acting = False
             return False
@@ -589,7 +591,7 @@ class Node:
             answer = error_answer(message, ErrorCode.UNAVAILABLE, "the table's node did not answer")
         except Exception:
             log.exception("request %r failed", message)
-            answer = error_answer(message, ErrorCode.INTERNAL, "the server failed on this request")
+            answer = error_answer(message, ErrorCode.INTERNAL, REQUEST_FAILED)
         if answer.watch is None and answer.unwatch is None:  # (most: replies only, no await)
             self._send_replies(client, answer)
         else:

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 from blackdrez.protocol import v1
 from blackdrez.protocol.errors import ErrorCode
 from blackdrez.server import bus, tracing
-from blackdrez.server.node.seams import Spawn, closed_answer, error_answer, moving_answer
+from blackdrez.server.node.seams import (
+    REQUEST_FAILED,
+    Spawn,
+    closed_answer,
+    error_answer,
+    moving_answer,
+)
 from blackdrez.server.stores import Stores, StoreUnavailable
 from blackdrez.server.stores.base import Whereabouts, node_channel
 from blackdrez.server.table.commands import Answer, ConnectionChanged
@@ -232,9 +238,7 @@ class Routing:
                 )
             except Exception:
                 log.exception("forwarded request %r failed", message)
-                answer = error_answer(
-                    message, ErrorCode.INTERNAL, "the server failed on this request"
-                )
+                answer = error_answer(message, ErrorCode.INTERNAL, REQUEST_FAILED)
         reply = bus.Reply(rid=request.rid, answer=answer)
         with contextlib.suppress(StoreUnavailable):
             await self.store.bus.publish(node_channel(request.origin), bus.encode(reply))

@@ -31,6 +31,10 @@ KeepRunning = Callable[[str, Callable[[], Coroutine[Any, Any, None]]], Coroutine
 and the loop to run (started again if it fails)."""
 
 
+REQUEST_FAILED = "the server failed on this request"
+"""What an ``internal`` error says: a bug, logged where it happened."""
+
+
 def error_answer(
     request: Any, code: ErrorCode, message: str, retry_after: float | None = None
 ) -> Answer:

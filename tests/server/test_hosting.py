@@ -367,6 +367,42 @@ async def test_a_connections_answers_keep_the_order_of_its_requests_an_action_ou
     assert table not in server.node.hosting._locks  # (the action's lock freed by its answer)
 
 
+@pytest.mark.parametrize("store", ["memory", "redis"])
+async def test_an_action_whose_aftermath_fails_is_answered_and_its_connection_reads_on(
+    make_server, connect, own_redis, monkeypatch, store: str
+) -> None:
+    """A bug after an action's entry is logged (here its update's publication raises once)
+    still answers the action (``internal``, as any request that fails) and the connection
+    serves its next request; the table's lock is free and the table plays on. Served from the
+    append's callback, the action left its connection waiting for an answer that never came
+    (every request it sent after hung) while only a log line told."""
+    server = await make_server(redis_url=own_redis.url if store == "redis" else None)
+    a, b = [await connect(server, name=n) for n in "AB"]
+    table = await seat_and_start(a, [b], turn_seconds=60)
+    mover = await player_on_turn([a, b], table)
+    hosting = server.node.hosting
+    real_publish = hosting.publish_change
+    failures = []
+
+    def publish_once_failing(room: Room, broadcast: object = None) -> None:
+        if not failures:
+            failures.append(room.id)
+            raise RuntimeError("a bug in the aftermath")
+        real_publish(room, broadcast)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hosting, "publish_change", publish_once_failing)
+    with pytest.raises(ServerError) as error:
+        await mover.act(table, mover.tables[table].legal[0])
+    assert error.value.code == ErrorCode.INTERNAL
+    assert failures == [table]
+    assert isinstance(await asyncio.wait_for(mover.request(v1.Ping()), 5), v1.Pong)
+    assert table not in hosting._locks
+    await a.resync(table)  # (the update was not sent: the players look again)
+    await b.resync(table)
+    await asyncio.wait_for(asyncio.gather(play_out(a, table), play_out(b, table)), 30)
+    assert hosting.rooms[table].engine.over
+
+
 async def test_a_lobby_change_is_written_with_its_log_entry_not_after(
     make_server, connect, redis_url_clean
 ) -> None:
