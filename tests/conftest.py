@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
 
+from blackdrez.server.testing.diagnose import clock_offset, describe
 from blackdrez.server.testing.postgres_server import PostgresServer
 from blackdrez.server.testing.redis_cluster import LocalCluster
 from blackdrez.server.testing.redis_server import RedisServer
@@ -61,3 +63,25 @@ def redis_cluster_url_clean(redis_cluster: LocalCluster) -> str:
         with redis.Redis(port=redis_cluster.nodes[index].port) as client:
             client.flushall()
     return redis_cluster.url
+
+
+_CLOCK_OFFSET = clock_offset()
+"""The wall clock against the monotonic one when the run began (:func:`describe` says how far
+it moved since: a stepped clock moves every deadline of a room)."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed test that ran an in-process server (a fixture named ``server``) reports what
+    the server held when it failed (``blackdrez.server.testing.diagnose``): a wait that timed
+    out then says whether a deadline, a lock, a connection or the writes were stuck."""
+    report = yield
+    if report.when == "call" and report.failed:
+        server = getattr(item, "funcargs", {}).get("server")
+        if server is not None and getattr(server, "node", None) is not None:
+            try:
+                state = describe(server, _CLOCK_OFFSET)
+            except Exception as error:  # a report must not fail for a diagnosis
+                state = f"(no diagnosis: {error!r})"
+            report.sections.append(("the server's state", state))
+    return report
