@@ -186,7 +186,7 @@ function buildPanel(ctx, id) {
   });
   const send = h("button#chat-send", { type: "submit", dataset: { key: "chat-send" } }, "Send");
   const state = {
-    id, list, input, send, unread: 0, atBottom: true, scrollTop: 0, sending: false,
+    id, list, input, send, unread: 0, atBottom: true, scrollTop: 0, sending: null, sendingKey: null,
     shown: new Map(), removed: new Set(), menuFor: null,
   };
   const form = h("form.chat-form", { onsubmit: (e) => { e.preventDefault(); say(ctx, state, input.value, null); } }, input, send);
@@ -397,19 +397,32 @@ function writable(ctx, table, state) {
 
 // ------------------------------------------------------------------ writing
 
+/** Send a line (or a canned one): after the line still on its way, if any, so that a quick
+ * typist's next line is neither lost nor sent before it; the same line sent twice while it is
+ * on its way (Enter pressed again) goes once. */
 async function say(ctx, state, text, quick) {
-  if (state.sending) return;
   const line = text === null ? null : text.trim();
   if (quick === null && !line) {
     state.input.focus();
     return;
   }
-  state.sending = true;
-  try {
+  const key = `${quick}:${line}`;
+  if (state.sending && state.sendingKey === key) return;
+  const before = state.sending;
+  const sent = (async () => {
+    if (before) await before.catch(() => {});
     const reply = await ctx.send({ type: "say", table: state.id, text: line, quick }, (error) => sayError(ctx, error));
     if (reply && quick === null && state.input.value.trim() === line) state.input.value = "";
+  })();
+  state.sending = sent;
+  state.sendingKey = key;
+  try {
+    await sent;
   } finally {
-    state.sending = false;
+    if (state.sending === sent) {
+      state.sending = null;
+      state.sendingKey = null;
+    }
   }
 }
 

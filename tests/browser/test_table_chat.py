@@ -6,9 +6,14 @@ lines; new lines out of sight are counted; on a phone the chat is usable below t
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import msgspec
 from playwright.async_api import Page
 
+from blackdrez.protocol import v1
+from blackdrez.server.app import GameServer
 from blackdrez.server.table.chat import ChatReport
 from tests.browser.helpers import answer, create_table, settled, wait_until
 from tests.browser.test_blackdrez_table import join_from_lobby, seat_up
@@ -109,6 +114,35 @@ async def test_too_many_lines_at_once_are_refused_in_words(new_page) -> None:
     await ann.locator(".toast", has_text="Slow down: you can write again in").wait_for()
     # What was typed stays, to send again.
     assert await field.input_value() == "one too many"
+
+
+async def test_a_line_sent_while_the_last_is_on_its_way_goes_after_it(
+    new_page, server: GameServer, monkeypatch
+) -> None:
+    """A player who presses Enter on the next line before the last one's answer came back: the
+    line goes once that answer is in, after it. The client dropped it without a word (the text
+    stayed in the field, unsent); a quick typist met it, and so did a test that typed the next
+    line once the last one showed, its answer a message behind. Here the server answers each
+    line 0.3 s late, so the second Enter always comes while the first is on its way."""
+    handle = server.node.handle
+
+    async def slowly(client: Any, message: Any) -> None:
+        if isinstance(message, v1.Say):
+            await asyncio.sleep(0.3)
+        await handle(client, message)
+
+    monkeypatch.setattr(server.node, "handle", slowly)
+    ann = await new_page("Ann")
+    await create_table(ann, "Quick typist", seats=2)
+    field = ann.locator("#chat-input")
+    await field.fill("first line")
+    await field.press("Enter")
+    await field.fill("second line")
+    await field.press("Enter")
+    await line(ann, "second line").wait_for(state="attached")
+    texts = await ann.locator(".chat-lines .chat-line .chat-text").all_text_contents()
+    assert [t for t in texts if t.endswith(" line")] == ["first line", "second line"]
+    await wait_until(ann, "document.querySelector('#chat-input').value === ''")
 
 
 async def test_a_muted_player_stays_muted_after_a_reload(new_page) -> None:
