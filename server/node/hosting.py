@@ -1176,39 +1176,49 @@ class Hosting:
         ``broadcast`` is the update already announced with the log entry; without one, the
         room's pending changes are flushed here (they were not logged: closing at shutdown).
         A closed room is let go at once: it refuses everything from now on.
+
+        Whatever fails on the way (a bug: raised to the caller, who answers ``internal``), the
+        room's timer is set for its next deadline: the command is logged, and a round it ended
+        is dealt only by its timer (without one, the table waited for good).
         """
-        if broadcast is None:
-            broadcast = room.flush()
-        if broadcast is not None:
-            self.fanout.fan_out(broadcast)  # (and tells the host who is still here)
-        lease = self.leases.held.get(room.id)
-        if lease is None or self.rooms.get(room.id) is not room:
-            # The lease was found lost while the entry was being written: the entry is logged
-            # and its update announced; the next host carries on from the log (what the outbox
-            # would have written goes as when a node dies right after a write).
-            return
-        token = lease.token
-        outcome = room.take_outcome() if room.outcome.pending() else NOTHING_OUTSIDE
-        if self.records is not None and outcome.games_over:
-            self.records.submit(outcome.games_over)
-        if outcome.seated or outcome.games_over:
-            self.show_ratings(room, after_games=bool(outcome.games_over))
-        if room.status == "closed":
-            closing_log = self._command_logs[room.id]
-            snapshot = self._snapshots.get(room.id)
-            self.unhost(room.id, keep_lease=True)
-            self.closing.add(room.id)
-            self._outbox.put_nowait(Publication(room, outcome, token, closing_log, snapshot))
-            return
-        if outcome is not NOTHING_OUTSIDE and _needs_store(room, outcome):
-            # (most actions, and a game's end alone: nothing queued, no task woken)
-            self._outbox.put_nowait(Publication(room, outcome, token))
-        self._set_timer(room)
-        if room.par_wanted is not None:
-            self._want_par(room)
-        helped = room.assist
-        if helped is not None:
-            hint_ahead(self.hints, room, helped)
+        try:  # (costs nothing until it catches: no call added to an action)
+            if broadcast is None:
+                broadcast = room.flush()
+            if broadcast is not None:
+                self.fanout.fan_out(broadcast)  # (and tells the host who is still here)
+            lease = self.leases.held.get(room.id)
+            if lease is None or self.rooms.get(room.id) is not room:
+                # The lease was found lost while the entry was being written: the entry is logged
+                # and its update announced; the next host carries on from the log (what the outbox
+                # would have written goes as when a node dies right after a write).
+                return
+            token = lease.token
+            outcome = room.take_outcome() if room.outcome.pending() else NOTHING_OUTSIDE
+            if self.records is not None and outcome.games_over:
+                self.records.submit(outcome.games_over)
+            if outcome.seated or outcome.games_over:
+                self.show_ratings(room, after_games=bool(outcome.games_over))
+            if room.status == "closed":
+                closing_log = self._command_logs[room.id]
+                snapshot = self._snapshots.get(room.id)
+                self.unhost(room.id, keep_lease=True)
+                self.closing.add(room.id)
+                self._outbox.put_nowait(Publication(room, outcome, token, closing_log, snapshot))
+                return
+            if outcome is not NOTHING_OUTSIDE and _needs_store(room, outcome):
+                # (most actions, and a game's end alone: nothing queued, no task woken)
+                self._outbox.put_nowait(Publication(room, outcome, token))
+            self._set_timer(room)
+            if room.par_wanted is not None:
+                self._want_par(room)
+            helped = room.assist
+            if helped is not None:
+                hint_ahead(self.hints, room, helped)
+        except Exception:
+            if self.rooms.get(room.id) is room and room.status != "closed":
+                with contextlib.suppress(Exception):
+                    self._set_timer(room)
+            raise
 
     def show_ratings(self, room: Room, *, after_games: bool = False) -> None:
         """At a rated table, read the seated players' ratings from the records and log them

@@ -18,7 +18,7 @@ from blackdrez.server.node.routing import REMOTE_TIMEOUT
 from blackdrez.server.stores.base import Append, LeaseLost, Settled
 from blackdrez.server.table.commands import LogEntry, Resume, decode_entry, rebuild
 from blackdrez.server.table.records import decode_table_record, record_log
-from blackdrez.server.table.room import Room
+from blackdrez.server.table.room import Broadcast, Room
 from blackdrez.server.testing.nodes import lease_holders
 from blackdrez.server.testing.redis_server import RedisServer
 from tests.server.helpers import play_out, player_on_turn, queued_at, seat_and_start, wait_for
@@ -371,36 +371,44 @@ async def test_a_connections_answers_keep_the_order_of_its_requests_an_action_ou
 async def test_an_action_whose_aftermath_fails_is_answered_and_its_connection_reads_on(
     make_server, connect, own_redis, monkeypatch, store: str
 ) -> None:
-    """A bug after an action's entry is logged (here its update's publication raises once)
-    still answers the action (``internal``, as any request that fails) and the connection
-    serves its next request; the table's lock is free and the table plays on. Served from the
-    append's callback, the action left its connection waiting for an answer that never came
-    (every request it sent after hung) while only a log line told."""
+    """A bug after an action's entry is logged (here its update's fan-out raises once) still
+    answers the action (``internal``, as any request that fails) and the connection serves its
+    next request; the table's lock is free and the table plays on. Served from the append's
+    callback, the action left its connection waiting for an answer that never came (every
+    request it sent after hung) while only a log line told.
+
+    The action is a withdrawal that ends the round (two seats): the next deal comes only by the
+    room's timer, which the failed aftermath had not set (CI met it when the failing action was
+    a hit that bust: the table waited for good)."""
     server = await make_server(redis_url=own_redis.url if store == "redis" else None)
     a, b = [await connect(server, name=n) for n in "AB"]
-    table = await seat_and_start(a, [b], turn_seconds=60)
+    table = await seat_and_start(a, [b], turn_seconds=60, round_pause_seconds=1.0)
     mover = await player_on_turn([a, b], table)
     hosting = server.node.hosting
-    real_publish = hosting.publish_change
+    real_fan_out = hosting.fanout.fan_out
     failures = []
 
-    def publish_once_failing(room: Room, broadcast: object = None) -> None:
+    def fan_out_once_failing(broadcast: Broadcast) -> None:
         if not failures:
-            failures.append(room.id)
+            failures.append(broadcast)
             raise RuntimeError("a bug in the aftermath")
-        real_publish(room, broadcast)  # type: ignore[arg-type]
+        real_fan_out(broadcast)
 
-    monkeypatch.setattr(hosting, "publish_change", publish_once_failing)
+    monkeypatch.setattr(hosting.fanout, "fan_out", fan_out_once_failing)
+    withdraw = next(a for a in mover.tables[table].legal if a["type"] == "withdraw")
     with pytest.raises(ServerError) as error:
-        await mover.act(table, mover.tables[table].legal[0])
+        await mover.act(table, withdraw)
     assert error.value.code == ErrorCode.INTERNAL
-    assert failures == [table]
+    assert len(failures) == 1
     assert isinstance(await asyncio.wait_for(mover.request(v1.Ping()), 5), v1.Pong)
     assert table not in hosting._locks
+    room = hosting.rooms[table]
+    assert room.engine.state.phase == "between_rounds"
+    assert table in hosting._timers  # the next deal is due
     await a.resync(table)  # (the update was not sent: the players look again)
     await b.resync(table)
     await asyncio.wait_for(asyncio.gather(play_out(a, table), play_out(b, table)), 30)
-    assert hosting.rooms[table].engine.over
+    assert room.engine.over
 
 
 async def test_a_lobby_change_is_written_with_its_log_entry_not_after(
