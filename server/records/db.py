@@ -168,6 +168,16 @@ _SQLITE_SETTINGS = (
     "PRAGMA synchronous = NORMAL",
     "PRAGMA foreign_keys = ON",
 )
+_SQLITE_WRITER_SETTINGS = (
+    *_SQLITE_SETTINGS,
+    "PRAGMA cache_size = -32768",
+    "PRAGMA wal_autocheckpoint = 10000",
+)
+"""The writer's own: a 32 MiB page cache (the default's 2 MiB held few of the pages every game
+touches: the games' and players' indexes, the stats and ratings), and a checkpoint every
+10,000 pages written to the WAL rather than every 1,000 (a page that many commits rewrite is
+copied back into the file once per checkpoint). Measured (2026-12-07, 4,000 games written 20 to
+a transaction, medians of 3): 412 -> 360 µs of CPU a game, the records' process's largest cost."""
 
 
 class SqliteDatabase:
@@ -194,7 +204,7 @@ class SqliteDatabase:
         def open_writer() -> sqlite3.Connection:
             connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             connection.row_factory = sqlite3.Row
-            for pragma in _SQLITE_SETTINGS:
+            for pragma in _SQLITE_WRITER_SETTINGS:
                 connection.execute(pragma)
             return connection
 

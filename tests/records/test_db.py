@@ -88,3 +88,27 @@ async def test_a_batch_keeps_the_scripts_before_one_that_raises_and_nothing_of_i
     )  # the second breaks the key: the first is kept
     assert results == [None] and error is not None
     assert await db.fetchval("SELECT COUNT(*) FROM counter") == 3
+
+
+def _writer_settings() -> Script[dict[str, object]]:
+    found: dict[str, object] = {}
+    for name in ("journal_mode", "synchronous", "cache_size", "wal_autocheckpoint"):
+        rows: list[Row] = yield f"PRAGMA {name}", ()
+        found[name] = rows[0][0]
+    return found
+
+
+async def test_the_sqlite_writer_is_durable_and_checkpoints_seldom(tmp_path) -> None:
+    """SQLite's writer: WAL, ``synchronous=NORMAL`` (a commit survives the process's crash), a
+    32 MiB page cache and a checkpoint every 10,000 WAL pages (the records' process's largest
+    cost is SQLite's: `docs/benchmarks.md`, "Records under load")."""
+    database = await open_database(f"sqlite:///{tmp_path / 'records.db'}")
+    try:
+        assert await database.run(_writer_settings()) == {
+            "journal_mode": "wal",
+            "synchronous": 1,
+            "cache_size": -32768,
+            "wal_autocheckpoint": 10000,
+        }
+    finally:
+        await database.close()
