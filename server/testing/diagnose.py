@@ -31,7 +31,7 @@ def describe(server: Any, offset: float | None = None) -> str:
     clock = hosting.clock
     lines = []
     if offset is not None:
-        moved = clock_offset() - offset
+        moved = round(clock_offset() - offset, 3) + 0.0  # (a few µs either way: +0.000)
         lines.append(f"the wall clock moved {moved:+.3f} s against the monotonic one")
     loop = hosting._loop  # (the report is made between the test and its teardown: no loop runs)
     loop_now = None if loop is None else loop.time()
