@@ -115,20 +115,37 @@ def dealt_cards(events: list[v1.Numbered]) -> list[str]:
     return cards
 
 
-def check_fairness(state: TableState) -> str | None:
-    """Check a finished BlackDrez game's proof; return the problem, or ``None`` when it holds."""
+def check_fairness(state: TableState, begun: int | None = None) -> str | None:
+    """Check a finished BlackDrez game's proof; return the problem, or ``None`` when it holds.
+
+    The game of the client's view, or, given ``begun`` (the number of the event that started
+    it, or 0), the game that started there, once the next has begun: its seed is the one its
+    ``game_over`` event revealed, and only its events count."""
     view = state.view
-    seed = view.get("seed") if view else None
+    events = state.events
+    if begun is None:
+        seed = view.get("seed") if view else None
+    else:
+        end = next(
+            (i for i, e in enumerate(events) if e.seq > begun and e.event["type"] == "game_over"),
+            None,
+        )
+        if end is None:
+            return "the end of the game was never received: cannot check"
+        seed = events[end].event.get("seed")
+        events = events[: end + 1]
     if seed is None:
         return "the seed was not revealed at the end of the game"
-    started = [e.event for e in state.events if e.event["type"] == "game_started"]
+    started = [e.event for e in events if e.event["type"] == "game_started"]
+    if not started and begun is not None:
+        return None  # joined mid-game, and the view is the next game's: nothing to check
     commitment = started[-1]["commitment"] if started else view.get("commitment")
     if commitment != shuffle.commitment(seed):
         return "the revealed seed does not match the commitment published at the start"
     if not started:
         return None  # joined mid-game: only the commitment can be checked
-    first = state.events.index(next(e for e in state.events if e.event is started[-1]))
-    held = state.events[first:]
+    first = events.index(next(e for e in events if e.event is started[-1]))
+    held = events[first:]
     missing = [n for a, b in itertools.pairwise(held) for n in range(a.seq + 1, b.seq)]
     if missing:
         # Not a proof of anything either way: the client library failed to keep every event.
@@ -177,8 +194,13 @@ async def play_table(
     result = BotResult(table=table, seat=state.seat, player=client.player)
     note_names(result.names, state.info)
 
+    # The game this call plays began at this event (0: before the events the client holds).
+    # A later start ends it too: the client may read a game's end and the next game's start in
+    # one go (the bot's process was not scheduled between them), and never show it "over".
+    begun = _last_start(state)
+
     def over() -> bool:
-        return bool(state.view and state.view["phase"] == "over")
+        return bool(state.view and state.view["phase"] == "over") or _last_start(state) > begun
 
     async def look_again() -> None:
         with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
@@ -237,9 +259,14 @@ async def play_table(
         result.actions += 1
         result.acked.append(ok.seq)
         await wait_for(lambda s=seq: state.seq > s or over())
-    result.final = state.view
+    ended = _game_over_after(state, begun) if _last_start(state) > begun else None
+    if ended is None:
+        result.final = state.view
+    else:  # (the view is the next game's: this one's end as its game_over event told it)
+        final = {"phase": "over", "result": ended.get("result"), "seed": ended.get("seed")}
+        result.final = {**(state.view or {}), **final}
     result.games = 1
-    result.problem = check_fairness(state)
+    result.problem = check_fairness(state, begun if ended is not None else None)
     result.fair = result.problem is None
     if result.problem:
         log.error("UNFAIR GAME at table %s: %s", table, result.problem)
@@ -295,6 +322,14 @@ async def _start(client: Client, table: str) -> None:
 
 def _games_started(state: TableState) -> int:
     return sum(1 for e in state.events if e.event["type"] == "game_started")
+
+
+def _game_over_after(state: TableState, begun: int) -> dict[str, Any] | None:
+    """The ``game_over`` event of the game that started at event ``begun`` (the first after it),
+    if the client holds it."""
+    return next(
+        (e.event for e in state.events if e.seq > begun and e.event["type"] == "game_over"), None
+    )
 
 
 def _last_start(state: TableState) -> int:

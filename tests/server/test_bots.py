@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 
-from blackdrez.clients.bots import check_fairness, run_bot, run_swarm
+from blackdrez.clients.bots import BOT_CLIENT, check_fairness, play_table, run_bot, run_swarm
 from blackdrez.clients.client import TableState
 from blackdrez.protocol import v1
-from tests.server.helpers import seat_and_start
+from tests.server.helpers import games_started, seat_and_start
 
 
 async def test_twenty_tables_of_four_bots_play_to_the_end(server) -> None:
@@ -70,3 +71,42 @@ async def test_the_fairness_check_catches_a_lying_server(server, connect) -> Non
 
     hidden = TableState(id=table, view={**honest.view, "seed": None}, events=honest.events)
     assert "not revealed" in check_fairness(hidden)
+
+
+async def test_a_bot_that_reads_a_games_end_with_the_next_start_ends_its_game_there(
+    server, connect
+) -> None:
+    """The bot looked only once the next game had begun (its process was descheduled, and it
+    read the end of one game and the start of the next in one go: never saw the view "over").
+    It must end the game it played there, with that game's fairness proof, and not play the
+    next as the same game: `blackdrez bot --games 2` counted two games as one and waited for
+    ever for a third (met on CI, under load)."""
+    host = await connect(server, name="Host")
+    bot = await connect(server, name="Kit (threshold)", client_name=BOT_CLIENT)  # (stays ready)
+    table = await seat_and_start(host, [bot], max_rounds=1, turn_seconds=1)
+    playing = asyncio.create_task(play_table(bot, table))
+    bot.ws.transport.pause_reading()  # (from game 1's deal on: the bot reads nothing more)
+    state = host.tables[table]
+    try:
+        # Game 1 ends: the host withdraws when on turn and the bot is the last one in (a bot
+        # on turn first, reading nothing, is withdrawn by its turn's timer, 1 s).
+        await host.wait_until(lambda: state.legal or state.view["phase"] == "over", timeout=30)
+        if state.legal:
+            await host.act(table, {"type": "withdraw"})
+        await host.wait_until(lambda: state.view["phase"] == "over")
+        await host.request(v1.SetReady(table=table))
+        await host.request(v1.StartGame(table=table))
+        await host.wait_until(lambda: games_started(state) == 2)
+        await asyncio.sleep(0.1)  # (game 2's frames reach the bot's socket)
+    finally:
+        bot.ws.transport.resume_reading()
+    first = await asyncio.wait_for(playing, 10)
+    starts = [e.seq for e in state.events if e.event["type"] == "game_started"]
+    ended = next(e.event for e in state.events if e.event["type"] == "game_over")
+    assert len(starts) == 2 and all(seq < starts[1] for seq in first.acked)
+    assert first.final is not None and first.final["phase"] == "over"
+    assert (first.final["seed"], first.final["result"]) == (ended["seed"], ended["result"])
+    assert first.fair, first.problem
+    lied = copy.deepcopy(bot.tables[table])  # (the proof is checked, not assumed)
+    next(e for e in lied.events if e.event["type"] == "game_over").event["seed"] = "0" * 64
+    assert "commitment" in check_fairness(lied, starts[0])
