@@ -177,7 +177,8 @@ _SQLITE_WRITER_SETTINGS = (
 touches: the games' and players' indexes, the stats and ratings), and a checkpoint every
 10,000 pages written to the WAL rather than every 1,000 (a page that many commits rewrite is
 copied back into the file once per checkpoint). Measured (2026-12-07, 4,000 games written 20 to
-a transaction, medians of 3): 412 -> 360 µs of CPU a game, the records' process's largest cost."""
+a transaction, process CPU, medians of 3): 878 -> 793 and 889 -> 751 µs a game (two sittings of
+a slow hour; 412 -> 360 in a faster one, with a 64 MiB cache): the records' largest cost."""
 
 
 class SqliteDatabase:
