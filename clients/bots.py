@@ -126,10 +126,7 @@ def check_fairness(state: TableState, begun: int | None = None) -> str | None:
     if begun is None:
         seed = view.get("seed") if view else None
     else:
-        end = next(
-            (i for i, e in enumerate(events) if e.seq > begun and e.event["type"] == "game_over"),
-            None,
-        )
+        end = _game_over_after(events, begun)
         if end is None:
             return "the end of the game was never received: cannot check"
         seed = events[end].event.get("seed")
@@ -259,14 +256,15 @@ async def play_table(
         result.actions += 1
         result.acked.append(ok.seq)
         await wait_for(lambda s=seq: state.seq > s or over())
-    ended = _game_over_after(state, begun) if _last_start(state) > begun else None
-    if ended is None:
+    end = _game_over_after(state.events, begun) if _last_start(state) > begun else None
+    if end is None:
         result.final = state.view
     else:  # (the view is the next game's: this one's end as its game_over event told it)
+        ended = state.events[end].event
         final = {"phase": "over", "result": ended.get("result"), "seed": ended.get("seed")}
         result.final = {**(state.view or {}), **final}
     result.games = 1
-    result.problem = check_fairness(state, begun if ended is not None else None)
+    result.problem = check_fairness(state, begun if end is not None else None)
     result.fair = result.problem is None
     if result.problem:
         log.error("UNFAIR GAME at table %s: %s", table, result.problem)
@@ -324,11 +322,12 @@ def _games_started(state: TableState) -> int:
     return sum(1 for e in state.events if e.event["type"] == "game_started")
 
 
-def _game_over_after(state: TableState, begun: int) -> dict[str, Any] | None:
-    """The ``game_over`` event of the game that started at event ``begun`` (the first after it),
-    if the client holds it."""
+def _game_over_after(events: list[v1.Numbered], begun: int) -> int | None:
+    """Where in ``events`` the ``game_over`` of the game that started at event ``begun`` is
+    (the first after it), if the client holds it."""
     return next(
-        (e.event for e in state.events if e.seq > begun and e.event["type"] == "game_over"), None
+        (i for i, e in enumerate(events) if e.seq > begun and e.event["type"] == "game_over"),
+        None,
     )
 
 
