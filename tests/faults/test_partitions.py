@@ -64,6 +64,7 @@ from tests.faults.players import (
     errors_seen,
     fault_options,
     first_event_after,
+    game_over,
     mark_fault,
     open_table,
     open_tables,
@@ -596,13 +597,17 @@ async def test_a_node_whose_bus_connection_is_lost_keeps_its_players_in_step(
     async with abandoned_on_failure(tables, playing):
         await asyncio.sleep(1.0)
         hosted = {t for t, node in (await holders(site)).items() if node == node0.node_id}
-        listening = {
-            c: t.id for t in tables if t.id in hosted for c in t.clients if c.url == node1.url
-        }
-        assert listening, "node 1 serves players of tables hosted by node 0"
         fault = mark_fault(tables)
+        # (a game may have ended before the cut: its players have nothing more to hear)
+        listening = {
+            c: t.id for t in fault.going if t.id in hosted for c in t.clients if c.url == node1.url
+        }
+        assert listening, "node 1 serves players of games going at tables hosted by node 0"
+        figures["games over before the cut"] = len(tables) - len(fault.going)
         marks = {c: c.tables[t].seq for c, t in listening.items()}
-        port = await asyncio.to_thread(pubsub_port, site, node1)
+        ports = await asyncio.to_thread(pubsub_ports, site, node1)
+        assert len(ports) == 1, f"node 1 has one pub/sub connection: {ports}"
+        port = ports[0]
         if how == "killed":
             await asyncio.to_thread(kill_client, site, node1.host.address, port)
         else:
@@ -613,13 +618,18 @@ async def test_a_node_whose_bus_connection_is_lost_keeps_its_players_in_step(
             figures["heard again s max"] = round(max(heard.values()), 2)
             figures["heard again s median"] = round(statistics.median(heard.values()), 2)
         figures["players heard again"] = f"{len(heard)}/{len(listening)}"
+        figures["players not heard again"] = [
+            describe_listener(c, t, marks[c], tables)
+            for c, t in listening.items()
+            if c not in heard
+        ]
         fault_end = time.monotonic()
         commands = [
             a for a in acks_of(attempts) if a.url == node1.url and fault.at < a.sent < fault_end
         ]
         figures["acks through node 1 meanwhile"] = len(commands)
         with contextlib.suppress(TimeoutError):
-            await until(lambda: pubsub_port(site, node1) != port, bound + 5, period=0.25)
+            await until_replaced(site, node1, port, bound + 5)
         figures["bus connection replaced after s"] = round(time.monotonic() - fault.at, 2)
     problems = await finish_and_check(
         site.store_url, tables, playing, fault, figures, cpu=cpu, nodes=site.nodes
@@ -635,14 +645,33 @@ async def test_a_node_whose_bus_connection_is_lost_keeps_its_players_in_step(
     assert not problems, "\n".join(problems)
 
 
-def pubsub_port(site: Site, node: NamespacedNode) -> int:
-    """The local port of ``node``'s pub/sub connection to Redis (``CLIENT LIST TYPE pubsub``)."""
+def describe_listener(client: Client, table: str, mark: int, tables: Sequence[Table]) -> str:
+    """What a player who did not hear their table again holds, for the failure's report."""
+    state = client.tables[table]
+    held = max(t.seq() for t in tables if t.id == table)
+    return (
+        f"{client.player} at {table}: via {client.url}, reconnects {client.reconnects}, "
+        f"closed {client.closed.done()}, event {state.seq} (marked {mark}; its table's players "
+        f"hold {held}), legal {len(state.legal)}, game over {game_over(client, table)}"
+    )
+
+
+def pubsub_ports(site: Site, node: NamespacedNode) -> list[int]:
+    """The local ports of ``node``'s pub/sub connections to Redis (``CLIENT LIST TYPE
+    pubsub``): none while it reconnects, two while Redis still holds a silent one."""
     with direct_client(site.store_url) as client:
-        for connection in client.client_list(_type="pubsub"):
-            address, _, port = connection["addr"].rpartition(":")
-            if address == node.host.address:
-                return int(port)
-    raise AssertionError(f"{node.node_id} has no pub/sub connection")
+        return [
+            int(connection["addr"].rpartition(":")[2])
+            for connection in client.client_list(_type="pubsub")
+            if connection["addr"].rpartition(":")[0] == node.host.address
+        ]
+
+
+async def until_replaced(site: Site, node: NamespacedNode, port: int, timeout: float) -> None:
+    """Wait until ``node`` has a pub/sub connection other than the one at ``port``."""
+    async with asyncio.timeout(timeout):
+        while all(p == port for p in await asyncio.to_thread(pubsub_ports, site, node)):
+            await asyncio.sleep(0.25)
 
 
 def kill_client(site: Site, address: str, port: int) -> None:
