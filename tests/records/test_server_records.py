@@ -720,9 +720,13 @@ async def test_a_sign_out_everywhere_missed_while_a_nodes_bus_was_down_closes_th
 
         await user.cut(bus_only=True)
         await ann.request(v1.SignOutEverywhere())
+        assert not await user.bus_connections(), "B's link is down: the SignedOut is lost"
         await asyncio.sleep(0.5)
-        assert not stale.closed.done(), "B heard nothing: its link is down"
-        assert isinstance(await stale.request(v1.Ping()), v1.Pong)
+        # B may find it before its link is back: each refused reconnection of its link (the
+        # same user) counts as a store outage, after which a node reads the sign-outs it may
+        # have missed (a heartbeat's turn later). Either way the live news was lost.
+        if not stale.closed.done():
+            assert isinstance(await stale.request(v1.Ping()), v1.Pong)
 
         await user.restore()
         code, reason = await asyncio.wait_for(stale.closed, 10.0)

@@ -160,6 +160,11 @@ class RedisUser:
     async def restore(self) -> None:
         await self.admin.execute_command("ACL", "SETUSER", self.name, "on")
 
+    async def bus_connections(self) -> int:
+        """How many pub/sub connections of this user Redis holds."""
+        clients = await self.admin.client_list(_type="pubsub")
+        return sum(client.get("user") == self.name for client in clients)
+
 
 @contextlib.asynccontextmanager
 async def redis_user(url: str, name: str) -> AsyncIterator[RedisUser]:
