@@ -162,15 +162,31 @@ class Fanout:
         """After a bus outage: what was published meanwhile is lost, so fetch what each local
         viewer of a remote table missed (the lobby's watchers: ``Lobby.catch_up``)."""
         log.warning("bus back after an outage: catching viewers up")
-        await asyncio.gather(
-            *(
-                self._catch_up_viewer(client, table)
-                for table in list(self.remote_tables)
-                for client in list(self.watchers.get(table, {}))
-            )
+        viewers = [
+            (client, table)
+            for table in list(self.remote_tables)
+            for client in list(self.watchers.get(table, {}))
+        ]
+        outcomes = await asyncio.gather(
+            *(self._catch_up_viewer(client, table) for client, table in viewers),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(
+                outcome, StoreUnavailable | TimeoutError | asyncio.CancelledError
+            ):
+                log.error("a viewer's catch-up failed", exc_info=outcome)
+        counted = collections.Counter(
+            outcome if isinstance(outcome, str) else type(outcome).__name__ for outcome in outcomes
+        )
+        log.info(
+            "bus back: %d viewers of %d tables followed here, caught up: %s",
+            len(viewers),
+            len({table for _, table in viewers}),
+            ", ".join(f"{outcome} {n}" for outcome, n in sorted(counted.items())) or "none",
         )
 
-    async def _catch_up_viewer(self, client: Connection, table: str) -> None:
+    async def _catch_up_viewer(self, client: Connection, table: str) -> str:
         """Resync one viewer of a remote table, retrying while its host is not reachable yet
         (the host's own bus may come back later than this node's) or the table is moving.
         A viewer the host no longer counts (their seat was freed, or the table closed, while
@@ -180,23 +196,24 @@ class Fanout:
         async for _ in _attempts(CATCH_UP_PATIENCE):
             watch = client.tables.get(table)
             if watch is None or client.closing:
-                return
+                return "gone"
             message = v1.Resync(table=table, since=watch.seq)
             try:
                 answer = await self._route(client.player, client.name, table, message)
                 if _refused_with(
                     answer, ErrorCode.NOT_SEATED, ErrorCode.NOT_FOUND
                 ) and await self._tell_what_was_missed(client, table, watch.seq):
-                    return
+                    return "told what was missed"
             except (StoreUnavailable, TimeoutError):
                 answer = None
             if answer is not None and not _refused_with(
                 answer, ErrorCode.UNAVAILABLE, ErrorCode.MOVING
             ):
                 await self._deliver_answer(client, answer)
-                return
+                return "resynced"
         log.warning("viewer of %s not caught up: closed to reconnect and resync", table)
         client.close(CloseCode.OUT_OF_STEP, f"lost track of {table}: reconnect and resync")
+        return "closed"
 
     async def _tell_what_was_missed(self, client: Connection, table: str, since: int) -> bool:
         """Send a viewer the host no longer answers for what happened at ``table`` after

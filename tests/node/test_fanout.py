@@ -3,6 +3,10 @@ order; one whose node missed updates is caught up; one whose seat was freed mean
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
+
 import pytest
 
 from blackdrez.protocol import v1
@@ -59,10 +63,31 @@ async def test_a_node_that_lost_its_bus_catches_its_viewers_up(cluster: Cluster)
     await act_once(cluster, [host, player], table)  # someone can always act
     assert player.table(table).seq < a.rooms[table].seq  # missed while the bus was down
     lobby.lobby.clear()
-    await cluster.restore_bus(b)
-    await cluster.until(lambda: player.table(table).seq == a.rooms[table].seq, "caught up")
+    with logged("blackdrez.node") as records:
+        await cluster.restore_bus(b)
+        await cluster.until(lambda: player.table(table).seq == a.rooms[table].seq, "caught up")
     assert not player.table(table).gaps  # the resync's answer holds every missed event
     assert table in lobby.lobby  # the lobby's watchers get the whole list again
+    # what the catch-up did is logged once, for an operator (and a failed fault test's report)
+    summaries = [r.getMessage() for r in records if r.getMessage().startswith("bus back:")]
+    assert summaries == ["bus back: 1 viewers of 1 tables followed here, caught up: resynced 1"]
+
+
+@contextlib.contextmanager
+def logged(name: str) -> Iterator[list[logging.LogRecord]]:
+    """The records logged by logger ``name`` (from INFO up) while in the block."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 @on_nodes(2)
