@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,18 @@ from blackdrez.server.testing.redis_server import RedisServer
 # Server processes the tests start keep no records unless the test names a database: no
 # blackdrez-data/ folder in the working directory, no file shared by unrelated tests.
 os.environ.setdefault("BLACKDREZ_DB_URL", "none")
+
+
+ALONE = tuple(Path(__file__).parent / part for part in ("faults", "browser", "deploy"))
+"""The folders whose tests run one at a time (``tests/run.py``): the fault suite's timings and
+CPU figures, the browser's Chromium, the deployment's Docker would suffer beside other tests."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``alone`` the tests of the folders in :data:`ALONE`."""
+    for item in items:
+        if any(folder in item.path.parents for folder in ALONE):
+            item.add_marker(pytest.mark.alone)
 
 
 @pytest.fixture(scope="session")

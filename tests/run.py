@@ -1,0 +1,37 @@
+"""Run the whole test suite as CI does, in two parts, and exit with the first failure's status.
+
+1. Every test that shares the machine well, on two workers (pytest-xdist): ``-m "not alone"``.
+2. Then the tests marked ``alone`` (``tests/conftest.py``), one at a time: the fault suite (its
+   timings and CPU figures), the browser tests (Chromium) and the deployment tests (Docker),
+   which would suffer beside other tests.
+
+``python3 -m pytest`` still runs everything, one test at a time (some 10 minutes longer). The
+arguments given here go to both parts (``-x``, ``-k NAME``, ``-p no:cacheprovider``); a part
+that selects no test (pytest's status 5) does not count as a failure unless both do.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NO_TESTS = 5
+PARTS = (["-n", "2", "-m", "not alone"], ["-m", "alone"])
+
+
+def main(arguments: list[str]) -> int:
+    statuses = []
+    for part in PARTS:
+        command = [sys.executable, "-m", "pytest", *part, *arguments]
+        print("$", " ".join(command), flush=True)
+        statuses.append(subprocess.run(command, cwd=ROOT, check=False).returncode)
+    failed = [status for status in statuses if status not in (0, NO_TESTS)]
+    if failed:
+        return failed[0]
+    return NO_TESTS if all(status == NO_TESTS for status in statuses) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,60 @@
+"""``tests/run.py``, CI's command: the tests marked ``alone`` (the fault, browser and deployment
+folders) run one at a time after the others, which run on two workers; a failure in either
+part fails the run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        # (-c: the project's settings, whichever files are named)
+        [
+            sys.executable,
+            "tests/run.py",
+            "-c",
+            "pyproject.toml",
+            "-p",
+            "no:cacheprovider",
+            *arguments,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+
+def test_the_folders_run_alone_come_after_the_others_one_at_a_time() -> None:
+    done = run("--collect-only", "-q", "tests/test_retry.py", "tests/faults/test_history.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (first_command, first), (second_command, second) = (
+        part.split("\n", 1) for part in done.stdout.split("$ ")[1:]
+    )
+    assert "-n 2 -m not alone" in first_command and "-m alone" in second_command
+    assert "tests/test_retry.py::" in first and "tests/faults/" not in first
+    assert "tests/faults/test_history.py::" in second and "tests/test_retry.py" not in second
+
+
+def test_a_failure_in_the_first_part_fails_the_run_and_the_second_part_still_runs(
+    tmp_path: Path,
+) -> None:
+    failing = tmp_path / "test_failing.py"
+    failing.write_text("def test_that_fails():\n    assert 1 == 2\n")
+    done = run(
+        "-q", str(failing), "tests/faults/test_harness.py", "-k", "gate_was_closed or that_fails"
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    first_part, second_part = done.stdout.split("$ ")[1:]
+    assert "1 failed" in first_part and "1 passed" in second_part, done.stdout
+
+
+def test_a_run_that_selects_nothing_says_so() -> None:
+    done = run("-q", "tests/test_retry.py", "-k", "nothing_is_named_so")
+    assert done.returncode == 5, done.stdout + done.stderr
