@@ -6,7 +6,8 @@
    which would suffer beside other tests.
 
 ``python3 -m pytest`` still runs everything, one test at a time (some 10 minutes longer). The
-arguments given here go to both parts (``-x``, ``-k NAME``, ``-p no:cacheprovider``); a part
+arguments given here go to both parts (``-x``, ``-k NAME``, ``-p no:cacheprovider``; not ``-m``,
+which chooses the parts: refused, status 4); a part
 that selects no test (pytest's status 5) does not count as a failure unless both do.
 """
 
@@ -18,10 +19,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_TESTS = 5
+USAGE_ERROR = 4
 PARTS = (["-n", "2", "-m", "not alone"], ["-m", "alone"])
 
 
 def main(arguments: list[str]) -> int:
+    if any(argument.startswith("-m") for argument in arguments):
+        # (a marker expression given here would replace each part's, and run its tests twice)
+        print(
+            "tests/run.py: the parts are chosen by -m; for a -m of your own use python3 -m pytest"
+        )
+        return USAGE_ERROR
     statuses = []
     for part in PARTS:
         command = [sys.executable, "-m", "pytest", *part, *arguments]

@@ -58,3 +58,9 @@ def test_a_failure_in_the_first_part_fails_the_run_and_the_second_part_still_run
 def test_a_run_that_selects_nothing_says_so() -> None:
     done = run("-q", "tests/test_retry.py", "-k", "nothing_is_named_so")
     assert done.returncode == 5, done.stdout + done.stderr
+
+
+def test_a_marker_expression_of_ones_own_is_refused_rather_than_run_twice() -> None:
+    done = run("-q", "-m", "faults", "tests/faults/test_history.py")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "python3 -m pytest" in done.stdout and "$ " not in done.stdout
