@@ -170,6 +170,24 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(f"{g[0]}-{g[-1]}" if len(g) > 1 else str(g[0]) for g in groups)
 
 
+def _stalled(
+    client: Client, state: TableState, what: str, waited: float, resyncs: list[str]
+) -> str:
+    """Why a bot gave up waiting: for what, and what it saw last of the table and of its
+    connection (a failed run's report then says which table stopped, and at what)."""
+    view = state.view or {}
+    seen = (
+        f"event {state.seq}, round {view.get('round')}, phase {view.get('phase')}, "
+        f"seat {view.get('to_act')} to act, turn deadline {state.deadline}"
+    )
+    connection = "closed" if client.closed.done() else f"on {client.url}"
+    return (
+        f"{client.player} (seat {state.seat}) at table {state.id} waited {waited:.0f} s for "
+        f"{what}: last saw {seen}; connection {connection}, {client.reconnects} reconnects; "
+        f"resyncs: {', '.join(resyncs) or 'none'}"
+    )
+
+
 async def play_table(
     client: Client,
     table: str,
@@ -199,14 +217,20 @@ async def play_table(
     def over() -> bool:
         return bool(state.view and state.view["phase"] == "over") or _last_start(state) > begun
 
-    async def look_again() -> None:
-        with contextlib.suppress(ServerError, ConnectionError, TimeoutError):
+    async def look_again() -> str:
+        """Resync the table; how it went (for :func:`_stalled`)."""
+        try:
             await client.resync(table)
+        except (ServerError, ConnectionError, TimeoutError) as error:
+            return repr(error)
+        return f"at {state.seq}"
 
-    async def wait_for(condition: Callable[[], Any]) -> None:
+    async def wait_for(condition: Callable[[], Any], what: str) -> None:
         """Wait until ``condition``, resyncing every STALL s (an update may have been lost
-        while the table moved), for at most ``timeout`` s."""
+        while the table moved), for at most ``timeout`` s; then a TimeoutError that says for
+        ``what``, and what the bot saw last (:func:`_stalled`)."""
         deadline = time.monotonic() + timeout
+        resyncs: list[str] = []
 
         def noting() -> Any:
             """``condition``, noting who sits where on the way (checked after every message)."""
@@ -217,15 +241,15 @@ async def play_table(
             try:
                 await client.wait_until(noting, timeout=min(STALL, timeout))
                 return
-            except TimeoutError:
+            except TimeoutError as error:
                 if time.monotonic() >= deadline:
-                    raise
-            await look_again()
+                    raise TimeoutError(_stalled(client, state, what, timeout, resyncs)) from error
+            resyncs.append(await look_again())
 
     refused_since: float | None = None
     delays = RETRY.delays()
     while True:
-        await wait_for(lambda: state.legal or over() or unseated(state, client.player))
+        await wait_for(lambda: state.legal or over() or unseated(state, client.player), "a turn")
         if unseated(state, client.player):
             result.removed = True
             return result
@@ -255,7 +279,7 @@ async def play_table(
         delays = RETRY.delays()
         result.actions += 1
         result.acked.append(ok.seq)
-        await wait_for(lambda s=seq: state.seq > s or over())
+        await wait_for(lambda s=seq: state.seq > s or over(), f"the table past event {seq}")
     end = _game_over_after(state.events, begun) if _last_start(state) > begun else None
     if end is None:
         result.final = state.view

@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from blackdrez.server.testing.diagnose import clock_offset, describe
+from blackdrez.server.testing.nodes import launched_count, launched_since
 from blackdrez.server.testing.postgres_server import PostgresServer
 from blackdrez.server.testing.redis_cluster import LocalCluster
 from blackdrez.server.testing.redis_server import RedisServer
@@ -97,4 +98,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             except Exception as error:  # a report must not fail for a diagnosis
                 state = f"(no diagnosis: {error!r})"
             report.sections.append(("the server's state", state))
+    if report.when in ("setup", "call") and report.failed:
+        for node in launched_since(item.stash.get(_nodes_before, launched_count())):
+            tail = "".join(node.output()[-NODE_LINES:]) or "(nothing printed)\n"
+            report.sections.append((f"the last lines of node {node.node_id}", tail))
     return report
+
+
+NODE_LINES = 60
+"""How many of its last lines a node process a failed test made shows in the report."""
+
+_nodes_before = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Note how many node processes were made before the test (its fixtures' and its own
+    come after: ``pytest_runtest_makereport`` shows a failed test's)."""
+    item.stash[_nodes_before] = launched_count()

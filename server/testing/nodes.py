@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,20 @@ def serving(line: str) -> bool:
     return line.startswith("blackdrez ") and " on http://" in line
 
 
+_launched: list[weakref.ref[NodeProcess]] = []
+
+
+def launched_since(count: int) -> list[NodeProcess]:
+    """The node processes made after the first ``count`` made in this Python process (and
+    still referenced): the test suite reports the last lines of those a failed test made."""
+    return [node for ref in _launched[count:] if (node := ref()) is not None]
+
+
+def launched_count() -> int:
+    """How many node processes this Python process made so far (see :func:`launched_since`)."""
+    return len(_launched)
+
+
 class NodeProcess(OneProcess):
     """One server node process (see the module docstring); not started until :meth:`start`."""
 
@@ -99,6 +114,7 @@ class NodeProcess(OneProcess):
         """How many times a process was started for this node."""
         self._process: subprocess.Popen[bytes] | None = None
         self._first_line = 0
+        _launched.append(weakref.ref(self))
 
     @property
     def url(self) -> str:

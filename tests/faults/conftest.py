@@ -101,11 +101,10 @@ def cpu() -> Iterator[CpuSampler]:
 
 
 @pytest.fixture
-def launch_nodes(
-    store_url: str, cpu: CpuSampler, request: pytest.FixtureRequest
-) -> Iterator[LaunchNodes]:
+def launch_nodes(store_url: str, cpu: CpuSampler) -> Iterator[LaunchNodes]:
     """Start node processes on the test's store, ``store_url`` (``launch_nodes(2)``),
-    CPU-sampled; all are stopped after the test, and their output is printed if it failed."""
+    CPU-sampled; all are stopped after the test (a failed test's report shows their last
+    lines: ``tests/conftest.py``)."""
     started: list[Nodes] = []
 
     def launch(count: int, **options: Any) -> Nodes:
@@ -118,11 +117,6 @@ def launch_nodes(
     yield launch
     for nodes in started:
         nodes.stop()
-    if request.node.stash.get(_outcome, "passed") != "passed":
-        for nodes in started:
-            for node in nodes:
-                tail = node.output()[-40:]
-                print(f"--- last lines of {node.node_id} ---\n" + "".join(tail))
 
 
 def watch_again(cpu: CpuSampler, node: NodeProcess) -> None:

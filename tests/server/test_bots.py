@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import copy
 
+import pytest
+
+from blackdrez.clients import bots
 from blackdrez.clients.bots import BOT_CLIENT, check_fairness, play_table, run_bot, run_swarm
 from blackdrez.clients.client import TableState
 from blackdrez.protocol import v1
@@ -110,3 +113,27 @@ async def test_a_bot_that_reads_a_games_end_with_the_next_start_ends_its_game_th
     lied = copy.deepcopy(bot.tables[table])  # (the proof is checked, not assumed)
     next(e for e in lied.events if e.event["type"] == "game_over").event["seed"] = "0" * 64
     assert "commitment" in check_fairness(lied, starts[0])
+
+
+async def test_a_bot_that_waits_in_vain_says_for_what_and_what_it_saw_last(
+    server, connect, monkeypatch
+) -> None:
+    """A bot's wait that runs out (a table that stopped: its host gone and never adopted, or a
+    player who never acts) raises a TimeoutError naming the bot, the table, what it waited for
+    and what it saw last, with its resyncs meanwhile: a swarm failed once on CI after a node was
+    killed with a bare TimeoutError, which said none of it."""
+    monkeypatch.setattr(bots, "STALL", 0.5)  # (a resync every 0.5 s)
+    host = await connect(server, name="Host")
+    other = await connect(server, name="Other")
+    bot = await connect(server, name="Kit (threshold)", client_name=BOT_CLIENT)
+    table = await seat_and_start(host, [other, bot], turn_seconds=60)
+    with pytest.raises(TimeoutError) as raised:
+        await play_table(bot, table, timeout=2.0)  # (the two people never act)
+    said = str(raised.value)
+    state = bot.tables[table]
+    assert said.startswith(f"{bot.player} (seat {state.seat}) at table {table} waited 2 s for ")
+    assert f"last saw event {state.seq}, round {state.view['round']}, phase playing" in said
+    assert f"seat {state.view['to_act']} to act" in said and state.view["to_act"] != state.seat
+    assert f"connection on {bot.url}, 0 reconnects" in said
+    resyncs = said.split("resyncs: ")[1].split(", ")
+    assert len(resyncs) >= 2 and all(r == f"at {state.seq}" for r in resyncs), said
