@@ -87,6 +87,6 @@ def deployment() -> Iterator[Deployment]:
         print(
             f"\n{engine}; deploy/offline.py {prepare_seconds:.0f} s, up and ready "
             f"{time.monotonic() - started:.0f} s; profiles: {', '.join(deployment.profiles)}; "
-            f"logs in {logs}\n" + "\n".join(summary)
+            f"logs in {logs}\n" + "; ".join(deployment.timings) + "\n" + "\n".join(summary)
         )
         yield deployment
