@@ -49,7 +49,8 @@ short capped delay with jitter (:data:`blackdrez.protocol.retry.RETRY`: the tabl
 lease
 after its node died, and a bot that waited seconds more would hold its whole table up)."""
 REFUSAL_PATIENCE = 90.0
-"""Seconds of refusals in a row after which a bot gives up: its table is not coming back."""
+"""Seconds of refusals in a row (or of actions no answer came for) after which a bot gives up:
+its table is not coming back."""
 STALL = 10.0
 """Seconds a bot waits for its turn (or for its action's update) before it resyncs anyway."""
 START_RETRY = 1.0
@@ -264,8 +265,16 @@ async def play_table(
         seq = state.seq
         try:
             ok = await client.act(table, choose(view, legal))
-        except (ConnectionError, TimeoutError):
-            await asyncio.sleep(next(delays))  # the connection dropped: it comes back by itself
+        except (ConnectionError, TimeoutError) as error:
+            # The connection dropped (it comes back by itself), or the server did not answer:
+            # tried again, as a refusal, for as long as the patience for refusals lasts.
+            now = time.monotonic()
+            refused_since = now if refused_since is None else refused_since
+            if now - refused_since > REFUSAL_PATIENCE:
+                waited = now - refused_since
+                said = _stalled(client, state, f"an answer to its action ({error!r})", waited, [])
+                raise TimeoutError(said) from error
+            await asyncio.sleep(next(delays))
             continue
         except ServerError as error:
             now = time.monotonic()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 
 import pytest
 
 from blackdrez.clients import bots
 from blackdrez.clients.bots import BOT_CLIENT, check_fairness, play_table, run_bot, run_swarm
-from blackdrez.clients.client import TableState
+from blackdrez.clients.client import ServerError, TableState
 from blackdrez.protocol import v1
 from tests.server.helpers import games_started, seat_and_start
 
@@ -137,3 +138,38 @@ async def test_a_bot_that_waits_in_vain_says_for_what_and_what_it_saw_last(
     assert f"connection on {bot.url}, 0 reconnects" in said
     resyncs = said.split("resyncs: ")[1].split(", ")
     assert len(resyncs) >= 2 and all(r == f"at {state.seq}" for r in resyncs), said
+
+
+async def test_a_bot_whose_actions_are_never_answered_gives_up_in_time(
+    server, connect, monkeypatch
+) -> None:
+    """An action that times out (or whose connection drops) is tried again, but not for ever: a
+    bot on turn whose actions went unanswered tried again for as long as it ran, holding its
+    table's other bots waiting, when it should give up as after refusals."""
+    monkeypatch.setattr(bots, "REFUSAL_PATIENCE", 1.0)
+    host = await connect(server, name="Host")
+    bot = await connect(server, name="Kit (threshold)", client_name=BOT_CLIENT)
+    table = await seat_and_start(host, [bot], turn_seconds=60)
+    tries = 0
+
+    async def unanswered(*_: object) -> None:
+        nonlocal tries
+        tries += 1
+        raise TimeoutError
+
+    monkeypatch.setattr(bot, "act", unanswered)
+    playing = asyncio.create_task(play_table(bot, table))
+    state = host.tables[table]
+    async with asyncio.timeout(10):
+        while not playing.done():  # the host plays its turns (hit if it may, else any)
+            await asyncio.wait([playing], timeout=0.05)
+            kinds = [action["type"] for action in state.legal]
+            if kinds and not playing.done():
+                kind = "hit" if "hit" in kinds else kinds[0]
+                with contextlib.suppress(ServerError):  # (its view may be stale)
+                    await host.act(table, {"type": kind})
+    with pytest.raises(TimeoutError) as raised:
+        playing.result()
+    assert tries >= 2, "tried again before giving up"
+    said = str(raised.value)
+    assert f"at table {table} waited 1 s for an answer to its action (TimeoutError())" in said
