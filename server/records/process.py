@@ -88,6 +88,12 @@ GATHER = 0.05
 """Seconds the child waits after a game for more: a busy node's games are then stored a batch at
 a time (one transaction: each commit writes every page it touched), and a quiet node's a
 twentieth of a second later than they could be."""
+BUSY_GATHER = 0.5
+"""...and after a batch of ``writer.BUSY_BATCH`` games or more (a node finishing dozens of games
+a second): batches of 30 to 64 games (``writer.MAX_BATCH``) rather than about 10. Measured
+(``benchmarks/records_process.py``, 140 games/s, 3 pairs taking turns): 2,870 -> 2,430 µs of
+the child's CPU a game (each pair 12-16 % lower); beside a node at its maximum, 1.97 -> 1.87
+ms (``docs/benchmarks.md``, "Records under load")."""
 
 CHILD = "blackdrez.server.records.process"
 """The module the child runs (``python -m``)."""
@@ -449,7 +455,7 @@ async def _write(source: asyncio.StreamReader, send: Callable[[object], bool]) -
     def done(games: list[GameOver], written: int, failures: int) -> None:
         send(([game.game_id for game in games], written, failures))
 
-    writer = RecordsWriter(store, on_done=done, gather=GATHER)
+    writer = RecordsWriter(store, on_done=done, gather=GATHER, busy_gather=BUSY_GATHER)
     writer.failures = failures
     writer.start()
     writer.submit(waiting)

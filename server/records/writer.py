@@ -90,6 +90,9 @@ STOP_WAIT = 5.0
 """Seconds a stopping writer keeps writing what is queued."""
 MAX_BATCH = 64
 """The most games built, verified and written together."""
+BUSY_BATCH = 16
+"""A batch of this many games or more: the writer is busy, and gathers the next for longer
+(``busy_gather``)."""
 CAUGHT_UP = MAX_BATCH // 4
 """A writer behind (more than :data:`MAX_BATCH` games not stored) has caught up at this many."""
 CATCH_UP_SWITCH_INTERVAL = 0.0005
@@ -207,6 +210,7 @@ class RecordsWriter:
         on_done: Done | None = None,
         *,
         gather: float = 0.0,
+        busy_gather: float | None = None,
     ) -> None:
         self.store = store
         self.metrics = metrics
@@ -214,6 +218,10 @@ class RecordsWriter:
         self.gather = gather
         """Seconds to wait after a game for more to store with it (one transaction, one
         verification hop for all: ``blackdrez.server.records.process``'s writer)."""
+        self.busy_gather = gather if busy_gather is None else busy_gather
+        """...and after a batch of :data:`BUSY_BATCH` games or more: a busy node's games are
+        stored in fewer, larger transactions (each commit writes every page it changed)."""
+        self._last_batch = 0
         self.written_count = 0
         """Games this writer stored (a game already stored does not count)."""
         self.failures = 0
@@ -287,9 +295,11 @@ class RecordsWriter:
         while True:
             games = [await self._queue.get()]
             if self.gather and self._queue.qsize() < MAX_BATCH - 1:
-                await asyncio.sleep(self.gather)
+                busy = self._last_batch >= BUSY_BATCH
+                await asyncio.sleep(self.busy_gather if busy else self.gather)
             while len(games) < MAX_BATCH and not self._queue.empty():
                 games.append(self._queue.get_nowait())
+            self._last_batch = len(games)
             try:
                 await self._store(games)
                 if self.on_done is not None:  # only once stored: not when stopped (or a bug)

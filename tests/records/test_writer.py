@@ -21,6 +21,7 @@ from blackdrez.server.records.db import DatabaseError, Script, T
 from blackdrez.server.records.process import HEADER, frame
 from blackdrez.server.records.store import RecordsStore
 from blackdrez.server.records.writer import (
+    BUSY_BATCH,
     CATCH_UP_SWITCH_INTERVAL,
     MAX_BATCH,
     RETIRE_WAIT,
@@ -146,6 +147,36 @@ async def test_a_backlog_is_written_in_a_few_database_calls(
     assert writer.written_count == 100
     assert counted.calls <= 3, f"{counted.calls} database calls for 100 games"
     assert len(await _stored_ids(store)) == 100
+
+
+async def test_a_busy_writer_gathers_longer_and_a_quiet_one_stores_at_once(
+    store: RecordsStore, counted: CountingDatabase
+) -> None:
+    """After a batch of ``BUSY_BATCH`` games or more the writer waits ``busy_gather`` for the
+    next games (a busy node's games in fewer, larger transactions); after a small batch it waits
+    ``gather`` only (a quiet node's game is stored at once)."""
+    writer = RecordsWriter(store, gather=0.01, busy_gather=1.0)
+    writer.start()
+    try:
+        writer.submit([game_over("first", n) for n in range(1, BUSY_BATCH + 1)])
+        assert await writer.written("first", timeout=60)
+        calls = counted.calls
+        for n in range(1, BUSY_BATCH + 1):  # one game every 20 ms: one batch, not sixteen
+            writer.submit([game_over("trickle", n)])
+            await asyncio.sleep(0.02)
+        assert await writer.written("trickle", timeout=60)
+        assert counted.calls - calls == 1
+        started = time.monotonic()
+        writer.submit([game_over("late", 1)])  # still busy: gathered for the busy interval
+        assert await writer.written("late", timeout=60)
+        assert time.monotonic() - started >= 0.9
+        started = time.monotonic()
+        writer.submit([game_over("quiet", 1)])  # after a batch of one: stored at once
+        assert await writer.written("quiet", timeout=60)
+        assert time.monotonic() - started < 0.5
+    finally:
+        await writer.stop()
+    assert writer.written_count == 2 * BUSY_BATCH + 2
 
 
 async def test_the_writer_keeps_up_with_a_node_whose_every_loop_turn_is_busy(
