@@ -46,18 +46,8 @@ TICK = 0.01
 
 
 def _pool() -> list[tuple[Any, list[tuple[int, Any]]]]:
-    game = verify.game_of("blackdrez")
-    played = []
-    for n in range(POOL):
-        engine = game.engine.new(blackdrez.Config(seats=4), f"records-process-{n}")
-        strategies = list(game.strategies)
-        actions: list[tuple[int, Any]] = []
-        while not engine.over:
-            seat, action = verify.bot_move(game, engine, strategies)
-            engine.apply(seat, action)
-            actions.append((seat, action))
-        played.append((engine, actions))
-    return played
+    config = blackdrez.Config(seats=4)
+    return [verify.bots_game("blackdrez", f"records-process-{n}", config) for n in range(POOL)]
 
 
 def _games(count: int, pool: list[tuple[Any, list[tuple[int, Any]]]]) -> list[GameOver]:

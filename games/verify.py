@@ -277,6 +277,14 @@ def play_bots(
     ``strategies`` names the bot of each seat (cycled; default: the game's first bot for a
     solitaire, the BlackDrez bots alternating round the table).
     """
+    return record_of(*bots_game(name, seed, config, strategies))
+
+
+def bots_game(
+    name: str, seed: str, config: Any = None, strategies: Sequence[str] | None = None
+) -> tuple[Any, list[tuple[int, Any]]]:
+    """:func:`play_bots`' game itself: the finished engine and every ``(seat, action)``
+    applied to it (what a table hands its records writer)."""
     game = game_of(name)
     config = game.config() if config is None else config
     names = list(strategies) if strategies else list(game.strategies)
@@ -293,4 +301,4 @@ def play_bots(
         seat, action = bot_move(game, engine, names)
         engine.apply(seat, action)
         actions.append((seat, action))
-    return record_of(engine, actions)
+    return engine, actions

@@ -35,15 +35,7 @@ from blackdrez.server.testing.postgres_server import PostgresServer
 @functools.cache
 def _bot_game(seed: str) -> tuple[Any, list[tuple[int, Any]]]:
     """A finished 4-seat BlackDrez engine played by the reference bots, and its actions."""
-    game = verify.game_of("blackdrez")
-    engine = game.engine.new(blackdrez.Config(seats=4), seed)
-    strategies = list(game.strategies)
-    actions: list[tuple[int, Any]] = []
-    while not engine.over:
-        seat, action = verify.bot_move(game, engine, strategies)
-        engine.apply(seat, action)
-        actions.append((seat, action))
-    return engine, actions
+    return verify.bots_game("blackdrez", seed, blackdrez.Config(seats=4))
 
 
 def game_over(table: str, n: int, rated: bool = True) -> GameOver:
