@@ -233,9 +233,12 @@ class RecordsWriter:
         self._failing = False
         """The last write failed: the database is down, and no GIL hurries it back."""
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        """Set by :meth:`stop`: what is gathered is stored without waiting for more."""
 
     def start(self) -> None:
         """Start the worker task."""
+        self._stopping.clear()
         self._task = asyncio.get_running_loop().create_task(self._work())
 
     @property
@@ -245,6 +248,7 @@ class RecordsWriter:
 
     async def stop(self) -> None:
         """Write what is queued (for at most :data:`STOP_WAIT` seconds), then stop."""
+        self._stopping.set()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), STOP_WAIT)
         if self._task is not None:
@@ -296,7 +300,10 @@ class RecordsWriter:
             games = [await self._queue.get()]
             if self.gather and self._queue.qsize() < MAX_BATCH - 1:
                 busy = self._last_batch >= BUSY_BATCH
-                await asyncio.sleep(self.busy_gather if busy else self.gather)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self._stopping.wait(), self.busy_gather if busy else self.gather
+                    )
             while len(games) < MAX_BATCH and not self._queue.empty():
                 games.append(self._queue.get_nowait())
             self._last_batch = len(games)

@@ -171,6 +171,20 @@ async def test_a_busy_writer_gathers_longer_and_a_quiet_one_stores_at_once(
     assert writer.written_count == 2 * BUSY_BATCH + 2
 
 
+async def test_a_stopping_writer_stores_what_it_gathers_at_once(store: RecordsStore) -> None:
+    """A writer waiting for more games to store with those it has stops waiting when it is
+    stopped: a stopping node stores its last games at once, not a gathering interval later."""
+    writer = RecordsWriter(store, gather=30.0)
+    writer.start()
+    writer.submit([game_over("last", 1)])
+    await asyncio.sleep(0.05)  # (the writer took the game and gathers)
+    started = time.monotonic()
+    await writer.stop()
+    assert time.monotonic() - started < 5.0
+    assert writer.written_count == 1
+    assert await _stored_ids(store) == ["last:1"]
+
+
 async def test_the_writer_keeps_up_with_a_node_whose_every_loop_turn_is_busy(
     database_url: str,
 ) -> None:
