@@ -16,7 +16,10 @@ import { Client } from "./client.js";
 
 const TOKEN_KEY = "blackdrez.token";
 const NAME_KEY = "blackdrez.name";
-const MAX_DELAY = 5000; // ms, the longest wait between two reconnections
+// ms, the longest wait between two reconnections: a server back after a crash (no "shutdown"
+// said) is found within this of its return (at 5 s, a restart that took a second longer than
+// the last doubling left the page waiting 4-5 s more).
+const MAX_DELAY = 2000;
 const MOVING_PATIENCE = 30000; // ms to keep retrying a request while its table moves between nodes
 // After the server said it is restarting ("shutdown"), try again often rather than backing off:
 // a lone server is back within seconds, and behind a load balancer the first try finds a node.
@@ -120,7 +123,7 @@ export class Connection extends Client {
     else this.emit("message", message);
   }
 
-  /** After "shutdown", every half second or so; else 100 ms doubling to 5 s, without the
+  /** After "shutdown", every half second or so; else 100 ms doubling to 2 s, without the
    * package's jitter (a page is one client: no herd to spread, and a server back after a crash
    * is found at the next doubling). */
   retryDelay() {

@@ -29,7 +29,8 @@ DOWN = 5.0
 seconds after the server is back: measured 10.7 s once)."""
 BACK_WITHIN = 3.0
 """Seconds from the server's return (it listens again) until the page is playing again: the
-page tries every half second or so once the server said it was restarting."""
+page tries every half second or so once the server said it was restarting, and at most 2 s
+apart after a crash (it said nothing)."""
 
 
 @pytest.fixture
