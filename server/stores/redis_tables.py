@@ -55,6 +55,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
@@ -126,6 +127,15 @@ SCAN_CHUNK = 32
 """Tables an orphan scan locates per round trip. One pipeline for all of them held the node's
 event loop while it packed and parsed them all (a few hundred script calls): under load that
 showed as the worst act -> update latencies, a table's players waiting behind the scan."""
+
+UNKNOWN_GRACE = 5.0
+"""Seconds an orphan scan keeps a hosted id whose table it found nowhere (no lease, state, log or
+record) before it forgets the id: only when a later scan, this long after the first, finds it
+nowhere still. A table's keys may be missing for a moment while they exist: a Redis Cluster
+master restarted without persistence comes back empty and, until its peers tell it that its
+replica took its slots over, answers for them. Forgetting an id at once then removed a live table
+from the hosted index for good: no scan found it again, and it answered ``moving`` until its
+players gave up (seen in the failover tests: a master killed, then started again)."""
 
 CLOSED, UNKNOWN = Whereabouts.CLOSED, Whereabouts.UNKNOWN
 
@@ -285,6 +295,10 @@ class RedisLeases(Leases):
         self._release = link.script(RELEASE_SCRIPT)
         self._locate = link.script(LOCATE_SCRIPT)
         self._forget = link.script(FORGET_SCRIPT)
+        self.unknown_grace = UNKNOWN_GRACE
+        self._unknown_since: dict[str, float] = {}
+        """The hosted ids the scans found nowhere, and since when (monotonic): see
+        :data:`UNKNOWN_GRACE`."""
 
     async def acquire(self, table_id: str, ttl: float) -> int | None:
         """See :meth:`Leases.acquire`. The table's id goes into the hosted index in the same
@@ -356,7 +370,7 @@ class RedisLeases(Leases):
                         queue_script(pipe, self._locate, self._locate_keys(table_id), [])
                     found += await pipe.execute()
             places = {t: self._location(f) for t, f in zip(hosted, found, strict=True)}
-            gone = [t for t, p in places.items() if p.where in (CLOSED, UNKNOWN)]
+            gone = [t for t, p in places.items() if p.where is CLOSED or self._long_unknown(t, p)]
             if gone:
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for table_id in gone:
@@ -367,6 +381,12 @@ class RedisLeases(Leases):
                             queue_script(pipe, self._forget, forget, [])
                     pipe.srem(LEGACY_HOSTED_KEY, *gone)
                     await pipe.execute()
+            for table_id in gone:
+                self._unknown_since.pop(table_id, None)
+            stale = time.monotonic() - 4 * self.unknown_grace  # (ids out of the index since)
+            for table_id in [t for t, s in self._unknown_since.items() if s < stale]:
+                if table_id not in places:
+                    del self._unknown_since[table_id]
         node_id, incarnation = self._link.node_id, self._link.incarnation
         return [
             table_id
@@ -374,6 +394,18 @@ class RedisLeases(Leases):
             if place.where is Whereabouts.MOVING
             or (place.node == node_id and (place.incarnation or "") < incarnation)
         ]
+
+    def _long_unknown(self, table_id: str, place: Location) -> bool:
+        """Whether a scan that found ``table_id`` at ``place`` forgets it: found nowhere, and
+        by a scan at least :attr:`unknown_grace` s before this one too."""
+        if place.where is not UNKNOWN:
+            self._unknown_since.pop(table_id, None)
+            return False
+        now = time.monotonic()
+        since = self._unknown_since.setdefault(table_id, now)
+        if now - since > 4 * self.unknown_grace:  # not looked at since (another node's share
+            since = self._unknown_since[table_id] = now  # then): the grace starts again
+        return now - since >= self.unknown_grace
 
 
 class RedisTableLogs(TableLogs):
