@@ -21,16 +21,24 @@ from blackdrez.server.testing.redis_server import RedisServer
 os.environ.setdefault("BLACKDREZ_DB_URL", "none")
 
 
-ALONE = tuple(Path(__file__).parent / part for part in ("faults", "browser", "deploy"))
+ALONE = tuple(Path(__file__).parent / part for part in ("faults", "deploy"))
 """The folders whose tests run one at a time (``tests/run.py``): the fault suite's timings and
-CPU figures, the browser's Chromium, the deployment's Docker would suffer beside other tests."""
+CPU figures, the deployment's Docker would suffer beside other tests."""
+
+BROWSER = Path(__file__).parent / "browser"
+"""The browser tests: ``tests/run.py`` runs them two at a time, apart from the others (two
+Chromiums keep both cores busy: 9:55 against 13:27 one at a time, measured 2026-12-07), but
+for those marked ``alone`` (a bound on a time that another Chromium would stretch)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``alone`` the tests of the folders in :data:`ALONE`."""
+    """Mark ``alone`` the tests of the folders in :data:`ALONE`, ``browser`` those of
+    :data:`BROWSER` that are not ``alone`` already."""
     for item in items:
         if any(folder in item.path.parents for folder in ALONE):
             item.add_marker(pytest.mark.alone)
+        elif BROWSER in item.path.parents and item.get_closest_marker("alone") is None:
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session")

@@ -1,14 +1,17 @@
-"""Run the whole test suite as CI does, in two parts, and exit with the first failure's status.
+"""Run the whole test suite as CI does, in three parts, and exit with the first failure's status.
 
-1. Every test that shares the machine well, on two workers (pytest-xdist): ``-m "not alone"``.
-2. Then the tests marked ``alone`` (``tests/conftest.py``), one at a time: the fault suite (its
-   timings and CPU figures), the browser tests (Chromium) and the deployment tests (Docker),
-   which would suffer beside other tests.
+1. Every test that shares the machine well, on two workers (pytest-xdist):
+   ``-m "not alone and not browser"``.
+2. The browser tests (``browser``, ``tests/conftest.py``), two at a time, apart from the
+   others: each drives a Chromium, and two keep both cores busy.
+3. Then the tests marked ``alone``, one at a time: the fault suite (its timings and CPU
+   figures), the deployment tests (Docker), and the few browser tests that bound a time another
+   Chromium beside them would stretch.
 
 ``python3 -m pytest`` still runs everything, one test at a time (some 10 minutes longer). The
-arguments given here go to both parts (``-x``, ``-k NAME``, ``-p no:cacheprovider``; not ``-m``,
+arguments given here go to every part (``-x``, ``-k NAME``, ``-p no:cacheprovider``; not ``-m``,
 which chooses the parts: refused, status 4); a part
-that selects no test (pytest's status 5) does not count as a failure unless both do.
+that selects no test (pytest's status 5) does not count as a failure unless every part does.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NO_TESTS = 5
 USAGE_ERROR = 4
-PARTS = (["-n", "2", "-m", "not alone"], ["-m", "alone"])
+PARTS = (
+    ["-n", "2", "-m", "not alone and not browser"],
+    ["-n", "2", "-m", "browser"],
+    ["-m", "alone"],
+)
 
 
 def main(arguments: list[str]) -> int:

@@ -1,6 +1,7 @@
-"""``tests/run.py``, CI's command: the tests marked ``alone`` (the fault, browser and deployment
-folders) run one at a time after the others, which run on two workers; a failure in either
-part fails the run."""
+"""``tests/run.py``, CI's command: every test that shares the machine well on two workers, then
+the browser tests on two workers of their own, then the tests marked ``alone`` (the fault and
+deployment folders, and the browser tests marked so) one at a time; a failure in any part fails
+the run."""
 
 from __future__ import annotations
 
@@ -32,14 +33,29 @@ def run(*arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_folders_run_alone_come_after_the_others_one_at_a_time() -> None:
-    done = run("--collect-only", "-q", "tests/test_retry.py", "tests/faults/test_history.py")
+    done = run(
+        "--collect-only",
+        "-q",
+        "tests/test_retry.py",
+        "tests/faults/test_history.py",
+        "tests/browser/test_helpers.py",
+        "tests/browser/test_restart.py",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    (first_command, first), (second_command, second) = (
+    (first_command, first), (browser_command, browser), (last_command, last) = (
         part.split("\n", 1) for part in done.stdout.split("$ ")[1:]
     )
-    assert "-n 2 -m not alone" in first_command and "-m alone" in second_command
+    assert "-n 2 -m not alone and not browser" in first_command
+    assert "-n 2 -m browser" in browser_command
+    assert "-m alone" in last_command and "-n" not in last_command.split()
     assert "tests/test_retry.py::" in first and "tests/faults/" not in first
-    assert "tests/faults/test_history.py::" in second and "tests/test_retry.py" not in second
+    assert "tests/browser/" not in first
+    assert "tests/browser/test_helpers.py::" in browser
+    assert "tests/browser/test_restart" not in browser
+    assert "tests/faults/" not in browser and "tests/test_retry.py" not in browser
+    assert "tests/faults/test_history.py::" in last and "tests/test_retry.py" not in last
+    assert "tests/browser/test_restart.py::" in last, "a browser test marked alone runs alone"
+    assert "tests/browser/test_helpers.py" not in last
 
 
 def test_a_failure_in_the_first_part_fails_the_run_and_the_second_part_still_runs(
@@ -51,8 +67,8 @@ def test_a_failure_in_the_first_part_fails_the_run_and_the_second_part_still_run
         "-q", str(failing), "tests/faults/test_harness.py", "-k", "gate_was_closed or that_fails"
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    first_part, second_part = done.stdout.split("$ ")[1:]
-    assert "1 failed" in first_part and "1 passed" in second_part, done.stdout
+    first_part, _browser_part, last_part = done.stdout.split("$ ")[1:]
+    assert "1 failed" in first_part and "1 passed" in last_part, done.stdout
 
 
 def test_a_run_that_selects_nothing_says_so() -> None:

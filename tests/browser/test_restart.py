@@ -22,7 +22,10 @@ from blackdrez.server.testing.redis_server import free_port
 from tests.browser.helpers import click_and_wait, start_deal, table_state, wait_until
 from tests.browser.test_sign_out import sign_up
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.alone,  # (its bound on the page's return: no other Chromium beside it)
+]
 
 DOWN = 5.0
 """Seconds the server stays down (backing off exponentially, a page would try again only some
