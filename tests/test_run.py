@@ -12,6 +12,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+NO_WORKERS = ("-n", "0")
+"""Given after a part's own ``-n 2``: the parts run in this process's worker-less way (what is
+checked is which part runs what, and the statuses; each part's workers took 10 s to start)."""
+
+
 def run(*arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         # (-c: the project's settings, whichever files are named)
@@ -64,7 +69,12 @@ def test_a_failure_in_the_first_part_fails_the_run_and_the_second_part_still_run
     failing = tmp_path / "test_failing.py"
     failing.write_text("def test_that_fails():\n    assert 1 == 2\n")
     done = run(
-        "-q", str(failing), "tests/faults/test_harness.py", "-k", "gate_was_closed or that_fails"
+        *NO_WORKERS,
+        "-q",
+        str(failing),
+        "tests/faults/test_harness.py",
+        "-k",
+        "gate_was_closed or that_fails",
     )
     assert done.returncode == 1, done.stdout + done.stderr
     first_part, _browser_part, last_part = done.stdout.split("$ ")[1:]
@@ -72,7 +82,7 @@ def test_a_failure_in_the_first_part_fails_the_run_and_the_second_part_still_run
 
 
 def test_a_run_that_selects_nothing_says_so() -> None:
-    done = run("-q", "tests/test_retry.py", "-k", "nothing_is_named_so")
+    done = run(*NO_WORKERS, "-q", "tests/test_retry.py", "-k", "nothing_is_named_so")
     assert done.returncode == 5, done.stdout + done.stderr
 
 
