@@ -383,9 +383,9 @@ class RedisLeases(Leases):
                     await pipe.execute()
             for table_id in gone:
                 self._unknown_since.pop(table_id, None)
-            stale = time.monotonic() - 4 * self.unknown_grace  # (ids out of the index since)
-            for table_id in [t for t, s in self._unknown_since.items() if s < stale]:
-                if table_id not in places:
+            stale = time.monotonic() - 4 * self.unknown_grace  # (ids out of the index since,
+            for table_id in [t for t, s in self._unknown_since.items() if s < stale]:  # or of
+                if table_id not in places:  # this node's share: none kept for good)
                     del self._unknown_since[table_id]
         node_id, incarnation = self._link.node_id, self._link.incarnation
         return [
@@ -402,10 +402,7 @@ class RedisLeases(Leases):
             self._unknown_since.pop(table_id, None)
             return False
         now = time.monotonic()
-        since = self._unknown_since.setdefault(table_id, now)
-        if now - since > 4 * self.unknown_grace:  # not looked at since (another node's share
-            since = self._unknown_since[table_id] = now  # then): the grace starts again
-        return now - since >= self.unknown_grace
+        return now - self._unknown_since.setdefault(table_id, now) >= self.unknown_grace
 
 
 class RedisTableLogs(TableLogs):
